@@ -1,0 +1,32 @@
+# The two commands of the README: `make run` (serve the agent) and `make test`.
+# Both create the virtual environment and install everything they need on first use.
+VENV ?= .venv
+PYTHON ?= python3
+PORT ?= 2024
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+export LANGGRAPH_CLI_NO_ANALYTICS := 1
+export LANGGRAPH_NO_VERSION_CHECK := true
+export LANGSMITH_TRACING := false
+
+.PHONY: run test lint install
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[local,serve,dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/langgraph-memgpt serve --port $(PORT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check langgraph_memgpt tests benchmarks
+	$(BIN)/ruff format --check langgraph_memgpt tests benchmarks
+	$(BIN)/mypy --strict langgraph_memgpt

@@ -1,0 +1,52 @@
+"""What ``build_graph`` hands to the nodes: the models, the embeddings, the user's tools."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.stores import AgentMemory, open_memory
+from langgraph_memgpt.tokens import TokenCounter
+
+
+@dataclass
+class Deps:
+    """Shared, process-wide collaborators of the nodes (never part of the checkpoint)."""
+
+    model: BaseChatModel | None = None
+    summary_model: BaseChatModel | None = None
+    embeddings: Embeddings | None = None
+    user_tools: Mapping[str, BaseTool] = field(default_factory=dict)
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def chat_model(self, ctx: Context) -> BaseChatModel:
+        """The model a node calls: the one given to ``build_graph``, else ``ctx.model``."""
+        if self.model is not None:
+            return self.model
+        from langgraph_memgpt.llm.factory import resolve_model
+
+        return resolve_model(ctx.model)
+
+    def summarizer(self, ctx: Context) -> BaseChatModel:
+        """The model that writes eviction summaries (the chat model unless one was given)."""
+        return self.summary_model if self.summary_model is not None else self.chat_model(ctx)
+
+    def memory(self, ctx: Context) -> AgentMemory:
+        """The agent's memory tiers, opened once per process, default core blocks ensured."""
+        memory = open_memory(
+            ctx.data_dir,
+            ctx.agent_id,
+            embedding_model=ctx.embedding_model,
+            embeddings=self.embeddings,
+            core_block_limit=ctx.core_block_limit,
+        )
+        with memory.lock:
+            memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
+        return memory

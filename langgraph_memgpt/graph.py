@@ -1,0 +1,68 @@
+"""Wires the MemGPT loop; ``build_graph`` for library users, ``graph`` for ``langgraph dev``.
+
+    START → check_pressure → (summarize_evict →) think → call_memory_tool → check_pressure …
+                                                     └→ respond → END
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.graph import END, START, StateGraph
+
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.nodes import (
+    make_call_memory_tool,
+    make_check_pressure,
+    make_respond,
+    make_summarize_evict,
+    make_think,
+)
+from langgraph_memgpt.state import InputState, OutputState, State
+from langgraph_memgpt.tools import MEMORY_TOOLS
+
+
+def build_graph(
+    *,
+    model: BaseChatModel | None = None,
+    embeddings: Embeddings | None = None,
+    tools: Sequence[BaseTool] = (),
+    summary_model: BaseChatModel | None = None,
+) -> StateGraph[State, Context, InputState, OutputState]:
+    """Return the uncompiled MemGPT graph; the caller compiles it with its own persistence.
+
+    Args:
+        model: chat model for ``think``; when None, ``Context.model`` picks one per run.
+        embeddings: embeddings for recall and archival search; when None,
+            ``Context.embedding_model`` picks them (the embedded MiniLM by default).
+        tools: extra tools the model may call; they run in ``call_memory_tool``.
+        summary_model: model that writes eviction summaries (defaults to ``model``).
+    """
+    clashes = sorted({t.name for t in tools} & set(MEMORY_TOOLS))
+    if clashes:
+        raise ValueError(f"user tools {clashes} clash with memory tool names; rename them")
+    deps = Deps(
+        model=model,
+        summary_model=summary_model,
+        embeddings=embeddings,
+        user_tools={t.name: t for t in tools},
+    )
+    builder = StateGraph(
+        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+    )
+    builder.add_node("check_pressure", make_check_pressure(deps))
+    builder.add_node("summarize_evict", make_summarize_evict(deps))
+    builder.add_node("think", make_think(deps))
+    builder.add_node("call_memory_tool", make_call_memory_tool(deps))
+    builder.add_node("respond", make_respond(deps))
+    builder.add_edge(START, "check_pressure")
+    builder.add_edge("respond", END)
+    return builder
+
+
+graph = build_graph().compile(name="memgpt")
+"""Compiled without a checkpointer: ``langgraph dev`` / the server supplies persistence."""

@@ -1,0 +1,1 @@
+"""Chat models: the embedded llama.cpp model, hosted OpenAI-compatible models, scripts."""

@@ -1,0 +1,369 @@
+"""The embedded llama.cpp server: one OpenAI-compatible endpoint per machine session.
+
+xllamacpp runs llama.cpp's own HTTP server inside whatever process builds a
+``xllamacpp.Server``. That process is a child of ours (``python -m
+langgraph_memgpt.llm.local_server``), never ourselves: a model that crashes or
+hangs cannot take the agent with it, the gigabyte of weights and the two busy CPU
+threads go away with one signal, and the agent talks to it over plain OpenAI HTTP like
+any hosted endpoint.
+
+Lifetime: the child runs in its own process group; the parent kills that group at exit
+(``atexit``), and the child also polls its parent and exits when the parent is gone, so a
+``kill -9`` of the agent never leaves a llama.cpp server eating a shared 2-core machine.
+
+Sharing: the running server's address is written to ``<cache dir>/server.json``. Another
+process that finds a healthy server there for the same model uses it instead of loading
+a second copy (requests queue on its single slot); the owner still stops it when it exits,
+and `LocalToolCallingChatModel` reconnects (starting its own) if that happens mid-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from rich.console import Console
+
+from langgraph_memgpt.llm import weights
+
+MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct"
+N_CTX = 8192
+THREADS_ENV = "MEMGPT_LLAMA_THREADS"
+DEFAULT_THREADS = 2
+START_TIMEOUT_S = 300.0
+_READY_PREFIX = "MEMGPT_LLAMA_READY "
+FALLBACK_HINT = (
+    "to use a hosted or OpenAI-compatible endpoint instead, set OPENAI_API_KEY "
+    "(and OPENAI_BASE_URL for a non-OpenAI server) or pass model='openai:<name>'"
+)
+
+
+class LocalModelError(RuntimeError):
+    """The embedded model cannot run here; the message is one line saying what to do."""
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    """A running llama.cpp server.
+
+    Attributes:
+        base_url: OpenAI-compatible root, e.g. ``http://127.0.0.1:41234/v1``.
+        pid: the server process id.
+        model_path: the GGUF it serves.
+        owned: whether this process started it (and so stops it at exit).
+    """
+
+    base_url: str
+    pid: int
+    model_path: Path
+    owned: bool
+
+
+_lock = threading.Lock()
+_server: LocalServer | None = None
+_process: subprocess.Popen[bytes] | None = None
+
+
+def get_local_server(
+    model_path: Path | None = None, *, refresh: bool = False, show_progress: bool = True
+) -> LocalServer:
+    """Return this process's llama.cpp server, starting (or adopting) it on first use.
+
+    Args:
+        model_path: GGUF to serve; default: the verified joined model (joined on demand).
+        refresh: forget a remembered server that stopped answering and find another.
+        show_progress: draw the join bar and the loading spinner on stderr.
+
+    Raises:
+        LocalModelError: no usable local model; the message names the fix.
+    """
+    global _server
+    with _lock:
+        if _server is not None and not refresh:
+            return _server
+        if _server is not None and _server.owned and _healthy(_server.base_url):
+            return _server
+        path = model_path if model_path is not None else _verified_model(show_progress)
+        shared = _read_shared(path)
+        _server = shared if shared is not None else _start(path, show_progress=show_progress)
+        return _server
+
+
+def stop_local_server() -> None:
+    """Stop the server this process started (no-op when none, or when it was adopted)."""
+    global _server, _process
+    with _lock:
+        proc, _process = _process, None
+        server, _server = _server, None
+    if proc is None:
+        return
+    _kill_group(proc)
+    if server is not None:
+        _forget_shared(server)
+
+
+def _verified_model(show_progress: bool) -> Path:
+    try:
+        return weights.ensure_model(show_progress=show_progress)
+    except (weights.WeightsError, OSError) as exc:
+        raise LocalModelError(f"local model unavailable: {exc}; {FALLBACK_HINT}") from None
+
+
+def _start(model_path: Path, *, show_progress: bool) -> LocalServer:
+    """Spawn the runner, wait for its handshake and a healthy ``/health``, then register."""
+    global _process
+    if not model_path.is_file():
+        raise LocalModelError(f"local model file {model_path} does not exist; {FALLBACK_HINT}")
+    import importlib.util
+
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise LocalModelError(
+            f"local model needs xllamacpp ({weights.INSTALL_HINT}); {FALLBACK_HINT}"
+        )
+    log_path = weights.cache_dir() / "server.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    threads = int(os.environ.get(THREADS_ENV, DEFAULT_THREADS))
+    cmd = [
+        sys.executable,
+        "-m",
+        "langgraph_memgpt.llm.local_server",
+        "--model",
+        str(model_path),
+        "--threads",
+        str(threads),
+        "--parent-pid",
+        str(os.getpid()),
+    ]
+    env = dict(os.environ)
+    # The child must import this package even when it is not installed (a source checkout).
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    _process = proc
+    atexit.register(stop_local_server)
+    started = time.monotonic()
+    try:
+        address = _await_ready(proc, model_path, log_path, show_progress=show_progress)
+    except BaseException:
+        _process = None
+        _kill_group(proc)
+        raise
+    server = LocalServer(f"{address}/v1", proc.pid, model_path, owned=True)
+    _write_shared(server)
+    if show_progress:
+        Console(stderr=True).print(
+            f"[green]Local model ready[/] at {address} ({time.monotonic() - started:.1f} s)"
+        )
+    return server
+
+
+def _await_ready(
+    proc: subprocess.Popen[bytes], model_path: Path, log_path: Path, *, show_progress: bool
+) -> str:
+    """Wait for the runner's handshake line, then for ``/health`` to answer 200."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + START_TIMEOUT_S
+    console = Console(stderr=True)
+    status = console.status(
+        f"Loading local model {model_path.name} (llama.cpp, first start takes a while)..."
+    )
+    if show_progress:
+        status.start()
+    try:
+        address = _read_handshake(proc, proc.stdout, deadline, log_path)
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            if _healthy(f"{address}/v1"):
+                return address
+            time.sleep(0.25)
+        raise _start_failure(proc, log_path, "did not become healthy")
+    finally:
+        if show_progress:
+            status.stop()
+
+
+def _read_handshake(
+    proc: subprocess.Popen[bytes], stdout: IO[bytes], deadline: float, log_path: Path
+) -> str:
+    selector = selectors.DefaultSelector()
+    selector.register(stdout, selectors.EVENT_READ)
+    buffer = b""
+    try:
+        while time.monotonic() < deadline:
+            if selector.select(timeout=0.25):
+                chunk = os.read(stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                buffer += chunk
+                for line in buffer.decode("utf-8", "replace").splitlines():
+                    if line.startswith(_READY_PREFIX):
+                        return line[len(_READY_PREFIX) :].strip().rstrip("/")
+            elif proc.poll() is not None:
+                break
+    finally:
+        selector.close()
+    raise _start_failure(proc, log_path, "did not start")
+
+
+def _start_failure(proc: subprocess.Popen[bytes], log_path: Path, what: str) -> LocalModelError:
+    code = proc.poll()
+    reason = _last_error_line(log_path) or (f"exit code {code}" if code is not None else "timeout")
+    return LocalModelError(
+        f"local llama.cpp server {what} ({reason}; log: {log_path}); {FALLBACK_HINT}"
+    )
+
+
+def _last_error_line(log_path: Path) -> str:
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        lowered = line.lower()
+        if "error" in lowered or "failed" in lowered or "exception" in lowered:
+            return line.strip()[:200]
+    return ""
+
+
+def _healthy(base_url: str) -> bool:
+    root = base_url.removesuffix("/v1")
+    try:
+        with urllib.request.urlopen(f"{root}/health", timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _state_path() -> Path:
+    return weights.cache_dir() / "server.json"
+
+
+def _write_shared(server: LocalServer) -> None:
+    state = {"base_url": server.base_url, "pid": server.pid, "model_path": str(server.model_path)}
+    path = _state_path()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(state), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def _read_shared(model_path: Path) -> LocalServer | None:
+    try:
+        state = json.loads(_state_path().read_text(encoding="utf-8"))
+        base_url, pid, path = str(state["base_url"]), int(state["pid"]), Path(state["model_path"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if path != model_path or not _pid_alive(pid) or not _healthy(base_url):
+        return None
+    return LocalServer(base_url, pid, path, owned=False)
+
+
+def _forget_shared(server: LocalServer) -> None:
+    try:
+        state = json.loads(_state_path().read_text(encoding="utf-8"))
+        if int(state.get("pid", -1)) == server.pid:
+            _state_path().unlink(missing_ok=True)
+    except (OSError, ValueError, TypeError):
+        pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# --- the child process -------------------------------------------------------------------
+
+
+def _serve(model: str, threads: int, parent_pid: int) -> int:
+    """Run llama.cpp's server in this process until the parent goes away or we are signalled."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = model
+    params.model_alias = {MODEL_ALIAS}
+    params.n_ctx = N_CTX
+    params.n_parallel = 1  # one slot: the whole 8k window, and one prefix cache to reuse
+    params.cache_prompt = True  # reuse the KV of the unchanged prompt prefix between calls
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0  # the OS picks a free loopback port; we report the real one
+    params.ui = False
+    params.warmup = False
+    try:
+        server = xllamacpp.Server(params)
+    except Exception as exc:  # noqa: BLE001 - any load failure must reach the parent's log
+        print(f"error: llama.cpp failed to load {model}: {exc}", file=sys.stderr, flush=True)
+        return 1
+    print(f"{_READY_PREFIX}{server.listening_address}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    original_parent = os.getppid()
+    # Poll instead of PR_SET_PDEATHSIG: that signal fires when the *thread* that spawned
+    # us exits, and graph nodes often run in short-lived worker threads.
+    while not stop.wait(1.0):
+        if os.getppid() != original_parent or not _pid_alive(parent_pid):
+            break
+    # Exit without running llama.cpp's destructors (the caller uses os._exit): tearing
+    # down its HTTP and worker threads can block, and the OS frees everything anyway.
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the server child process (``python -m ...local_server``)."""
+    parser = argparse.ArgumentParser(description="Run the embedded llama.cpp server.")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
+    parser.add_argument("--parent-pid", type=int, required=True)
+    args = parser.parse_args(argv)
+    return _serve(args.model, args.threads, args.parent_pid)
+
+
+if __name__ == "__main__":
+    os._exit(main())

@@ -1,0 +1,98 @@
+"""call_memory_tool: run every tool call of the last AI message and decide whether to go on.
+
+Every call gets a tool result (providers reject a queue with an unanswered call). Failures
+of any kind come back to the model as readable errors and force another think step; a
+heartbeat asks for one; otherwise the turn ends. A batch of calls identical to the
+previous ones, ``Context.max_repeated_calls`` times in a row, ends the turn.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from langgraph_memgpt import prompts
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.main_context import context_of, record, thread_of
+from langgraph_memgpt.state import State
+from langgraph_memgpt.tools import Provenance, error_text, execute_tool_call, tool_result
+
+
+def _signature(message: AIMessage) -> str:
+    calls = [(c["name"], c["args"]) for c in message.tool_calls]
+    calls += [(str(c.get("name")), str(c.get("args"))) for c in message.invalid_tool_calls]
+    return json.dumps(calls, sort_keys=True, default=str)
+
+
+def make_call_memory_tool(
+    deps: Deps,
+) -> Callable[[State, Runtime[Context]], Command[Literal["check_pressure", "respond"]]]:
+    """Build the node with the graph's dependencies."""
+
+    def call_memory_tool(
+        state: State, runtime: Runtime[Context]
+    ) -> Command[Literal["check_pressure", "respond"]]:
+        """Execute the pending tool calls; heartbeat or failure -> think again, else respond."""
+        ctx = context_of(runtime)
+        memory = deps.memory(ctx)
+        last = state["messages"][-1]
+        if not isinstance(last, AIMessage):
+            return Command(goto="respond")
+        where = Provenance(thread_id=thread_of(runtime), turn=state.get("turn", 0))
+        results: list[ToolMessage] = []
+        go_on = False
+        for call in last.tool_calls:
+            outcome = execute_tool_call(
+                call["name"],
+                call["args"],
+                memory=memory,
+                ctx=ctx,
+                where=where,
+                user_tools=deps.user_tools,
+            )
+            go_on = go_on or outcome.heartbeat
+            results.append(
+                ToolMessage(
+                    outcome.content,
+                    tool_call_id=str(call["id"]),
+                    name=call["name"],
+                    status="success" if outcome.ok else "error",
+                    id=str(uuid.uuid4()),
+                )
+            )
+        for bad in last.invalid_tool_calls:
+            name = str(bad.get("name") or "unknown")
+            detail = f"arguments are not valid JSON ({bad.get('error') or 'parse error'}): {bad.get('args')!r}"
+            go_on = True
+            results.append(
+                ToolMessage(
+                    tool_result(False, error_text(name, detail), ctx.result_char_limit),
+                    tool_call_id=str(bad.get("id")),
+                    name=name,
+                    status="error",
+                    id=str(uuid.uuid4()),
+                )
+            )
+        record(memory, results, where.thread_id, where.turn)
+
+        signature = _signature(last)
+        repeats = state.get("repeat_count", 0) + 1 if signature == state.get("repeat_key") else 1
+        update: dict[str, Any] = {
+            "messages": results,
+            "repeat_key": signature,
+            "repeat_count": repeats,
+        }
+        if repeats >= ctx.max_repeated_calls:
+            first = last.tool_calls[0]["name"] if last.tool_calls else "an invalid call"
+            update["stop_reason"] = prompts.REPEATED_CALL_REPLY.format(name=first)
+            return Command(goto="respond", update=update)
+        return Command(goto="check_pressure" if go_on else "respond", update=update)
+
+    return call_memory_tool

@@ -1,0 +1,158 @@
+"""summarize_evict: move the oldest messages out of the queue behind a recursive summary.
+
+The evicted messages are already verbatim in recall memory (write-ahead), so eviction only
+shortens the prompt. The cut never separates an AI tool call from its results, never leaves
+a tool message first, and never touches the user's newest message. The new summary folds in
+the previous one, is written in the agent's first person, and is also kept in archival
+memory. If nothing can be evicted the turn ends with an honest reply instead of looping.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from langgraph_memgpt import prompts
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.main_context import (
+    build_prompt,
+    context_of,
+    current_system,
+    latest_user_index,
+    prompt_tokens,
+    thread_of,
+)
+from langgraph_memgpt.state import State
+from langgraph_memgpt.tokens import TokenCounter, content_text
+from langgraph_memgpt.tools import tool_schemas
+
+TRANSCRIPT_LINE_CHARS = 600
+"""Longest excerpt of one evicted message shown to the summarizer."""
+
+
+def choose_cut(
+    queue: Sequence[AnyMessage], cost_after: Callable[[int], int], target: int
+) -> int:
+    """Smallest valid cut index whose remaining prompt fits ``target`` (0: nothing to evict).
+
+    A cut ``c`` evicts ``queue[:c]``. It is valid when ``queue[c]`` is not a tool result
+    (so no call is split from its results and no tool message leads the queue) and it
+    keeps the user's newest message. When no valid cut reaches the target, the deepest
+    valid one is returned.
+    """
+    newest_user = latest_user_index(queue)
+    limit = newest_user if newest_user is not None else len(queue)
+    best = 0
+    for cut in range(1, limit + 1):
+        if cut < len(queue) and isinstance(queue[cut], ToolMessage):
+            continue
+        best = cut
+        if cost_after(cut) <= target:
+            return cut
+    return best
+
+
+def transcript(messages: Sequence[AnyMessage]) -> str:
+    """Evicted messages as compact lines for the summarizer."""
+    lines = []
+    for message in messages:
+        text = " ".join(content_text(message).split())
+        if isinstance(message, AIMessage):
+            calls = "; ".join(
+                f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)})" for c in message.tool_calls
+            )
+            text = f"{text} [calls: {calls}]" if calls else text
+            role = "me"
+        elif isinstance(message, ToolMessage):
+            role = f"tool {message.name or ''}".strip()
+        elif isinstance(message, HumanMessage):
+            role = "system" if message.name else "user"
+        else:
+            role = "system"
+        if len(text) > TRANSCRIPT_LINE_CHARS:
+            text = text[:TRANSCRIPT_LINE_CHARS] + "…"
+        lines.append(f"{role}: {text}")
+    return "\n".join(lines)
+
+
+def _clip_tokens(text: str, budget: int, counter: TokenCounter) -> str:
+    tokens = counter.text(text)
+    if tokens <= budget:
+        return text
+    return text[: max(0, int(len(text) * budget / tokens) - 1)] + "…"
+
+
+def make_summarize_evict(
+    deps: Deps,
+) -> Callable[[State, Runtime[Context]], Command[Literal["think", "respond"]]]:
+    """Build the node with the graph's dependencies."""
+
+    def summarize_evict(state: State, runtime: Runtime[Context]) -> Command[Literal["think", "respond"]]:
+        """Evict down to ``evict_fraction`` of the window behind a new recursive summary."""
+        ctx = context_of(runtime)
+        memory = deps.memory(ctx)
+        queue = list(state["messages"])
+        summary = state.get("summary", "")
+        evicted_count = state.get("evicted_count", 0)
+        system_prompt, _ = current_system(state, memory, len(queue))
+        schemas = tool_schemas(list(deps.user_tools.values()))
+        summary_budget = int(ctx.context_window * ctx.summary_fraction)
+
+        def cost_after(cut: int) -> int:
+            rest = build_prompt(system_prompt, "", evicted_count, queue[cut:])
+            return prompt_tokens(deps.counter, rest, schemas) + summary_budget
+
+        before = prompt_tokens(
+            deps.counter, build_prompt(system_prompt, summary, evicted_count, queue), schemas
+        )
+        cut = choose_cut(queue, cost_after, int(ctx.context_window * ctx.evict_fraction))
+        if cut == 0:
+            # Nothing may leave the queue: stop the turn rather than loop on eviction.
+            return Command(
+                goto="respond",
+                update={"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False},
+            )
+        evicted = queue[:cut]
+        max_words = max(20, int(summary_budget * 0.7))
+        request = [
+            SystemMessage(prompts.SUMMARIZER_INSTRUCTIONS.format(max_words=max_words)),
+            HumanMessage(prompts.summarizer_prompt(summary, transcript(evicted), max_words)),
+        ]
+        new_summary = content_text(deps.summarizer(ctx).invoke(request)).strip()
+        new_summary = _clip_tokens(new_summary or summary, summary_budget, deps.counter)
+        after = cost_after(cut) - summary_budget + deps.counter.text(new_summary)
+        if after >= before:
+            return Command(
+                goto="respond",
+                update={"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False},
+            )
+        with memory.lock:
+            memory.archival.insert(
+                new_summary,
+                tags=["summary"],
+                thread_id=thread_of(runtime),
+                turn=state.get("turn", 0),
+            )
+        update: dict[str, Any] = {
+            "messages": [RemoveMessage(id=str(m.id)) for m in evicted],
+            "summary": new_summary,
+            "evicted_count": evicted_count + len(evicted),
+            "alerted": False,
+            "force_evict": False,
+        }
+        return Command(goto="think", update=update)
+
+    return summarize_evict

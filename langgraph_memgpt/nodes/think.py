@@ -1,0 +1,104 @@
+"""think: one model call over the main context, with the memory tools bound.
+
+The model's text next to a tool call is its inner monologue; a reply with no tool call is
+a plain answer and ends the turn. A provider "context length exceeded" error sends the
+queue to summarize_evict and retries (bounded by ``Context.max_context_retries``).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from langgraph_memgpt import prompts
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.main_context import (
+    build_prompt,
+    context_of,
+    current_system,
+    record,
+    thread_of,
+)
+from langgraph_memgpt.state import State
+from langgraph_memgpt.tools import tool_schemas
+
+_CONTEXT_ERROR = re.compile(
+    r"context[_ ]length|maximum context|context window|too many tokens|prompt is too long"
+    r"|exceeds the context|exceed_context_size",
+    re.IGNORECASE,
+)
+
+
+def is_context_length_error(exc: BaseException) -> bool:
+    """True when a provider refused the prompt for being longer than the window."""
+    code = getattr(exc, "code", None)
+    return code == "context_length_exceeded" or bool(_CONTEXT_ERROR.search(str(exc)))
+
+
+def _with_call_ids(message: AIMessage) -> AIMessage:
+    """Every tool call gets an id: its result must point back at it or providers answer 400."""
+    if all(c.get("id") for c in message.tool_calls) and all(
+        c.get("id") for c in message.invalid_tool_calls
+    ):
+        return message
+    calls = [{**c, "id": c.get("id") or f"call_{uuid.uuid4().hex[:24]}"} for c in message.tool_calls]
+    invalid = [
+        {**c, "id": c.get("id") or f"call_{uuid.uuid4().hex[:24]}"}
+        for c in message.invalid_tool_calls
+    ]
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
+
+
+def make_think(
+    deps: Deps,
+) -> Callable[[State, Runtime[Context]], Command[Literal["call_memory_tool", "respond", "summarize_evict"]]]:
+    """Build the node with the graph's dependencies."""
+
+    def think(
+        state: State, runtime: Runtime[Context]
+    ) -> Command[Literal["call_memory_tool", "respond", "summarize_evict"]]:
+        """Call the model on the rendered main context; route on what it asked for."""
+        ctx = context_of(runtime)
+        steps = state.get("steps", 0)
+        if steps >= ctx.max_steps:
+            reply = prompts.STEP_CAP_REPLY.format(steps=steps)
+            return Command(goto="respond", update={"stop_reason": reply})
+        memory = deps.memory(ctx)
+        queue = state["messages"]
+        system_prompt, update = current_system(state, memory, len(queue))
+        prompt = build_prompt(
+            system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
+        )
+        model = deps.chat_model(ctx).bind_tools(tool_schemas(list(deps.user_tools.values())))
+        try:
+            raw = model.invoke(prompt)
+        except Exception as exc:
+            if not is_context_length_error(exc):
+                raise
+            retries = state.get("context_retries", 0)
+            if retries >= ctx.max_context_retries:
+                return Command(
+                    goto="respond", update={**update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY}
+                )
+            return Command(
+                goto="summarize_evict",
+                update={**update, "context_retries": retries + 1, "force_evict": True},
+            )
+        message = raw if isinstance(raw, AIMessage) else AIMessage(content=str(raw.content))
+        message = _with_call_ids(message)
+        if not message.id:
+            message = message.model_copy(update={"id": str(uuid.uuid4())})
+        record(memory, [message], thread_of(runtime), state.get("turn", 0))
+        out: dict[str, Any] = {**update, "messages": [message], "steps": steps + 1}
+        if message.tool_calls or message.invalid_tool_calls:
+            return Command(goto="call_memory_tool", update=out)
+        return Command(goto="respond", update=out)
+
+    return think

@@ -1,0 +1,128 @@
+"""Every text the loop shows the model: instructions, memory rendering, alerts, summaries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+SYSTEM_INSTRUCTIONS = """\
+You are a MemGPT agent: a persistent assistant whose memory outlives this conversation.
+
+How you act
+- Your context window is small. Everything outside it is kept in your external memory and
+  you page it in and out yourself, with tools.
+- Text you write next to a tool call is your private inner monologue: the user never sees it.
+  Keep it short. The user only sees what you pass to `send_message`.
+- Reply to the user by calling `send_message`. Every memory tool takes `request_heartbeat`:
+  set it to true when you want to keep working after the tool returns (to search, then
+  answer). Without a heartbeat your turn ends after the tool runs.
+
+Your memory
+- Core memory (below) is always in view: `persona` is who you are, `human` is what you know
+  about the user. Keep them current with `core_memory_append` / `core_memory_replace`.
+- Recall memory holds every message ever exchanged, verbatim, even those no longer in view.
+  Search it with `conversation_search` (by words) or `conversation_search_date` (by date).
+- Archival memory holds passages you chose to keep, without limit. Save facts worth keeping
+  with `archival_memory_insert`; find them with `archival_memory_search`.
+- When a system alert says memory pressure is high, save what matters now: older messages
+  will soon be replaced by a summary.
+"""
+
+
+def render_core_blocks(blocks: Sequence[dict[str, Any]]) -> str:
+    """Core memory as the model sees it, each block with its fill level and limit."""
+    parts = []
+    for block in blocks:
+        value = str(block.get("value", ""))
+        flags = " read_only" if block.get("read_only") else ""
+        parts.append(
+            f'<{block["label"]} chars_current="{len(value)}" '
+            f'chars_limit="{block.get("char_limit", 0)}"{flags}>\n'
+            f"<description>{block.get('description', '')}</description>\n"
+            f"{value}\n</{block['label']}>"
+        )
+    return "<core_memory>\n" + "\n".join(parts) + "\n</core_memory>"
+
+
+def render_memory_statistics(
+    *,
+    recall_outside_queue: int,
+    archival_count: int,
+    archival_tags: Sequence[str],
+    last_modified: str | None,
+) -> str:
+    """Counts that tell the model what lies outside its window and is worth searching."""
+    tags = ", ".join(archival_tags[:20]) or "none"
+    more = f" (+{len(archival_tags) - 20} more)" if len(archival_tags) > 20 else ""
+    return (
+        "<memory_statistics>\n"
+        f"- {recall_outside_queue} earlier messages in recall memory "
+        "(use conversation_search to see them)\n"
+        f"- {archival_count} passages in archival memory (use archival_memory_search)\n"
+        f"- archival tags: {tags}{more}\n"
+        f"- memory last modified: {last_modified or 'never'}\n"
+        "</memory_statistics>"
+    )
+
+
+def render_system_prompt(core: str, statistics: str) -> str:
+    """The whole system message: instructions, core memory, statistics."""
+    return f"{SYSTEM_INSTRUCTIONS}\n{core}\n\n{statistics}"
+
+
+def render_summary(summary: str, evicted_count: int) -> str:
+    """The head-of-queue note that stands in for evicted messages."""
+    return (
+        f"[system note] {evicted_count} earlier messages of this conversation were moved out of "
+        "view to recall memory (conversation_search finds them verbatim). Summary of them, "
+        f"in your own words:\n{summary}"
+    )
+
+
+def pressure_alert(used_tokens: int, window: int) -> str:
+    """The once-per-cycle warning that memory pressure is high."""
+    share = round(100 * used_tokens / window)
+    return (
+        f"[system alert] Memory pressure: the context window is {share}% full "
+        f"({used_tokens}/{window} tokens). Older messages will soon be summarized and moved "
+        "out of view. Save anything important to core memory (core_memory_append / "
+        "core_memory_replace) or archival memory (archival_memory_insert) now."
+    )
+
+
+SUMMARIZER_INSTRUCTIONS = """\
+You maintain the running summary of your own conversation, written in the first person
+("I", "the user"), because older messages are leaving your context window. Fold the previous
+summary and the messages below into ONE new summary: keep names, facts, dates, decisions,
+promises and open questions; drop greetings and filler. At most {max_words} words. Output only
+the summary text."""
+
+
+def summarizer_prompt(previous_summary: str, transcript: str, max_words: int) -> str:
+    """The user message asking the model for the next recursive summary."""
+    previous = previous_summary.strip() or "(none yet)"
+    return (
+        f"Previous summary:\n{previous}\n\nMessages leaving the window:\n{transcript}\n\n"
+        f"Write the new summary (at most {max_words} words)."
+    )
+
+
+TRUNCATED_NOTE = (
+    "\n[message truncated to fit the context window: the full {chars} characters are kept "
+    "verbatim in recall memory as message {message_id}; use conversation_search to read parts]"
+)
+
+STEP_CAP_REPLY = (
+    "I stopped working on this after {steps} steps without finishing. "
+    "Please tell me how you would like me to continue."
+)
+
+REPEATED_CALL_REPLY = (
+    "I stopped because I was repeating the same action ({name}) without progress. "
+    "Please rephrase or tell me how to continue."
+)
+
+CONTEXT_OVERFLOW_REPLY = (
+    "I could not fit this conversation into my context window even after summarizing it. "
+    "Please send a shorter message."
+)

@@ -1,0 +1,59 @@
+"""Graph state: the FIFO queue and what the loop keeps beside it.
+
+The queue (``messages``) is bounded by eviction; everything older lives verbatim in recall
+memory, so a checkpoint stays small however long a thread runs. Input and output are
+``messages`` only, so the compiled graph drops into any parent graph with that key.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import NotRequired, TypedDict
+
+
+class InputState(TypedDict):
+    """What a caller sends: new messages for the queue."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class OutputState(TypedDict):
+    """What a caller gets back: the queue, whose last AI message is the reply."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class State(InputState):
+    """Everything the loop persists per thread through the checkpointer."""
+
+    summary: NotRequired[str]
+    """Recursive, first-person summary of every message evicted from the queue."""
+    evicted_count: NotRequired[int]
+    """How many messages the summary stands for."""
+    core_blocks: NotRequired[list[dict[str, Any]]]
+    """Mirror of the agent's core memory blocks (SQLite is the source of truth)."""
+    system_prompt: NotRequired[str]
+    """The rendered system message, kept stable so the provider's prefix cache holds."""
+    system_key: NotRequired[str]
+    """Core-memory version and summary the system prompt was rendered from."""
+    turn: NotRequired[int]
+    """Number of user turns this thread has seen."""
+    turn_user_id: NotRequired[str]
+    """Id of the user message that opened the current turn."""
+    steps: NotRequired[int]
+    """Model calls in the current turn (capped by ``Context.max_steps``)."""
+    repeat_key: NotRequired[str]
+    """Signature of the last tool call batch, for the repeated-call breaker."""
+    repeat_count: NotRequired[int]
+    """How many times in a row ``repeat_key`` was called."""
+    alerted: NotRequired[bool]
+    """Whether this eviction cycle's memory-pressure warning was already sent."""
+    context_retries: NotRequired[int]
+    """Summarize-and-retry attempts after a provider context-length error this turn."""
+    force_evict: NotRequired[bool]
+    """Set by ``think`` after a context-length error: evict even below the flush limit."""
+    stop_reason: NotRequired[str]
+    """Why the turn ended early (step cap, breaker), shown in the reply."""

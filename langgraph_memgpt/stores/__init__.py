@@ -1,0 +1,103 @@
+"""The memory tiers that live outside the prompt, opened together for one agent.
+
+``AgentMemory`` is the one object the graph talks to: core blocks, recall (every message)
+and archival (passages), all scoped to one ``agent_id`` in one SQLite file per data
+directory, with FAISS caches beside it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlite_utils
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memgpt.stores.archival import ArchivalMemory
+from langgraph_memgpt.stores.core import CoreMemory
+from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.embeddings import get_embeddings
+from langgraph_memgpt.stores.recall import RecallMemory
+
+DB_FILENAME = "memory.sqlite"
+
+__all__ = ["AgentMemory", "open_memory", "DB_FILENAME"]
+
+
+@dataclass
+class AgentMemory:
+    """Core, recall and archival memory of one agent.
+
+    ``lock`` serialises use of the shared SQLite connection and FAISS index between the
+    threads of one process (the server runs sync nodes on a thread pool); other processes
+    are kept consistent by SQLite's WAL and the FAISS staleness check.
+    """
+
+    agent_id: str
+    data_dir: Path
+    db: sqlite_utils.Database
+    core: CoreMemory
+    recall: RecallMemory
+    archival: ArchivalMemory
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: str | Path,
+        agent_id: str,
+        embeddings: Embeddings | None,
+        *,
+        core_block_limit: int = 2000,
+    ) -> AgentMemory:
+        """Open (creating if needed) the memory of ``agent_id`` under ``data_dir``."""
+        if not agent_id or not agent_id.strip():
+            raise ValueError("agent_id must be a non-empty string")
+        root = Path(data_dir).expanduser()
+        db = open_db(root / DB_FILENAME)
+        cache_dir = root / "faiss"
+        return cls(
+            agent_id=agent_id,
+            data_dir=root,
+            db=db,
+            core=CoreMemory(db, agent_id, default_limit=core_block_limit),
+            recall=RecallMemory(db, agent_id, embeddings, cache_dir),
+            archival=ArchivalMemory(db, agent_id, embeddings, cache_dir),
+        )
+
+
+_OPEN: dict[tuple[str, str, str, int], AgentMemory] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def open_memory(
+    data_dir: str | Path,
+    agent_id: str,
+    *,
+    embedding_model: str = "minilm",
+    embeddings: Embeddings | None = None,
+    core_block_limit: int = 2000,
+) -> AgentMemory:
+    """Return the process-wide ``AgentMemory`` for (data_dir, agent_id), opening it once."""
+    key = (
+        str(Path(data_dir).expanduser().resolve()),
+        agent_id,
+        embedding_model if embeddings is None else f"obj:{id(embeddings)}",
+        core_block_limit,
+    )
+    with _OPEN_LOCK:
+        memory = _OPEN.get(key)
+        if memory is None:
+            emb = embeddings if embeddings is not None else get_embeddings(embedding_model)
+            memory = AgentMemory.open(key[0], agent_id, emb, core_block_limit=core_block_limit)
+            _OPEN[key] = memory
+        return memory
+
+
+def close_all() -> None:
+    """Forget every opened memory (tests and the crash harness reopen from disk)."""
+    with _OPEN_LOCK:
+        for memory in _OPEN.values():
+            memory.db.conn.close()
+        _OPEN.clear()

@@ -1,0 +1,320 @@
+"""Core memory: the small, always-visible blocks (persona, human, ...) the agent edits itself.
+
+SQLite is the source of truth; every change is kept in ``core_block_history`` with who
+made it, so a bad edit by the model can be seen and undone. Refusals are
+:class:`BlockEditError` with text written for the model to read and act on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite_utils
+
+from langgraph_memgpt.stores.db import transaction, utc_now
+from langgraph_memgpt.stores.types import BlockEditError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS core_blocks (
+    agent_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    value TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    char_limit INTEGER NOT NULL,
+    read_only INTEGER NOT NULL DEFAULT 0,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (agent_id, label)
+);
+CREATE TABLE IF NOT EXISTS core_block_history (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    old_value TEXT,
+    new_value TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    op TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS core_block_history_by_block
+    ON core_block_history (agent_id, label, id);
+"""
+
+PERSONA_DESCRIPTION = (
+    "Who you are: your name, personality, how you speak and behave. Stay in character; "
+    "edit this block when you learn something about yourself worth keeping."
+)
+HUMAN_DESCRIPTION = (
+    "What you know about the person you are talking with: name, preferences, plans, facts "
+    "worth remembering in every future conversation. Keep it current and concise."
+)
+
+_LABEL = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+_QUOTE_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class Block:
+    """One core memory block as the model sees it."""
+
+    label: str
+    value: str
+    description: str
+    char_limit: int
+    read_only: bool = False
+
+
+class CoreMemory:
+    """The core memory blocks of one agent, stored in the shared memory database.
+
+    Args:
+        db: A database from :func:`~langgraph_memgpt.stores.db.open_db`.
+        agent_id: The agent whose blocks this object reads and writes; no method can
+            reach another agent's blocks.
+        default_limit: Character limit of the blocks :meth:`ensure_defaults` creates.
+    """
+
+    def __init__(self, db: sqlite_utils.Database, agent_id: str, *, default_limit: int = 2000):
+        if default_limit <= 0:
+            raise ValueError(f"default_limit must be positive, got {default_limit}")
+        self.db = db
+        self.agent_id = agent_id
+        self.default_limit = default_limit
+        with transaction(db):
+            db.executescript(_SCHEMA)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def blocks(self) -> list[Block]:
+        """Return every block of the agent, in creation order."""
+        rows = self.db.conn.execute(
+            "SELECT label, value, description, char_limit, read_only FROM core_blocks "
+            "WHERE agent_id = ? ORDER BY rowid",
+            (self.agent_id,),
+        ).fetchall()
+        return [_block(row) for row in rows]
+
+    def get(self, label: str) -> Block:
+        """Return the block called ``label``.
+
+        Raises:
+            BlockEditError: There is no such block (the message lists the existing ones).
+        """
+        block = self._find(label)
+        if block is None:
+            raise BlockEditError(self._unknown_label(label, "Read failed"))
+        return block
+
+    def history(self, label: str) -> list[dict[str, Any]]:
+        """Return every change of block ``label``, oldest first (empty for an unknown label)."""
+        cursor = self.db.conn.execute(
+            "SELECT id, label, old_value, new_value, actor, op, created_at "
+            "FROM core_block_history WHERE agent_id = ? AND label = ? ORDER BY id",
+            (self.agent_id, label),
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def last_modified(self) -> str | None:
+        """Return when any block of the agent last changed (ISO-8601 UTC), or None if none exist."""
+        row = self.db.conn.execute(
+            "SELECT MAX(updated_at) FROM core_blocks WHERE agent_id = ?", (self.agent_id,)
+        ).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    # -- creating --------------------------------------------------------------------
+
+    def ensure_defaults(self, persona: str = "", human: str = "") -> None:
+        """Create the ``persona`` and ``human`` blocks if the agent has no such blocks yet.
+
+        Existing blocks are left as they are: the initial texts only seed a new agent.
+        Initial text longer than the limit is stored anyway (a block over its limit still
+        loads; the agent can only shorten it).
+        """
+        with transaction(self.db):
+            for label, value, description in (
+                ("persona", persona, PERSONA_DESCRIPTION),
+                ("human", human, HUMAN_DESCRIPTION),
+            ):
+                if self._find(label) is None:
+                    self._insert(label, value, description, self.default_limit, False, "system")
+
+    def create(
+        self,
+        label: str,
+        value: str,
+        description: str,
+        char_limit: int,
+        read_only: bool = False,
+    ) -> Block:
+        """Create a new block.
+
+        Raises:
+            BlockEditError: The label is invalid or taken, the limit is not positive, or
+                the value is over the limit.
+        """
+        if not _LABEL.match(label):
+            raise BlockEditError(
+                f"Create failed: block label {label!r} must be 1-64 letters, digits, '_' or '-'."
+            )
+        if char_limit <= 0:
+            raise BlockEditError(f"Create failed: char_limit must be positive, got {char_limit}.")
+        if len(value) > char_limit:
+            raise BlockEditError(
+                f"Create failed: block '{label}' would hold {len(value)} characters, over its "
+                f"limit of {char_limit}."
+            )
+        with transaction(self.db):
+            if self._find(label) is not None:
+                raise BlockEditError(f"Create failed: block '{label}' already exists.")
+            return self._insert(label, value, description, char_limit, read_only, "system")
+
+    # -- editing ---------------------------------------------------------------------
+
+    def append(self, label: str, content: str, actor: str = "agent") -> Block:
+        """Add ``content`` as a new line at the end of block ``label``.
+
+        Raises:
+            BlockEditError: Empty content, unknown label, read-only block, or the result
+                would be over the block's limit.
+        """
+        if not content.strip():
+            raise BlockEditError(
+                f"Edit failed: nothing to append to block '{label}'; content is empty."
+            )
+        with transaction(self.db):
+            block = self._editable(label, actor)
+            new_value = f"{block.value}\n{content}" if block.value else content
+            return self._write(block, new_value, actor, "append")
+
+    def replace(self, label: str, old: str, new: str, actor: str = "agent") -> Block:
+        """Replace the one occurrence of ``old`` in block ``label`` with ``new``.
+
+        ``new`` may be empty, which deletes ``old``. ``old`` must occur exactly once, so
+        a short fragment cannot silently rewrite several places.
+
+        Raises:
+            BlockEditError: Empty ``old``, unknown label, read-only block, ``old`` not
+                found or ambiguous, or the result would be over the block's limit.
+        """
+        if not old:
+            raise BlockEditError(
+                f"Edit failed: old_content is empty. Copy the exact text to change from block "
+                f"'{label}' as shown in your core memory; to add text use core_memory_append."
+            )
+        with transaction(self.db):
+            block = self._editable(label, actor)
+            found = block.value.count(old)
+            if found == 0:
+                raise BlockEditError(
+                    f"Edit failed: the text {_quote(old)} was not found in block '{label}'. "
+                    "Copy the exact text to change, character for character, from the block "
+                    "as shown in your core memory."
+                )
+            if found > 1:
+                raise BlockEditError(
+                    f"Edit failed: the text {_quote(old)} occurs {found} times in block "
+                    f"'{label}'. Include more of the surrounding text so it matches only once."
+                )
+            return self._write(block, block.value.replace(old, new, 1), actor, "replace")
+
+    def set(self, label: str, value: str, actor: str = "user") -> Block:
+        """Overwrite block ``label`` with ``value`` (for users and tools, not the model's edits).
+
+        Read-only blocks refuse the agent but not other actors, who own them.
+
+        Raises:
+            BlockEditError: Unknown label, read-only block (for actor "agent"), or the
+                value is over the block's limit.
+        """
+        with transaction(self.db):
+            block = self._editable(label, actor)
+            return self._write(block, value, actor, "set")
+
+    # -- internals -------------------------------------------------------------------
+
+    def _find(self, label: str) -> Block | None:
+        row = self.db.conn.execute(
+            "SELECT label, value, description, char_limit, read_only FROM core_blocks "
+            "WHERE agent_id = ? AND label = ?",
+            (self.agent_id, label),
+        ).fetchone()
+        return None if row is None else _block(row)
+
+    def _unknown_label(self, label: str, verb: str) -> str:
+        labels = [b.label for b in self.blocks()]
+        existing = ", ".join(f"'{x}'" for x in labels) if labels else "none"
+        return f"{verb}: there is no core memory block '{label}'. Existing blocks: {existing}."
+
+    def _editable(self, label: str, actor: str) -> Block:
+        block = self._find(label)
+        if block is None:
+            raise BlockEditError(self._unknown_label(label, "Edit failed"))
+        if block.read_only and actor == "agent":
+            raise BlockEditError(
+                f"Edit failed: block '{label}' is read-only; you can read it but not change it."
+            )
+        return block
+
+    def _write(self, block: Block, new_value: str, actor: str, op: str) -> Block:
+        # A block already over its limit (seeded long, or its limit lowered) may still be
+        # edited as long as the edit does not make it longer: the agent can shrink it.
+        if len(new_value) > block.char_limit and len(new_value) > len(block.value):
+            raise BlockEditError(
+                f"Edit failed: block '{block.label}' would hold {len(new_value)} characters, "
+                f"over its limit of {block.char_limit}. Shorten the new content, or first "
+                "remove or condense outdated text with core_memory_replace."
+            )
+        now = utc_now()
+        self.db.conn.execute(
+            "UPDATE core_blocks SET value = ?, updated_at = ? WHERE agent_id = ? AND label = ?",
+            (new_value, now, self.agent_id, block.label),
+        )
+        self._log(block.label, block.value, new_value, actor, op, now)
+        return Block(
+            label=block.label,
+            value=new_value,
+            description=block.description,
+            char_limit=block.char_limit,
+            read_only=block.read_only,
+        )
+
+    def _insert(
+        self,
+        label: str,
+        value: str,
+        description: str,
+        char_limit: int,
+        read_only: bool,
+        actor: str,
+    ) -> Block:
+        now = utc_now()
+        self.db.conn.execute(
+            "INSERT INTO core_blocks "
+            "(agent_id, label, value, description, char_limit, read_only, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.agent_id, label, value, description, char_limit, int(read_only), now),
+        )
+        self._log(label, None, value, actor, "create", now)
+        return Block(label, value, description, char_limit, read_only)
+
+    def _log(
+        self, label: str, old: str | None, new: str, actor: str, op: str, created_at: str
+    ) -> None:
+        self.db.conn.execute(
+            "INSERT INTO core_block_history "
+            "(agent_id, label, old_value, new_value, actor, op, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.agent_id, label, old, new, actor, op, created_at),
+        )
+
+
+def _block(row: tuple[Any, ...]) -> Block:
+    label, value, description, char_limit, read_only = row
+    return Block(str(label), str(value), str(description), int(char_limit), bool(read_only))
+
+
+def _quote(text: str) -> str:
+    shown = text if len(text) <= _QUOTE_LIMIT else text[:_QUOTE_LIMIT] + "..."
+    return repr(shown)

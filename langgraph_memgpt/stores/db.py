@@ -1,0 +1,152 @@
+"""The one SQLite file behind all memory tiers: opening it safely, transactions, metadata.
+
+Every tier of every agent lives in ``<data_dir>/memory.sqlite``. WAL mode lets readers
+(Studio, the CLI) work while the agent writes, and a busy timeout makes a second process
+wait for the write lock instead of failing at once. A file that is not a database is
+reported with its path and what to do, instead of a bare ``sqlite3.DatabaseError`` deep
+inside a graph step.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import sqlite_utils
+
+from langgraph_memgpt.stores.types import StoreCorruptError
+
+DB_FILENAME = "memory.sqlite"
+BUSY_TIMEOUT_MS = 10_000
+
+_META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+# One re-entrant lock per open Database: the connection is shared across threads
+# (LangGraph runs sync nodes in a thread pool), and two threads interleaving statements
+# on one connection would share, commit or roll back each other's transaction.
+_LOCKS: weakref.WeakKeyDictionary[sqlite_utils.Database, threading.RLock] = (
+    weakref.WeakKeyDictionary()
+)
+_LOCKS_GUARD = threading.Lock()
+
+
+def db_path(data_dir: Path | str) -> Path:
+    """Return the path of the memory database inside a data directory."""
+    return Path(data_dir) / DB_FILENAME
+
+
+def open_db(path: Path | str) -> sqlite_utils.Database:
+    """Open (creating if needed) the memory database at ``path``.
+
+    Sets WAL mode, a 10 s busy timeout, ``synchronous=NORMAL`` (durable enough with WAL,
+    much faster per commit) and foreign keys, then runs ``PRAGMA quick_check`` so a
+    damaged file fails here, loudly, rather than halfway through a write.
+
+    Args:
+        path: The SQLite file; its parent directories are created.
+
+    Returns:
+        A ``sqlite_utils.Database`` whose connection may be used from several threads.
+
+    Raises:
+        StoreCorruptError: The file is not a SQLite database or failed its integrity check.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise StoreCorruptError(_corrupt_message(path, "; ".join(problems[:3])))
+        conn.execute(_META_SCHEMA)
+        conn.commit()
+    except sqlite3.DatabaseError as err:
+        conn.close()
+        raise StoreCorruptError(_corrupt_message(path, str(err))) from err
+    except StoreCorruptError:
+        conn.close()
+        raise
+    return sqlite_utils.Database(conn)
+
+
+def _corrupt_message(path: Path, detail: str) -> str:
+    return (
+        f"memory database {path} is corrupt or not a SQLite file: {detail}; "
+        "move it aside to start fresh or restore a backup"
+    )
+
+
+def _lock_for(db: sqlite_utils.Database) -> threading.RLock:
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(db)
+        if lock is None:
+            lock = _LOCKS[db] = threading.RLock()
+        return lock
+
+
+@contextmanager
+def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
+    """Run a block of writes as one transaction: all of them land, or none.
+
+    The outermost block takes the write lock up front (``BEGIN IMMEDIATE``), so a
+    read-then-write (an append to a core block, an idempotent insert) cannot be raced by
+    another process, and waiting for the lock honours the busy timeout. Nested blocks,
+    and ``db.atomic()`` blocks inside, become savepoints. One thread at a time per
+    connection.
+
+    Args:
+        db: A database from :func:`open_db`.
+
+    Yields:
+        The same database.
+    """
+    with _lock_for(db):
+        if db.conn.in_transaction:
+            with db.atomic():
+                yield db
+            return
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.rollback()
+            raise
+        try:
+            db.conn.execute("COMMIT")
+        except BaseException:
+            db.rollback()
+            raise
+
+
+def get_meta(db: sqlite_utils.Database, key: str) -> str | None:
+    """Return the metadata value stored under ``key``, or None if there is none."""
+    try:
+        row = db.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    except sqlite3.OperationalError:  # a database not opened by open_db has no meta table
+        return None
+    return None if row is None else str(row[0])
+
+
+def set_meta(db: sqlite_utils.Database, key: str, value: str) -> None:
+    """Store ``value`` under ``key`` (e.g. the embedding model a store was built with)."""
+    with transaction(db):
+        db.conn.execute(_META_SCHEMA)
+        db.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+
+def utc_now() -> str:
+    """Return the current time as ISO-8601 UTC with microseconds (sortable as text)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")

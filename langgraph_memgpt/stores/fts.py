@@ -1,0 +1,76 @@
+"""Safe full-text queries over SQLite FTS5, and BM25 scores restricted by SQL filters.
+
+FTS5 has its own query language: a user's (or a model's) text such as ``don't``,
+``C++ -O2``, ``NEAR`` or an unbalanced parenthesis is a syntax error when passed
+verbatim. The query is therefore never passed verbatim: it is split into words, each
+word is quoted, and the words are OR-ed, so any input is a valid query and BM25 ranks
+documents that share more (and rarer) words higher.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import sqlite_utils
+
+# Letters and digits of any script. Underscores, punctuation and emoji are separators,
+# as they are for FTS5's default unicode61 tokenizer.
+_WORD = re.compile(r"[^\W_]+")
+
+MAX_QUERY_WORDS = 64
+
+
+def query_words(text: str) -> list[str]:
+    """Split ``text`` into distinct lowercase words, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        seen.setdefault(word, None)
+    return list(seen)[:MAX_QUERY_WORDS]
+
+
+def fts_query(text: str) -> str | None:
+    """Build an FTS5 MATCH expression that can never be a syntax error.
+
+    Args:
+        text: Any string: a model's search query, user input, punctuation, emoji.
+
+    Returns:
+        ``"w1" OR "w2" ...`` over the words of ``text``, or None when it has no words
+        (the caller then lists by recency instead of matching).
+    """
+    words = query_words(text)
+    if not words:
+        return None
+    return " OR ".join(f'"{word}"' for word in words)
+
+
+def bm25_scores(
+    db: sqlite_utils.Database,
+    fts_table: str,
+    base_table: str,
+    match: str,
+    where: str = "1",
+    params: Sequence[object] = (),
+) -> dict[int, float]:
+    """Return ``{rowid: score}`` for every row of ``base_table`` that matches and passes ``where``.
+
+    Scores are FTS5 ``bm25()`` negated, so higher is better. The filter is applied in
+    the same query, before any ranking or limit, so a narrow filter (one agent, one
+    date) can never lose its matches to better-scoring rows it excludes.
+
+    Args:
+        db: The database.
+        fts_table: FTS5 table whose rowid equals ``base_table``'s ``id`` (a trusted name).
+        base_table: The content table, referenced as ``b`` in ``where`` (a trusted name).
+        match: A MATCH expression from :func:`fts_query`.
+        where: A parameterised SQL condition over ``b`` (e.g. ``"b.agent_id = ?"``).
+        params: The parameters of ``where``.
+    """
+    sql = (
+        f"SELECT f.rowid, -bm25({fts_table}) FROM {fts_table} AS f "
+        f"JOIN {base_table} AS b ON b.id = f.rowid "
+        f"WHERE {fts_table} MATCH ? AND ({where})"
+    )
+    rows = db.conn.execute(sql, (match, *params)).fetchall()
+    return {int(rowid): float(score) for rowid, score in rows}

@@ -1,0 +1,75 @@
+"""Value types shared by the memory stores (what a search returns, what a record holds)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class MemoryStoreError(Exception):
+    """Base of store errors; ``str(err)`` is written to be read by the model or a user."""
+
+
+class StoreCorruptError(MemoryStoreError):
+    """A database file could not be opened or failed its integrity check."""
+
+
+class EmbeddingMismatchError(MemoryStoreError):
+    """A store was built with another embedding model or dimension than the one configured."""
+
+
+class BlockEditError(MemoryStoreError):
+    """A core-memory edit was refused (over the limit, read-only, text not found, no block)."""
+
+
+@dataclass(frozen=True)
+class RecallMessage:
+    """One message of an agent's history, verbatim."""
+
+    agent_id: str
+    thread_id: str
+    message_id: str
+    role: str  # "user" | "assistant" | "tool" | "system"
+    text: str
+    created_at: str  # ISO-8601 UTC, e.g. "2026-11-29T09:47:15+00:00"
+    turn: int = 0
+    tool_calls: list[dict[str, object]] = field(default_factory=list)
+    name: str | None = None  # tool name, for role "tool"
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One archival passage."""
+
+    id: int
+    agent_id: str
+    text: str
+    tags: list[str]
+    created_at: str
+    thread_id: str | None = None
+    turn: int | None = None
+
+
+@dataclass(frozen=True)
+class Hit(Generic[T]):
+    """A search result with its fused score (higher is better)."""
+
+    item: T
+    score: float
+
+
+@dataclass(frozen=True)
+class SearchPage(Generic[T]):
+    """One page of results plus the total number of matches, for pagination."""
+
+    hits: list[Hit[T]]
+    total: int
+    page: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        """Number of pages the whole result spans."""
+        return max(1, -(-self.total // self.page_size)) if self.page_size else 1

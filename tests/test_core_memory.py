@@ -1,0 +1,205 @@
+"""Core memory blocks: defaults, edits, model-readable refusals, history, isolation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from langgraph_memgpt.stores.core import Block, CoreMemory
+from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.types import BlockEditError
+
+
+@pytest.fixture
+def core(db: sqlite_utils.Database) -> CoreMemory:
+    memory = CoreMemory(db, "agent-a")
+    memory.ensure_defaults(persona="I am Sam, a helpful assistant.", human="")
+    return memory
+
+
+def test_ensure_defaults_creates_persona_and_human_with_descriptions(core: CoreMemory) -> None:
+    blocks = core.blocks()
+    assert [b.label for b in blocks] == ["persona", "human"]
+    assert blocks[0].value == "I am Sam, a helpful assistant."
+    assert blocks[1].value == ""
+    assert all(b.description and b.char_limit == 2000 and not b.read_only for b in blocks)
+
+
+def test_ensure_defaults_never_overwrites_existing_blocks(core: CoreMemory) -> None:
+    core.append("human", "Name: Alice")
+    core.ensure_defaults(persona="another persona", human="another human")
+    assert core.get("persona").value == "I am Sam, a helpful assistant."
+    assert core.get("human").value == "Name: Alice"
+
+
+def test_append_adds_a_line_and_returns_the_new_block(core: CoreMemory) -> None:
+    first = core.append("human", "Name: Alice")
+    second = core.append("human", "Likes hiking")
+    assert first.value == "Name: Alice"
+    assert second == Block("human", "Name: Alice\nLikes hiking", second.description, 2000)
+    assert core.get("human").value == "Name: Alice\nLikes hiking"
+
+
+def test_replace_changes_the_text_and_empty_new_text_deletes_it(core: CoreMemory) -> None:
+    core.append("human", "Name: Alice\nLikes hiking")
+    assert core.replace("human", "hiking", "climbing").value == "Name: Alice\nLikes climbing"
+    assert core.replace("human", "\nLikes climbing", "").value == "Name: Alice"
+
+
+def test_blocks_persist_across_reopening_the_database(tmp_data_dir: Path) -> None:
+    first = open_db(tmp_data_dir / "memory.sqlite")
+    CoreMemory(first, "agent-a").ensure_defaults(persona="p", human="h")
+    CoreMemory(first, "agent-a").append("human", "more")
+    first.conn.close()
+    second = open_db(tmp_data_dir / "memory.sqlite")
+    assert CoreMemory(second, "agent-a").get("human").value == "h\nmore"
+    second.conn.close()
+
+
+def test_edit_over_the_limit_is_refused_with_the_sizes(core: CoreMemory) -> None:
+    core.set("human", "x" * 2000)
+    with pytest.raises(BlockEditError) as info:
+        core.append("human", "y" * 100)
+    assert str(info.value).startswith(
+        "Edit failed: block 'human' would hold 2101 characters, over its limit of 2000. Shorten"
+    )
+    assert core.get("human").value == "x" * 2000
+
+
+def test_replace_over_the_limit_is_refused(core: CoreMemory) -> None:
+    core.set("human", "a" * 1990 + "END")
+    with pytest.raises(BlockEditError, match="would hold 2020 characters, over its limit"):
+        core.replace("human", "END", "E" * 30)
+
+
+def test_read_only_block_refuses_the_agent_but_not_its_owner(core: CoreMemory) -> None:
+    core.create("policy", "Never share secrets.", "Rules from the operator.", 500, read_only=True)
+    for edit in (
+        lambda: core.append("policy", "Share everything."),
+        lambda: core.replace("policy", "Never", "Always"),
+        lambda: core.set("policy", "anything", actor="agent"),
+    ):
+        with pytest.raises(BlockEditError, match="block 'policy' is read-only"):
+            edit()
+    assert core.get("policy").value == "Never share secrets."
+    assert core.set("policy", "Never share keys.", actor="user").value == "Never share keys."
+
+
+def test_replace_of_missing_text_quotes_it(core: CoreMemory) -> None:
+    core.append("human", "Name: Alice")
+    with pytest.raises(BlockEditError) as info:
+        core.replace("human", "Name: Bob", "Name: Carol")
+    message = str(info.value)
+    assert "'Name: Bob'" in message
+    assert "was not found in block 'human'" in message
+
+
+def test_replace_of_text_that_occurs_twice_asks_for_more_context(core: CoreMemory) -> None:
+    core.append("human", "likes tea\nsister likes tea")
+    with pytest.raises(BlockEditError, match="occurs 2 times"):
+        core.replace("human", "likes tea", "likes coffee")
+
+
+def test_empty_old_content_is_an_error(core: CoreMemory) -> None:
+    with pytest.raises(BlockEditError, match="old_content is empty"):
+        core.replace("human", "", "anything")
+
+
+def test_empty_append_is_an_error(core: CoreMemory) -> None:
+    with pytest.raises(BlockEditError, match="nothing to append"):
+        core.append("human", "   ")
+
+
+def test_unknown_label_lists_the_existing_blocks(core: CoreMemory) -> None:
+    for edit in (
+        lambda: core.append("user", "x"),
+        lambda: core.replace("user", "a", "b"),
+        lambda: core.set("user", "x"),
+        lambda: core.get("user"),
+    ):
+        with pytest.raises(BlockEditError) as info:
+            edit()
+        assert "no core memory block 'user'" in str(info.value)
+        assert "Existing blocks: 'persona', 'human'" in str(info.value)
+
+
+def test_history_keeps_every_old_value_with_actor_and_operation(core: CoreMemory) -> None:
+    core.append("human", "Name: Alice")
+    core.replace("human", "Alice", "Alicia")
+    core.set("human", "Name: Alicia (Ali)", actor="user")
+    history = core.history("human")
+    assert [(h["op"], h["actor"]) for h in history] == [
+        ("create", "system"),
+        ("append", "agent"),
+        ("replace", "agent"),
+        ("set", "user"),
+    ]
+    assert [h["old_value"] for h in history] == [None, "", "Name: Alice", "Name: Alicia"]
+    assert history[-1]["new_value"] == "Name: Alicia (Ali)"
+    assert all(h["created_at"] for h in history)
+
+
+def test_refused_edit_leaves_no_history(core: CoreMemory) -> None:
+    before = len(core.history("human"))
+    with pytest.raises(BlockEditError):
+        core.append("human", "z" * 3000)
+    assert len(core.history("human")) == before
+
+
+def test_block_over_its_limit_still_loads_and_can_only_shrink(db: sqlite_utils.Database) -> None:
+    long_persona = "a" * 600 + "b" * 1900
+    CoreMemory(db, "agent-a").ensure_defaults(persona=long_persona)
+    reopened = CoreMemory(db, "agent-a")
+    assert reopened.get("persona").value == long_persona
+    assert [b.label for b in reopened.blocks()] == ["persona", "human"]
+    with pytest.raises(BlockEditError, match="would hold 2504 characters"):
+        reopened.append("persona", "abc")
+    shrunk = reopened.replace("persona", "a" * 600, "")
+    assert len(shrunk.value) == 1900
+
+
+def test_create_refuses_taken_labels_bad_labels_and_oversized_values(core: CoreMemory) -> None:
+    with pytest.raises(BlockEditError, match="already exists"):
+        core.create("human", "", "", 100)
+    with pytest.raises(BlockEditError, match="label"):
+        core.create("bad label!", "", "", 100)
+    with pytest.raises(BlockEditError, match="over its limit of 10"):
+        core.create("notes", "x" * 11, "", 10)
+    created = core.create("notes", "todo", "Scratch notes.", 10)
+    assert created == core.get("notes")
+
+
+def test_last_modified_moves_forward_on_edit(db: sqlite_utils.Database) -> None:
+    core = CoreMemory(db, "agent-a")
+    assert core.last_modified() is None
+    core.ensure_defaults()
+    first = core.last_modified()
+    assert first is not None
+    core.append("human", "x")
+    later = core.last_modified()
+    assert later is not None and later >= first
+
+
+def test_agent_cannot_read_or_edit_another_agents_core_blocks(
+    db: sqlite_utils.Database,
+) -> None:
+    alice = CoreMemory(db, "agent-a")
+    alice.ensure_defaults(human="secret: the vault code is 4711")
+    alice.create("diary", "private", "", 100)
+    bob = CoreMemory(db, "agent-b")
+    assert bob.blocks() == []
+    assert bob.last_modified() is None
+    assert bob.history("human") == []
+    with pytest.raises(BlockEditError, match="Existing blocks: none"):
+        bob.get("diary")
+    with pytest.raises(BlockEditError):
+        bob.append("human", "overwritten by bob")
+    with pytest.raises(BlockEditError):
+        bob.replace("human", "4711", "0000")
+    bob.ensure_defaults(human="bob's human")
+    bob.append("human", "more")
+    assert alice.get("human").value == "secret: the vault code is 4711"
+    assert bob.get("human").value == "bob's human\nmore"
+    assert "4711" not in str([h for h in bob.history("human")])

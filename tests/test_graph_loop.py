@@ -1,0 +1,308 @@
+"""The MemGPT loop, driven by a scripted chat model over real stores in a temp folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.stores import open_memory
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"name": name, "args": args}
+
+
+def step(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
+    return {"content": content, "tool_calls": list(calls)}
+
+
+class Agent:
+    """A compiled graph with a scripted model, an in-memory saver and a temp data dir."""
+
+    def __init__(self, data_dir: Path, script: list[Any], summaries: list[str] | None = None,
+                 tools: tuple[Any, ...] = (), **ctx: Any) -> None:
+        self.model = ScriptedChatModel.from_steps(script)
+        self.summarizer = ScriptedChatModel.from_steps(summaries or [])
+        self.graph = build_graph(
+            model=self.model, summary_model=self.summarizer, tools=tools
+        ).compile(checkpointer=InMemorySaver())
+        self.ctx = Context(data_dir=str(data_dir), **ctx)
+        self.config = {"configurable": {"thread_id": "t1"}}
+
+    def say(self, text: str) -> dict[str, Any]:
+        return self.graph.invoke(
+            {"messages": [HumanMessage(text)]}, self.config, context=self.ctx
+        )
+
+    def state(self) -> dict[str, Any]:
+        return self.graph.get_state(self.config).values
+
+    @property
+    def memory(self):  # noqa: ANN201
+        return open_memory(self.ctx.data_dir, self.ctx.agent_id)
+
+
+def tool_results(state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(m.content) for m in state["messages"] if isinstance(m, ToolMessage)]
+
+
+def test_graph_draws_exactly_the_designed_edges() -> None:
+    drawing = build_graph().compile().get_graph().draw_mermaid()
+    for edge in [
+        "__start__ --> check_pressure",
+        "check_pressure -.-> think",
+        "check_pressure -.-> summarize_evict",
+        "summarize_evict -.-> think",
+        "think -.-> call_memory_tool",
+        "think -.-> respond",
+        "call_memory_tool -.-> check_pressure",
+        "call_memory_tool -.-> respond",
+        "respond --> __end__",
+    ]:
+        assert edge in drawing, edge
+    assert SNAPSHOT.read_text() == drawing, "graph drawing changed: update tests/snapshots/graph.mmd"
+
+
+def test_send_message_becomes_the_last_ai_message(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [step(call("send_message", message="Hello Ada!"), content="greet")])
+    out = agent.say("hi, I'm Ada")
+    last = out["messages"][-1]
+    assert isinstance(last, AIMessage) and last.content == "Hello Ada!"
+    assert tool_results(agent.state()) == [{"status": "OK", "message": "Sent message successfully."}]
+
+
+def test_plain_text_answer_ends_the_turn_without_tools(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, ["Just text."])
+    out = agent.say("hello")
+    assert out["messages"][-1].content == "Just text."
+    assert agent.model.remaining == 0
+
+
+def test_heartbeat_chains_a_search_then_a_reply(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [
+        step(call("send_message", message="noted")),
+        step(call("conversation_search", query="favourite colour", request_heartbeat=True)),
+        step(call("send_message", message="You said teal.")),
+    ])
+    agent.say("my favourite colour is teal")
+    out = agent.say("what is my favourite colour?")
+    assert out["messages"][-1].content == "You said teal."
+    search_result = tool_results(agent.state())[1]
+    assert search_result["status"] == "OK" and "teal" in search_result["message"]
+
+
+def test_no_heartbeat_yields_to_respond_after_a_memory_edit(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [step(call("core_memory_append", label="human", content="Name: Ada"))])
+    agent.say("I'm Ada")
+    assert agent.model.remaining == 0
+    assert "Name: Ada" in agent.memory.core.get("human").value
+
+
+def test_system_prompt_is_rerendered_only_when_core_memory_changed(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [
+        step(call("conversation_search", query="x", request_heartbeat=True)),
+        step(call("core_memory_append", label="human", content="Likes tea", request_heartbeat=True)),
+        step(call("send_message", message="ok")),
+    ])
+    agent.say("remember I like tea")
+    systems = [c[0].content for c in agent.model.calls]
+    assert all(isinstance(c[0], SystemMessage) for c in agent.model.calls)
+    assert systems[0] == systems[1], "unchanged core memory must keep the system prompt stable"
+    assert "Likes tea" in systems[2] and "Likes tea" not in systems[1]
+    assert 'chars_current="9"' in systems[2]
+    assert "<memory_statistics>" in systems[0]
+    assert agent.state()["core_blocks"][1]["value"] == "Likes tea"
+
+
+@pytest.mark.parametrize(
+    ("bad_call", "expected"),
+    [
+        (call("no_such_tool", x=1), "no tool named 'no_such_tool'"),
+        (call("core_memory_append", label="human"), "content: Field required"),
+        (call("archival_memory_search", query="x", page="first"), "page:"),
+        (call("core_memory_replace", label="human", old_content="absent", new_content="x"), "absent"),
+        (call("conversation_search", query="x", start_date="last tuesday"), "start_date"),
+    ],
+)
+def test_a_bad_tool_call_becomes_a_readable_error_and_the_loop_goes_on(
+    tmp_path: Path, bad_call: dict[str, Any], expected: str
+) -> None:
+    agent = Agent(tmp_path, [step(bad_call), step(call("send_message", message="recovered"))])
+    out = agent.say("go")
+    assert out["messages"][-1].content == "recovered"
+    error = tool_results(agent.state())[0]
+    assert error["status"] == "Failed"
+    assert error["message"].startswith(f"Error executing function {bad_call['name']}:")
+    assert expected in error["message"]
+
+
+def test_invalid_json_from_the_model_gets_an_error_result(tmp_path: Path) -> None:
+    broken = AIMessage(
+        content="",
+        invalid_tool_calls=[{"name": "send_message", "args": "{not json", "id": "c1",
+                             "error": "bad", "type": "invalid_tool_call"}],
+    )
+    agent = Agent(tmp_path, [broken, step(call("send_message", message="fixed"))])
+    out = agent.say("go")
+    assert out["messages"][-1].content == "fixed"
+    result = [m for m in agent.state()["messages"] if isinstance(m, ToolMessage)][0]
+    assert result.tool_call_id == "c1"
+    assert "not valid JSON" in json.loads(result.content)["message"]
+
+
+def test_a_tool_that_raises_becomes_an_error_result(tmp_path: Path) -> None:
+    @tool
+    def explode(x: int) -> str:
+        """Always fails."""
+        raise RuntimeError("boom")
+
+    agent = Agent(tmp_path, [step(call("explode", x=1)), step(call("send_message", message="ok"))],
+                  tools=(explode,))
+    agent.say("go")
+    assert "RuntimeError: boom" in tool_results(agent.state())[0]["message"]
+
+
+def test_user_tools_run_in_call_memory_tool(tmp_path: Path) -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    agent = Agent(tmp_path, [step(call("add", a=2, b=3)), step(call("send_message", message="5"))],
+                  tools=(add,))
+    agent.say("2+3?")
+    assert tool_results(agent.state())[0] == {"status": "OK", "message": "5"}
+    assert any(t["function"]["name"] == "add" for t in agent.model.call_kwargs[0]["tools"])
+
+
+def test_step_cap_ends_the_turn_with_an_honest_reply(tmp_path: Path) -> None:
+    loop = [step(call("conversation_search", query=f"q{i}", request_heartbeat=True)) for i in range(3)]
+    agent = Agent(tmp_path, loop, max_steps=3)
+    out = agent.say("go")
+    assert "stopped working on this after 3 steps" in out["messages"][-1].content
+    assert agent.model.remaining == 0
+
+
+def test_the_same_call_three_times_in_a_row_trips_the_breaker(tmp_path: Path) -> None:
+    same = step(call("conversation_search", query="same", request_heartbeat=True))
+    agent = Agent(tmp_path, [same, same, same, step(call("send_message", message="never"))])
+    out = agent.say("go")
+    assert "repeating the same action (conversation_search)" in out["messages"][-1].content
+    assert agent.model.remaining == 1
+
+
+def test_every_message_entering_the_queue_is_written_to_recall(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [
+        step(call("archival_memory_insert", content="Ada likes tea", request_heartbeat=True)),
+        step(call("send_message", message="saved")),
+    ])
+    agent.say("remember: tea")
+    queue_ids = {m.id for m in agent.state()["messages"]}
+    recalled = agent.memory.recall.get(list(queue_ids))
+    assert {m.message_id for m in recalled} == queue_ids
+    assert sorted(m.role for m in recalled) == ["assistant", "assistant", "assistant", "tool", "tool", "user"]
+
+
+def test_pressure_warning_is_sent_once_per_cycle(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, ["a", "b", "c"], context_window=3000, warning_fraction=0.05,
+                  flush_fraction=1.0)
+    for text in ("one", "two", "three"):
+        agent.say(text)
+    alerts = [m for m in agent.state()["messages"] if m.name == "system_alert"]
+    assert len(alerts) == 1 and "Memory pressure" in alerts[0].content
+
+
+def _long(i: int) -> str:
+    return f"message {i}: " + " ".join(f"word{i}_{j}" for j in range(120))
+
+
+def test_eviction_summarizes_and_keeps_the_prompt_under_the_window(tmp_path: Path) -> None:
+    n = 12
+    agent = Agent(
+        tmp_path,
+        [step(call("send_message", message=f"reply {i}")) for i in range(n)],
+        summaries=[f"I talked with the user (summary {i})." for i in range(n)],
+        context_window=2500,
+    )
+    for i in range(n):
+        agent.say(_long(i))
+    state = agent.state()
+    assert state["summary"].startswith("I talked with the user")
+    assert state["evicted_count"] > 0
+    # The summary folds the previous one in: the summarizer saw it.
+    assert any("Previous summary:\nI talked" in c[1].content for c in agent.summarizer.calls)
+    # The summary is in archival memory, with provenance.
+    page = agent.memory.archival.search("talked with the user", tags=["summary"])
+    assert page.total >= 1 and page.hits[0].item.thread_id == "t1"
+    # Evicted messages are still verbatim in recall.
+    assert agent.memory.recall.search("word0_5", mode="fts").total >= 1
+    # The queue never starts with a tool result, and the newest user message is present.
+    first = state["messages"][0]
+    assert not isinstance(first, ToolMessage)
+    assert any(isinstance(m, HumanMessage) and m.content == _long(n - 1) for m in state["messages"])
+    # Every prompt the model saw fit the window.
+    from langgraph_memgpt.tokens import TokenCounter
+    from langgraph_memgpt.tools import tool_schemas
+    counter = TokenCounter()
+    for prompt in agent.model.calls:
+        assert counter.messages(prompt) + counter.tools(tool_schemas()) <= 2500
+
+
+def test_eviction_never_splits_a_tool_call_from_its_result() -> None:
+    from langgraph_memgpt.nodes.summarize_evict import choose_cut
+
+    queue = [
+        HumanMessage("u1", id="1"),
+        AIMessage("", id="2", tool_calls=[{"name": "send_message", "args": {}, "id": "c"}]),
+        ToolMessage("ok", tool_call_id="c", id="3"),
+        ToolMessage("ok", tool_call_id="d", id="4"),
+        HumanMessage("u2", id="5"),
+    ]
+    cuts = [choose_cut(queue, lambda c: 0 if c >= k else 10**9, 0) for k in range(1, 6)]
+    assert all(c not in (2, 3) for c in cuts), cuts
+    # The newest user message (index 4) is never evicted.
+    assert choose_cut(queue, lambda c: 10**9, 0) == 4
+
+
+def test_a_context_length_error_triggers_summarize_and_retry(tmp_path: Path) -> None:
+    class TooLong(ScriptedChatModel):
+        fail_times: int = 1
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+            if self.fail_times:
+                self.fail_times -= 1
+                raise ValueError("This model's maximum context length is 2500 tokens")
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    agent = Agent(tmp_path, [], summaries=["I greeted the user."])
+    agent.model = TooLong.from_steps(["first", "after retry"])
+    agent.graph = build_graph(model=agent.model, summary_model=agent.summarizer).compile(
+        checkpointer=InMemorySaver()
+    )
+    agent.say("hello")
+    agent.model.fail_times = 1
+    out = agent.say("again")
+    assert out["messages"][-1].content == "after retry"
+    assert agent.state()["summary"] == "I greeted the user."
+
+
+def test_a_message_larger_than_the_window_is_cut_in_the_queue_and_kept_whole_in_recall(
+    tmp_path: Path,
+) -> None:
+    huge = "lorem ipsum dolor " * 3000  # ~9k tokens
+    agent = Agent(tmp_path, [step(call("send_message", message="got it"))], context_window=2500)
+    out = agent.say(huge)
+    assert out["messages"][-1].content == "got it"
+    queued = [m for m in agent.state()["messages"] if isinstance(m, HumanMessage)][0]
+    assert len(queued.content) < len(huge) and "kept verbatim in recall memory" in queued.content
+    assert agent.memory.recall.get([queued.id])[0].text == huge
