@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from rich.console import Console
 from rich.table import Table
@@ -90,7 +91,9 @@ def _show_update(console: Console, node: str, update: dict[str, Any]) -> None:
         elif isinstance(message, HumanMessage) and message.name:
             console.print(f"[magenta]  {message.content}[/]")
     if node == "summarize_evict" and update.get("summary"):
-        console.print(f"[magenta]  (memory pressure: older messages summarized) {update['summary']}[/]")
+        console.print(
+            f"[magenta]  (memory pressure: older messages summarized) {update['summary']}[/]"
+        )
 
 
 def chat(ctx: Context, thread_id: str, console: Console | None = None) -> int:
@@ -100,7 +103,7 @@ def chat(ctx: Context, thread_id: str, console: Console | None = None) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     saver = SqliteSaver(sqlite3.connect(data_dir / CHECKPOINT_FILENAME, check_same_thread=False))
     graph = build_graph().compile(checkpointer=saver)
-    config = {"configurable": {"thread_id": thread_id}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     console.print(
         f"[bold]langgraph-memgpt[/] agent '{ctx.agent_id}', thread '{thread_id}', data in "
         f"{data_dir}. Type /memory to see memory, /quit to leave."
@@ -134,7 +137,9 @@ def serve(port: int, host: str = "127.0.0.1", console: Console | None = None) ->
     console = console or Console()
     langgraph = shutil.which("langgraph") or str(Path(sys.executable).parent / "langgraph")
     if not Path(langgraph).exists():
-        console.print("[red]langgraph-cli is not installed: pip install 'langgraph-memgpt[serve]'[/]")
+        console.print(
+            "[red]langgraph-cli is not installed: pip install 'langgraph-memgpt[serve]'[/]"
+        )
         return 1
     env = {**os.environ, **OFFLINE_ENV}
     if not (env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL")):

@@ -57,7 +57,9 @@ class Context:
     )
     evict_fraction: float = field(
         default=0.5,
-        metadata={"description": "Fraction of the window the prompt is brought down to by an eviction."},
+        metadata={
+            "description": "Fraction of the window the prompt is brought down to by an eviction."
+        },
     )
     summary_fraction: float = field(
         default=0.10,
@@ -113,7 +115,8 @@ class Context:
         default="minilm",
         metadata={
             "description": "Embeddings: 'minilm' (embedded all-MiniLM-L6-v2 int8 ONNX, "
-            "offline) or 'openai:<model>' (needs OPENAI_API_KEY)."
+            "offline), 'openai:<model>' (needs OPENAI_API_KEY), or 'none' (search by "
+            "words only)."
         },
     )
     persona: str = field(

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
 
 from langgraph_memgpt.context import Context
+from langgraph_memgpt.state import State
 from langgraph_memgpt.stores import AgentMemory, open_memory
 from langgraph_memgpt.tokens import TokenCounter
+from langgraph_memgpt.tools import tool_schemas
+
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Node(Protocol[R_co]):
+    """A node of this graph: state in, runtime by keyword (as LangGraph passes it)."""
+
+    def __call__(self, state: State, *, runtime: Runtime[Context]) -> R_co:
+        """Run the node."""
+        ...
 
 
 @dataclass
@@ -24,7 +37,12 @@ class Deps:
     embeddings: Embeddings | None = None
     user_tools: Mapping[str, BaseTool] = field(default_factory=dict)
     counter: TokenCounter = field(default_factory=TokenCounter)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    schemas: list[dict[str, Any]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Built once: converting pydantic models to JSON schema on every step was the
+        # largest cost of an empty turn.
+        self.schemas = tool_schemas(list(self.user_tools.values()))
 
     def chat_model(self, ctx: Context) -> BaseChatModel:
         """The model a node calls: the one given to ``build_graph``, else ``ctx.model``."""

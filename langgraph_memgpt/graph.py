@@ -1,7 +1,7 @@
 """Wires the MemGPT loop; ``build_graph`` for library users, ``graph`` for ``langgraph dev``.
 
-    START → check_pressure → (summarize_evict →) think → call_memory_tool → check_pressure …
-                                                     └→ respond → END
+START → check_pressure → (summarize_evict →) think → call_memory_tool → check_pressure …
+└→ respond → END
 """
 
 from __future__ import annotations

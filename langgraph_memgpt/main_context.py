@@ -96,8 +96,9 @@ def render_system(memory: AgentMemory, queue_length: int) -> tuple[str, list[dic
     return prompts.render_system_prompt(prompts.render_core_blocks(blocks), statistics), blocks
 
 
-def build_prompt(system_prompt: str, summary: str, evicted_count: int,
-                 queue: Sequence[AnyMessage]) -> list[BaseMessage]:
+def build_prompt(
+    system_prompt: str, summary: str, evicted_count: int, queue: Sequence[AnyMessage]
+) -> list[BaseMessage]:
     """System message, summary note (if any), then the visible queue."""
     prompt: list[BaseMessage] = [SystemMessage(system_prompt)]
     if summary:
@@ -106,8 +107,9 @@ def build_prompt(system_prompt: str, summary: str, evicted_count: int,
     return prompt
 
 
-def prompt_tokens(counter: TokenCounter, prompt: Sequence[BaseMessage],
-                  tool_schemas: Sequence[dict[str, Any]]) -> int:
+def prompt_tokens(
+    counter: TokenCounter, prompt: Sequence[BaseMessage], tool_schemas: Sequence[dict[str, Any]]
+) -> int:
     """Tokens of a prompt plus the tool schemas sent with it."""
     return counter.messages(prompt) + counter.tools(tool_schemas)
 

@@ -7,11 +7,11 @@ memory, so a checkpoint stays small however long a thread runs. Input and output
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 
 class InputState(TypedDict):

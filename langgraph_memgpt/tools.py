@@ -8,6 +8,8 @@ malformed call costs one more think step, never a crashed turn.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,12 +21,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.stores import AgentMemory
+from langgraph_memgpt.stores.recall import searchable_text
 from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
 
-HEARTBEAT_DESCRIPTION = (
-    "Set true to get another turn to think after this tool returns (e.g. to answer the user "
-    "with what you found). Default false: your turn ends."
-)
+HEARTBEAT_DESCRIPTION = "true: think again after this returns; false: end your turn."
 
 
 class _HeartbeatArgs(BaseModel):
@@ -56,19 +56,19 @@ class ArchivalMemoryInsertArgs(_HeartbeatArgs):
     """Save a passage to archival memory (unlimited, searchable later)."""
 
     content: str = Field(description="Self-contained text to keep.")
-    tags: list[str] | None = Field(default=None, description="Optional tags for filtering.")
+    tags: list[str] = Field(default_factory=list, description="Tags for later filtering.")
 
 
 class ArchivalMemorySearchArgs(_HeartbeatArgs):
     """Search archival memory by meaning and words, optionally by tags and dates."""
 
     query: str = Field(description="What to look for.")
-    tags: list[str] | None = Field(default=None, description="Only passages with these tags.")
+    tags: list[str] = Field(default_factory=list, description="Only passages with these tags.")
     tag_match: Literal["any", "all"] = Field(
         default="any", description="'any': a passage needs one of the tags; 'all': every tag."
     )
-    start_date: str | None = Field(default=None, description="Inclusive, YYYY-MM-DD.")
-    end_date: str | None = Field(default=None, description="Inclusive, YYYY-MM-DD.")
+    start_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
+    end_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
     page: int = Field(default=0, ge=0, description="Result page, from 0.")
 
 
@@ -76,11 +76,11 @@ class ConversationSearchArgs(_HeartbeatArgs):
     """Search past messages (recall memory, verbatim) by meaning and words."""
 
     query: str = Field(description="What to look for.")
-    roles: list[Literal["user", "assistant"]] | None = Field(
-        default=None, description="Only messages from these roles."
+    roles: list[Literal["user", "assistant"]] = Field(
+        default_factory=list, description="Only messages from these roles."
     )
-    start_date: str | None = Field(default=None, description="Inclusive, YYYY-MM-DD.")
-    end_date: str | None = Field(default=None, description="Inclusive, YYYY-MM-DD.")
+    start_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
+    end_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
     page: int = Field(default=0, ge=0, description="Result page, from 0.")
 
 
@@ -151,10 +151,10 @@ def _archival_search(
 ) -> tuple[str, bool]:
     page = memory.archival.search(
         args.query,
-        tags=args.tags,
+        tags=args.tags or None,
         tag_match=args.tag_match,
-        start_date=args.start_date,
-        end_date=args.end_date,
+        start_date=args.start_date or None,
+        end_date=args.end_date or None,
         page=args.page,
         page_size=ctx.search_page_size,
     )
@@ -167,8 +167,8 @@ def _conversation_search(
     page = memory.recall.search(
         args.query,
         roles=list(args.roles) if args.roles else None,
-        start_date=args.start_date,
-        end_date=args.end_date,
+        start_date=args.start_date or None,
+        end_date=args.end_date or None,
         page=args.page,
         page_size=ctx.search_page_size,
     )
@@ -196,18 +196,30 @@ MEMORY_TOOLS: Mapping[str, tuple[type[BaseModel], ToolFn]] = {
 """Tool name -> (argument model, implementation). The argument model's docstring is the
 tool description the model reads."""
 
-SEARCH_TOOLS = frozenset({"archival_memory_search", "conversation_search", "conversation_search_date"})
+SEARCH_TOOLS = frozenset(
+    {"archival_memory_search", "conversation_search", "conversation_search_date"}
+)
 
 
 def tool_schemas(user_tools: Sequence[BaseTool] = ()) -> list[dict[str, Any]]:
     """OpenAI-format schemas of the memory tools followed by the user's tools."""
-    schemas = []
-    for name, (model, _) in MEMORY_TOOLS.items():
-        schema = convert_to_openai_tool(model)
-        schema["function"]["name"] = name
-        schemas.append(schema)
+    schemas = [copy.deepcopy(_memory_tool_schema(name)) for name in MEMORY_TOOLS]
     schemas.extend(convert_to_openai_tool(tool) for tool in user_tools)
     return schemas
+
+
+@functools.cache
+def _memory_tool_schema(name: str) -> dict[str, Any]:
+    """One memory tool's schema, without defaults.
+
+    Defaults cost prompt tokens on every step, and ``required`` already says what may be
+    left out.
+    """
+    schema = convert_to_openai_tool(MEMORY_TOOLS[name][0])
+    schema["function"]["name"] = name
+    for prop in schema["function"]["parameters"].get("properties", {}).values():
+        prop.pop("default", None)
+    return schema
 
 
 def _passage_line(hit: Hit[Passage], limit: int) -> str:
@@ -218,7 +230,8 @@ def _passage_line(hit: Hit[Passage], limit: int) -> str:
 
 def _message_line(hit: Hit[RecallMessage], limit: int) -> str:
     message = hit.item
-    return f"- ({message.created_at[:19]}) {message.role}: {_clip(message.text, limit)}"
+    text = searchable_text(message)
+    return f"- ({message.created_at[:19]}) {message.role}: {_clip(text, limit)}"
 
 
 def format_page(page: SearchPage[Any], line: Callable[[Any, int], str], ctx: Context) -> str:

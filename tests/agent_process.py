@@ -27,12 +27,17 @@ def main() -> None:
     ctx = Context(data_dir=data_dir, context_window=4000)
     out = graph.invoke({"messages": [HumanMessage(message)]}, config, context=ctx)
     values = graph.get_state(config).values
-    print(json.dumps({
-        "reply": out["messages"][-1].content,
-        "queue": [m.content for m in values["messages"]],
-        "turn": values.get("turn"),
-        "summary": values.get("summary", ""),
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "reply": out["messages"][-1].content,
+                "queue": [m.content for m in values["messages"]],
+                "turn": values.get("turn"),
+                "summary": values.get("summary", ""),
+            }
+        ),
+        flush=True,
+    )
     sys.stdin.read()
 
 

@@ -182,3 +182,21 @@ def test_plain_sqlite_connection_without_busy_timeout_fails_fast_for_contrast(
     raw.close()
     holder.conn.execute("ROLLBACK")
     holder.conn.close()
+
+
+def test_a_locked_database_is_not_reported_as_corrupt(
+    tmp_data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_data_dir / "memory.sqlite"
+    open_db(path).conn.close()
+    holder = sqlite3.connect(str(path))
+    holder.execute("PRAGMA journal_mode=DELETE")
+    holder.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setattr("langgraph_memgpt.stores.db.BUSY_TIMEOUT_MS", 50)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked") as info:
+            open_db(path)
+        assert not isinstance(info.value, StoreCorruptError)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

@@ -28,9 +28,19 @@ def run_turn(tmp_path: Path, replies: list[Any], message: str) -> dict[str, Any]
     script = tmp_path / f"script-{message}.json"
     script.write_text(json.dumps(replies))
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "agent_process.py"), str(tmp_path / "data"),
-         str(tmp_path / "checkpoints.sqlite"), "thread-1", str(script), message],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(HERE / "agent_process.py"),
+            str(tmp_path / "data"),
+            str(tmp_path / "checkpoints.sqlite"),
+            "thread-1",
+            str(script),
+            message,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -41,8 +51,9 @@ def run_turn(tmp_path: Path, replies: list[Any], message: str) -> dict[str, Any]
 
 
 def test_a_thread_continues_after_its_process_is_killed(tmp_path: Path) -> None:
-    send = lambda text: {"content": "", "tool_calls": [  # noqa: E731
-        {"name": "send_message", "args": {"message": text}}]}
+    def send(text: str) -> dict[str, Any]:
+        return {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": text}}]}
+
     first = run_turn(tmp_path, [send("Hi Ada")], "I am Ada")
     assert first["reply"] == "Hi Ada" and first["turn"] == 1
     second = run_turn(tmp_path, [send("You are Ada")], "who am I?")
@@ -57,7 +68,8 @@ def _checkpoint_bytes(path: Path, thread_id: str) -> int:
     with sqlite3.connect(path) as conn:
         row = conn.execute(
             "SELECT length(checkpoint) FROM checkpoints WHERE thread_id = ? "
-            "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,)
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (thread_id,),
         ).fetchone()
         writes = conn.execute(
             "SELECT COALESCE(SUM(length(value)), 0) FROM writes WHERE thread_id = ? AND "
@@ -75,31 +87,33 @@ def test_a_500_turn_thread_keeps_a_bounded_checkpoint(tmp_path: Path) -> None:
     saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
     graph = build_graph(model=model, summary_model=summarizer).compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "long"}}
-    ctx = Context(data_dir=str(tmp_path / "data"), context_window=2000, embedding_model="minilm")
+    # Words-only recall keeps 1,000 writes quick; boundedness does not depend on vectors.
+    ctx = Context(data_dir=str(tmp_path / "data"), context_window=2000, embedding_model="none")
     sizes: dict[int, int] = {}
     for i in range(turns):
-        graph.invoke({"messages": [HumanMessage(f"user message {i} " + "blah " * 30)]},
-                     config, context=ctx)
+        graph.invoke(
+            {"messages": [HumanMessage(f"user message {i} " + "blah " * 30)]}, config, context=ctx
+        )
         if i + 1 in (100, 250, 500):
             sizes[i + 1] = _checkpoint_bytes(db, "long")
     state = graph.get_state(config).values
     assert state["turn"] == turns and state["evicted_count"] > 800
     assert len(state["messages"]) < 60
     assert sizes[500] <= 1.5 * sizes[100], sizes
-    assert open_memory(ctx.data_dir, "default").recall.count() == 2 * turns
+    # Every user message and reply is in recall (plus the runtime's pressure alerts).
+    recall = open_memory(ctx.data_dir, "default", embedding_model="none").recall
+    assert recall.count() >= 2 * turns
+    assert recall.search("user message 3", mode="fts").total >= 1
 
 
 def test_the_graph_mounts_as_a_node_of_a_parent_graph(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.setenv("MEMGPT_DATA_DIR", str(tmp_path))
-    child = build_graph(
-        model=ScriptedChatModel.from_steps(["child says hi"])
-    ).compile()
+    child = build_graph(model=ScriptedChatModel.from_steps(["child says hi"])).compile()
     parent = StateGraph(MessagesState)
     parent.add_node("memgpt", child)
     parent.add_edge(START, "memgpt")
     app = parent.compile(checkpointer=InMemorySaver())
-    out = app.invoke({"messages": [HumanMessage("hello")]},
-                     {"configurable": {"thread_id": "p"}})
+    out = app.invoke({"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "p"}})
     assert isinstance(out["messages"][-1], AIMessage)
     assert out["messages"][-1].content == "child says hi"
 
@@ -109,13 +123,17 @@ def test_the_graph_runs_as_a_wrapped_call_from_a_parent_with_another_schema(tmp_
         question: str
         answer: str
 
-    child = build_graph(model=ScriptedChatModel.from_steps([
-        {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "42"}}]}
-    ])).compile()
+    child = build_graph(
+        model=ScriptedChatModel.from_steps(
+            [{"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "42"}}]}]
+        )
+    ).compile()
 
     def ask(ticket: Ticket) -> dict[str, str]:
-        out = child.invoke({"messages": [HumanMessage(ticket["question"])]},
-                           context=Context(data_dir=str(tmp_path), agent_id="helpdesk"))
+        out = child.invoke(
+            {"messages": [HumanMessage(ticket["question"])]},
+            context=Context(data_dir=str(tmp_path), agent_id="helpdesk"),
+        )
         return {"answer": out["messages"][-1].content}
 
     parent = StateGraph(Ticket)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import importlib.util
 import json
 import os
 import selectors
@@ -74,7 +75,8 @@ class LocalServer:
 
 _lock = threading.Lock()
 _server: LocalServer | None = None
-_process: subprocess.Popen[bytes] | None = None
+_owned: dict[int, subprocess.Popen[bytes]] = {}
+_atexit_registered = False
 
 
 def get_local_server(
@@ -82,9 +84,12 @@ def get_local_server(
 ) -> LocalServer:
     """Return this process's llama.cpp server, starting (or adopting) it on first use.
 
+    One server per process: asking for a different ``model_path`` replaces it.
+
     Args:
         model_path: GGUF to serve; default: the verified joined model (joined on demand).
-        refresh: forget a remembered server that stopped answering and find another.
+        refresh: re-check a remembered server and find or start another if it stopped
+            answering (after a connection error).
         show_progress: draw the join bar and the loading spinner on stderr.
 
     Raises:
@@ -92,27 +97,49 @@ def get_local_server(
     """
     global _server
     with _lock:
-        if _server is not None and not refresh:
-            return _server
-        if _server is not None and _server.owned and _healthy(_server.base_url):
-            return _server
+        current = _server
+        same_model = current is not None and model_path in (None, current.model_path)
+        if current is not None and same_model and not refresh:
+            return current
+        if current is not None and same_model and _healthy(current.base_url):
+            return current
         path = model_path if model_path is not None else _verified_model(show_progress)
-        shared = _read_shared(path)
-        _server = shared if shared is not None else _start(path, show_progress=show_progress)
-        return _server
+        if current is not None:
+            _server = None
+            stop_server(current)
+        server = _read_shared(path)
+        if server is None:
+            server = launch_server(path, show_progress=show_progress)
+            _write_shared(server)
+        _server = server
+        return server
 
 
 def stop_local_server() -> None:
-    """Stop the server this process started (no-op when none, or when it was adopted)."""
-    global _server, _process
+    """Stop this process's server if it started it (an adopted one is left running)."""
+    global _server
     with _lock:
-        proc, _process = _process, None
         server, _server = _server, None
+    if server is not None:
+        stop_server(server)
+
+
+def stop_server(server: LocalServer) -> None:
+    """Stop ``server`` if this process started it; forget it in the shared state file."""
+    proc = _owned.pop(server.pid, None)
     if proc is None:
         return
     _kill_group(proc)
-    if server is not None:
-        _forget_shared(server)
+    _forget_shared(server)
+
+
+def _stop_all() -> None:
+    for pid in list(_owned):
+        proc = _owned.pop(pid, None)
+        if proc is not None:
+            _kill_group(proc)
+    if _server is not None and _server.owned:
+        _forget_shared(_server)
 
 
 def _verified_model(show_progress: bool) -> Path:
@@ -122,13 +149,19 @@ def _verified_model(show_progress: bool) -> Path:
         raise LocalModelError(f"local model unavailable: {exc}; {FALLBACK_HINT}") from None
 
 
-def _start(model_path: Path, *, show_progress: bool) -> LocalServer:
-    """Spawn the runner, wait for its handshake and a healthy ``/health``, then register."""
-    global _process
+def launch_server(model_path: Path, *, show_progress: bool = True) -> LocalServer:
+    """Start a new llama.cpp server child for ``model_path`` and wait until it answers.
+
+    Most callers want `get_local_server` (one shared server); this is the primitive. The
+    child is stopped at interpreter exit, or earlier with `stop_server`.
+
+    Raises:
+        LocalModelError: the file is missing, xllamacpp is not installed, or llama.cpp
+            could not load the model; the one-line message names the fix.
+    """
+    global _atexit_registered
     if not model_path.is_file():
         raise LocalModelError(f"local model file {model_path} does not exist; {FALLBACK_HINT}")
-    import importlib.util
-
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalModelError(
             f"local model needs xllamacpp ({weights.INSTALL_HINT}); {FALLBACK_HINT}"
@@ -160,22 +193,22 @@ def _start(model_path: Path, *, show_progress: bool) -> LocalServer:
             env=env,
             start_new_session=True,
         )
-    _process = proc
-    atexit.register(stop_local_server)
+    _owned[proc.pid] = proc
+    if not _atexit_registered:
+        atexit.register(_stop_all)
+        _atexit_registered = True
     started = time.monotonic()
     try:
         address = _await_ready(proc, model_path, log_path, show_progress=show_progress)
     except BaseException:
-        _process = None
+        _owned.pop(proc.pid, None)
         _kill_group(proc)
         raise
-    server = LocalServer(f"{address}/v1", proc.pid, model_path, owned=True)
-    _write_shared(server)
     if show_progress:
         Console(stderr=True).print(
             f"[green]Local model ready[/] at {address} ({time.monotonic() - started:.1f} s)"
         )
-    return server
+    return LocalServer(f"{address}/v1", proc.pid, model_path, owned=True)
 
 
 def _await_ready(
@@ -331,6 +364,9 @@ def _serve(model: str, threads: int, parent_pid: int) -> int:
     params.cache_prompt = True  # reuse the KV of the unchanged prompt prefix between calls
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
+    if os.environ.get("C_EXPERIMENT_POLL"):
+        params.cpuparams.poll = int(os.environ["C_EXPERIMENT_POLL"])
+        params.cpuparams_batch.poll = int(os.environ["C_EXPERIMENT_POLL"])
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # the OS picks a free loopback port; we report the real one
     params.ui = False

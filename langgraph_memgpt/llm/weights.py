@@ -192,6 +192,9 @@ def join_parts(
 def ensure_model(
     model_path: Path | None = None,
     *,
+    parts: Sequence[Path] | None = None,
+    expected_sha256: str = MODEL_SHA256,
+    expected_size: int = MODEL_SIZE,
     show_progress: bool = True,
     on_progress: ProgressCallback | None = None,
 ) -> Path:
@@ -200,22 +203,30 @@ def ensure_model(
     Concurrent callers (several processes starting at once) serialise on a lock file in
     the cache folder, so the gigabyte is written once, not once per process.
 
+    Args:
+        model_path: where the joined file lives; default `default_model_path`.
+        parts: chunk files in order; default: the installed part packages.
+        expected_sha256: digest the joined file must have (the published one by default).
+        expected_size: size the joined file must have.
+        show_progress: draw a progress bar on stderr while joining.
+        on_progress: optional ``(done, total)`` callback while joining.
+
     Raises:
-        WeightsError: parts missing, or the joined bytes do not match the published hash.
+        WeightsError: parts missing, or the joined bytes do not match the expected hash.
     """
     path = model_path if model_path is not None else default_model_path()
-    if is_cached(path, expected_sha256=MODEL_SHA256, expected_size=MODEL_SIZE):
+    if is_cached(path, expected_sha256=expected_sha256, expected_size=expected_size):
         return path
-    parts = find_part_files()
+    chunks = list(parts) if parts is not None else find_part_files()
     path.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive(path.with_name(f".{path.name}.lock")):
-        if is_cached(path, expected_sha256=MODEL_SHA256, expected_size=MODEL_SIZE):
+        if is_cached(path, expected_sha256=expected_sha256, expected_size=expected_size):
             return path
         return join_parts(
-            parts,
+            chunks,
             path,
-            expected_sha256=MODEL_SHA256,
-            expected_size=MODEL_SIZE,
+            expected_sha256=expected_sha256,
+            expected_size=expected_size,
             on_progress=on_progress,
             show_progress=show_progress,
         )

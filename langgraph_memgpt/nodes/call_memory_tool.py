@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -19,21 +18,21 @@ from langgraph.types import Command
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import context_of, record, thread_of
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tools import Provenance, error_text, execute_tool_call, tool_result
 
 
 def _signature(message: AIMessage) -> str:
-    calls = [(c["name"], c["args"]) for c in message.tool_calls]
+    calls: list[tuple[str, object]] = [(c["name"], c["args"]) for c in message.tool_calls]
     calls += [(str(c.get("name")), str(c.get("args"))) for c in message.invalid_tool_calls]
     return json.dumps(calls, sort_keys=True, default=str)
 
 
 def make_call_memory_tool(
     deps: Deps,
-) -> Callable[[State, Runtime[Context]], Command[Literal["check_pressure", "respond"]]]:
+) -> Node[Command[Literal["check_pressure", "respond"]]]:
     """Build the node with the graph's dependencies."""
 
     def call_memory_tool(
@@ -69,7 +68,8 @@ def make_call_memory_tool(
             )
         for bad in last.invalid_tool_calls:
             name = str(bad.get("name") or "unknown")
-            detail = f"arguments are not valid JSON ({bad.get('error') or 'parse error'}): {bad.get('args')!r}"
+            reason = bad.get("error") or "parse error"
+            detail = f"arguments are not valid JSON ({reason}): {bad.get('args')!r}"
             go_on = True
             results.append(
                 ToolMessage(

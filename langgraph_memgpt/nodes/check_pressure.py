@@ -8,7 +8,6 @@ keeps it whole.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from typing import Any, Literal
 
 from langchain_core.messages import AnyMessage, HumanMessage
@@ -17,12 +16,12 @@ from langgraph.types import Command
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import (
     ALERT_NAME,
     build_prompt,
-    current_system,
     context_of,
+    current_system,
     latest_user_index,
     prompt_tokens,
     record,
@@ -30,7 +29,6 @@ from langgraph_memgpt.main_context import (
 )
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tokens import TokenCounter, content_text
-from langgraph_memgpt.tools import tool_schemas
 
 
 def _fit(message: AnyMessage, budget: int, counter: TokenCounter) -> AnyMessage | None:
@@ -46,7 +44,7 @@ def _fit(message: AnyMessage, budget: int, counter: TokenCounter) -> AnyMessage 
 
 def make_check_pressure(
     deps: Deps,
-) -> Callable[[State, Runtime[Context]], Command[Literal["think", "summarize_evict"]]]:
+) -> Node[Command[Literal["think", "summarize_evict"]]]:
     """Build the node with the graph's dependencies."""
 
     def check_pressure(
@@ -85,7 +83,7 @@ def make_check_pressure(
         prompt = build_prompt(
             system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
         )
-        used = prompt_tokens(deps.counter, prompt, tool_schemas(list(deps.user_tools.values())))
+        used = prompt_tokens(deps.counter, prompt, deps.schemas)
         window = ctx.context_window
         if state.get("force_evict") or used > ctx.flush_fraction * window:
             return Command(goto="summarize_evict", update=update)

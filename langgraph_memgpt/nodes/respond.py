@@ -8,14 +8,13 @@ was stopped. A parent graph reading the last AI message gets exactly what the us
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import (
     REPLY_FLAG,
     context_of,
@@ -42,7 +41,7 @@ def sent_messages(state: State) -> list[str]:
     ]
 
 
-def make_respond(deps: Deps) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+def make_respond(deps: Deps) -> Node[dict[str, Any]]:
     """Build the node with the graph's dependencies."""
 
     def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from langgraph.types import Command
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import (
     build_prompt,
     context_of,
@@ -37,15 +37,12 @@ from langgraph_memgpt.main_context import (
 )
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tokens import TokenCounter, content_text
-from langgraph_memgpt.tools import tool_schemas
 
 TRANSCRIPT_LINE_CHARS = 600
 """Longest excerpt of one evicted message shown to the summarizer."""
 
 
-def choose_cut(
-    queue: Sequence[AnyMessage], cost_after: Callable[[int], int], target: int
-) -> int:
+def choose_cut(queue: Sequence[AnyMessage], cost_after: Callable[[int], int], target: int) -> int:
     """Smallest valid cut index whose remaining prompt fits ``target`` (0: nothing to evict).
 
     A cut ``c`` evicts ``queue[:c]``. It is valid when ``queue[c]`` is not a tool result
@@ -72,7 +69,8 @@ def transcript(messages: Sequence[AnyMessage]) -> str:
         text = " ".join(content_text(message).split())
         if isinstance(message, AIMessage):
             calls = "; ".join(
-                f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)})" for c in message.tool_calls
+                f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)})"
+                for c in message.tool_calls
             )
             text = f"{text} [calls: {calls}]" if calls else text
             role = "me"
@@ -97,10 +95,12 @@ def _clip_tokens(text: str, budget: int, counter: TokenCounter) -> str:
 
 def make_summarize_evict(
     deps: Deps,
-) -> Callable[[State, Runtime[Context]], Command[Literal["think", "respond"]]]:
+) -> Node[Command[Literal["think", "respond"]]]:
     """Build the node with the graph's dependencies."""
 
-    def summarize_evict(state: State, runtime: Runtime[Context]) -> Command[Literal["think", "respond"]]:
+    def summarize_evict(
+        state: State, runtime: Runtime[Context]
+    ) -> Command[Literal["think", "respond"]]:
         """Evict down to ``evict_fraction`` of the window behind a new recursive summary."""
         ctx = context_of(runtime)
         memory = deps.memory(ctx)
@@ -108,7 +108,7 @@ def make_summarize_evict(
         summary = state.get("summary", "")
         evicted_count = state.get("evicted_count", 0)
         system_prompt, _ = current_system(state, memory, len(queue))
-        schemas = tool_schemas(list(deps.user_tools.values()))
+        schemas = deps.schemas
         summary_budget = int(ctx.context_window * ctx.summary_fraction)
 
         def cost_after(cut: int) -> int:

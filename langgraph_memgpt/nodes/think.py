@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
@@ -18,7 +17,7 @@ from langgraph.types import Command
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import (
     build_prompt,
     context_of,
@@ -27,7 +26,6 @@ from langgraph_memgpt.main_context import (
     thread_of,
 )
 from langgraph_memgpt.state import State
-from langgraph_memgpt.tools import tool_schemas
 
 _CONTEXT_ERROR = re.compile(
     r"context[_ ]length|maximum context|context window|too many tokens|prompt is too long"
@@ -48,7 +46,9 @@ def _with_call_ids(message: AIMessage) -> AIMessage:
         c.get("id") for c in message.invalid_tool_calls
     ):
         return message
-    calls = [{**c, "id": c.get("id") or f"call_{uuid.uuid4().hex[:24]}"} for c in message.tool_calls]
+    calls = [
+        {**c, "id": c.get("id") or f"call_{uuid.uuid4().hex[:24]}"} for c in message.tool_calls
+    ]
     invalid = [
         {**c, "id": c.get("id") or f"call_{uuid.uuid4().hex[:24]}"}
         for c in message.invalid_tool_calls
@@ -58,7 +58,7 @@ def _with_call_ids(message: AIMessage) -> AIMessage:
 
 def make_think(
     deps: Deps,
-) -> Callable[[State, Runtime[Context]], Command[Literal["call_memory_tool", "respond", "summarize_evict"]]]:
+) -> Node[Command[Literal["call_memory_tool", "respond", "summarize_evict"]]]:
     """Build the node with the graph's dependencies."""
 
     def think(
@@ -76,7 +76,7 @@ def make_think(
         prompt = build_prompt(
             system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
         )
-        model = deps.chat_model(ctx).bind_tools(tool_schemas(list(deps.user_tools.values())))
+        model = deps.chat_model(ctx).bind_tools(deps.schemas)
         try:
             raw = model.invoke(prompt)
         except Exception as exc:

@@ -42,6 +42,13 @@ class AgentMemory:
     archival: ArchivalMemory
     lock: threading.RLock = field(default_factory=threading.RLock)
 
+    def close(self) -> None:
+        """Write the FAISS caches and close the database connection."""
+        with self.lock:
+            self.recall.close()
+            self.archival.close()
+            self.db.conn.close()
+
     @classmethod
     def open(
         cls,
@@ -99,5 +106,5 @@ def close_all() -> None:
     """Forget every opened memory (tests and the crash harness reopen from disk)."""
     with _OPEN_LOCK:
         for memory in _OPEN.values():
-            memory.db.conn.close()
+            memory.close()
         _OPEN.clear()

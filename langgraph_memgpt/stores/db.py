@@ -69,7 +69,11 @@ def open_db(path: Path | str) -> sqlite_utils.Database:
             raise StoreCorruptError(_corrupt_message(path, "; ".join(problems[:3])))
         conn.execute(_META_SCHEMA)
         conn.commit()
-    except sqlite3.DatabaseError as err:
+    except sqlite3.OperationalError:
+        # Locked, busy, read-only, out of disk: real problems, but not a damaged file.
+        conn.close()
+        raise
+    except sqlite3.DatabaseError as err:  # SQLITE_NOTADB, SQLITE_CORRUPT
         conn.close()
         raise StoreCorruptError(_corrupt_message(path, str(err))) from err
     except StoreCorruptError:

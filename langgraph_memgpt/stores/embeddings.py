@@ -34,7 +34,7 @@ _OPENAI_DIMENSIONS = {
     "text-embedding-ada-002": 1536,
 }
 
-EMBEDDING_CHOICES = ("minilm", "openai:<model>")
+EMBEDDING_CHOICES = ("minilm", "openai:<model>", "none")
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -185,17 +185,20 @@ class MiniLMEmbeddings(Embeddings):
         return self.embed_array([text])[0].tolist()  # type: ignore[no-any-return]
 
 
-def get_embeddings(name: str) -> Embeddings:
+def get_embeddings(name: str) -> Embeddings | None:
     """Build the embedding model named in ``Context.embedding_model``.
 
     Args:
-        name: ``"minilm"`` (embedded, offline) or ``"openai:<model>"``.
+        name: ``"minilm"`` (embedded, offline), ``"openai:<model>"``, or ``"none"``
+            (no vectors: search by words only, for the cheapest possible writes).
 
     Raises:
         ValueError: the name is not one of the choices.
     """
     if name == "minilm":
         return MiniLMEmbeddings()
+    if name == "none":
+        return None
     if name.startswith("openai:") and name[len("openai:") :]:
         from langchain_openai import OpenAIEmbeddings
 

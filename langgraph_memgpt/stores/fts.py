@@ -67,9 +67,12 @@ def bm25_scores(
         where: A parameterised SQL condition over ``b`` (e.g. ``"b.agent_id = ?"``).
         params: The parameters of ``where``.
     """
+    # CROSS JOIN fixes the join order: match in the index first, then look each match up
+    # by id. Left to itself the planner may walk the filter's index and run the MATCH
+    # once per row, which is quadratic (minutes instead of milliseconds at 20k rows).
     sql = (
         f"SELECT f.rowid, -bm25({fts_table}) FROM {fts_table} AS f "
-        f"JOIN {base_table} AS b ON b.id = f.rowid "
+        f"CROSS JOIN {base_table} AS b ON b.id = f.rowid "
         f"WHERE {fts_table} MATCH ? AND ({where})"
     )
     rows = db.conn.execute(sql, (match, *params)).fetchall()

@@ -189,6 +189,15 @@ _STATES: weakref.WeakValueDictionary[tuple[object, ...], _IndexState] = (
 _STATES_GUARD = threading.Lock()
 
 
+def forget_loaded_indexes() -> None:
+    """Drop every FAISS index loaded in this process; the next use reloads from disk.
+
+    For tests and the crash harness, which simulate a fresh process.
+    """
+    with _STATES_GUARD:
+        _STATES.clear()
+
+
 class VectorIndex:
     """Vectors of one (tier, agent, key): stored in SQLite, searched through a FAISS cache.
 
@@ -296,7 +305,9 @@ class VectorIndex:
         # Always the database lock first, then the index lock (as a caller's transaction
         # that calls upsert does), so two threads cannot deadlock.
         with transaction(self.db), state.lock:
-            self._ensure_loaded()
+            # Catch up first: writing on top of a copy that missed another process's
+            # writes would stamp it current and hide them.
+            self._sync()
             conn = self.db.conn
             conn.execute(
                 "DELETE FROM vectors WHERE tier = ? AND agent_id = ? AND key = ? "
@@ -330,7 +341,7 @@ class VectorIndex:
                 state.label_of[item] = label
             state.generation = generation
             state.unsaved += len(ids)
-        self._after_write()
+        self.maybe_persist()
 
     def delete(self, item_ids: Iterable[int]) -> int:
         """Remove the vectors of ``item_ids``; returns how many existed."""
@@ -339,7 +350,9 @@ class VectorIndex:
             return 0
         state = self._state
         with transaction(self.db), state.lock:
-            self._ensure_loaded()
+            # Catch up first: writing on top of a copy that missed another process's
+            # writes would stamp it current and hide them.
+            self._sync()
             cursor = self.db.conn.execute(
                 "DELETE FROM vectors WHERE tier = ? AND agent_id = ? AND key = ? "
                 "AND item_id IN (SELECT value FROM json_each(?))",
@@ -353,7 +366,7 @@ class VectorIndex:
                     state.item_of.pop(old, None)
                     state.tombstones.add(old)
             state.unsaved += max(removed, 1)
-        self._after_write()
+        self.maybe_persist()
         return int(removed)
 
     # ------------------------------------------------------------------ reads
@@ -414,7 +427,7 @@ class VectorIndex:
         """Write the FAISS cache and its sidecar atomically (tmp file, fsync, rename)."""
         state = self._state
         with state.lock:
-            self._ensure_loaded()
+            self._sync()
             self._compact()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             data = faiss.serialize_index(state.index).tobytes()
@@ -437,6 +450,33 @@ class VectorIndex:
             _atomic_write(self.path, data)
             _atomic_write(self.sidecar_path, json.dumps(sidecar, indent=1).encode("utf-8"))
             state.unsaved = 0
+
+    def maybe_persist(self) -> None:
+        """Write the cache file if enough changed since it was last written.
+
+        Called after every write; a caller that upserts inside its own transaction calls
+        it again after committing (writes inside a transaction are never persisted, as
+        the transaction may still roll back). A small index is written after every
+        change, a large one once a tenth of it changed: a stale file costs only a
+        catch-up from SQLite on next open.
+        """
+        state = self._state
+        with state.lock:
+            if state.index is None or not state.unsaved:
+                return
+            if self.db.conn.in_transaction:
+                # The caller may still roll back; the file is written by a later write or
+                # close(), and a stale file is reconciled with SQLite on open anyway.
+                return
+            self._compact()
+            live = len(state.label_of)
+            if live <= _AUTO_PERSIST_MAX_VECTORS or state.unsaved >= _AUTO_PERSIST_FRACTION * live:
+                try:
+                    self.persist()
+                except OSError:
+                    # The cache is optional: a read-only or full disk must not fail a write
+                    # that already committed to SQLite. It is rebuilt on next open.
+                    pass
 
     def rebuild(self) -> None:
         """Rebuild the FAISS cache from the vectors in SQLite and write it."""
@@ -539,10 +579,6 @@ class VectorIndex:
                 blobs.append(blob)
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(found), self.dim)
         return np.array(found, dtype=np.int64), np.ascontiguousarray(matrix)
-
-    def _ensure_loaded(self) -> None:
-        if self._state.index is None:
-            self._load()
 
     def _sync(self) -> None:
         """Load the cache, or catch up with writes made through another connection."""
@@ -667,25 +703,6 @@ class VectorIndex:
         state.index.remove_ids(faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead)))
         state.tombstones = set()
 
-    def _after_write(self) -> None:
-        state = self._state
-        with state.lock:
-            if state.index is None or not state.unsaved:
-                return
-            if self.db.conn.in_transaction:
-                # The caller may still roll back; the file is written by a later write or
-                # close(), and a stale file is reconciled with SQLite on open anyway.
-                return
-            self._compact()
-            live = len(state.label_of)
-            if live <= _AUTO_PERSIST_MAX_VECTORS or state.unsaved >= _AUTO_PERSIST_FRACTION * live:
-                try:
-                    self.persist()
-                except OSError:
-                    # The cache is optional: a read-only or full disk must not fail a write
-                    # that already committed to SQLite. It is rebuilt on next open.
-                    pass
-
     def _run_search(
         self, q: FloatArray, k: int, selector: Any, keep: list[Any]
     ) -> list[tuple[int, float]]:
@@ -764,4 +781,5 @@ __all__ = [
     "agent_cache_dir",
     "check_embedding_identity",
     "ensure_schema",
+    "forget_loaded_indexes",
 ]

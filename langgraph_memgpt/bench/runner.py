@@ -1,0 +1,257 @@
+"""Run the LoCoMo retrieval benchmark through the agent's own memory search.
+
+Each conversation is ingested into a fresh agent exactly as the agent would have lived it
+(every turn a recall message, one thread per session, sessions in order), then every
+scorable question is put to ``RecallMemory.search`` - the function behind the
+``conversation_search`` tool - and the ranked turns are scored against the evidence.
+A plain BM25 baseline is scored in the same run so every report carries its floor.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memgpt.bench.bm25 import BM25
+from langgraph_memgpt.bench.locomo import Conversation, recall_messages, turn_text
+from langgraph_memgpt.bench.metrics import DEFAULT_KS, MetricAccumulator
+
+Mode = Literal["fts", "vector", "hybrid"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+#: The mode ``conversation_search`` uses, so the headline figure is what the agent gets.
+DEFAULT_MODE: Mode = "hybrid"
+ARCHIVAL_PREFIX = "archival:"
+
+#: Reports progress: ``(task, advance, total)``; ``total`` is set on a task's first call.
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass
+class BenchOptions:
+    """What to measure and where to keep the stores."""
+
+    modes: Sequence[Mode] = (DEFAULT_MODE, "fts", "vector")
+    ks: Sequence[int] = DEFAULT_KS
+    data_dir: Path | None = None  # None: the caller provides a temporary folder
+    archival: bool = False  # also ingest turns as archival passages and score that search
+    embedding_model: str = "minilm"
+    speaker_prefix: bool = True
+
+
+@dataclass
+class _Timing:
+    ingest_seconds: float = 0.0
+    turns: int = 0
+    search_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def parse_modes(text: str) -> list[Mode]:
+    """Parse ``"fts,vector,hybrid"`` (order kept, duplicates dropped); unknown -> ValueError."""
+    out: list[Mode] = []
+    for part in (p.strip().lower() for p in text.split(",")):
+        if not part:
+            continue
+        if part not in MODES:
+            raise ValueError(f"unknown mode {part!r}; choose from {', '.join(MODES)}")
+        if part not in out:
+            out.append(part)
+    if not out:
+        raise ValueError(f"no mode given; choose from {', '.join(MODES)}")
+    return out
+
+
+def bm25_baseline(
+    conversations: Sequence[Conversation],
+    ks: Sequence[int],
+    progress: ProgressFn | None = None,
+) -> MetricAccumulator:
+    """Score plain BM25 over ``speaker: text`` turns, one index per conversation."""
+    acc = MetricAccumulator(tuple(ks))
+    total = sum(len(c.questions) for c in conversations)
+    for conv in conversations:
+        turns = [t for s in conv.sessions for t in s.turns]
+        index = BM25([f"{t.speaker}: {t.text}" for t in turns])
+        for q in conv.questions:
+            ranked = [turns[i].dia_id for i in index.rank(q.question, max(ks))]
+            acc.add(q.category, ranked, q.evidence)
+            if progress:
+                progress("baseline bm25", 1, total)
+    return acc
+
+
+@contextmanager
+def _clock(timing: dict[str, float], key: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timing[key] = timing.get(key, 0.0) + time.perf_counter() - start
+
+
+def run_locomo(
+    conversations: Sequence[Conversation],
+    options: BenchOptions,
+    data_dir: Path,
+    *,
+    embeddings: Embeddings | None = None,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
+    """Ingest every conversation into its own agent, search every question, score it.
+
+    Args:
+        conversations: Loaded LoCoMo conversations.
+        options: Modes, cut-offs and flags.
+        data_dir: Folder for the memory database and FAISS caches; reusing one skips
+            turns already stored (ingest is idempotent).
+        embeddings: Embedding model; built from ``options.embedding_model`` when a
+            vector-using mode is asked for and none is given.
+        progress: Progress callback (see :data:`ProgressFn`).
+
+    Returns:
+        The report as a JSON-ready dict: ``default_mode``, ``questions``, ``modes``
+        (per mode ``overall`` and ``per_category``), ``baseline`` and ``ingest``.
+    """
+    from langgraph_memgpt.stores.db import open_db
+    from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
+    from langgraph_memgpt.stores.recall import RecallMemory
+
+    ks = tuple(sorted(set(options.ks)))
+    needs_vectors = any(m != "fts" for m in options.modes)
+    if embeddings is None and needs_vectors:
+        embeddings = get_embeddings(options.embedding_model)
+    db = open_db(data_dir / "memory.sqlite")
+    cache_dir = data_dir / "faiss"
+    timing = _Timing()
+    accs: dict[str, MetricAccumulator] = {m: MetricAccumulator(ks) for m in _score_keys(options)}
+    total_turns = sum(c.turn_count for c in conversations)
+    total_q = sum(len(c.questions) for c in conversations)
+    try:
+        for conv in conversations:
+            agent_id = conv.sample_id
+            recall = RecallMemory(db, agent_id, embeddings, cache_dir)
+            messages = recall_messages(conv, agent_id, speaker_prefix=options.speaker_prefix)
+            done = 0
+
+            def step(n: int) -> None:
+                nonlocal done
+                if progress:
+                    progress("ingest recall", n - done, total_turns)
+                done = n
+
+            start = time.perf_counter()
+            recall.add_many(messages, progress=step)
+            archival = None
+            if options.archival:
+                archival = _ingest_archival(db, agent_id, embeddings, cache_dir, conv, options)
+            timing.ingest_seconds += time.perf_counter() - start
+            timing.turns += len(messages)
+
+            prefix = f"{conv.sample_id}:"
+            for mode in options.modes:
+                with _clock(timing.search_seconds, mode):
+                    for q in conv.questions:
+                        page = recall.search(q.question, mode=mode, page_size=max(ks))
+                        ranked = [h.item.message_id.removeprefix(prefix) for h in page.hits]
+                        accs[mode].add(q.category, ranked, q.evidence)
+                        if progress:
+                            progress(f"search {mode}", 1, total_q)
+                if archival is not None:
+                    key = ARCHIVAL_PREFIX + mode
+                    with _clock(timing.search_seconds, key):
+                        for q in conv.questions:
+                            ranked = archival(q.question, mode, max(ks))
+                            accs[key].add(q.category, ranked, q.evidence)
+                            if progress:
+                                progress(f"search {key}", 1, total_q)
+            recall.close()
+        baseline = bm25_baseline(conversations, ks, progress)
+    finally:
+        db.conn.close()
+
+    model = None
+    if embeddings is not None and needs_vectors:
+        model = embedding_identity(embeddings)[0]
+    return {
+        "default_mode": DEFAULT_MODE,
+        "questions": total_q,
+        "conversations": len(conversations),
+        "dropped_questions": sum(c.dropped_questions for c in conversations),
+        "ks": list(ks),
+        "modes": {key: _summary(acc) for key, acc in accs.items()},
+        "baseline": {"bm25": _summary(baseline)},
+        "ingest": {
+            "turns": timing.turns,
+            "seconds": round(timing.ingest_seconds, 3),
+            "turns_per_second": round(timing.turns / timing.ingest_seconds, 1)
+            if timing.ingest_seconds
+            else None,
+            "embedding_model": model,
+            "archival": options.archival,
+        },
+        "search_ms_per_query": {
+            key: round(1000.0 * sec / total_q, 2) if total_q else None
+            for key, sec in timing.search_seconds.items()
+        },
+    }
+
+
+def _score_keys(options: BenchOptions) -> list[str]:
+    keys: list[str] = list(options.modes)
+    if options.archival:
+        keys += [ARCHIVAL_PREFIX + m for m in options.modes]
+    return keys
+
+
+def _summary(acc: MetricAccumulator) -> dict[str, Any]:
+    return {"questions": acc.count, "overall": acc.overall(), "per_category": acc.per_category()}
+
+
+def _ingest_archival(
+    db: Any,
+    agent_id: str,
+    embeddings: Embeddings | None,
+    cache_dir: Path,
+    conv: Conversation,
+    options: BenchOptions,
+) -> Callable[[str, str, int], list[str]]:
+    """Insert every turn as an archival passage; return a ``(query, mode, k) -> dia ids`` search.
+
+    Passages keep their provenance (thread = session, turn = position), which is how a hit
+    is mapped back to its turn.
+    """
+    from langgraph_memgpt.stores.archival import ArchivalMemory, NewPassage
+
+    archival = ArchivalMemory(db, agent_id, embeddings, cache_dir)
+    dia_of: dict[tuple[str, int], str] = {}
+    rows: list[NewPassage] = []
+    for session in conv.sessions:
+        for index, turn in enumerate(session.turns, start=1):
+            dia_of[(session.key, index)] = turn.dia_id
+            rows.append(
+                NewPassage(
+                    turn_text(turn, speaker_prefix=options.speaker_prefix),
+                    tags=(turn.speaker,),
+                    thread_id=session.key,
+                    turn=index,
+                    created_at=session.created_at,
+                )
+            )
+    # Passages have no natural key, so a reused data dir is only filled once.
+    if archival.count() == 0:
+        archival.insert_many(rows)
+
+    def search(query: str, mode: str, k: int) -> list[str]:
+        page = archival.search(query, mode=mode, page_size=k)  # type: ignore[arg-type]
+        return [
+            dia_of[(p.item.thread_id or "", p.item.turn or 0)]
+            for p in page.hits
+            if (p.item.thread_id or "", p.item.turn or 0) in dia_of
+        ]
+
+    return search

@@ -1,0 +1,159 @@
+"""The ``langgraph-memgpt`` command line.
+
+One ``cmd_*`` function per subcommand, each registered by its own ``_add_*`` function, so
+further subcommands (``chat``, ``inspect``) are added without touching the existing ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _parse_ks(values: Sequence[str]) -> list[int]:
+    ks: list[int] = []
+    for value in values:
+        for part in value.split(","):
+            if not part.strip():
+                continue
+            try:
+                k = int(part)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"--k takes integers, got {part!r}") from None
+            if k <= 0:
+                raise argparse.ArgumentTypeError(f"--k values must be positive, got {k}")
+            ks.append(k)
+    return sorted(set(ks))
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar on stderr (stdout stays clean for ``--json``), one bar per task."""
+    bars = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+    )
+    tasks: dict[str, TaskID] = {}
+
+    def advance(name: str, step: int, total: int) -> None:
+        if name not in tasks:
+            tasks[name] = bars.add_task(name, total=total)
+        bars.advance(tasks[name], step)
+
+    with bars:
+        yield advance
+
+
+def cmd_bench_locomo(args: argparse.Namespace) -> int:
+    """Run ``bench locomo``: retrieval quality of the agent's memory search on LoCoMo."""
+    from langgraph_memgpt.bench.locomo import LocomoFormatError, load_locomo
+    from langgraph_memgpt.bench.report import print_report
+    from langgraph_memgpt.bench.runner import BenchOptions, parse_modes, run_locomo
+
+    try:
+        modes = parse_modes(args.modes)
+        conversations = load_locomo(args.data)
+    except (ValueError, LocomoFormatError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    options = BenchOptions(
+        modes=modes,
+        ks=args.k,
+        data_dir=args.data_dir,
+        archival=args.archival,
+        embedding_model=args.embedding_model,
+    )
+    with tempfile.TemporaryDirectory(prefix="memgpt-locomo-") as tmp:
+        data_dir = Path(args.data_dir) if args.data_dir else Path(tmp)
+        with _progress(not args.no_progress) as progress:
+            report = run_locomo(conversations, options, data_dir, progress=progress)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_report(report)
+    return 0
+
+
+def _add_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = subparsers.add_parser("bench", help="measure the memory system on public benchmarks")
+    which = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    locomo = which.add_parser(
+        "locomo",
+        help="turn-retrieval quality of recall search on a LoCoMo file",
+        description="Ingest each LoCoMo conversation into a fresh agent's recall memory "
+        "and score the agent's own search on every question outside category 5 "
+        "(LongMemEval's recall_any@k, recall_all@k, ndcg_any@k), next to a plain BM25 "
+        "baseline.",
+    )
+    locomo.add_argument("--data", required=True, type=Path, help="LoCoMo JSON file")
+    locomo.add_argument(
+        "--modes",
+        default="hybrid,fts,vector",
+        help="comma-separated search modes among fts, vector, hybrid (default: all three; "
+        "hybrid is what the memory tools use)",
+    )
+    locomo.add_argument(
+        "--k",
+        nargs="+",
+        default=["1,5,10,20,50"],
+        help="cut-offs, comma- or space-separated (default: 1,5,10,20,50)",
+    )
+    locomo.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="keep the memory stores here (reused on a re-run); default: a temporary folder",
+    )
+    locomo.add_argument(
+        "--archival",
+        action="store_true",
+        help="also insert every turn into archival memory and score archival search",
+    )
+    locomo.add_argument(
+        "--embedding-model", default="minilm", help="'minilm' (default) or 'openai:<model>'"
+    )
+    locomo.add_argument("--json", action="store_true", help="print one JSON object")
+    locomo.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    locomo.set_defaults(func=cmd_bench_locomo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="langgraph-memgpt",
+        description="MemGPT's tiered memory as a LangGraph agent: tools around it.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_bench(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``langgraph-memgpt``; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "k", None) is not None:
+        try:
+            args.k = _parse_ks(args.k)
+        except argparse.ArgumentTypeError as exc:
+            parser.error(str(exc))
+    func: Command = args.func
+    return func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Turn a model spec from ``Context.model`` into a chat model, once per process.
+
+Specs: ``auto`` (a configured OpenAI-compatible endpoint if there is one, else the
+embedded model), ``openai:<name>``, ``local``, ``scripted:<path.json>``. Resolved models
+are cached per spec, because every think step asks for its model and the local one owns a
+server process, and a ChatOpenAI holds HTTP connection pools worth reusing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING
+
+from langchain_core.language_models import BaseChatModel
+
+if TYPE_CHECKING:
+    from langgraph_memgpt.llm.local_server import LocalServer
+
+OPENAI_MODEL_ENV = "MEMGPT_OPENAI_MODEL"
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+LOCAL_MAX_TOKENS = 1024
+"""Reply cap for the local model: a runaway string inside the JSON grammar stops here."""
+LOCAL_TEMPERATURE = 0.2
+"""Low but not greedy: greedy decoding makes the small model loop on identical calls."""
+SPEC_CHOICES = ("auto", "openai:<name>", "local", "scripted:<path.json>")
+
+_cache: dict[str, BaseChatModel] = {}
+_lock = threading.Lock()
+
+
+def hosted_endpoint_configured() -> bool:
+    """Whether the environment points at a hosted or self-run OpenAI-compatible endpoint."""
+    return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+
+
+def resolve_model(spec: str) -> BaseChatModel:
+    """Return the chat model named by ``spec`` (cached per spec for this process).
+
+    Raises:
+        ValueError: ``spec`` is none of the choices.
+        langgraph_memgpt.llm.local_server.LocalModelError: the local model cannot run.
+    """
+    key = spec.strip()
+    with _lock:
+        cached = _cache.get(key)
+        if cached is not None:
+            return cached
+        model = _build(key)
+        _cache[key] = model
+        return model
+
+
+def clear_model_cache() -> None:
+    """Forget resolved models (tests that change the environment call this)."""
+    with _lock:
+        _cache.clear()
+
+
+def _build(spec: str) -> BaseChatModel:
+    if spec == "auto":
+        if hosted_endpoint_configured():
+            return openai_model(os.environ.get(OPENAI_MODEL_ENV) or DEFAULT_OPENAI_MODEL)
+        return local_model()
+    if spec == "local":
+        return local_model()
+    kind, sep, arg = spec.partition(":")
+    if sep and arg.strip():
+        if kind == "openai":
+            return openai_model(arg.strip())
+        if kind == "scripted":
+            from langgraph_memgpt.llm.scripted import ScriptedChatModel
+
+            return ScriptedChatModel.from_file(arg.strip())
+    raise ValueError(f"unknown model spec {spec!r}; choose one of: {', '.join(SPEC_CHOICES)}")
+
+
+def openai_model(name: str) -> BaseChatModel:
+    """A ChatOpenAI for ``name``; it reads OPENAI_API_KEY / OPENAI_BASE_URL itself."""
+    from langchain_openai import ChatOpenAI
+
+    if not os.environ.get("OPENAI_API_KEY"):
+        # A self-hosted OPENAI_BASE_URL usually needs no key, but the client insists on one.
+        return ChatOpenAI(model=name, api_key="not-needed")  # type: ignore[arg-type]
+    return ChatOpenAI(model=name)
+
+
+def local_model(*, show_progress: bool = True) -> BaseChatModel:
+    """The embedded llama.cpp model behind `LocalToolCallingChatModel` (starts the server)."""
+    from langgraph_memgpt.llm.local_server import get_local_server
+    from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+
+    server = get_local_server(show_progress=show_progress)
+
+    def reconnect() -> BaseChatModel:
+        return _local_chat_openai(get_local_server(refresh=True, show_progress=show_progress))
+
+    return LocalToolCallingChatModel(inner=_local_chat_openai(server), reconnect=reconnect)
+
+
+def _local_chat_openai(server: LocalServer) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI
+
+    from langgraph_memgpt.llm.local_server import MODEL_ALIAS
+
+    return ChatOpenAI(
+        model=MODEL_ALIAS,
+        base_url=server.base_url,
+        api_key="local",  # type: ignore[arg-type]
+        temperature=LOCAL_TEMPERATURE,
+        max_tokens=LOCAL_MAX_TOKENS,  # type: ignore[call-arg]
+        max_retries=1,
+        stream_usage=True,
+    )

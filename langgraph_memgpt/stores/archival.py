@@ -1,0 +1,526 @@
+"""Archival memory: an agent's passages, searched by meaning and by words.
+
+MemGPT's second external tier: facts, documents and summaries the agent chose to keep
+(``archival_memory_insert``) or that eviction produced. Rows live in SQLite (the source of
+truth) with an FTS5 index over the text and one vector per passage (``VectorIndex``, tier
+``"archival"``, key ``"text"``). Search fuses BM25 and cosine similarity by min-max scores;
+every filter (agent, tags, dates) is applied before ranking, so a narrow filter cannot be
+crowded out by closer passages it excludes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlite_utils
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memgpt.stores.dates import date_range_sql, to_utc_iso
+from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
+from langgraph_memgpt.stores.fts import bm25_scores, fts_query
+from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
+from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
+
+TIER = "archival"
+VECTOR_KEY = "text"
+SearchMode = Literal["hybrid", "fts", "vector"]
+TagMatch = Literal["any", "all"]
+
+# Each signal contributes its best candidates to the fusion: enough that the requested
+# page is always inside the pool, with room for the other signal to reorder it.
+_POOL_MIN = 100
+_POOL_PER_RESULT = 10
+_EMBED_BATCH = 256
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS archival (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '[]',
+        thread_id TEXT,
+        turn INTEGER,
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS archival_agent_created ON archival (agent_id, created_at, id)",
+    """CREATE TABLE IF NOT EXISTS archival_tags (
+        passage_id INTEGER NOT NULL REFERENCES archival (id) ON DELETE CASCADE,
+        agent_id TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        PRIMARY KEY (passage_id, tag)
+    )""",
+    "CREATE INDEX IF NOT EXISTS archival_tags_agent_tag ON archival_tags (agent_id, tag)",
+    """CREATE VIRTUAL TABLE IF NOT EXISTS archival_fts USING fts5 (
+        text, content='archival', content_rowid='id'
+    )""",
+    """CREATE TRIGGER IF NOT EXISTS archival_fts_insert AFTER INSERT ON archival BEGIN
+        INSERT INTO archival_fts (rowid, text) VALUES (new.id, new.text);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS archival_fts_delete AFTER DELETE ON archival BEGIN
+        INSERT INTO archival_fts (archival_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS archival_fts_update AFTER UPDATE OF text ON archival BEGIN
+        INSERT INTO archival_fts (archival_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        INSERT INTO archival_fts (rowid, text) VALUES (new.id, new.text);
+    END""",
+)
+
+_COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
+
+
+@dataclass(frozen=True)
+class NewPassage:
+    """A passage to insert with ``insert_many`` when items differ in tags or provenance."""
+
+    text: str
+    tags: Sequence[str] = field(default_factory=tuple)
+    thread_id: str | None = None
+    turn: int | None = None
+    created_at: str | datetime | None = None
+
+
+def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
+    """Lower-case, strip and de-duplicate tags, keeping their order.
+
+    Tags are matched case-insensitively: a model that saved ``"Work"`` and searches
+    ``"work"`` means the same tag.
+    """
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        tags = [tags]
+    seen: dict[str, None] = {}
+    for tag in tags:
+        cleaned = " ".join(str(tag).split()).lower()
+        if cleaned:
+            seen.setdefault(cleaned, None)
+    return list(seen)
+
+
+def _passage(row: Sequence[Any]) -> Passage:
+    return Passage(
+        id=int(row[0]),
+        agent_id=str(row[1]),
+        text=str(row[2]),
+        tags=list(json.loads(row[3] or "[]")),
+        created_at=str(row[4]),
+        thread_id=row[5],
+        turn=None if row[6] is None else int(row[6]),
+    )
+
+
+class ArchivalMemory:
+    """The archival passages of one agent.
+
+    Args:
+        db: the memory database (``stores.db.open_db``).
+        agent_id: whose passages these are; every query is scoped to it.
+        embeddings: the embedding model, or None for words-only (FTS) search.
+        cache_dir: root folder of the FAISS caches (``<data_dir>/faiss``).
+        index_kind: ``"flat"`` (exact) or ``"hnsw"`` (approximate, for very large archives).
+
+    Raises:
+        EmbeddingMismatchError: the archive was embedded with another model.
+    """
+
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        agent_id: str,
+        embeddings: Embeddings | None,
+        cache_dir: Path | str,
+        index_kind: IndexKind = "flat",
+    ) -> None:
+        if not agent_id:
+            raise ValueError("agent_id must be a non-empty string")
+        self.db = db
+        self.agent_id = agent_id
+        self.embeddings = embeddings
+        self.cache_dir = Path(cache_dir)
+        with transaction(db):
+            for statement in _SCHEMA:
+                db.conn.execute(statement)
+        self.index: VectorIndex | None = None
+        if embeddings is not None:
+            self.index = VectorIndex.for_tier(
+                db,
+                tier=TIER,
+                agent_id=agent_id,
+                cache_dir=self.cache_dir,
+                identity=embedding_identity(embeddings),
+                key=VECTOR_KEY,
+                kind=index_kind,
+            )
+
+    # ------------------------------------------------------------------ writes
+
+    def insert(
+        self,
+        text: str,
+        tags: Iterable[str] | str | None = (),
+        thread_id: str | None = None,
+        turn: int | None = None,
+        created_at: str | datetime | None = None,
+    ) -> Passage:
+        """Save one passage (with its tags and provenance) and return it.
+
+        Raises:
+            ValueError: the text is empty, or ``created_at`` is not a timestamp.
+        """
+        item = NewPassage(
+            text=text,
+            tags=normalize_tags(tags),
+            thread_id=thread_id,
+            turn=turn,
+            created_at=created_at,
+        )
+        return self.insert_many([item])[0]
+
+    def insert_many(
+        self,
+        items: Sequence[str | NewPassage],
+        *,
+        tags: Iterable[str] | str | None = (),
+        thread_id: str | None = None,
+        turn: int | None = None,
+        created_at: str | datetime | None = None,
+    ) -> list[Passage]:
+        """Save many passages, embedding them in batches; returns them in input order.
+
+        Plain strings take the shared ``tags``/``thread_id``/``turn``/``created_at``;
+        ``NewPassage`` items carry their own. Each batch commits as one transaction, rows
+        and vectors together.
+
+        Raises:
+            ValueError: a text is empty, or a ``created_at`` is not a timestamp.
+        """
+        shared_tags = normalize_tags(tags)
+        prepared: list[tuple[str, list[str], str | None, int | None, str]] = []
+        for item in items:
+            if isinstance(item, str):
+                item = NewPassage(item, shared_tags, thread_id, turn, created_at)
+            if not item.text or not item.text.strip():
+                raise ValueError("An archival passage needs some text; nothing was saved.")
+            prepared.append(
+                (
+                    item.text,
+                    normalize_tags(item.tags),
+                    item.thread_id,
+                    item.turn,
+                    to_utc_iso(item.created_at),
+                )
+            )
+        passages: list[Passage] = []
+        for start in range(0, len(prepared), _EMBED_BATCH):
+            passages.extend(self._insert_batch(prepared[start : start + _EMBED_BATCH]))
+        return passages
+
+    def _insert_batch(
+        self, batch: list[tuple[str, list[str], str | None, int | None, str]]
+    ) -> list[Passage]:
+        # Embed before taking the write lock: the model is the slow part.
+        vectors = (
+            embed_texts(self.embeddings, [text for text, *_ in batch])
+            if self.embeddings is not None
+            else None
+        )
+        passages: list[Passage] = []
+        with transaction(self.db):
+            conn = self.db.conn
+            for text, tags, thread_id, turn, created_at in batch:
+                cursor = conn.execute(
+                    "INSERT INTO archival (agent_id, text, tags, thread_id, turn, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (self.agent_id, text, json.dumps(tags), thread_id, turn, created_at),
+                )
+                passage_id = int(cursor.lastrowid or 0)
+                conn.executemany(
+                    "INSERT OR IGNORE INTO archival_tags (passage_id, agent_id, tag) "
+                    "VALUES (?, ?, ?)",
+                    [(passage_id, self.agent_id, tag) for tag in tags],
+                )
+                passages.append(
+                    Passage(
+                        id=passage_id,
+                        agent_id=self.agent_id,
+                        text=text,
+                        tags=tags,
+                        created_at=created_at,
+                        thread_id=thread_id,
+                        turn=turn,
+                    )
+                )
+            if self.index is not None and vectors is not None:
+                self.index.upsert([p.id for p in passages], vectors)
+        if self.index is not None:
+            self.index.maybe_persist()  # committed now: the cache file may be written
+        return passages
+
+    @classmethod
+    def reembed(
+        cls,
+        db: sqlite_utils.Database,
+        agent_id: str,
+        embeddings: Embeddings,
+        cache_dir: Path | str,
+        index_kind: IndexKind = "flat",
+    ) -> ArchivalMemory:
+        """Drop an agent's archival vectors and embed every passage again with ``embeddings``.
+
+        The way out of an ``EmbeddingMismatchError`` after changing the embedding model.
+        """
+        VectorIndex.drop_tier(db, tier=TIER, agent_id=agent_id, cache_dir=cache_dir)
+        memory = cls(db, agent_id, embeddings, cache_dir, index_kind)
+        memory.embed_missing()
+        return memory
+
+    def embed_missing(self) -> int:
+        """Embed the passages that have no vector yet; returns how many were embedded.
+
+        Passages saved while no embedding model was configured are found by words only
+        until this runs (after a ``reembed``, every passage is missing its vector).
+        """
+        if self.index is None or self.embeddings is None:
+            return 0
+        done = 0
+        last_id = 0
+        while True:
+            rows = self.db.conn.execute(
+                "SELECT b.id, b.text FROM archival AS b WHERE b.agent_id = ? AND b.id > ? "
+                "AND NOT EXISTS (SELECT 1 FROM vectors AS v WHERE v.tier = ? "
+                "AND v.agent_id = b.agent_id AND v.key = ? AND v.item_id = b.id) "
+                "ORDER BY b.id LIMIT ?",
+                (self.agent_id, last_id, TIER, VECTOR_KEY, _EMBED_BATCH),
+            ).fetchall()
+            if not rows:
+                break
+            vectors = embed_texts(self.embeddings, [str(text) for _, text in rows])
+            self.index.upsert([int(i) for i, _ in rows], vectors)
+            done += len(rows)
+            last_id = int(rows[-1][0])
+        self.index.close()
+        return done
+
+    # ------------------------------------------------------------------ reads
+
+    def search(
+        self,
+        query: str,
+        *,
+        tags: Iterable[str] | str | None = None,
+        tag_match: TagMatch = "any",
+        start_date: str | None = None,
+        end_date: str | None = None,
+        page: int = 0,
+        page_size: int = 5,
+        mode: SearchMode = "hybrid",
+    ) -> SearchPage[Passage]:
+        """Search this agent's passages; filters apply before ranking.
+
+        Args:
+            query: any text; an empty query (no words) lists passages newest first.
+            tags: only passages with these tags (case-insensitive); None or empty for all.
+            tag_match: ``"any"`` (at least one of ``tags``) or ``"all"`` (every one).
+            start_date: ``YYYY-MM-DD`` or ISO-8601, inclusive.
+            end_date: ``YYYY-MM-DD`` (the whole day) or ISO-8601, inclusive.
+            page: zero-based page number.
+            page_size: results per page.
+            mode: ``"hybrid"`` (BM25 + cosine, min-max fused), ``"fts"`` or ``"vector"``;
+                without embeddings every mode searches words only.
+
+        Returns:
+            One page of hits (best first) and ``total``: passages that passed the filters
+            and matched (every filtered passage with a vector matches by meaning).
+
+        Raises:
+            ValueError: a bad date, page, page size, mode or tag_match, with a message
+                the model can act on.
+        """
+        if page < 0:
+            raise ValueError(f"page must be 0 or more, got {page}")
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size}")
+        if mode not in ("hybrid", "fts", "vector"):
+            raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
+        if tag_match not in ("any", "all"):
+            raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
+        where, params = self._filters(tags, tag_match, start_date, end_date)
+        match = fts_query(query or "")
+        if match is None:
+            return self._newest(where, params, page, page_size)
+        if self.index is None:
+            mode = "fts"
+        pool = max(_POOL_MIN, (page + 1) * page_size * _POOL_PER_RESULT)
+
+        lexical: dict[int, float] = {}
+        if mode in ("hybrid", "fts"):
+            lexical = bm25_scores(self.db, "archival_fts", "archival", match, where, params)
+        semantic: dict[int, float] = {}
+        if mode in ("hybrid", "vector") and self.index is not None:
+            assert self.embeddings is not None
+            # The index holds this agent's vectors only: with no filter beyond the agent
+            # (its one parameter) there is nothing to restrict.
+            allowed = None if len(params) == 1 else self._candidate_ids(where, params)
+            qvec = embed_query(self.embeddings, query)
+            semantic = dict(self.index.search(qvec, pool, allowed_ids=allowed))
+            if lexical:
+                # Word matches outside the semantic pool still deserve their true cosine.
+                top_lexical = sorted(lexical, key=lambda i: -lexical[i])[:pool]
+                missing = [i for i in top_lexical if i not in semantic]
+                semantic.update(self.index.scores(qvec, missing))
+
+        if mode == "fts":
+            ranked = sorted(lexical.items(), key=lambda pair: -pair[1])
+            total = len(lexical)
+        elif mode == "vector":
+            ranked = sorted(semantic.items(), key=lambda pair: -pair[1])
+            total = self._count_matching(where, params, with_vector=True)
+        else:
+            ranked = minmax_fuse([lexical, semantic])
+            total = self._count_matching(where, params, with_vector=True, plus_ids=lexical)
+        hits = ranked[page * page_size : (page + 1) * page_size]
+        return SearchPage(
+            hits=self._hits(hits), total=max(total, len(ranked)), page=page, page_size=page_size
+        )
+
+    def count(self) -> int:
+        """Number of passages this agent has."""
+        row = self.db.conn.execute(
+            "SELECT count(*) FROM archival WHERE agent_id = ?", (self.agent_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def tags(self) -> list[str]:
+        """Every tag this agent has used, sorted."""
+        rows = self.db.conn.execute(
+            "SELECT DISTINCT tag FROM archival_tags WHERE agent_id = ? ORDER BY tag",
+            (self.agent_id,),
+        ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def last_modified(self) -> str | None:
+        """Timestamp of this agent's newest passage, or None for an empty archive."""
+        row = self.db.conn.execute(
+            "SELECT max(created_at) FROM archival WHERE agent_id = ?", (self.agent_id,)
+        ).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    def recent(self, n: int = 5) -> list[Passage]:
+        """The ``n`` newest passages, newest first."""
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
+            "ORDER BY b.created_at DESC, b.id DESC LIMIT ?",
+            (self.agent_id, max(0, n)),
+        ).fetchall()
+        return [_passage(row) for row in rows]
+
+    def get(self, passage_id: int) -> Passage | None:
+        """One of this agent's passages by id (None if absent or another agent's)."""
+        row = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? AND b.id = ?",
+            (self.agent_id, int(passage_id)),
+        ).fetchone()
+        return None if row is None else _passage(row)
+
+    def close(self) -> None:
+        """Write any unsaved FAISS cache changes."""
+        if self.index is not None:
+            self.index.close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _filters(
+        self,
+        tags: Iterable[str] | str | None,
+        tag_match: TagMatch,
+        start_date: str | None,
+        end_date: str | None,
+    ) -> tuple[str, list[object]]:
+        """A parameterised WHERE over ``b`` (the archival table); the agent always first."""
+        conditions = ["b.agent_id = ?"]
+        params: list[object] = [self.agent_id]
+        wanted = normalize_tags(tags)
+        if wanted:
+            if tag_match == "all" and len(wanted) > 1:
+                conditions.append(
+                    "b.id IN (SELECT passage_id FROM archival_tags WHERE agent_id = ? "
+                    "AND tag IN (SELECT value FROM json_each(?)) "
+                    "GROUP BY passage_id HAVING count(DISTINCT tag) = ?)"
+                )
+                params += [self.agent_id, json.dumps(wanted), len(wanted)]
+            else:
+                conditions.append(
+                    "b.id IN (SELECT passage_id FROM archival_tags WHERE agent_id = ? "
+                    "AND tag IN (SELECT value FROM json_each(?)))"
+                )
+                params += [self.agent_id, json.dumps(wanted)]
+        date_conditions, date_params = date_range_sql("b.created_at", start_date, end_date)
+        conditions += date_conditions
+        params += date_params
+        return " AND ".join(conditions), params
+
+    def _candidate_ids(self, where: str, params: Sequence[object]) -> list[int]:
+        rows = self.db.conn.execute(f"SELECT b.id FROM archival AS b WHERE {where}", params)
+        return [int(row[0]) for row in rows]
+
+    def _count_matching(
+        self,
+        where: str,
+        params: Sequence[object],
+        *,
+        with_vector: bool,
+        plus_ids: Iterable[int] = (),
+    ) -> int:
+        conditions = []
+        extra: list[object] = []
+        if with_vector:
+            conditions.append(
+                "EXISTS (SELECT 1 FROM vectors AS v WHERE v.tier = ? AND v.agent_id = b.agent_id "
+                "AND v.key = ? AND v.item_id = b.id)"
+            )
+            extra += [TIER, VECTOR_KEY]
+        ids = list(plus_ids)
+        if ids:
+            conditions.append("b.id IN (SELECT value FROM json_each(?))")
+            extra.append(json.dumps(ids))
+        if not conditions:
+            return 0
+        row = self.db.conn.execute(
+            f"SELECT count(*) FROM archival AS b WHERE ({where}) AND ({' OR '.join(conditions)})",
+            [*params, *extra],
+        ).fetchone()
+        return int(row[0])
+
+    def _newest(
+        self, where: str, params: Sequence[object], page: int, page_size: int
+    ) -> SearchPage[Passage]:
+        total = int(
+            self.db.conn.execute(
+                f"SELECT count(*) FROM archival AS b WHERE {where}", params
+            ).fetchone()[0]
+        )
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM archival AS b WHERE {where} "
+            "ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?",
+            [*params, page_size, page * page_size],
+        ).fetchall()
+        hits = [Hit(item=_passage(row), score=0.0) for row in rows]
+        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+
+    def _hits(self, ranked: Sequence[tuple[int, float]]) -> list[Hit[Passage]]:
+        if not ranked:
+            return []
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
+            "AND b.id IN (SELECT value FROM json_each(?))",
+            (self.agent_id, json.dumps([i for i, _ in ranked])),
+        ).fetchall()
+        by_id = {int(row[0]): _passage(row) for row in rows}
+        return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]

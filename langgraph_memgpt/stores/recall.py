@@ -1,0 +1,718 @@
+"""Recall memory: every message of an agent, verbatim, searchable by words, meaning and date.
+
+Messages are written ahead of the checkpoint and idempotently (one row per message id),
+so a retried step never duplicates history. Search fuses four signals with min-max
+scaling, the combination that measured best on LoCoMo turn retrieval (0.833 recall@10
+against 0.629 for BM25 alone): BM25 over the message, BM25 over the message with its
+±2 neighbours of the same thread ("context"), and cosine similarity of the message's
+embedding and of the embedded "date: context". The context lets an answer such as
+"Biscuit!" be found by the question that preceded it ("what is your puppy's name?").
+
+Tool results and the model's own search calls are stored but never searchable, so a
+search cannot find the results of earlier searches (recursive echoes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlite_utils
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memgpt.stores.dates import date_range_sql, to_utc_iso
+from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.embeddings import FloatArray, embed_query, embed_texts
+from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
+from langgraph_memgpt.stores.fts import bm25_scores, fts_query
+from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
+from langgraph_memgpt.stores.vectors import VectorIndex
+
+SearchMode = Literal["hybrid", "fts", "vector"]
+
+TIER = "recall"
+CONTEXT_RADIUS = 2
+"""Neighbours on each side that make up a message's context (measured best: 2)."""
+VECTOR_CANDIDATES = 50
+"""Nearest neighbours each vector signal contributes to a hybrid ranking (at least)."""
+INGEST_CHUNK = 256
+"""Messages per transaction (and per embedding call) in :meth:`RecallMemory.add_many`."""
+
+ROLES = ("user", "assistant", "system", "tool")
+_ROLE_ALIASES = {"human": "user", "ai": "assistant", "agent": "assistant", "bot": "assistant"}
+# Tool calls that only look things up: a message made of these is the model searching,
+# and finding it again in a later search would be an echo, not a memory.
+SEARCH_TOOL_PREFIXES = ("conversation_search", "archival_memory_search")
+_REPLY_TOOL = "send_message"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS recall (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    name TEXT,
+    text TEXT NOT NULL,
+    tool_calls TEXT NOT NULL DEFAULT '[]',
+    created_at TEXT NOT NULL,
+    turn INTEGER NOT NULL DEFAULT 0,
+    searchable INTEGER NOT NULL,
+    context TEXT,
+    UNIQUE (agent_id, message_id)
+);
+CREATE INDEX IF NOT EXISTS recall_by_time ON recall (agent_id, searchable, created_at, id);
+CREATE INDEX IF NOT EXISTS recall_by_thread
+    ON recall (agent_id, thread_id, searchable, created_at, id);
+CREATE VIRTUAL TABLE IF NOT EXISTS recall_fts USING fts5(text);
+CREATE VIRTUAL TABLE IF NOT EXISTS recall_context_fts
+    USING fts5(context, content='recall', content_rowid='id');
+CREATE TRIGGER IF NOT EXISTS recall_context_insert AFTER INSERT ON recall
+    WHEN new.context IS NOT NULL BEGIN
+    INSERT INTO recall_context_fts (rowid, context) VALUES (new.id, new.context);
+END;
+CREATE TRIGGER IF NOT EXISTS recall_context_update AFTER UPDATE OF context ON recall BEGIN
+    INSERT INTO recall_context_fts (recall_context_fts, rowid, context)
+        SELECT 'delete', old.id, old.context WHERE old.context IS NOT NULL;
+    INSERT INTO recall_context_fts (rowid, context)
+        SELECT new.id, new.context WHERE new.context IS NOT NULL;
+END;
+CREATE TRIGGER IF NOT EXISTS recall_delete AFTER DELETE ON recall BEGIN
+    INSERT INTO recall_context_fts (recall_context_fts, rowid, context)
+        SELECT 'delete', old.id, old.context WHERE old.context IS NOT NULL;
+    DELETE FROM recall_fts WHERE rowid = old.id;
+END;
+"""
+"""``recall_fts`` holds the searchable text of a message (its text plus what it said
+through ``send_message``), only for searchable messages. ``recall_context_fts`` indexes
+``recall.context`` (external content, kept in step by the triggers: one update trigger,
+so the old entry is always removed before the new one is added). ``created_at`` is
+stored as ISO-8601 UTC with microseconds, so text order is time order whatever offset or
+precision a timestamp was written with."""
+
+_COLUMNS = "id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn"
+
+
+@dataclass
+class _Row:
+    """A searchable message as the context computation needs it."""
+
+    id: int
+    created_at: str
+    text: str
+    context: str | None
+
+
+class RecallMemory:
+    """The verbatim message history of one agent.
+
+    Args:
+        db: The memory database (:func:`~langgraph_memgpt.stores.db.open_db`).
+        agent_id: The agent whose messages this object reads and writes; every query is
+            filtered on it, and its vectors live in its own FAISS indexes.
+        embeddings: Embedding model for the vector signals; None keeps search to words only.
+        cache_dir: Folder of the FAISS caches (``<data_dir>/faiss``).
+
+    Raises:
+        EmbeddingMismatchError: Recall vectors of this agent were made by another model.
+    """
+
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        agent_id: str,
+        embeddings: Embeddings | None,
+        cache_dir: Path | str,
+    ) -> None:
+        self.db = db
+        self.agent_id = agent_id
+        self.embeddings = embeddings
+        self.cache_dir = Path(cache_dir)
+        with transaction(db):
+            db.executescript(_SCHEMA)
+        self._turn_index: VectorIndex | None = None
+        self._context_index: VectorIndex | None = None
+        if embeddings is not None:
+            identity = _identity(embeddings)
+            self._turn_index, self._context_index = (
+                VectorIndex.for_tier(
+                    db,
+                    tier=TIER,
+                    agent_id=agent_id,
+                    cache_dir=self.cache_dir,
+                    identity=identity,
+                    key=key,
+                )
+                for key in ("turn", "context")
+            )
+
+    # -- writing ---------------------------------------------------------------------
+
+    def add(self, messages: Sequence[RecallMessage]) -> int:
+        """Store messages, ignoring ones already stored (same message id); one transaction.
+
+        Also refreshes the context (words and vector) of the neighbours the new messages
+        join, so a message is found by what was said after it too.
+
+        Args:
+            messages: Messages of this agent, any threads.
+
+        Returns:
+            How many messages were new.
+
+        Raises:
+            ValueError: A message belongs to another agent or has an unreadable created_at.
+        """
+        prepared = [self._prepare(m) for m in messages]
+        if not prepared:
+            return 0
+        return self._ingest(prepared)
+
+    def add_many(
+        self,
+        messages: Iterable[RecallMessage],
+        *,
+        chunk_size: int = INGEST_CHUNK,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Bulk-ingest a history (thousands of messages), idempotently.
+
+        Messages are ordered by thread and time, then written in chunks of
+        ``chunk_size``: one transaction and one embedding call per chunk, contexts
+        computed in one pass per thread. A crash loses at most the current chunk, and
+        running the ingest again skips what is stored.
+
+        Args:
+            messages: Messages of this agent.
+            chunk_size: Messages per transaction and embedding batch.
+            progress: Called with the number of messages processed after each chunk.
+
+        Returns:
+            How many messages were new.
+        """
+        if chunk_size <= 0:
+            raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+        prepared = [self._prepare(m) for m in messages]
+        # Stable sort: messages with equal timestamps keep their given order.
+        prepared.sort(key=lambda p: (p.message.thread_id, p.created_at))
+        added = 0
+        for start in range(0, len(prepared), chunk_size):
+            chunk = prepared[start : start + chunk_size]
+            added += self._ingest(chunk)
+            if progress is not None:
+                progress(start + len(chunk))
+        # Vectors were added inside transactions, where the FAISS files are not written
+        # (a rollback would make them wrong); write them once now that all is committed.
+        self.close()
+        return added
+
+    def embed_missing(self, chunk_size: int = INGEST_CHUNK) -> int:
+        """Embed searchable messages that have no vectors yet (after a re-embed or FTS-only use).
+
+        Returns:
+            How many messages were embedded.
+        """
+        if self._turn_index is None or self.embeddings is None:
+            return 0
+        rows = self.db.conn.execute(
+            "SELECT r.id, f.text, r.context, r.created_at FROM recall AS r "
+            "JOIN recall_fts AS f ON f.rowid = r.id "
+            "WHERE r.agent_id = ? AND r.searchable = 1 AND r.id NOT IN ("
+            "  SELECT item_id FROM vectors WHERE tier = ? AND agent_id = ? AND key = 'turn')"
+            " ORDER BY r.id",
+            (self.agent_id, TIER, self.agent_id),
+        ).fetchall()
+        for start in range(0, len(rows), chunk_size):
+            chunk = rows[start : start + chunk_size]
+            ids = [int(r[0]) for r in chunk]
+            texts = [str(r[1]) for r in chunk]
+            contexts = [_context_document(str(r[3]), str(r[2] or r[1])) for r in chunk]
+            with transaction(self.db):
+                self._embed_and_store(ids, texts, ids, contexts)
+        self.close()
+        return len(rows)
+
+    def close(self) -> None:
+        """Write the FAISS caches (they are also brought up to date on next open)."""
+        for index in (self._turn_index, self._context_index):
+            if index is not None:
+                index.close()
+
+    # -- searching -------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        roles: Sequence[str] | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        page: int = 0,
+        page_size: int = 5,
+        mode: SearchMode = "hybrid",
+        exclude_ids: Collection[str] = (),
+    ) -> SearchPage[RecallMessage]:
+        """Find past messages by words and meaning, best first.
+
+        Filters (agent, roles, dates, excluded message ids) select the candidates first;
+        ranking only ever sees candidates, so a narrow filter never comes back empty
+        because better matches outside it took the top places. Tool results and search
+        calls are never candidates.
+
+        Args:
+            query: Free text; any characters are safe. An empty query (or one without
+                words when there are no vectors to compare) lists the most recent first.
+            roles: Keep only these roles ("user", "assistant", "system").
+            start_date: Earliest time, "YYYY-MM-DD" or ISO-8601 (inclusive).
+            end_date: Latest time (inclusive); a bare date covers that whole day.
+            page: Page number, from 0.
+            page_size: Results per page.
+            mode: "hybrid" (words and meaning), "fts" (words) or "vector" (meaning).
+            exclude_ids: Message ids to leave out (e.g. those already in the prompt).
+
+        Returns:
+            The page, with ``total`` = candidates that matched any signal (every
+            candidate in "vector" mode and for a listing). In hybrid mode each vector
+            signal contributes its ``max(50, (page + 1) * page_size)`` nearest candidates.
+
+        Raises:
+            ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
+        """
+        if mode not in ("hybrid", "fts", "vector"):
+            raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
+        if mode == "vector" and self.embeddings is None:
+            raise ValueError("vector search needs an embedding model; this recall has none")
+        _check_page(page, page_size)
+        where, params = self._filters(roles, start_date, end_date, exclude_ids)
+        match = fts_query(query)
+        use_vectors = self.embeddings is not None and mode != "fts" and bool(query.strip())
+        use_words = match is not None and mode != "vector"
+        if not use_words and not use_vectors:
+            return self._listing(where, params, page, page_size, newest_first=True)
+
+        signals: list[Mapping[int, float]] = []
+        if use_words and match is not None:
+            signals.append(bm25_scores(self.db, "recall_fts", "recall", match, where, params))
+            signals.append(
+                bm25_scores(self.db, "recall_context_fts", "recall", match, where, params)
+            )
+        total: int | None = None
+        if use_vectors:
+            k = max(VECTOR_CANDIDATES, (page + 1) * page_size)
+            # params[0] is the agent id; anything after it is a user-chosen filter.
+            allowed = self._candidate_ids(where, params, filtered=len(params) > 1)
+            if mode == "vector":
+                total = self._count(where, params)
+            signals.extend(self._vector_scores(query, k, allowed))
+        fused = minmax_fuse(signals)
+        if total is None:
+            total = len(fused)
+        window = fused[page * page_size : (page + 1) * page_size]
+        found = self._fetch_by_ids([item for item, _ in window])
+        hits = [Hit(found[item], score) for item, score in window if item in found]
+        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+
+    def search_date(
+        self,
+        start_date: str | None,
+        end_date: str | None,
+        *,
+        page: int = 0,
+        page_size: int = 5,
+    ) -> SearchPage[RecallMessage]:
+        """List searchable messages between two dates (inclusive), oldest first.
+
+        Raises:
+            ValueError: A date is not "YYYY-MM-DD" or ISO-8601, or start is after end.
+        """
+        _check_page(page, page_size)
+        where, params = self._filters(None, start_date, end_date, ())
+        return self._listing(where, params, page, page_size, newest_first=False)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def count(self, exclude_message_ids: Collection[str] = ()) -> int:
+        """Number of stored messages of the agent (all roles), minus the excluded ids."""
+        sql = "SELECT COUNT(*) FROM recall WHERE agent_id = ?"
+        params: list[object] = [self.agent_id]
+        if exclude_message_ids:
+            sql += " AND message_id NOT IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(exclude_message_ids)))
+        return int(self.db.conn.execute(sql, params).fetchone()[0])
+
+    def get(self, message_ids: Sequence[str]) -> list[RecallMessage]:
+        """Return the agent's messages with these ids, in the order asked (unknown ids skipped)."""
+        if not message_ids:
+            return []
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? "
+            "AND message_id IN (SELECT value FROM json_each(?))",
+            (self.agent_id, json.dumps(list(message_ids))),
+        ).fetchall()
+        by_id = {str(row[3]): _message(row) for row in rows}
+        return [by_id[m] for m in message_ids if m in by_id]
+
+    def thread_messages(self, thread_id: str) -> list[RecallMessage]:
+        """Return every message of one thread of the agent, oldest first."""
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? AND thread_id = ? "
+            "ORDER BY created_at, id",
+            (self.agent_id, thread_id),
+        ).fetchall()
+        return [_message(row) for row in rows]
+
+    def latest(self, n: int) -> list[RecallMessage]:
+        """Return the agent's ``n`` most recent messages (all roles), oldest first."""
+        if n <= 0:
+            return []
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? "
+            "ORDER BY created_at DESC, id DESC LIMIT ?",
+            (self.agent_id, n),
+        ).fetchall()
+        return [_message(row) for row in reversed(rows)]
+
+    # -- internals: writing ----------------------------------------------------------
+
+    def _prepare(self, message: RecallMessage) -> _Prepared:
+        if message.agent_id != self.agent_id:
+            raise ValueError(
+                f"message {message.message_id!r} belongs to agent {message.agent_id!r}, "
+                f"not {self.agent_id!r}"
+            )
+        text = searchable_text(message)
+        return _Prepared(
+            message, to_utc_iso(message.created_at), text, is_searchable(message, text)
+        )
+
+    def _ingest(self, batch: Sequence[_Prepared]) -> int:
+        with transaction(self.db):
+            new: list[tuple[int, _Prepared]] = []
+            for item in batch:
+                m = item.message
+                cursor = self.db.conn.execute(
+                    "INSERT OR IGNORE INTO recall (agent_id, thread_id, message_id, role, name, "
+                    "text, tool_calls, created_at, turn, searchable) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        self.agent_id,
+                        m.thread_id,
+                        m.message_id,
+                        m.role,
+                        m.name,
+                        m.text,
+                        json.dumps(m.tool_calls, default=str),
+                        item.created_at,
+                        m.turn,
+                        int(item.searchable),
+                    ),
+                )
+                if cursor.rowcount == 1 and cursor.lastrowid is not None:
+                    new.append((int(cursor.lastrowid), item))
+            searchable = [(rowid, item) for rowid, item in new if item.searchable]
+            if not searchable:
+                return len(new)
+            self.db.conn.executemany(
+                "INSERT INTO recall_fts (rowid, text) VALUES (?, ?)",
+                [(rowid, item.text) for rowid, item in searchable],
+            )
+            by_thread: dict[str, set[int]] = {}
+            for rowid, item in searchable:
+                by_thread.setdefault(item.message.thread_id, set()).add(rowid)
+            changed: list[_Row] = []
+            for thread_id, rowids in by_thread.items():
+                changed.extend(self._refresh_contexts(thread_id, rowids))
+            if self.embeddings is not None:
+                self._embed_and_store(
+                    [rowid for rowid, _ in searchable],
+                    [item.text for _, item in searchable],
+                    [row.id for row in changed],
+                    [_context_document(row.created_at, row.context or "") for row in changed],
+                )
+            return len(new)
+
+    def _refresh_contexts(self, thread_id: str, new_ids: set[int]) -> list[_Row]:
+        """Recompute the context of the new messages and of their ±2 neighbours.
+
+        Reads the thread only between the first and last new message, plus four
+        searchable messages on each side (the neighbours' own neighbours): an appended
+        message costs a handful of rows, a bulk ingest one pass over its thread.
+        """
+        ordered = (
+            "SELECT r.id, r.created_at, f.text, r.context FROM recall AS r "
+            "JOIN recall_fts AS f ON f.rowid = r.id "
+            "WHERE r.agent_id = ? AND r.thread_id = ? AND r.searchable = 1 "
+        )
+        base = (self.agent_id, thread_id)
+        low_at, high_at = self.db.conn.execute(
+            "SELECT MIN(created_at), MAX(created_at) FROM recall "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(new_ids)),),
+        ).fetchone()
+        # (created_at, id) bounds at or beyond the new rows: min/max ids may belong to other
+        # new rows than the min/max times, which only widens the span read.
+        low_id, high_id = min(new_ids), max(new_ids)
+        reach = 2 * CONTEXT_RADIUS
+        # Written as a range on created_at plus a tie-break on id so the thread index
+        # serves them: an append reads a few rows, not the whole thread.
+        before = self.db.conn.execute(
+            ordered + "AND r.created_at <= ? AND (r.created_at < ? OR r.id < ?) "
+            "ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
+            (*base, low_at, low_at, low_id, reach),
+        ).fetchall()
+        span = self.db.conn.execute(
+            ordered + "AND r.created_at BETWEEN ? AND ? "
+            "AND (r.created_at > ? OR r.id >= ?) AND (r.created_at < ? OR r.id <= ?) "
+            "ORDER BY r.created_at, r.id",
+            (*base, low_at, high_at, low_at, low_id, high_at, high_id),
+        ).fetchall()
+        after = self.db.conn.execute(
+            ordered + "AND r.created_at >= ? AND (r.created_at > ? OR r.id > ?) "
+            "ORDER BY r.created_at, r.id LIMIT ?",
+            (*base, high_at, high_at, high_id, reach),
+        ).fetchall()
+        seen: set[int] = set()
+        sequence: list[_Row] = []
+        for row in [*reversed(before), *span, *after]:
+            if int(row[0]) not in seen:  # low/high bounds may straddle equal timestamps
+                seen.add(int(row[0]))
+                sequence.append(_Row(int(row[0]), str(row[1]), str(row[2]), row[3]))
+        positions = [i for i, row in enumerate(sequence) if row.id in new_ids]
+        affected = sorted(
+            {
+                j
+                for i in positions
+                for j in range(i - CONTEXT_RADIUS, i + CONTEXT_RADIUS + 1)
+                if 0 <= j < len(sequence)
+            }
+        )
+        changed: list[_Row] = []
+        for i in affected:
+            window = sequence[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1]
+            context = "\n".join(row.text for row in window)
+            if context != sequence[i].context:
+                changed.append(_Row(sequence[i].id, sequence[i].created_at, "", context))
+        self.db.conn.executemany(
+            "UPDATE recall SET context = ? WHERE id = ?", [(row.context, row.id) for row in changed]
+        )
+        return changed
+
+    def _embed_and_store(
+        self,
+        turn_ids: Sequence[int],
+        turn_texts: Sequence[str],
+        context_ids: Sequence[int],
+        context_texts: Sequence[str],
+    ) -> None:
+        assert self.embeddings is not None
+        assert self._turn_index is not None and self._context_index is not None
+        texts = [*turn_texts, *context_texts]
+        if not texts:
+            return
+        vectors: FloatArray = embed_texts(self.embeddings, texts)  # one call per batch
+        split = len(turn_texts)
+        if turn_ids:
+            self._turn_index.upsert(list(turn_ids), vectors[:split])
+        if context_ids:
+            self._context_index.upsert(list(context_ids), vectors[split:])
+
+    # -- internals: reading ----------------------------------------------------------
+
+    def _filters(
+        self,
+        roles: Sequence[str] | None,
+        start_date: str | None,
+        end_date: str | None,
+        exclude_ids: Collection[str],
+    ) -> tuple[str, list[object]]:
+        """SQL condition (over alias ``b``) selecting the searchable candidates."""
+        clauses = ["b.agent_id = ?", "b.searchable = 1"]
+        params: list[object] = [self.agent_id]
+        if roles:
+            wanted = sorted({_normalise_role(r) for r in roles})
+            clauses.append("b.role IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(wanted))
+        conditions, values = date_range_sql("b.created_at", start_date, end_date)
+        clauses += conditions
+        params += values
+        if exclude_ids:
+            clauses.append("b.message_id NOT IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(exclude_ids)))
+        return " AND ".join(clauses), params
+
+    def _count(self, where: str, params: Sequence[object]) -> int:
+        row = self.db.conn.execute(f"SELECT COUNT(*) FROM recall AS b WHERE {where}", params)
+        return int(row.fetchone()[0])
+
+    def _candidate_ids(
+        self, where: str, params: Sequence[object], *, filtered: bool
+    ) -> list[int] | None:
+        """Ids passing the filters, or None when only the agent filter applies.
+
+        The vector indexes hold only this agent's searchable messages, so without other
+        filters every vector is a candidate and FAISS needs no id list.
+        """
+        if not filtered:
+            return None
+        rows = self.db.conn.execute(f"SELECT b.id FROM recall AS b WHERE {where}", params)
+        return [int(r[0]) for r in rows]
+
+    def _vector_scores(
+        self, query: str, k: int, allowed: list[int] | None
+    ) -> list[dict[int, float]]:
+        assert self.embeddings is not None
+        assert self._turn_index is not None and self._context_index is not None
+        if allowed is not None and not allowed:
+            return [{}, {}]
+        vector = embed_query(self.embeddings, query)
+        return [
+            dict(index.search(vector, k, allowed_ids=allowed))
+            for index in (self._turn_index, self._context_index)
+        ]
+
+    def _listing(
+        self,
+        where: str,
+        params: Sequence[object],
+        page: int,
+        page_size: int,
+        *,
+        newest_first: bool,
+    ) -> SearchPage[RecallMessage]:
+        order = "DESC" if newest_first else "ASC"
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM recall AS b WHERE {where} "
+            f"ORDER BY b.created_at {order}, b.id {order} LIMIT ? OFFSET ?",
+            (*params, page_size, page * page_size),
+        ).fetchall()
+        hits = [Hit(_message(row), 0.0) for row in rows]
+        return SearchPage(
+            hits=hits, total=self._count(where, params), page=page, page_size=page_size
+        )
+
+    def _fetch_by_ids(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
+        if not ids:
+            return {}
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? "
+            "AND id IN (SELECT value FROM json_each(?))",
+            (self.agent_id, json.dumps(list(ids))),
+        ).fetchall()
+        return {int(row[0]): _message(row) for row in rows}
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    message: RecallMessage
+    created_at: str  # normalised to ISO-8601 UTC
+    text: str
+    searchable: bool
+
+
+# -- message classification ---------------------------------------------------------
+
+
+def _call_name_and_args(call: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Read a tool call in LangChain (``name``/``args``) or OpenAI (``function``) shape."""
+    name = call.get("name")
+    args: Any = call.get("args")
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        name = name or function.get("name")
+        if args is None:
+            args = function.get("arguments")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            args = {}
+    return str(name or ""), args if isinstance(args, dict) else {}
+
+
+def searchable_text(message: RecallMessage) -> str:
+    """The words a message is found by: its text plus what it said through ``send_message``.
+
+    In MemGPT the model talks to the user through ``send_message``; its plain text is
+    inner monologue. Both are what the agent said, and both must be searchable.
+    """
+    parts = [message.text.strip()] if message.text.strip() else []
+    for call in message.tool_calls:
+        name, args = _call_name_and_args(call)
+        reply = args.get("message")
+        if name == _REPLY_TOOL and isinstance(reply, str) and reply.strip():
+            parts.append(reply.strip())
+    return "\n".join(parts)
+
+
+def is_search_call(message: RecallMessage) -> bool:
+    """True for an assistant message whose tool calls are all memory searches."""
+    names = [_call_name_and_args(c)[0] for c in message.tool_calls]
+    return bool(names) and all(n.startswith(SEARCH_TOOL_PREFIXES) for n in names)
+
+
+def is_searchable(message: RecallMessage, text: str | None = None) -> bool:
+    """Whether search may return this message.
+
+    Not tool results, not the model's search calls (with or without inner monologue:
+    the monologue restates the query, and finding it would echo the search), and not
+    messages without words.
+    """
+    if message.role == "tool":
+        return False
+    if message.role == "assistant" and is_search_call(message):
+        return False
+    return bool((searchable_text(message) if text is None else text).strip())
+
+
+def _context_document(created_at: str, context: str) -> str:
+    """The text embedded for the context vector: ``"<date>: <context>"`` (UTC date)."""
+    return f"{created_at[:10]}: {context}"
+
+
+def _normalise_role(role: str) -> str:
+    value = role.strip().lower()
+    value = _ROLE_ALIASES.get(value, value)
+    if value not in ROLES:
+        raise ValueError(f"unknown role {role!r}; roles are {', '.join(ROLES[:3])}")
+    return value
+
+
+def _check_page(page: int, page_size: int) -> None:
+    if page < 0:
+        raise ValueError(f"page must be 0 or more, got {page}")
+    if page_size <= 0:
+        raise ValueError(f"page_size must be positive, got {page_size}")
+
+
+def _message(row: Sequence[Any]) -> RecallMessage:
+    (_id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn) = row
+    try:
+        calls = json.loads(tool_calls) if tool_calls else []
+    except ValueError:
+        calls = []
+    return RecallMessage(
+        agent_id=str(agent_id),
+        thread_id=str(thread_id),
+        message_id=str(message_id),
+        role=str(role),
+        text=str(text),
+        created_at=str(created_at),
+        turn=int(turn),
+        tool_calls=calls if isinstance(calls, list) else [],
+        name=None if name is None else str(name),
+    )
+
+
+__all__ = [
+    "RecallMessage",
+    "RecallMemory",
+    "SearchMode",
+    "is_search_call",
+    "is_searchable",
+    "searchable_text",
+]

@@ -1,0 +1,374 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.tools import tool
+
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.llm.toolcalls import (
+    PLAIN_REPLY_KEY,
+    LocalToolCallingChatModel,
+    build_tool_call_schema,
+    parse_tool_calls,
+    response_format_for,
+    select_tools,
+)
+
+NAMES = ["send_message", "core_memory_append"]
+
+
+@tool
+def send_message(message: str) -> str:
+    """Send a message to the user."""
+    return "sent"
+
+
+@tool
+def core_memory_append(label: str, content: str) -> str:
+    """Append to a core memory block."""
+    return "ok"
+
+
+def only_call(text: str, names: list[str] | None = NAMES) -> tuple[str, dict[str, Any]]:
+    parsed = parse_tool_calls(text, names)
+    assert len(parsed.tool_calls) == 1, parsed
+    call = parsed.tool_calls[0]
+    assert call["id"] and call["type"] == "tool_call"
+    return call["name"], call["args"]
+
+
+# --- parser: shapes that are tool calls ---------------------------------------------------
+
+
+def test_bare_json_object_becomes_a_tool_call() -> None:
+    text = '{"name": "send_message", "arguments": {"message": "Paris."}}'
+    assert only_call(text) == ("send_message", {"message": "Paris."})
+
+
+def test_pretty_printed_json_with_surrounding_whitespace() -> None:
+    text = '\n  {\n  "name": "send_message",\n  "arguments": {\n    "message": "hi"\n  }\n}\n'
+    assert only_call(text) == ("send_message", {"message": "hi"})
+
+
+def test_fenced_json_block_becomes_a_tool_call() -> None:
+    text = '```json\n{"name": "send_message", "arguments": {"message": "hi"}}\n```'
+    parsed = parse_tool_calls(text, NAMES)
+    assert parsed.content == ""
+    assert [c["name"] for c in parsed.tool_calls] == ["send_message"]
+
+
+def test_fence_without_language_tag() -> None:
+    text = '```\n{"name": "send_message", "arguments": {"message": "hi"}}\n```'
+    assert only_call(text)[0] == "send_message"
+
+
+def test_qwen_tool_call_tags_keep_the_monologue_as_content() -> None:
+    text = (
+        "The user told me their name; I should save it.\n"
+        '<tool_call>\n{"name": "core_memory_append", "arguments": '
+        '{"label": "human", "content": "Name: Dana"}}\n</tool_call>'
+    )
+    parsed = parse_tool_calls(text, NAMES)
+    assert parsed.content == "The user told me their name; I should save it."
+    assert parsed.tool_calls[0]["args"] == {"label": "human", "content": "Name: Dana"}
+
+
+def test_several_tags_give_several_calls_in_order() -> None:
+    text = (
+        '<tool_call>{"name": "core_memory_append", "arguments": {"label": "human", '
+        '"content": "likes tea"}}</tool_call>\n'
+        '<tool_call>{"name": "send_message", "arguments": {"message": "Noted!"}}</tool_call>'
+    )
+    parsed = parse_tool_calls(text, NAMES)
+    assert [c["name"] for c in parsed.tool_calls] == ["core_memory_append", "send_message"]
+    assert len({c["id"] for c in parsed.tool_calls}) == 2
+
+
+def test_unclosed_final_tag_is_still_read() -> None:
+    text = '<tool_call>\n{"name": "send_message", "arguments": {"message": "hi"}}'
+    assert only_call(text)[0] == "send_message"
+
+
+def test_json_list_of_calls() -> None:
+    text = json.dumps(
+        [
+            {"name": "core_memory_append", "arguments": {"label": "human", "content": "x"}},
+            {"name": "send_message", "arguments": {"message": "ok"}},
+        ]
+    )
+    parsed = parse_tool_calls(text, NAMES)
+    assert [c["name"] for c in parsed.tool_calls] == ["core_memory_append", "send_message"]
+
+
+def test_arguments_given_as_a_json_string() -> None:
+    text = json.dumps({"name": "send_message", "arguments": json.dumps({"message": "hi"})})
+    assert only_call(text) == ("send_message", {"message": "hi"})
+
+
+def test_openai_function_shape_and_parameters_key() -> None:
+    openai_shape = json.dumps(
+        {"type": "function", "function": {"name": "send_message", "arguments": '{"message": "a"}'}}
+    )
+    params_key = json.dumps({"name": "send_message", "parameters": {"message": "b"}})
+    assert only_call(openai_shape) == ("send_message", {"message": "a"})
+    assert only_call(params_key) == ("send_message", {"message": "b"})
+
+
+def test_a_call_id_written_by_the_model_is_kept() -> None:
+    text = json.dumps({"name": "send_message", "arguments": {"message": "x"}, "id": "call_abc"})
+    assert parse_tool_calls(text, NAMES).tool_calls[0]["id"] == "call_abc"
+
+
+def test_any_name_is_accepted_when_no_tool_list_is_given() -> None:
+    text = json.dumps({"name": "whatever", "arguments": {}})
+    assert only_call(text, names=None) == ("whatever", {})
+
+
+# --- parser: things that stay text --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The capital of France is Paris.",
+        "",
+        '{"name": "send_message", "arguments": {"message": "unterminated}',
+        '{"name": "send_message", "arguments": {"message": "hi"}',
+        '<tool_call>{"name": "send_message", "arguments": </tool_call>',
+        "```json\n{not json}\n```",
+        '{"name": "send_message"}',
+        '{"name": "send_message", "arguments": ["hi"]}',
+        '{"name": "send_message", "arguments": "not json"}',
+        '{"name": "", "arguments": {}}',
+        '{"name": 3, "arguments": {}}',
+        '{"name": "Paris", "population": 2100000}',
+        '{"name": "send_message", "arguments": {}, "confidence": 0.9}',
+        '{"name": "send_message", "arguments": {}, "parameters": {}}',
+        "[]",
+        '["send_message"]',
+        "42",
+    ],
+)
+def test_malformed_or_non_call_text_stays_text(text: str) -> None:
+    parsed = parse_tool_calls(text, NAMES)
+    assert parsed.tool_calls == []
+    assert parsed.content == text
+
+
+def test_a_call_to_a_tool_that_was_not_offered_stays_text() -> None:
+    text = json.dumps({"name": "get_weather", "arguments": {"city": "Paris"}})
+    assert parse_tool_calls(text, NAMES).tool_calls == []
+
+
+def test_one_bad_element_in_a_list_rejects_the_whole_list() -> None:
+    text = json.dumps(
+        [{"name": "send_message", "arguments": {"message": "a"}}, {"name": "nope", "arguments": {}}]
+    )
+    assert parse_tool_calls(text, NAMES).tool_calls == []
+
+
+def test_a_fenced_code_example_next_to_a_call_stays_in_the_content() -> None:
+    text = (
+        'Here is the config:\n```json\n{"debug": true}\n```\n'
+        '```json\n{"name": "send_message", "arguments": {"message": "done"}}\n```'
+    )
+    parsed = parse_tool_calls(text, NAMES)
+    assert [c["name"] for c in parsed.tool_calls] == ["send_message"]
+    assert '{"debug": true}' in parsed.content
+
+
+# --- schema builder -----------------------------------------------------------------------
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return [convert_to_openai_tool(send_message), convert_to_openai_tool(core_memory_append)]
+
+
+def test_schema_pins_each_name_to_its_own_arguments() -> None:
+    schema = build_tool_call_schema(openai_tools())
+
+    options = schema["anyOf"]
+    assert [o["properties"]["name"] for o in options] == [
+        {"const": "send_message"},
+        {"const": "core_memory_append"},
+    ]
+    assert options[0]["properties"]["arguments"]["required"] == ["message"]
+    assert sorted(options[1]["properties"]["arguments"]["required"]) == ["content", "label"]
+    assert all(o["required"] == ["name", "arguments"] for o in options)
+    assert all(o["additionalProperties"] is False for o in options)
+
+
+def test_single_tool_schema_needs_no_anyof() -> None:
+    schema = build_tool_call_schema(openai_tools()[:1])
+    assert "anyOf" not in schema
+    assert schema["properties"]["name"] == {"const": "send_message"}
+
+
+def test_plain_reply_option_is_added_on_request() -> None:
+    schema = build_tool_call_schema(openai_tools(), allow_plain_reply=True)
+    assert schema["anyOf"][-1]["required"] == [PLAIN_REPLY_KEY]
+
+
+def test_no_tools_and_no_plain_reply_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        build_tool_call_schema([])
+
+
+def test_defs_are_hoisted_to_the_root() -> None:
+    tool_dict = {
+        "type": "function",
+        "function": {
+            "name": "tag",
+            "parameters": {
+                "type": "object",
+                "properties": {"t": {"$ref": "#/$defs/Tag"}},
+                "$defs": {"Tag": {"type": "string"}},
+            },
+        },
+    }
+    schema = build_tool_call_schema([tool_dict])
+    assert schema["$defs"] == {"Tag": {"type": "string"}}
+    assert "$defs" not in schema["properties"]["arguments"]
+
+
+def test_response_format_wraps_the_schema() -> None:
+    fmt = response_format_for({"type": "object"})
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["schema"] == {"type": "object"}
+
+
+def test_schema_compiles_to_a_llama_cpp_grammar() -> None:
+    xllamacpp = pytest.importorskip("xllamacpp")
+    grammar = xllamacpp.json_schema_to_grammar(build_tool_call_schema(openai_tools()))
+    assert grammar
+
+
+@pytest.mark.parametrize(
+    ("choice", "names", "required"),
+    [
+        (None, NAMES, False),
+        ("auto", NAMES, False),
+        ("any", NAMES, True),
+        ("required", NAMES, True),
+        ("none", [], False),
+        ("send_message", ["send_message"], True),
+        ({"type": "function", "function": {"name": "core_memory_append"}}, NAMES[1:], True),
+    ],
+)
+def test_tool_choice_selects_the_allowed_tools(
+    choice: Any, names: list[str], required: bool
+) -> None:
+    allowed, must = select_tools(openai_tools(), choice)
+    assert [t["function"]["name"] for t in allowed] == names
+    assert must is required
+
+
+def test_tool_choice_naming_an_unbound_tool_is_an_error() -> None:
+    with pytest.raises(ValueError, match="get_weather"):
+        select_tools(openai_tools(), "get_weather")
+
+
+# --- the wrapper, over a scripted inner model ----------------------------------------------
+
+
+def test_wrapper_constrains_the_request_and_returns_real_tool_calls() -> None:
+    inner = ScriptedChatModel.from_steps(
+        ['{"name": "send_message", "arguments": {"message": "Paris."}}']
+    )
+    model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message, core_memory_append])
+
+    reply = model.invoke("What is the capital of France?")
+
+    assert isinstance(reply, AIMessage)
+    assert reply.content == ""
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [
+        ("send_message", {"message": "Paris."})
+    ]
+    sent = inner.call_kwargs[0]
+    assert [t["function"]["name"] for t in sent["tools"]] == NAMES
+    assert "tool_choice" not in sent
+    schema = sent["extra_body"]["response_format"]["json_schema"]["schema"]
+    assert [o["properties"]["name"]["const"] for o in schema["anyOf"]] == NAMES
+
+
+def test_wrapper_streaming_keeps_the_parsed_tool_calls() -> None:
+    inner = ScriptedChatModel.from_steps(
+        ['{"name": "send_message", "arguments": {"message": "x"}}']
+    )
+    model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message])
+
+    chunks = list(model.stream("hi"))
+
+    assert chunks[-1].tool_calls[0]["name"] == "send_message"
+
+
+def test_wrapper_without_tools_sends_a_plain_request() -> None:
+    inner = ScriptedChatModel.from_steps(["A short summary."])
+    model = LocalToolCallingChatModel(inner=inner)
+
+    reply = model.invoke("Summarize.")
+
+    assert reply.content == "A short summary."
+    assert "extra_body" not in inner.call_kwargs[0]
+    assert "tools" not in inner.call_kwargs[0]
+
+
+def test_wrapper_tool_choice_none_leaves_output_unconstrained_and_unparsed() -> None:
+    text = '{"name": "send_message", "arguments": {"message": "x"}}'
+    inner = ScriptedChatModel.from_steps([text])
+    model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message], tool_choice="none")
+
+    reply = model.invoke("hi")
+
+    assert reply.tool_calls == []
+    assert reply.content == text
+    assert "extra_body" not in inner.call_kwargs[0]
+
+
+def test_wrapper_plain_reply_option_becomes_plain_content() -> None:
+    inner = ScriptedChatModel.from_steps([json.dumps({PLAIN_REPLY_KEY: "Just text."})])
+    model = LocalToolCallingChatModel(inner=inner, allow_plain_reply=True).bind_tools(
+        [send_message]
+    )
+
+    reply = model.invoke("hi")
+
+    assert reply.content == "Just text."
+    assert reply.tool_calls == []
+
+
+def test_wrapper_keeps_tool_calls_the_server_already_parsed() -> None:
+    inner = ScriptedChatModel.from_steps(
+        [{"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "y"}}]}]
+    )
+    reply = LocalToolCallingChatModel(inner=inner).bind_tools([send_message]).invoke("hi")
+    assert reply.tool_calls[0]["args"] == {"message": "y"}
+
+
+class _Overflowing(BaseChatModel):
+    @property
+    def _llm_type(self) -> str:
+        return "overflowing"
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:  # fmt: skip
+        raise RuntimeError(
+            "Error code: 400 - {'error': {'code': 400, 'message': 'request (9000 tokens) "
+            "exceeds the available context size (8192 tokens), try increasing it', "
+            "'type': 'exceed_context_size_error'}}"
+        )
+
+
+def test_llama_cpp_context_overflow_becomes_context_overflow_error() -> None:
+    model = LocalToolCallingChatModel(inner=_Overflowing()).bind_tools([send_message])
+
+    with pytest.raises(ContextOverflowError, match="exceeds the available context size"):
+        model.invoke("hi")

@@ -1,0 +1,608 @@
+"""Recall memory: verbatim, idempotent history; safe, filtered, paginated, hybrid search."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_texts
+from langgraph_memgpt.stores.fts import fts_query
+from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.types import RecallMessage
+
+BASE = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+
+
+def msg(
+    n: int,
+    text: str,
+    *,
+    role: str = "user",
+    agent: str = "agent-a",
+    thread: str = "t1",
+    at: datetime | str | None = None,
+    tool_calls: Sequence[dict[str, object]] = (),
+    name: str | None = None,
+) -> RecallMessage:
+    """Message ``n`` of a conversation, one minute after message ``n - 1`` by default."""
+    created = at if isinstance(at, str) else (at or BASE + timedelta(minutes=n)).isoformat()
+    return RecallMessage(
+        agent_id=agent,
+        thread_id=thread,
+        message_id=f"{agent}-{thread}-{n}",
+        role=role,
+        text=text,
+        created_at=created,
+        turn=n,
+        tool_calls=list(tool_calls),
+        name=name,
+    )
+
+
+def ids(page_or_list: object) -> list[str]:
+    hits = getattr(page_or_list, "hits", None)
+    items = [h.item for h in hits] if hits is not None else page_or_list
+    return [m.message_id for m in items]  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def recall(db: sqlite_utils.Database, tmp_data_dir: Path) -> RecallMemory:
+    """Words-only recall (no embeddings): fast, for everything not about vectors."""
+    return RecallMemory(db, "agent-a", None, tmp_data_dir / "faiss")
+
+
+@pytest.fixture
+def hybrid(
+    db: sqlite_utils.Database, tmp_data_dir: Path, embeddings: MiniLMEmbeddings
+) -> RecallMemory:
+    """Recall with the real MiniLM embeddings and FAISS caches."""
+    return RecallMemory(db, "agent-a", embeddings, tmp_data_dir / "faiss")
+
+
+PUPPY_THREAD = [
+    "Guess what, I finally adopted a puppy last weekend!",
+    "Congratulations! What did you name it?",
+    "Biscuit.",
+    "Cute. How old is he?",
+    "Ten weeks.",
+]
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+def test_adding_the_same_message_twice_stores_one_row(recall: RecallMemory) -> None:
+    first = msg(1, "hello there")
+    assert recall.add([first]) == 1
+    assert recall.add([first]) == 0
+    assert recall.add([first, msg(2, "second"), first]) == 1
+    assert recall.count() == 2
+    rows = recall.db.conn.execute(
+        "SELECT COUNT(*) FROM recall WHERE message_id = ?", (first.message_id,)
+    ).fetchone()
+    assert rows[0] == 1
+    found = ids(recall.search("hello", mode="fts"))
+    assert found.count(first.message_id) == 1 and len(found) == len(set(found))
+
+
+def test_messages_are_stored_verbatim(recall: RecallMemory) -> None:
+    calls: list[dict[str, object]] = [
+        {"name": "core_memory_append", "args": {"label": "human", "content": "x"}, "id": "c1"}
+    ]
+    original = msg(1, "  spacing\tand ünïcödé 🎉  ", role="assistant", tool_calls=calls)
+    tool = msg(2, '{"status": "OK"}', role="tool", name="core_memory_append")
+    recall.add([original, tool])
+    stored, stored_tool = recall.get([original.message_id, tool.message_id])
+    assert stored.text == original.text
+    assert stored.tool_calls == calls
+    assert stored.role == "assistant" and stored.turn == 1
+    assert stored_tool.name == "core_memory_append"
+    assert datetime.fromisoformat(stored.created_at) == BASE + timedelta(minutes=1)
+
+
+def test_a_failing_batch_stores_nothing(recall: RecallMemory) -> None:
+    with pytest.raises(ValueError, match="created_at must be YYYY-MM-DD or ISO-8601"):
+        recall.add([msg(1, "fine"), msg(2, "bad time", at="yesterday-ish")])
+    assert recall.count() == 0
+
+
+def test_message_of_another_agent_is_refused(recall: RecallMemory) -> None:
+    with pytest.raises(ValueError, match="belongs to agent 'agent-b'"):
+        recall.add([msg(1, "hi", agent="agent-b")])
+    assert recall.count() == 0
+
+
+def test_messages_persist_across_reopening(tmp_data_dir: Path) -> None:
+    first = open_db(tmp_data_dir / "memory.sqlite")
+    RecallMemory(first, "agent-a", None, tmp_data_dir / "faiss").add([msg(1, "kept on disk")])
+    first.conn.close()
+    second = open_db(tmp_data_dir / "memory.sqlite")
+    reopened = RecallMemory(second, "agent-a", None, tmp_data_dir / "faiss")
+    assert ids(reopened.search("disk", mode="fts")) == ["agent-a-t1-1"]
+    second.conn.close()
+
+
+# -- safe full-text queries ------------------------------------------------------------
+
+NASTY = [
+    "",
+    "   ",
+    '"',
+    "'",
+    '"unbalanced',
+    "*",
+    "pup*",
+    "NEAR",
+    "NEAR(a b)",
+    "a NEAR/2 b",
+    "AND",
+    "OR OR",
+    "NOT",
+    "-",
+    "-puppy",
+    "col:puppy",
+    "text:",
+    "(",
+    "((a)",
+    ")",
+    "^start",
+    "{a b}",
+    "🐶🐶",
+    "puppy 🐶 name?",
+    "C++ -O2 -Wall",
+    "don't stop",
+    "\x00",
+    "a" * 5000,
+]
+
+
+@pytest.mark.parametrize("query", NASTY)
+def test_any_query_text_is_safe(recall: RecallMemory, query: str) -> None:
+    recall.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
+    for mode in ("fts", "hybrid"):
+        page = recall.search(query, mode=mode)  # type: ignore[arg-type]
+        assert page.total >= 0
+
+
+@pytest.fixture(scope="module")
+def shared_fts_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite_utils.Database]:
+    root = tmp_path_factory.mktemp("fts")
+    database = open_db(root / "memory.sqlite")
+    memory = RecallMemory(database, "agent-a", None, root / "faiss")
+    memory.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
+    memory.add([msg(10, 'NEAR the (parens) and "quotes" col:value -dash * star')])
+    yield database
+    database.conn.close()
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    query=st.one_of(
+        st.text(),
+        st.lists(
+            st.sampled_from(['"', "*", "NEAR", ":", "-", "(", ")", "AND", "OR", "🐶", "puppy", " "])
+        ).map("".join),
+    )
+)
+def test_hypothesis_arbitrary_text_never_breaks_search(
+    shared_fts_db: sqlite_utils.Database, query: str
+) -> None:
+    memory = RecallMemory(shared_fts_db, "agent-a", None, Path("/nonexistent"))
+    page = memory.search(query, mode="fts")
+    assert 0 <= len(page.hits) <= 5
+    match = fts_query(query)
+    if match is not None:  # the built expression is valid FTS5 syntax on its own too
+        shared_fts_db.conn.execute(
+            "SELECT COUNT(*) FROM recall_fts WHERE recall_fts MATCH ?", (match,)
+        ).fetchone()
+
+
+def test_raw_fts_syntax_would_have_failed_for_contrast(recall: RecallMemory) -> None:
+    recall.add([msg(1, "hello")])
+    with pytest.raises(sqlite3.OperationalError):
+        recall.db.conn.execute("SELECT * FROM recall_fts WHERE recall_fts MATCH ?", ('"a',))
+    assert recall.search('"a', mode="fts").total == 0
+
+
+def test_empty_query_lists_most_recent_first(recall: RecallMemory) -> None:
+    recall.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
+    page = recall.search("", page_size=3)
+    assert ids(page) == ["agent-a-t1-4", "agent-a-t1-3", "agent-a-t1-2"]
+    assert page.total == 5
+
+
+# -- what is searchable ----------------------------------------------------------------
+
+
+def test_tool_results_and_search_calls_are_never_found(recall: RecallMemory) -> None:
+    search_call = {"name": "conversation_search", "args": {"query": "birthday"}, "id": "s1"}
+    archival_call = {"name": "archival_memory_search", "args": {"query": "birthday"}, "id": "s2"}
+    date_call = {"name": "conversation_search_date", "args": {"start_date": "2026-11-01"}}
+    recall.add(
+        [
+            msg(1, "My birthday is on March 3rd."),
+            msg(2, "", role="assistant", tool_calls=[search_call]),
+            msg(3, "Let me search for the birthday.", role="assistant", tool_calls=[search_call]),
+            msg(4, "", role="assistant", tool_calls=[archival_call, date_call]),
+            msg(5, "Found: My birthday is on March 3rd.", role="tool", name="conversation_search"),
+        ]
+    )
+    assert ids(recall.search("birthday", mode="fts")) == ["agent-a-t1-1"]
+    assert ids(recall.search_date("2026-11-29", "2026-11-29")) == ["agent-a-t1-1"]
+    assert ids(recall.search("", roles=["assistant", "user"])) == ["agent-a-t1-1"]
+    assert recall.count() == 5  # stored all the same
+
+
+def test_what_the_agent_said_through_send_message_is_searchable(recall: RecallMemory) -> None:
+    reply = {"name": "send_message", "args": {"message": "Your dentist is Dr. Okafor."}}
+    recall.add([msg(1, "", role="assistant", tool_calls=[reply])])
+    assert ids(recall.search("dentist", mode="fts")) == ["agent-a-t1-1"]
+
+
+def test_roles_filter_keeps_only_those_roles(recall: RecallMemory) -> None:
+    recall.add(
+        [
+            msg(1, "I love green tea", role="user"),
+            msg(2, "Green tea is great", role="assistant"),
+            msg(3, "Note: tea preference saved", role="system"),
+        ]
+    )
+    assert ids(recall.search("tea", roles=["user"], mode="fts")) == ["agent-a-t1-1"]
+    assert ids(recall.search("tea", roles=["assistant"], mode="fts")) == ["agent-a-t1-2"]
+    assert ids(recall.search("tea", roles=["human"], mode="fts")) == ["agent-a-t1-1"]
+    assert recall.search("tea", roles=["user", "assistant"], mode="fts").total == 2
+    with pytest.raises(ValueError, match="unknown role 'robot'"):
+        recall.search("tea", roles=["robot"])
+
+
+# -- dates -------------------------------------------------------------------------------
+
+DAY_EDGES = {
+    "before": "2026-11-28T23:59:59.999999+00:00",
+    "midnight": "2026-11-29T00:00:00+00:00",
+    "noon": "2026-11-29T12:00:00Z",
+    "last-second": "2026-11-29T23:59:59+00:00",
+    "late-elsewhere": "2026-11-30T01:30:00+02:00",  # 23:30 UTC on the 29th
+    "next-day": "2026-11-30T00:00:00+00:00",
+}
+
+
+@pytest.fixture
+def dated(recall: RecallMemory) -> RecallMemory:
+    recall.add(
+        [
+            RecallMessage("agent-a", "t1", key, "user", f"coffee at {key}", at)
+            for key, at in DAY_EDGES.items()
+        ]
+    )
+    return recall
+
+
+def test_date_only_end_date_covers_the_whole_day_inclusively(dated: RecallMemory) -> None:
+    page = dated.search("coffee", start_date="2026-11-29", end_date="2026-11-29", mode="fts")
+    assert sorted(ids(page)) == sorted(["midnight", "noon", "last-second", "late-elsewhere"])
+    listed = dated.search_date("2026-11-29", "2026-11-29", page_size=10)
+    assert ids(listed) == ["midnight", "noon", "late-elsewhere", "last-second"]
+
+
+def test_full_iso_bounds_are_inclusive(dated: RecallMemory) -> None:
+    page = dated.search_date("2026-11-29T00:00:00+00:00", "2026-11-29T12:00:00+00:00")
+    assert ids(page) == ["midnight", "noon"]
+    assert ids(dated.search_date(None, "2026-11-28")) == ["before"]
+    assert ids(dated.search_date("2026-11-30", None)) == ["next-day"]
+
+
+def test_bad_dates_are_clear_errors(dated: RecallMemory) -> None:
+    with pytest.raises(ValueError, match="start_date must be YYYY-MM-DD or ISO-8601.*'last week'"):
+        dated.search("coffee", start_date="last week")
+    with pytest.raises(ValueError, match="end_date must be YYYY-MM-DD or ISO-8601"):
+        dated.search_date(None, "29/11/2026")
+    with pytest.raises(ValueError, match="is after end_date"):
+        dated.search_date("2026-11-30", "2026-11-29")
+
+
+# -- pagination --------------------------------------------------------------------------
+
+
+def test_pagination_walks_every_match_once_with_the_total(recall: RecallMemory) -> None:
+    recall.add([msg(i, f"walk number {i} in the park") for i in range(12)])
+    recall.add([msg(100, "unrelated text", thread="elsewhere")])
+    pages = [recall.search("park walk", page=p, page_size=5, mode="fts") for p in range(4)]
+    assert [len(p.hits) for p in pages] == [5, 5, 2, 0]
+    assert all(p.total == 12 and p.pages == 3 for p in pages)
+    seen = [m for p in pages for m in ids(p)]
+    assert len(seen) == len(set(seen)) == 12
+    scores = [h.score for p in pages for h in p.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_date_listing_pages_chronologically(recall: RecallMemory) -> None:
+    recall.add([msg(i, f"note {i}") for i in range(7)])
+    first = recall.search_date(None, None, page=0, page_size=3)
+    last = recall.search_date(None, None, page=2, page_size=3)
+    assert ids(first) == [f"agent-a-t1-{i}" for i in range(3)]
+    assert ids(last) == ["agent-a-t1-6"]
+    assert first.total == last.total == 7 and first.pages == 3
+
+
+def test_exclude_ids_leaves_those_messages_out(recall: RecallMemory) -> None:
+    recall.add([msg(i, f"tea number {i}") for i in range(4)])
+    page = recall.search("tea", exclude_ids=["agent-a-t1-0", "agent-a-t1-2"], mode="fts")
+    assert sorted(ids(page)) == ["agent-a-t1-1", "agent-a-t1-3"]
+    assert page.total == 2
+    assert recall.count(exclude_message_ids=["agent-a-t1-0", "missing"]) == 3
+
+
+def test_bad_page_arguments_are_clear_errors(recall: RecallMemory) -> None:
+    with pytest.raises(ValueError, match="page must be 0 or more"):
+        recall.search("x", page=-1)
+    with pytest.raises(ValueError, match="page_size must be positive"):
+        recall.search_date(None, None, page_size=0)
+    with pytest.raises(ValueError, match="mode must be"):
+        recall.search("x", mode="magic")  # type: ignore[arg-type]
+
+
+# -- context expansion -----------------------------------------------------------------
+
+
+def test_answer_is_found_through_its_neighbours_words(recall: RecallMemory) -> None:
+    recall.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
+    # "Biscuit." shares no word with the query; its neighbours do.
+    page = recall.search("puppy name", mode="fts", page_size=5)
+    assert "agent-a-t1-2" in ids(page)
+    text_only = recall.db.conn.execute(
+        "SELECT rowid FROM recall_fts WHERE recall_fts MATCH ?", ('"puppy" OR "name"',)
+    ).fetchall()
+    assert 3 not in {r[0] for r in text_only}  # not through its own text
+
+
+def test_context_of_earlier_messages_is_refreshed_when_later_ones_arrive(
+    recall: RecallMemory,
+) -> None:
+    recall.add([msg(0, "Guess what I named him.")])
+    recall.add([msg(1, "Tell me!", role="assistant")])
+    recall.add([msg(2, "Biscuit.")])
+    assert "agent-a-t1-2" not in ids(recall.search("dachshund", mode="fts"))
+    recall.add([msg(3, "He is a dachshund, by the way.")])
+    recall.add([msg(4, "Ten weeks old.")])
+    assert "agent-a-t1-2" in ids(recall.search("dachshund", mode="fts"))
+    # Two searchable neighbours each side, same thread only.
+    contexts = dict(recall.db.conn.execute("SELECT message_id, context FROM recall").fetchall())
+    assert contexts["agent-a-t1-2"] == "\n".join(
+        [
+            "Guess what I named him.",
+            "Tell me!",
+            "Biscuit.",
+            "He is a dachshund, by the way.",
+            "Ten weeks old.",
+        ]
+    )
+    assert contexts["agent-a-t1-0"] == "Guess what I named him.\nTell me!\nBiscuit."
+    # Each refresh replaced the old index entry: the external-content index still
+    # matches its table exactly.
+    for table in ("recall_fts", "recall_context_fts"):
+        recall.db.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+    assert recall.search("weeks", mode="fts").total == 3
+
+
+def test_context_skips_unsearchable_messages_and_other_threads(recall: RecallMemory) -> None:
+    recall.add(
+        [
+            msg(0, "alpha"),
+            msg(1, "tool output", role="tool", name="x"),
+            msg(2, "beta", thread="t2"),
+            msg(3, "gamma"),
+        ]
+    )
+    contexts = dict(recall.db.conn.execute("SELECT message_id, context FROM recall").fetchall())
+    assert contexts["agent-a-t1-3"] == "alpha\ngamma"
+    assert contexts["agent-a-t1-1"] is None
+    assert contexts["agent-a-t2-2"] == "beta"
+
+
+def test_bulk_ingest_builds_the_same_contexts_as_one_by_one(
+    db: sqlite_utils.Database, tmp_data_dir: Path
+) -> None:
+    history = [
+        msg(i, f"line {i} of thread {t}", thread=t, role=("user", "assistant")[i % 2], agent=a)
+        for a in ("one-by-one", "bulk")
+        for t in ("t1", "t2")
+        for i in range(11)
+    ]
+    single = RecallMemory(db, "one-by-one", None, tmp_data_dir / "faiss")
+    for m in history[:22]:
+        single.add([m])
+    bulk = RecallMemory(db, "bulk", None, tmp_data_dir / "faiss")
+    done: list[int] = []
+    # Reversed input, odd chunk size: order and chunk borders must not matter.
+    assert bulk.add_many(list(reversed(history[22:])), chunk_size=4, progress=done.append) == 22
+    assert done[-1] == 22
+    assert bulk.add_many(history[22:], chunk_size=4) == 0
+
+    def contexts(agent: str) -> list[str]:
+        rows = db.conn.execute(
+            "SELECT context FROM recall WHERE agent_id = ? ORDER BY thread_id, created_at",
+            (agent,),
+        )
+        return [r[0] for r in rows]
+
+    assert contexts("one-by-one") == contexts("bulk")
+    assert len(contexts("bulk")) == 22
+
+
+# -- isolation -------------------------------------------------------------------------
+
+
+def test_agent_cannot_search_another_agents_recall(
+    db: sqlite_utils.Database, tmp_data_dir: Path, embeddings: MiniLMEmbeddings
+) -> None:
+    alice = RecallMemory(db, "agent-a", embeddings, tmp_data_dir / "faiss")
+    bob = RecallMemory(db, "agent-b", embeddings, tmp_data_dir / "faiss")
+    secret = msg(1, "The vault code is 4711, keep it secret.")
+    alice.add([secret, msg(2, "Another private note about the vault.")])
+    # Bob uses the same thread id and even the same message id: still separate rows.
+    bob.add([msg(1, "Bob likes jazz.", agent="agent-b")])
+    bob_clash = RecallMessage(
+        "agent-b", "t1", secret.message_id, "user", "bob's own", BASE.isoformat()
+    )
+    assert bob.add([bob_clash]) == 1
+
+    for mode in ("hybrid", "fts", "vector"):
+        found = bob.search("vault code secret", mode=mode)  # type: ignore[arg-type]
+        assert all(h.item.agent_id == "agent-b" for h in found.hits)
+        assert "4711" not in str([h.item.text for h in found.hits])
+    assert "4711" not in str(bob.search("", page_size=50).hits)
+    assert all(h.item.agent_id == "agent-b" for h in bob.search_date(None, None).hits)
+    assert bob.count() == 2
+    assert [m.text for m in bob.get([secret.message_id, "agent-a-t1-2"])] == ["bob's own"]
+    assert {m.agent_id for m in bob.thread_messages("t1")} == {"agent-b"}
+    assert {m.agent_id for m in bob.latest(10)} == {"agent-b"}
+    # And Alice still sees only her own.
+    assert alice.count() == 2
+    assert ids(alice.search("vault", mode="fts")) != []
+    assert all(h.item.agent_id == "agent-a" for h in alice.search("jazz").hits)
+
+
+# -- reading helpers -------------------------------------------------------------------
+
+
+def test_get_thread_messages_and_latest(recall: RecallMemory) -> None:
+    recall.add([msg(i, f"m{i}", thread="t1" if i % 2 else "t2") for i in range(6)])
+    assert ids(recall.get(["agent-a-t1-5", "nope", "agent-a-t2-0"])) == [
+        "agent-a-t1-5",
+        "agent-a-t2-0",
+    ]
+    assert ids(recall.thread_messages("t1")) == ["agent-a-t1-1", "agent-a-t1-3", "agent-a-t1-5"]
+    assert ids(recall.latest(2)) == ["agent-a-t2-4", "agent-a-t1-5"]
+    assert recall.latest(0) == [] and recall.get([]) == []
+
+
+# -- vectors and hybrid ------------------------------------------------------------------
+
+TOPICS = [
+    "I bought a new car yesterday, a red hatchback.",
+    "My favourite food is sushi with lots of wasabi.",
+    "It has been raining all week here.",
+    "My sister is getting married in June.",
+]
+
+
+def test_vector_search_finds_meaning_without_shared_words(hybrid: RecallMemory) -> None:
+    hybrid.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
+    assert hybrid.search("automobile purchase", mode="fts").total == 0
+    page = hybrid.search("automobile purchase", mode="vector", page_size=2)
+    assert ids(page)[0] == "agent-a-t0-0"
+    assert page.total == 4  # every candidate has a cosine
+    assert ids(hybrid.search("automobile purchase", page_size=1)) == ["agent-a-t0-0"]
+
+
+def test_hybrid_ranks_an_exact_word_match_first(hybrid: RecallMemory) -> None:
+    hybrid.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
+    page = hybrid.search("wasabi")
+    assert ids(page)[0] == "agent-a-t1-1"
+    assert page.hits[0].score > page.hits[-1].score
+
+
+def test_vector_filters_apply_before_ranking(hybrid: RecallMemory) -> None:
+    hybrid.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
+    hybrid.add(
+        [msg(10, "The weather today: sunny.", role="assistant", at=BASE - timedelta(days=3))]
+    )
+    # The closest match (the car) is a user message; only the assistant one is allowed.
+    page = hybrid.search("automobile purchase", roles=["assistant"], mode="vector")
+    assert ids(page) == ["agent-a-t1-10"]
+    page = hybrid.search("car", end_date=(BASE - timedelta(days=1)).date().isoformat())
+    assert ids(page) == ["agent-a-t1-10"]
+
+
+def test_every_searchable_message_gets_turn_and_context_vectors(hybrid: RecallMemory) -> None:
+    for i, text in enumerate(PUPPY_THREAD):
+        hybrid.add([msg(i, text)])
+    hybrid.add([msg(9, "tool says hi", role="tool", name="t")])
+    turn_index, context_index = hybrid._turn_index, hybrid._context_index
+    assert turn_index is not None and context_index is not None
+    assert turn_index.count() == context_index.count() == 5
+    # The context vector of "Biscuit." was refreshed by the two messages after it.
+    (biscuit,) = hybrid.get(["agent-a-t1-2"])
+    assert hybrid.embeddings is not None
+    expected = embed_texts(hybrid.embeddings, ["2026-11-29: " + "\n".join(PUPPY_THREAD)])
+    rowid = hybrid.db.conn.execute(
+        "SELECT id FROM recall WHERE message_id = ?", (biscuit.message_id,)
+    ).fetchone()[0]
+    (score,) = context_index.scores(expected[0], [rowid]).values()
+    assert score == pytest.approx(1.0, abs=1e-4)
+    assert biscuit.text == "Biscuit."
+
+
+def test_vectors_survive_reopening_and_missing_ones_are_embedded(
+    tmp_data_dir: Path, embeddings: MiniLMEmbeddings
+) -> None:
+    path = tmp_data_dir / "memory.sqlite"
+    first = open_db(path)
+    words_only = RecallMemory(first, "agent-a", None, tmp_data_dir / "faiss")
+    words_only.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
+    with_vectors = RecallMemory(first, "agent-a", embeddings, tmp_data_dir / "faiss")
+    assert with_vectors.embed_missing() == 4
+    assert with_vectors.embed_missing() == 0
+    with_vectors.close()
+    first.conn.close()
+
+    second = open_db(path)
+    reopened = RecallMemory(second, "agent-a", embeddings, tmp_data_dir / "faiss")
+    assert ids(reopened.search("automobile purchase", mode="vector", page_size=1)) == [
+        "agent-a-t0-0"
+    ]
+    second.conn.close()
+
+
+def test_without_embeddings_search_uses_words_only(recall: RecallMemory) -> None:
+    recall.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
+    assert ids(recall.search("sushi")) == ["agent-a-t1-1"]
+    assert recall.search("automobile purchase").total == 0
+    with pytest.raises(ValueError, match="needs an embedding model"):
+        recall.search("car", mode="vector")
+
+
+@pytest.fixture(scope="module")
+def shared_hybrid(
+    tmp_path_factory: pytest.TempPathFactory, embeddings: MiniLMEmbeddings
+) -> Iterator[RecallMemory]:
+    root = tmp_path_factory.mktemp("hybrid")
+    database = open_db(root / "memory.sqlite")
+    memory = RecallMemory(database, "agent-a", embeddings, root / "faiss")
+    memory.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
+    yield memory
+    database.conn.close()
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(max_size=200), roles=st.sampled_from([None, ["user"], ["assistant"]]))
+def test_hypothesis_arbitrary_text_never_breaks_hybrid_search(
+    shared_hybrid: RecallMemory, query: str, roles: list[str] | None
+) -> None:
+    page = shared_hybrid.search(query, roles=roles, start_date="2026-01-01")
+    assert page.total >= len(page.hits)
+
+
+@settings(max_examples=100, deadline=None)
+@given(start=st.one_of(st.none(), st.text(max_size=40)), end=st.one_of(st.none(), st.text()))
+def test_hypothesis_any_date_text_is_accepted_or_a_clear_value_error(
+    shared_fts_db: sqlite_utils.Database, start: str | None, end: str | None
+) -> None:
+    memory = RecallMemory(shared_fts_db, "agent-a", None, Path("/nonexistent"))
+    try:
+        memory.search_date(start, end)
+    except ValueError as err:
+        assert "YYYY-MM-DD" in str(err) or "is after end_date" in str(err)

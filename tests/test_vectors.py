@@ -1,0 +1,445 @@
+"""VectorIndex: vectors kept in SQLite, searched through a FAISS cache that rebuilds itself.
+
+Random unit vectors (not the embedding model) keep the large-count tests fast.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sqlite_utils
+
+from langgraph_memgpt.stores.db import open_db, transaction
+from langgraph_memgpt.stores.types import EmbeddingMismatchError
+from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, forget_loaded_indexes
+
+DIM = 64
+KINDS: list[IndexKind] = ["flat", "hnsw"]
+
+MakeIndex = Callable[..., VectorIndex]
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    rows = np.atleast_2d(rows).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def random_unit(n: int, seed: int = 0, dim: int = DIM) -> np.ndarray:
+    return unit(np.random.default_rng(seed).normal(size=(n, dim)))
+
+
+def near(vector: np.ndarray, n: int, noise: float, seed: int) -> np.ndarray:
+    """``n`` vectors within ``noise`` of ``vector`` (near-identical for small noise)."""
+    jitter = np.random.default_rng(seed).normal(scale=noise, size=(n, vector.shape[-1]))
+    return unit(vector + jitter)
+
+
+@pytest.fixture
+def cache_dir(tmp_data_dir: Path) -> Path:
+    return tmp_data_dir / "faiss"
+
+
+@pytest.fixture
+def make_index(db: sqlite_utils.Database, cache_dir: Path) -> MakeIndex:
+    def make(
+        agent_id: str = "alice",
+        *,
+        kind: IndexKind = "flat",
+        model: str = "test-model",
+        dim: int = DIM,
+        tier: str = "archival",
+        key: str = "text",
+    ) -> VectorIndex:
+        return VectorIndex(
+            db,
+            tier=tier,
+            agent_id=agent_id,
+            cache_dir=cache_dir,
+            model=model,
+            dim=dim,
+            key=key,
+            kind=kind,
+        )
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_state() -> None:
+    forget_loaded_indexes()
+
+
+def reopen(make_index: MakeIndex, **kwargs: object) -> VectorIndex:
+    """The index as a new process would see it: nothing loaded in memory."""
+    forget_loaded_indexes()
+    return make_index(**kwargs)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_search_returns_nearest_items_by_cosine(make_index: MakeIndex, kind: IndexKind) -> None:
+    index = make_index(kind=kind)
+    vectors = random_unit(200)
+    index.upsert(list(range(1000, 1200)), vectors)
+    hits = index.search(vectors[17], 5)
+    assert hits[0][0] == 1017
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert [score for _, score in hits] == sorted((s for _, s in hits), reverse=True)
+    exact = sorted(range(200), key=lambda i: -float(vectors[i] @ vectors[17]))[:5]
+    assert [item for item, _ in hits] == [1000 + i for i in exact]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_upsert_replaces_an_items_vector(make_index: MakeIndex, kind: IndexKind) -> None:
+    index = make_index(kind=kind)
+    vectors = random_unit(50)
+    index.upsert(list(range(50)), vectors)
+    index.upsert([7], -vectors[7])
+    hits = index.search(vectors[7], 50)
+    assert [item for item, _ in hits].count(7) == 1
+    assert dict(hits)[7] == pytest.approx(-1.0, abs=1e-5)
+    assert index.count() == 50
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_repeated_replacements_never_return_an_item_twice(
+    make_index: MakeIndex, kind: IndexKind
+) -> None:
+    index = make_index(kind=kind)
+    index.upsert(list(range(20)), random_unit(20, seed=1))
+    for round_ in range(40):  # enough tombstones to trigger compaction
+        index.upsert(list(range(20)), random_unit(20, seed=100 + round_))
+    final = random_unit(20, seed=139)
+    hits = index.search(final[3], 20)
+    assert sorted(item for item, _ in hits) == list(range(20))
+    assert hits[0][0] == 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_deleted_items_are_never_returned(make_index: MakeIndex, kind: IndexKind) -> None:
+    index = make_index(kind=kind)
+    vectors = random_unit(30)
+    index.upsert(list(range(30)), vectors)
+    assert index.delete([4, 5, 999]) == 2
+    hits = index.search(vectors[4], 30)
+    assert {4, 5}.isdisjoint(item for item, _ in hits)
+    assert len(hits) == 28
+    assert index.count() == 28
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_filter_inside_one_agent_is_applied_before_ranking(
+    make_index: MakeIndex, kind: IndexKind
+) -> None:
+    # 1,000 non-matching vectors sit right on the query; the 5 matching ones are far away.
+    index = make_index(kind=kind)
+    query = random_unit(1, seed=7)[0]
+    crowd = near(query, 1000, noise=0.01, seed=8)
+    matching = random_unit(5, seed=9)
+    index.upsert(list(range(1000)), crowd)
+    index.upsert(list(range(5000, 5005)), matching)
+    hits = index.search(query, 5, allowed_ids=range(5000, 5005))
+    assert sorted(item for item, _ in hits) == list(range(5000, 5005))
+    # Asking for more than are allowed returns every allowed item, nothing else.
+    hits = index.search(query, 50, allowed_ids=[5001, 5003, 12345])
+    assert sorted(item for item, _ in hits) == [5001, 5003]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_other_agents_vectors_never_crowd_out_a_scoped_search(
+    make_index: MakeIndex, kind: IndexKind
+) -> None:
+    query = random_unit(1, seed=11)[0]
+    bob = make_index("bob", kind=kind)
+    bob.upsert(list(range(1000)), near(query, 1000, noise=0.005, seed=12))
+    alice = make_index("alice", kind=kind)
+    alice_vectors = random_unit(5, seed=13)
+    alice.upsert([3, 4, 5, 6, 7], alice_vectors)  # ids overlap bob's on purpose
+
+    hits = alice.search(query, 10)
+    assert sorted(item for item, _ in hits) == [3, 4, 5, 6, 7]
+    scores = dict(hits)
+    for n, item in enumerate([3, 4, 5, 6, 7]):
+        assert scores[item] == pytest.approx(float(alice_vectors[n] @ query), abs=1e-5)
+    # Even naming bob's ids cannot reach bob's vectors.
+    assert alice.search(query, 10, allowed_ids=[100, 200, 300]) == []
+    assert alice.count() == 5 and bob.count() == 1000
+
+
+def test_search_edge_cases(make_index: MakeIndex) -> None:
+    index = make_index()
+    assert index.search(random_unit(1)[0], 5) == []
+    index.upsert([1, 2], random_unit(2))
+    assert len(index.search(random_unit(1, seed=3)[0], 100)) == 2
+    assert index.search(random_unit(1, seed=3)[0], 0) == []
+    assert index.search(random_unit(1, seed=3)[0], 5, allowed_ids=[]) == []
+    with pytest.raises(ValueError, match="dimension 64"):
+        index.search(np.ones(10, dtype=np.float32), 5)
+    with pytest.raises(ValueError, match="2 vector"):
+        index.upsert([1, 2], random_unit(3))
+
+
+def test_vectors_are_normalised_on_the_way_in(make_index: MakeIndex) -> None:
+    index = make_index()
+    raw = np.random.default_rng(0).normal(size=(3, DIM)).astype(np.float32) * 7.0
+    index.upsert([1, 2, 3], raw)
+    hits = index.search(raw[1] * 0.1, 1)
+    assert hits == [(2, pytest.approx(1.0, abs=1e-5))]
+
+
+def test_scores_are_exact_cosines_for_given_items(make_index: MakeIndex) -> None:
+    index = make_index()
+    vectors = random_unit(10)
+    index.upsert(list(range(10)), vectors)
+    scores = index.scores(vectors[0], [0, 3, 42])
+    assert set(scores) == {0, 3}
+    assert scores[3] == pytest.approx(float(vectors[0] @ vectors[3]), abs=1e-5)
+
+
+# ---------------------------------------------------------------- the cache file
+
+
+def test_cache_file_and_sidecar_are_written_and_reused(
+    make_index: MakeIndex, cache_dir: Path
+) -> None:
+    index = make_index()
+    vectors = random_unit(100)
+    index.upsert(list(range(100)), vectors)
+    index.persist()
+    sidecar = json.loads(index.sidecar_path.read_text())
+    assert sidecar["count"] == 100 and sidecar["model"] == "test-model" and sidecar["dim"] == DIM
+    assert index.path.parent.parent == cache_dir
+    assert not list(index.path.parent.glob("*.tmp"))  # atomic writes leave no temp files
+    before = index.path.stat().st_mtime_ns
+
+    again = reopen(make_index)
+    assert again.search(vectors[42], 1)[0][0] == 42
+    assert index.path.stat().st_mtime_ns == before  # an intact, current file is not rewritten
+
+
+def damage_delete(path: Path) -> None:
+    path.unlink()
+
+
+def damage_truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def damage_garble(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    rng = np.random.default_rng(5)
+    start = len(data) // 3
+    data[start : start + 4096] = rng.integers(0, 256, size=4096, dtype=np.uint8).tobytes()
+    path.write_bytes(bytes(data))
+
+
+def damage_empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("damage", [damage_delete, damage_truncate, damage_garble, damage_empty])
+def test_missing_or_damaged_cache_is_rebuilt_from_sqlite(
+    make_index: MakeIndex, kind: IndexKind, damage: Callable[[Path], None]
+) -> None:
+    index = make_index(kind=kind)
+    vectors = random_unit(300, seed=21)
+    index.upsert(list(range(300)), vectors)
+    index.persist()
+    damage(index.path)
+
+    again = reopen(make_index, kind=kind)
+    for probe in (0, 123, 299):
+        assert again.search(vectors[probe], 1)[0][0] == probe
+    assert again.count() == 300
+    # ...and the rebuilt cache was written back, intact.
+    sidecar = json.loads(again.sidecar_path.read_text())
+    assert sidecar["count"] == 300
+
+
+def test_damaged_or_missing_sidecar_forces_a_rebuild(make_index: MakeIndex) -> None:
+    index = make_index()
+    vectors = random_unit(40)
+    index.upsert(list(range(40)), vectors)
+    index.persist()
+    index.sidecar_path.write_text("{not json")
+    assert reopen(make_index).search(vectors[9], 1)[0][0] == 9
+    index.sidecar_path.unlink()
+    assert reopen(make_index).search(vectors[10], 1)[0][0] == 10
+
+
+def test_whole_cache_folder_lost_is_rebuilt(make_index: MakeIndex, cache_dir: Path) -> None:
+    index = make_index()
+    vectors = random_unit(40)
+    index.upsert(list(range(40)), vectors)
+    shutil.rmtree(cache_dir)
+    assert reopen(make_index).search(vectors[33], 1)[0][0] == 33
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_stale_cache_is_brought_up_to_date_from_sqlite(
+    make_index: MakeIndex, kind: IndexKind, tmp_path: Path
+) -> None:
+    index = make_index(kind=kind)
+    vectors = random_unit(60, seed=31)
+    index.upsert(list(range(50)), vectors[:50])
+    index.persist()
+    old_file, old_sidecar = tmp_path / "old.faiss", tmp_path / "old.json"
+    shutil.copy(index.path, old_file)
+    shutil.copy(index.sidecar_path, old_sidecar)
+
+    index.upsert(list(range(50, 60)), vectors[50:])  # added after the snapshot
+    index.upsert([0], vectors[59])  # replaced after the snapshot
+    index.delete([1])  # deleted after the snapshot
+    index.persist()
+    shutil.copy(old_file, index.path)  # an out-of-date cache, e.g. a crash before persist
+    shutil.copy(old_sidecar, index.sidecar_path)
+
+    again = reopen(make_index, kind=kind)
+    assert again.count() == 59
+    assert again.search(vectors[55], 1)[0][0] == 55
+    assert 1 not in {item for item, _ in again.search(vectors[1], 60)}
+    assert dict(again.search(vectors[59], 2)).keys() == {0, 59}
+
+
+def test_writes_from_another_process_are_seen_by_a_loaded_index(make_index: MakeIndex) -> None:
+    first = make_index()
+    vectors = random_unit(20)
+    first.upsert(list(range(10)), vectors[:10])
+    assert first.count() == 10
+
+    forget_loaded_indexes()  # `second` loads its own copy, as another process would
+    second = make_index()
+    second.upsert(list(range(10, 20)), vectors[10:])
+    second.delete([0])
+
+    assert first.search(vectors[15], 1)[0][0] == 15
+    assert 0 not in {item for item, _ in first.search(vectors[0], 20)}
+    assert first.count() == 19
+
+
+def test_a_write_on_a_stale_copy_keeps_the_other_process_writes(make_index: MakeIndex) -> None:
+    first = make_index()
+    vectors = random_unit(3)
+    first.upsert([1], vectors[:1])
+    forget_loaded_indexes()
+    make_index().upsert([2], vectors[1:2])  # another process
+    first.upsert([3], vectors[2:3])  # `first` has not searched since
+    assert {item for item, _ in first.search(vectors[1], 3)} == {1, 2, 3}
+    assert first.search(vectors[1], 1)[0][0] == 2
+
+
+def test_rolled_back_upsert_leaves_no_trace(
+    db: sqlite_utils.Database, make_index: MakeIndex
+) -> None:
+    index = make_index()
+    vectors = random_unit(5)
+    index.upsert([1, 2], vectors[:2])
+    with pytest.raises(RuntimeError), transaction(db):
+        index.upsert([3], vectors[2:3])
+        raise RuntimeError("the item row failed to insert")
+    assert {item for item, _ in index.search(vectors[2], 5)} == {1, 2}
+    assert index.count() == 2
+
+
+def test_rebuild_recreates_the_cache(make_index: MakeIndex) -> None:
+    index = make_index()
+    vectors = random_unit(30)
+    index.upsert(list(range(30)), vectors)
+    index.rebuild()
+    assert index.path.exists()
+    assert index.search(vectors[3], 1)[0][0] == 3
+
+
+def test_flat_and_hnsw_caches_are_interchangeable(make_index: MakeIndex) -> None:
+    flat = make_index(kind="flat")
+    vectors = random_unit(100)
+    flat.upsert(list(range(100)), vectors)
+    flat.persist()
+    hnsw = reopen(make_index, kind="hnsw")  # the sidecar says flat: rebuilt as HNSW
+    assert hnsw.search(vectors[77], 1)[0][0] == 77
+    assert json.loads(hnsw.sidecar_path.read_text())["kind"] == "hnsw"
+
+
+def test_hnsw_finds_what_exact_search_finds(make_index: MakeIndex) -> None:
+    vectors = random_unit(3000, seed=41)
+    flat = make_index("flat-agent", kind="flat")
+    hnsw = make_index("hnsw-agent", kind="hnsw")
+    flat.upsert(list(range(3000)), vectors)
+    hnsw.upsert(list(range(3000)), vectors)
+    queries = random_unit(20, seed=42)
+    overlap = []
+    for query in queries:
+        exact = {item for item, _ in flat.search(query, 10)}
+        approx = {item for item, _ in hnsw.search(query, 10)}
+        overlap.append(len(exact & approx) / 10)
+    assert np.mean(overlap) >= 0.9
+
+
+# ---------------------------------------------------------------- model identity
+
+
+def test_another_embedding_model_is_refused_with_the_reembed_command(
+    make_index: MakeIndex, tmp_data_dir: Path
+) -> None:
+    index = make_index(model="model-a")
+    index.upsert([1], random_unit(1))
+    with pytest.raises(EmbeddingMismatchError) as err:
+        make_index(model="model-b")
+    message = str(err.value)
+    assert "model-a (dim 64)" in message and "model-b (dim 64)" in message
+    assert f"langgraph-memgpt reembed --data-dir {tmp_data_dir} --agent alice" in message
+    with pytest.raises(EmbeddingMismatchError, match="dim 32"):
+        make_index(model="model-a", dim=32)
+
+
+def test_the_model_is_recorded_per_agent_and_tier(make_index: MakeIndex) -> None:
+    make_index("alice", model="model-a").upsert([1], random_unit(1))
+    make_index("bob", model="model-b").upsert([1], random_unit(1))  # another agent: fine
+    make_index("alice", model="model-c", tier="recall", key="turn")  # another tier: fine
+    with pytest.raises(EmbeddingMismatchError):
+        make_index("alice", model="model-c")
+
+
+def test_an_empty_tier_adopts_a_new_model(make_index: MakeIndex) -> None:
+    make_index(model="model-a")
+    index = make_index(model="model-b", dim=32)
+    index.upsert([1], random_unit(1, dim=32))
+    assert index.search(random_unit(1, dim=32)[0], 1)[0][0] == 1
+
+
+def test_drop_tier_clears_vectors_so_another_model_can_be_used(
+    db: sqlite_utils.Database, make_index: MakeIndex, cache_dir: Path
+) -> None:
+    index = make_index(model="model-a")
+    index.upsert([1, 2], random_unit(2))
+    index.persist()
+    VectorIndex.drop_tier(db, tier="archival", agent_id="alice", cache_dir=cache_dir)
+    assert not index.path.exists()
+    fresh = make_index(model="model-b")
+    assert fresh.count() == 0
+
+
+def test_two_databases_never_share_a_loaded_index(tmp_path: Path) -> None:
+    vectors = random_unit(2)
+    indexes = []
+    for name, vector in zip(("one", "two"), vectors, strict=True):
+        db = open_db(tmp_path / name / "memory.sqlite")
+        index = VectorIndex(
+            db,
+            tier="archival",
+            agent_id="alice",
+            cache_dir=tmp_path / name / "faiss",
+            model="m",
+            dim=DIM,
+        )
+        index.upsert([1], vector[None, :])
+        indexes.append(index)
+    assert indexes[0].scores(vectors[0], [1])[1] == pytest.approx(1.0, abs=1e-5)
+    assert indexes[1].search(vectors[1], 1) == [(1, pytest.approx(1.0, abs=1e-5))]
+    assert indexes[0].search(vectors[0], 1) == [(1, pytest.approx(1.0, abs=1e-5))]
