@@ -77,10 +77,18 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
         archival=args.archival,
         embedding_model=args.embedding_model,
     )
+    from langgraph_memgpt.stores.types import MemoryStoreError
+
     with tempfile.TemporaryDirectory(prefix="memgpt-locomo-") as tmp:
         data_dir = Path(args.data_dir) if args.data_dir else Path(tmp)
-        with _progress(not args.no_progress) as progress:
-            report = run_locomo(conversations, options, data_dir, progress=progress)
+        try:
+            with _progress(not args.no_progress) as progress:
+                report = run_locomo(conversations, options, data_dir, progress=progress)
+        except (MemoryStoreError, RuntimeError, ValueError) as exc:
+            # A reused --data-dir built with another model, a corrupt file, a missing
+            # embedding package: say what to do, not a traceback.
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -131,6 +139,132 @@ def _add_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     locomo.set_defaults(func=cmd_bench_locomo)
 
 
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {number}")
+    return number
+
+
+def _port(value: str) -> int:
+    port = _positive_int(value)
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"a port is at most 65535, got {port}")
+    return port
+
+
+def _add_data_dir(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    default = "" if required else " (default: $MEMGPT_DATA_DIR or ./.memgpt)"
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        required=required,
+        default=None,
+        help=f"folder of the agent's memory and the threads' checkpoints{default}",
+    )
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    from langgraph_memgpt.context import Context
+
+    return Path(args.data_dir) if args.data_dir else Path(Context().data_dir)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run ``serve``: the agent behind ``langgraph dev`` (Studio and the HTTP API)."""
+    from langgraph_memgpt.console import serve
+
+    return serve(port=args.port, host=args.host, data_dir=args.data_dir)
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """Run ``chat``: a terminal conversation with one agent."""
+    from langgraph_memgpt.console import chat
+    from langgraph_memgpt.context import Context
+
+    ctx = Context(agent_id=args.agent, model=args.model, data_dir=str(_data_dir(args)))
+    return chat(ctx, args.thread)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """Run ``inspect``: print an agent's memory."""
+    from langgraph_memgpt.console import inspect
+
+    return inspect(_data_dir(args), args.agent, recent=args.recent)
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    """Run ``reembed``: embed an agent's recall and archival memory with another model."""
+    from langgraph_memgpt.console import reembed
+
+    return reembed(args.data_dir, args.agent, embedding_model=args.embedding_model)
+
+
+def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = subparsers.add_parser(
+        "serve",
+        help="serve the agent with `langgraph dev` (Studio, HTTP API)",
+        description="Start `langgraph dev` on the 'memgpt' graph with a durable SQLite "
+        "checkpointer in the data directory. Without OPENAI_API_KEY / OPENAI_BASE_URL the "
+        "embedded local model is started first and shared with the server.",
+    )
+    serve.add_argument("--port", type=_port, default=2024, help="HTTP port (default: 2024)")
+    serve.add_argument("--host", default="127.0.0.1", help="interface (default: 127.0.0.1)")
+    _add_data_dir(serve)
+    serve.set_defaults(func=cmd_serve)
+
+    chat = subparsers.add_parser(
+        "chat",
+        help="talk to an agent in the terminal",
+        description="A conversation with one agent in this terminal, showing its inner "
+        "monologue and memory edits. /memory shows its memory, /quit ends.",
+    )
+    chat.add_argument("--agent", default="default", help="agent id (default: default)")
+    chat.add_argument("--thread", default="chat", help="conversation thread id (default: chat)")
+    _add_data_dir(chat)
+    chat.add_argument(
+        "--model",
+        default="auto",
+        help="'auto' (default: OPENAI_API_KEY / OPENAI_BASE_URL if set, else the embedded "
+        "model), 'openai:<name>', 'local' or 'scripted:<path.json>'",
+    )
+    chat.set_defaults(func=cmd_chat)
+
+    inspect = subparsers.add_parser(
+        "inspect",
+        help="print an agent's memory",
+        description="Core memory blocks, tier counts, latest messages and archival passages.",
+    )
+    inspect.add_argument("--agent", default="default", help="agent id (default: default)")
+    _add_data_dir(inspect)
+    inspect.add_argument(
+        "--recent",
+        type=_positive_int,
+        default=5,
+        help="latest messages and passages to show (default: 5)",
+    )
+    inspect.set_defaults(func=cmd_inspect)
+
+    reembed = subparsers.add_parser(
+        "reembed",
+        help="re-embed an agent's memory after the embedding model changed",
+        description="Drop the agent's recall and archival vectors and embed every message "
+        "and passage again with --embedding-model. Stop servers and chats using the data "
+        "directory first.",
+    )
+    _add_data_dir(reembed, required=True)
+    reembed.add_argument("--agent", required=True, help="agent id")
+    reembed.add_argument(
+        "--embedding-model",
+        default="minilm",
+        help="'minilm' (default, embedded) or 'openai:<model>'",
+    )
+    reembed.set_defaults(func=cmd_reembed)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
@@ -139,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_bench(subparsers)
+    _add_agent_commands(subparsers)
     return parser
 
 

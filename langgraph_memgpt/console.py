@@ -1,9 +1,10 @@
-"""Terminal front-ends: ``serve`` (langgraph dev), ``chat`` and ``inspect``.
+"""Terminal front-ends: ``serve`` (langgraph dev), ``chat``, ``inspect`` and ``reembed``.
 
 ``chat`` runs the same graph in-process with a SQLite checkpointer in the data directory,
 so a terminal conversation and the server share threads' persistence format and the
 agent's memory. It shows what the model does with its memory, not just what it says:
-inner monologue dimmed, memory edits in yellow, replies in bold.
+inner monologue dimmed, memory edits in yellow, replies in bold, each line with its own
+marker so a transcript without colours reads the same.
 """
 
 from __future__ import annotations
@@ -11,156 +12,432 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.main_context import REPLY_FLAG
-from langgraph_memgpt.server import CHECKPOINT_FILENAME
-from langgraph_memgpt.stores import AgentMemory, open_memory
+from langgraph_memgpt.server import (
+    CHECKPOINT_FILENAME,
+    DATA_DIR_ENV,
+    GRAPH_ID,
+    OFFLINE_ENV,
+    langgraph_config,
+)
+from langgraph_memgpt.stores import DB_FILENAME, AgentMemory, list_agents, open_memory
+from langgraph_memgpt.stores.types import MemoryStoreError
 
 MEMORY_EDITS = {"core_memory_append", "core_memory_replace", "archival_memory_insert"}
-OFFLINE_ENV = {
-    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-    "LANGGRAPH_NO_VERSION_CHECK": "true",
-    "LANGSMITH_TRACING": "false",
-}
+RESULT_PREVIEW_CHARS = 200
+"""Longest excerpt of a tool result shown in the chat transcript."""
+SHUTDOWN_GRACE_S = 20.0
+"""How long ``serve`` lets ``langgraph dev`` save its threads after Ctrl-C before killing it."""
+
+
+def _error(message: str) -> None:
+    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+
+
+def _check_agent(data_dir: Path, agent_id: str) -> bool:
+    """Whether ``agent_id`` has memory under ``data_dir``; prints why not when it has none."""
+    agents = list_agents(data_dir)
+    if not agents:
+        _error(f"no agent memory in {data_dir} (no {DB_FILENAME}, or it is empty)")
+        return False
+    if agent_id not in agents:
+        _error(f"agent '{agent_id}' has no memory in {data_dir}; agents there: {', '.join(agents)}")
+        return False
+    return True
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+# --- inspect ------------------------------------------------------------------------------
 
 
 def memory_tables(memory: AgentMemory, recent: int = 5) -> list[Table]:
-    """Core blocks, tier counts and the latest archival passages, as rich tables."""
+    """Core blocks, tier counts and the latest messages and passages, as rich tables."""
+    with memory.lock:
+        blocks = memory.core.blocks()
+        recall_count = memory.recall.count()
+        archival_count = memory.archival.count()
+        tags = memory.archival.tags()
+        last_modified = memory.core.last_modified()
+        messages = memory.recall.latest(recent)
+        passages = memory.archival.recent(recent)
     core = Table(title=f"core memory of agent '{memory.agent_id}'")
-    for column in ("label", "chars", "value"):
+    for column in ("block", "chars", "value"):
         core.add_column(column)
-    for block in memory.core.blocks():
+    for block in blocks:
         flag = " (read-only)" if block.read_only else ""
-        core.add_row(block.label + flag, f"{len(block.value)}/{block.char_limit}", block.value)
-    counts = Table(title="tiers")
+        core.add_row(
+            escape(block.label + flag),
+            f"{len(block.value)}/{block.char_limit}",
+            escape(block.value),
+        )
+    counts = Table(title="memory tiers")
     counts.add_column("tier")
     counts.add_column("items", justify="right")
-    counts.add_row("recall (messages)", str(memory.recall.count()))
-    counts.add_row("archival (passages)", str(memory.archival.count()))
-    counts.add_row("archival tags", ", ".join(memory.archival.tags()) or "-")
-    passages = Table(title=f"latest {recent} archival passages")
-    for column in ("id", "created", "tags", "text"):
-        passages.add_column(column)
-    for passage in memory.archival.recent(recent):
-        passages.add_row(
-            str(passage.id), passage.created_at[:19], ", ".join(passage.tags), passage.text[:200]
+    counts.add_row("core (blocks)", str(len(blocks)))
+    counts.add_row("recall (messages)", str(recall_count))
+    counts.add_row("archival (passages)", str(archival_count))
+    counts.add_row("archival tags", escape(", ".join(tags)) or "-")
+    counts.add_row("core last modified", (last_modified or "-")[:19])
+    latest = Table(title=f"latest {len(messages)} messages (recall)")
+    for column in ("time", "thread", "role", "text"):
+        latest.add_column(column)
+    for message in messages:
+        calls = ", ".join(str(c.get("name")) for c in message.tool_calls)
+        text = f"{message.text} [calls {calls}]".strip() if calls else message.text
+        latest.add_row(
+            message.created_at[:19],
+            escape(message.thread_id[:12]),
+            message.role,
+            escape(text[:RESULT_PREVIEW_CHARS]),
         )
-    return [core, counts, passages]
+    archive = Table(title=f"latest {len(passages)} archival passages")
+    for column in ("id", "created", "tags", "text"):
+        archive.add_column(column)
+    for passage in passages:
+        archive.add_row(
+            str(passage.id),
+            passage.created_at[:19],
+            escape(", ".join(passage.tags)),
+            escape(passage.text[:RESULT_PREVIEW_CHARS]),
+        )
+    return [core, counts, latest, archive]
 
 
-def inspect(ctx: Context, console: Console | None = None) -> int:
-    """Print an agent's memory as tables."""
+def inspect(
+    data_dir: str | Path, agent_id: str, recent: int = 5, console: Console | None = None
+) -> int:
+    """Print an agent's memory as tables; 1 when the data directory holds no such agent."""
     console = console or Console()
-    memory = open_memory(ctx.data_dir, ctx.agent_id, embedding_model=ctx.embedding_model)
-    for table in memory_tables(memory):
+    root = Path(data_dir).expanduser()
+    if not _check_agent(root, agent_id):
+        return 1
+    # No embeddings: inspecting needs no model, and works even after an embedding change.
+    memory = open_memory(root, agent_id, embedding_model="none")
+    for table in memory_tables(memory, recent):
         console.print(table)
     return 0
 
 
-def _show_update(console: Console, node: str, update: dict[str, Any]) -> None:
+# --- chat ---------------------------------------------------------------------------------
+
+
+def _call_text(call: ToolCall | Mapping[str, Any]) -> str:
+    args = {k: v for k, v in dict(call.get("args") or {}).items() if k != "request_heartbeat"}
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+    return f"{call.get('name')}({shown})"
+
+
+def _result_text(message: ToolMessage) -> str:
+    text = str(message.content)
+    try:
+        text = str(json.loads(text).get("message", text))
+    except (ValueError, AttributeError):
+        pass
+    text = " ".join(text.split())
+    return text if len(text) <= RESULT_PREVIEW_CHARS else text[:RESULT_PREVIEW_CHARS] + "…"
+
+
+def _reply(console: Console, text: object) -> None:
+    console.print(f"[bold green]agent>[/] [bold]{escape(str(text))}[/]", soft_wrap=True)
+
+
+def show_update(console: Console, node: str, update: Mapping[str, Any] | None) -> None:
+    """Print one node's state update as transcript lines.
+
+    ``agent>`` is the reply the user sees, ``(thinks)`` the inner monologue, ``✎`` a
+    memory edit, ``⚙`` any other tool call, ``→`` a tool result, ``✗`` a failed call and
+    ``⚠`` what the runtime itself says (pressure alerts, evictions).
+    """
     for message in (update or {}).get("messages", []) or []:
         if isinstance(message, AIMessage):
-            if message.additional_kwargs.get(REPLY_FLAG) or (node == "respond"):
-                console.print(f"[bold green]agent>[/] [bold]{message.content}[/]")
-            elif message.tool_calls or message.invalid_tool_calls:
-                if message.content:
-                    console.print(f"[dim italic]  (thinks) {message.content}[/]")
-                for call in message.tool_calls:
-                    if call["name"] == "send_message":
-                        continue
-                    style = "yellow" if call["name"] in MEMORY_EDITS else "cyan"
-                    args = json.dumps(call["args"], ensure_ascii=False)
-                    console.print(f"[{style}]  ⚙ {call['name']} {args}[/]")
-            else:
-                console.print(f"[bold green]agent>[/] [bold]{message.content}[/]")
-        elif isinstance(message, ToolMessage) and message.status == "error":
-            console.print(f"[red]  ✗ {message.content}[/]")
+            calls = message.tool_calls or message.invalid_tool_calls
+            if message.additional_kwargs.get(REPLY_FLAG) or node == "respond" or not calls:
+                _reply(console, message.content)
+                continue
+            if message.content:
+                thought = escape(str(message.content))
+                console.print(f"[dim italic]  (thinks) {thought}[/]", soft_wrap=True)
+            for call in message.tool_calls:
+                if call["name"] == "send_message":
+                    continue
+                mark, style = ("✎", "yellow") if call["name"] in MEMORY_EDITS else ("⚙", "cyan")
+                console.print(f"[{style}]  {mark} {escape(_call_text(call))}[/]", soft_wrap=True)
+            for bad in message.invalid_tool_calls:
+                console.print(
+                    f"[red]  ✗ malformed call {escape(_call_text(bad))}[/]", soft_wrap=True
+                )
+        elif isinstance(message, ToolMessage):
+            if message.status == "error":
+                console.print(f"[red]  ✗ {escape(_result_text(message))}[/]", soft_wrap=True)
+            elif message.name != "send_message":
+                console.print(f"[dim]    → {escape(_result_text(message))}[/]", soft_wrap=True)
         elif isinstance(message, HumanMessage) and message.name:
-            console.print(f"[magenta]  {message.content}[/]")
-    if node == "summarize_evict" and update.get("summary"):
-        console.print(
-            f"[magenta]  (memory pressure: older messages summarized) {update['summary']}[/]"
-        )
+            console.print(f"[magenta]  ⚠ {escape(str(message.content))}[/]", soft_wrap=True)
+    if node == "summarize_evict" and update and update.get("summary"):
+        summary = escape(str(update["summary"]))
+        console.print(f"[magenta]  ⚠ older messages evicted behind a summary: {summary}[/]")
 
 
 def chat(ctx: Context, thread_id: str, console: Console | None = None) -> int:
-    """A terminal conversation with one agent; ``/memory`` shows its memory, ``/quit`` ends."""
-    console = console or Console()
-    data_dir = Path(ctx.data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    saver = SqliteSaver(sqlite3.connect(data_dir / CHECKPOINT_FILENAME, check_same_thread=False))
-    graph = build_graph().compile(checkpointer=saver)
-    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    console.print(
-        f"[bold]langgraph-memgpt[/] agent '{ctx.agent_id}', thread '{thread_id}', data in "
-        f"{data_dir}. Type /memory to see memory, /quit to leave."
-    )
-    while True:
-        try:
-            text = console.input("[bold blue]you>[/] ")
-        except (EOFError, KeyboardInterrupt):
-            console.print()
-            return 0
-        if text.strip() in {"/quit", "/exit"}:
-            return 0
-        if text.strip() == "/memory":
-            memory = open_memory(ctx.data_dir, ctx.agent_id, embedding_model=ctx.embedding_model)
-            for table in memory_tables(memory):
-                console.print(table)
-            continue
-        if not text.strip():
-            console.print("[dim]Type a message (or /memory, /quit).[/]")
-            continue
-        for chunk in graph.stream(
-            {"messages": [HumanMessage(text)]}, config, context=ctx, stream_mode="updates"
-        ):
-            for node, update in chunk.items():
-                if isinstance(update, dict):
-                    _show_update(console, node, update)
+    """A terminal conversation with one agent; ``/memory`` shows its memory, ``/quit`` ends.
 
+    Returns 0 at the end of input or ``/quit``, 2 for a bad model spec, 1 when the model or
+    the memory cannot be opened.
+    """
+    from langgraph_memgpt.llm.factory import resolve_model
+    from langgraph_memgpt.llm.local_server import LocalModelError
 
-def serve(port: int, host: str = "127.0.0.1", console: Console | None = None) -> int:
-    """Start ``langgraph dev`` on the embedded defaults and say how to reach it."""
     console = console or Console()
-    langgraph = shutil.which("langgraph") or str(Path(sys.executable).parent / "langgraph")
-    if not Path(langgraph).exists():
-        console.print(
-            "[red]langgraph-cli is not installed: pip install 'langgraph-memgpt[serve]'[/]"
-        )
+    try:
+        resolve_model(ctx.model)  # fail now, not on the first message; starts a local model
+    except ValueError as exc:  # an unknown spec, or a script that is not a list of steps
+        _error(f"cannot use model {ctx.model!r}: {exc}")
+        return 2
+    except (OSError, LocalModelError) as exc:
+        _error(f"cannot use model {ctx.model!r}: {exc}")
         return 1
-    env = {**os.environ, **OFFLINE_ENV}
-    if not (env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL")):
+    except KeyboardInterrupt:
+        return 130
+    try:
+        memory = open_memory(
+            ctx.data_dir,
+            ctx.agent_id,
+            embedding_model=ctx.embedding_model,
+            core_block_limit=ctx.core_block_limit,
+        )
+        with memory.lock:
+            memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
+    except (ValueError, MemoryStoreError) as exc:
+        _error(str(exc))
+        return 1
+    data_dir = Path(ctx.data_dir)
+    conn = sqlite3.connect(data_dir / CHECKPOINT_FILENAME, check_same_thread=False)
+    try:
+        graph = build_graph().compile(checkpointer=SqliteSaver(conn))
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        console.print(
+            f"[bold]langgraph-memgpt[/] agent '{escape(ctx.agent_id)}', thread "
+            f"'{escape(thread_id)}', model {escape(ctx.model)}, data in {escape(str(data_dir))}."
+            "\nType /memory to see the agent's memory, /quit to leave.",
+            soft_wrap=True,
+        )
+        echo = not sys.stdin.isatty()  # piped input is not echoed by the terminal
+        while True:
+            try:
+                text = console.input("[bold blue]you>[/] ")
+            except (EOFError, KeyboardInterrupt):
+                console.print()
+                return 0
+            if echo:
+                console.print(escape(text), highlight=False, soft_wrap=True)
+            command = text.strip()
+            if command in {"/quit", "/exit"}:
+                return 0
+            if command == "/memory":
+                for table in memory_tables(memory):
+                    console.print(table)
+                continue
+            if not command or command.startswith("/"):
+                console.print("[dim]Type a message, /memory or /quit.[/]")
+                continue
+            try:
+                for chunk in graph.stream(
+                    {"messages": [HumanMessage(text)]}, config, context=ctx, stream_mode="updates"
+                ):
+                    for node, update in chunk.items():
+                        show_update(console, node, update if isinstance(update, dict) else None)
+            except KeyboardInterrupt:
+                console.print("[dim](turn interrupted)[/]")
+            except Exception as exc:  # noqa: BLE001 - one failed turn must not end the chat
+                _error(f"the turn failed: {type(exc).__name__}: {exc}")
+    finally:
+        conn.close()
+
+
+# --- reembed ------------------------------------------------------------------------------
+
+
+def reembed(
+    data_dir: str | Path,
+    agent_id: str,
+    embedding_model: str = "minilm",
+    console: Console | None = None,
+) -> int:
+    """Drop an agent's recall and archival vectors and embed everything again.
+
+    The way out of an ``EmbeddingMismatchError`` after the embedding model changed. Stop
+    any server or chat using the data directory first: they hold the old vectors.
+
+    Returns:
+        0 on success, 1 when the agent has no memory there, 2 for a bad embedding model.
+    """
+    from langgraph_memgpt.stores.archival import ArchivalMemory
+    from langgraph_memgpt.stores.db import open_db
+    from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
+    from langgraph_memgpt.stores.recall import TIER as RECALL_TIER
+    from langgraph_memgpt.stores.recall import RecallMemory
+    from langgraph_memgpt.stores.vectors import VectorIndex
+
+    console = console or Console()
+    root = Path(data_dir).expanduser()
+    try:
+        embeddings = get_embeddings(embedding_model)
+    except (ValueError, RuntimeError) as exc:
+        _error(str(exc))
+        return 2
+    if embeddings is None:
+        _error("reembed needs an embedding model: with 'none' there is nothing to embed")
+        return 2
+    if not _check_agent(root, agent_id):
+        return 1
+    model, dim = embedding_identity(embeddings)
+    cache_dir = root / "faiss"
+    db = open_db(root / DB_FILENAME)
+    started = time.monotonic()
+    try:
+        with _progress(console) as bars:
+
+            def advance(task_name: str) -> Callable[[int, int], None]:
+                task = bars.add_task(task_name, total=None)
+                return lambda done, total: bars.update(task, completed=done, total=total)
+
+            # ArchivalMemory.reembed drops its own tier; recall's is dropped here.
+            VectorIndex.drop_tier(db, tier=RECALL_TIER, agent_id=agent_id, cache_dir=cache_dir)
+            recall = RecallMemory(db, agent_id, embeddings, cache_dir)
+            messages = recall.embed_missing(progress=advance("recall messages"))
+            archive = ArchivalMemory.reembed(
+                db, agent_id, embeddings, cache_dir, progress=advance("archival passages")
+            )
+            passages = archive.count()
+    finally:
+        db.conn.close()
+    console.print(
+        f"Re-embedded {messages} messages and {passages} passages of agent '{escape(agent_id)}' "
+        f"with {escape(model)} (dim {dim}) in {time.monotonic() - started:.1f} s.",
+        soft_wrap=True,
+    )
+    return 0
+
+
+# --- serve --------------------------------------------------------------------------------
+
+
+def _langgraph_executable() -> str | None:
+    beside = Path(sys.executable).parent / "langgraph"
+    if beside.exists():
+        return str(beside)
+    return shutil.which("langgraph")
+
+
+@contextmanager
+def _forward_sigterm(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+    """Turn a SIGTERM of ours into a graceful SIGINT of the server, which saves its threads."""
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        proc.send_signal(signal.SIGINT)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def serve(
+    port: int = 2024,
+    host: str = "127.0.0.1",
+    data_dir: str | Path | None = None,
+    console: Console | None = None,
+) -> int:
+    """Run ``langgraph dev`` on the agent, with the embedded model unless an endpoint is set.
+
+    Everything the server keeps (checkpoints, its thread list, the agent's memory) lives
+    in ``data_dir`` (default ``$MEMGPT_DATA_DIR`` or ``./.memgpt``), so threads survive a
+    restart. Without OPENAI_API_KEY / OPENAI_BASE_URL the local llama.cpp model is started
+    here first; the server's worker finds it through its state file and shares it.
+    """
+    console = console or Console()
+    langgraph = _langgraph_executable()
+    if langgraph is None:
+        _error("langgraph-cli is not installed: pip install 'langgraph-memgpt[serve]'")
+        return 1
+    root = Path(data_dir or os.environ.get(DATA_DIR_ENV) or ".memgpt").expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    config_path = root / "langgraph.json"
+    config_path.write_text(json.dumps(langgraph_config(), indent=2) + "\n", encoding="utf-8")
+    env = {**os.environ, **OFFLINE_ENV, DATA_DIR_ENV: str(root)}
+    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+        console.print("Model: the OpenAI-compatible endpoint of OPENAI_API_KEY / OPENAI_BASE_URL.")
+    else:
         from langgraph_memgpt.llm.local_server import LocalModelError, get_local_server
 
         console.print("No OPENAI_API_KEY / OPENAI_BASE_URL: starting the embedded local model…")
         try:
-            server = get_local_server(show_progress=True)
-        except LocalModelError as err:
-            console.print(f"[red]{err}[/]")
+            local = get_local_server(show_progress=True)
+        except LocalModelError as exc:
+            _error(str(exc))
             return 1
-        console.print(f"Local model ready at {server.base_url}")
+        except KeyboardInterrupt:
+            return 130
+        console.print(f"Model: embedded llama.cpp at {local.base_url} (shared with the server).")
     url = f"http://{host}:{port}"
+    shown_root = escape(str(root))
     console.print(
-        f"\n[bold]Serving the 'memgpt' graph at {url}[/]\n"
-        f"  Studio: https://smith.langchain.com/studio/?baseUrl={url}\n"
-        "  Terminal chat (separate shell): .venv/bin/langgraph-memgpt chat\n"
-        "  Inspect memory: .venv/bin/langgraph-memgpt inspect\n"
+        f"\n[bold]Serving the '{GRAPH_ID}' agent at {url}[/] (data in {shown_root})\n"
+        f"  Studio:   https://smith.langchain.com/studio/?baseUrl={url}\n"
+        f"  API docs: {url}/docs\n"
+        "  Chat from Python:\n"
+        "    from langgraph_sdk import get_sync_client\n"
+        f"    client = get_sync_client(url='{url}')\n"
+        "    thread = client.threads.create()\n"
+        f"    client.runs.wait(thread['thread_id'], '{GRAPH_ID}',\n"
+        "                     input={'messages': [{'role': 'user', 'content': 'hi'}]})\n"
+        f"  Chat in this terminal instead: langgraph-memgpt chat --data-dir {shown_root}\n"
+        f"  See the agent's memory:        langgraph-memgpt inspect --data-dir {shown_root}\n",
+        soft_wrap=True,
+        highlight=False,
     )
-    cmd = [langgraph, "dev", "--no-browser", "--host", host, "--port", str(port)]
-    try:
-        return subprocess.call(cmd, env=env, cwd=Path(__file__).resolve().parent.parent)
-    except KeyboardInterrupt:
-        return 0
+    cmd = [langgraph, "dev", "--no-browser", "--no-reload", "--host", host, "--port", str(port)]
+    cmd += ["--config", str(config_path)]
+    # cwd = the data directory: langgraph dev keeps its thread list in ./.langgraph_api.
+    proc = subprocess.Popen(cmd, env=env, cwd=root)
+    with _forward_sigterm(proc):
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            # The server got the same Ctrl-C: give it time to save its threads.
+            try:
+                return proc.wait(timeout=SHUTDOWN_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                return proc.wait()

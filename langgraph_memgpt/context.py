@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 
 def _default_data_dir() -> str:
-    return os.environ.get("MEMGPT_DATA_DIR", str(Path.cwd() / ".memgpt"))
+    # Relative on purpose: the server builds a Context on its event loop, where
+    # os.getcwd() counts as blocking I/O (BlockingError under `langgraph dev`); the
+    # stores resolve the path later, in the nodes' worker threads.
+    return os.environ.get("MEMGPT_DATA_DIR") or ".memgpt"
 
 
 @dataclass(kw_only=True)

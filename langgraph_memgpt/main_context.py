@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -25,6 +25,7 @@ from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores import AgentMemory
+from langgraph_memgpt.stores.text import needs_cleaning, valid_json
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tokens import TokenCounter, content_text
 
@@ -33,6 +34,8 @@ REPLY_FLAG = "memgpt_reply"
 ``send_message`` call, so the prompt skips this copy."""
 ALERT_NAME = "system_alert"
 """Name of the user-role messages the runtime itself inserts (pressure alerts)."""
+
+M = TypeVar("M", bound=BaseMessage)
 
 
 def context_of(runtime: Runtime[Context] | Runtime[Any]) -> Context:
@@ -122,6 +125,20 @@ def _role(message: BaseMessage) -> str:
     if isinstance(message, HumanMessage):
         return "system" if is_runtime_note(message) else "user"
     return "system"
+
+
+def valid_message(message: M) -> M:
+    """``message`` itself, or a copy with each lone surrogate replaced by U+FFFD.
+
+    A lone surrogate (a user's badly decoded text, a model's ``"\\ud800"`` escape) cannot
+    be encoded as UTF-8: the token counter, SQLite and every provider's HTTP client would
+    raise on it at every later step, so the message is cleaned once, as it enters the queue.
+    """
+    fields = ("content", "name", "tool_calls", "invalid_tool_calls")
+    values = {f: getattr(message, f) for f in fields if hasattr(message, f)}
+    if not needs_cleaning(list(values.values())):
+        return message
+    return message.model_copy(update={f: valid_json(v) for f, v in values.items()})
 
 
 def to_recall(message: BaseMessage, agent_id: str, thread_id: str, turn: int) -> RecallMessage:

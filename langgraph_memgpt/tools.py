@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.stores import AgentMemory
 from langgraph_memgpt.stores.recall import searchable_text
+from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
 
 HEARTBEAT_DESCRIPTION = "true: think again after this returns; false: end your turn."
@@ -252,6 +253,8 @@ def tool_result(ok: bool, message: str, limit: int) -> str:
     """The JSON a tool call answers with; long messages are cut to ``limit`` characters."""
     if len(message) > limit:
         message = message[: max(0, limit - 60)] + f"… [cut: {len(message)} chars in all]"
+    # An error may quote the model's own bad input, lone surrogates included.
+    message = valid_text(message)
     return json.dumps({"status": "OK" if ok else "Failed", "message": message}, ensure_ascii=False)
 
 

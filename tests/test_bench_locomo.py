@@ -271,3 +271,21 @@ def test_fts_search_beats_the_bm25_floor_on_the_dev_file(tmp_path: Path) -> None
     assert baseline == pytest.approx(BM25_FLOOR_RECALL_ANY_10, abs=0.02)
     assert fts["recall_any@10"] > BM25_FLOOR_RECALL_ANY_10
     assert fts["recall_any@10"] > baseline
+
+
+def test_archival_flag_also_scores_archival_search_of_turn_passages(tmp_path: Path) -> None:
+    (conv,) = load_locomo(_write(tmp_path, [_sample()]))
+    options = BenchOptions(modes=["fts"], ks=(1, 5), archival=True)
+    report = run_locomo([conv], options, tmp_path / "data")
+    assert list(report["modes"]) == ["fts", "archival:fts"]
+    assert report["modes"]["archival:fts"]["questions"] == 3
+    assert report["modes"]["archival:fts"]["overall"]["recall_any@5"] == 1.0
+
+
+def test_cli_explains_an_unknown_embedding_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, [_sample()])
+    argv = ["bench", "locomo", "--data", str(path), "--embedding-model", "bogus", "--no-progress"]
+    assert main(argv) == 2
+    assert "Unknown embedding model 'bogus'" in capsys.readouterr().err

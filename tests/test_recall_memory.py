@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langgraph_memgpt.stores.db import open_db
-from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_texts
+from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_texts, normalize
 from langgraph_memgpt.stores.fts import fts_query
 from langgraph_memgpt.stores.recall import RecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
@@ -532,10 +532,11 @@ def test_every_searchable_message_gets_turn_and_context_vectors(hybrid: RecallMe
     turn_index, context_index = hybrid._turn_index, hybrid._context_index
     assert turn_index is not None and context_index is not None
     assert turn_index.count() == context_index.count() == 5
-    # The context vector of "Biscuit." was refreshed by the two messages after it.
+    # The context vector of "Biscuit." was refreshed by the two messages after it: it is
+    # the mean of the vectors of its window (the whole five-message thread).
     (biscuit,) = hybrid.get(["agent-a-t1-2"])
     assert hybrid.embeddings is not None
-    expected = embed_texts(hybrid.embeddings, ["2026-11-29: " + "\n".join(PUPPY_THREAD)])
+    expected = normalize(embed_texts(hybrid.embeddings, PUPPY_THREAD).mean(axis=0))
     rowid = hybrid.db.conn.execute(
         "SELECT id FROM recall WHERE message_id = ?", (biscuit.message_id,)
     ).fetchone()[0]

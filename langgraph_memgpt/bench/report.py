@@ -21,7 +21,7 @@ def _systems(report: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """(label, summary) rows: the default mode first and starred, then others, then BM25."""
     default = report["default_mode"]
     modes: Mapping[str, Any] = report["modes"]
-    order = sorted(modes, key=lambda m: (m != default, m))
+    order = sorted(modes, key=lambda m: m != default)  # stable: the run's order otherwise
     rows = [(f"{m} *" if m == default else m, modes[m]) for m in order]
     rows += [(f"baseline {name}", s) for name, s in report["baseline"].items()]
     return rows
@@ -44,7 +44,7 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
     )
     for metric, title in _METRICS:
         table = Table(title=title, title_justify="left")
-        table.add_column("system")
+        table.add_column("system", no_wrap=True)
         for k in ks:
             table.add_column(f"@{k}", justify="right")
         for label, summary in systems:
@@ -55,9 +55,11 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
     cut = 10 if 10 in ks else ks[len(ks) // 2]
     table = Table(title=f"per category @{cut}", title_justify="left")
     for col in ("system", "category", "n"):
-        table.add_column(col, justify="right" if col == "n" else "left")
+        table.add_column(col, justify="right" if col == "n" else "left", no_wrap=True)
     for metric, _ in _METRICS:
-        table.add_column(f"{metric}@{cut}", justify="right")
+        table.add_column(
+            f"{metric.replace('recall_', '').replace('_any', '')}@{cut}", justify="right"
+        )
     for label, summary in systems:
         for cat, figures in summary["per_category"].items():
             name = CATEGORY_NAMES.get(int(cat), cat) if cat.isdigit() else cat
@@ -77,6 +79,11 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
             f"ingest: {ingest['turns']} turns in {ingest['seconds']:.1f} s"
             + (f" ({rate} turns/s)" if rate else "")
             + (f", embeddings {ingest['embedding_model']}" if ingest.get("embedding_model") else "")
+            + (
+                f"; archival passages in {ingest['archival_seconds']:.1f} s"
+                if ingest.get("archival_seconds") is not None
+                else ""
+            )
         )
     latency = report.get("search_ms_per_query") or {}
     if latency:

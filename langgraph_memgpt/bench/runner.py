@@ -47,6 +47,7 @@ class BenchOptions:
 @dataclass
 class _Timing:
     ingest_seconds: float = 0.0
+    archival_seconds: float = 0.0
     turns: int = 0
     search_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -146,10 +147,12 @@ def run_locomo(
 
             start = time.perf_counter()
             recall.add_many(messages, progress=step)
+            timing.ingest_seconds += time.perf_counter() - start
             archival = None
             if options.archival:
+                start = time.perf_counter()
                 archival = _ingest_archival(db, agent_id, embeddings, cache_dir, conv, options)
-            timing.ingest_seconds += time.perf_counter() - start
+                timing.archival_seconds += time.perf_counter() - start
             timing.turns += len(messages)
 
             prefix = f"{conv.sample_id}:"
@@ -193,6 +196,7 @@ def run_locomo(
             else None,
             "embedding_model": model,
             "archival": options.archival,
+            "archival_seconds": round(timing.archival_seconds, 3) if options.archival else None,
         },
         "search_ms_per_query": {
             key: round(1000.0 * sec / total_q, 2) if total_q else None

@@ -2,7 +2,8 @@
 
 It also opens each user turn: the user's message is written to recall memory here, first
 (write-ahead), and a message too large for the window is cut in the queue while recall
-keeps it whole.
+keeps it whole. A tool call left unanswered by a killed run gets its (error) result here,
+before the model sees the queue again.
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
@@ -26,9 +34,11 @@ from langgraph_memgpt.main_context import (
     prompt_tokens,
     record,
     thread_of,
+    valid_message,
 )
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tokens import TokenCounter, content_text
+from langgraph_memgpt.tools import error_text, tool_result
 
 
 def _fit(message: AnyMessage, budget: int, counter: TokenCounter) -> AnyMessage | None:
@@ -37,9 +47,50 @@ def _fit(message: AnyMessage, budget: int, counter: TokenCounter) -> AnyMessage 
     tokens = counter.text(text)
     if tokens <= budget:
         return None
-    keep = max(0, int(len(text) * budget / tokens * 0.9) - 300)
     note = prompts.TRUNCATED_NOTE.format(chars=len(text), message_id=message.id)
+    room = max(0, budget - counter.text(note))
+    keep = int(len(text) * room / tokens)
+    # Token density varies along a text (CJK or emoji first, plain words after): a cut at
+    # the average density can still be too long, which would end the turn with "send a
+    # shorter message". Shrink until the kept part really fits.
+    while keep > 0 and (used := counter.text(text[:keep])) > room:
+        keep = int(keep * room / used * 0.95)
     return message.model_copy(update={"content": text[:keep] + note})
+
+
+def _answer_interrupted_calls(
+    queue: list[AnyMessage], user_index: int, limit: int
+) -> list[AnyMessage] | None:
+    """The queue with an error result after every tool call that never got one, or None.
+
+    A run killed (or cancelled) between ``think`` and ``call_memory_tool`` leaves an AI
+    tool call without its result in the checkpoint; the next user message starts a new
+    run, and providers reject a queue holding an unanswered call. The model is told the
+    call was interrupted (it may or may not have taken effect), like any failed call.
+    """
+    answered = {m.tool_call_id for m in queue if isinstance(m, ToolMessage)}
+    repaired: list[AnyMessage] = []
+    missing = False
+    for index, message in enumerate(queue):
+        repaired.append(message)
+        if not isinstance(message, AIMessage) or index >= user_index:
+            continue
+        calls = [(c["name"], c["id"]) for c in message.tool_calls]
+        calls += [(c.get("name"), c.get("id")) for c in message.invalid_tool_calls]
+        for name, call_id in calls:
+            if str(call_id) in answered:
+                continue
+            missing = True
+            repaired.append(
+                ToolMessage(
+                    tool_result(False, error_text(str(name), prompts.INTERRUPTED_CALL), limit),
+                    tool_call_id=str(call_id),
+                    name=str(name),
+                    status="error",
+                    id=str(uuid.uuid4()),
+                )
+            )
+    return repaired if missing else None
 
 
 def make_check_pressure(
@@ -69,14 +120,24 @@ def make_check_pressure(
                 context_retries=0,
                 stop_reason="",
             )
+            repaired = _answer_interrupted_calls(queue, user_index, ctx.result_char_limit)
             # Write-ahead before anything can fail: recall holds the message verbatim.
-            record(memory, queue, thread_of(runtime), turn)
+            record(memory, repaired or queue, thread_of(runtime), turn)
             budget = int(ctx.context_window * ctx.max_message_fraction)
-            cut = [m for m in (_fit(m, budget, deps.counter) for m in queue[user_index:]) if m]
-            if cut:
-                update["messages"] = cut
-                by_id = {m.id: m for m in cut}
-                queue = [by_id.get(m.id, m) for m in queue]
+            changed: dict[str | None, AnyMessage] = {}
+            for index, message in enumerate(queue):
+                admitted = valid_message(message)
+                if index >= user_index:  # earlier messages were fitted in their turn
+                    admitted = _fit(admitted, budget, deps.counter) or admitted
+                if admitted is not message:
+                    changed[message.id] = admitted
+            if repaired is not None:
+                # Tool results belong right after their call: rewrite the whole queue.
+                queue = [changed.get(m.id, m) for m in repaired]
+                update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *queue]
+            elif changed:
+                update["messages"] = list(changed.values())
+                queue = [changed.get(m.id, m) for m in queue]
 
         system_prompt, system_update = current_system(state, memory, len(queue))
         update.update(system_update)

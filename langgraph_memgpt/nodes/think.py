@@ -24,6 +24,7 @@ from langgraph_memgpt.main_context import (
     current_system,
     record,
     thread_of,
+    valid_message,
 )
 from langgraph_memgpt.state import State
 
@@ -92,7 +93,7 @@ def make_think(
                 update={**update, "context_retries": retries + 1, "force_evict": True},
             )
         message = raw if isinstance(raw, AIMessage) else AIMessage(content=str(raw.content))
-        message = _with_call_ids(message)
+        message = valid_message(_with_call_ids(message))
         if not message.id:
             message = message.model_copy(update={"id": str(uuid.uuid4())})
         record(memory, [message], thread_of(runtime), state.get("turn", 0))

@@ -19,10 +19,11 @@ from langgraph_memgpt.stores.core import CoreMemory
 from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.text import valid_text
 
 DB_FILENAME = "memory.sqlite"
 
-__all__ = ["AgentMemory", "open_memory", "DB_FILENAME"]
+__all__ = ["AgentMemory", "open_memory", "list_agents", "DB_FILENAME"]
 
 
 @dataclass
@@ -61,6 +62,9 @@ class AgentMemory:
         """Open (creating if needed) the memory of ``agent_id`` under ``data_dir``."""
         if not agent_id or not agent_id.strip():
             raise ValueError("agent_id must be a non-empty string")
+        if valid_text(agent_id) != agent_id:
+            # Replacing the surrogate (as for message text) could merge two agents.
+            raise ValueError(f"agent_id {agent_id!r} is not valid Unicode text")
         root = Path(data_dir).expanduser()
         db = open_db(root / DB_FILENAME)
         cache_dir = root / "faiss"
@@ -108,3 +112,24 @@ def close_all() -> None:
         for memory in _OPEN.values():
             memory.close()
         _OPEN.clear()
+
+
+def list_agents(data_dir: str | Path) -> list[str]:
+    """Ids of the agents with any memory under ``data_dir`` (none if it holds no database)."""
+    path = Path(data_dir).expanduser() / DB_FILENAME
+    if not path.is_file():
+        return []
+    db = open_db(path)
+    try:
+        tables = set(db.table_names())
+        selects = [
+            f"SELECT agent_id FROM {table}"
+            for table in ("core_blocks", "recall", "archival")
+            if table in tables
+        ]
+        if not selects:
+            return []
+        rows = db.conn.execute(" UNION ".join(selects) + " ORDER BY 1").fetchall()
+        return [str(row[0]) for row in rows]
+    finally:
+        db.conn.close()

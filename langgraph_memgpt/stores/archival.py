@@ -11,7 +11,7 @@ crowded out by closer passages it excludes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +25,7 @@ from langgraph_memgpt.stores.db import transaction
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
 from langgraph_memgpt.stores.fts import bm25_scores, fts_query
 from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
 
@@ -38,6 +39,9 @@ TagMatch = Literal["any", "all"]
 _POOL_MIN = 100
 _POOL_PER_RESULT = 10
 _EMBED_BATCH = 256
+MAX_TAG_CHARS = 100
+"""Longest tag a passage may carry: tags are listed in the system prompt, so one huge tag
+would make every prompt of the agent overflow its window."""
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS archival (
@@ -98,7 +102,7 @@ def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
         tags = [tags]
     seen: dict[str, None] = {}
     for tag in tags:
-        cleaned = " ".join(str(tag).split()).lower()
+        cleaned = " ".join(valid_text(str(tag)).split()).lower()
         if cleaned:
             seen.setdefault(cleaned, None)
     return list(seen)
@@ -208,11 +212,19 @@ class ArchivalMemory:
                 item = NewPassage(item, shared_tags, thread_id, turn, created_at)
             if not item.text or not item.text.strip():
                 raise ValueError("An archival passage needs some text; nothing was saved.")
+            tags = normalize_tags(item.tags)
+            for tag in tags:
+                if len(tag) > MAX_TAG_CHARS:
+                    raise ValueError(
+                        f"The tag {tag[:40]!r}... is {len(tag)} characters long; tags may hold "
+                        f"at most {MAX_TAG_CHARS}. Nothing was saved: use a short tag and put "
+                        "the detail in the content."
+                    )
             prepared.append(
                 (
-                    item.text,
-                    normalize_tags(item.tags),
-                    item.thread_id,
+                    valid_text(item.text),
+                    tags,
+                    None if item.thread_id is None else valid_text(item.thread_id),
                     item.turn,
                     to_utc_iso(item.created_at),
                 )
@@ -271,32 +283,43 @@ class ArchivalMemory:
         embeddings: Embeddings,
         cache_dir: Path | str,
         index_kind: IndexKind = "flat",
+        progress: Callable[[int, int], None] | None = None,
     ) -> ArchivalMemory:
         """Drop an agent's archival vectors and embed every passage again with ``embeddings``.
 
-        The way out of an ``EmbeddingMismatchError`` after changing the embedding model.
+        The way out of an ``EmbeddingMismatchError`` after changing the embedding model;
+        ``progress`` is passed to `embed_missing`.
         """
         VectorIndex.drop_tier(db, tier=TIER, agent_id=agent_id, cache_dir=cache_dir)
         memory = cls(db, agent_id, embeddings, cache_dir, index_kind)
-        memory.embed_missing()
+        memory.embed_missing(progress=progress)
         return memory
 
-    def embed_missing(self) -> int:
+    def embed_missing(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed the passages that have no vector yet; returns how many were embedded.
 
         Passages saved while no embedding model was configured are found by words only
         until this runs (after a ``reembed``, every passage is missing its vector).
+        ``progress`` is called with (passages embedded so far, passages to embed) after
+        each batch.
         """
         if self.index is None or self.embeddings is None:
             return 0
+        missing = (
+            "FROM archival AS b WHERE b.agent_id = ? AND b.id > ? "
+            "AND NOT EXISTS (SELECT 1 FROM vectors AS v WHERE v.tier = ? "
+            "AND v.agent_id = b.agent_id AND v.key = ? AND v.item_id = b.id)"
+        )
+        total = int(
+            self.db.conn.execute(
+                f"SELECT count(*) {missing}", (self.agent_id, 0, TIER, VECTOR_KEY)
+            ).fetchone()[0]
+        )
         done = 0
         last_id = 0
         while True:
             rows = self.db.conn.execute(
-                "SELECT b.id, b.text FROM archival AS b WHERE b.agent_id = ? AND b.id > ? "
-                "AND NOT EXISTS (SELECT 1 FROM vectors AS v WHERE v.tier = ? "
-                "AND v.agent_id = b.agent_id AND v.key = ? AND v.item_id = b.id) "
-                "ORDER BY b.id LIMIT ?",
+                f"SELECT b.id, b.text {missing} ORDER BY b.id LIMIT ?",
                 (self.agent_id, last_id, TIER, VECTOR_KEY, _EMBED_BATCH),
             ).fetchall()
             if not rows:
@@ -305,6 +328,8 @@ class ArchivalMemory:
             self.index.upsert([int(i) for i, _ in rows], vectors)
             done += len(rows)
             last_id = int(rows[-1][0])
+            if progress is not None:
+                progress(done, max(done, total))
         self.index.close()
         return done
 

@@ -14,6 +14,7 @@ from typing import Any
 import sqlite_utils
 
 from langgraph_memgpt.stores.db import transaction, utc_now
+from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import BlockEditError
 
 _SCHEMA = """
@@ -203,6 +204,7 @@ class CoreMemory:
                 f"Edit failed: old_content is empty. Copy the exact text to change from block "
                 f"'{label}' as shown in your core memory; to add text use core_memory_append."
             )
+        old = valid_text(old)  # stored text never holds a lone surrogate (see _write)
         with transaction(self.db):
             block = self._editable(label, actor)
             found = block.value.count(old)
@@ -238,7 +240,7 @@ class CoreMemory:
         row = self.db.conn.execute(
             "SELECT label, value, description, char_limit, read_only FROM core_blocks "
             "WHERE agent_id = ? AND label = ?",
-            (self.agent_id, label),
+            (self.agent_id, valid_text(label)),
         ).fetchone()
         return None if row is None else _block(row)
 
@@ -258,6 +260,8 @@ class CoreMemory:
         return block
 
     def _write(self, block: Block, new_value: str, actor: str, op: str) -> Block:
+        # SQLite cannot store a lone surrogate: keep the edit, with U+FFFD for it.
+        new_value = valid_text(new_value)
         # A block already over its limit (seeded long, or its limit lowered) may still be
         # edited as long as the edit does not make it longer: the agent can shrink it.
         if len(new_value) > block.char_limit and len(new_value) > len(block.value):
@@ -290,6 +294,7 @@ class CoreMemory:
         actor: str,
     ) -> Block:
         now = utc_now()
+        value, description = valid_text(value), valid_text(description)
         self.db.conn.execute(
             "INSERT INTO core_blocks "
             "(agent_id, label, value, description, char_limit, read_only, updated_at) "
@@ -306,7 +311,7 @@ class CoreMemory:
             "INSERT INTO core_block_history "
             "(agent_id, label, old_value, new_value, actor, op, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (self.agent_id, label, old, new, actor, op, created_at),
+            (self.agent_id, label, old, new, valid_text(actor), op, created_at),
         )
 
 

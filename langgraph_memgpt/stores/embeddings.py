@@ -19,6 +19,8 @@ import numpy as np
 import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.text import valid_text
+
 MINILM_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 MINILM_DIMENSION = 384
 MINILM_MAX_TOKENS = 256
@@ -208,6 +210,18 @@ def get_embeddings(name: str) -> Embeddings | None:
     )
 
 
+def embedding_spec(model_name: str) -> str | None:
+    """The ``embedding_model`` setting that builds the model recorded as ``model_name``.
+
+    None when no setting does (an ``Embeddings`` object passed in by a library user).
+    """
+    if model_name == MINILM_MODEL_NAME:
+        return "minilm"
+    if model_name in _OPENAI_DIMENSIONS:
+        return f"openai:{model_name}"
+    return None
+
+
 def embedding_identity(emb: Embeddings) -> tuple[str, int]:
     """Return ``(model name, dimension)`` of an embedding model.
 
@@ -231,7 +245,9 @@ def embed_texts(emb: Embeddings, texts: Sequence[str]) -> FloatArray:
     """Embed ``texts`` as an ``(n, d)`` float32 array of unit rows, whatever ``emb`` returns.
 
     Vectors are re-normalised because cosine similarity is computed as an inner product.
+    Lone surrogates are replaced first: tokenizers and HTTP clients cannot encode them.
     """
+    texts = [valid_text(text) for text in texts]
     if isinstance(emb, MiniLMEmbeddings):
         return emb.embed_array(texts)
     if not texts:
@@ -241,6 +257,7 @@ def embed_texts(emb: Embeddings, texts: Sequence[str]) -> FloatArray:
 
 def embed_query(emb: Embeddings, text: str) -> FloatArray:
     """Embed one query as a unit float32 vector of shape ``(d,)``."""
+    text = valid_text(text)
     if isinstance(emb, MiniLMEmbeddings):
         vectors = emb.embed_array([text])
     else:

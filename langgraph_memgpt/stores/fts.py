@@ -20,6 +20,15 @@ _WORD = re.compile(r"[^\W_]+")
 
 MAX_QUERY_WORDS = 64
 
+# Function words questions are made of ("when did ... the ..."). OR-ed into a query they
+# only add noise, since every message matches some of them: dropping them lifted LoCoMo
+# recall_any@10 of hybrid recall search from 0.867 to 0.883 (fts mode: 0.822 to 0.854).
+STOP_WORDS: frozenset[str] = frozenset(
+    """a an and are as at be but by did do does for from had has have he her his how i in is it
+    its me my of on or our she so that the their them they this to was we were what when where
+    which who whom why will with you your""".split()
+)
+
 
 def query_words(text: str) -> list[str]:
     """Split ``text`` into distinct lowercase words, in order of first appearance."""
@@ -42,6 +51,8 @@ def fts_query(text: str) -> str | None:
     words = query_words(text)
     if not words:
         return None
+    # A query made only of stop words ("who are you?") still searches with them.
+    words = [w for w in words if w not in STOP_WORDS] or words
     return " OR ".join(f'"{word}"' for word in words)
 
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
+import shlex
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Sequence
@@ -31,7 +33,7 @@ import numpy as np
 import sqlite_utils
 
 from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
-from langgraph_memgpt.stores.embeddings import FloatArray, normalize
+from langgraph_memgpt.stores.embeddings import FloatArray, embedding_spec, normalize
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
 
 IndexKind = Literal["flat", "hnsw"]
@@ -123,15 +125,29 @@ def check_embedding_identity(
             "SELECT 1 FROM vectors WHERE tier = ? AND agent_id = ? LIMIT 1", (tier, agent_id)
         ).fetchone()
         if has_vectors:
-            data_dir = _data_dir_of(db, Path(cache_dir))
             raise EmbeddingMismatchError(
                 f"The {tier} memory of agent '{agent_id}' was built with embedding model "
                 f"{stored.get('model')} (dim {stored.get('dim')}) but is configured with "
-                f"{model} (dim {dim}); run `langgraph-memgpt reembed --data-dir {data_dir} "
-                f"--agent {agent_id}` to re-embed it with the configured model, or configure "
-                f"{stored.get('model')} again."
+                f"{model} (dim {dim}); {_reembed_hint(db, Path(cache_dir), agent_id, model)}, "
+                f"or configure {stored.get('model')} again."
             )
     set_meta(db, _meta_key(tier, agent_id), json.dumps(wanted))
+
+
+def _reembed_hint(db: sqlite_utils.Database, cache_dir: Path, agent_id: str, model: str) -> str:
+    """How to re-embed an agent's memory with ``model``: the CLI command when it can."""
+    data_dir = shlex.quote(str(_data_dir_of(db, cache_dir)))
+    command = f"langgraph-memgpt reembed --data-dir {data_dir} --agent {shlex.quote(agent_id)}"
+    spec = embedding_spec(model)
+    if spec is None:
+        return (
+            f"re-embed it with the configured model: drop the tier with "
+            f"VectorIndex.drop_tier, then call RecallMemory.embed_missing / "
+            f"ArchivalMemory.reembed with it (`{command}` re-embeds with a named model only)"
+        )
+    if spec != "minilm":
+        command += f" --embedding-model {spec}"
+    return f"run `{command}` to re-embed it with the configured model"
 
 
 def _blob(vector: FloatArray) -> bytes:
@@ -164,6 +180,34 @@ def _atomic_write(path: Path, data: bytes) -> None:
         if tmp.exists():
             tmp.unlink()
     _fsync_dir(path.parent)
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process: it exists
+        return True
+    return True
+
+
+def _remove_orphan_temp_files(*targets: Path) -> None:
+    """Delete the temporary files of cache writes whose process died mid-write.
+
+    ``_atomic_write`` names them ``.<file>.<pid>.<random>.tmp``; a process killed before
+    its rename leaves one behind for good. A live writer's file is left alone.
+    """
+    for target in targets:
+        pattern = re.compile(rf"\.{re.escape(target.name)}\.(\d+)\.[0-9a-f]+\.tmp")
+        if not target.parent.is_dir():
+            continue
+        for tmp in target.parent.glob(f".{target.name}.*.tmp"):
+            match = pattern.fullmatch(tmp.name)
+            if match and not _process_alive(int(match.group(1))):
+                tmp.unlink(missing_ok=True)
 
 
 class _IndexState:
@@ -591,6 +635,7 @@ class VectorIndex:
 
     def _load(self) -> None:
         """Open the cache file if it is intact and ours, then reconcile it with SQLite."""
+        _remove_orphan_temp_files(self.path, self.sidecar_path)
         state = self._state
         generation = self._db_generation()
         live = self._live_labels()

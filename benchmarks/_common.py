@@ -1,0 +1,294 @@
+"""Shared helpers of the benchmarks: machine facts, timing, seeded synthetic data.
+
+Nothing here asserts on timings: the benchmarks print figures and ratios, people judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+DIM = 384
+AGENT = "bench"
+
+
+# ----------------------------------------------------------------------------- machine
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _mem_total_gib() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 1024**2:.1f} GiB"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def load_average() -> str:
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "unknown"
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def print_header(title: str) -> None:
+    """Print what was run, when, and on what: the figures mean nothing without it."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"=== {title} ===")
+    print(f"date          {datetime.now(UTC).isoformat(timespec='seconds')}")
+    print(f"command       {sys.executable} {' '.join(sys.argv)}")
+    print(f"cores         {cores} (os.cpu_count={os.cpu_count()})")
+    print(f"cpu           {_cpu_model()}")
+    print(f"ram           {_mem_total_gib()}")
+    print(f"load avg      {load_average()}  (1/5/15 min; other jobs share these cores)")
+    print(f"python        {platform.python_version()} ({platform.python_implementation()})")
+    print(f"sqlite        {sqlite3.sqlite_version}")
+    for dist in ("faiss-cpu", "onnxruntime", "numpy", "langgraph", "langchain-core"):
+        print(f"{dist:<13} {_version(dist)}")
+    print(f"MEMGPT_ONNX_THREADS={os.environ.get('MEMGPT_ONNX_THREADS', '(unset: 2)')}")
+    print(flush=True)
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100, linear interpolation) of ``values``; NaN when empty."""
+    if not values:
+        return float("nan")
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+def ms(seconds: float) -> str:
+    """Seconds as a short millisecond figure."""
+    value = seconds * 1000
+    if value != value:  # NaN
+        return "n/a"
+    if value >= 100:
+        return f"{value:,.0f} ms"
+    if value >= 10:
+        return f"{value:.1f} ms"
+    return f"{value:.2f} ms"
+
+
+def ratio(ours: float, base: float) -> str:
+    """``ours / baseline`` as ``"0.12x"``."""
+    if not base or base != base or ours != ours:
+        return "n/a"
+    value = ours / base
+    return f"{value:.3g}x"
+
+
+def rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else float("inf")
+
+
+def time_calls(fn: Callable[[Any], object], inputs: Sequence[Any]) -> list[float]:
+    """Wall time of ``fn(x)`` for each input, in seconds."""
+    out: list[float] = []
+    for item in inputs:
+        start = time.perf_counter()
+        fn(item)
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
+    """A plain fixed-width table (first column left-aligned, others right-aligned)."""
+    width = len(header)
+    cells = [[str(c) for c in header]]
+    cells += [[str(c) for c in row] + [""] * (width - len(row)) for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(width)]
+    lines = []
+    for n, row in enumerate(cells):
+        parts = [
+            row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in range(len(row))
+        ]
+        lines.append("  ".join(parts).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def _english_words() -> list[str]:
+    """Whole English words of the MiniLM (BERT uncased) vocabulary, roughly by frequency.
+
+    BERT's vocabulary lists its whole words after the single characters in about corpus
+    frequency order ("the", "of", "and", ...), so a Zipf draw over this order gives text
+    that looks like English to FTS5 and tokenizes like English for MiniLM.
+    """
+    import json
+
+    from langgraph_memgpt.stores.embeddings import minilm_files
+
+    vocab = json.loads(minilm_files()[1].read_text(encoding="utf-8"))["model"]["vocab"]
+    ordered = sorted(vocab.items(), key=lambda item: item[1])
+    return [w for w, _ in ordered if w.isascii() and w.isalpha() and w.islower() and len(w) > 1]
+
+
+class Vocabulary:
+    """English words (MiniLM's vocabulary) drawn with Zipf frequencies (rank r: 1 / r).
+
+    The top ranks are stop words ("the", "of", "and": in most texts), the tail rare
+    words, so word queries match as many rows as natural-language queries would, and
+    MiniLM sees about 1.1 tokens per word.
+    """
+
+    def __init__(self, size: int = 20_000, exponent: float = 1.0) -> None:
+        self.words = _english_words()[:size]
+        weights = 1.0 / np.arange(1, len(self.words) + 1) ** exponent
+        self.cdf = np.cumsum(weights / weights.sum())
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` word indices drawn with the Zipf weights."""
+        idx = np.searchsorted(self.cdf, rng.random(n))
+        return np.minimum(idx, len(self.words) - 1)
+
+    def texts(self, rng: np.random.Generator, n: int, lo: int = 8, hi: int = 40) -> list[str]:
+        """``n`` texts of ``lo``..``hi`` words, each word Zipf-drawn."""
+        lengths = rng.integers(lo, hi + 1, size=n)
+        flat = self.sample(rng, int(lengths.sum()))
+        out: list[str] = []
+        pos = 0
+        words = self.words
+        for length in lengths.tolist():
+            out.append(" ".join(words[i] for i in flat[pos : pos + length].tolist()))
+            pos += length
+        return out
+
+    def queries(self, rng: np.random.Generator, n: int, words: int = 4) -> list[str]:
+        """Natural-language-like queries: ``words`` Zipf-drawn words (common ones included)."""
+        return self.texts(rng, n, words, words)
+
+
+def timestamps(n: int, start: str = "2024-01-01T00:00:00+00:00", step_s: int = 60) -> list[str]:
+    """``n`` increasing ISO-8601 UTC timestamps, ``step_s`` seconds apart."""
+    t0 = datetime.fromisoformat(start)
+    return [(t0 + timedelta(seconds=i * step_s)).isoformat() for i in range(n)]
+
+
+# ----------------------------------------------------------------------------- vectors
+
+
+def _seed_of(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def text_vector(text: str, dim: int = DIM) -> np.ndarray:
+    """A seeded random unit vector for ``text``: the same text always gets the same vector."""
+    v = np.random.default_rng(_seed_of(text)).standard_normal(dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+class LookupEmbeddings(Embeddings):
+    """Precomputable embeddings: every text maps to a seeded random unit vector.
+
+    Used so that benchmarks compare *stores*, not embedding models: our stores and the
+    baselines receive exactly the same vectors, and 100k texts cost seconds instead of an
+    hour of MiniLM on two cores. ``model_name``/``dimension`` set the identity the stores
+    record (``embedding_identity`` reads them without probing).
+    """
+
+    def __init__(self, model_name: str = "bench-lookup-384", dimension: int = DIM) -> None:
+        self.model_name = model_name
+        self.dimension = dimension
+        self.calls = 0
+        self.texts_embedded = 0
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = text_vector(text, self.dimension)
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_array(texts).tolist()  # type: ignore[no-any-return]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_array([text])[0].tolist()  # type: ignore[no-any-return]
+
+
+def clustered_vectors(
+    n: int,
+    *,
+    seed: int,
+    centers: int = 1000,
+    rank: int = 64,
+    offset: float = 1.5,
+    noise: float = 0.2,
+    dim: int = DIM,
+) -> np.ndarray:
+    """``n`` seeded unit vectors shaped like sentence embeddings (float32, C order).
+
+    Each vector is one of ``centers`` random unit centres, plus an offset of norm about
+    ``offset`` in a shared ``rank``-dimensional subspace, plus isotropic noise of norm
+    about ``noise``, then normalised. Real embeddings are clustered and of low intrinsic
+    dimension; uniform noise would be the worst case for a graph index (understating
+    HNSW recall), tight clusters the best. With the defaults a query's nearest neighbour
+    has cosine ~0.5 and its 10th ~0.4, close to MiniLM over a large mixed corpus. The
+    centres and subspace depend only on the shape (seed 12345): data and queries drawn
+    with different seeds share them.
+    """
+    fixed = np.random.default_rng(12345)
+    base = fixed.standard_normal((centers, dim)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    basis = fixed.standard_normal((rank, dim)).astype(np.float32) * (offset / np.sqrt(rank * dim))
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, dim), dtype=np.float32)
+    step = 65536
+    for start in range(0, n, step):
+        m = min(step, n - start)
+        block = base[rng.integers(0, centers, size=m)]
+        block += rng.standard_normal((m, rank), dtype=np.float32) @ basis
+        block += rng.standard_normal((m, dim), dtype=np.float32) * (noise / np.sqrt(dim))
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        out[start : start + m] = block
+    return out
+
+
+def dir_size(path: Path) -> int:
+    """Bytes of every file under ``path``."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def rss_mib() -> float:
+    """Peak resident set size of this process so far, in MiB (Linux ru_maxrss is KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

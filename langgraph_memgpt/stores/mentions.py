@@ -1,0 +1,103 @@
+"""What a search query names besides its words: calendar dates and participants.
+
+A question such as "what did Maria start on 3 June, 2023?" names the day it is about; one
+such as "what does Melanie think ...?" names who said it. Both are facts recall memory
+stores next to every message (``created_at``, ``name``), so search can use them as
+signals of their own instead of hoping the words match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import date, timedelta
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MON = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_PATTERNS = [
+    ("dmy", re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MON},?\s+(\d{{4}})\b", re.IGNORECASE)),
+    ("mdy", re.compile(rf"\b{_MON}\s+{_DAY},?\s+(\d{{4}})\b", re.IGNORECASE)),
+    ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
+    ("my", re.compile(rf"\b{_MON},?\s+(\d{{4}})\b", re.IGNORECASE)),
+]
+
+
+def mentioned_dates(text: str) -> list[tuple[date, date]]:
+    """Calendar days or months named in ``text``, as inclusive ``(first, last)`` day ranges.
+
+    Understands "3 June, 2023", "3rd of June 2023", "June 3, 2023", "2023-06-03" and
+    "June 2023" (the whole month). Relative dates ("last week") are left to the model,
+    which knows today's date and can pass ``start_date``/``end_date``.
+    """
+    found: list[tuple[date, date]] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            if any(start <= m.start() < end for start, end in taken):
+                continue
+            try:
+                if kind == "dmy":
+                    day = date(int(m[3]), _MONTHS[m[2].lower()], int(m[1]))
+                    found.append((day, day))
+                elif kind == "mdy":
+                    day = date(int(m[3]), _MONTHS[m[1].lower()], int(m[2]))
+                    found.append((day, day))
+                elif kind == "iso":
+                    day = date(int(m[1]), int(m[2]), int(m[3]))
+                    found.append((day, day))
+                else:
+                    year, month = int(m[2]), _MONTHS[m[1].lower()]
+                    first = date(year, month, 1)
+                    last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
+                    found.append((first, last))
+            except (KeyError, ValueError):
+                continue
+            taken.append((m.start(), m.end()))
+    return found
+
+
+def date_closeness(day: date, ranges: Iterable[tuple[date, date]], reach_days: int) -> float:
+    """1.0 inside a named range, falling linearly to 0 at ``reach_days`` outside it.
+
+    People misremember a day by a few; a message from the day after still deserves a lift.
+    """
+    best = 0.0
+    for first, last in ranges:
+        if first <= day <= last:
+            return 1.0
+        distance = (first - day).days if day < first else (day - last).days
+        best = max(best, 1.0 - distance / reach_days)
+    return max(best, 0.0)
+
+
+def mentioned_names(text: str, names: Iterable[str]) -> set[str]:
+    """Which of ``names`` appear in ``text`` as whole words (case-insensitive)."""
+    return {
+        name
+        for name in names
+        if name.strip() and re.search(rf"(?<!\w){re.escape(name.strip())}(?!\w)", text, re.I)
+    }

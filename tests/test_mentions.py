@@ -1,0 +1,68 @@
+"""What a query names besides words (dates, participants) and how recall search uses it."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import sqlite_utils
+
+from langgraph_memgpt.stores.fts import fts_query
+from langgraph_memgpt.stores.mentions import date_closeness, mentioned_dates, mentioned_names
+from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.types import RecallMessage
+
+
+def test_dates_named_in_a_query_are_found_in_common_forms() -> None:
+    day = (date(2023, 6, 3), date(2023, 6, 3))
+    assert mentioned_dates("what did Maria start on 3 June, 2023?") == [day]
+    assert mentioned_dates("on the 3rd of June 2023") == [day]
+    assert mentioned_dates("on June 3, 2023") == [day]
+    assert mentioned_dates("on 2023-06-03") == [day]
+    assert mentioned_dates("in June 2023") == [(date(2023, 6, 1), date(2023, 6, 30))]
+    assert mentioned_dates("in December 2023") == [(date(2023, 12, 1), date(2023, 12, 31))]
+    assert mentioned_dates("last week, yesterday") == []
+    # An impossible day still names its month.
+    assert mentioned_dates("on 31 February, 2023") == [(date(2023, 2, 1), date(2023, 2, 28))]
+
+
+def test_date_closeness_fades_over_the_reach() -> None:
+    june = [(date(2023, 6, 1), date(2023, 6, 30))]
+    assert date_closeness(date(2023, 6, 15), june, 7) == 1.0
+    assert date_closeness(date(2023, 7, 1), june, 7) == 1 - 1 / 7
+    assert date_closeness(date(2023, 7, 30), june, 7) == 0.0
+
+
+def test_participants_are_matched_as_whole_words() -> None:
+    names = ["Ann", "Melanie"]
+    assert mentioned_names("What does Melanie's family give her?", names) == {"Melanie"}
+    assert mentioned_names("Did anna call?", names) == set()
+
+
+def test_stop_words_are_left_out_of_the_query_unless_nothing_else_remains() -> None:
+    assert fts_query("When did the cello lessons start?") == '"cello" OR "lessons" OR "start"'
+    assert fts_query("who are you") == '"who" OR "are" OR "you"'
+
+
+def _msg(i: int, text: str, day: str, name: str) -> RecallMessage:
+    return RecallMessage(
+        agent_id="a", thread_id=f"t{day}", message_id=f"m{i}", role="user", text=text,
+        created_at=f"{day}T10:00:00+00:00", name=name,
+    )  # fmt: skip
+
+
+def test_a_query_naming_a_day_or_a_speaker_lifts_their_messages(
+    db: sqlite_utils.Database, tmp_data_dir: Path
+) -> None:
+    recall = RecallMemory(db, "a", None, tmp_data_dir / "faiss")
+    recall.add(
+        [
+            _msg(1, "I went hiking in the hills.", "2023-06-03", "Ann"),
+            _msg(2, "We went hiking by the lake.", "2023-07-20", "Bob"),
+            _msg(3, "Hiking again, this time with the dog.", "2023-08-11", "Ann"),
+        ]
+    )
+    on_day = recall.search("where did we go hiking on 3 June, 2023?", page_size=3).hits
+    assert on_day[0].item.message_id == "m1"
+    by_bob = recall.search("where did Bob go hiking?", page_size=3).hits
+    assert by_bob[0].item.message_id == "m2"

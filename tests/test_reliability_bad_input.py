@@ -1,0 +1,454 @@
+"""Bad input, from the model or from users: a clear result or a clear error, never a crash.
+
+From the model: any tool name, any arguments, any JSON (valid or not), lone surrogates
+included. ``call_memory_tool`` never raises, every call gets a readable
+``{"status": "Failed", "message": "Error executing function NAME: ..."}`` (or a real
+result), and the step cap always ends the turn.
+
+From users: empty messages, messages larger than the whole window, control characters,
+lone surrogates, very long tags, any search query or date text. Each is kept in recall
+(surrogates become U+FFFD), every prompt stays within the window, and the conversation
+goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.stores import AgentMemory, close_all, open_memory
+from langgraph_memgpt.stores.text import valid_text
+from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.tokens import TokenCounter
+from langgraph_memgpt.tools import MEMORY_TOOLS, Provenance, execute_tool_call, tool_schemas
+
+# Any code point, lone surrogates and control characters included, plus the characters
+# that mean something to SQL, FTS5, LIKE, JSON and shells.
+NASTY = list("\"'*()-^:;%_\\/\x00\x07\x1b\x7f\ud800\udfff\u202e\ufeff") + [
+    " NEAR ",
+    " AND ",
+    " OR ",
+    " NOT ",
+    "'; DROP TABLE recall; --",
+]
+CHARS = st.characters(exclude_categories=())
+TEXT = st.lists(st.one_of(CHARS, st.sampled_from(NASTY)), max_size=40).map("".join)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+TOOL_NAMES = [*MEMORY_TOOLS, "weather"]
+NAME = st.one_of(st.sampled_from(TOOL_NAMES), TEXT)
+
+
+@st.composite
+def tool_args(draw: st.DrawFn, name: str) -> Any:
+    """Arguments for ``name``: its own parameters with values of any type, plus junk."""
+    if name not in MEMORY_TOOLS and name != "weather":
+        return draw(st.dictionaries(TEXT, JSON, max_size=3))
+    fields = ["city"] if name == "weather" else list(MEMORY_TOOLS[name][0].model_fields)
+    args = draw(st.fixed_dictionaries({}, optional={f: JSON for f in fields}))
+    # Plausible values too, so calls also get past validation into the stores.
+    plausible = {
+        "query": TEXT,
+        "content": TEXT,
+        "message": TEXT,
+        "label": st.sampled_from(["human", "persona", "nope", ""]) | TEXT,
+        "old_content": TEXT,
+        "new_content": TEXT,
+        "tags": st.lists(TEXT, max_size=3),
+        "start_date": st.sampled_from(["", "2020-01-01", "2999-12-31", "yesterday"]) | TEXT,
+        "end_date": st.sampled_from(["", "2020-01-01", "2999-12-31"]) | TEXT,
+        "page": st.integers(-2, 5),
+        "roles": st.lists(st.sampled_from(["user", "assistant", "tool", "x"]), max_size=2),
+        "request_heartbeat": st.booleans(),
+        "tag_match": st.sampled_from(["any", "all", "some"]),
+        "city": TEXT,
+    }
+    for field_name in fields:
+        if draw(st.booleans()):
+            args[field_name] = draw(plausible[field_name])
+    args.update(draw(st.dictionaries(TEXT, JSON, max_size=1)))
+    return args
+
+
+@st.composite
+def tool_calls(draw: st.DrawFn) -> tuple[str, Any]:
+    name = draw(NAME)
+    args = draw(st.one_of(tool_args(name), JSON)) if draw(st.booleans()) else draw(tool_args(name))
+    return name, args
+
+
+@tool
+def weather(city: str) -> str:
+    """Today's weather in a city."""
+    return f"sunny in {city}"
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentMemory]:
+    data_dir = tmp_path_factory.mktemp("fuzz")
+    memory = open_memory(data_dir, "fuzz", embedding_model="none")
+    memory.core.ensure_defaults(persona="I am a test agent.", human="Name: Ada")
+    memory.archival.insert("Ada likes green tea", tags=["drinks"])
+    yield memory
+    close_all()
+
+
+def assert_readable(content: str, name: str) -> dict[str, Any]:
+    """A tool result the model can read: JSON, a status, and Letta's error wording."""
+    content.encode("utf-8")  # no lone surrogate: every provider can send it
+    result = json.loads(content)
+    assert set(result) == {"status", "message"}
+    assert result["status"] in ("OK", "Failed")
+    if result["status"] == "Failed":
+        assert result["message"].startswith(f"Error executing function {valid_text(name)}: ")
+    return result
+
+
+# -- from the model ----------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(call=tool_calls())
+def test_any_tool_call_gets_a_readable_result_and_never_raises(
+    memory: AgentMemory, call: tuple[str, Any]
+) -> None:
+    name, args = call
+    ctx = Context(data_dir=str(memory.data_dir), agent_id="fuzz", embedding_model="none")
+    outcome = execute_tool_call(
+        name,
+        args,
+        memory=memory,
+        ctx=ctx,
+        where=Provenance(thread_id="t", turn=1),
+        user_tools={"weather": weather},
+    )
+    result = assert_readable(outcome.content, name)
+    assert outcome.ok == (result["status"] == "OK")
+    if not outcome.ok:
+        assert outcome.heartbeat, "a failure must give the model another step to fix it"
+    if name not in TOOL_NAMES or not isinstance(args, dict):
+        assert not outcome.ok
+    # One result can never flood the window (the JSON wrapper and escapes aside).
+    assert len(json.loads(outcome.content)["message"]) <= ctx.result_char_limit
+
+
+@st.composite
+def model_steps(draw: st.DrawFn) -> list[AIMessage]:
+    """What a confused model might say on each step: any calls, broken JSON, any text."""
+    steps = []
+    for _ in range(draw(st.integers(1, 4))):
+        calls = [
+            {"name": name, "args": args if isinstance(args, dict) else {"value": args}, "id": None}
+            for name, args in draw(st.lists(tool_calls(), min_size=1, max_size=3))
+        ]
+        invalid = [
+            {
+                "name": draw(st.none() | NAME),
+                "args": draw(st.none() | TEXT | JSON.map(json.dumps)),
+                "id": f"bad_{uuid.uuid4().hex[:8]}",
+                "error": draw(st.none() | TEXT),
+                "type": "invalid_tool_call",
+            }
+            for _ in range(draw(st.integers(0, 1)))
+        ]
+        steps.append(
+            AIMessage(content=draw(TEXT), tool_calls=calls, invalid_tool_calls=invalid)
+        )
+    return steps
+
+
+def run_turn(
+    data_dir: Path, steps: list[AIMessage], max_steps: int, embedding_model: str
+) -> tuple[ScriptedChatModel, list[Any]]:
+    model = ScriptedChatModel(script=steps)
+    graph = build_graph(
+        model=model, summary_model=ScriptedChatModel(script=[]), tools=[weather]
+    ).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    ctx = Context(
+        data_dir=str(data_dir), max_steps=max_steps, embedding_model=embedding_model
+    )
+    out = graph.invoke({"messages": [HumanMessage("go")]}, config, context=ctx)
+    return model, out["messages"]
+
+
+def assert_turn_well_formed(queue: list[Any], model: ScriptedChatModel, max_steps: int) -> None:
+    assert isinstance(queue[-1], AIMessage), "the turn must end with a reply"
+    assert len(model.calls) <= max_steps
+    calls: dict[str, str] = {}
+    for message in queue:
+        if isinstance(message, AIMessage):
+            calls.update({str(c["id"]): c["name"] for c in message.tool_calls})
+            calls.update(
+                {str(c.get("id")): str(c.get("name") or "unknown") for c in message.invalid_tool_calls}
+            )
+    results = [m for m in queue if isinstance(m, ToolMessage)]
+    assert sorted(m.tool_call_id for m in results) == sorted(calls), "one result per call"
+    for message in results:
+        assert_readable(str(message.content), calls[message.tool_call_id])
+    for prompt in model.calls:  # what a provider would have been sent
+        for message in prompt:
+            json.dumps(message.model_dump(), ensure_ascii=False, default=str).encode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def graph_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    yield tmp_path_factory.mktemp("graph-fuzz")
+    close_all()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=model_steps())
+def test_any_model_output_never_crashes_the_loop_and_the_step_cap_ends_the_turn(
+    graph_data_dir: Path, steps: list[AIMessage]
+) -> None:
+    # The script holds exactly max_steps replies: one model call too many would raise.
+    model, queue = run_turn(graph_data_dir, steps, max_steps=len(steps), embedding_model="none")
+    assert_turn_well_formed(queue, model, len(steps))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=model_steps())
+def test_any_model_output_with_real_embeddings(
+    graph_data_dir: Path, steps: list[AIMessage]
+) -> None:
+    model, queue = run_turn(graph_data_dir, steps, max_steps=len(steps), embedding_model="minilm")
+    assert_turn_well_formed(queue, model, len(steps))
+
+
+def test_a_model_that_never_stops_calling_tools_is_stopped_by_the_step_cap(tmp_path: Path) -> None:
+    steps = [
+        AIMessage("", tool_calls=[{"name": "no_such_tool", "args": {"i": i}, "id": f"c{i}"}])
+        for i in range(5)
+    ]
+    model, queue = run_turn(tmp_path, steps, max_steps=5, embedding_model="none")
+    assert "stopped working on this after 5 steps" in queue[-1].content
+    assert model.remaining == 0
+    assert_turn_well_formed(queue, model, 5)
+
+
+# -- from users --------------------------------------------------------------------------
+
+
+class Chat:
+    """One thread on a SQLite checkpointer, with a model that always says "ok"."""
+
+    def __init__(self, tmp_path: Path, window: int = 8192, replies: int = 10) -> None:
+        self.tmp_path = tmp_path
+        self.model = ScriptedChatModel.from_steps(
+            [
+                {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "ok"}}]}
+                for _ in range(replies)
+            ]
+        )
+        self.summarizer = ScriptedChatModel.from_steps([f"summary {i}" for i in range(replies)])
+        self.conn = sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False)
+        self.graph = build_graph(model=self.model, summary_model=self.summarizer).compile(
+            checkpointer=SqliteSaver(self.conn)
+        )
+        self.config = {"configurable": {"thread_id": "t"}}
+        self.ctx = Context(
+            data_dir=str(tmp_path / "data"), context_window=window, embedding_model="none"
+        )
+        self.counter = TokenCounter()
+
+    def say(self, text: str) -> str:
+        out = self.graph.invoke({"messages": [HumanMessage(text)]}, self.config, context=self.ctx)
+        return str(out["messages"][-1].content)
+
+    def state(self) -> dict[str, Any]:
+        return self.graph.get_state(self.config).values
+
+    @property
+    def memory(self) -> AgentMemory:
+        return open_memory(self.ctx.data_dir, "default", embedding_model="none")
+
+    def user_messages_in_recall(self) -> list[str]:
+        rows = self.memory.db.conn.execute(
+            "SELECT text FROM recall WHERE agent_id = 'default' AND role = 'user' ORDER BY id"
+        )
+        return [str(r[0]) for r in rows]
+
+    def assert_prompts_fit(self) -> None:
+        schemas = tool_schemas()
+        for prompt in self.model.calls:
+            used = self.counter.messages(prompt) + self.counter.tools(schemas)
+            assert used <= self.ctx.context_window, used
+            for message in prompt:
+                str(message.content).encode("utf-8")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_stores() -> Iterator[None]:
+    yield
+    close_all()
+    forget_loaded_indexes()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   \n\t  ",
+        "".join(chr(c) for c in range(32)) + "\x7f",
+        "\x00",
+        "emoji 😀 and a joiner 👩‍👩‍👧 and RTL \u202edlrow",
+        "'; DROP TABLE recall; --",
+    ],
+    ids=["empty", "whitespace", "control characters", "NUL", "emoji and RTL", "SQL"],
+)
+def test_odd_user_messages_are_kept_verbatim_and_answered(tmp_path: Path, text: str) -> None:
+    chat = Chat(tmp_path)
+    assert chat.say(text) == "ok"
+    assert chat.say("and now a normal message") == "ok"
+    assert chat.user_messages_in_recall() == [text, "and now a normal message"]
+    assert chat.state()["messages"][0].content == text  # the queue holds it as sent
+    chat.assert_prompts_fit()
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("\ud800", "\ufffd"),
+        ("before \udfff after", "before \ufffd after"),
+        ("pair \ud83d\ude00 joined", "pair 😀 joined"),
+        ("\udc80\udc81 backwards \ude00\ud83d", "\ufffd\ufffd backwards \ufffd\ufffd"),
+    ],
+)
+def test_lone_surrogates_become_replacement_characters_and_nothing_is_lost(
+    tmp_path: Path, text: str, kept: str
+) -> None:
+    chat = Chat(tmp_path)
+    assert chat.say(text) == "ok"
+    assert chat.user_messages_in_recall() == [kept]
+    # The queue and every prompt hold the cleaned text, so any provider can be sent it...
+    assert chat.state()["messages"][0].content == kept
+    chat.assert_prompts_fit()
+    # ...and the thread goes on, from the checkpoint, in a fresh graph.
+    chat.conn.close()
+    close_all()
+    again = Chat(tmp_path)
+    assert again.say("still there?") == "ok"
+    assert again.user_messages_in_recall() == [kept, "still there?"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXT)
+def test_any_user_text_is_kept_and_answered(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
+    chat = Chat(tmp_path_factory.mktemp("any-text"))
+    try:
+        assert chat.say(text) == "ok"
+        assert chat.user_messages_in_recall() == [valid_text(text)]
+        chat.assert_prompts_fit()
+    finally:
+        chat.conn.close()
+        close_all()
+
+
+def _huge(kind: str) -> str:
+    rng = random.Random(7)
+    if kind == "words":
+        return " ".join(f"word{i}" for i in range(20_000))
+    if kind == "one long token":
+        return "x" * 200_000
+    if kind == "CJK":
+        return "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(30_000))
+    # Dense first (astral characters cost several tokens each), cheap words after: a cut
+    # at the average density would still be too long.
+    return "".join(chr(rng.randint(0x10000, 0x1FFFF)) for _ in range(5_000)) + " a" * 40_000
+
+
+@pytest.mark.parametrize("kind", ["words", "one long token", "CJK", "dense head"])
+def test_a_message_larger_than_the_whole_window_is_kept_whole_and_the_queue_fits(
+    tmp_path: Path, kind: str
+) -> None:
+    text = _huge(kind)
+    chat = Chat(tmp_path, window=2500)
+    assert chat.counter.text(text) > 3 * 2500
+    assert chat.say(text) == "ok", "the model must see the (cut) message, not an overflow"
+    assert chat.say("did you get it?") == "ok"
+    assert chat.say("and again?") == "ok"
+    assert chat.user_messages_in_recall()[0] == text
+    chat.assert_prompts_fit()
+
+
+def test_a_very_long_tag_is_a_clear_error_and_never_bricks_the_agent(tmp_path: Path) -> None:
+    insert = {
+        "content": "",
+        "tool_calls": [
+            {
+                "name": "archival_memory_insert",
+                "args": {"content": "Ada likes tea", "tags": ["t" * 50_000, "drinks"]},
+            }
+        ],
+    }
+    model = ScriptedChatModel.from_steps([insert, "I will use a shorter tag."])
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none", context_window=4000)
+    graph.invoke({"messages": [HumanMessage("save it")]}, {"configurable": {"thread_id": "a"}}, context=ctx)
+    result = json.loads(model.calls[1][-1].content)
+    assert result["status"] == "Failed" and "at most 100" in result["message"]
+    # Tags already stored (before tags were bounded, or by a library user) cannot flood
+    # the system prompt either: a new thread still gets an answer.
+    memory = open_memory(tmp_path, "default", embedding_model="none")
+    memory.db.conn.execute(
+        "INSERT INTO archival_tags (passage_id, agent_id, tag) VALUES "
+        "((SELECT max(id) FROM archival) + 0, 'default', ?)",
+        ("y" * 50_000,),
+    )
+    memory.archival.insert("a passage", tags=[f"tag{i}" for i in range(500)])
+    fresh = ScriptedChatModel.from_steps(["hello"])
+    graph = build_graph(model=fresh).compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "b"}}, context=ctx)
+    assert out["messages"][-1].content == "hello"
+    system = fresh.calls[0][0].content
+    assert "y" * 100 not in system and "(+" in system
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(query=TEXT, start=st.none() | TEXT, end=st.none() | TEXT, tags=st.lists(TEXT, max_size=3))
+def test_any_search_text_is_a_result_or_a_clear_value_error(
+    memory: AgentMemory, query: str, start: str | None, end: str | None, tags: list[str]
+) -> None:
+    for search in (
+        lambda: memory.recall.search(query, start_date=start, end_date=end),
+        lambda: memory.recall.search(query, mode="fts"),
+        lambda: memory.recall.search_date(start, end),
+        lambda: memory.archival.search(query, tags=tags, start_date=start, end_date=end),
+    ):
+        try:
+            page = search()
+        except ValueError as err:  # a bad date: the message says which and how to fix it
+            assert "date" in str(err)
+        else:
+            assert page.total >= len(page.hits)
+
+
+def test_search_with_real_embeddings_survives_surrogates_and_fts_syntax(tmp_path: Path) -> None:
+    memory = open_memory(tmp_path, "fuzz", embedding_model="minilm")
+    memory.archival.insert("Ada likes green tea \ud800", tags=["drinks\udfff"])
+    for query in ["\ud800", 'tea" OR 1=1 --', "NEAR(tea", "*", "(((", "\x00", ""]:
+        memory.archival.search(query)
+        memory.recall.search(query)
+    page = memory.archival.search("green tea", tags=["drinks\ufffd"])
+    assert [hit.item.text for hit in page.hits] == ["Ada likes green tea \ufffd"]

@@ -1,0 +1,425 @@
+"""Nothing lost: the agent is SIGKILLed at every risky point, reopened, and carries on.
+
+Each scenario runs turns in a real subprocess (``crash_harness.py``) that kills itself at
+one point: inside a tool call, between a recall write and the checkpoint that would hold
+the message, inside summarize-evict, halfway through a FAISS cache write. The test then
+reopens the same data directory and thread from scratch (``stores.close_all()`` and
+``vectors.forget_loaded_indexes()``, so nothing survives from an earlier open) and checks:
+
+- the checkpoint loads;
+- recall memory holds every message of every completed checkpoint, exactly once;
+- archival memory and FAISS agree: every passage has its vector, the FAISS cache holds
+  exactly those, vector search returns each passage, the cache file on disk is intact
+  and no half-written temporary file is left behind;
+- the queue is well formed (every tool call has exactly one result);
+- the conversation continues: another turn completes, and the checks hold again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crash_harness import weather
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.stores import close_all, open_memory
+from langgraph_memgpt.stores.types import StoreCorruptError
+from langgraph_memgpt.stores.vectors import agent_cache_dir, forget_loaded_indexes
+
+HARNESS = Path(__file__).parent / "crash_harness.py"
+AGENT = "default"
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"name": name, "args": args}
+
+
+def step(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
+    return {"content": content, "tool_calls": list(calls)}
+
+
+def send(text: str) -> dict[str, Any]:
+    return step(call("send_message", message=text))
+
+
+def long_message(i: int) -> str:
+    return f"story part {i}: " + " ".join(["the quick brown fox jumps over the lazy dog"] * 10)
+
+
+@dataclass
+class Scenario:
+    point: str
+    messages: list[str]
+    script: list[Any]
+    completed: int  # turns that finish before the kill
+    summaries: list[str] = field(default_factory=list)
+    context: dict[str, Any] = field(default_factory=dict)
+    arm_from: int | None = None  # default: the last message
+
+
+REMEMBER = step(
+    call("archival_memory_insert", content="The user's cat is called Biscuit", request_heartbeat=True),
+    content="worth keeping",
+)
+SAVE_TEA = step(call("archival_memory_insert", content="Ada likes green tea", tags=["drinks"]))
+SAVE_SISTER = step(call("archival_memory_insert", content="Ada's sister is called Grace"))
+EVICTING = {  # the second message fills the 2,000-token window: the first is evicted
+    "messages": [long_message(i) for i in range(3)],
+    "script": [send(f"noted part {i}") for i in range(3)],
+    "summaries": [f"I heard parts of the user's story ({i})." for i in range(3)],
+    "context": {"context_window": 2000},
+    "arm_from": 1,
+}
+
+SCENARIOS = {
+    "during a tool call": Scenario(
+        "tool",
+        ["my cat is Biscuit", "what's the weather in Oslo?"],
+        [REMEMBER, send("Saved."), step(call("weather", city="Oslo"))],
+        completed=1,
+    ),
+    "after the user message reached recall, before the checkpoint": Scenario(
+        "recall_write:user", ["hello", "my name is Ada"], [send("hi"), send("never")], completed=1
+    ),
+    "after the model's reply reached recall, before the checkpoint": Scenario(
+        "recall_write:assistant", ["hello", "my name is Ada"], [send("hi"), send("Hi Ada")], completed=1
+    ),
+    "after a tool result reached recall, before the checkpoint": Scenario(
+        "recall_write:tool", ["hello", "remember: green tea"], [send("hi"), SAVE_TEA], completed=1
+    ),
+    "inside the summarizer call of summarize_evict": Scenario("summarize", completed=1, **EVICTING),
+    "after the eviction summary reached archival, before the checkpoint": Scenario(
+        "summary_archived", completed=1, **EVICTING
+    ),
+    "halfway through writing a FAISS index file": Scenario(
+        "faiss_index_write", ["note: tea", "note: sister"], [SAVE_TEA, SAVE_SISTER], completed=1
+    ),
+    "halfway through writing a FAISS checksum sidecar": Scenario(
+        "faiss_sidecar_write", ["note: tea", "note: sister"], [SAVE_TEA, SAVE_SISTER], completed=1
+    ),
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_state() -> Iterator[None]:
+    """Every open in a test starts from disk, as a new process would."""
+    close_all()
+    forget_loaded_indexes()
+    yield
+    close_all()
+    forget_loaded_indexes()
+
+
+def write_plan(tmp_path: Path, scenario: Scenario, durability: str | None = "sync") -> dict[str, Any]:
+    plan = {
+        "durability": durability,
+        "data_dir": str(tmp_path / "data"),
+        "checkpoint_db": str(tmp_path / "checkpoints.sqlite"),
+        "thread_id": "thread-1",
+        "script": scenario.script,
+        "summaries": scenario.summaries,
+        "messages": scenario.messages,
+        "context": scenario.context,
+    }
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    return plan
+
+
+def run_harness(tmp_path: Path, scenario: Scenario) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MEMGPT_CRASH_AT": scenario.point}
+    if scenario.arm_from is not None:
+        env["MEMGPT_CRASH_FROM_TURN"] = str(scenario.arm_from)
+    return subprocess.run(
+        [sys.executable, str(HARNESS), str(tmp_path / "plan.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+class Reopened:
+    """The thread and memory of a plan, opened from disk as a fresh process would."""
+
+    def __init__(self, plan: dict[str, Any], script: list[Any] = (), summaries: list[str] = ()):
+        close_all()
+        forget_loaded_indexes()
+        self.plan = plan
+        self.conn = sqlite3.connect(plan["checkpoint_db"], check_same_thread=False)
+        self.model = ScriptedChatModel.from_steps(list(script))
+        self.graph = build_graph(
+            model=self.model,
+            summary_model=ScriptedChatModel.from_steps(list(summaries)),
+            tools=[weather],
+        ).compile(checkpointer=SqliteSaver(self.conn))
+        self.config = {"configurable": {"thread_id": plan["thread_id"]}}
+        self.ctx = Context(data_dir=plan["data_dir"], **plan["context"])
+
+    def say(self, text: str) -> str:
+        out = self.graph.invoke({"messages": [HumanMessage(text)]}, self.config, context=self.ctx)
+        return str(out["messages"][-1].content)
+
+    def queue(self) -> list[Any]:
+        return list(self.graph.get_state(self.config).values["messages"])
+
+    def checkpointed_messages(self) -> dict[str, Any]:
+        """Every message of every checkpoint of the thread, by id."""
+        found: dict[str, Any] = {}
+        for snapshot in self.graph.get_state_history(self.config):
+            for message in snapshot.values.get("messages", []):
+                found[str(message.id)] = message
+        return found
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def assert_memory_consistent(plan: dict[str, Any], *, settled: bool = True) -> None:
+    """The promises above; ``settled=False`` right after a kill, before the next turn."""
+    reopened = Reopened(plan)
+    try:
+        checkpointed = reopened.checkpointed_messages()
+        queue = reopened.queue()
+    finally:
+        reopened.close()
+    assert checkpointed, "the checkpoint did not load"
+    memory = open_memory(plan["data_dir"], AGENT)
+    conn = memory.db.conn
+
+    # Recall: every checkpointed message, exactly once.
+    counts = dict(
+        conn.execute(
+            "SELECT message_id, count(*) FROM recall WHERE agent_id = ? GROUP BY message_id",
+            (AGENT,),
+        ).fetchall()
+    )
+    missing = sorted(set(checkpointed) - set(counts))
+    assert not missing, f"checkpointed messages missing from recall: {missing}"
+    assert all(n == 1 for n in counts.values()), counts
+    for message_id, message in checkpointed.items():
+        if isinstance(message, HumanMessage) and "[message truncated" not in message.content:
+            assert memory.recall.get([message_id])[0].text == message.content
+
+    # The queue: every tool call answered exactly once, every result after its call. Until
+    # the next turn, the call a kill interrupted (the last AI message's) may be unanswered.
+    calls_seen: set[str] = set()
+    answers: Counter[str] = Counter()
+    last_calls: set[str] = set()
+    for message in queue:
+        if isinstance(message, AIMessage):
+            last_calls = {str(c["id"]) for c in message.tool_calls}
+            calls_seen |= last_calls
+        if isinstance(message, ToolMessage):
+            assert message.tool_call_id in calls_seen, "tool result before (or without) its call"
+            answers[message.tool_call_id] += 1
+    unanswered = calls_seen - set(answers)
+    assert set(answers.values()) <= {1}, answers
+    assert not unanswered or (not settled and unanswered <= last_calls), unanswered
+
+    # Archival and FAISS agree, whatever state the cache file was left in.
+    passages = conn.execute(
+        "SELECT id, text FROM archival WHERE agent_id = ? ORDER BY id", (AGENT,)
+    ).fetchall()
+    vectors = {
+        row[0]
+        for row in conn.execute(
+            "SELECT item_id FROM vectors WHERE tier = 'archival' AND agent_id = ?", (AGENT,)
+        )
+    }
+    assert vectors == {pid for pid, _ in passages}, "a passage without its vector (or the reverse)"
+    assert memory.archival.index is not None
+    assert memory.archival.index.count() == len(passages)
+    same_text = Counter(text for _, text in passages)
+    for passage_id, text in passages:
+        page = memory.archival.search(text, mode="vector", page_size=same_text[text])
+        assert passage_id in [hit.item.id for hit in page.hits], text
+    searchable = conn.execute(
+        "SELECT count(*) FROM recall WHERE agent_id = ? AND searchable = 1", (AGENT,)
+    ).fetchone()[0]
+    assert memory.recall._turn_index is not None
+    assert memory.recall._turn_index.count() == searchable
+    memory.close()  # writes the caches: they must come out intact
+
+    folder = agent_cache_dir(Path(plan["data_dir"]) / "faiss", AGENT)
+    leftovers = [p.name for p in folder.glob(".*.tmp")]
+    assert not leftovers, f"half-written temporary files left behind: {leftovers}"
+    for index_file in folder.glob("*.faiss"):
+        sidecar = json.loads(index_file.with_name(index_file.name + ".json").read_text())
+        assert sidecar["sha256"] == hashlib.sha256(index_file.read_bytes()).hexdigest()
+    close_all()
+    forget_loaded_indexes()
+
+
+CASES = [(where, "sync") for where in SCENARIOS] + [
+    # LangGraph's default: a step's checkpoint is written while the next step runs, so the
+    # kill may also land before the previous checkpoint reached the disk.
+    ("during a tool call", None),
+    ("halfway through writing a FAISS index file", None),
+    ("inside the summarizer call of summarize_evict", None),
+]
+
+
+@pytest.mark.parametrize(("where", "durability"), CASES)
+def test_a_killed_agent_loses_nothing_and_the_conversation_continues(
+    tmp_path: Path, where: str, durability: str | None
+) -> None:
+    scenario = SCENARIOS[where]
+    plan = write_plan(tmp_path, scenario, durability)
+    proc = run_harness(tmp_path, scenario)
+    assert proc.returncode == -signal.SIGKILL, (
+        f"the kill point {scenario.point!r} was never reached:\n{proc.stdout}\n{proc.stderr}"
+    )
+    done = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert len(done) >= scenario.completed, done
+
+    assert_memory_consistent(plan, settled=False)
+
+    reopened = Reopened(
+        plan,
+        script=[send("Yes, still here.")],
+        summaries=[f"I heard the user's story (after the crash {i})." for i in range(3)],
+    )
+    try:
+        assert reopened.say("are you still there?") == "Yes, still here."
+        queue = reopened.queue()
+    finally:
+        reopened.close()
+    assert_memory_consistent(plan)
+
+    killed_in_a_call = ("tool", "recall_write:tool", "faiss_index_write", "faiss_sidecar_write")
+    if durability == "sync" and scenario.point in killed_in_a_call:
+        # The call the kill interrupted was checkpointed without its result; the next turn
+        # answered it with an error the model can read.
+        results = [json.loads(m.content) for m in queue if isinstance(m, ToolMessage)]
+        interrupted = [r for r in results if "the run stopped" in r["message"]]
+        assert len(interrupted) == 1, results
+        assert interrupted[0]["status"] == "Failed"
+        assert interrupted[0]["message"].startswith("Error executing function ")
+
+
+def test_the_interrupted_turn_can_also_be_resumed_where_it_stopped(tmp_path: Path) -> None:
+    """Resuming (``invoke(None)``) instead of sending a new message runs the pending node."""
+    scenario = SCENARIOS["during a tool call"]
+    plan = write_plan(tmp_path, scenario)
+    assert run_harness(tmp_path, scenario).returncode == -signal.SIGKILL
+    assert_memory_consistent(plan, settled=False)
+    reopened = Reopened(plan, script=[send("It is sunny in Oslo.")])
+    try:
+        out = reopened.graph.invoke(None, reopened.config, context=reopened.ctx)
+        assert out["messages"][-1].content == "It is sunny in Oslo."
+        weather_result = [m for m in reopened.queue() if m.name == "weather"]
+    finally:
+        reopened.close()
+    assert json.loads(weather_result[0].content)["message"] == "sunny in Oslo"
+    assert_memory_consistent(plan)
+
+
+# -- damaged files ---------------------------------------------------------------------
+
+
+def _agent_with_passages(tmp_path: Path) -> dict[str, Any]:
+    plan = write_plan(
+        tmp_path,
+        Scenario("", ["note: tea", "note: sister"], [SAVE_TEA, SAVE_SISTER], completed=2),
+    )
+    reopened = Reopened(plan, script=[SAVE_TEA, SAVE_SISTER])
+    try:
+        reopened.say("note: tea")
+        reopened.say("note: sister")
+    finally:
+        reopened.close()
+    close_all()  # writes every FAISS cache file
+    forget_loaded_indexes()
+    return plan
+
+
+def _damage(path: Path, how: str) -> None:
+    if how == "deleted":
+        path.unlink()
+    elif how == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif how == "emptied":
+        path.write_bytes(b"")
+    elif how == "garbage":
+        path.write_bytes(os.urandom(path.stat().st_size))
+
+
+@pytest.mark.parametrize("how", ["deleted", "truncated", "emptied", "garbage"])
+def test_a_damaged_faiss_file_is_rebuilt_from_sqlite_on_next_open(tmp_path: Path, how: str) -> None:
+    plan = _agent_with_passages(tmp_path)
+    folder = agent_cache_dir(Path(plan["data_dir"]) / "faiss", AGENT)
+    files = sorted(folder.glob("*.faiss")) + sorted(folder.glob("*.faiss.json"))
+    assert {f.name for f in files} >= {"archival.text.faiss", "recall.turn.faiss"}
+    for path in files:
+        _damage(path, how)
+
+    search = step(call("archival_memory_search", query="what does Ada drink?"))
+    reopened = Reopened(plan, script=[search])
+    try:
+        reopened.say("what does Ada drink?")
+        result = json.loads(reopened.queue()[-2].content)
+    finally:
+        reopened.close()
+    assert result["status"] == "OK" and "green tea" in result["message"], result
+    assert_memory_consistent(plan)  # also checks the rewritten files' checksums
+    assert (folder / "archival.text.faiss").exists()
+
+
+def _corrupt_database(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "garbage":
+        path.write_bytes(b"this is not a database " * 200)
+    elif how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "zeroed header":
+        path.write_bytes(b"\0" * 100 + data[100:])
+    elif how == "scrambled page":
+        middle = len(data) // 2 // 4096 * 4096
+        path.write_bytes(data[:middle] + os.urandom(4096) + data[middle + 4096 :])
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "zeroed header", "scrambled page"])
+def test_a_corrupt_memory_database_is_a_clear_error_naming_the_file(
+    tmp_path: Path, how: str
+) -> None:
+    plan = _agent_with_passages(tmp_path)
+    db_file = Path(plan["data_dir"]) / "memory.sqlite"
+    with closing(sqlite3.connect(db_file)) as conn:
+        # Data on enough pages that a scrambled middle page holds some of it, all of it in
+        # the main file (no WAL), so the damage hits the real data.
+        with conn:
+            for _ in range(8):
+                conn.execute(
+                    "INSERT INTO archival (agent_id, text, created_at) VALUES ('x', ?, '')",
+                    ("pad " * 1000,),
+                )
+        conn.execute("PRAGMA journal_mode=DELETE")
+    assert not Path(f"{db_file}-wal").exists()
+    _corrupt_database(db_file, how)
+
+    with pytest.raises(StoreCorruptError, match=str(db_file)):
+        open_memory(plan["data_dir"], AGENT)
+    reopened = Reopened(plan, script=[send("should never be called")])
+    try:
+        with pytest.raises(StoreCorruptError, match=str(db_file)) as err:
+            reopened.say("hello?")
+    finally:
+        reopened.close()
+    assert "move it aside" in str(err.value)
+    assert reopened.model.calls == [], "the model ran on an empty memory"

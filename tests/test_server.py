@@ -1,0 +1,270 @@
+"""The agent behind a real ``langgraph dev``: loaded from langgraph.json, run, restarted.
+
+``langgraph dev`` runs its worker under blockbuster (sqlite3, sockets, sleeps and mkdir
+raise ``BlockingError`` on the event loop), so a run completing here also shows the nodes
+keep blocking I/O off the server's loop; ``test_blocking.py`` checks that more strictly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.server import CHECKPOINT_FILENAME, langgraph_config
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "langgraph.json"
+LANGGRAPH = Path(sys.executable).parent / "langgraph"
+NODES = {"check_pressure", "summarize_evict", "think", "call_memory_tool", "respond"}
+EDGES = {
+    ("__start__", "check_pressure"),
+    ("check_pressure", "think"),
+    ("check_pressure", "summarize_evict"),
+    ("summarize_evict", "think"),
+    ("think", "call_memory_tool"),
+    ("think", "respond"),
+    ("call_memory_tool", "check_pressure"),
+    ("call_memory_tool", "respond"),
+    ("respond", "__end__"),
+}
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 20.0
+
+
+def test_langgraph_json_is_the_config_serve_writes() -> None:
+    assert json.loads(CONFIG.read_text()) == langgraph_config()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class DevServer:
+    """``langgraph dev`` on the repository's langgraph.json, in its own process group."""
+
+    def __init__(self, workdir: Path, data_dir: Path) -> None:
+        self.workdir = workdir
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        env = {
+            **os.environ,
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+            "LANGGRAPH_NO_VERSION_CHECK": "true",
+            "LANGSMITH_TRACING": "false",
+            "MEMGPT_DATA_DIR": str(self.data_dir),
+        }
+        log = (self.workdir / f"server-{self.starts}.log").open("wb")
+        # cwd: a temporary folder, so the server's own thread list (./.langgraph_api)
+        # never mixes with a developer's; the config is the repository's file.
+        self.proc = subprocess.Popen(
+            [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(self.port)]
+            + ["--config", str(CONFIG)],
+            cwd=self.workdir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"langgraph dev exited early:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/ok", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.25)
+        pytest.fail(f"langgraph dev did not answer /ok in {START_TIMEOUT_S} s:\n{self.log()}")
+
+    def stop(self) -> None:
+        """Ctrl-C the whole process group (a graceful stop), then kill what is left."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, wait_s in ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(timeout=wait_s)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def log(self) -> str:
+        path = self.workdir / f"server-{self.starts}.log"
+        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[DevServer]:
+    dev = DevServer(tmp_path, tmp_path / "data")
+    try:
+        dev.start()
+        yield dev
+    finally:
+        dev.stop()
+
+
+def scripted(tmp_path: Path, steps: list[dict[str, Any]]) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(steps))
+    return f"scripted:{path}"
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"name": name, "args": args}
+
+
+@pytest.mark.server
+@pytest.mark.timeout(120)
+def test_the_served_agent_runs_and_its_threads_survive_a_restart(
+    server: DevServer, tmp_path: Path
+) -> None:
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=server.url)
+    assistants = client.assistants.search(graph_id="memgpt")
+    assert len(assistants) == 1
+    assistant_id = assistants[0]["assistant_id"]
+
+    drawing = client.assistants.get_graph(assistant_id)
+    assert NODES <= {node["id"] for node in drawing["nodes"]}
+    edges = {(edge["source"], edge["target"]) for edge in drawing["edges"]}
+    assert EDGES <= edges
+
+    schema = client.assistants.get_schemas(assistant_id)["context_schema"]
+    properties = schema["properties"]
+    for name in ("agent_id", "model", "context_window", "warning_fraction", "data_dir"):
+        assert properties[name]["description"], name
+    assert (
+        properties["agent_id"]["description"]
+        == (Context.__dataclass_fields__["agent_id"].metadata["description"])
+    )
+
+    model = scripted(
+        tmp_path,
+        [
+            {
+                "content": "Her name goes to core memory.",
+                "tool_calls": [
+                    call(
+                        "core_memory_append",
+                        label="human",
+                        content="Name: Ada",
+                        request_heartbeat=True,
+                    )
+                ],
+            },
+            {"content": "", "tool_calls": [call("send_message", message="Hello Ada!")]},
+        ],
+    )
+    data_dir = tmp_path / "data"
+    thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(
+        thread_id,
+        "memgpt",
+        input={"messages": [{"role": "user", "content": "hi, I'm Ada"}]},
+        # No data_dir: as from Studio, the server fills in the Context defaults on its
+        # event loop (a default that touched the file system there once failed every run).
+        context={"model": model, "agent_id": "ada"},
+    )
+    run = client.runs.list(thread_id)[0]
+    assert run["status"] == "success", server.log()
+    values = client.threads.get_state(thread_id)["values"]
+    assert values["messages"][-1]["content"] == "Hello Ada!"
+    assert {"label": "human", "value": "Name: Ada"}.items() <= values["core_blocks"][1].items()
+
+    assert (data_dir / "memory.sqlite").is_file()  # $MEMGPT_DATA_DIR of the server
+    # The checkpoint is in the durable SQLite file of the data directory, not in memory.
+    with sqlite3.connect(data_dir / CHECKPOINT_FILENAME) as conn:
+        (rows,) = conn.execute(
+            "SELECT count(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+    assert rows > 0
+
+    server.stop()
+    server.start()
+    client = get_sync_client(url=server.url)
+    after = client.threads.get_state(thread_id)["values"]
+    assert after["messages"] == values["messages"]
+    assert after["turn"] == 1
+
+
+@pytest.mark.server
+@pytest.mark.timeout(90)
+def test_serve_keeps_everything_in_the_data_dir_and_stops_cleanly_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    port = free_port()
+    env = {
+        **os.environ,
+        # A configured endpoint: serve skips the embedded model (not under test here).
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "MEMGPT_DATA_DIR": str(tmp_path / "elsewhere"),  # --data-dir wins
+    }
+    log = (tmp_path / "serve.log").open("wb")
+    proc = subprocess.Popen(
+        [str(LANGGRAPH.parent / "langgraph-memgpt"), "serve", "--port", str(port)]
+        + ["--data-dir", str(data_dir)],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    log.close()
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ok", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.25)
+        printed = (tmp_path / "serve.log").read_text()
+        assert f"https://smith.langchain.com/studio/?baseUrl=http://127.0.0.1:{port}" in printed
+        assert f"langgraph-memgpt chat --data-dir {data_dir}" in printed
+        assert json.loads((data_dir / "langgraph.json").read_text()) == langgraph_config()
+
+        proc.send_signal(signal.SIGTERM)  # to serve only: it stops the server gracefully
+        assert proc.wait(timeout=STOP_TIMEOUT_S + 5) == 0
+        # The server's own thread list and the checkpoints are in the data directory.
+        assert (data_dir / ".langgraph_api").is_dir()
+        assert (data_dir / CHECKPOINT_FILENAME).is_file()
+        assert not (tmp_path / "elsewhere").exists()
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/ok", timeout=1)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
