@@ -62,12 +62,39 @@ def load_average() -> str:
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
+def _git_state() -> str:
+    """Commit of the package under test, and whether its code differs from it."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "langgraph_memgpt"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    changed = [line[3:] for line in dirty if line.strip()]
+    if not changed:
+        return f"{commit} (package code clean)"
+    return f"{commit} + uncommitted changes in {', '.join(changed)}"
+
+
 def print_header(title: str) -> None:
     """Print what was run, when, and on what: the figures mean nothing without it."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"=== {title} ===")
     print(f"date          {datetime.now(UTC).isoformat(timespec='seconds')}")
     print(f"command       {sys.executable} {' '.join(sys.argv)}")
+    print(f"code          {_git_state()}")
     print(f"cores         {cores} (os.cpu_count={os.cpu_count()})")
     print(f"cpu           {_cpu_model()}")
     print(f"ram           {_mem_total_gib()}")

@@ -56,8 +56,20 @@ class Deps:
         """The model that writes eviction summaries (the chat model unless one was given)."""
         return self.summary_model if self.summary_model is not None else self.chat_model(ctx)
 
-    def memory(self, ctx: Context) -> AgentMemory:
-        """The agent's memory tiers, opened once per process, default core blocks ensured."""
+    def memory(self, ctx: Context, state: State | None = None) -> AgentMemory:
+        """The agent's memory tiers, opened once per process, default core blocks ensured.
+
+        Raises:
+            ValueError: ``state`` is a thread of another agent. Its queue is that agent's
+                conversation: this agent would read it, and recording it would copy it
+                into this agent's long-term memory.
+        """
+        owner = state.get("agent_id") if state is not None else None
+        if owner and owner != ctx.agent_id:
+            raise ValueError(
+                f"this thread belongs to agent {owner!r}, not {ctx.agent_id!r}: continue it "
+                f"with agent_id={owner!r}, or start a new thread for {ctx.agent_id!r}"
+            )
         memory = open_memory(
             ctx.data_dir,
             ctx.agent_id,

@@ -78,18 +78,24 @@ def system_key(memory: AgentMemory, evicted_count: int) -> str:
     return f"{memory.core.last_modified() or '-'}|{evicted_count}"
 
 
+def core_mirror(memory: AgentMemory) -> list[dict[str, Any]]:
+    """The agent's core blocks as plain dicts, mirrored into state for Studio."""
+    with memory.lock:
+        return [
+            {
+                "label": b.label,
+                "value": b.value,
+                "description": b.description,
+                "char_limit": b.char_limit,
+                "read_only": b.read_only,
+            }
+            for b in memory.core.blocks()
+        ]
+
+
 def render_system(memory: AgentMemory, queue_length: int) -> tuple[str, list[dict[str, Any]]]:
     """Render the system prompt from the stores; returns it with the core blocks mirror."""
-    blocks = [
-        {
-            "label": b.label,
-            "value": b.value,
-            "description": b.description,
-            "char_limit": b.char_limit,
-            "read_only": b.read_only,
-        }
-        for b in memory.core.blocks()
-    ]
+    blocks = core_mirror(memory)
     statistics = prompts.render_memory_statistics(
         recall_outside_queue=max(0, memory.recall.count() - queue_length),
         archival_count=memory.archival.count(),

@@ -133,3 +133,8 @@ INTERRUPTED_CALL = (
     "the run stopped (crashed or was cancelled) before this call returned; it may or may "
     "not have taken effect. Check (e.g. search memory) before repeating it."
 )
+
+NO_REPLY_NOTE = (
+    "[system note] Your turn is not over: you have not replied to the user yet. "
+    "Call send_message with your reply."
+)

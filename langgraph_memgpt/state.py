@@ -29,6 +29,8 @@ class OutputState(TypedDict):
 class State(InputState):
     """Everything the loop persists per thread through the checkpointer."""
 
+    agent_id: NotRequired[str]
+    """The agent this thread belongs to: its queue is that agent's conversation."""
     summary: NotRequired[str]
     """Recursive, first-person summary of every message evicted from the queue."""
     evicted_count: NotRequired[int]

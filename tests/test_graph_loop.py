@@ -112,11 +112,35 @@ def test_heartbeat_chains_a_search_then_a_reply(tmp_path: Path) -> None:
     assert search_result["status"] == "OK" and "teal" in search_result["message"]
 
 
-def test_no_heartbeat_yields_to_respond_after_a_memory_edit(tmp_path: Path) -> None:
-    agent = Agent(tmp_path, [step(call("core_memory_append", label="human", content="Name: Ada"))])
-    agent.say("I'm Ada")
+def test_no_heartbeat_yields_to_respond_once_the_user_has_a_reply(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(
+                call("send_message", message="Hi Ada"),
+                call("core_memory_append", label="human", content="Name: Ada"),
+            ),
+        ],
+    )
+    out = agent.say("I'm Ada")
     assert agent.model.remaining == 0
+    assert out["messages"][-1].content == "Hi Ada"
     assert "Name: Ada" in agent.memory.core.get("human").value
+    assert agent.state()["core_blocks"][1]["value"] == "Name: Ada", "Studio mirror is current"
+
+
+def test_a_turn_never_ends_on_a_silent_memory_edit(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("core_memory_append", label="human", content="Name: Ada")),
+            step(call("send_message", message="Nice to meet you, Ada.")),
+        ],
+    )
+    out = agent.say("I'm Ada")
+    assert out["messages"][-1].content == "Nice to meet you, Ada."
+    nudges = [m for m in agent.state()["messages"] if m.name == "system_alert"]
+    assert len(nudges) == 1 and "not replied to the user yet" in nudges[0].content
 
 
 def test_system_prompt_is_rerendered_only_when_core_memory_changed(tmp_path: Path) -> None:

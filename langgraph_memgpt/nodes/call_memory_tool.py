@@ -12,16 +12,23 @@ import json
 import uuid
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, Node
-from langgraph_memgpt.main_context import context_of, record, thread_of
+from langgraph_memgpt.main_context import ALERT_NAME, context_of, core_mirror, record, thread_of
+from langgraph_memgpt.nodes.respond import sent_messages
 from langgraph_memgpt.state import State
-from langgraph_memgpt.tools import Provenance, error_text, execute_tool_call, tool_result
+from langgraph_memgpt.tools import (
+    Provenance,
+    ToolOutcome,
+    error_text,
+    execute_tool_call,
+    tool_result,
+)
 
 
 def _signature(message: AIMessage) -> str:
@@ -40,12 +47,13 @@ def make_call_memory_tool(
     ) -> Command[Literal["check_pressure", "respond"]]:
         """Execute the pending tool calls; heartbeat or failure -> think again, else respond."""
         ctx = context_of(runtime)
-        memory = deps.memory(ctx)
+        memory = deps.memory(ctx, state)
         last = state["messages"][-1]
         if not isinstance(last, AIMessage):
             return Command(goto="respond")
         where = Provenance(thread_id=thread_of(runtime), turn=state.get("turn", 0))
         results: list[ToolMessage] = []
+        outcomes: list[ToolOutcome] = []
         go_on = False
         for call in last.tool_calls:
             outcome = execute_tool_call(
@@ -57,6 +65,7 @@ def make_call_memory_tool(
                 user_tools=deps.user_tools,
             )
             go_on = go_on or outcome.heartbeat
+            outcomes.append(outcome)
             results.append(
                 ToolMessage(
                     outcome.content,
@@ -80,15 +89,26 @@ def make_call_memory_tool(
                     id=str(uuid.uuid4()),
                 )
             )
-        record(memory, results, where.thread_id, where.turn)
+        replied = any(c["name"] == "send_message" for c in last.tool_calls) or bool(
+            sent_messages(state)
+        )
+        extra: list[HumanMessage] = []
+        if not go_on and not replied:
+            # Every user message gets a reply: a turn may not end on a silent memory edit
+            # (small models often forget send_message). Bounded by max_steps and the breaker.
+            go_on = True
+            extra.append(HumanMessage(prompts.NO_REPLY_NOTE, name=ALERT_NAME, id=str(uuid.uuid4())))
+        record(memory, [*results, *extra], where.thread_id, where.turn)
 
         signature = _signature(last)
         repeats = state.get("repeat_count", 0) + 1 if signature == state.get("repeat_key") else 1
         update: dict[str, Any] = {
-            "messages": results,
+            "messages": [*results, *extra],
             "repeat_key": signature,
             "repeat_count": repeats,
         }
+        if any(o.core_changed for o in outcomes):
+            update["core_blocks"] = core_mirror(memory)
         if repeats >= ctx.max_repeated_calls:
             first = last.tool_calls[0]["name"] if last.tool_calls else "an invalid call"
             update["stop_reason"] = prompts.REPEATED_CALL_REPLY.format(name=first)

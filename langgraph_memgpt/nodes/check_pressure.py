@@ -103,9 +103,10 @@ def make_check_pressure(
     ) -> Command[Literal["think", "summarize_evict"]]:
         """Route to think, after a warning if the window is filling, or to summarize_evict."""
         ctx = context_of(runtime)
-        memory = deps.memory(ctx)
+        memory = deps.memory(ctx, state)
         queue = list(state["messages"])
-        update: dict[str, Any] = {}
+        # A new thread becomes the agent's (see Deps.memory).
+        update: dict[str, Any] = {} if state.get("agent_id") else {"agent_id": ctx.agent_id}
 
         user_index = latest_user_index(queue)
         turn = state.get("turn", 0)

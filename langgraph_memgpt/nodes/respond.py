@@ -59,7 +59,7 @@ def make_respond(deps: Deps) -> Node[dict[str, Any]]:
                 additional_kwargs={REPLY_FLAG: True},
             )
         ctx = context_of(runtime)
-        record(deps.memory(ctx), [reply], thread_of(runtime), state.get("turn", 0))
+        record(deps.memory(ctx, state), [reply], thread_of(runtime), state.get("turn", 0))
         return {"messages": [reply], "stop_reason": ""}
 
     return respond

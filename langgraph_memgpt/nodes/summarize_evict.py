@@ -103,7 +103,7 @@ def make_summarize_evict(
     ) -> Command[Literal["think", "respond"]]:
         """Evict down to ``evict_fraction`` of the window behind a new recursive summary."""
         ctx = context_of(runtime)
-        memory = deps.memory(ctx)
+        memory = deps.memory(ctx, state)
         queue = list(state["messages"])
         summary = state.get("summary", "")
         evicted_count = state.get("evicted_count", 0)

@@ -71,7 +71,7 @@ def make_think(
         if steps >= ctx.max_steps:
             reply = prompts.STEP_CAP_REPLY.format(steps=steps)
             return Command(goto="respond", update={"stop_reason": reply})
-        memory = deps.memory(ctx)
+        memory = deps.memory(ctx, state)
         queue = state["messages"]
         system_prompt, update = current_system(state, memory, len(queue))
         prompt = build_prompt(
