@@ -134,9 +134,9 @@ def _role(message: BaseMessage) -> str:
 
 
 def valid_message(message: M) -> M:
-    """``message`` itself, or a copy with each lone surrogate replaced by U+FFFD.
+    r"""``message`` itself, or a copy with each lone surrogate replaced by U+FFFD.
 
-    A lone surrogate (a user's badly decoded text, a model's ``"\\ud800"`` escape) cannot
+    A lone surrogate (a user's badly decoded text, a model's ``"\ud800"`` escape) cannot
     be encoded as UTF-8: the token counter, SQLite and every provider's HTTP client would
     raise on it at every later step, so the message is cleaned once, as it enters the queue.
     """

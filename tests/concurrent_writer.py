@@ -78,7 +78,8 @@ def run_graph(data_dir: str, agent_id: str, writer: str, n: int, checkpoints: Pa
                 {
                     "name": "archival_memory_insert",
                     "args": {"content": f"{writer} turn {i} fact", "tags": [writer]},
-                }
+                },
+                {"name": "send_message", "args": {"message": "saved"}},
             ],
         }
         for i in range(n)

@@ -169,9 +169,7 @@ def model_steps(draw: st.DrawFn) -> list[AIMessage]:
             }
             for _ in range(draw(st.integers(0, 1)))
         ]
-        steps.append(
-            AIMessage(content=draw(TEXT), tool_calls=calls, invalid_tool_calls=invalid)
-        )
+        steps.append(AIMessage(content=draw(TEXT), tool_calls=calls, invalid_tool_calls=invalid))
     return steps
 
 
@@ -183,9 +181,7 @@ def run_turn(
         model=model, summary_model=ScriptedChatModel(script=[]), tools=[weather]
     ).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(
-        data_dir=str(data_dir), max_steps=max_steps, embedding_model=embedding_model
-    )
+    ctx = Context(data_dir=str(data_dir), max_steps=max_steps, embedding_model=embedding_model)
     out = graph.invoke({"messages": [HumanMessage("go")]}, config, context=ctx)
     return model, out["messages"]
 
@@ -198,7 +194,10 @@ def assert_turn_well_formed(queue: list[Any], model: ScriptedChatModel, max_step
         if isinstance(message, AIMessage):
             calls.update({str(c["id"]): c["name"] for c in message.tool_calls})
             calls.update(
-                {str(c.get("id")): str(c.get("name") or "unknown") for c in message.invalid_tool_calls}
+                {
+                    str(c.get("id")): str(c.get("name") or "unknown")
+                    for c in message.invalid_tool_calls
+                }
             )
     results = [m for m in queue if isinstance(m, ToolMessage)]
     assert sorted(m.tool_call_id for m in results) == sorted(calls), "one result per call"
@@ -243,6 +242,25 @@ def test_a_model_that_never_stops_calling_tools_is_stopped_by_the_step_cap(tmp_p
     assert "stopped working on this after 5 steps" in queue[-1].content
     assert model.remaining == 0
     assert_turn_well_formed(queue, model, 5)
+
+
+def test_an_integer_too_big_for_the_checkpoint_is_a_readable_error_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    # json.loads of a model's "page": 1000000000000000000000000000000 gives a Python int
+    # that msgpack (the checkpointer's format) cannot hold: the step would fail to save.
+    huge = AIMessage(
+        "",
+        tool_calls=[
+            {"name": "archival_memory_search", "args": {"query": "x", "page": 10**30}, "id": "c1"},
+            {"name": "send_message", "args": {"message": "ok", "extra": -(2**70)}, "id": "c2"},
+        ],
+    )
+    model, queue = run_turn(tmp_path, [huge], max_steps=1, embedding_model="none")
+    assert_turn_well_formed(queue, model, 1)
+    results = {m.tool_call_id: json.loads(m.content) for m in queue if isinstance(m, ToolMessage)}
+    assert results["c1"]["message"].startswith("No results")  # page 10**30 is past the end
+    assert results["c2"]["status"] == "OK"
 
 
 # -- from users --------------------------------------------------------------------------

@@ -10,6 +10,8 @@ once, by SQL and by vector search.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_memgpt.stores import close_all, open_memory
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores.vectors import agent_cache_dir, forget_loaded_indexes
 
 WRITER = Path(__file__).parent / "concurrent_writer.py"
 AGENT = "shared-agent"
@@ -40,7 +42,17 @@ def race(tmp_path: Path, n: int, m: int, mode: str = "stores") -> list[str]:
     go = tmp_path / "go"
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WRITER), str(data_dir), AGENT, name, str(n), str(m), str(go), mode],
+            [
+                sys.executable,
+                str(WRITER),
+                str(data_dir),
+                AGENT,
+                name,
+                str(n),
+                str(m),
+                str(go),
+                mode,
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -68,7 +80,9 @@ def test_two_processes_writing_one_agent_lose_nothing_and_duplicate_nothing(tmp_
 
     memory = open_memory(tmp_path / "data", AGENT)
     conn = memory.db.conn
-    ids = [row[0] for row in conn.execute("SELECT message_id FROM recall WHERE agent_id = ?", (AGENT,))]
+    ids = [
+        row[0] for row in conn.execute("SELECT message_id FROM recall WHERE agent_id = ?", (AGENT,))
+    ]
     expected = {f"{w}-m{i}" for w in ("w1", "w2") for i in range(n)} | {
         f"shared-m{i}" for i in range(n)
     }
@@ -98,6 +112,16 @@ def test_two_processes_writing_one_agent_lose_nothing_and_duplicate_nothing(tmp_
     assert memory.recall._turn_index.count() == searchable == 3 * n
     page = memory.recall.search("w2 says message 7", mode="vector", page_size=3)
     assert "w2-m7" in [hit.item.message_id for hit in page.hits]
+    # The two writers' cache files may have crossed (one's index, the other's checksum);
+    # this open detected that and rebuilt them: what it writes now is intact.
+    memory.close()
+    folder = agent_cache_dir(tmp_path / "data" / "faiss", AGENT)
+    written = sorted(folder.glob("*.faiss"))
+    assert written
+    for index_file in written:
+        sidecar = json.loads(index_file.with_name(index_file.name + ".json").read_text())
+        assert sidecar["sha256"] == hashlib.sha256(index_file.read_bytes()).hexdigest()
+    assert not list(folder.glob(".*.tmp"))
 
 
 def test_two_processes_running_turns_of_one_agent_keep_every_message(tmp_path: Path) -> None:

@@ -84,7 +84,10 @@ def run_agent(data_dir: Path, agent_id: str, steps: list[Any], message: str) -> 
 
 
 def make_alice(data_dir: Path) -> None:
-    """Alice's memory: core edits, archival passages with tags, a conversation."""
+    """Alice's memory: core edits, archival passages with tags, a conversation.
+
+    Her FAISS caches are written when her memory is closed (``close_all``) afterwards.
+    """
     steps = [
         step(call("core_memory_append", label="human", content=f"Likes {SECRETS[0]} tanks")),
         step(
@@ -102,9 +105,9 @@ def make_alice(data_dir: Path) -> None:
         step(
             call(
                 "core_memory_replace",
-                label="persona",
-                old_content="",
-                new_content="x",  # refused (empty old_content): stays in history only
+                label="human",
+                old_content="tanks",
+                new_content=f"tanks by the {SECRETS[1]}",
             )
         ),
         send(f"Noted, Alice: {SECRETS[4]}."),
@@ -114,6 +117,8 @@ def make_alice(data_dir: Path) -> None:
 
 def snapshot(data_dir: Path, agent_id: str) -> dict[str, Any]:
     """Every byte of an agent's memory: its rows in every table, FTS entries, FAISS files."""
+    folder = agent_cache_dir(Path(data_dir) / "faiss", agent_id)
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
     memory = open_memory(data_dir, agent_id)
     conn = memory.db.conn
     rows: dict[str, Any] = {}
@@ -143,11 +148,7 @@ def snapshot(data_dir: Path, agent_id: str) -> dict[str, Any]:
     rows["meta"] = conn.execute(
         "SELECT key, value FROM meta WHERE key IN (?, ?) ORDER BY key", keys
     ).fetchall()
-    memory.close()  # FAISS caches written now, so later bytes compare like with like
-    folder = agent_cache_dir(Path(data_dir) / "faiss", agent_id)
-    rows["faiss"] = {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
-    }
+    rows["faiss"] = files
     close_all()
     forget_loaded_indexes()
     return rows
@@ -182,8 +183,12 @@ def adversarial_steps() -> list[Any]:
                 call("conversation_search", query=query, **wide),
                 call("conversation_search", query=query, roles=["user", "assistant"], page=1),
                 call("archival_memory_search", query=query, tags=[SECRET_TAG], **wide),
-                call("archival_memory_search", query=query, tags=[SECRET_TAG, "garden"],
-                     tag_match="all"),
+                call(
+                    "archival_memory_search",
+                    query=query,
+                    tags=[SECRET_TAG, "garden"],
+                    tag_match="all",
+                ),
                 call("archival_memory_search", query=query, page=0),
             )
         )

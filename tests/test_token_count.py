@@ -30,12 +30,16 @@ def test_prompt_count_is_within_5_percent_of_the_local_models_count(tmp_path: Pa
             "She introduced herself.",
             id="2",
             tool_calls=[
-                {"name": "core_memory_append", "id": "c1",
-                 "args": {"label": "human", "content": "Name: Ada. Loves teal, hiking."}}
+                {
+                    "name": "core_memory_append",
+                    "id": "c1",
+                    "args": {"label": "human", "content": "Name: Ada. Loves teal, hiking."},
+                }
             ],
         ),
-        ToolMessage(json.dumps({"status": "OK", "message": "Appended."}), tool_call_id="c1",
-                    id="3"),
+        ToolMessage(
+            json.dumps({"status": "OK", "message": "Appended."}), tool_call_id="c1", id="3"
+        ),
         HumanMessage("What do you remember about me from last spring?", id="4"),
     ]
     prompt = build_prompt(system_prompt, "I talked with Ada about a trip to Rome.", 3, queue)

@@ -75,7 +75,9 @@ def _answer_interrupted_calls(
         repaired.append(message)
         if not isinstance(message, AIMessage) or index >= user_index:
             continue
-        calls = [(c["name"], c["id"]) for c in message.tool_calls]
+        calls: list[tuple[str | None, str | None]] = [
+            (c["name"], c["id"]) for c in message.tool_calls
+        ]
         calls += [(c.get("name"), c.get("id")) for c in message.invalid_tool_calls]
         for name, call_id in calls:
             if str(call_id) in answered:

@@ -1,7 +1,7 @@
-"""Text every layer can hold: SQLite, JSON, the tokenizer, the embedding model, a provider.
+r"""Text every layer can hold: SQLite, JSON, the tokenizer, the embedding model, a provider.
 
-A Python ``str`` may hold a lone UTF-16 surrogate (``"\\ud800"``): ``json.loads`` of a
-model's ``"\\ud800"`` escape or a badly decoded user input produces one. It cannot be
+A Python ``str`` may hold a lone UTF-16 surrogate (``"\ud800"``): ``json.loads`` of a
+model's ``"\ud800"`` escape or a badly decoded user input produces one. It cannot be
 encoded as UTF-8, so SQLite, the BPE token counter, the embedding tokenizer and every HTTP
 client raise on it. Memory keeps such text with each lone surrogate replaced by U+FFFD
 (the Unicode replacement character): the message is kept, minus the one unencodable
