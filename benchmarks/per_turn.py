@@ -24,6 +24,10 @@ model node + ``ToolNode``, ``tools_condition``, ``InMemorySaver``) replaying the
 tool calls against stub tools with the same names, plus the final plain-text model call a
 ReAct loop needs to stop (1 extra model call per turn).
 
+Within each (embedding, turn shape) group the agents of every size and the baseline take
+turns in rotation (turn i of each, then turn i + 1), so a slow spell of the shared
+machine lands on all of them rather than on whichever happened to run then.
+
 Run: ``.venv/bin/python benchmarks/per_turn.py [--sizes 1000 10000 100000] [--quick]``
 """
 
@@ -222,22 +226,30 @@ def seed(root: Path, n: int, vocab: Vocabulary) -> float:
 # ----------------------------------------------------------------------------- runs
 
 
-def run_turns(invoke: Callable[[str], object], messages: list[str]) -> TurnTimes:
-    """Time every turn; the first one is 'cold' (opens memory, loads caches and models)."""
-    out = TurnTimes()
-    for text in messages:
+class Lane:
+    """One agent being timed turn by turn (the lanes of a group take turns in rotation)."""
+
+    def __init__(self, invoke: Callable[[str], object], summarizer: Any = None) -> None:
+        self.invoke = invoke
+        self.summarizer = summarizer
+        self.times = TurnTimes()
+
+    def step(self, text: str) -> None:
         texts, spent = EmbedMeter.texts, EmbedMeter.seconds
         start = time.perf_counter()
-        invoke(text)
-        out.wall.append(time.perf_counter() - start)
-        out.embed_s.append(EmbedMeter.seconds - spent)
-        out.embed_n.append(EmbedMeter.texts - texts)
-    return out
+        self.invoke(text)
+        self.times.wall.append(time.perf_counter() - start)
+        self.times.embed_s.append(EmbedMeter.seconds - spent)
+        self.times.embed_n.append(EmbedMeter.texts - texts)
+
+    @property
+    def evictions(self) -> int:
+        return len(self.summarizer.calls) if self.summarizer is not None else 0
 
 
-def memgpt_run(
+def memgpt_lane(
     root: Path, embedding_model: str, scenario: str, users: list[str], queries: list[str]
-) -> tuple[TurnTimes, int]:
+) -> Lane:
     replies = [f"Noted: {u[:60]}" for u in users]
     steps = [s for q, r in zip(queries, replies, strict=True) for s in turn_steps(scenario, q, r)]
     model = ScriptedChatModel.from_steps(steps)
@@ -251,14 +263,10 @@ def memgpt_run(
     def invoke(text: str) -> object:
         return graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
 
-    times = run_turns(invoke, users)
-    evictions = len(summarizer.calls)
-    close_all()
-    forget_loaded_indexes()
-    return times, evictions
+    return Lane(invoke, summarizer)
 
 
-def baseline_run(scenario: str, users: list[str], queries: list[str]) -> list[float]:
+def baseline_lane(scenario: str, users: list[str], queries: list[str]) -> Lane:
     replies = [f"Noted: {u[:60]}" for u in users]
     steps = [
         s for q, r in zip(queries, replies, strict=True) for s in baseline_steps(scenario, q, r)
@@ -271,18 +279,22 @@ def baseline_run(scenario: str, users: list[str], queries: list[str]) -> list[fl
         assert isinstance(out["messages"][-1], AIMessage)
         return out
 
-    return run_turns(invoke, users).wall[WARMUP:]
+    return Lane(invoke)
 
 
-WARMUP = 3
+def run_group(lanes: list[Lane], users: list[str]) -> None:
+    """Turn i of every lane, then turn i + 1 of every lane...: a slow spell of the shared
+    machine lands on all sizes and the baseline alike, not on whichever ran then."""
+    for text in users:
+        for lane in lanes:
+            lane.step(text)
 
 
 def main() -> None:
-    global WARMUP
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--turns", type=int, default=30, help="measured turns per run")
-    parser.add_argument("--warmup", type=int, default=WARMUP, help="unmeasured first turns")
+    parser.add_argument("--warmup", type=int, default=3, help="unmeasured first turns")
     parser.add_argument(
         "--embeddings", nargs="+", default=["minilm", "none"], choices=["minilm", "none"]
     )
@@ -290,69 +302,75 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.turns, args.warmup = [200, 2000], 5, 1
-    WARMUP = args.warmup
-    total = args.turns + args.warmup
+    warmup = args.warmup
+    total = args.turns + warmup
 
     print_header("per_turn: graph overhead per turn vs store size")
     print(
         "Model: ScriptedChatModel (zero latency). Checkpointer: InMemorySaver (both agents).\n"
         "Stores pre-seeded with LookupEmbeddings vectors under MiniLM's identity; the\n"
-        "measured turns embed with the configured model (minilm = real MiniLM int8 ONNX).\n"
-        f"Each run: {args.warmup} warm-up turns (the first one, 'cold', opens the memory and\n"
-        f"loads FAISS caches and MiniLM) then {args.turns} measured turns; default Context\n"
-        "(8192-token window), so evictions (scripted summary) happen as in real use.\n",
+        "measured turns embed with the configured model (minilm = real MiniLM int8 ONNX,\n"
+        "loaded once before the runs). Per (embedding, turn shape) group, one agent per\n"
+        "size plus the baseline take turns in rotation (turn i of each, then turn i+1), so\n"
+        f"machine noise hits them alike. Each agent: {warmup} warm-up turns (the first, 'cold',\n"
+        f"opens the memory and loads its FAISS caches) then {args.turns} measured turns;\n"
+        "default Context (8192-token window): evictions (scripted summary) happen as in use.\n",
         flush=True,
     )
     vocab = Vocabulary()
-    rng = np.random.default_rng(2024)
-    users = vocab.texts(rng, total, 15, 45)
+    users = vocab.texts(np.random.default_rng(2024), total, 15, 45)
     queries = vocab.queries(np.random.default_rng(2025), total)
-
-    base: dict[str, list[float]] = {}
-    for scenario in SCENARIOS:
-        base[scenario] = baseline_run(scenario, users, queries)
-
+    if "minilm" in args.embeddings:
+        MiniLMEmbeddings().embed_query("load the model before timing")
     EmbedMeter.install()
-    results: dict[tuple[int, str, str], tuple[TurnTimes, int]] = {}
+
+    groups: dict[tuple[str, str], tuple[Lane, dict[int, Lane]]] = {}
     tmp = Path(tempfile.mkdtemp(prefix="memgpt-bench-turn-"))
     try:
+        roots: dict[int, Path] = {}
         for n in args.sizes:
-            root = tmp / str(n)
-            seconds = seed(root, n, vocab)
+            roots[n] = tmp / str(n)
+            seconds = seed(roots[n], n, vocab)
             print(f"seeded N={n:,} (recall messages = archival passages) in {seconds:.1f} s")
-            for emb in args.embeddings:
-                for scenario in SCENARIOS:
-                    times, ev = memgpt_run(root, emb, scenario, users, queries)
-                    results[(n, emb, scenario)] = (times, ev)
-                    print(
-                        f"  N={n:,} {emb:<6} {scenario:<6} cold {ms(times.wall[0])}, "
-                        f"p50 {ms(percentile(times.wall[WARMUP:], 50))}, evictions {ev}",
-                        flush=True,
-                    )
-            shutil.rmtree(root, ignore_errors=True)
-            gc.collect()
+        for emb in args.embeddings:
+            for scenario in SCENARIOS:
+                base = baseline_lane(scenario, users, queries)
+                lanes = {n: memgpt_lane(roots[n], emb, scenario, users, queries) for n in roots}
+                run_group([*lanes.values(), base], users)
+                close_all()
+                forget_loaded_indexes()
+                gc.collect()
+                groups[(emb, scenario)] = (base, lanes)
+                summary = ", ".join(
+                    f"N={n:,} {ms(percentile(lane.times.wall[warmup:], 50))}"
+                    for n, lane in lanes.items()
+                )
+                print(f"  {emb:<6} {scenario:<6} p50: {summary}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     print()
     rows: list[list[object]] = []
     for scenario in SCENARIOS:
-        b50, b95 = percentile(base[scenario], 50), percentile(base[scenario], 95)
-        rows.append([f"baseline plain agent, {scenario}", "-", "", ms(b50), ms(b95), "1x", "1x"])
         for emb in args.embeddings:
-            for n in args.sizes:
-                times, ev = results[(n, emb, scenario)]
-                measured = times.tail(WARMUP)
+            base, lanes = groups[(emb, scenario)]
+            bwall = base.times.wall[warmup:]
+            b50, b95 = percentile(bwall, 50), percentile(bwall, 95)
+            rows.append(
+                [f"baseline (beside {emb}), {scenario}", "-", "", ms(b50), ms(b95), "1x", "1x"]
+            )
+            for n, lane in lanes.items():
+                measured = lane.times.tail(warmup)
                 p50, p95 = percentile(measured.wall, 50), percentile(measured.wall, 95)
                 row: list[object] = [
                     f"memgpt {emb}, {scenario}",
                     f"{n:,}",
-                    ms(times.wall[0]),
+                    ms(lane.times.wall[0]),
                     ms(p50),
                     ms(p95),
                     ratio(p50, b50),
                     ratio(p95, b95),
-                    ev,
+                    lane.evictions,
                 ]
                 if emb == "minilm":
                     share = sum(measured.embed_s) / sum(measured.wall)
@@ -364,9 +382,9 @@ def main() -> None:
                     row += ["-", "-"]
                 row.append("")
                 rows.append(row)
-            if len(args.sizes) > 1:
-                first = results[(args.sizes[0], emb, scenario)][0].wall[WARMUP:]
-                last = results[(args.sizes[-1], emb, scenario)][0].wall[WARMUP:]
+            if len(lanes) > 1:
+                first = lanes[args.sizes[0]].times.wall[warmup:]
+                last = lanes[args.sizes[-1]].times.wall[warmup:]
                 rows[-1][-1] = (
                     f"p50 {ratio(percentile(last, 50), percentile(first, 50))}, "
                     f"p95 {ratio(percentile(last, 95), percentile(first, 95))}"

@@ -62,7 +62,7 @@ _SCHEMA = (
     )""",
     "CREATE INDEX IF NOT EXISTS archival_tags_agent_tag ON archival_tags (agent_id, tag)",
     """CREATE VIRTUAL TABLE IF NOT EXISTS archival_fts USING fts5 (
-        text, content='archival', content_rowid='id'
+        text, content='archival', content_rowid='id', tokenize='porter unicode61'
     )""",
     """CREATE TRIGGER IF NOT EXISTS archival_fts_insert AFTER INSERT ON archival BEGIN
         INSERT INTO archival_fts (rowid, text) VALUES (new.id, new.text);
