@@ -5,14 +5,16 @@ For each size N (default 10k and 100k) it measures, in one run:
 * archival (``ArchivalMemory``): ``insert_many`` throughput, and search latency p50/p95
   in modes fts / vector / hybrid. Baseline: LangGraph's ``InMemoryStore`` with
   ``index={"embed": ..., "dims": 384}`` (batched puts; ``search(query=...)``).
-* recall (``RecallMemory``): ``add_many`` throughput (2 vectors per message: turn and
-  context), with vectors and words-only, and search latency p50/p95 in the three modes.
+* recall (``RecallMemory``): ``add_many`` throughput (2 vectors per message: the turn,
+  and its +-2-message context; the line printed says how many texts were embedded, as
+  the store may pool the context from its neighbours' vectors instead of embedding it),
+  with vectors and words-only, and search latency p50/p95 in the three modes.
   Baseline: a plain SQLite table (``executemany`` inserts, one transaction per 256 rows)
   searched with ``text LIKE '%word%' OR ...`` over every query word.
 
 Our stores and the baselines get the *same* vectors: ``LookupEmbeddings`` maps every text
 to a seeded random unit vector, so only the stores are compared (embedding 100k texts
-with MiniLM would take about an hour on two cores, twice over for recall). The cost of
+with MiniLM takes from minutes to hours on two cores, depending on their load). The cost of
 the real model is reported separately on a small sample (``--minilm-sample``).
 
 Run: ``.venv/bin/python benchmarks/stores.py [--sizes 10000 100000] [--quick]``
@@ -160,7 +162,7 @@ def bench_recall(root: Path, texts: list[str], queries: list[str]) -> list[list[
     recall.add_many(messages)
     ours_insert = time.perf_counter() - start
     print(
-        f"  recall add_many (2 vectors/message): {n:,} messages in {ours_insert:.1f} s "
+        f"  recall add_many (turn + context vectors): {n:,} messages in {ours_insert:.1f} s "
         f"({emb.texts_embedded:,} texts embedded)",
         flush=True,
     )
@@ -216,7 +218,7 @@ def bench_recall(root: Path, texts: list[str], queries: list[str]) -> list[list[
     rows: list[list[object]] = [
         [
             f"recall {n:,}",
-            "insert/s (turn+context vectors)",
+            "insert/s (with vectors)",
             f"{rate(n, ours_insert):,.0f}",
             f"{rate(n, base_insert):,.0f}",
             ratio(rate(n, ours_insert), rate(n, base_insert)),
@@ -271,7 +273,7 @@ def bench_minilm(root: Path, vocab: Vocabulary, sample: int) -> list[str]:
         f"real MiniLM (int8 ONNX) on a {sample:,}-text sample of the same kind of text:",
         f"  embed only            {rate(sample, raw):8,.0f} texts/s",
         f"  archival insert_many  {rate(sample, arch):8,.0f} passages/s (1 vector each)",
-        f"  recall add_many       {rate(sample, rec):8,.0f} messages/s (2 vectors each)",
+        f"  recall add_many       {rate(sample, rec):8,.0f} messages/s (turn + context vectors)",
         f"  => 100k recall messages with MiniLM: ~{100_000 / rate(sample, rec) / 60:,.0f} min",
     ]
 

@@ -169,6 +169,8 @@ def to_recall(message: BaseMessage, agent_id: str, thread_id: str, turn: int) ->
         turn=turn,
         tool_calls=tool_calls,
         name=message.name if isinstance(message, ToolMessage) else None,
+        # The reply copy repeats the send_message call's text, which is already searchable.
+        searchable=False if message.additional_kwargs.get(REPLY_FLAG) else None,
     )
 
 

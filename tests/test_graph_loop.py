@@ -382,3 +382,12 @@ def test_a_message_larger_than_the_window_is_cut_in_the_queue_and_kept_whole_in_
     queued = [m for m in agent.state()["messages"] if isinstance(m, HumanMessage)][0]
     assert len(queued.content) < len(huge) and "kept verbatim in recall memory" in queued.content
     assert agent.memory.recall.get([queued.id])[0].text == huge
+
+
+def test_a_sent_reply_is_not_found_twice_by_conversation_search(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [step(call("send_message", message="Teal suits you, Ada."))])
+    out = agent.say("what colour should I paint my boat?")
+    copy_id = out["messages"][-1].id
+    assert agent.memory.recall.get([copy_id]), "the reply copy is still kept in recall"
+    found = [h.item.message_id for h in agent.memory.recall.search("teal suits", mode="fts").hits]
+    assert found and copy_id not in found

@@ -543,7 +543,8 @@ class ArchivalMemory:
         if not ranked:
             return []
         rows = self.db.conn.execute(
-            f"SELECT {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
+            # "+agent_id": look the page up by primary key, not by scanning the agent.
+            f"SELECT {_COLUMNS} FROM archival AS b WHERE +b.agent_id = ? "
             "AND b.id IN (SELECT value FROM json_each(?))",
             (self.agent_id, json.dumps([i for i, _ in ranked])),
         ).fetchall()

@@ -36,7 +36,9 @@ class RecallMessage:
     created_at: str  # ISO-8601 UTC, e.g. "2026-11-29T09:47:15+00:00"
     turn: int = 0
     tool_calls: list[dict[str, object]] = field(default_factory=list)
-    name: str | None = None  # tool name, for role "tool"
+    name: str | None = None  # tool name for role "tool"; speaker name for conversation turns
+    searchable: bool | None = None
+    """False keeps the message out of search (it is stored all the same); None: by rule."""
 
 
 @dataclass(frozen=True)

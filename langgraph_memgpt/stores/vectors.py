@@ -42,7 +42,7 @@ Tier = str  # "recall" | "archival"
 SIDECAR_FORMAT = 1
 _HNSW_M = 32
 _HNSW_EF_CONSTRUCTION = 80
-_HNSW_EF_SEARCH = 64
+_HNSW_EF_SEARCH = 128  # recall@10 0.917 at 64 vs 0.977 at 128 on 1M (+0.3 ms)
 _BUILD_CHUNK = 8192
 # Tombstones (replaced or deleted vectors still inside FAISS) are compacted away once they
 # are this large a share of the index.
