@@ -125,7 +125,6 @@ def bench_archival(
             break
     del store
     gc.collect()
-    b50, b95 = summarize(base_lat)
     rows: list[list[object]] = [
         [
             f"archival {n:,}",
@@ -136,11 +135,21 @@ def bench_archival(
             "",
         ]
     ]
+    rows.extend(search_rows("archival", n, lat, base_lat))
+    return rows
+
+
+def search_rows(
+    tier: str, n: int, lat: dict[str, list[float]], base_lat: list[float]
+) -> list[list[object]]:
+    """One row per search mode: our p50/p95 next to the baseline's, with the ratios."""
+    b50, b95 = summarize(base_lat)
+    rows: list[list[object]] = []
     for mode in ("fts", "vector", "hybrid"):
         p50, p95 = summarize(lat[mode])
         rows.append(
             [
-                f"archival {n:,}",
+                f"{tier} {n:,}",
                 f"search {mode} (n={len(lat[mode])})",
                 f"{ms(p50)} / {ms(p95)}",
                 f"{ms(b50)} / {ms(b95)} (n={len(base_lat)})",
@@ -214,7 +223,6 @@ def bench_recall(root: Path, texts: list[str], queries: list[str]) -> list[list[
     base_lat = time_calls(like_scan, queries)
     plain.close()
 
-    b50, b95 = summarize(base_lat)
     rows: list[list[object]] = [
         [
             f"recall {n:,}",
@@ -233,18 +241,7 @@ def bench_recall(root: Path, texts: list[str], queries: list[str]) -> list[list[
             "",
         ],
     ]
-    for mode in ("fts", "vector", "hybrid"):
-        p50, p95 = summarize(lat[mode])
-        rows.append(
-            [
-                f"recall {n:,}",
-                f"search {mode} (n={len(lat[mode])})",
-                f"{ms(p50)} / {ms(p95)}",
-                f"{ms(b50)} / {ms(b95)} (n={len(base_lat)})",
-                ratio(p50, b50),
-                ratio(p95, b95),
-            ]
-        )
+    rows.extend(search_rows("recall", n, lat, base_lat))
     return rows
 
 

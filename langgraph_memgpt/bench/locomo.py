@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from langgraph_memgpt.stores.mentions import MONTHS
 from langgraph_memgpt.stores.types import RecallMessage
 
 #: Category labels as the data uses them; category 5 (adversarial) is never scored.
@@ -35,27 +36,6 @@ _DATE = re.compile(
     r"^\s*(\d{1,2}):(\d{2})\s*([ap])\.?\s*m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*$",
     re.IGNORECASE,
 )
-_MONTHS = {
-    name: i
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
 
 
 class LocomoFormatError(ValueError):
@@ -124,7 +104,7 @@ def parse_session_date(text: str) -> datetime:
             f"session date {text!r} is not in LoCoMo's form like '1:56 pm on 8 May, 2023'"
         )
     hour_s, minute_s, ampm, day_s, month_s, year_s = match.groups()
-    month = _MONTHS.get(month_s.lower())
+    month = MONTHS.get(month_s.lower())
     if month is None:
         raise LocomoFormatError(f"session date {text!r} has an unknown month {month_s!r}")
     hour = int(hour_s) % 12 + (12 if ampm.lower() == "p" else 0)

@@ -503,6 +503,13 @@ class ArchivalMemory:
         with_vector: bool,
         plus_ids: Iterable[int] = (),
     ) -> int:
+        if with_vector and self.index is not None and self.index.count() >= self.count():
+            # Every passage has a vector, so every filtered passage matches: a plain count.
+            # The per-row EXISTS probe below cost ~65 ms of an 80 ms search at 100k.
+            row = self.db.conn.execute(
+                f"SELECT count(*) FROM archival AS b WHERE ({where})", list(params)
+            ).fetchone()
+            return int(row[0])
         conditions = []
         extra: list[object] = []
         if with_vector:

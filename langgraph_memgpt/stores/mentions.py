@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from datetime import date, timedelta
 
-_MONTHS = {
+MONTHS = {  # month name or abbreviation -> number (shared with the LoCoMo loader)
     name: number
     for number, names in enumerate(
         [
@@ -61,16 +61,16 @@ def mentioned_dates(text: str) -> list[tuple[date, date]]:
                 continue
             try:
                 if kind == "dmy":
-                    day = date(int(m[3]), _MONTHS[m[2].lower()], int(m[1]))
+                    day = date(int(m[3]), MONTHS[m[2].lower()], int(m[1]))
                     found.append((day, day))
                 elif kind == "mdy":
-                    day = date(int(m[3]), _MONTHS[m[1].lower()], int(m[2]))
+                    day = date(int(m[3]), MONTHS[m[1].lower()], int(m[2]))
                     found.append((day, day))
                 elif kind == "iso":
                     day = date(int(m[1]), int(m[2]), int(m[3]))
                     found.append((day, day))
                 else:
-                    year, month = int(m[2]), _MONTHS[m[1].lower()]
+                    year, month = int(m[2]), MONTHS[m[1].lower()]
                     first = date(year, month, 1)
                     last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
                     found.append((first, last))
