@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.types import RecallMessage
+
 DIM = 384
 AGENT = "bench"
-
 
 # ----------------------------------------------------------------------------- machine
 
@@ -319,3 +320,28 @@ def rss_mib() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def recall_messages(
+    texts: list[str],
+    *,
+    sessions: int,
+    agent: str = AGENT,
+    start: str = "2024-01-01T00:00:00+00:00",
+    id_prefix: str = "m",
+) -> list[RecallMessage]:
+    """Seeded conversation: alternating user/assistant turns spread over ``sessions`` threads."""
+    stamps = timestamps(len(texts), start=start)
+    per_thread = max(1, len(texts) // sessions)
+    return [
+        RecallMessage(
+            agent_id=agent,
+            thread_id=f"t{min(i // per_thread, sessions - 1)}",
+            message_id=f"{id_prefix}{i}",
+            role="user" if i % 2 == 0 else "assistant",
+            text=text,
+            created_at=stamps[i],
+            turn=i // 2,
+        )
+        for i, text in enumerate(texts)
+    ]

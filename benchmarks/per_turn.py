@@ -53,9 +53,9 @@ from _common import (
     percentile,
     print_header,
     ratio,
+    recall_messages,
     rss_mib,
     table,
-    timestamps,
 )
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
@@ -74,7 +74,6 @@ from langgraph_memgpt.stores.embeddings import (
     MiniLMEmbeddings,
 )
 from langgraph_memgpt.stores.recall import RecallMemory
-from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 
 SCENARIOS = ("chat", "search")
@@ -197,20 +196,15 @@ def seed(root: Path, n: int, vocab: Vocabulary) -> float:
     db = open_db(root / "memory.sqlite")
     rng = np.random.default_rng(n)
     texts = vocab.texts(rng, n)
-    stamps = timestamps(n, start="2023-01-01T00:00:00+00:00")
     recall = RecallMemory(db, AGENT, emb, root / "faiss")
-    threads = max(1, n // 200)  # past sessions of ~200 messages
+    # Past sessions of ~200 messages each.
     recall.add_many(
-        RecallMessage(
-            agent_id=AGENT,
-            thread_id=f"past-{i * threads // n}",
-            message_id=f"seed-{i}",
-            role="user" if i % 2 == 0 else "assistant",
-            text=text,
-            created_at=stamps[i],
-            turn=i // 2,
+        recall_messages(
+            texts,
+            sessions=max(1, n // 200),
+            start="2023-01-01T00:00:00+00:00",
+            id_prefix="seed-",
         )
-        for i, text in enumerate(texts)
     )
     archival = ArchivalMemory(db, AGENT, emb, root / "faiss")
     passages = vocab.texts(np.random.default_rng(n + 1), n)

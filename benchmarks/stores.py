@@ -41,10 +41,10 @@ from _common import (
     print_header,
     rate,
     ratio,
+    recall_messages,
     rss_mib,
     table,
     time_calls,
-    timestamps,
 )
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
@@ -54,28 +54,10 @@ from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.fts import query_words
 from langgraph_memgpt.stores.recall import RecallMemory
-from langgraph_memgpt.stores.types import RecallMessage
 
 PAGE_SIZE = 5  # what the memory tools ask for (Context.search_page_size)
 THREADS = 50  # recall messages are spread over this many threads
 BASELINE_BUDGET_S = 30.0  # most wall time spent on InMemoryStore queries per size
-
-
-def recall_messages(texts: list[str], agent: str = AGENT) -> list[RecallMessage]:
-    stamps = timestamps(len(texts))
-    per_thread = max(1, len(texts) // THREADS)
-    return [
-        RecallMessage(
-            agent_id=agent,
-            thread_id=f"t{min(i // per_thread, THREADS - 1)}",
-            message_id=f"m{i}",
-            role="user" if i % 2 == 0 else "assistant",
-            text=text,
-            created_at=stamps[i],
-            turn=i // 2,
-        )
-        for i, text in enumerate(texts)
-    ]
 
 
 def summarize(lat: list[float]) -> tuple[float, float]:
@@ -163,7 +145,7 @@ def search_rows(
 def bench_recall(root: Path, texts: list[str], queries: list[str]) -> list[list[object]]:
     n = len(texts)
     emb = LookupEmbeddings()
-    messages = recall_messages(texts)
+    messages = recall_messages(texts, sessions=THREADS)
 
     db = open_db(root / "recall.sqlite")
     recall = RecallMemory(db, AGENT, emb, root / "faiss-recall")
@@ -263,7 +245,7 @@ def bench_minilm(root: Path, vocab: Vocabulary, sample: int) -> list[str]:
 
     recall = RecallMemory(db, AGENT, emb, root / "faiss-minilm")
     start = time.perf_counter()
-    recall.add_many(recall_messages(texts))
+    recall.add_many(recall_messages(texts, sessions=THREADS))
     rec = time.perf_counter() - start
     db.conn.close()
     return [
