@@ -8,30 +8,19 @@ its own two threads' messages and passages, nothing of the other agent's.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_server import DevServer
+from test_server import (
+    DevServer,
+    server,  # noqa: F401 - the shared `langgraph dev` fixture
+)
 
-from langgraph_memgpt.stores import close_all, open_memory
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores import open_memory
 
 AGENTS = ("ada", "bob")
-
-
-@pytest.fixture
-def dev_server(tmp_path: Path) -> Iterator[DevServer]:
-    dev = DevServer(tmp_path, tmp_path / "data")
-    try:
-        dev.start()
-        yield dev
-    finally:
-        dev.stop()
-        close_all()
-        forget_loaded_indexes()
 
 
 def script_for(tmp_path: Path, agent: str, n: int) -> str:
@@ -63,12 +52,13 @@ def script_for(tmp_path: Path, agent: str, n: int) -> str:
 @pytest.mark.server
 @pytest.mark.timeout(240)
 def test_four_parallel_runs_of_two_agents_complete_and_stay_apart(
-    dev_server: DevServer, tmp_path: Path
+    server: DevServer,  # noqa: F811 - pytest injects the imported fixture
+    tmp_path: Path,
 ) -> None:
     from langgraph_sdk import get_sync_client
 
     data_dir = tmp_path / "data"
-    setup = get_sync_client(url=dev_server.url)
+    setup = get_sync_client(url=server.url)
     jobs: list[dict[str, Any]] = []
     for agent in AGENTS:
         for n in range(2):
@@ -86,7 +76,7 @@ def test_four_parallel_runs_of_two_agents_complete_and_stay_apart(
             )
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
-        client = get_sync_client(url=dev_server.url)
+        client = get_sync_client(url=server.url)
         client.runs.wait(
             job["thread_id"],
             "memgpt",
@@ -98,7 +88,7 @@ def test_four_parallel_runs_of_two_agents_complete_and_stay_apart(
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         runs = list(pool.map(run, jobs))
     for job, finished in zip(jobs, runs, strict=True):
-        assert finished["status"] == "success", dev_server.log()
+        assert finished["status"] == "success", server.log()
         values = setup.threads.get_state(job["thread_id"])["values"]
         assert values["messages"][-1]["content"] == f"{job['agent']} reply {job['n']}"
 

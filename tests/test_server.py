@@ -23,7 +23,10 @@ from typing import Any
 import pytest
 
 from langgraph_memgpt.context import Context
+from langgraph_memgpt.llm.local_server import stop_process_group
 from langgraph_memgpt.server import CHECKPOINT_FILENAME, langgraph_config
+from langgraph_memgpt.stores import close_all
+from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
@@ -103,18 +106,8 @@ class DevServer:
     def stop(self) -> None:
         """Ctrl-C the whole process group (a graceful stop), then kill what is left."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        for sig, wait_s in ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                proc.wait(timeout=wait_s)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        if proc is not None:
+            stop_process_group(proc, signal.SIGINT, STOP_TIMEOUT_S)
 
     def log(self) -> str:
         path = self.workdir / f"server-{self.starts}.log"
@@ -129,6 +122,8 @@ def server(tmp_path: Path) -> Iterator[DevServer]:
         yield dev
     finally:
         dev.stop()
+        close_all()
+        forget_loaded_indexes()
 
 
 def scripted(tmp_path: Path, steps: list[dict[str, Any]]) -> str:

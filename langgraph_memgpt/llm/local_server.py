@@ -129,7 +129,7 @@ def stop_server(server: LocalServer) -> None:
     proc = _owned.pop(server.pid, None)
     if proc is None:
         return
-    _kill_group(proc)
+    stop_process_group(proc)
     _forget_shared(server)
 
 
@@ -137,7 +137,7 @@ def _stop_all() -> None:
     for pid in list(_owned):
         proc = _owned.pop(pid, None)
         if proc is not None:
-            _kill_group(proc)
+            stop_process_group(proc)
     if _server is not None and _server.owned:
         _forget_shared(_server)
 
@@ -206,7 +206,7 @@ def launch_server(model_path: Path, *, show_progress: bool = True) -> LocalServe
         address = _await_ready(proc, model_path, log_path, show_progress=show_progress)
     except BaseException:
         _owned.pop(proc.pid, None)
-        _kill_group(proc)
+        stop_process_group(proc)
         raise
     if show_progress:
         Console(stderr=True).print(
@@ -293,10 +293,15 @@ def _healthy(base_url: str) -> bool:
         return False
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def stop_process_group(
+    proc: subprocess.Popen[bytes],
+    first: signal.Signals = signal.SIGTERM,
+    grace_s: float = 5.0,
+) -> None:
+    """Send ``first`` to the process group, wait ``grace_s``, then SIGKILL what is left."""
     if proc.poll() is not None:
         return
-    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    for sig, wait_s in ((first, grace_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
