@@ -299,6 +299,22 @@ def test_count_tags_last_modified_recent_and_get(archive: ArchivalMemory) -> Non
     assert archive.get(10_000) is None
 
 
+def test_counts_are_kept_per_agent_and_filled_for_a_database_made_before_them(
+    open_archive: Any, db: sqlite_utils.Database
+) -> None:
+    alice, bob = open_archive("alice", embeddings=None), open_archive("bob", embeddings=None)
+    alice.insert_many(["one", "two", "three"])
+    bob.insert("four")
+    db.conn.execute("DELETE FROM archival WHERE text = 'two'")
+    assert (alice.count(), bob.count()) == (2, 1)
+    assert alice.search("").total == 2
+
+    # An older database has passages but no counts table: it is filled on open.
+    db.conn.execute("DROP TABLE archival_counts")
+    assert open_archive("alice", embeddings=None).count() == 2
+    assert open_archive("bob", embeddings=None).count() == 1
+
+
 def test_an_empty_archive_has_no_statistics(open_archive: Any) -> None:
     memory = open_archive("nobody")
     assert (memory.count(), memory.tags(), memory.last_modified(), memory.recent(3)) == (

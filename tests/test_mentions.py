@@ -5,10 +5,18 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
+import pytest
 import sqlite_utils
 
-from langgraph_memgpt.stores.fts import fts_query
-from langgraph_memgpt.stores.mentions import date_closeness, mentioned_dates, mentioned_names
+from langgraph_memgpt.stores import recall as recall_module
+from langgraph_memgpt.stores.embeddings import FloatArray, MiniLMEmbeddings
+from langgraph_memgpt.stores.fts import query_terms
+from langgraph_memgpt.stores.mentions import (
+    date_closeness,
+    mentioned_dates,
+    mentioned_names,
+    without_names,
+)
 from langgraph_memgpt.stores.recall import RecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
 
@@ -39,9 +47,18 @@ def test_participants_are_matched_as_whole_words() -> None:
     assert mentioned_names("Did anna call?", names) == set()
 
 
+def test_names_are_taken_out_with_their_possessive_and_only_as_whole_words() -> None:
+    names = ["Ann", "Melanie"]
+    assert without_names("What do Melanie's kids like?", names) == "What do kids like?"
+    assert without_names("Did melanie\u2019s friend Ann call Annabel?", names) == (
+        "Did friend call Annabel?"
+    )
+    assert without_names("What did Bob say?", names) == "What did Bob say?"
+
+
 def test_stop_words_are_left_out_of_the_query_unless_nothing_else_remains() -> None:
-    assert fts_query("When did the cello lessons start?") == '"cello" OR "lessons" OR "start"'
-    assert fts_query("who are you") == '"who" OR "are" OR "you"'
+    assert query_terms("When did the cello lessons start?") == ["cello", "lessons", "start"]
+    assert query_terms("who are you") == ["who", "are", "you"]
 
 
 def _msg(i: int, text: str, day: str, name: str) -> RecallMessage:
@@ -66,3 +83,34 @@ def test_a_query_naming_a_day_or_a_speaker_lifts_their_messages(
     assert on_day[0].item.message_id == "m1"
     by_bob = recall.search("where did Bob go hiking?", page_size=3).hits
     assert by_bob[0].item.message_id == "m2"
+
+
+def test_hybrid_search_embeds_the_query_without_the_participants_it_names(
+    db: sqlite_utils.Database,
+    tmp_data_dir: Path,
+    embeddings: MiniLMEmbeddings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recall = RecallMemory(db, "a", embeddings, tmp_data_dir / "faiss")
+    recall.add(
+        [
+            _msg(1, "Ann: I took up pottery last month.", "2023-06-03", "Ann"),
+            _msg(2, "Bob: Ann, that sounds great!", "2023-06-03", "Bob"),
+        ]
+    )
+    embedded: list[str] = []
+    real = recall_module.embed_query
+
+    def spy(emb: MiniLMEmbeddings, text: str) -> FloatArray:
+        embedded.append(text)
+        return real(emb, text)
+
+    monkeypatch.setattr(recall_module, "embed_query", spy)
+    hits = recall.search("What hobbies does Ann have?", page_size=2).hits
+    assert embedded == ["What hobbies does have?"]
+    assert hits[0].item.message_id == "m1"
+    # Vector mode has no other signal for who is asked about, so it keeps the name; a
+    # query of nothing but a name is embedded as it is.
+    recall.search("What hobbies does Ann have?", mode="vector")
+    recall.search("Ann?")
+    assert embedded[1:] == ["What hobbies does Ann have?", "Ann?"]

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 import sqlite_utils
 
+from langgraph_memgpt.stores import vectors as vectors_module
 from langgraph_memgpt.stores.db import open_db, transaction
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, forget_loaded_indexes
 
 DIM = 64
-KINDS: list[IndexKind] = ["flat", "hnsw"]
+KINDS: list[IndexKind] = ["flat", "hnsw", "auto"]
 
 MakeIndex = Callable[..., VectorIndex]
 
@@ -379,6 +380,48 @@ def test_hnsw_finds_what_exact_search_finds(make_index: MakeIndex) -> None:
         approx = {item for item, _ in hnsw.search(query, 10)}
         overlap.append(len(exact & approx) / 10)
     assert np.mean(overlap) >= 0.9
+
+
+def sidecar_kind(index: VectorIndex) -> str:
+    return str(json.loads(index.sidecar_path.read_text())["kind"])
+
+
+def test_auto_index_is_exact_until_the_threshold_then_hnsw_for_good(
+    make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 300)
+    vectors = random_unit(400, seed=5)
+    index = make_index(kind="auto")
+    index.upsert(list(range(299)), vectors[:299])
+    index.persist()
+    assert sidecar_kind(index) == "flat"
+    index.upsert([299], vectors[299:300])  # the 300th vector switches it
+    index.persist()
+    assert sidecar_kind(index) == "hnsw"
+    index.upsert(list(range(300, 400)), vectors[300:])
+    assert [item for item, _ in index.search(vectors[350], 1)] == [350]
+    assert len(index.search(vectors[0], 50)) == 50
+
+    # A new process loads the graph as it is, and shrinking never turns it back.
+    reopened = reopen(make_index, kind="auto")
+    assert [item for item, _ in reopened.search(vectors[123], 1)] == [123]
+    reopened.delete(range(200, 400))
+    reopened.persist()
+    assert sidecar_kind(reopened) == "hnsw"
+    assert {item for item, _ in reopened.search(vectors[0], 300)} == set(range(200))
+
+
+def test_auto_index_opened_on_a_big_flat_cache_rebuilds_it_as_hnsw(
+    make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vectors = random_unit(120, seed=6)
+    flat = make_index(kind="flat")
+    flat.upsert(list(range(120)), vectors)
+    flat.persist()
+    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 100)
+    auto = reopen(make_index, kind="auto")
+    assert [item for item, _ in auto.search(vectors[7], 1)] == [7]
+    assert sidecar_kind(auto) == "hnsw"
 
 
 # ---------------------------------------------------------------- model identity

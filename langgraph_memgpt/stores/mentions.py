@@ -101,3 +101,18 @@ def mentioned_names(text: str, names: Iterable[str]) -> set[str]:
         for name in names
         if name.strip() and re.search(rf"(?<!\w){re.escape(name.strip())}(?!\w)", text, re.I)
     }
+
+
+def without_names(text: str, names: Iterable[str]) -> str:
+    """``text`` with each of ``names`` (and a possessive ``'s`` after it) taken out.
+
+    A participant's name is in a large share of their conversation's messages (who said
+    it, who it was said to), so in a query's embedding it carries no topic: it only pulls
+    the query towards messages that say the name. Who is asked about is better left to the
+    words and speaker signals, and the meaning to the rest of the query.
+    """
+    for name in names:
+        if name.strip():
+            pattern = rf"(?<!\w){re.escape(name.strip())}(?:['\u2019]s)?(?!\w)"
+            text = re.sub(pattern, " ", text, flags=re.I)
+    return " ".join(text.split())

@@ -36,13 +36,18 @@ from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
 from langgraph_memgpt.stores.embeddings import FloatArray, embedding_spec, normalize
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
 
-IndexKind = Literal["flat", "hnsw"]
+IndexKind = Literal["flat", "hnsw", "auto"]
 Tier = str  # "recall" | "archival"
 
 SIDECAR_FORMAT = 1
 _HNSW_M = 32
 _HNSW_EF_CONSTRUCTION = 80
 _HNSW_EF_SEARCH = 128  # recall@10 0.917 at 64 vs 0.977 at 128 on 1M (+0.3 ms)
+AUTO_HNSW_MIN_VECTORS = 20_000
+"""An ``"auto"`` index turns from exact to HNSW once it holds this many vectors: an exact
+scan costs ~0.07 ms per 1,000 vectors per query on this hardware (7 ms at 100k, three
+scans per search turn), an HNSW walk ~0.7 ms at any size. Below this an exact scan is as
+fast and needs no graph building (~0.5 ms per vector)."""
 _BUILD_CHUNK = 8192
 # Tombstones (replaced or deleted vectors still inside FAISS) are compacted away once they
 # are this large a share of the index.
@@ -223,6 +228,7 @@ class _IndexState:
         self.item_of: dict[int, int] = {}  # live FAISS label -> item id
         self.label_of: dict[int, int] = {}  # item id -> live FAISS label
         self.tombstones: set[int] = set()  # labels inside FAISS that are no longer live
+        self.kind: str = "flat"  # what the loaded index is ("flat" or "hnsw")
         self.generation: str | None = None
         self.unsaved = 0  # changes since the cache file was written
 
@@ -253,7 +259,10 @@ class VectorIndex:
         model: embedding model name recorded with the vectors.
         dim: vector dimension.
         key: which vector of an item (recall keeps ``"turn"`` and ``"context"``).
-        kind: ``"flat"`` (exact inner product) or ``"hnsw"`` (approximate, for big stores).
+        kind: ``"flat"`` (exact inner product), ``"hnsw"`` (approximate, for big stores) or
+            ``"auto"``: exact until it holds :data:`AUTO_HNSW_MIN_VECTORS`, then rebuilt
+            once as HNSW (a one-off pause of about 0.5 ms per vector held), so search cost
+            stays flat as memory grows.
 
     Raises:
         EmbeddingMismatchError: the tier was built with another model or dimension.
@@ -269,10 +278,10 @@ class VectorIndex:
         model: str,
         dim: int,
         key: str = "text",
-        kind: IndexKind = "flat",
+        kind: IndexKind = "auto",
     ) -> None:
-        if kind not in ("flat", "hnsw"):
-            raise ValueError(f"index kind must be 'flat' or 'hnsw', got {kind!r}")
+        if kind not in ("flat", "hnsw", "auto"):
+            raise ValueError(f"index kind must be 'flat', 'hnsw' or 'auto', got {kind!r}")
         if dim <= 0:
             raise ValueError(f"vector dimension must be positive, got {dim}")
         self.db = db
@@ -313,7 +322,7 @@ class VectorIndex:
         cache_dir: Path | str,
         identity: tuple[str, int],
         key: str = "text",
-        kind: IndexKind = "flat",
+        kind: IndexKind = "auto",
     ) -> VectorIndex:
         """Open the index of one tier/key of an agent, given ``embedding_identity(emb)``."""
         model, dim = identity
@@ -385,6 +394,8 @@ class VectorIndex:
                 state.label_of[item] = label
             state.generation = generation
             state.unsaved += len(ids)
+            if self._wanted_kind(len(state.label_of)) != state.kind:
+                self._build_from_sql(dict(state.item_of))
         self.maybe_persist()
 
     def delete(self, item_ids: Iterable[int]) -> int:
@@ -483,7 +494,7 @@ class VectorIndex:
                 "key": self.key,
                 "model": self.model,
                 "dim": self.dim,
-                "kind": self.kind,
+                "kind": state.kind,
                 "count": len(labels),
                 "max_id": max(labels, default=0),
                 "generation": state.generation,
@@ -576,8 +587,20 @@ class VectorIndex:
             )
         return array
 
-    def _new_index(self) -> Any:
-        if self.kind == "hnsw":
+    def _wanted_kind(self, live: int) -> str:
+        """The index a store should hold for ``live`` vectors.
+
+        An ``"auto"`` index never turns back: one that shrank below the threshold keeps
+        its graph.
+        """
+        if self.kind != "auto":
+            return self.kind
+        if live >= AUTO_HNSW_MIN_VECTORS or self._state.kind == "hnsw":
+            return "hnsw"
+        return "flat"
+
+    def _new_index(self, kind: str) -> Any:
+        if kind == "hnsw":
             index: Any = faiss.index_factory(
                 self.dim, f"IDMap,HNSW{_HNSW_M},Flat", faiss.METRIC_INNER_PRODUCT
             )
@@ -658,6 +681,9 @@ class VectorIndex:
                 state.tombstones.add(label)
         changed = self._reconcile(live)
         state.generation = generation
+        if self._wanted_kind(len(state.label_of)) != state.kind:
+            self._build_from_sql(dict(state.item_of))
+            changed = True
         if changed:
             self.persist()
 
@@ -675,9 +701,11 @@ class VectorIndex:
             "key": self.key,
             "model": self.model,
             "dim": self.dim,
-            "kind": self.kind,
         }
         if not isinstance(sidecar, dict) or any(sidecar.get(k) != v for k, v in expected.items()):
+            return None
+        kind = sidecar.get("kind")
+        if kind not in ("flat", "hnsw") or self.kind not in (kind, "auto"):
             return None
         if sidecar.get("sha256") != hashlib.sha256(data).hexdigest():
             return None
@@ -689,6 +717,7 @@ class VectorIndex:
             return None
         if faiss.vector_to_array(index.id_map).size != index.ntotal:
             return None
+        self._state.kind = kind
         return index
 
     def _reconcile(self, live: dict[int, int]) -> bool:
@@ -721,7 +750,8 @@ class VectorIndex:
     def _build_from_sql(self, live: dict[int, int] | None = None) -> None:
         state = self._state
         live = self._live_labels() if live is None else live
-        index = self._new_index()
+        state.kind = self._wanted_kind(len(live))
+        index = self._new_index(state.kind)
         labels = sorted(live)
         for start in range(0, len(labels), _BUILD_CHUNK):
             found, matrix = self._fetch(labels[start : start + _BUILD_CHUNK])
@@ -741,7 +771,7 @@ class VectorIndex:
         total = int(state.index.ntotal)
         if len(state.tombstones) < max(_TOMBSTONE_MIN, _TOMBSTONE_FRACTION * total):
             return
-        if self.kind == "hnsw":  # an HNSW graph cannot delete: rebuild it
+        if state.kind == "hnsw":  # an HNSW graph cannot delete: rebuild it
             self._build_from_sql(dict(state.item_of))
             return
         dead = np.array(sorted(state.tombstones), dtype=np.int64)
@@ -752,7 +782,7 @@ class VectorIndex:
         self, q: FloatArray, k: int, selector: Any, keep: list[Any]
     ) -> list[tuple[int, float]]:
         state = self._state
-        if self.kind == "hnsw":
+        if state.kind == "hnsw":
             params: Any = getattr(faiss, "SearchParametersHNSW")()  # noqa: B009 (no stub)
             params.efSearch = max(_HNSW_EF_SEARCH, 2 * k)
         else:
@@ -794,7 +824,7 @@ class VectorIndex:
 
     def _search_labels(self, q: FloatArray, k: int, labels: list[int]) -> list[tuple[int, float]]:
         state = self._state
-        if self.kind == "hnsw" and len(labels) <= max(4096, state.index.ntotal // 20):
+        if state.kind == "hnsw" and len(labels) <= max(4096, state.index.ntotal // 20):
             # A narrow filter starves an HNSW walk; scoring a few thousand vectors exactly
             # is both cheaper and complete.
             return self._exact(q, k, labels)
@@ -821,6 +851,7 @@ class VectorIndex:
 
 
 __all__ = [
+    "AUTO_HNSW_MIN_VECTORS",
     "IndexKind",
     "VectorIndex",
     "agent_cache_dir",
