@@ -1,0 +1,70 @@
+"""Full-text scoring: per-term BM25 equals the OR-query's, capped to a term's newest matches."""
+
+from __future__ import annotations
+
+import pytest
+import sqlite_utils
+
+from langgraph_memgpt.stores.fts import bm25_scores, match_phrase, query_terms
+
+DOCS = [
+    ("a", "the red fox jumps over the lazy dog"),
+    ("a", "a red apple and a green apple"),
+    ("b", "red sky at night, shepherd's delight"),
+    ("a", "the dog sleeps all day"),
+    ("a", "foxes and dogs are not friends"),
+    ("b", "green fields and a red barn"),
+    ("a", "red red red"),
+]
+
+
+@pytest.fixture
+def docs(db: sqlite_utils.Database) -> sqlite_utils.Database:
+    db.conn.executescript(
+        "CREATE TABLE docs (id INTEGER PRIMARY KEY, agent TEXT, text TEXT);"
+        "CREATE VIRTUAL TABLE docs_fts USING fts5(text, tokenize='porter unicode61');"
+    )
+    for i, (agent, text) in enumerate(DOCS, start=1):
+        db.conn.execute("INSERT INTO docs VALUES (?, ?, ?)", (i, agent, text))
+        db.conn.execute("INSERT INTO docs_fts (rowid, text) VALUES (?, ?)", (i, text))
+    return db
+
+
+def or_query_scores(db: sqlite_utils.Database, terms: list[str]) -> dict[int, float]:
+    match = " OR ".join(match_phrase(t) for t in terms)
+    rows = db.conn.execute(
+        "SELECT rowid, -bm25(docs_fts) FROM docs_fts WHERE docs_fts MATCH ?", (match,)
+    )
+    return {int(r): float(s) for r, s in rows}
+
+
+@pytest.mark.parametrize(
+    "query", ["red fox", "green apple dog", "the dog", "delight in red barns", "zebra"]
+)
+def test_term_by_term_scores_equal_the_or_query_scores(
+    docs: sqlite_utils.Database, query: str
+) -> None:
+    terms = query_terms(query)
+    ours = bm25_scores(docs, "docs_fts", "docs", terms, term_cap=None)
+    expected = or_query_scores(docs, terms)
+    assert ours.keys() == expected.keys()
+    for rowid, score in expected.items():
+        assert ours[rowid] == pytest.approx(score, rel=1e-9)
+
+
+def test_a_term_is_scored_only_for_its_newest_matches_up_to_the_cap(
+    docs: sqlite_utils.Database,
+) -> None:
+    # "red" matches rows 1, 2, 3, 6, 7; "fox" rows 1 and 5 (Porter: foxes -> fox).
+    capped = bm25_scores(docs, "docs_fts", "docs", ["red", "fox"], term_cap=2)
+    full = bm25_scores(docs, "docs_fts", "docs", ["red", "fox"], term_cap=None)
+    assert set(capped) == {7, 6, 5, 1}  # red's newest two, and every fox match
+    fox_only = bm25_scores(docs, "docs_fts", "docs", ["fox"], term_cap=None)
+    assert capped[1] == pytest.approx(fox_only[1])  # red's old match no longer counts
+    assert capped[7] == pytest.approx(full[7])
+
+
+def test_the_filter_applies_before_the_cap(docs: sqlite_utils.Database) -> None:
+    # Agent b's rows 3 and 6 are red's newest but one; the cap counts only a's rows.
+    scores = bm25_scores(docs, "docs_fts", "docs", ["red"], "b.agent = ?", ["a"], term_cap=2)
+    assert set(scores) == {7, 2}
