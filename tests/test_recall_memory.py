@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ import sqlite_utils
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from langgraph_memgpt.stores import vectors as vectors_module
 from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_texts, normalize
 from langgraph_memgpt.stores.fts import match_phrase, query_terms
@@ -542,6 +544,21 @@ def test_every_searchable_message_gets_turn_and_context_vectors(hybrid: RecallMe
     (score,) = context_index.scores(expected[0], [rowid]).values()
     assert score == pytest.approx(1.0, abs=1e-4)
     assert biscuit.text == "Biscuit."
+
+
+def test_message_vectors_turn_hnsw_as_they_grow_and_context_vectors_stay_exact(
+    hybrid: RecallMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Context vectors are re-pooled on every append, which an HNSW graph cannot delete.
+    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 4)
+    hybrid.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
+    hybrid.close()
+    turn_index, context_index = hybrid._turn_index, hybrid._context_index
+    assert turn_index is not None and context_index is not None
+    kinds = [json.loads(i.sidecar_path.read_text())["kind"] for i in (turn_index, context_index)]
+    assert kinds == ["hnsw", "flat"]
+    found = ids(hybrid.search("what is the puppy called?", page_size=5, mode="vector"))
+    assert sorted(found) == [f"agent-a-t1-{i}" for i in range(len(PUPPY_THREAD))]
 
 
 def test_vectors_survive_reopening_and_missing_ones_are_embedded(

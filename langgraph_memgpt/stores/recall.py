@@ -44,7 +44,7 @@ from langgraph_memgpt.stores.mentions import (
 from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.text import needs_cleaning, valid_json, valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
-from langgraph_memgpt.stores.vectors import VectorIndex
+from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
 
 SearchMode = Literal["hybrid", "fts", "vector"]
 
@@ -57,6 +57,12 @@ DATE_REACH_DAYS = 7
 """A day named in a query still lifts messages this many days away (linearly less)."""
 INGEST_CHUNK = 256
 """Messages per transaction (and per embedding call) in :meth:`RecallMemory.add_many`."""
+_VECTOR_KINDS: dict[str, IndexKind] = {"turn": "auto", "context": "flat"}
+"""Message vectors are written once, so their index turns HNSW as it grows. A context
+vector is re-pooled for the two messages before each new one: in an HNSW graph (which
+cannot delete) every append would leave two dead entries, and the rebuild they force
+would stall a turn for about a minute at 100k messages. So the context index stays exact
+(about 7 ms per search at 100k)."""
 
 ROLES = ("user", "assistant", "system", "tool")
 _ROLE_ALIASES = {
@@ -170,8 +176,9 @@ class RecallMemory:
                     cache_dir=self.cache_dir,
                     identity=identity,
                     key=key,
+                    kind=kind,
                 )
-                for key in ("turn", "context")
+                for key, kind in _VECTOR_KINDS.items()
             )
 
     # -- writing ---------------------------------------------------------------------
