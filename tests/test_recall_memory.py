@@ -531,8 +531,10 @@ def test_every_searchable_message_gets_turn_and_context_vectors(hybrid: RecallMe
         hybrid.add([msg(i, text)])
     hybrid.add([msg(9, "tool says hi", role="tool", name="t")])
     turn_index, context_index = hybrid._turn_index, hybrid._context_index
-    assert turn_index is not None and context_index is not None
-    assert turn_index.count() == context_index.count() == 5
+    tail_index = hybrid._tail_index
+    assert turn_index is not None and context_index is not None and tail_index is not None
+    # Windows with both successors are final; the thread's last two wait in the tail.
+    assert (turn_index.count(), context_index.count(), tail_index.count()) == (5, 3, 2)
     # The context vector of "Biscuit." was refreshed by the two messages after it: it is
     # the mean of the vectors of its window (the whole five-message thread).
     (biscuit,) = hybrid.get(["agent-a-t1-2"])
@@ -544,19 +546,21 @@ def test_every_searchable_message_gets_turn_and_context_vectors(hybrid: RecallMe
     (score,) = context_index.scores(expected[0], [rowid]).values()
     assert score == pytest.approx(1.0, abs=1e-4)
     assert biscuit.text == "Biscuit."
+    # Two more messages complete the tail's windows: they move, the new ones wait.
+    hybrid.add([msg(5, "Does Biscuit like walks?"), msg(6, "He loves them.")])
+    assert (turn_index.count(), context_index.count(), tail_index.count()) == (7, 5, 2)
 
 
-def test_message_vectors_turn_hnsw_as_they_grow_and_context_vectors_stay_exact(
+def test_vectors_that_no_longer_change_turn_hnsw_as_they_grow(
     hybrid: RecallMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Context vectors are re-pooled on every append, which an HNSW graph cannot delete.
-    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 4)
+    # Vectors that are still re-pooled (the tail) stay where deleting is cheap.
+    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 3)
     hybrid.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
     hybrid.close()
-    turn_index, context_index = hybrid._turn_index, hybrid._context_index
-    assert turn_index is not None and context_index is not None
-    kinds = [json.loads(i.sidecar_path.read_text())["kind"] for i in (turn_index, context_index)]
-    assert kinds == ["hnsw", "flat"]
+    indexes = (hybrid._turn_index, hybrid._context_index, hybrid._tail_index)
+    kinds = [json.loads(i.sidecar_path.read_text())["kind"] for i in indexes if i is not None]
+    assert kinds == ["hnsw", "hnsw", "flat"]
     found = ids(hybrid.search("what is the puppy called?", page_size=5, mode="vector"))
     assert sorted(found) == [f"agent-a-t1-{i}" for i in range(len(PUPPY_THREAD))]
 

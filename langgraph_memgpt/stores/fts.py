@@ -20,7 +20,7 @@ _WORD = re.compile(r"[^\W_]+")
 
 MAX_QUERY_WORDS = 64
 
-TERM_MATCH_CAP = 500
+TERM_MATCH_CAP = 250
 """Most matches a query term is scored for (its newest): see :func:`bm25_scores`."""
 
 # Function words questions are made of ("when did ... the ..."). OR-ed into a query they

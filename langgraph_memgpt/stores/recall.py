@@ -57,12 +57,14 @@ DATE_REACH_DAYS = 7
 """A day named in a query still lifts messages this many days away (linearly less)."""
 INGEST_CHUNK = 256
 """Messages per transaction (and per embedding call) in :meth:`RecallMemory.add_many`."""
-_VECTOR_KINDS: dict[str, IndexKind] = {"turn": "auto", "context": "flat"}
-"""Message vectors are written once, so their index turns HNSW as it grows. A context
-vector is re-pooled for the two messages before each new one: in an HNSW graph (which
-cannot delete) every append would leave two dead entries, and the rebuild they force
-would stall a turn for about a minute at 100k messages. So the context index stays exact
-(about 7 ms per search at 100k)."""
+_VECTOR_KINDS: dict[str, IndexKind] = {"turn": "auto", "context": "auto", "context_tail": "flat"}
+"""Vector indexes of recall, by key. Message vectors ("turn") are written once. A context
+vector is the mean of its window, which changes until the message has its two successors:
+until then it lives in the small exact "context_tail" index, which deletes cheaply, and
+then moves, once and for good, to "context". So the two big indexes only grow and can
+turn HNSW (``VectorIndex`` kind "auto"): an HNSW graph cannot delete, and the two dead
+entries every append left in it forced rebuilds that would stall a turn for about a
+minute at 100k messages. A thread's last two messages stay in the tail."""
 
 ROLES = ("user", "assistant", "system", "tool")
 _ROLE_ALIASES = {
@@ -166,9 +168,10 @@ class RecallMemory:
         self._names: list[str] | None = None
         self._turn_index: VectorIndex | None = None
         self._context_index: VectorIndex | None = None
+        self._tail_index: VectorIndex | None = None
         if embeddings is not None:
             identity = _identity(embeddings)
-            self._turn_index, self._context_index = (
+            self._turn_index, self._context_index, self._tail_index = (
                 VectorIndex.for_tier(
                     db,
                     tier=TIER,
@@ -283,7 +286,7 @@ class RecallMemory:
 
     def close(self) -> None:
         """Write the FAISS caches (they are also brought up to date on next open)."""
-        for index in (self._turn_index, self._context_index):
+        for index in (self._turn_index, self._context_index, self._tail_index):
             if index is not None:
                 index.close()
 
@@ -581,7 +584,8 @@ class RecallMemory:
         (5.1 to 24.8 messages/s) for 0.883 instead of 0.893 recall_any@10.
         """
         assert self.embeddings is not None
-        assert self._turn_index is not None and self._context_index is not None
+        assert self._turn_index is not None
+        assert self._context_index is not None and self._tail_index is not None
         fresh: dict[int, FloatArray] = {}
         if turn_ids:
             vectors: FloatArray = embed_texts(self.embeddings, list(turn_texts))
@@ -591,15 +595,18 @@ class RecallMemory:
             return
         wanted = sorted({i for w in windows.values() for i in w} - set(fresh))
         known = {**self._turn_vectors(wanted), **fresh}
-        ids: list[int] = []
-        pooled: list[FloatArray] = []
+        pooled: dict[bool, dict[int, FloatArray]] = {True: {}, False: {}}
         for item_id, window in windows.items():
             parts = [known[i] for i in window if i in known]
             if parts:
-                ids.append(item_id)
-                pooled.append(np.mean(parts, axis=0))
-        if ids:
-            self._context_index.upsert(ids, normalize(np.stack(pooled)))
+                complete = len(window) - 1 - window.index(item_id) >= CONTEXT_RADIUS
+                pooled[complete][item_id] = np.mean(parts, axis=0)
+        for complete, index in ((True, self._context_index), (False, self._tail_index)):
+            if pooled[complete]:
+                vectors = normalize(np.stack(list(pooled[complete].values())))
+                index.upsert(list(pooled[complete]), vectors)
+        # A window that just became complete leaves the tail.
+        self._tail_index.delete(pooled[True])
 
     def _turn_vectors(self, ids: Sequence[int]) -> dict[int, FloatArray]:
         """Stored message vectors of ``ids`` (those that have one)."""
@@ -731,14 +738,18 @@ class RecallMemory:
         self, query: str, k: int, allowed: list[int] | None
     ) -> list[dict[int, float]]:
         assert self.embeddings is not None
-        assert self._turn_index is not None and self._context_index is not None
+        assert self._turn_index is not None
+        assert self._context_index is not None and self._tail_index is not None
         if allowed is not None and not allowed:
             return [{}, {}]
         vector = embed_query(self.embeddings, query)
-        return [
-            dict(index.search(vector, k, allowed_ids=allowed))
-            for index in (self._turn_index, self._context_index)
-        ]
+        turns = dict(self._turn_index.search(vector, k, allowed_ids=allowed))
+        # One context signal over both context indexes (the tail's newer vector wins for a
+        # message a database from before the split holds in both).
+        contexts = dict(self._context_index.search(vector, k, allowed_ids=allowed))
+        contexts.update(self._tail_index.search(vector, k, allowed_ids=allowed))
+        best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
+        return [turns, dict(best)]
 
     def _listing(
         self,

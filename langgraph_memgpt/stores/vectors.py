@@ -414,6 +414,8 @@ class VectorIndex:
                 (self.tier, self.agent_id, self.key, json.dumps(ids)),
             )
             removed = cursor.rowcount
+            if removed <= 0 and not any(item in state.label_of for item in ids):
+                return 0  # nothing to delete: no new generation, nothing to write
             state.generation = self._bump_generation()
             for item in ids:
                 old = state.label_of.pop(item, None)
