@@ -13,9 +13,13 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from langgraph_memgpt.bench.answer import AnswerRun
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -58,8 +62,51 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
         yield advance
 
 
+def _locomo_answerer(args: argparse.Namespace) -> AnswerRun | None:
+    """The ``--answer`` run of ``bench locomo``, its models resolved; None without ``--answer``.
+
+    Resolving here makes a bad model fail before the ingest (and starts the local model).
+
+    Raises:
+        ValueError: answer flags without ``--answer``, or a model that cannot be used
+            (`AnswerSetupError`); the message says what to change.
+    """
+    given = [
+        flag
+        for flag, value in (
+            ("--model", args.model),
+            ("--judge-model", args.judge_model),
+            ("--limit", args.limit),
+            ("--top-k", args.top_k),
+        )
+        if value is not None
+    ]
+    if not args.answer:
+        if given:
+            raise ValueError(f"{', '.join(given)}: only used with --answer; add --answer")
+        return None
+    from langgraph_memgpt.bench.answer import (
+        DEFAULT_TOP_K,
+        AnswerOptions,
+        AnswerRun,
+        resolve_bench_model,
+    )
+
+    model_spec = args.model or "auto"  # as `chat` and Context.model
+    judge_spec = args.judge_model or model_spec
+    model = resolve_bench_model(model_spec, "--model")
+    judge = resolve_bench_model(judge_spec, "--judge-model" if args.judge_model else "--model")
+    options = AnswerOptions(
+        top_k=args.top_k or DEFAULT_TOP_K,
+        limit=args.limit,
+        model_spec=model_spec,
+        judge_spec=judge_spec,
+    )
+    return AnswerRun(model, judge, options)
+
+
 def cmd_bench_locomo(args: argparse.Namespace) -> int:
-    """Run ``bench locomo``: retrieval quality of the agent's memory search on LoCoMo."""
+    """Run ``bench locomo``: the agent's memory search on LoCoMo (and answers, with --answer)."""
     from langgraph_memgpt.bench.locomo import LocomoFormatError, load_locomo
     from langgraph_memgpt.bench.report import print_report
     from langgraph_memgpt.bench.runner import BenchOptions, parse_modes, run_locomo
@@ -77,16 +124,23 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
         archival=args.archival,
         embedding_model=args.embedding_model,
     )
+    try:
+        answerer = _locomo_answerer(args)
+    except ValueError as exc:  # answer flags without --answer, or a model that cannot run
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from langgraph_memgpt.stores.types import MemoryStoreError
 
     with tempfile.TemporaryDirectory(prefix="memgpt-locomo-") as tmp:
         data_dir = Path(args.data_dir) if args.data_dir else Path(tmp)
         try:
             with _progress(not args.no_progress) as progress:
-                report = run_locomo(conversations, options, data_dir, progress=progress)
+                report = run_locomo(
+                    conversations, options, data_dir, progress=progress, answerer=answerer
+                )
         except (MemoryStoreError, RuntimeError, ValueError) as exc:
             # A reused --data-dir built with another model, a corrupt file, a missing
-            # embedding package: say what to do, not a traceback.
+            # embedding package, a failed answer-model call: say what, not a traceback.
             print(f"error: {exc}", file=sys.stderr)
             return 2
     if args.json:
@@ -133,6 +187,39 @@ def _add_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     locomo.add_argument(
         "--embedding-model", default="minilm", help="'minilm' (default) or 'openai:<model>'"
+    )
+    answer = locomo.add_argument_group(
+        "question answering",
+        "With --answer, a chat model also answers the questions from the agent's hybrid "
+        "recall search; answers are scored with LoCoMo's F1 and an LLM judge (J), with "
+        "p50/p95 search, answer and total latency and prompt tokens per question.",
+    )
+    answer.add_argument(
+        "--answer",
+        action="store_true",
+        help="answer the questions from retrieved memory and score the answers",
+    )
+    answer.add_argument(
+        "--model",
+        default=None,
+        help="answering model: 'auto' (default: OPENAI_API_KEY / OPENAI_BASE_URL if set, "
+        "else the embedded model), 'openai:<name>', 'local' or 'scripted:<path.json>'",
+    )
+    answer.add_argument(
+        "--judge-model", default=None, help="judge model spec (default: the --model one)"
+    )
+    answer.add_argument(
+        "--limit",
+        type=_positive_int,
+        default=None,
+        help="answer only the first N questions of each conversation (retrieval metrics "
+        "still cover all of them)",
+    )
+    answer.add_argument(
+        "--top-k",
+        type=_positive_int,
+        default=None,
+        help="retrieved turns put into the answer prompt (default: 10)",
     )
     locomo.add_argument("--json", action="store_true", help="print one JSON object")
     locomo.add_argument("--no-progress", action="store_true", help="hide the progress bars")

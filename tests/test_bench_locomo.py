@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from locomo_samples import sample, turn, write_locomo
 
 from langgraph_memgpt.bench.bm25 import BM25, tokenize
 from langgraph_memgpt.bench.locomo import (
@@ -122,34 +123,11 @@ def test_session_dates_parse_to_utc_with_12_hour_clock() -> None:
         parse_session_date("1:00 pm on 31 February, 2023")
 
 
-def _turn(speaker: str, dia: str, text: str, **extra: Any) -> dict[str, Any]:
-    return {"speaker": speaker, "dia_id": dia, "text": text, **extra}
-
-
 def _sample(sample_id: str = "conv-x") -> dict[str, Any]:
     """A tiny LoCoMo-shaped sample with the file's quirks (packed and dangling evidence)."""
-    return {
-        "sample_id": sample_id,
-        "conversation": {
-            "speaker_a": "Ann",
-            "speaker_b": "Bob",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                _turn("Ann", "D1:1", "I adopted a puppy last week."),
-                _turn("Bob", "D1:2", "What is the puppy's name?"),
-                _turn("Ann", "D1:3", "Biscuit! Here he is.", blip_caption="a photo of a dog"),
-            ],
-            "session_2_date_time": "7:55 pm on 9 June, 2023",
-            "session_2": [
-                _turn("Bob", "D2:1", "I started pottery classes on Monday."),
-                _turn("Ann", "D2:2", "Pottery sounds relaxing, enjoy the clay."),
-            ],
-            "session_10_date_time": "10:37 am on 27 June, 2023",
-            "session_10": [_turn("Ann", "D10:1", "Biscuit learned to sit today.")],
-            # A date without a session, as in the real file.
-            "session_11_date_time": "1:36 pm on 3 July, 2023",
-        },
-        "qa": [
+    return sample(
+        sample_id,
+        [
             {"question": "What is Ann's puppy called?", "answer": "Biscuit",
              "evidence": ["D1:3"], "category": 4},
             {"question": "What did Bob start and what did Ann think?", "answer": "pottery",
@@ -160,17 +138,15 @@ def _sample(sample_id: str = "conv-x") -> dict[str, Any]:
              "evidence": ["D1:1"], "category": 5},
             {"question": "Dangling only?", "answer": "?", "evidence": ["D30:05"], "category": 3},
         ],
-    }  # fmt: skip
-
-
-def _write(tmp_path: Path, samples: list[dict[str, Any]]) -> Path:
-    path = tmp_path / "locomo.json"
-    path.write_text(json.dumps(samples), encoding="utf-8")
-    return path
+        session_10_date_time="10:37 am on 27 June, 2023",
+        session_10=[turn("Ann", "D10:1", "Biscuit learned to sit today.")],
+        # A date without a session, as in the real file.
+        session_11_date_time="1:36 pm on 3 July, 2023",
+    )  # fmt: skip
 
 
 def test_loader_orders_sessions_and_keeps_only_scorable_questions(tmp_path: Path) -> None:
-    (conv,) = load_locomo(_write(tmp_path, [_sample()]))
+    (conv,) = load_locomo(write_locomo(tmp_path, [_sample()]))
     assert conv.sample_id == "conv-x"
     assert [s.key for s in conv.sessions] == ["session_1", "session_2", "session_10"]
     assert conv.turn_count == 6
@@ -183,7 +159,7 @@ def test_loader_orders_sessions_and_keeps_only_scorable_questions(tmp_path: Path
 
 
 def test_turns_become_recall_messages_one_thread_per_session(tmp_path: Path) -> None:
-    (conv,) = load_locomo(_write(tmp_path, [_sample()]))
+    (conv,) = load_locomo(write_locomo(tmp_path, [_sample()]))
     messages = recall_messages(conv, "conv-x")
     assert len(messages) == 6
     first, third = messages[0], messages[2]
@@ -205,7 +181,7 @@ def test_loader_explains_files_that_are_not_locomo(tmp_path: Path) -> None:
     with pytest.raises(LocomoFormatError, match="does not exist"):
         load_locomo(tmp_path / "missing.json")
     with pytest.raises(LocomoFormatError, match="conversation"):
-        load_locomo(_write(tmp_path, [{"qa": []}]))
+        load_locomo(write_locomo(tmp_path, [{"qa": []}]))
 
 
 # -- baseline and runner -----------------------------------------------------------
@@ -226,7 +202,7 @@ def test_modes_are_parsed_and_unknown_modes_refused() -> None:
 
 
 def test_fts_benchmark_runs_through_recall_search(tmp_path: Path) -> None:
-    (conv,) = load_locomo(_write(tmp_path, [_sample()]))
+    (conv,) = load_locomo(write_locomo(tmp_path, [_sample()]))
     report = run_locomo([conv], BenchOptions(modes=["fts"], ks=(1, 5)), tmp_path / "data")
     assert report["questions"] == 3
     fts = report["modes"]["fts"]
@@ -238,7 +214,7 @@ def test_fts_benchmark_runs_through_recall_search(tmp_path: Path) -> None:
 
 
 def test_cli_prints_one_json_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _write(tmp_path, [_sample("conv-a"), _sample("conv-b")])
+    path = write_locomo(tmp_path, [_sample("conv-a"), _sample("conv-b")])
     code = main(
         ["bench", "locomo", "--data", str(path), "--modes", "fts", "--json", "--no-progress",
          "--k", "1,5", "--data-dir", str(tmp_path / "data")]
@@ -274,7 +250,7 @@ def test_fts_search_beats_the_bm25_floor_on_the_dev_file(tmp_path: Path) -> None
 
 
 def test_archival_flag_also_scores_archival_search_of_turn_passages(tmp_path: Path) -> None:
-    (conv,) = load_locomo(_write(tmp_path, [_sample()]))
+    (conv,) = load_locomo(write_locomo(tmp_path, [_sample()]))
     options = BenchOptions(modes=["fts"], ks=(1, 5), archival=True)
     report = run_locomo([conv], options, tmp_path / "data")
     assert list(report["modes"]) == ["fts", "archival:fts"]
@@ -285,7 +261,7 @@ def test_archival_flag_also_scores_archival_search_of_turn_passages(tmp_path: Pa
 def test_cli_explains_an_unknown_embedding_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _write(tmp_path, [_sample()])
+    path = write_locomo(tmp_path, [_sample()])
     argv = ["bench", "locomo", "--data", str(path), "--embedding-model", "bogus", "--no-progress"]
     assert main(argv) == 2
     assert "Unknown embedding model 'bogus'" in capsys.readouterr().err

@@ -90,3 +90,73 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
         console.print(
             "search: " + ", ".join(f"{mode} {ms} ms/query" for mode, ms in latency.items())
         )
+    if report.get("answer"):
+        print_answer_report(report["answer"], console)
+
+
+def _category_table(title: str, figures: Sequence[str]) -> Table:
+    """A table with a "category" column followed by right-aligned figure columns."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("category", no_wrap=True)
+    for col in figures:
+        table.add_column(col, justify="right", no_wrap=True)
+    return table
+
+
+def _pct(figures: Mapping[str, Any], key: str, digits: int = 0) -> str:
+    values = figures.get(key) or {}
+    p50, p95 = values.get("p50"), values.get("p95")
+    if p50 is None or p95 is None:
+        return "-"
+    return f"{p50:.{digits}f} / {p95:.{digits}f}"
+
+
+def print_answer_report(answer: Mapping[str, Any], console: Console | None = None) -> None:
+    """Render the ``--answer`` section: F1 and J per category, then latency and tokens."""
+    console = console or Console()
+    limit = answer.get("limit")
+    console.print(
+        f"\nLoCoMo question answering: {answer['questions']} questions"
+        + (f" (first {limit} per conversation)" if limit else "")
+        + f", model {answer['model']} = {answer.get('model_resolved', '?')}, "
+        f"judge {answer['judge_model']} = {answer.get('judge_resolved', '?')}, "
+        f"top {answer['top_k']} turns of {answer['search_mode']} search per prompt.",
+        markup=False,
+    )
+    rows = [("overall", answer["overall"])]
+    for cat, figures in answer["per_category"].items():
+        name = CATEGORY_NAMES.get(int(cat), cat) if cat.isdigit() else cat
+        rows.append((f"{cat} {name}", figures))
+
+    table = _category_table(
+        "answers: LoCoMo F1 and LLM judge J", ("n", "F1", "J", "judge errors", "evidence in top k")
+    )
+    for label, figures in rows:
+        table.add_row(
+            label,
+            str(figures["n"]),
+            _fmt(figures.get("f1")),
+            _fmt(figures.get("j")),
+            str(figures.get("judge_errors", 0)),
+            _fmt(figures.get("evidence_retrieved")),
+        )
+    console.print(table)
+
+    table = _category_table(
+        "cost per question, p50 / p95",
+        ("search ms", "answer ms", "total ms", "judge ms", "prompt tokens"),
+    )
+    for label, figures in rows:
+        table.add_row(
+            label,
+            _pct(figures, "search_ms", 1),
+            _pct(figures, "answer_ms"),
+            _pct(figures, "total_ms"),
+            _pct(figures, "judge_ms"),
+            _pct(figures, "prompt_tokens"),
+        )
+    console.print(table)
+    console.print(
+        f"total = search + answer (judge excluded). Prompt tokens: "
+        f"{answer['prompt_tokens_source']}. J counts judge errors as not correct."
+    )

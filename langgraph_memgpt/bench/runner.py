@@ -14,13 +14,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.bench.bm25 import BM25
 from langgraph_memgpt.bench.locomo import Conversation, recall_messages, turn_text
 from langgraph_memgpt.bench.metrics import DEFAULT_KS, MetricAccumulator
+
+if TYPE_CHECKING:
+    from langgraph_memgpt.bench.answer import AnswerRun
 
 Mode = Literal["fts", "vector", "hybrid"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -102,6 +105,7 @@ def run_locomo(
     *,
     embeddings: Embeddings | None = None,
     progress: ProgressFn | None = None,
+    answerer: AnswerRun | None = None,
 ) -> dict[str, Any]:
     """Ingest every conversation into its own agent, search every question, score it.
 
@@ -113,17 +117,21 @@ def run_locomo(
         embeddings: Embedding model; built from ``options.embedding_model`` when a
             vector-using mode is asked for and none is given.
         progress: Progress callback (see :data:`ProgressFn`).
+        answerer: When given, also answer (a subset of) the questions from the agent's
+            hybrid search with a chat model and score the answers (``--answer``).
 
     Returns:
         The report as a JSON-ready dict: ``default_mode``, ``questions``, ``modes``
-        (per mode ``overall`` and ``per_category``), ``baseline`` and ``ingest``.
+        (per mode ``overall`` and ``per_category``), ``baseline`` and ``ingest``; plus
+        ``answer`` (see `AnswerRun.report`) with an ``answerer``.
     """
     from langgraph_memgpt.stores.db import open_db
     from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
     from langgraph_memgpt.stores.recall import RecallMemory
 
     ks = tuple(sorted(set(options.ks)))
-    needs_vectors = any(m != "fts" for m in options.modes)
+    # Answering uses the agent's hybrid search, which uses vectors when there are any.
+    needs_vectors = any(m != "fts" for m in options.modes) or answerer is not None
     if embeddings is None and needs_vectors:
         embeddings = get_embeddings(options.embedding_model)
     db = open_db(data_dir / "memory.sqlite")
@@ -132,6 +140,7 @@ def run_locomo(
     accs: dict[str, MetricAccumulator] = {m: MetricAccumulator(ks) for m in _score_keys(options)}
     total_turns = sum(c.turn_count for c in conversations)
     total_q = sum(len(c.questions) for c in conversations)
+    total_answered = answerer.planned(conversations) if answerer is not None else 0
     try:
         for conv in conversations:
             agent_id = conv.sample_id
@@ -172,6 +181,8 @@ def run_locomo(
                             accs[key].add(q.category, ranked, q.evidence)
                             if progress:
                                 progress(f"search {key}", 1, total_q)
+            if answerer is not None:
+                answerer.run_conversation(conv, recall, progress=progress, total=total_answered)
             recall.close()
         baseline = bm25_baseline(conversations, ks, progress)
     finally:
@@ -180,7 +191,7 @@ def run_locomo(
     model = None
     if embeddings is not None and needs_vectors:
         model = embedding_identity(embeddings)[0]
-    return {
+    report: dict[str, Any] = {
         "default_mode": DEFAULT_MODE,
         "questions": total_q,
         "conversations": len(conversations),
@@ -203,6 +214,9 @@ def run_locomo(
             for key, sec in timing.search_seconds.items()
         },
     }
+    if answerer is not None:
+        report["answer"] = answerer.report()
+    return report
 
 
 def _score_keys(options: BenchOptions) -> list[str]:
