@@ -85,6 +85,24 @@ def test_a_query_naming_a_day_or_a_speaker_lifts_their_messages(
     assert by_bob[0].item.message_id == "m2"
 
 
+def test_a_named_speaker_only_lifts_messages_another_signal_found(
+    db: sqlite_utils.Database, tmp_data_dir: Path
+) -> None:
+    # Every message of a participant would be half the memory; alone, a name says
+    # nothing about the topic, so Bob's other messages are not results.
+    recall = RecallMemory(db, "a", None, tmp_data_dir / "faiss")
+    recall.add(
+        [
+            _msg(1, "I bought a kayak.", "2023-06-03", "Ann"),
+            _msg(2, "My kayak is red.", "2023-06-04", "Bob"),
+            *(_msg(i, f"Lunch number {i} was fine.", "2023-06-05", "Bob") for i in range(3, 9)),
+        ]
+    )
+    page = recall.search("what colour is Bob's kayak?", page_size=10)
+    assert [hit.item.message_id for hit in page.hits] == ["m2", "m1"]
+    assert page.total == 2
+
+
 def test_hybrid_search_embeds_the_query_without_the_participants_it_names(
     db: sqlite_utils.Database,
     tmp_data_dir: Path,

@@ -355,7 +355,8 @@ class RecallMemory:
                 total = self._count(where, params)
             signals.extend(self._vector_scores(self._topic_query(query, mode), k, allowed))
         if mode != "vector":
-            signals.extend(self._mention_scores(query, where, params))
+            candidates = {key for signal in signals for key in signal}
+            signals.extend(self._mention_scores(query, where, params, candidates))
         fused = minmax_fuse(signals)
         if total is None:
             total = len(fused)
@@ -636,7 +637,7 @@ class RecallMemory:
         return out
 
     def _mention_scores(
-        self, query: str, where: str, params: Sequence[object]
+        self, query: str, where: str, params: Sequence[object], candidates: Collection[int]
     ) -> list[dict[int, float]]:
         """Signals from what the query names: a day or month, and one participant.
 
@@ -659,10 +660,13 @@ class RecallMemory:
             scores = {k: date_closeness(d, ranges, reach) for k, d in days.items()}
             out.append({k: v for k, v in scores.items() if v > 0})
         named = mentioned_names(query, self._participants())
-        if len(named) == 1:
+        if len(named) == 1 and candidates:
+            # Only messages another signal found: every message of a participant would
+            # be half the memory at 100k, and on its own the name says nothing of topic.
             rows = self.db.conn.execute(
-                f"SELECT b.id FROM recall AS b WHERE {where} AND b.name = ?",
-                (*params, next(iter(named))),
+                "SELECT id FROM recall WHERE +agent_id = ? AND name = ? "
+                "AND id IN (SELECT value FROM json_each(?))",
+                (self.agent_id, next(iter(named)), json.dumps(sorted(candidates))),
             ).fetchall()
             out.append({int(r[0]): 1.0 for r in rows})
         return out
