@@ -249,6 +249,46 @@ def test_fts_search_beats_the_bm25_floor_on_the_dev_file(tmp_path: Path) -> None
     assert fts["recall_any@10"] > baseline
 
 
+def _one_session(sample_id: str, texts: list[str], qa: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "sample_id": sample_id,
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                turn("Ann" if i % 2 else "Bob", f"D1:{i}", text)
+                for i, text in enumerate(texts, start=1)
+            ],
+        },
+        "qa": qa,
+    }
+
+
+def test_each_conversation_is_ranked_as_if_it_were_alone(tmp_path: Path) -> None:
+    # In conv-a "kayak" is the rarer word, so the kayak turn answers best; conv-b says
+    # "kayak" everywhere. Were the two in one database, conv-b's ingest would make
+    # "kayak" common and the red-hat turn would win conv-a's question.
+    conv_a = _one_session(
+        "conv-a",
+        ["I love my red hat.", "Red shoes too.", "The kayak trip was fun.", "Hello."],
+        [{"question": "The red kayak?", "answer": "x", "evidence": ["D1:3"], "category": 4}],
+    )
+    conv_b = _one_session(
+        "conv-b",
+        [f"Kayak day {n}, another kayak." for n in range(8)],
+        [{"question": "Which kayak?", "answer": "x", "evidence": ["D1:1"], "category": 2}],
+    )
+    conversations = load_locomo(write_locomo(tmp_path, [conv_b, conv_a]))
+    options = BenchOptions(modes=["fts"], ks=(1,))
+    first = run_locomo(conversations, options, tmp_path / "data")
+    again = run_locomo(conversations, options, tmp_path / "data")  # reused data dir
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["conv-a", "conv-b"]
+    for report in (first, again):  # category 4 is conv-a's question
+        assert report["modes"]["fts"]["per_category"]["4"]["recall_any@1"] == 1.0
+    assert first["modes"] == again["modes"]
+
+
 def test_archival_flag_also_scores_archival_search_of_turn_passages(tmp_path: Path) -> None:
     (conv,) = load_locomo(write_locomo(tmp_path, [_sample()]))
     options = BenchOptions(modes=["fts"], ks=(1, 5), archival=True)

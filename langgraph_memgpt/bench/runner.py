@@ -9,6 +9,7 @@ A plain BM25 baseline is scored in the same run so every report carries its floo
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -112,7 +113,8 @@ def run_locomo(
     Args:
         conversations: Loaded LoCoMo conversations.
         options: Modes, cut-offs and flags.
-        data_dir: Folder for the memory database and FAISS caches; reusing one skips
+        data_dir: Folder for the memory databases and FAISS caches (one subfolder per
+            conversation, named after its sample id); reusing one skips
             turns already stored (ingest is idempotent).
         embeddings: Embedding model; built from ``options.embedding_model`` when a
             vector-using mode is asked for and none is given.
@@ -134,15 +136,20 @@ def run_locomo(
     needs_vectors = any(m != "fts" for m in options.modes) or answerer is not None
     if embeddings is None and needs_vectors:
         embeddings = get_embeddings(options.embedding_model)
-    db = open_db(data_dir / "memory.sqlite")
-    cache_dir = data_dir / "faiss"
     timing = _Timing()
     accs: dict[str, MetricAccumulator] = {m: MetricAccumulator(ks) for m in _score_keys(options)}
     total_turns = sum(c.turn_count for c in conversations)
     total_q = sum(len(c.questions) for c in conversations)
     total_answered = answerer.planned(conversations) if answerer is not None else 0
-    try:
-        for conv in conversations:
+    for conv in conversations:
+        # One database per conversation: FTS5's BM25 statistics (document frequencies,
+        # average length) are per database, so conversations sharing one would rank each
+        # other's turns differently depending on which were ingested first, and a
+        # reused --data-dir would change the figures.
+        folder = data_dir / _folder_name(conv.sample_id)
+        db = open_db(folder / "memory.sqlite")
+        cache_dir = folder / "faiss"
+        try:
             agent_id = conv.sample_id
             recall = RecallMemory(db, agent_id, embeddings, cache_dir)
             messages = recall_messages(conv, agent_id, speaker_prefix=options.speaker_prefix)
@@ -184,9 +191,9 @@ def run_locomo(
             if answerer is not None:
                 answerer.run_conversation(conv, recall, progress=progress, total=total_answered)
             recall.close()
-        baseline = bm25_baseline(conversations, ks, progress)
-    finally:
-        db.conn.close()
+        finally:
+            db.conn.close()
+    baseline = bm25_baseline(conversations, ks, progress)
 
     model = None
     if embeddings is not None and needs_vectors:
@@ -217,6 +224,11 @@ def run_locomo(
     if answerer is not None:
         report["answer"] = answerer.report()
     return report
+
+
+def _folder_name(sample_id: str) -> str:
+    """A folder name for a conversation id (any characters)."""
+    return re.sub(r"[^\w.-]", "_", sample_id) or "conversation"
 
 
 def _score_keys(options: BenchOptions) -> list[str]:
