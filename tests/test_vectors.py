@@ -411,6 +411,22 @@ def test_auto_index_is_exact_until_the_threshold_then_hnsw_for_good(
     assert {item for item, _ in reopened.search(vectors[0], 300)} == set(range(200))
 
 
+def test_auto_index_never_builds_its_graph_while_holding_the_write_lock(
+    make_index: MakeIndex, db: sqlite_utils.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Building a graph takes seconds; other writers wait only 10 s for the lock.
+    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 100)
+    vectors = random_unit(150, seed=8)
+    index = make_index(kind="auto")
+    with transaction(db):
+        index.upsert(list(range(150)), vectors)
+        assert [item for item, _ in index.search(vectors[42], 1)] == [42]
+        assert index._state.kind == "flat"
+    assert [item for item, _ in index.search(vectors[42], 1)] == [42]  # after the commit
+    assert index._state.kind == "hnsw"
+    assert sidecar_kind(index) == "hnsw"
+
+
 def test_auto_index_opened_on_a_big_flat_cache_rebuilds_it_as_hnsw(
     make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -394,8 +394,6 @@ class VectorIndex:
                 state.label_of[item] = label
             state.generation = generation
             state.unsaved += len(ids)
-            if self._wanted_kind(len(state.label_of)) != state.kind:
-                self._build_from_sql(dict(state.item_of))
         self.maybe_persist()
 
     def delete(self, item_ids: Iterable[int]) -> int:
@@ -650,13 +648,24 @@ class VectorIndex:
         return np.array(found, dtype=np.int64), np.ascontiguousarray(matrix)
 
     def _sync(self) -> None:
-        """Load the cache, or catch up with writes made through another connection."""
+        """Load the cache, or catch up with writes made through another connection.
+
+        Also where an ``"auto"`` index turns HNSW: never inside a transaction, since
+        building a graph takes seconds (0.5-1 ms per vector) and a transaction holds
+        the database's write lock, which other writers wait for only 10 s.
+        """
         state = self._state
         if state.index is None:
             self._load()
         elif self._db_generation() != state.generation:
             self._reconcile(self._live_labels())
             state.generation = self._db_generation()
+        if self._wanted_kind(len(state.label_of)) != state.kind and self._may_build_graph():
+            self._build_from_sql(dict(state.item_of))
+            self.persist()
+
+    def _may_build_graph(self) -> bool:
+        return not self.db.conn.in_transaction
 
     def _load(self) -> None:
         """Open the cache file if it is intact and ours, then reconcile it with SQLite."""
@@ -683,9 +692,6 @@ class VectorIndex:
                 state.tombstones.add(label)
         changed = self._reconcile(live)
         state.generation = generation
-        if self._wanted_kind(len(state.label_of)) != state.kind:
-            self._build_from_sql(dict(state.item_of))
-            changed = True
         if changed:
             self.persist()
 
@@ -752,7 +758,10 @@ class VectorIndex:
     def _build_from_sql(self, live: dict[int, int] | None = None) -> None:
         state = self._state
         live = self._live_labels() if live is None else live
-        state.kind = self._wanted_kind(len(live))
+        kind = self._wanted_kind(len(live))
+        if kind == "hnsw" and self.kind == "auto" and not self._may_build_graph():
+            kind = "flat"  # exact until the next use outside the transaction (see _sync)
+        state.kind = kind
         index = self._new_index(state.kind)
         labels = sorted(live)
         for start in range(0, len(labels), _BUILD_CHUNK):
@@ -773,8 +782,9 @@ class VectorIndex:
         total = int(state.index.ntotal)
         if len(state.tombstones) < max(_TOMBSTONE_MIN, _TOMBSTONE_FRACTION * total):
             return
-        if state.kind == "hnsw":  # an HNSW graph cannot delete: rebuild it
-            self._build_from_sql(dict(state.item_of))
+        if state.kind == "hnsw":  # an HNSW graph cannot delete: rebuild it, but not while
+            if self._may_build_graph():  # holding the write lock (dead entries are skipped)
+                self._build_from_sql(dict(state.item_of))
             return
         dead = np.array(sorted(state.tombstones), dtype=np.int64)
         state.index.remove_ids(faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead)))
