@@ -325,7 +325,9 @@ class RecallMemory:
         Returns:
             The page, with ``total`` = candidates that matched any signal (every
             candidate in "vector" mode and for a listing). In hybrid mode each vector
-            signal contributes its ``max(50, (page + 1) * page_size)`` nearest candidates.
+            signal contributes its ``max(50, (page + 1) * page_size)`` nearest candidates,
+            and each query word at most its 250 newest matches (``fts.TERM_MATCH_CAP``),
+            so with very common words the total is a lower bound.
 
         Raises:
             ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
