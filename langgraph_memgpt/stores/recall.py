@@ -353,8 +353,9 @@ class RecallMemory:
             k = max(VECTOR_CANDIDATES, (page + 1) * page_size)
             # params[0] is the agent id; anything after it is a user-chosen filter.
             allowed = self._candidate_ids(where, params, filtered=len(params) > 1)
-            if mode == "vector":
-                total = self._count(where, params)
+            if mode == "vector":  # every candidate with a vector matches by meaning
+                assert self._turn_index is not None
+                total = self._turn_index.count() if allowed is None else len(allowed)
             signals.extend(self._vector_scores(self._topic_query(query, mode), k, allowed))
         if mode != "vector":
             candidates = {key for signal in signals for key in signal}
