@@ -40,6 +40,8 @@ from langgraph_memgpt.tokens import TokenCounter, content_text
 
 TRANSCRIPT_LINE_CHARS = 600
 """Longest excerpt of one evicted message shown to the summarizer."""
+SUMMARY_TAG = "summary"
+"""The archival tag of every eviction summary."""
 
 
 def choose_cut(queue: Sequence[AnyMessage], cost_after: Callable[[int], int], target: int) -> int:
@@ -86,7 +88,26 @@ def transcript(messages: Sequence[AnyMessage]) -> str:
     return "\n".join(lines)
 
 
-def _clip_tokens(text: str, budget: int, counter: TokenCounter) -> str:
+def summary_token_budget(ctx: Context) -> int:
+    """Most tokens the recursive summary may take: ``summary_fraction`` of the window."""
+    return int(ctx.context_window * ctx.summary_fraction)
+
+
+def summary_word_limit(summary_budget: int) -> int:
+    """Words the summarizer is asked for: 70% of the summary's token budget, at least 20."""
+    return max(20, int(summary_budget * 0.7))
+
+
+def summary_request(previous_summary: str, transcript_text: str, max_words: int) -> list[AnyMessage]:
+    """The summarizer's prompt: the instructions, then the previous summary and the messages."""
+    return [
+        SystemMessage(prompts.SUMMARIZER_INSTRUCTIONS.format(max_words=max_words)),
+        HumanMessage(prompts.summarizer_prompt(previous_summary, transcript_text, max_words)),
+    ]
+
+
+def clip_tokens(text: str, budget: int, counter: TokenCounter) -> str:
+    """``text`` cut (with an ellipsis) to about ``budget`` tokens."""
     tokens = counter.text(text)
     if tokens <= budget:
         return text
@@ -109,7 +130,7 @@ def make_summarize_evict(
         evicted_count = state.get("evicted_count", 0)
         system_prompt, _ = current_system(state, memory, len(queue))
         schemas = deps.schemas
-        summary_budget = int(ctx.context_window * ctx.summary_fraction)
+        summary_budget = summary_token_budget(ctx)
 
         def cost_after(cut: int) -> int:
             rest = build_prompt(system_prompt, "", evicted_count, queue[cut:])
@@ -126,13 +147,10 @@ def make_summarize_evict(
                 update={"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False},
             )
         evicted = queue[:cut]
-        max_words = max(20, int(summary_budget * 0.7))
-        request = [
-            SystemMessage(prompts.SUMMARIZER_INSTRUCTIONS.format(max_words=max_words)),
-            HumanMessage(prompts.summarizer_prompt(summary, transcript(evicted), max_words)),
-        ]
+        max_words = summary_word_limit(summary_budget)
+        request = summary_request(summary, transcript(evicted), max_words)
         new_summary = content_text(deps.summarizer(ctx).invoke(request)).strip()
-        new_summary = _clip_tokens(new_summary or summary, summary_budget, deps.counter)
+        new_summary = clip_tokens(new_summary or summary, summary_budget, deps.counter)
         after = cost_after(cut) - summary_budget + deps.counter.text(new_summary)
         if after >= before:
             return Command(
@@ -142,7 +160,7 @@ def make_summarize_evict(
         with memory.lock:
             memory.archival.insert(
                 new_summary,
-                tags=["summary"],
+                tags=[SUMMARY_TAG],
                 thread_id=thread_of(runtime),
                 turn=state.get("turn", 0),
             )

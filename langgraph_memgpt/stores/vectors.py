@@ -662,7 +662,7 @@ class VectorIndex:
             state.generation = self._db_generation()
         if self._wanted_kind(len(state.label_of)) != state.kind and self._may_build_graph():
             self._build_from_sql(dict(state.item_of))
-            self.persist()
+            self.maybe_persist()  # the graph is worth keeping; a failed write is not fatal
 
     def _may_build_graph(self) -> bool:
         return not self.db.conn.in_transaction
