@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeE
 
 if TYPE_CHECKING:
     from langgraph_memgpt.bench.answer import AnswerRun
+    from langgraph_memgpt.bench.summaries import SessionSummarizer
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -74,7 +75,7 @@ def _locomo_answerer(args: argparse.Namespace) -> AnswerRun | None:
     given = [
         flag
         for flag, value in (
-            ("--model", args.model),
+            ("--model", None if args.archival_summaries else args.model),
             ("--judge-model", args.judge_model),
             ("--limit", args.limit),
             ("--top-k", args.top_k),
@@ -83,7 +84,8 @@ def _locomo_answerer(args: argparse.Namespace) -> AnswerRun | None:
     ]
     if not args.answer:
         if given:
-            raise ValueError(f"{', '.join(given)}: only used with --answer; add --answer")
+            also = " (--model also with --archival-summaries)" if "--model" in given else ""
+            raise ValueError(f"{', '.join(given)}: only used with --answer{also}; add --answer")
         return None
     from langgraph_memgpt.bench.answer import (
         DEFAULT_TOP_K,
@@ -103,6 +105,21 @@ def _locomo_answerer(args: argparse.Namespace) -> AnswerRun | None:
         judge_spec=judge_spec,
     )
     return AnswerRun(model, judge, options)
+
+
+def _locomo_summarizer(args: argparse.Namespace) -> SessionSummarizer | None:
+    """The ``--archival-summaries`` summarizer, its model resolved; None without the flag.
+
+    Raises:
+        ValueError: the model cannot be used (`AnswerSetupError`, saying what to change).
+    """
+    if not args.archival_summaries:
+        return None
+    from langgraph_memgpt.bench.answer import resolve_bench_model
+    from langgraph_memgpt.bench.summaries import SessionSummarizer
+
+    model_spec = args.model or "auto"  # as --answer, `chat` and Context.model
+    return SessionSummarizer(resolve_bench_model(model_spec, "--model"), model_spec)
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> int:
@@ -126,6 +143,7 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     )
     try:
         answerer = _locomo_answerer(args)
+        summarizer = _locomo_summarizer(args)
     except ValueError as exc:  # answer flags without --answer, or a model that cannot run
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -136,7 +154,12 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
         try:
             with _progress(not args.no_progress) as progress:
                 report = run_locomo(
-                    conversations, options, data_dir, progress=progress, answerer=answerer
+                    conversations,
+                    options,
+                    data_dir,
+                    progress=progress,
+                    answerer=answerer,
+                    summarizer=summarizer,
                 )
         except (MemoryStoreError, RuntimeError, ValueError) as exc:
             # A reused --data-dir built with another model, a corrupt file, a missing
@@ -186,6 +209,13 @@ def _add_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="also insert every turn into archival memory and score archival search",
     )
     locomo.add_argument(
+        "--archival-summaries",
+        action="store_true",
+        help="also summarize each session with --model (recursively, with the agent's "
+        "summarizer prompt), store the summaries in archival memory as the agent's eviction "
+        "does, and score their search at SESSION level (archival-summaries:<mode>)",
+    )
+    locomo.add_argument(
         "--embedding-model", default="minilm", help="'minilm' (default) or 'openai:<model>'"
     )
     answer = locomo.add_argument_group(
@@ -202,8 +232,9 @@ def _add_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     answer.add_argument(
         "--model",
         default=None,
-        help="answering model: 'auto' (default: OPENAI_API_KEY / OPENAI_BASE_URL if set, "
-        "else the embedded model), 'openai:<name>', 'local' or 'scripted:<path.json>'",
+        help="answering (and --archival-summaries) model: 'auto' (default: OPENAI_API_KEY / "
+        "OPENAI_BASE_URL if set, else the embedded model), 'openai:<name>', 'local' or "
+        "'scripted:<path.json>'",
     )
     answer.add_argument(
         "--judge-model", default=None, help="judge model spec (default: the --model one)"

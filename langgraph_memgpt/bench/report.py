@@ -18,13 +18,27 @@ _METRICS = (
 
 
 def _systems(report: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(label, summary) rows: the default mode first and starred, then others, then BM25."""
+    """(label, summary) rows: the default mode first and starred, then others, then BM25.
+
+    Session-level entries (``--archival-summaries``) are left out: they score sessions,
+    not turns, and get a table of their own (`_session_systems`).
+    """
     default = report["default_mode"]
-    modes: Mapping[str, Any] = report["modes"]
+    modes: Mapping[str, Any] = {
+        m: s for m, s in report["modes"].items() if s.get("level") != _SESSION
+    }
     order = sorted(modes, key=lambda m: m != default)  # stable: the run's order otherwise
     rows = [(f"{m} *" if m == default else m, modes[m]) for m in order]
     rows += [(f"baseline {name}", s) for name, s in report["baseline"].items()]
     return rows
+
+
+def _session_systems(report: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(label, summary) rows of the session-level entries, in the run's order."""
+    return [(m, s) for m, s in report["modes"].items() if s.get("level") == _SESSION]
+
+
+_SESSION = "session"
 
 
 def _fmt(value: Any) -> str:
@@ -52,6 +66,25 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
             table.add_row(label, *(_fmt(overall.get(f"{metric}@{k}")) for k in ks))
         console.print(table)
 
+    sessions = _session_systems(report)
+    if sessions:
+        table = Table(
+            title="archival session summaries, SESSION level (a hit is a session's summary; "
+            "the evidence is the sessions of the evidence turns): not comparable with the "
+            "turn-level tables above",
+            title_justify="left",
+        )
+        table.add_column("system", no_wrap=True)
+        table.add_column("metric", no_wrap=True)
+        for k in ks:
+            table.add_column(f"@{k}", justify="right")
+        for label, summary in sessions:
+            for metric, _ in _METRICS:
+                overall = summary["overall"]
+                table.add_row(label, metric, *(_fmt(overall.get(f"{metric}@{k}")) for k in ks))
+            table.add_section()
+        console.print(table)
+
     cut = 10 if 10 in ks else ks[len(ks) // 2]
     table = Table(title=f"per category @{cut}", title_justify="left")
     for col in ("system", "category", "n"):
@@ -60,7 +93,8 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
         table.add_column(
             f"{metric.replace('recall_', '').replace('_any', '')}@{cut}", justify="right"
         )
-    for label, summary in systems:
+    labelled = systems + [(f"{label} (session)", s) for label, s in sessions]
+    for label, summary in labelled:
         for cat, figures in summary["per_category"].items():
             name = CATEGORY_NAMES.get(int(cat), cat) if cat.isdigit() else cat
             table.add_row(
@@ -84,6 +118,18 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
                 if ingest.get("archival_seconds") is not None
                 else ""
             )
+        )
+    summaries = ingest.get("archival_summaries")
+    if summaries:
+        per = summaries["seconds_per_session"]
+        console.print(
+            f"session summaries: {summaries['sessions_summarized']} written in "
+            f"{summaries['seconds']:.1f} s (p50 / p95 "
+            + (f"{per['p50']:.1f} / {per['p95']:.1f} s" if per["p50"] is not None else "-")
+            + f" per session), {summaries['sessions_reused']} reused, model "
+            f"{summaries['model']} = {summaries['model_resolved']}, at most "
+            f"{summaries['max_words']} words / {summaries['max_tokens']} tokens",
+            markup=False,
         )
     latency = report.get("search_ms_per_query") or {}
     if latency:

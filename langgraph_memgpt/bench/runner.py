@@ -25,12 +25,15 @@ from langgraph_memgpt.bench.metrics import DEFAULT_KS, MetricAccumulator
 
 if TYPE_CHECKING:
     from langgraph_memgpt.bench.answer import AnswerRun
+    from langgraph_memgpt.bench.summaries import SessionSummarizer, SummaryArchive
 
 Mode = Literal["fts", "vector", "hybrid"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 #: The mode ``conversation_search`` uses, so the headline figure is what the agent gets.
 DEFAULT_MODE: Mode = "hybrid"
 ARCHIVAL_PREFIX = "archival:"
+#: Session-level scores of the ``--archival-summaries`` passages (see ``bench.summaries``).
+SUMMARIES_PREFIX = "archival-summaries:"
 
 #: Reports progress: ``(task, advance, total)``; ``total`` is set on a task's first call.
 ProgressFn = Callable[[str, int, int], None]
@@ -107,6 +110,7 @@ def run_locomo(
     embeddings: Embeddings | None = None,
     progress: ProgressFn | None = None,
     answerer: AnswerRun | None = None,
+    summarizer: SessionSummarizer | None = None,
 ) -> dict[str, Any]:
     """Ingest every conversation into its own agent, search every question, score it.
 
@@ -121,11 +125,16 @@ def run_locomo(
         progress: Progress callback (see :data:`ProgressFn`).
         answerer: When given, also answer (a subset of) the questions from the agent's
             hybrid search with a chat model and score the answers (``--answer``).
+        summarizer: When given, also store one recursive summary per session in archival
+            memory, as the agent's eviction would, and score their search at session
+            level under ``archival-summaries:<mode>`` (``--archival-summaries``).
 
     Returns:
         The report as a JSON-ready dict: ``default_mode``, ``questions``, ``modes``
         (per mode ``overall`` and ``per_category``), ``baseline`` and ``ingest``; plus
-        ``answer`` (see `AnswerRun.report`) with an ``answerer``.
+        ``answer`` (see `AnswerRun.report`) with an ``answerer``; with a
+        ``summarizer``, ``ingest.archival_summaries`` (see `SessionSummarizer.report`) and
+        session-level entries in ``modes`` marked ``"level": "session"``.
     """
     from langgraph_memgpt.stores.db import open_db
     from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
@@ -137,10 +146,12 @@ def run_locomo(
     if embeddings is None and needs_vectors:
         embeddings = get_embeddings(options.embedding_model)
     timing = _Timing()
-    accs: dict[str, MetricAccumulator] = {m: MetricAccumulator(ks) for m in _score_keys(options)}
+    keys = _score_keys(options, summaries=summarizer is not None)
+    accs: dict[str, MetricAccumulator] = {m: MetricAccumulator(ks) for m in keys}
     total_turns = sum(c.turn_count for c in conversations)
     total_q = sum(len(c.questions) for c in conversations)
     total_answered = answerer.planned(conversations) if answerer is not None else 0
+    total_sessions = sum(len(c.sessions) for c in conversations)
     for conv in conversations:
         # One database per conversation: FTS5's BM25 statistics (document frequencies,
         # average length) are per database, so conversations sharing one would rank each
@@ -149,6 +160,7 @@ def run_locomo(
         folder = data_dir / _folder_name(conv.sample_id)
         db = open_db(folder / "memory.sqlite")
         cache_dir = folder / "faiss"
+        summaries: SummaryArchive | None = None
         try:
             agent_id = conv.sample_id
             recall = RecallMemory(db, agent_id, embeddings, cache_dir)
@@ -169,6 +181,10 @@ def run_locomo(
                 start = time.perf_counter()
                 archival = _ingest_archival(db, agent_id, embeddings, cache_dir, conv, options)
                 timing.archival_seconds += time.perf_counter() - start
+            if summarizer is not None:
+                summaries = summarizer.ingest(
+                    conv, folder, embeddings, progress=progress, total=total_sessions
+                )
             timing.turns += len(messages)
 
             prefix = f"{conv.sample_id}:"
@@ -188,10 +204,14 @@ def run_locomo(
                             accs[key].add(q.category, ranked, q.evidence)
                             if progress:
                                 progress(f"search {key}", 1, total_q)
+                if summaries is not None:
+                    _score_summaries(conv, summaries, mode, ks, accs, timing, progress, total_q)
             if answerer is not None:
                 answerer.run_conversation(conv, recall, progress=progress, total=total_answered)
             recall.close()
         finally:
+            if summaries is not None:
+                summaries.close()
             db.conn.close()
     baseline = bm25_baseline(conversations, ks, progress)
 
@@ -204,7 +224,9 @@ def run_locomo(
         "conversations": len(conversations),
         "dropped_questions": sum(c.dropped_questions for c in conversations),
         "ks": list(ks),
-        "modes": {key: _summary(acc) for key, acc in accs.items()},
+        "modes": {
+            key: _summary(acc, session_level=_is_session_level(key)) for key, acc in accs.items()
+        },
         "baseline": {"bm25": _summary(baseline)},
         "ingest": {
             "turns": timing.turns,
@@ -221,6 +243,8 @@ def run_locomo(
             for key, sec in timing.search_seconds.items()
         },
     }
+    if summarizer is not None:
+        report["ingest"]["archival_summaries"] = summarizer.report()
     if answerer is not None:
         report["answer"] = answerer.report()
     return report
@@ -231,15 +255,52 @@ def _folder_name(sample_id: str) -> str:
     return re.sub(r"[^\w.-]", "_", sample_id) or "conversation"
 
 
-def _score_keys(options: BenchOptions) -> list[str]:
+def _score_keys(options: BenchOptions, *, summaries: bool = False) -> list[str]:
     keys: list[str] = list(options.modes)
     if options.archival:
         keys += [ARCHIVAL_PREFIX + m for m in options.modes]
+    if summaries:
+        keys += [SUMMARIES_PREFIX + m for m in options.modes]
     return keys
 
 
-def _summary(acc: MetricAccumulator) -> dict[str, Any]:
-    return {"questions": acc.count, "overall": acc.overall(), "per_category": acc.per_category()}
+def _is_session_level(key: str) -> bool:
+    return key.startswith(SUMMARIES_PREFIX)
+
+
+def _summary(acc: MetricAccumulator, *, session_level: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "questions": acc.count,
+        "overall": acc.overall(),
+        "per_category": acc.per_category(),
+    }
+    if session_level:
+        from langgraph_memgpt.bench.summaries import SESSION_LEVEL, SESSION_LEVEL_NOTE
+
+        out = {"level": SESSION_LEVEL, "note": SESSION_LEVEL_NOTE, **out}
+    return out
+
+
+def _score_summaries(
+    conv: Conversation,
+    summaries: SummaryArchive,
+    mode: Mode,
+    ks: Sequence[int],
+    accs: dict[str, MetricAccumulator],
+    timing: _Timing,
+    progress: ProgressFn | None,
+    total_q: int,
+) -> None:
+    """Score the session summaries' search at session level (sessions ranked vs evidence's)."""
+    from langgraph_memgpt.bench.summaries import evidence_sessions
+
+    key = SUMMARIES_PREFIX + mode
+    with _clock(timing.search_seconds, key):
+        for q in conv.questions:
+            ranked = summaries.search(q.question, mode, max(ks))
+            accs[key].add(q.category, ranked, evidence_sessions(conv, q))
+            if progress:
+                progress(f"search {key}", 1, total_q)
 
 
 def _ingest_archival(

@@ -98,7 +98,9 @@ def summary_word_limit(summary_budget: int) -> int:
     return max(20, int(summary_budget * 0.7))
 
 
-def summary_request(previous_summary: str, transcript_text: str, max_words: int) -> list[AnyMessage]:
+def summary_request(
+    previous_summary: str, transcript_text: str, max_words: int
+) -> list[AnyMessage]:
     """The summarizer's prompt: the instructions, then the previous summary and the messages."""
     return [
         SystemMessage(prompts.SUMMARIZER_INSTRUCTIONS.format(max_words=max_words)),
