@@ -95,17 +95,25 @@ def pressure_alert(used_tokens: int, window: int) -> str:
 SUMMARIZER_INSTRUCTIONS = """\
 You maintain the running summary of your own conversation, written in the first person
 ("I", "the user"), because older messages are leaving your context window. Fold the previous
-summary and the messages below into ONE new summary: keep names, facts, dates, decisions,
-promises and open questions; drop greetings and filler. At most {max_words} words. Output only
-the summary text."""
+summary and the new messages into ONE new summary: keep names, facts, dates, decisions,
+promises and open questions; drop greetings and filler. Write in your own words: shorten the
+previous summary where needed to make room for the new facts, and never copy the messages
+or repeat a sentence. At most {max_words} words. Output only the summary text."""
 
 
 def summarizer_prompt(previous_summary: str, transcript: str, max_words: int) -> str:
     """The user message asking the model for the next recursive summary."""
-    previous = previous_summary.strip() or "(none yet)"
+    previous = previous_summary.strip()
+    task = (
+        "Write the new summary: the previous summary, shortened, plus the new facts from these "
+        "messages"
+        if previous
+        else "Write the summary of these messages"
+    )
     return (
-        f"Previous summary:\n{previous}\n\nMessages leaving the window:\n{transcript}\n\n"
-        f"Write the new summary (at most {max_words} words)."
+        f"Previous summary:\n{previous or '(none yet)'}\n\n"
+        f"New messages leaving the window:\n{transcript}\n\n"
+        f"{task} in your own words (at most {max_words} words, no quoted messages)."
     )
 
 

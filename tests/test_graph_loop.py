@@ -312,6 +312,9 @@ def test_eviction_summarizes_and_keeps_the_prompt_under_the_window(tmp_path: Pat
     assert state["evicted_count"] > 0
     # The summary folds the previous one in: the summarizer saw it.
     assert any("Previous summary:\nI talked" in c[1].content for c in agent.summarizer.calls)
+    # The summary call is capped at the summary budget (10% of the window), not the model cap.
+    assert agent.summarizer.call_kwargs
+    assert all(kw.get("max_tokens") == 250 for kw in agent.summarizer.call_kwargs)
     # The summary is in archival memory, with provenance.
     page = agent.memory.archival.search("talked with the user", tags=["summary"])
     assert page.total >= 1 and page.hits[0].item.thread_id == "t1"

@@ -24,7 +24,6 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
 
 from langgraph_memgpt.bench.answer import describe_model, percentiles
 from langgraph_memgpt.bench.locomo import Conversation, Question, Session, turn_text
@@ -32,12 +31,11 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.nodes.summarize_evict import (
     SUMMARY_TAG,
     TRANSCRIPT_LINE_CHARS,
-    clip_tokens,
-    summary_request,
     summary_token_budget,
     summary_word_limit,
+    write_summary,
 )
-from langgraph_memgpt.tokens import TokenCounter, content_text
+from langgraph_memgpt.tokens import TokenCounter
 
 SESSION_LEVEL = "session"
 SESSION_LEVEL_NOTE = (
@@ -214,18 +212,16 @@ class SessionSummarizer:
         return archive
 
     def _summarize(self, conv: Conversation, session: Session, previous: str) -> str:
-        request = summary_request(previous, session_transcript(session), self.max_words)
+        """The agent's own ``write_summary`` on this session ('' if the model wrote nothing)."""
         try:
-            reply = self.model.invoke(request, max_tokens=self.max_tokens)
+            return write_summary(
+                self.model, previous, session_transcript(session), self.max_tokens, self.counter
+            )
         except Exception as exc:
             raise SummaryModelError(
                 f"the summary model failed on {conv.sample_id} {session.key}: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        if not isinstance(reply, AIMessage):  # pragma: no cover - chat models return these
-            raise SummaryModelError(f"the summary model returned {type(reply).__name__}")
-        text = content_text(reply).strip()
-        return clip_tokens(text, self.max_tokens, self.counter) if text else ""
 
     def report(self) -> dict[str, Any]:
         """The ``ingest.archival_summaries`` section of the report (JSON-ready)."""

@@ -10,9 +10,11 @@ memory. If nothing can be evicted the turn ends with an honest reply instead of 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -42,6 +44,15 @@ TRANSCRIPT_LINE_CHARS = 600
 """Longest excerpt of one evicted message shown to the summarizer."""
 SUMMARY_TAG = "summary"
 """The archival tag of every eviction summary."""
+LOCAL_SUMMARY_SAMPLING: dict[str, Any] = {"frequency_penalty": 0.5, "presence_penalty": 0.3}
+"""Extra sampling for the embedded model's summaries (plain text, never tool calls), against
+its loops; `drop_repeated_sentences` removes the loops a penalty lets through (llama.cpp
+applies it to the last 64 tokens only). Hosted models get no penalty."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+COPY_NGRAM = 6
+"""Word n-gram length used to tell a copied reply from a written one."""
+COPY_FRACTION = 0.6
+"""A reply whose n-grams are at least this much verbatim from its prompt is a copy."""
 
 
 def choose_cut(queue: Sequence[AnyMessage], cost_after: Callable[[int], int], target: int) -> int:
@@ -108,6 +119,80 @@ def summary_request(
     ]
 
 
+def summary_call_kwargs(model: BaseChatModel, budget: int) -> dict[str, Any]:
+    """Keyword arguments of the summarizer call.
+
+    The reply is capped at the summary budget; the embedded model also gets a repetition
+    penalty (its tool calls, constrained JSON, never come through here).
+    """
+    from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+
+    kwargs: dict[str, Any] = {"max_tokens": budget}
+    if isinstance(model, LocalToolCallingChatModel):
+        kwargs.update(LOCAL_SUMMARY_SAMPLING)
+    return kwargs
+
+
+def drop_repeated_sentences(text: str) -> str:
+    """``text`` without the sentences it already said (a small model loops on a few of them)."""
+    seen: set[str] = set()
+    paragraphs = []
+    for paragraph in text.split("\n"):
+        kept = []
+        for sentence in _SENTENCE_END.split(paragraph):
+            key = " ".join(sentence.lower().split())
+            if key and key in seen:
+                continue
+            seen.add(key)
+            kept.append(sentence)
+        paragraphs.append(" ".join(kept))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(paragraphs)).strip()
+
+
+def _ngrams(text: str) -> set[tuple[str, ...]]:
+    words = text.lower().split()
+    return {tuple(words[i : i + COPY_NGRAM]) for i in range(len(words) - COPY_NGRAM + 1)}
+
+
+def copied_fraction(reply: str, *sources: str) -> float:
+    """Share of ``reply``'s word n-grams found verbatim in ``sources`` (0 for short replies)."""
+    grams = _ngrams(reply)
+    if not grams:
+        return 0.0
+    seen: set[tuple[str, ...]] = set()
+    for source in sources:
+        seen |= _ngrams(source)
+    return len(grams & seen) / len(grams)
+
+
+def write_summary(
+    model: BaseChatModel,
+    previous_summary: str,
+    transcript_text: str,
+    budget: int,
+    counter: TokenCounter,
+) -> str:
+    """The next recursive summary, at most ``budget`` tokens ('' if the model wrote nothing).
+
+    Sentences the reply repeats are dropped. A reply that mostly copies its prompt (the
+    previous summary, the messages) is not a summary: then the previous summary, clipped to
+    half the budget, is kept and a summary of just the new messages, written in the other
+    half, is appended.
+    """
+    max_words = summary_word_limit(budget)
+    request = summary_request(previous_summary, transcript_text, max_words)
+    reply = content_text(model.invoke(request, **summary_call_kwargs(model, budget)))
+    reply = drop_repeated_sentences(reply)
+    if copied_fraction(reply, previous_summary, transcript_text) >= COPY_FRACTION:
+        half = budget // 2
+        request = summary_request("", transcript_text, summary_word_limit(half))
+        fresh = content_text(model.invoke(request, **summary_call_kwargs(model, half)))
+        fresh = drop_repeated_sentences(fresh)
+        kept = clip_tokens(previous_summary.strip(), half, counter)
+        reply = "\n\n".join(part for part in (kept, clip_tokens(fresh, half, counter)) if part)
+    return clip_tokens(reply, budget, counter) if reply else ""
+
+
 def clip_tokens(text: str, budget: int, counter: TokenCounter) -> str:
     """``text`` cut (with an ellipsis) to about ``budget`` tokens."""
     tokens = counter.text(text)
@@ -149,10 +234,10 @@ def make_summarize_evict(
                 update={"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False},
             )
         evicted = queue[:cut]
-        max_words = summary_word_limit(summary_budget)
-        request = summary_request(summary, transcript(evicted), max_words)
-        new_summary = content_text(deps.summarizer(ctx).invoke(request)).strip()
-        new_summary = clip_tokens(new_summary or summary, summary_budget, deps.counter)
+        new_summary = write_summary(
+            deps.summarizer(ctx), summary, transcript(evicted), summary_budget, deps.counter
+        )
+        new_summary = new_summary or clip_tokens(summary, summary_budget, deps.counter)
         after = cost_after(cut) - summary_budget + deps.counter.text(new_summary)
         if after >= before:
             return Command(
