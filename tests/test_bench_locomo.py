@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from locomo_samples import sample, turn, write_locomo
+from locomo_samples import ann_and_bob, sample, turn, write_locomo
 
 from langgraph_memgpt.bench.bm25 import BM25, tokenize
 from langgraph_memgpt.bench.locomo import (
@@ -250,19 +250,15 @@ def test_fts_search_beats_the_bm25_floor_on_the_dev_file(tmp_path: Path) -> None
 
 
 def _one_session(sample_id: str, texts: list[str], qa: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "sample_id": sample_id,
-        "conversation": {
-            "speaker_a": "Ann",
-            "speaker_b": "Bob",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                turn("Ann" if i % 2 else "Bob", f"D1:{i}", text)
-                for i, text in enumerate(texts, start=1)
-            ],
-        },
-        "qa": qa,
-    }
+    return ann_and_bob(
+        sample_id,
+        qa,
+        session_1_date_time="1:56 pm on 8 May, 2023",
+        session_1=[
+            turn("Ann" if i % 2 else "Bob", f"D1:{i}", text)
+            for i, text in enumerate(texts, start=1)
+        ],
+    )
 
 
 def test_each_conversation_is_ranked_as_if_it_were_alone(tmp_path: Path) -> None:
