@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 
 def _default_data_dir() -> str:
@@ -105,6 +105,15 @@ class Context:
     core_block_limit: int = field(
         default=2000,
         metadata={"description": "Character limit of the default core memory blocks."},
+    )
+    prompt_layout: Literal["cached", "legacy"] = field(
+        default="cached",
+        metadata={
+            "description": "'cached': instructions and tools first, core memory after them, "
+            "and the system prompt re-rendered only between turns, so prefix caches hold. "
+            "'legacy': the earlier layout (core memory inside the instructions, tools after "
+            "it), kept as the turn benchmark's baseline."
+        },
     )
     data_dir: str = field(
         default_factory=_default_data_dir,

@@ -38,11 +38,17 @@ class Deps:
     user_tools: Mapping[str, BaseTool] = field(default_factory=dict)
     counter: TokenCounter = field(default_factory=TokenCounter)
     schemas: list[dict[str, Any]] = field(init=False)
+    compact_schemas: list[dict[str, Any]] = field(init=False)
 
     def __post_init__(self) -> None:
         # Built once: converting pydantic models to JSON schema on every step was the
         # largest cost of an empty turn.
         self.schemas = tool_schemas(list(self.user_tools.values()))
+        self.compact_schemas = tool_schemas(list(self.user_tools.values()), compact=True)
+
+    def schemas_for(self, model: BaseChatModel) -> list[dict[str, Any]]:
+        """The tool schemas to bind: compact ones for a model that asks for them (small)."""
+        return self.compact_schemas if getattr(model, "compact_tools", False) else self.schemas
 
     def chat_model(self, ctx: Context) -> BaseChatModel:
         """The model a node calls: the one given to ``build_graph``, else ``ctx.model``."""

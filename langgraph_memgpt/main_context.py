@@ -32,6 +32,8 @@ from langgraph_memgpt.tokens import TokenCounter, content_text
 REPLY_FLAG = "memgpt_reply"
 """Marks the AI message ``respond`` adds: the reply is already in the queue as the
 ``send_message`` call, so the prompt skips this copy."""
+TIME_KEY = "memgpt_time"
+"""Where a user message keeps the time it entered the queue (ISO-8601 UTC)."""
 ALERT_NAME = "system_alert"
 """Name of the user-role messages the runtime itself inserts (pressure alerts)."""
 
@@ -93,8 +95,15 @@ def core_mirror(memory: AgentMemory) -> list[dict[str, Any]]:
         ]
 
 
-def render_system(memory: AgentMemory, queue_length: int) -> tuple[str, list[dict[str, Any]]]:
-    """Render the system prompt from the stores; returns it with the core blocks mirror."""
+def render_system(
+    memory: AgentMemory, queue_length: int, layout: str = "cached"
+) -> tuple[str, list[dict[str, Any]]]:
+    """Render the system prompt from the stores; returns it with the core blocks mirror.
+
+    ``cached`` (the default): the unchanging instructions first, then core memory and
+    statistics, so everything up to the first core block is the same in every call of
+    every thread. ``legacy``: the layout before that, kept as the benchmark's baseline.
+    """
     blocks = core_mirror(memory)
     statistics = prompts.render_memory_statistics(
         recall_outside_queue=max(0, memory.recall.count() - queue_length),
@@ -102,17 +111,59 @@ def render_system(memory: AgentMemory, queue_length: int) -> tuple[str, list[dic
         archival_tags=memory.archival.tags(),
         last_modified=memory.core.last_modified(),
     )
-    return prompts.render_system_prompt(prompts.render_core_blocks(blocks), statistics), blocks
+    core = prompts.render_core_blocks(blocks)
+    if layout == "legacy":
+        return prompts.render_system_prompt(core, statistics), blocks
+    return f"{prompts.SYSTEM_INSTRUCTIONS}\n{prompts.render_memory(core, statistics)}", blocks
+
+
+def system_message(system_prompt: str) -> SystemMessage:
+    """The system message, split where the unchanging part ends.
+
+    Two text blocks, instructions first: a model wrapper that renders tools into the
+    prompt itself (the embedded model's) puts them between the two, so the instructions
+    and the tools form one prefix that every call shares; providers that cache by prefix
+    (OpenAI, Anthropic: tools first, then the system text) get the same order. A prompt of
+    the legacy layout stays one string.
+    """
+    head = prompts.SYSTEM_INSTRUCTIONS
+    if not system_prompt.startswith(head):
+        return SystemMessage(system_prompt)
+    rest = system_prompt[len(head) :].lstrip("\n")
+    return SystemMessage(content=[{"type": "text", "text": head}, {"type": "text", "text": rest}])
+
+
+def with_time(message: AnyMessage) -> AnyMessage:
+    """A user message as the model reads it: prefixed with the time it was sent."""
+    sent = message.additional_kwargs.get(TIME_KEY)
+    if not isinstance(message, HumanMessage) or is_runtime_note(message) or not sent:
+        return message
+    return message.model_copy(
+        update={"content": f"{prompts.render_time(str(sent))} {content_text(message)}"}
+    )
+
+
+def stamped(message: M) -> M:
+    """``message`` with its arrival time recorded (user messages only, once)."""
+    if (
+        not isinstance(message, HumanMessage)
+        or is_runtime_note(message)
+        or message.additional_kwargs.get(TIME_KEY)
+    ):
+        return message
+    return message.model_copy(
+        update={"additional_kwargs": {**message.additional_kwargs, TIME_KEY: now_iso()}}
+    )
 
 
 def build_prompt(
     system_prompt: str, summary: str, evicted_count: int, queue: Sequence[AnyMessage]
 ) -> list[BaseMessage]:
-    """System message, summary note (if any), then the visible queue."""
-    prompt: list[BaseMessage] = [SystemMessage(system_prompt)]
+    """System message, summary note (if any), then the visible queue with message times."""
+    prompt: list[BaseMessage] = [system_message(system_prompt)]
     if summary:
         prompt.append(HumanMessage(prompts.render_summary(summary, evicted_count), name=ALERT_NAME))
-    prompt.extend(visible(queue))
+    prompt.extend(with_time(m) for m in visible(queue))
     return prompt
 
 
@@ -186,17 +237,23 @@ def record(memory: AgentMemory, messages: Iterable[BaseMessage], thread_id: str,
 
 
 def current_system(
-    state: State, memory: AgentMemory, queue_length: int
+    state: State, memory: AgentMemory, queue_length: int, ctx: Context, *, mid_turn: bool
 ) -> tuple[str, dict[str, Any]]:
     """The system prompt to use now, and the state update caching it (empty when cached).
 
-    Re-rendered only when core memory or the summary changed: a stable system prompt lets
-    the provider's (or llama.cpp's) prefix cache reuse it between steps, which on the
-    embedded model is the difference between ~50 s and ~3 s per step.
+    Re-rendered only when core memory or the summary changed, and in the ``cached`` layout
+    only between turns (or after an eviction): within a turn the model sees its own edits
+    in the queue, and a stable prompt lets the provider's (or llama.cpp's) prefix cache
+    hold. On the embedded model a re-read prompt costs ~25 ms a token.
     """
     with memory.lock:
         key = system_key(memory, state.get("evicted_count", 0))
-        if state.get("system_prompt") and state.get("system_key") == key:
-            return state["system_prompt"], {}
-        system_prompt, blocks = render_system(memory, queue_length)
+        cached = state.get("system_prompt")
+        old_key = state.get("system_key", "")
+        if cached and old_key == key:
+            return cached, {}
+        same_eviction = old_key.rpartition("|")[2] == key.rpartition("|")[2]
+        if cached and mid_turn and same_eviction and ctx.prompt_layout == "cached":
+            return cached, {}
+        system_prompt, blocks = render_system(memory, queue_length, ctx.prompt_layout)
     return system_prompt, {"system_prompt": system_prompt, "system_key": key, "core_blocks": blocks}

@@ -6,6 +6,37 @@ from collections.abc import Sequence
 from typing import Any
 
 SYSTEM_INSTRUCTIONS = """\
+You are a MemGPT agent: a helpful assistant whose memory outlives each conversation.
+
+How you act
+- You act only through tools. The user sees only what you pass to `send_message`:
+  answer in your own words, never by repeating the user's message.
+- Every user message gets one `send_message`. When you also save a fact, do both in the
+  same step, the edit first: [{"name": "core_memory_append", "arguments": {"label": "human",
+  "content": "Name: Ada. Favourite colour: teal."}}, {"name": "send_message", "arguments":
+  {"message": "Nice to meet you, Ada!"}}]
+- Each user message starts with the time it was sent, like [2026-12-01 09:30 UTC]. Use it
+  for "today", "this year", "last week".
+
+Core memory (the blocks below, always in view)
+- `human`: lasting facts about the USER (name, family, work, likes, plans, dates), as short
+  notes in the third person ("Sister Keiko marries in June."), never the user's words.
+- `persona`: facts about YOU, the assistant. Never put facts about the user there.
+- Save only new, lasting facts. Greetings, thanks, small talk and questions are not facts:
+  just reply. Correct an outdated fact with `core_memory_replace`.
+- When core memory already holds the answer, answer from it at once: do not search.
+
+Memory out of view (search it only when core memory lacks the answer)
+- `conversation_search`: every earlier message with this user, in every conversation.
+- `archival_memory_search`: passages you saved with `archival_memory_insert`, and summaries
+  of old conversations.
+- Search with a few topic words. Then answer with `send_message` from what the search
+  returned; if nothing relevant came back, say you do not know.
+- When a system alert says memory pressure is high, save what matters now: older messages
+  will soon be replaced by a summary.
+"""
+
+LEGACY_INSTRUCTIONS = """\
 You are a MemGPT agent: a persistent assistant whose memory outlives this conversation.
 
 How you act
@@ -28,6 +59,8 @@ Your memory
 - When a system alert says memory pressure is high, save what matters now: older messages
   will soon be replaced by a summary.
 """
+"""The instructions before the prefix-cache layout, kept for the ``legacy`` baseline of
+``bench turns``."""
 
 
 def render_core_blocks(blocks: Sequence[dict[str, Any]]) -> str:
@@ -68,8 +101,18 @@ def render_memory_statistics(
 
 
 def render_system_prompt(core: str, statistics: str) -> str:
-    """The whole system message: instructions, core memory, statistics."""
-    return f"{SYSTEM_INSTRUCTIONS}\n{core}\n\n{statistics}"
+    """The whole system message of the legacy layout: instructions, core memory, statistics."""
+    return f"{LEGACY_INSTRUCTIONS}\n{core}\n\n{statistics}"
+
+
+def render_memory(core: str, statistics: str) -> str:
+    """The changing part of the system message: core memory and statistics."""
+    return f"{core}\n\n{statistics}"
+
+
+def render_time(iso: str) -> str:
+    """A message's time as the model reads it: ``[2026-12-01 09:30 UTC]``."""
+    return f"[{iso[:10]} {iso[11:16]} UTC]"
 
 
 def render_summary(summary: str, evicted_count: int) -> str:
@@ -145,4 +188,9 @@ INTERRUPTED_CALL = (
 NO_REPLY_NOTE = (
     "[system note] Your turn is not over: you have not replied to the user yet. "
     "Call send_message with your reply."
+)
+
+REPLY_HELD_BACK = (
+    "Not sent: you searched in the same step, before reading the results. Read them below, "
+    "then call send_message with your answer."
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -33,37 +34,55 @@ class _HeartbeatArgs(BaseModel):
 
 
 class SendMessageArgs(BaseModel):
-    """Send a message to the user. This is the only way the user sees what you say."""
+    """Send your reply to the user: the only text the user sees. Once per user message.
+
+    Example: {"message": "Nice to meet you, Ada!"}
+    """
 
     message: str = Field(description="The full message to show the user.")
 
 
 class CoreMemoryAppendArgs(_HeartbeatArgs):
-    """Append text to a core memory block (always in view). Use for lasting facts."""
+    """Add a lasting fact to a core memory block (always in view). Not for chatter or questions.
 
-    label: str = Field(description="Block to edit, e.g. 'human' or 'persona'.")
-    content: str = Field(description="Text to append, on a new line.")
+    'human' holds facts about the user, 'persona' facts about you. Write a short note in
+    the third person, not the user's words. Example: {"label": "human", "content": "Sister
+    Keiko gets married in June."}
+    """
+
+    label: str = Field(description="Block to edit: 'human' (the user) or 'persona' (you).")
+    content: str = Field(description="The fact, as a short note.")
 
 
 class CoreMemoryReplaceArgs(_HeartbeatArgs):
-    """Replace exact text in a core memory block. Use an empty new_content to delete."""
+    """Correct or delete a fact in a core memory block: old_content must be its exact text.
 
-    label: str = Field(description="Block to edit, e.g. 'human' or 'persona'.")
+    Example: {"label": "human", "old_content": "Lives in Oslo.", "new_content": "Lives in
+    Bergen."}; an empty new_content deletes.
+    """
+
+    label: str = Field(description="Block to edit: 'human' or 'persona'.")
     old_content: str = Field(description="Exact text currently in the block.")
     new_content: str = Field(description="Text to put in its place.")
 
 
 class ArchivalMemoryInsertArgs(_HeartbeatArgs):
-    """Save a passage to archival memory (unlimited, searchable later)."""
+    """Save a long or detailed passage to archival memory (unlimited, found by search later).
+
+    Example: {"content": "Ada's trip plan: Lisbon 3-10 May, hotel near Alfama."}
+    """
 
     content: str = Field(description="Self-contained text to keep.")
     tags: list[str] = Field(default_factory=list, description="Tags for later filtering.")
 
 
 class ArchivalMemorySearchArgs(_HeartbeatArgs):
-    """Search archival memory by meaning and words, optionally by tags and dates."""
+    """Search archival memory (saved passages, summaries of old conversations) by meaning.
 
-    query: str = Field(description="What to look for.")
+    Only when core memory does not already hold the answer. Example: {"query": "trip plan"}
+    """
+
+    query: str = Field(description="What to look for: a few topic words.")
     tags: list[str] = Field(default_factory=list, description="Only passages with these tags.")
     tag_match: Literal["any", "all"] = Field(
         default="any", description="'any': a passage needs one of the tags; 'all': every tag."
@@ -74,9 +93,13 @@ class ArchivalMemorySearchArgs(_HeartbeatArgs):
 
 
 class ConversationSearchArgs(_HeartbeatArgs):
-    """Search past messages (recall memory, verbatim) by meaning and words."""
+    """Search every earlier message with this user, in all conversations, by words and meaning.
 
-    query: str = Field(description="What to look for.")
+    Only when core memory does not already hold the answer. Example: {"query": "sister
+    wedding"}
+    """
+
+    query: str = Field(description="What to look for: a few topic words.")
     roles: list[Literal["user", "assistant"]] = Field(
         default_factory=list, description="Only messages from these roles."
     )
@@ -86,7 +109,10 @@ class ConversationSearchArgs(_HeartbeatArgs):
 
 
 class ConversationSearchDateArgs(_HeartbeatArgs):
-    """List past messages (recall memory) between two dates, oldest first."""
+    """List earlier messages between two dates, oldest first.
+
+    Example: {"start_date": "2026-11-23", "end_date": "2026-11-29"}
+    """
 
     start_date: str = Field(description="Inclusive, YYYY-MM-DD.")
     end_date: str = Field(description="Inclusive, YYYY-MM-DD.")
@@ -116,6 +142,32 @@ ToolFn = Callable[[Any, AgentMemory, Context, Provenance], tuple[str, bool]]
 """A memory tool: (args, memory, context, provenance) -> (message, core_changed)."""
 
 
+@dataclass(frozen=True)
+class MemoryTool:
+    """One memory tool and what the loop must know about it, declared in one place.
+
+    Attributes:
+        name: the name the model calls.
+        args: the argument model; its docstring is the description the model reads.
+        run: the implementation.
+        replies: its ``message`` argument is the user-visible reply (``send_message``).
+        reads: its result must be read before the turn can end (searches): the loop
+            thinks again after it, whatever ``request_heartbeat`` says.
+        edits: it changes memory (shown as an edit in the console).
+        compact_args: the arguments offered to a small model; the others (filters, pages,
+            tags, ``request_heartbeat``) stay out of its schema, because constrained
+            decoding over optional fields invites it to fill every one of them.
+    """
+
+    name: str
+    args: type[BaseModel]
+    run: ToolFn
+    replies: bool = False
+    reads: bool = False
+    edits: bool = False
+    compact_args: tuple[str, ...] = ()
+
+
 def _send_message(
     args: SendMessageArgs, memory: AgentMemory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
@@ -125,8 +177,37 @@ def _send_message(
 def _core_append(
     args: CoreMemoryAppendArgs, memory: AgentMemory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
-    block = memory.core.append(args.label, args.content, actor=f"agent:{where.thread_id}")
-    return f"Appended to '{block.label}' ({len(block.value)}/{block.char_limit} chars).", True
+    content = args.content.strip()
+    if content.endswith("?"):
+        # A small model copies the user's question into memory; it is never a fact.
+        return "Not saved: a question is not a fact. Answer it with send_message.", False
+    labels = {block.label: block for block in memory.core.blocks()}
+    label = args.label
+    if label == "persona" and "human" in labels and _about_the_user(content):
+        # Where the fact belongs is unambiguous, so moving it costs no extra model call.
+        label = "human"
+    current = labels.get(label)
+    if current is not None and _normalised(content) in _normalised(current.value):
+        return f"Not added: '{label}' already holds this.", False
+    block = memory.core.append(label, content, actor=f"agent:{where.thread_id}")
+    moved = (
+        " (a fact about the user: saved to 'human', not 'persona')" if label != args.label else ""
+    )
+    return (
+        f"Appended to '{block.label}'{moved} ({len(block.value)}/{block.char_limit} chars).",
+        True,
+    )
+
+
+_USER_WORDS = re.compile(r"\b(the user|user's|user|human)\b", re.IGNORECASE)
+
+
+def _about_the_user(text: str) -> bool:
+    return bool(_USER_WORDS.search(text))
+
+
+def _normalised(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
 
 
 def _core_replace(
@@ -150,30 +231,67 @@ def _archival_insert(
 def _archival_search(
     args: ArchivalMemorySearchArgs, memory: AgentMemory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
-    page = memory.archival.search(
-        args.query,
-        tags=args.tags or None,
-        tag_match=args.tag_match,
-        start_date=args.start_date or None,
-        end_date=args.end_date or None,
-        page=args.page,
-        page_size=ctx.search_page_size,
-    )
-    return format_page(page, _passage_line, ctx), False
+    filters = _filters(tags=args.tags, start_date=args.start_date, end_date=args.end_date)
+
+    def search(filtered: bool) -> SearchPage[Passage]:
+        return memory.archival.search(
+            args.query,
+            tags=(args.tags or None) if filtered else None,
+            tag_match=args.tag_match,
+            start_date=(args.start_date or None) if filtered else None,
+            end_date=(args.end_date or None) if filtered else None,
+            page=args.page,
+            page_size=ctx.search_page_size,
+        )
+
+    return _search_with_filters(search, filters, _passage_line, ctx), False
 
 
 def _conversation_search(
     args: ConversationSearchArgs, memory: AgentMemory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
-    page = memory.recall.search(
-        args.query,
-        roles=list(args.roles) if args.roles else None,
-        start_date=args.start_date or None,
-        end_date=args.end_date or None,
-        page=args.page,
-        page_size=ctx.search_page_size,
+    filters = _filters(roles=args.roles, start_date=args.start_date, end_date=args.end_date)
+
+    def search(filtered: bool) -> SearchPage[RecallMessage]:
+        return memory.recall.search(
+            args.query,
+            roles=(list(args.roles) or None) if filtered else None,
+            start_date=(args.start_date or None) if filtered else None,
+            end_date=(args.end_date or None) if filtered else None,
+            page=args.page,
+            page_size=ctx.search_page_size,
+        )
+
+    return _search_with_filters(search, filters, _message_line, ctx), False
+
+
+def _filters(**values: Any) -> str:
+    """The filters a search call set, as the model wrote them ('' when none)."""
+    return ", ".join(f"{k}={v!r}" for k, v in values.items() if v)
+
+
+def _search_with_filters(
+    search: Callable[[bool], SearchPage[Any]],
+    filters: str,
+    line: Callable[[Any, int], str],
+    ctx: Context,
+) -> str:
+    """Run a search; when its filters hide every match, say so and show the unfiltered best.
+
+    A small model invents filters (dates of the wrong year, a role); "no results" would then
+    tell it that it knows nothing about what it has.
+    """
+    page = search(True)
+    if page.hits or not filters or page.page > 0:
+        return format_page(page, line, ctx)
+    unfiltered = search(False)
+    if not unfiltered.hits:
+        return format_page(page, line, ctx)
+    note = (
+        f"No match with the filters {filters}; without them there are {unfiltered.total} "
+        "matches. The best of them:"
     )
-    return format_page(page, _message_line, ctx), False
+    return note + "\n" + format_page(unfiltered, line, ctx)
 
 
 def _conversation_search_date(
@@ -185,40 +303,91 @@ def _conversation_search_date(
     return format_page(page, _message_line, ctx), False
 
 
-MEMORY_TOOLS: Mapping[str, tuple[type[BaseModel], ToolFn]] = {
-    "send_message": (SendMessageArgs, _send_message),
-    "core_memory_append": (CoreMemoryAppendArgs, _core_append),
-    "core_memory_replace": (CoreMemoryReplaceArgs, _core_replace),
-    "archival_memory_insert": (ArchivalMemoryInsertArgs, _archival_insert),
-    "archival_memory_search": (ArchivalMemorySearchArgs, _archival_search),
-    "conversation_search": (ConversationSearchArgs, _conversation_search),
-    "conversation_search_date": (ConversationSearchDateArgs, _conversation_search_date),
-}
-"""Tool name -> (argument model, implementation). The argument model's docstring is the
-tool description the model reads."""
-
-SEARCH_TOOLS = frozenset(
-    {"archival_memory_search", "conversation_search", "conversation_search_date"}
+_TOOLS = (
+    MemoryTool(
+        "send_message", SendMessageArgs, _send_message, replies=True, compact_args=("message",)
+    ),
+    MemoryTool(
+        "core_memory_append",
+        CoreMemoryAppendArgs,
+        _core_append,
+        edits=True,
+        compact_args=("label", "content"),
+    ),
+    MemoryTool(
+        "core_memory_replace",
+        CoreMemoryReplaceArgs,
+        _core_replace,
+        edits=True,
+        compact_args=("label", "old_content", "new_content"),
+    ),
+    MemoryTool(
+        "archival_memory_insert",
+        ArchivalMemoryInsertArgs,
+        _archival_insert,
+        edits=True,
+        compact_args=("content",),
+    ),
+    MemoryTool(
+        "archival_memory_search",
+        ArchivalMemorySearchArgs,
+        _archival_search,
+        reads=True,
+        compact_args=("query",),
+    ),
+    MemoryTool(
+        "conversation_search",
+        ConversationSearchArgs,
+        _conversation_search,
+        reads=True,
+        compact_args=("query",),
+    ),
+    MemoryTool(
+        "conversation_search_date",
+        ConversationSearchDateArgs,
+        _conversation_search_date,
+        reads=True,
+        compact_args=("start_date", "end_date"),
+    ),
 )
 
+MEMORY_TOOLS: Mapping[str, MemoryTool] = {tool.name: tool for tool in _TOOLS}
+"""Every memory tool by name."""
 
-def tool_schemas(user_tools: Sequence[BaseTool] = ()) -> list[dict[str, Any]]:
-    """OpenAI-format schemas of the memory tools followed by the user's tools."""
-    schemas = [copy.deepcopy(_memory_tool_schema(name)) for name in MEMORY_TOOLS]
+
+def tool_schemas(
+    user_tools: Sequence[BaseTool] = (), *, compact: bool = False
+) -> list[dict[str, Any]]:
+    """OpenAI-format schemas of the memory tools followed by the user's tools.
+
+    Args:
+        user_tools: the caller's own tools, appended unchanged.
+        compact: offer each memory tool's ``compact_args`` only (for a small model).
+    """
+    schemas = [copy.deepcopy(_memory_tool_schema(name, compact)) for name in MEMORY_TOOLS]
     schemas.extend(convert_to_openai_tool(tool) for tool in user_tools)
     return schemas
 
 
 @functools.cache
-def _memory_tool_schema(name: str) -> dict[str, Any]:
+def _memory_tool_schema(name: str, compact: bool = False) -> dict[str, Any]:
     """One memory tool's schema, without defaults.
 
     Defaults cost prompt tokens on every step, and ``required`` already says what may be
     left out.
     """
-    schema = convert_to_openai_tool(MEMORY_TOOLS[name][0])
+    tool = MEMORY_TOOLS[name]
+    schema = convert_to_openai_tool(tool.args)
     schema["function"]["name"] = name
-    for prop in schema["function"]["parameters"].get("properties", {}).values():
+    params = schema["function"]["parameters"]
+    properties = params.get("properties", {})
+    if compact:
+        params["properties"] = properties = {
+            k: v for k, v in properties.items() if k in tool.compact_args
+        }
+        params["required"] = [k for k in params.get("required", []) if k in properties]
+        params.pop("$defs", None)
+    for prop in properties.values():
         prop.pop("default", None)
     return schema
 
@@ -296,21 +465,21 @@ def execute_tool_call(
     if name not in MEMORY_TOOLS:
         known = ", ".join([*MEMORY_TOOLS, *user_tools])
         return _failed(name, f"no tool named {name!r}; available tools: {known}", limit)
-    model, fn = MEMORY_TOOLS[name]
+    tool = MEMORY_TOOLS[name]
     try:
-        parsed = model.model_validate(args)
+        parsed = tool.args.model_validate(args)
     except ValidationError as err:
         return _failed(name, _validation_message(err), limit)
     try:
         with memory.lock:
-            message, core_changed = fn(parsed, memory, ctx, where)
+            message, core_changed = tool.run(parsed, memory, ctx, where)
     except Exception as exc:  # noqa: BLE001 - every failure goes back to the model
         return _failed(name, exc, limit)
     reply = parsed.message if isinstance(parsed, SendMessageArgs) else None
     return ToolOutcome(
         tool_result(True, message, limit),
         ok=True,
-        heartbeat=bool(getattr(parsed, "request_heartbeat", False)),
+        heartbeat=tool.reads or bool(getattr(parsed, "request_heartbeat", False)),
         reply=reply,
         core_changed=core_changed,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -143,27 +144,144 @@ def test_a_turn_never_ends_on_a_silent_memory_edit(tmp_path: Path) -> None:
     assert len(nudges) == 1 and "not replied to the user yet" in nudges[0].content
 
 
-def test_system_prompt_is_rerendered_only_when_core_memory_changed(tmp_path: Path) -> None:
+def _system_text(message: Any) -> str:
+    content = message.content
+    return content if isinstance(content, str) else "\n".join(b["text"] for b in content)
+
+
+def test_system_prompt_is_rerendered_between_turns_only_when_core_memory_changed(
+    tmp_path: Path,
+) -> None:
     agent = Agent(
         tmp_path,
         [
-            step(call("conversation_search", query="x", request_heartbeat=True)),
-            step(
-                call(
-                    "core_memory_append", label="human", content="Likes tea", request_heartbeat=True
-                )
-            ),
+            step(call("conversation_search", query="x")),
+            step(call("core_memory_append", label="human", content="Likes tea")),
             step(call("send_message", message="ok")),
+            step(call("send_message", message="ok again")),
+            step(call("send_message", message="and again")),
         ],
     )
     agent.say("remember I like tea")
-    systems = [c[0].content for c in agent.model.calls]
+    agent.say("thanks")
+    agent.say("bye")
+    systems = [_system_text(c[0]) for c in agent.model.calls]
     assert all(isinstance(c[0], SystemMessage) for c in agent.model.calls)
-    assert systems[0] == systems[1], "unchanged core memory must keep the system prompt stable"
-    assert "Likes tea" in systems[2] and "Likes tea" not in systems[1]
-    assert 'chars_current="9"' in systems[2]
+    assert systems[0] == systems[1] == systems[2], "within a turn the prefix must not change"
+    assert "Likes tea" not in systems[2], "the model sees its edit in the queue meanwhile"
+    assert "Likes tea" in systems[3] and 'chars_current="9"' in systems[3]
+    assert systems[3] == systems[4], "unchanged core memory keeps the prompt stable"
     assert "<memory_statistics>" in systems[0]
     assert agent.state()["core_blocks"][1]["value"] == "Likes tea"
+
+
+def test_the_legacy_layout_rerenders_the_system_prompt_within_the_turn(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("core_memory_append", label="human", content="Likes tea")),
+            step(call("send_message", message="ok")),
+        ],
+        prompt_layout="legacy",
+    )
+    agent.say("remember I like tea")
+    first, second = (c[0].content for c in agent.model.calls)
+    assert isinstance(first, str) and "Likes tea" not in first and "Likes tea" in second
+
+
+def test_the_unchanging_instructions_come_first_and_alone_in_their_block(
+    tmp_path: Path,
+) -> None:
+    from langgraph_memgpt.prompts import SYSTEM_INSTRUCTIONS
+
+    agent = Agent(tmp_path, [step(call("send_message", message="hi"))], human="Works as a potter.")
+    agent.say("hello")
+    blocks = agent.model.calls[0][0].content
+    assert isinstance(blocks, list) and blocks[0]["text"] == SYSTEM_INSTRUCTIONS
+    assert "Works as a potter." in blocks[1]["text"]
+    assert "Works as a potter." not in blocks[0]["text"]
+
+
+def test_every_user_message_reaches_the_model_with_the_time_it_was_sent(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [step(call("send_message", message="hi")), step(call("send_message", message="yes"))],
+    )
+    agent.say("hello")
+    agent.say("what year is it?")
+    prompt = agent.model.calls[1]
+    users = [m.content for m in prompt if isinstance(m, HumanMessage)]
+    assert len(users) == 2
+    for text in users:
+        assert re.match(r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\] ", text), text
+    stored = [m for m in agent.state()["messages"] if isinstance(m, HumanMessage)]
+    assert stored[0].content == "hello", "the queue keeps the user's words unchanged"
+    assert users[0] == users[0], "a message's time is fixed once: the prefix cache holds"
+    assert agent.model.calls[0][1].content == users[0]
+
+
+def test_a_memory_edit_and_the_reply_in_one_step_take_one_model_call(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(
+                call("core_memory_append", label="human", content="Name: Ada."),
+                call("send_message", message="Nice to meet you, Ada!"),
+            )
+        ],
+    )
+    out = agent.say("Hi, I'm Ada")
+    assert out["messages"][-1].content == "Nice to meet you, Ada!"
+    assert len(agent.model.calls) == 1
+    assert agent.memory.core.get("human").value == "Name: Ada."
+
+
+def test_a_search_is_read_before_the_turn_ends_even_without_a_heartbeat(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("conversation_search", query="colour")),
+            step(call("send_message", message="Teal.")),
+        ],
+    )
+    out = agent.say("What colour do I love?")
+    assert out["messages"][-1].content == "Teal."
+    assert len(agent.model.calls) == 2
+
+
+def test_a_reply_written_beside_a_search_waits_until_the_results_are_read(
+    tmp_path: Path,
+) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(
+                call("conversation_search", query="colour"),
+                call("send_message", message="I don't know."),
+            ),
+            step(call("send_message", message="Teal.")),
+        ],
+    )
+    out = agent.say("What colour do I love?")
+    assert out["messages"][-1].content == "Teal.", "only the informed answer reaches the user"
+    held = [r for r in tool_results(agent.state()) if r["status"] == "Failed"]
+    assert len(held) == 1 and "Not sent" in held[0]["message"]
+
+
+def test_a_failed_edit_beside_a_sent_reply_ends_the_turn(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(
+                call("core_memory_append", label="nope", content="x"),
+                call("send_message", message="Got it."),
+            )
+        ],
+    )
+    out = agent.say("hello")
+    assert out["messages"][-1].content == "Got it."
+    assert len(agent.model.calls) == 1
+    assert tool_results(agent.state())[0]["status"] == "Failed"
 
 
 @pytest.mark.parametrize(
@@ -303,7 +421,7 @@ def test_eviction_summarizes_and_keeps_the_prompt_under_the_window(tmp_path: Pat
         tmp_path,
         [step(call("send_message", message=f"reply {i}")) for i in range(n)],
         summaries=[f"I talked with the user (summary {i})." for i in range(n)],
-        context_window=2500,
+        context_window=3000,
     )
     for i in range(n):
         agent.say(_long(i))
@@ -314,7 +432,7 @@ def test_eviction_summarizes_and_keeps_the_prompt_under_the_window(tmp_path: Pat
     assert any("Previous summary:\nI talked" in c[1].content for c in agent.summarizer.calls)
     # The summary call is capped at the summary budget (10% of the window), not the model cap.
     assert agent.summarizer.call_kwargs
-    assert all(kw.get("max_tokens") == 250 for kw in agent.summarizer.call_kwargs)
+    assert all(kw.get("max_tokens") == 300 for kw in agent.summarizer.call_kwargs)
     # The summary is in archival memory, with provenance.
     page = agent.memory.archival.search("talked with the user", tags=["summary"])
     assert page.total >= 1 and page.hits[0].item.thread_id == "t1"
@@ -330,7 +448,7 @@ def test_eviction_summarizes_and_keeps_the_prompt_under_the_window(tmp_path: Pat
 
     counter = TokenCounter()
     for prompt in agent.model.calls:
-        assert counter.messages(prompt) + counter.tools(tool_schemas()) <= 2500
+        assert counter.messages(prompt) + counter.tools(tool_schemas()) <= 3000
 
 
 def test_eviction_never_splits_a_tool_call_from_its_result() -> None:
@@ -360,7 +478,7 @@ def test_a_context_length_error_triggers_summarize_and_retry(tmp_path: Path) -> 
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
             if self.fail_times:
                 self.fail_times -= 1
-                raise ValueError("This model's maximum context length is 2500 tokens")
+                raise ValueError("This model's maximum context length is 3000 tokens")
             return super()._generate(messages, stop, run_manager, **kwargs)
 
     agent = Agent(tmp_path, [], summaries=["I greeted the user."])
@@ -379,7 +497,7 @@ def test_a_message_larger_than_the_window_is_cut_in_the_queue_and_kept_whole_in_
     tmp_path: Path,
 ) -> None:
     huge = "lorem ipsum dolor " * 3000  # ~9k tokens
-    agent = Agent(tmp_path, [step(call("send_message", message="got it"))], context_window=2500)
+    agent = Agent(tmp_path, [step(call("send_message", message="got it"))], context_window=3000)
     out = agent.say(huge)
     assert out["messages"][-1].content == "got it"
     queued = [m for m in agent.state()["messages"] if isinstance(m, HumanMessage)][0]

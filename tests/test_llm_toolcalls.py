@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 
@@ -296,7 +296,57 @@ def test_wrapper_constrains_the_request_and_returns_real_tool_calls() -> None:
     assert [t["function"]["name"] for t in sent["tools"]] == NAMES
     assert "tool_choice" not in sent
     schema = sent["extra_body"]["response_format"]["json_schema"]["schema"]
-    assert [o["properties"]["name"]["const"] for o in schema["anyOf"]] == NAMES
+    assert schema["type"] == "array" and schema["maxItems"] == 3
+    assert [o["properties"]["name"]["const"] for o in schema["items"]["anyOf"]] == NAMES
+
+
+def test_the_wrapper_takes_an_edit_and_the_reply_from_one_generation() -> None:
+    calls = [
+        {"name": "core_memory_append", "arguments": {"label": "human", "content": "Name: Ada."}},
+        {"name": "send_message", "arguments": {"message": "Hi Ada!"}},
+    ]
+    inner = ScriptedChatModel.from_steps([json.dumps(calls)])
+    model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message, core_memory_append])
+
+    reply = model.invoke("I'm Ada")
+
+    assert [c["name"] for c in reply.tool_calls] == ["core_memory_append", "send_message"]
+
+
+def test_a_list_schema_compiles_to_a_llama_cpp_grammar() -> None:
+    xllamacpp = pytest.importorskip("xllamacpp")
+    assert xllamacpp.json_schema_to_grammar(build_tool_call_schema(openai_tools(), max_calls=3))
+
+
+def test_tools_are_written_between_the_instructions_and_the_memory_blocks() -> None:
+    inner = ScriptedChatModel.from_steps(
+        ['[{"name": "send_message", "arguments": {"message": "x"}}]']
+    )
+    model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message, core_memory_append])
+    system = SystemMessage(
+        content=[{"type": "text", "text": "INSTRUCTIONS"}, {"type": "text", "text": "CORE"}]
+    )
+
+    model.invoke([system, HumanMessage("hi")])
+
+    sent_system = inner.calls[0][0]
+    assert isinstance(sent_system.content, str)
+    text = sent_system.content
+    assert text.index("INSTRUCTIONS") < text.index("- send_message(message: string)")
+    assert text.index("- core_memory_append(") < text.index("CORE")
+    assert "tools" not in inner.call_kwargs[0], "the chat template must not append them again"
+
+
+def test_a_one_string_system_message_keeps_the_tools_in_the_request() -> None:
+    inner = ScriptedChatModel.from_steps(
+        ['[{"name": "send_message", "arguments": {"message": "x"}}]']
+    )
+    model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message])
+
+    model.invoke([SystemMessage("INSTRUCTIONS CORE"), HumanMessage("hi")])
+
+    assert inner.calls[0][0].content == "INSTRUCTIONS CORE"
+    assert [t["function"]["name"] for t in inner.call_kwargs[0]["tools"]] == ["send_message"]
 
 
 def test_wrapper_streaming_keeps_the_parsed_tool_calls() -> None:

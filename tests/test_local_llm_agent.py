@@ -32,7 +32,7 @@ def test_two_real_turns_complete_with_well_formed_tool_calls(tmp_path: Path) -> 
     for call in calls:
         assert call["name"] in MEMORY_TOOLS, call
         try:
-            MEMORY_TOOLS[call["name"]][0].model_validate(call["args"])
+            MEMORY_TOOLS[call["name"]].args.model_validate(call["args"])
         except ValidationError as err:  # pragma: no cover - the assertion message
             pytest.fail(f"malformed arguments for {call['name']}: {err}")
 

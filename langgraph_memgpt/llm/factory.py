@@ -95,7 +95,17 @@ def local_model(*, show_progress: bool = True) -> BaseChatModel:
     def reconnect() -> BaseChatModel:
         return _local_chat_openai(get_local_server(refresh=True, show_progress=show_progress))
 
-    return LocalToolCallingChatModel(inner=_local_chat_openai(server), reconnect=reconnect)
+    from langgraph_memgpt.tools import MEMORY_TOOLS
+
+    reply = next(t.name for t in MEMORY_TOOLS.values() if t.replies)
+    # Edits come with the reply in one step; searches (and user tools) stand alone.
+    companions = tuple(t.name for t in MEMORY_TOOLS.values() if t.edits)
+    return LocalToolCallingChatModel(
+        inner=_local_chat_openai(server),
+        reconnect=reconnect,
+        reply_tool=reply,
+        companions=companions,
+    )
 
 
 def _local_chat_openai(server: LocalServer) -> BaseChatModel:

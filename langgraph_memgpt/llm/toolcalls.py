@@ -29,7 +29,7 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -173,9 +173,14 @@ def tool_names_of(tools: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def build_tool_call_schema(
-    tools: Sequence[Mapping[str, Any]], *, allow_plain_reply: bool = False
+    tools: Sequence[Mapping[str, Any]],
+    *,
+    allow_plain_reply: bool = False,
+    max_calls: int = 1,
+    reply_tool: str | None = None,
+    companions: Collection[str] = (),
 ) -> dict[str, Any]:
-    """Build the JSON schema that admits exactly one call of one of ``tools``.
+    """Build the JSON schema that admits one call of one of ``tools``, or a list of calls.
 
     Each option pins ``name`` with ``const`` and types ``arguments`` with that tool's own
     parameter schema, so a valid document is always a valid call. ``$defs`` of the tools
@@ -184,6 +189,14 @@ def build_tool_call_schema(
     Args:
         tools: OpenAI-format tool dicts (as produced by ``convert_to_openai_tool``).
         allow_plain_reply: also admit ``{"reply": "<text>"}``, an answer without a tool.
+        max_calls: above 1, the document is a JSON list of 1 to ``max_calls`` calls
+            (a memory edit and the reply in one generation).
+        reply_tool: with ``max_calls`` above 1, shape the list as a step of an agent
+            that replies through this tool: either one call of a tool that is neither the
+            reply nor a companion (a search, whose result must be read first), or up to
+            ``max_calls - 1`` companion calls followed by the reply. A small model then
+            cannot end a step on a silent edit, which would cost another call.
+        companions: tools that may only come before the reply (memory edits).
 
     Raises:
         ValueError: no tools and no plain reply, or two tools define one ``$defs`` name
@@ -206,6 +219,13 @@ def build_tool_call_schema(
                 "additionalProperties": False,
             }
         )
+    names = [str(_function_of(tool)["name"]) for tool in tools]
+    if max_calls > 1 and reply_tool in names:
+        by_name = dict(zip(names, options, strict=True))
+        options = _step_shapes(by_name, str(reply_tool), companions, max_calls)
+    elif max_calls > 1 and options:
+        call = options[0] if len(options) == 1 else {"anyOf": options}
+        options = [{"type": "array", "items": call, "minItems": 1, "maxItems": max_calls}]
     if allow_plain_reply:
         options.append(
             {
@@ -221,6 +241,30 @@ def build_tool_call_schema(
     if defs:
         schema = {**schema, "$defs": defs}
     return schema
+
+
+def _step_shapes(
+    by_name: Mapping[str, dict[str, Any]],
+    reply_tool: str,
+    companions: Collection[str],
+    max_calls: int,
+) -> list[dict[str, Any]]:
+    """The lists one agent step may be: a lone call that must be read, or edits + reply."""
+
+    def one_of(names: Sequence[str]) -> dict[str, Any]:
+        calls = [by_name[n] for n in names]
+        return calls[0] if len(calls) == 1 else {"anyOf": calls}
+
+    def exactly(items: list[dict[str, Any]]) -> dict[str, Any]:
+        n = len(items)
+        return {"type": "array", "prefixItems": items, "minItems": n, "maxItems": n}
+
+    alone = [n for n in by_name if n != reply_tool and n not in companions]
+    before = [n for n in by_name if n in companions and n != reply_tool]
+    shapes = [exactly([one_of(alone)])] if alone else []
+    for count in range(0, max_calls if before else 1):
+        shapes.append(exactly([*([one_of(before)] * count), by_name[reply_tool]]))
+    return shapes
 
 
 def response_format_for(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -277,6 +321,70 @@ def interpret_reply(
     return message.model_copy(update={"content": parsed.content, "tool_calls": parsed.tool_calls})
 
 
+def describe_tools(
+    tools: Sequence[Mapping[str, Any]],
+    max_calls: int,
+    reply_tool: str | None = None,
+    companions: Collection[str] = (),
+) -> str:
+    """The tools as the small model reads them: one line each, and the answer format.
+
+    A line per tool (``- name(arg: type, opt?: type): description``) instead of the chat
+    template's JSON schemas: about half the tokens, read once per thread start at most.
+    """
+    names = tool_names_of(tools)
+    if reply_tool in names and max_calls > 1:
+        edits = [n for n in names if n in companions]
+        alone = [n for n in names if n != reply_tool and n not in companions]
+        shape = (
+            f"Each step you answer with a JSON list: either [one call of {', '.join(alone)}] "
+            f"to read its result first, or up to {max_calls - 1} calls of {', '.join(edits)} "
+            f"followed by {reply_tool}, for example: "
+            f'[{{"name": "{reply_tool}", "arguments": {{"message": "Hello!"}}}}]'
+        )
+    else:
+        shape = (
+            f"Answer with a JSON list of 1 to {max_calls} tool calls, in the order they should "
+            'run, for example: [{"name": "send_message", "arguments": {"message": "Hello!"}}]'
+        )
+    lines = ["# Tools", shape]
+    for tool in tools:
+        function = _function_of(tool)
+        params = function.get("parameters") or {}
+        required = set(params.get("required") or [])
+        args = ", ".join(
+            f"{name}{'' if name in required else '?'}: {_type_of(spec)}"
+            for name, spec in (params.get("properties") or {}).items()
+        )
+        description = " ".join(str(function.get("description") or "").split())
+        lines.append(f"- {function['name']}({args}): {description}")
+    return "\n".join(lines)
+
+
+def _type_of(spec: Mapping[str, Any]) -> str:
+    if "enum" in spec:
+        return "|".join(json.dumps(v) for v in spec["enum"])
+    kind = spec.get("type")
+    if kind == "array":
+        return f"list[{_type_of(spec.get('items') or {})}]"
+    return str(kind or "any")
+
+
+def tools_in_prompt(messages: Sequence[BaseMessage], tools_text: str) -> list[BaseMessage] | None:
+    """``messages`` with the tools written after the first block of a block system message.
+
+    None when the first message is not a system message in text blocks.
+    """
+    if not messages or not isinstance(messages[0], SystemMessage):
+        return None
+    content = messages[0].content
+    if not isinstance(content, list) or len(content) < 2:
+        return None
+    texts = [b.get("text", "") if isinstance(b, dict) else str(b) for b in content]
+    system = "\n\n".join([texts[0].rstrip(), tools_text, *texts[1:]])
+    return [SystemMessage(system), *messages[1:]]
+
+
 class LocalToolCallingChatModel(BaseChatModel):
     """The local llama.cpp model with dependable tool calls (see the module docstring).
 
@@ -292,6 +400,13 @@ class LocalToolCallingChatModel(BaseChatModel):
     inner: BaseChatModel
     allow_plain_reply: bool = False
     reconnect: Callable[[], BaseChatModel] | None = None
+    max_calls: int = 3
+    reply_tool: str | None = None
+    """The agent's reply tool: steps are shaped around it (see `build_tool_call_schema`)."""
+    companions: tuple[str, ...] = ()
+    """Tools that may only come before the reply in one step."""
+    compact_tools: bool = True
+    """Tells the agent to bind its tools' compact schemas (``tools.tool_schemas``)."""
 
     @property
     def _llm_type(self) -> str:
@@ -310,23 +425,40 @@ class LocalToolCallingChatModel(BaseChatModel):
             kwargs["tool_choice"] = tool_choice
         return self.bind(tools=formatted, **kwargs)
 
-    def _prepare(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str], bool]:
-        """Turn bound tools into request kwargs: tools for the prompt plus the schema."""
+    def _prepare(
+        self, messages: list[BaseMessage], kwargs: dict[str, Any]
+    ) -> tuple[list[BaseMessage], dict[str, Any], list[str], bool]:
+        """Turn bound tools into the request: their descriptions, and the schema as grammar.
+
+        A system message in blocks (see ``main_context.system_message``) gets the tools
+        written in after its first block, so instructions and tools form one prefix that
+        llama.cpp's prompt cache keeps across calls and threads. Otherwise the tools go in
+        the request and the chat template appends them after the whole system text (Qwen's
+        does), where any change to that text makes llama.cpp re-read them too.
+        """
         request = dict(kwargs)
         tools: list[Mapping[str, Any]] = list(request.pop("tools", None) or [])
         allowed, required = select_tools(tools, request.pop("tool_choice", None))
         if not allowed:
-            return request, [], False
+            return messages, request, [], False
         plain = self.allow_plain_reply and not required
-        schema = build_tool_call_schema(allowed, allow_plain_reply=plain)
-        # The tools still go in the request so the chat template shows the model their
-        # descriptions; the grammar from response_format decides what it may write.
-        request["tools"] = allowed
+        schema = build_tool_call_schema(
+            allowed,
+            allow_plain_reply=plain,
+            max_calls=self.max_calls,
+            reply_tool=self.reply_tool,
+            companions=self.companions,
+        )
+        text = describe_tools(allowed, self.max_calls, self.reply_tool, self.companions)
+        prompt = tools_in_prompt(messages, text)
+        if prompt is None:
+            request["tools"] = allowed
+            prompt = messages
         extra = dict(getattr(self.inner, "extra_body", None) or {})
         extra.update(request.pop("extra_body", None) or {})
         extra["response_format"] = response_format_for(schema)
         request["extra_body"] = extra
-        return request, tool_names_of(allowed), plain
+        return prompt, request, tool_names_of(allowed), plain
 
     def _finish(self, result: ChatResult, names: list[str], plain: bool) -> ChatResult:
         if not names:
@@ -348,7 +480,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        request, names, plain = self._prepare(kwargs)
+        messages, request, names, plain = self._prepare(messages, kwargs)
         try:
             try:
                 result = self.inner._generate(messages, stop=stop, **request)
@@ -369,7 +501,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        request, names, plain = self._prepare(kwargs)
+        messages, request, names, plain = self._prepare(messages, kwargs)
         try:
             try:
                 result = await self.inner._agenerate(messages, stop=stop, **request)

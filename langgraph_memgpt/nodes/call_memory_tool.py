@@ -1,9 +1,12 @@
 """call_memory_tool: run every tool call of the last AI message and decide whether to go on.
 
-Every call gets a tool result (providers reject a queue with an unanswered call). Failures
-of any kind come back to the model as readable errors and force another think step; a
-heartbeat asks for one; otherwise the turn ends. A batch of calls identical to the
-previous ones, ``Context.max_repeated_calls`` times in a row, ends the turn.
+Every call gets a tool result (providers reject a queue with an unanswered call). One step
+may hold several calls (a memory edit and the reply, in one model call). The turn goes on
+when a result must be read (a search, or ``request_heartbeat``), when a call failed and no
+reply was sent yet, or when nothing was sent to the user; otherwise it ends. A reply sent
+in the same step as a search is held back (the model has not read the results yet). A
+batch of calls identical to the previous ones, ``Context.max_repeated_calls`` times in a
+row, ends the turn.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import json
 import uuid
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
@@ -23,6 +26,7 @@ from langgraph_memgpt.main_context import ALERT_NAME, context_of, core_mirror, r
 from langgraph_memgpt.nodes.respond import sent_messages
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tools import (
+    MEMORY_TOOLS,
     Provenance,
     ToolOutcome,
     error_text,
@@ -55,7 +59,13 @@ def make_call_memory_tool(
         results: list[ToolMessage] = []
         outcomes: list[ToolOutcome] = []
         go_on = False
+        searching = any(
+            MEMORY_TOOLS[c["name"]].reads for c in last.tool_calls if c["name"] in MEMORY_TOOLS
+        )
         for call in last.tool_calls:
+            if searching and call["name"] == "send_message":
+                results.append(_held_back(call, ctx.result_char_limit))
+                continue
             outcome = execute_tool_call(
                 call["name"],
                 call["args"],
@@ -64,7 +74,7 @@ def make_call_memory_tool(
                 where=where,
                 user_tools=deps.user_tools,
             )
-            go_on = go_on or outcome.heartbeat
+            go_on = go_on or (outcome.heartbeat and outcome.ok)
             outcomes.append(outcome)
             results.append(
                 ToolMessage(
@@ -79,7 +89,6 @@ def make_call_memory_tool(
             name = str(bad.get("name") or "unknown")
             reason = bad.get("error") or "parse error"
             detail = f"arguments are not valid JSON ({reason}): {bad.get('args')!r}"
-            go_on = True
             results.append(
                 ToolMessage(
                     tool_result(False, error_text(name, detail), ctx.result_char_limit),
@@ -89,9 +98,11 @@ def make_call_memory_tool(
                     id=str(uuid.uuid4()),
                 )
             )
-        replied = any(c["name"] == "send_message" for c in last.tool_calls) or bool(
-            sent_messages(state)
-        )
+        replied = any(o.reply is not None for o in outcomes) or bool(sent_messages(state))
+        failed = any(not o.ok for o in outcomes) or bool(last.invalid_tool_calls)
+        # A failure is worth another step while the user still waits for a reply; after
+        # the reply it would only cost time (the error stays in the queue for next turn).
+        go_on = go_on or (failed and not replied)
         extra: list[HumanMessage] = []
         if not go_on and not replied:
             # Every user message gets a reply: a turn may not end on a silent memory edit
@@ -116,3 +127,14 @@ def make_call_memory_tool(
         return Command(goto="check_pressure" if go_on else "respond", update=update)
 
     return call_memory_tool
+
+
+def _held_back(call: ToolCall, limit: int) -> ToolMessage:
+    """The result of a reply written before the model read its own search results."""
+    return ToolMessage(
+        tool_result(False, error_text("send_message", prompts.REPLY_HELD_BACK), limit),
+        tool_call_id=str(call["id"]),
+        name=call["name"],
+        status="error",
+        id=str(uuid.uuid4()),
+    )

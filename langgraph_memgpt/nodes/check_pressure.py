@@ -33,6 +33,7 @@ from langgraph_memgpt.main_context import (
     latest_user_index,
     prompt_tokens,
     record,
+    stamped,
     thread_of,
     valid_message,
 )
@@ -112,7 +113,8 @@ def make_check_pressure(
 
         user_index = latest_user_index(queue)
         turn = state.get("turn", 0)
-        if user_index is not None and queue[user_index].id != state.get("turn_user_id"):
+        new_turn = user_index is not None and queue[user_index].id != state.get("turn_user_id")
+        if user_index is not None and new_turn:
             turn += 1
             update.update(
                 turn=turn,
@@ -131,7 +133,7 @@ def make_check_pressure(
             for index, message in enumerate(queue):
                 admitted = valid_message(message)
                 if index >= user_index:  # earlier messages were fitted in their turn
-                    admitted = _fit(admitted, budget, deps.counter) or admitted
+                    admitted = stamped(_fit(admitted, budget, deps.counter) or admitted)
                 if admitted is not message:
                     changed[message.id] = admitted
             if repaired is not None:
@@ -142,7 +144,10 @@ def make_check_pressure(
                 update["messages"] = list(changed.values())
                 queue = [changed.get(m.id, m) for m in queue]
 
-        system_prompt, system_update = current_system(state, memory, len(queue))
+        mid_turn = not new_turn and state.get("steps", 0) > 0
+        system_prompt, system_update = current_system(
+            state, memory, len(queue), ctx, mid_turn=mid_turn
+        )
         update.update(system_update)
         prompt = build_prompt(
             system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue

@@ -215,7 +215,7 @@ def make_summarize_evict(
         queue = list(state["messages"])
         summary = state.get("summary", "")
         evicted_count = state.get("evicted_count", 0)
-        system_prompt, _ = current_system(state, memory, len(queue))
+        system_prompt, _ = current_system(state, memory, len(queue), ctx, mid_turn=False)
         schemas = deps.schemas
         summary_budget = summary_token_budget(ctx)
 

@@ -73,11 +73,12 @@ def make_think(
             return Command(goto="respond", update={"stop_reason": reply})
         memory = deps.memory(ctx, state)
         queue = state["messages"]
-        system_prompt, update = current_system(state, memory, len(queue))
+        system_prompt, update = current_system(state, memory, len(queue), ctx, mid_turn=steps > 0)
         prompt = build_prompt(
             system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
         )
-        model = deps.chat_model(ctx).bind_tools(deps.schemas)
+        chat = deps.chat_model(ctx)
+        model = chat.bind_tools(deps.schemas_for(chat))
         try:
             raw = model.invoke(prompt)
         except Exception as exc:

@@ -1,0 +1,319 @@
+"""Turns on a real chat model (the embedded one by default): latency, calls, cache, answers.
+
+DMR-style scenarios of our own (``turn_scenarios.json``): each agent first lives through
+earlier sessions, each in its own thread, where facts are stated among small talk; then
+every question is asked in a new thread of the same agent, so its answer must come from
+core memory or a search. Each turn goes through the real graph (``build_graph``, an
+``InMemorySaver``, real SQLite and FAISS, MiniLM embeddings) and is measured:
+
+* kind: ``search`` (any search call), ``edit`` (a memory edit, no search) or ``plain``;
+* wall-clock latency of the whole turn, and model calls (AI messages) in it;
+* prompt tokens the model evaluated vs took from its prefix cache, from the usage each
+  response reports (llama.cpp: ``usage.prompt_tokens_details.cached_tokens``);
+* for questions: whether the reply holds an expected string (or, for a fact that was never
+  stated, says it does not know), and any search called with filters (dates, roles, tags).
+
+At the end of each agent: what landed in which core block, each edit classified by the
+scenario's fact keywords (a fact, a user fact in ``persona``, or chatter).
+
+Baseline in the same run: ``Context.prompt_layout="legacy"`` (core memory inside the
+system text and the tools after it, the system prompt re-rendered mid-turn), everything
+else equal. Layouts run one after the other, never at once: two model jobs on two cores
+would time each other.
+
+Run: ``.venv/bin/python benchmarks/local_turns.py [--model local] [--layouts cached legacy]
+[--agents mira tomas] [--json out.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import percentile, print_header  # noqa: E402
+
+from langgraph_memgpt import Context, build_graph  # noqa: E402
+from langgraph_memgpt.stores import open_memory  # noqa: E402
+from langgraph_memgpt.tools import MEMORY_TOOLS  # noqa: E402
+
+SCENARIOS = Path(__file__).with_name("turn_scenarios.json")
+FILTER_ARGS = ("start_date", "end_date", "roles", "tags")
+DONT_KNOW = re.compile(
+    r"don'?t (know|have|recall|remember)|do not (know|have|recall)|not sure|no (information|record|"
+    r"mention)|haven'?t (told|mentioned|said)|didn'?t (tell|mention|say)|not (mentioned|told)|"
+    r"couldn'?t find|could not find|can'?t find|cannot find|unknown",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Turn:
+    """One measured user turn."""
+
+    layout: str
+    agent: str
+    thread: str
+    text: str
+    kind: str
+    seconds: float
+    model_calls: int
+    prompt_tokens: int
+    cached_tokens: int
+    first_of_thread: bool
+    reply: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    question: bool = False
+    correct: bool | None = None
+    unknown: bool = False
+
+
+def _kind(calls: Sequence[dict[str, Any]]) -> str:
+    tools = [MEMORY_TOOLS.get(c["name"]) for c in calls]
+    if any(t is not None and t.reads for t in tools):
+        return "search"
+    if any(t is not None and t.edits for t in tools):
+        return "edit"
+    return "plain"
+
+
+def _usage(message: AIMessage) -> tuple[int, int]:
+    usage = message.usage_metadata or {}
+    details = usage.get("input_token_details") or {}
+    return int(usage.get("input_tokens", 0)), int(details.get("cache_read", 0) or 0)
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s']", " ", text.casefold()).split())
+
+
+def answered(reply: str, expect: Sequence[str], unknown: bool) -> bool:
+    """Whether a reply is right: holds one expected string, or says it does not know."""
+    if unknown:
+        return bool(DONT_KNOW.search(reply))
+    words = f" {_words(reply)} "
+    return any(f" {_words(e)}" in words for e in expect)
+
+
+def run_turn(
+    graph: Any, ctx: Context, agent: str, thread: str, text: str, layout: str, first: bool
+) -> Turn:
+    """Send one user message through the graph and measure the turn."""
+    config = {"configurable": {"thread_id": thread}}
+    before = len(graph.get_state(config).values.get("messages", []))
+    started = time.perf_counter()
+    out = graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
+    seconds = time.perf_counter() - started
+    new = graph.get_state(config).values["messages"][before:]
+    model_messages = [
+        m for m in new if isinstance(m, AIMessage) and not m.additional_kwargs.get("memgpt_reply")
+    ]
+    prompt = cached = 0
+    for message in model_messages:
+        p, c = _usage(message)
+        prompt += p
+        cached += c
+    calls = [{"name": c["name"], "args": c["args"]} for m in model_messages for c in m.tool_calls]
+    return Turn(
+        layout=layout,
+        agent=agent,
+        thread=thread,
+        text=text,
+        kind=_kind(calls),
+        seconds=seconds,
+        model_calls=len(model_messages),
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+        first_of_thread=first,
+        reply=str(out["messages"][-1].content),
+        calls=calls,
+    )
+
+
+def classify_edits(data_dir: str, agent: str, facts: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Every agent edit of core memory, sorted into fact / user fact in persona / chatter."""
+    memory = open_memory(data_dir, agent)
+    edits: list[dict[str, Any]] = []
+    for block in memory.core.blocks():
+        for change in memory.core.history(block.label):
+            if not str(change["actor"]).startswith("agent"):
+                continue
+            old, new = str(change["old_value"] or ""), str(change["new_value"] or "")
+            added = new[len(old) :] if new.startswith(old) else new
+            lowered = added.casefold()
+            is_fact = any(any(k in lowered for k in keys) for keys in facts)
+            verdict = "fact" if is_fact else "chatter"
+            if is_fact and block.label == "persona":
+                verdict = "user fact in persona"
+            edits.append({"block": block.label, "added": added.strip(), "verdict": verdict})
+    blocks = {b.label: b.value for b in memory.core.blocks()}
+    return {"edits": edits, "blocks": blocks}
+
+
+def run_layout(
+    model: BaseChatModel, layout: str, scenarios: Sequence[dict[str, Any]], data_dir: str
+) -> tuple[list[Turn], dict[str, Any]]:
+    """Every scenario on one prompt layout, in a fresh data dir."""
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    turns: list[Turn] = []
+    memory_report: dict[str, Any] = {}
+    for scenario in scenarios:
+        agent = scenario["agent"]
+        ctx = Context(agent_id=agent, data_dir=data_dir, prompt_layout=layout, max_steps=6)
+        for index, session in enumerate(scenario["sessions"]):
+            thread = f"{agent}-session-{index}"
+            for number, text in enumerate(session):
+                turn = run_turn(graph, ctx, agent, thread, text, layout, number == 0)
+                turns.append(turn)
+                _show(turn)
+        for question in scenario["questions"]:
+            thread = f"{agent}-q-{uuid.uuid4().hex[:6]}"
+            turn = run_turn(graph, ctx, agent, thread, question["q"], layout, True)
+            turn.question = True
+            turn.unknown = bool(question.get("unknown"))
+            turn.correct = answered(turn.reply, question["expect"], turn.unknown)
+            turns.append(turn)
+            _show(turn)
+        memory_report[agent] = classify_edits(data_dir, agent, scenario["facts"])
+    return turns, memory_report
+
+
+def _show(turn: Turn) -> None:
+    mark = "" if turn.correct is None else (" ✓" if turn.correct else " ✗")
+    calls = ", ".join(c["name"] for c in turn.calls)
+    print(
+        f"  [{turn.layout}] {turn.seconds:6.1f}s {turn.kind:6} calls={turn.model_calls} "
+        f"prompt={turn.prompt_tokens} cached={turn.cached_tokens} | {turn.text[:50]!r} -> "
+        f"{turn.reply[:70]!r}{mark}  ({calls})",
+        flush=True,
+    )
+
+
+def summarize(turns: Sequence[Turn], memory: dict[str, Any]) -> dict[str, Any]:
+    """The figures of one layout: per turn kind, cache share, answers, edits, filters."""
+    kinds: dict[str, Any] = {}
+    for kind in ("plain", "edit", "search"):
+        chosen = [t for t in turns if t.kind == kind]
+        seconds = [t.seconds for t in chosen]
+        kinds[kind] = {
+            "turns": len(chosen),
+            "p50_s": round(percentile(seconds, 50), 1),
+            "p95_s": round(percentile(seconds, 95), 1),
+            "model_calls_mean": round(sum(t.model_calls for t in chosen) / max(1, len(chosen)), 2),
+        }
+    later = [t for t in turns if not t.first_of_thread]
+    first = [t for t in turns if t.first_of_thread]
+    ordinary = [t for t in turns if t.kind != "search"]
+    questions = [t for t in turns if t.question]
+    known = [t for t in questions if not t.unknown]
+    searches = [c for t in turns for c in t.calls if MEMORY_TOOLS.get(c["name"], None)]
+    searches = [c for c in searches if MEMORY_TOOLS[c["name"]].reads]
+    filtered = [c for c in searches if any(c["args"].get(k) for k in FILTER_ARGS)]
+    edits = [e for report in memory.values() for e in report["edits"]]
+    verdicts = {v: sum(e["verdict"] == v for e in edits) for v in ("fact", "chatter")}
+    verdicts["user fact in persona"] = sum(e["verdict"] == "user fact in persona" for e in edits)
+    return {
+        "turns": len(turns),
+        "by_kind": kinds,
+        "all_p50_s": round(percentile([t.seconds for t in turns], 50), 1),
+        "model_calls_per_ordinary_turn": round(
+            sum(t.model_calls for t in ordinary) / max(1, len(ordinary)), 2
+        ),
+        "cache_share_later_turns": round(
+            sum(t.cached_tokens for t in later) / max(1, sum(t.prompt_tokens for t in later)), 3
+        ),
+        "cache_share_first_turns": round(
+            sum(t.cached_tokens for t in first) / max(1, sum(t.prompt_tokens for t in first)), 3
+        ),
+        "prompt_tokens_evaluated": sum(t.prompt_tokens - t.cached_tokens for t in turns),
+        "prompt_tokens_cached": sum(t.cached_tokens for t in turns),
+        "accuracy": round(sum(bool(t.correct) for t in questions) / max(1, len(questions)), 3),
+        "accuracy_known_facts": round(sum(bool(t.correct) for t in known) / max(1, len(known)), 3),
+        "questions": len(questions),
+        "dont_know_on_known_facts": sum(bool(DONT_KNOW.search(t.reply)) for t in known),
+        "searches": len(searches),
+        "searches_with_filters": len(filtered),
+        "filtered_searches": filtered,
+        "core_edits": verdicts,
+        "clean_edit_share": round(verdicts["fact"] / max(1, len(edits)), 3),
+    }
+
+
+def _print_summary(layout: str, s: dict[str, Any]) -> None:
+    print(f"\n--- layout {layout}: {s['turns']} turns ---")
+    for kind, k in s["by_kind"].items():
+        print(
+            f"{kind:7} turns={k['turns']:3} p50={k['p50_s']:6.1f}s p95={k['p95_s']:6.1f}s "
+            f"calls/turn={k['model_calls_mean']}"
+        )
+    print(f"model calls per ordinary (non-search) turn: {s['model_calls_per_ordinary_turn']}")
+    print(
+        f"prompt tokens from cache: later turns of a thread {s['cache_share_later_turns']:.1%}, "
+        f"first turns {s['cache_share_first_turns']:.1%} (evaluated {s['prompt_tokens_evaluated']}"
+        f", cached {s['prompt_tokens_cached']})"
+    )
+    print(
+        f"answers: {s['accuracy']:.1%} of {s['questions']} questions (known facts "
+        f"{s['accuracy_known_facts']:.1%}, 'don't know' on a known fact: "
+        f"{s['dont_know_on_known_facts']})"
+    )
+    print(f"searches: {s['searches']}, with filters: {s['searches_with_filters']}")
+    print(f"core edits: {s['core_edits']} (clean share {s['clean_edit_share']:.1%})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the scenarios on each layout and print (and optionally save) the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="local", help="model spec (default: local)")
+    parser.add_argument("--layouts", nargs="+", default=["cached", "legacy"])
+    parser.add_argument("--agents", nargs="*", help="only these scenario agents")
+    parser.add_argument("--scenarios", type=Path, default=SCENARIOS)
+    parser.add_argument("--json", type=Path, help="write every turn and the summary here")
+    args = parser.parse_args(argv)
+    from langgraph_memgpt.llm.factory import resolve_model
+
+    print_header("turns on a real model (benchmarks/local_turns.py)")
+    scenarios = json.loads(args.scenarios.read_text())["scenarios"]
+    if args.agents:
+        scenarios = [s for s in scenarios if s["agent"] in args.agents]
+    model = resolve_model(args.model)
+    report: dict[str, Any] = {"model": args.model, "layouts": {}}
+    for layout in args.layouts:
+        with tempfile.TemporaryDirectory(prefix=f"turns-{layout}-") as data_dir:
+            turns, memory = run_layout(model, layout, scenarios, data_dir)
+            summary = summarize(turns, memory)
+        report["layouts"][layout] = {
+            "summary": summary,
+            "memory": memory,
+            "turns": [asdict(t) for t in turns],
+        }
+        _print_summary(layout, summary)
+        for agent, m in memory.items():
+            print(f"  {agent}: " + json.dumps(m["blocks"], ensure_ascii=False))
+    if len(args.layouts) > 1:
+        base = report["layouts"][args.layouts[-1]]["summary"]
+        ours = report["layouts"][args.layouts[0]]["summary"]
+        print(f"\n{args.layouts[0]} / {args.layouts[-1]} (same run):")
+        for kind in ("plain", "edit", "search"):
+            a, b = ours["by_kind"][kind]["p50_s"], base["by_kind"][kind]["p50_s"]
+            print(f"  {kind} p50 {a}s / {b}s = {a / b:.2f}x" if b else f"  {kind}: no turns")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
