@@ -273,14 +273,6 @@ def check_fields(obj: Any, rules: Mapping[str, _Rule]) -> None:
                 f"flush_fraction={obj.flush_fraction!r}: an eviction brings the prompt "
                 "down from the flush point to the evict point"
             )
-    if not problems and hasattr(obj, "model"):
-        problem = _model_problem(obj.model)
-        if problem:
-            problems.append(problem)
-    if not problems and hasattr(obj, "embedding_model"):
-        problem = _embedding_problem(obj.embedding_model)
-        if problem:
-            problems.append(problem)
     if problems:
         raise ContextError(problems)
 
@@ -358,8 +350,13 @@ class ServerSettings:
     embedding_model: str = "minilm"
 
     def __post_init__(self) -> None:
+        # The model specs are checked here, at server start; in-process, the model factory
+        # and the embeddings say what is wrong with a spec when it is first used.
         try:
             check_fields(self, {name: _FIELD_RULES[name] for name in SERVER_FIELDS})
+            problems = [_model_problem(self.model), _embedding_problem(self.embedding_model)]
+            if any(problems):
+                raise ContextError([p for p in problems if p])
         except ContextError as exc:
             raise ContextError(
                 [
