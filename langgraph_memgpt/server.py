@@ -67,7 +67,12 @@ def checkpoint_path() -> Path:
 
 @asynccontextmanager
 async def checkpointer() -> AsyncIterator[AsyncSqliteSaver]:
-    """An ``AsyncSqliteSaver`` over the data directory's checkpoint file, for the server."""
+    """An ``AsyncSqliteSaver`` over the data directory's checkpoint file, for the server.
+
+    The server enters it at start, so the served graph is built here too: a bad
+    ``MEMGPT_*`` setting stops the server at start instead of failing its first run.
+    """
+    await asyncio.to_thread(_from_env)
     # mkdir is blocking file-system I/O: keep it off the server's event loop.
     path = await asyncio.to_thread(checkpoint_path)
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:

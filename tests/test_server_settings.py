@@ -132,6 +132,27 @@ def test_a_client_gets_a_clear_error_for_an_unknown_field_or_a_bad_value(
     assert set(schema["properties"]) == set(CLIENT_FIELDS)
 
 
+@pytest.mark.server
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"MEMGPT_MODEL": "gpt-4o"}, "MEMGPT_MODEL (model)='gpt-4o' is not allowed"),
+        ({"MEMGPT_DATABASE_URL": "postgresql://db/memgpt"}, "MEMGPT_DATABASE_URL is set"),
+    ],
+)
+def test_a_bad_server_setting_stops_the_server_at_start(
+    tmp_path: Path, env: dict[str, str], says: str
+) -> None:
+    dev = DevServer(tmp_path, tmp_path / "data", env=env)
+    try:
+        with pytest.raises(pytest.fail.Exception) as failed:
+            dev.start()
+        assert says in str(failed.value)
+    finally:
+        dev.stop()
+
+
 # --- who may use which agent ----------------------------------------------------------
 
 TOKENS = {"token-alice": "alice", "token-bob": "bob"}
