@@ -7,6 +7,7 @@ START → check_pressure → (summarize_evict →) think → call_memory_tool �
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -42,6 +43,28 @@ def build_graph(
         tools: extra tools the model may call; they run in ``call_memory_tool``.
         summary_model: model that writes eviction summaries (defaults to ``model``).
     """
+    return assemble(
+        context_schema=Context,
+        model=model,
+        embeddings=embeddings,
+        tools=tools,
+        summary_model=summary_model,
+    )
+
+
+def assemble(
+    *,
+    context_schema: type[Any],
+    model: BaseChatModel | None,
+    embeddings: Embeddings | None,
+    tools: Sequence[BaseTool],
+    summary_model: BaseChatModel | None,
+) -> StateGraph[State, Any, InputState, OutputState]:
+    """The graph with ``context_schema``.
+
+    `Context` for library users; the served graph (`langgraph_memgpt.server`) passes its
+    client allow-list schema instead.
+    """
     clashes = sorted({t.name for t in tools} & set(MEMORY_TOOLS))
     if clashes:
         raise ValueError(f"user tools {clashes} clash with memory tool names; rename them")
@@ -52,7 +75,7 @@ def build_graph(
         user_tools={t.name: t for t in tools},
     )
     builder = StateGraph(
-        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+        State, input_schema=InputState, output_schema=OutputState, context_schema=context_schema
     )
     builder.add_node("check_pressure", make_check_pressure(deps))
     builder.add_node("summarize_evict", make_summarize_evict(deps))
@@ -65,4 +88,6 @@ def build_graph(
 
 
 graph = build_graph().compile(name="memgpt")
-"""Compiled without a checkpointer: ``langgraph dev`` / the server supplies persistence."""
+"""The library graph, compiled without a checkpointer, every Context field settable by the
+caller. Do not serve it: a client would choose the data directory and the model. Serve
+``langgraph_memgpt.server:graph`` (what ``langgraph.json`` names) instead."""

@@ -1,4 +1,13 @@
-"""Durable persistence for ``langgraph dev`` / the LangGraph server, and its configuration.
+"""The served agent: its graph, durable persistence, and the ``langgraph.json`` serving it.
+
+``graph`` (``langgraph_memgpt.server:graph`` in ``langgraph.json``) is the graph API clients
+run. Its server settings (data directory, chat model, embedding model) come from the
+server's environment (`ServerSettings.from_env`: ``MEMGPT_DATA_DIR``, ``MEMGPT_MODEL``,
+``MEMGPT_EMBEDDING_MODEL``; ``langgraph.json``'s ``env`` can set them), and its context
+schema holds only `CLIENT_FIELDS`. It is a graph factory: for every run the server hands it
+the client's context before LangGraph drops unknown keys, so a run that tries to set a
+server setting, an unknown field or a bad value fails with an error naming the fields a
+client may set, instead of being silently ignored.
 
 ``langgraph.json`` points its ``checkpointer.path`` here (module form,
 ``langgraph_memgpt.server.checkpointer``) so threads (the FIFO queue, the summary, the
@@ -10,13 +19,23 @@ into the data directory, so an installed package serves exactly what the reposit
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph_sdk.runtime import ServerRuntime
+
+from langgraph_memgpt.context import ServerSettings, check_client_context
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.tools import BaseTool
 
 CHECKPOINT_FILENAME = "checkpoints.sqlite"
 DATA_DIR_ENV = "MEMGPT_DATA_DIR"
@@ -33,7 +52,7 @@ def langgraph_config() -> dict[str, Any]:
     """The ``langgraph.json`` that serves the agent (the repository's file holds the same)."""
     return {
         "dependencies": ["."],
-        "graphs": {GRAPH_ID: "langgraph_memgpt.graph:graph"},
+        "graphs": {GRAPH_ID: "langgraph_memgpt.server:graph"},
         "checkpointer": {"path": "langgraph_memgpt.server.checkpointer"},
         "env": dict(OFFLINE_ENV),
     }
@@ -48,8 +67,75 @@ def checkpoint_path() -> Path:
 
 @asynccontextmanager
 async def checkpointer() -> AsyncIterator[AsyncSqliteSaver]:
-    """An ``AsyncSqliteSaver`` over the data directory's checkpoint file, for the server."""
+    """An ``AsyncSqliteSaver`` over the data directory's checkpoint file, for the server.
+
+    The server enters it at start, so the served graph is built here too: a bad
+    ``MEMGPT_*`` setting stops the server at start instead of failing its first run.
+    """
+    await asyncio.to_thread(_from_env)
     # mkdir is blocking file-system I/O: keep it off the server's event loop.
     path = await asyncio.to_thread(checkpoint_path)
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
         yield saver
+
+
+GraphFactory = Callable[[ServerRuntime[Any]], "CompiledStateGraph[Any, Any, Any, Any]"]
+
+
+def served_graph(
+    settings: ServerSettings | None = None,
+    *,
+    model: BaseChatModel | None = None,
+    embeddings: Embeddings | None = None,
+    tools: Sequence[BaseTool] = (),
+    summary_model: BaseChatModel | None = None,
+) -> GraphFactory:
+    """A graph factory for ``langgraph.json``: the agent, configured by the server only.
+
+    Args:
+        settings: the server's settings; default `ServerSettings.from_env()`.
+        model: chat model; when given, it wins over ``settings.model``.
+        embeddings: embeddings; when None, ``settings.embedding_model`` picks them.
+        tools: extra tools the model may call, as for `build_graph`.
+        summary_model: model that writes eviction summaries (defaults to the chat model).
+
+    Serve your own variant from a module of yours, e.g.
+    ``graph = served_graph(model=ChatAnthropic(...))``, named in ``langgraph.json``.
+    """
+    from langgraph_memgpt.context import client_context_schema
+    from langgraph_memgpt.graph import assemble
+
+    settings = settings if settings is not None else ServerSettings.from_env()
+    compiled = assemble(
+        context_schema=client_context_schema(settings),
+        model=model,
+        embeddings=embeddings,
+        tools=tools,
+        summary_model=summary_model,
+    ).compile(name=GRAPH_ID)
+
+    def graph(runtime: ServerRuntime[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
+        execution = runtime.execution_runtime
+        if execution is not None:
+            # The client's context as sent (assistant context merged in), before LangGraph
+            # drops the keys the schema lacks: refuse rather than ignore.
+            check_client_context(execution.context, settings)
+        return compiled
+
+    return graph
+
+
+@functools.cache
+def _from_env() -> GraphFactory:
+    return served_graph()
+
+
+# The annotations are resolved at run time: LangGraph passes the ServerRuntime (the client's
+# run context included) only to a factory whose parameter is annotated with it.
+def graph(runtime: ServerRuntime[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The served graph (``langgraph_memgpt.server:graph``).
+
+    Configured from the server's environment when the server first asks for it (importing
+    this module for `checkpointer` or `langgraph_config` builds nothing).
+    """
+    return _from_env()(runtime)

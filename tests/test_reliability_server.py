@@ -8,24 +8,45 @@ its own two threads' messages and passages, nothing of the other agent's.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_server import (
-    DevServer,
-    server,  # noqa: F401 - the shared `langgraph dev` fixture
-)
+from served_per_message import SCRIPTS_ENV
+from test_server import DevServer
 
-from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.server import langgraph_config
+from langgraph_memgpt.stores import close_all, open_memory
+from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 
 AGENTS = ("ada", "bob")
 
 
-def script_for(tmp_path: Path, agent: str, n: int) -> str:
-    """A script file of its own per run: the server caches models per spec."""
-    steps = [
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[DevServer]:
+    """The agent served with a model that replays one script per user message (the served
+    graph takes its model from the server, so runs cannot bring their own scripts)."""
+    config = langgraph_config()
+    config["graphs"]["memgpt"] = f"{Path(__file__).parent / 'served_per_message.py'}:graph"
+    path = tmp_path / "langgraph.json"
+    path.write_text(json.dumps(config))
+    dev = DevServer(
+        tmp_path, tmp_path / "data", config=path, env={SCRIPTS_ENV: str(tmp_path / "scripts.json")}
+    )
+    try:
+        dev.start()
+        yield dev
+    finally:
+        dev.stop()
+        close_all()
+        forget_loaded_indexes()
+
+
+def script_for(agent: str, n: int) -> list[dict[str, Any]]:
+    """The script of one run (keyed by its user message in the server's script file)."""
+    return [
         {
             "content": "",
             "tool_calls": [
@@ -44,15 +65,12 @@ def script_for(tmp_path: Path, agent: str, n: int) -> str:
             "tool_calls": [{"name": "send_message", "args": {"message": f"{agent} reply {n}"}}],
         },
     ]
-    path = tmp_path / f"script-{agent}-{n}.json"
-    path.write_text(json.dumps(steps))
-    return f"scripted:{path}"
 
 
 @pytest.mark.server
 @pytest.mark.timeout(240)
 def test_four_parallel_runs_of_two_agents_complete_and_stay_apart(
-    server: DevServer,  # noqa: F811 - pytest injects the imported fixture
+    server: DevServer,
     tmp_path: Path,
 ) -> None:
     from langgraph_sdk import get_sync_client
@@ -60,20 +78,19 @@ def test_four_parallel_runs_of_two_agents_complete_and_stay_apart(
     data_dir = tmp_path / "data"
     setup = get_sync_client(url=server.url)
     jobs: list[dict[str, Any]] = []
+    scripts: dict[str, list[dict[str, Any]]] = {}
     for agent in AGENTS:
         for n in range(2):
+            scripts[f"{agent} message {n}"] = script_for(agent, n)
             jobs.append(
                 {
                     "agent": agent,
                     "n": n,
                     "thread_id": setup.threads.create()["thread_id"],
-                    "context": {
-                        "model": script_for(tmp_path, agent, n),
-                        "agent_id": agent,
-                        "data_dir": str(data_dir),
-                    },
+                    "context": {"agent_id": agent},  # the data dir is the server's
                 }
             )
+    (tmp_path / "scripts.json").write_text(json.dumps(scripts))
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
         client = get_sync_client(url=server.url)

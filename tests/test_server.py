@@ -60,9 +60,18 @@ def free_port() -> int:
 class DevServer:
     """``langgraph dev`` on the repository's langgraph.json, in its own process group."""
 
-    def __init__(self, workdir: Path, data_dir: Path) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        data_dir: Path,
+        *,
+        config: Path = CONFIG,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.workdir = workdir
         self.data_dir = data_dir
+        self.config = config
+        self.extra_env = dict(env or {})
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -76,13 +85,18 @@ class DevServer:
             "LANGGRAPH_NO_VERSION_CHECK": "true",
             "LANGSMITH_TRACING": "false",
             "MEMGPT_DATA_DIR": str(self.data_dir),
+            # The worktree's package, not only the editable install's.
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
+            ),
+            **self.extra_env,
         }
         log = (self.workdir / f"server-{self.starts}.log").open("wb")
         # cwd: a temporary folder, so the server's own thread list (./.langgraph_api)
         # never mixes with a developer's; the config is the repository's file.
         self.proc = subprocess.Popen(
             [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(self.port)]
-            + ["--config", str(CONFIG)],
+            + ["--config", str(self.config)],
             cwd=self.workdir,
             env=env,
             stdout=log,
@@ -114,9 +128,17 @@ class DevServer:
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
 
+def script_path(tmp_path: Path) -> Path:
+    """Where `scripted` writes the test's script: the served model is the server's choice
+    (``MEMGPT_MODEL``), so the server is started pointing at it before it exists."""
+    return tmp_path / "script.json"
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[DevServer]:
-    dev = DevServer(tmp_path, tmp_path / "data")
+    dev = DevServer(
+        tmp_path, tmp_path / "data", env={"MEMGPT_MODEL": f"scripted:{script_path(tmp_path)}"}
+    )
     try:
         dev.start()
         yield dev
@@ -127,7 +149,7 @@ def server(tmp_path: Path) -> Iterator[DevServer]:
 
 
 def scripted(tmp_path: Path, steps: list[dict[str, Any]]) -> str:
-    path = tmp_path / "script.json"
+    path = script_path(tmp_path)
     path.write_text(json.dumps(steps))
     return f"scripted:{path}"
 
@@ -155,14 +177,16 @@ def test_the_served_agent_runs_and_its_threads_survive_a_restart(
 
     schema = client.assistants.get_schemas(assistant_id)["context_schema"]
     properties = schema["properties"]
-    for name in ("agent_id", "model", "context_window", "warning_fraction", "data_dir"):
+    for name in ("agent_id", "context_window", "warning_fraction", "persona"):
         assert properties[name]["description"], name
+    # What only the server decides is not in a client's form.
+    assert not {"model", "data_dir", "embedding_model"} & set(properties)
     assert (
         properties["agent_id"]["description"]
         == (Context.__dataclass_fields__["agent_id"].metadata["description"])
     )
 
-    model = scripted(
+    scripted(
         tmp_path,
         [
             {
@@ -185,9 +209,10 @@ def test_the_served_agent_runs_and_its_threads_survive_a_restart(
         thread_id,
         "memgpt",
         input={"messages": [{"role": "user", "content": "hi, I'm Ada"}]},
-        # No data_dir: as from Studio, the server fills in the Context defaults on its
-        # event loop (a default that touched the file system there once failed every run).
-        context={"model": model, "agent_id": "ada"},
+        # As from Studio: the server fills in the defaults on its event loop (a default
+        # that touched the file system there once failed every run); the model is the
+        # server's $MEMGPT_MODEL.
+        context={"agent_id": "ada"},
     )
     run = client.runs.list(thread_id)[0]
     assert run["status"] == "success", server.log()
