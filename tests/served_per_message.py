@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ class ScriptPerUserMessage(ScriptedChatModel):
             for m in reversed(messages)
             if isinstance(m, HumanMessage) and m.name != ALERT_NAME
         )
+        user = re.sub(r"^\[[^\]]* UTC\] ", "", user)  # the time the model is shown
         return self._models[user]._next_reply(messages, kwargs)
 
 
