@@ -194,3 +194,8 @@ REPLY_HELD_BACK = (
     "Not sent: you searched in the same step, before reading the results. Read them below, "
     "then call send_message with your answer."
 )
+
+REPLY_ECHO = (
+    "Not sent: it repeats the user's message word for word. Reply to what they said, in "
+    "your own words, with send_message."
+)

@@ -268,6 +268,25 @@ def test_a_reply_written_beside_a_search_waits_until_the_results_are_read(
     assert len(held) == 1 and "Not sent" in held[0]["message"]
 
 
+def test_an_echo_of_the_users_message_is_not_sent_as_the_reply(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("send_message", message="Good morning! The weather is lovely today.")),
+            step(call("send_message", message="Good morning! Enjoy the sunshine.")),
+        ],
+    )
+    out = agent.say("Good morning! The weather is lovely today.")
+    assert out["messages"][-1].content == "Good morning! Enjoy the sunshine."
+    held = [r for r in tool_results(agent.state()) if r["status"] == "Failed"]
+    assert len(held) == 1 and "repeats the user's message" in held[0]["message"]
+
+
+def test_a_short_greeting_may_be_returned_as_it_is(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [step(call("send_message", message="Hi!"))])
+    assert agent.say("Hi!")["messages"][-1].content == "Hi!"
+
+
 def test_a_failed_edit_beside_a_sent_reply_ends_the_turn(tmp_path: Path) -> None:
     agent = Agent(
         tmp_path,

@@ -12,6 +12,7 @@ row, ends the turn.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any, Literal
 
@@ -22,9 +23,17 @@ from langgraph.types import Command
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, Node
-from langgraph_memgpt.main_context import ALERT_NAME, context_of, core_mirror, record, thread_of
+from langgraph_memgpt.main_context import (
+    ALERT_NAME,
+    context_of,
+    core_mirror,
+    latest_user_index,
+    record,
+    thread_of,
+)
 from langgraph_memgpt.nodes.respond import sent_messages
 from langgraph_memgpt.state import State
+from langgraph_memgpt.tokens import content_text
 from langgraph_memgpt.tools import (
     MEMORY_TOOLS,
     Provenance,
@@ -63,9 +72,11 @@ def make_call_memory_tool(
             MEMORY_TOOLS[c["name"]].reads for c in last.tool_calls if c["name"] in MEMORY_TOOLS
         )
         for call in last.tool_calls:
-            if searching and call["name"] == "send_message":
-                results.append(_held_back(call, ctx.result_char_limit))
-                continue
+            if call["name"] == "send_message":
+                reason = _hold_back_reason(call, searching, state)
+                if reason:
+                    results.append(_held_back(call, reason, ctx.result_char_limit))
+                    continue
             outcome = execute_tool_call(
                 call["name"],
                 call["args"],
@@ -129,10 +140,33 @@ def make_call_memory_tool(
     return call_memory_tool
 
 
-def _held_back(call: ToolCall, limit: int) -> ToolMessage:
-    """The result of a reply written before the model read its own search results."""
+def _hold_back_reason(call: ToolCall, searching: bool, state: State) -> str | None:
+    """Why a reply must not reach the user yet, or None.
+
+    Written beside a search, it was written before the results were read. An echo of the
+    user's own message (a small model's habit) answers nothing.
+    """
+    if searching:
+        return prompts.REPLY_HELD_BACK
+    queue = state["messages"]
+    index = latest_user_index(queue)
+    if index is None:
+        return None
+    said = _words(content_text(queue[index]))
+    reply = _words(str(call["args"].get("message", "")))
+    if len(said.split()) > 3 and reply == said:
+        return prompts.REPLY_ECHO
+    return None
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
+def _held_back(call: ToolCall, reason: str, limit: int) -> ToolMessage:
+    """The result of a reply that was not sent, saying why."""
     return ToolMessage(
-        tool_result(False, error_text("send_message", prompts.REPLY_HELD_BACK), limit),
+        tool_result(False, error_text("send_message", reason), limit),
         tool_call_id=str(call["id"]),
         name=call["name"],
         status="error",
