@@ -13,7 +13,8 @@ from langgraph.runtime import Runtime
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.state import State
-from langgraph_memgpt.stores import AgentMemory, open_memory
+from langgraph_memgpt.stores import SqliteBackend
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.tokens import TokenCounter
 from langgraph_memgpt.tools import tool_schemas
 
@@ -36,6 +37,7 @@ class Deps:
     summary_model: BaseChatModel | None = None
     embeddings: Embeddings | None = None
     user_tools: Mapping[str, BaseTool] = field(default_factory=dict)
+    backend: MemoryBackend | None = None
     counter: TokenCounter = field(default_factory=TokenCounter)
     schemas: list[dict[str, Any]] = field(init=False)
     compact_schemas: list[dict[str, Any]] = field(init=False)
@@ -62,8 +64,11 @@ class Deps:
         """The model that writes eviction summaries (the chat model unless one was given)."""
         return self.summary_model if self.summary_model is not None else self.chat_model(ctx)
 
-    def memory(self, ctx: Context, state: State | None = None) -> AgentMemory:
-        """The agent's memory tiers, opened once per process, default core blocks ensured.
+    def memory(self, ctx: Context, state: State | None = None) -> Memory:
+        """The agent's memory tiers from the graph's backend, default core blocks ensured.
+
+        Without a backend given to ``build_graph``, the embedded SQLite + FAISS backend in
+        ``ctx.data_dir`` (opened once per process and agent).
 
         Raises:
             ValueError: ``state`` is a thread of another agent. Its queue is that agent's
@@ -76,13 +81,12 @@ class Deps:
                 f"this thread belongs to agent {owner!r}, not {ctx.agent_id!r}: continue it "
                 f"with agent_id={owner!r}, or start a new thread for {ctx.agent_id!r}"
             )
-        memory = open_memory(
+        backend = self.backend or SqliteBackend(
             ctx.data_dir,
-            ctx.agent_id,
             embedding_model=ctx.embedding_model,
             embeddings=self.embeddings,
             core_block_limit=ctx.core_block_limit,
         )
-        with memory.lock:
-            memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
+        memory = backend.open(ctx.agent_id)
+        memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
         return memory

@@ -24,6 +24,7 @@ from langgraph_memgpt.nodes import (
     make_think,
 )
 from langgraph_memgpt.state import InputState, OutputState, State
+from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.tools import MEMORY_TOOLS
 
 
@@ -33,6 +34,7 @@ def build_graph(
     embeddings: Embeddings | None = None,
     tools: Sequence[BaseTool] = (),
     summary_model: BaseChatModel | None = None,
+    memory: MemoryBackend | None = None,
 ) -> StateGraph[State, Context, InputState, OutputState]:
     """Return the uncompiled MemGPT graph; the caller compiles it with its own persistence.
 
@@ -42,6 +44,8 @@ def build_graph(
             ``Context.embedding_model`` picks them (the embedded MiniLM by default).
         tools: extra tools the model may call; they run in ``call_memory_tool``.
         summary_model: model that writes eviction summaries (defaults to ``model``).
+        memory: where agents' memory lives (a ``MemoryBackend``: agent id -> memory);
+            when None, the embedded SQLite + FAISS backend in ``Context.data_dir``.
     """
     return assemble(
         context_schema=Context,
@@ -49,6 +53,7 @@ def build_graph(
         embeddings=embeddings,
         tools=tools,
         summary_model=summary_model,
+        memory=memory,
     )
 
 
@@ -59,6 +64,7 @@ def assemble(
     embeddings: Embeddings | None,
     tools: Sequence[BaseTool],
     summary_model: BaseChatModel | None,
+    memory: MemoryBackend | None = None,
 ) -> StateGraph[State, Any, InputState, OutputState]:
     """The graph with ``context_schema``.
 
@@ -73,6 +79,7 @@ def assemble(
         summary_model=summary_model,
         embeddings=embeddings,
         user_tools={t.name: t for t in tools},
+        backend=memory,
     )
     builder = StateGraph(
         State, input_schema=InputState, output_schema=OutputState, context_schema=context_schema

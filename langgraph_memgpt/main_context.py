@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.state import State
-from langgraph_memgpt.stores import AgentMemory
+from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.text import needs_cleaning, valid_json
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tokens import TokenCounter, content_text
@@ -75,28 +75,27 @@ def visible(messages: Iterable[AnyMessage]) -> list[AnyMessage]:
     return [m for m in messages if not m.additional_kwargs.get(REPLY_FLAG)]
 
 
-def system_key(memory: AgentMemory, evicted_count: int) -> str:
+def system_key(memory: Memory, evicted_count: int) -> str:
     """Changes exactly when the system prompt must be re-rendered."""
     return f"{memory.core.last_modified() or '-'}|{evicted_count}"
 
 
-def core_mirror(memory: AgentMemory) -> list[dict[str, Any]]:
+def core_mirror(memory: Memory) -> list[dict[str, Any]]:
     """The agent's core blocks as plain dicts, mirrored into state for Studio."""
-    with memory.lock:
-        return [
-            {
-                "label": b.label,
-                "value": b.value,
-                "description": b.description,
-                "char_limit": b.char_limit,
-                "read_only": b.read_only,
-            }
-            for b in memory.core.blocks()
-        ]
+    return [
+        {
+            "label": b.label,
+            "value": b.value,
+            "description": b.description,
+            "char_limit": b.char_limit,
+            "read_only": b.read_only,
+        }
+        for b in memory.core.blocks()
+    ]
 
 
 def render_system(
-    memory: AgentMemory, queue_length: int, layout: str = "cached"
+    memory: Memory, queue_length: int, layout: str = "cached"
 ) -> tuple[str, list[dict[str, Any]]]:
     """Render the system prompt from the stores; returns it with the core blocks mirror.
 
@@ -225,19 +224,18 @@ def to_recall(message: BaseMessage, agent_id: str, thread_id: str, turn: int) ->
     )
 
 
-def record(memory: AgentMemory, messages: Iterable[BaseMessage], thread_id: str, turn: int) -> None:
+def record(memory: Memory, messages: Iterable[BaseMessage], thread_id: str, turn: int) -> None:
     """Write-ahead: put messages into recall memory before they reach the checkpoint.
 
     Idempotent on message id, so re-recording after a crash or a retry adds nothing.
     """
     records = [to_recall(m, memory.agent_id, thread_id, turn) for m in messages if m.id]
     if records:
-        with memory.lock:
-            memory.recall.add(records)
+        memory.recall.add(records)
 
 
 def current_system(
-    state: State, memory: AgentMemory, queue_length: int, ctx: Context, *, mid_turn: bool
+    state: State, memory: Memory, queue_length: int, ctx: Context, *, mid_turn: bool
 ) -> tuple[str, dict[str, Any]]:
     """The system prompt to use now, and the state update caching it (empty when cached).
 
@@ -246,14 +244,13 @@ def current_system(
     in the queue, and a stable prompt lets the provider's (or llama.cpp's) prefix cache
     hold. On the embedded model a re-read prompt costs ~25 ms a token.
     """
-    with memory.lock:
-        key = system_key(memory, state.get("evicted_count", 0))
-        cached = state.get("system_prompt")
-        old_key = state.get("system_key", "")
-        if cached and old_key == key:
-            return cached, {}
-        same_eviction = old_key.rpartition("|")[2] == key.rpartition("|")[2]
-        if cached and mid_turn and same_eviction and ctx.prompt_layout == "cached":
-            return cached, {}
-        system_prompt, blocks = render_system(memory, queue_length, ctx.prompt_layout)
+    key = system_key(memory, state.get("evicted_count", 0))
+    cached = state.get("system_prompt")
+    old_key = state.get("system_key", "")
+    if cached and old_key == key:
+        return cached, {}
+    same_eviction = old_key.rpartition("|")[2] == key.rpartition("|")[2]
+    if cached and mid_turn and same_eviction and ctx.prompt_layout == "cached":
+        return cached, {}
+    system_prompt, blocks = render_system(memory, queue_length, ctx.prompt_layout)
     return system_prompt, {"system_prompt": system_prompt, "system_key": key, "core_blocks": blocks}

@@ -1,6 +1,6 @@
 """The tools the model calls to page memory in and out, and how a call is executed.
 
-Each memory tool is a pydantic argument model plus a function over ``AgentMemory``. The
+Each memory tool is a pydantic argument model plus a function over ``Memory``. The
 schemas are what the model sees; ``execute_tool_call`` validates arguments, runs the tool
 and turns *every* failure into a model-readable ``{"status": "Failed", ...}`` result, so a
 malformed call costs one more think step, never a crashed turn.
@@ -21,8 +21,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.stores import AgentMemory
-from langgraph_memgpt.stores.recall import searchable_text
+from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
 
@@ -138,7 +138,7 @@ class ToolOutcome:
     core_changed: bool = False
 
 
-ToolFn = Callable[[Any, AgentMemory, Context, Provenance], tuple[str, bool]]
+ToolFn = Callable[[Any, Memory, Context, Provenance], tuple[str, bool]]
 """A memory tool: (args, memory, context, provenance) -> (message, core_changed)."""
 
 
@@ -169,13 +169,13 @@ class MemoryTool:
 
 
 def _send_message(
-    args: SendMessageArgs, memory: AgentMemory, ctx: Context, where: Provenance
+    args: SendMessageArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
     return "Sent message successfully.", False
 
 
 def _core_append(
-    args: CoreMemoryAppendArgs, memory: AgentMemory, ctx: Context, where: Provenance
+    args: CoreMemoryAppendArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
     content = args.content.strip()
     if content.endswith("?"):
@@ -211,7 +211,7 @@ def _normalised(text: str) -> str:
 
 
 def _core_replace(
-    args: CoreMemoryReplaceArgs, memory: AgentMemory, ctx: Context, where: Provenance
+    args: CoreMemoryReplaceArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
     block = memory.core.replace(
         args.label, args.old_content, args.new_content, actor=f"agent:{where.thread_id}"
@@ -220,7 +220,7 @@ def _core_replace(
 
 
 def _archival_insert(
-    args: ArchivalMemoryInsertArgs, memory: AgentMemory, ctx: Context, where: Provenance
+    args: ArchivalMemoryInsertArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
     passage = memory.archival.insert(
         args.content, tags=args.tags or (), thread_id=where.thread_id, turn=where.turn
@@ -229,7 +229,7 @@ def _archival_insert(
 
 
 def _archival_search(
-    args: ArchivalMemorySearchArgs, memory: AgentMemory, ctx: Context, where: Provenance
+    args: ArchivalMemorySearchArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
     filters = _filters(tags=args.tags, start_date=args.start_date, end_date=args.end_date)
 
@@ -248,7 +248,7 @@ def _archival_search(
 
 
 def _conversation_search(
-    args: ConversationSearchArgs, memory: AgentMemory, ctx: Context, where: Provenance
+    args: ConversationSearchArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
     filters = _filters(roles=args.roles, start_date=args.start_date, end_date=args.end_date)
 
@@ -295,7 +295,7 @@ def _search_with_filters(
 
 
 def _conversation_search_date(
-    args: ConversationSearchDateArgs, memory: AgentMemory, ctx: Context, where: Provenance
+    args: ConversationSearchDateArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
     page = memory.recall.search_date(
         args.start_date, args.end_date, page=args.page, page_size=ctx.search_page_size
@@ -445,7 +445,7 @@ def execute_tool_call(
     name: str,
     args: Any,
     *,
-    memory: AgentMemory,
+    memory: Memory,
     ctx: Context,
     where: Provenance,
     user_tools: Mapping[str, BaseTool],
@@ -471,8 +471,7 @@ def execute_tool_call(
     except ValidationError as err:
         return _failed(name, _validation_message(err), limit)
     try:
-        with memory.lock:
-            message, core_changed = tool.run(parsed, memory, ctx, where)
+        message, core_changed = tool.run(parsed, memory, ctx, where)
     except Exception as exc:  # noqa: BLE001 - every failure goes back to the model
         return _failed(name, exc, limit)
     reply = parsed.message if isinstance(parsed, SendMessageArgs) else None

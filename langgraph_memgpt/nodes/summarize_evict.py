@@ -244,13 +244,12 @@ def make_summarize_evict(
                 goto="respond",
                 update={"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False},
             )
-        with memory.lock:
-            memory.archival.insert(
-                new_summary,
-                tags=[SUMMARY_TAG],
-                thread_id=thread_of(runtime),
-                turn=state.get("turn", 0),
-            )
+        memory.archival.insert(
+            new_summary,
+            tags=[SUMMARY_TAG],
+            thread_id=thread_of(runtime),
+            turn=state.get("turn", 0),
+        )
         update: dict[str, Any] = {
             "messages": [RemoveMessage(id=str(m.id)) for m in evicted],
             "summary": new_summary,

@@ -1,20 +1,26 @@
-"""The memory tiers that live outside the prompt, opened together for one agent.
+"""The embedded memory backend: every agent's tiers in one SQLite file, FAISS caches beside it.
 
-``AgentMemory`` is the one object the graph talks to: core blocks, recall (every message)
-and archival (passages), all scoped to one ``agent_id`` in one SQLite file per data
-directory, with FAISS caches beside it.
+``AgentMemory`` holds one agent's core blocks, recall (every message) and archival
+(passages), scoped to its ``agent_id`` in one SQLite file per data directory. It meets the
+``Memory`` protocol of ``stores.base``; ``SqliteBackend`` is the ``MemoryBackend`` that
+opens it, and the default of ``build_graph``. Locking is this backend's own business: the
+three tiers share one connection and FAISS indexes, so every call into them takes the
+agent's lock (the graph never does).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.archival import ArchivalMemory
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.core import CoreMemory
 from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import get_embeddings
@@ -23,7 +29,41 @@ from langgraph_memgpt.stores.text import valid_text
 
 DB_FILENAME = "memory.sqlite"
 
-__all__ = ["AgentMemory", "open_memory", "list_agents", "DB_FILENAME"]
+__all__ = [
+    "DB_FILENAME",
+    "AgentMemory",
+    "Memory",
+    "MemoryBackend",
+    "SqliteBackend",
+    "list_agents",
+    "open_memory",
+]
+
+S = TypeVar("S")
+
+
+class _Locked:
+    """A store whose every method runs under its agent's lock."""
+
+    def __init__(self, store: object, lock: threading.RLock) -> None:
+        self._store = store
+        self._lock = lock
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if not callable(attr):
+            return attr
+
+        @functools.wraps(attr)
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return locked
+
+
+def _locked(store: S, lock: threading.RLock) -> S:
+    return cast(S, _Locked(store, lock))
 
 
 @dataclass
@@ -31,8 +71,9 @@ class AgentMemory:
     """Core, recall and archival memory of one agent.
 
     ``lock`` serialises use of the shared SQLite connection and FAISS index between the
-    threads of one process (the server runs sync nodes on a thread pool); other processes
-    are kept consistent by SQLite's WAL and the FAISS staleness check.
+    threads of one process (the server runs sync nodes on a thread pool): ``core``,
+    ``recall`` and ``archival`` take it on every call. Other processes are kept consistent
+    by SQLite's WAL and the FAISS staleness check.
     """
 
     agent_id: str
@@ -68,13 +109,15 @@ class AgentMemory:
         root = Path(data_dir).expanduser()
         db = open_db(root / DB_FILENAME)
         cache_dir = root / "faiss"
+        lock = threading.RLock()
         return cls(
             agent_id=agent_id,
             data_dir=root,
             db=db,
-            core=CoreMemory(db, agent_id, default_limit=core_block_limit),
-            recall=RecallMemory(db, agent_id, embeddings, cache_dir),
-            archival=ArchivalMemory(db, agent_id, embeddings, cache_dir),
+            core=_locked(CoreMemory(db, agent_id, default_limit=core_block_limit), lock),
+            recall=_locked(RecallMemory(db, agent_id, embeddings, cache_dir), lock),
+            archival=_locked(ArchivalMemory(db, agent_id, embeddings, cache_dir), lock),
+            lock=lock,
         )
 
 
@@ -104,6 +147,33 @@ def open_memory(
             memory = AgentMemory.open(key[0], agent_id, emb, core_block_limit=core_block_limit)
             _OPEN[key] = memory
         return memory
+
+
+@dataclass(frozen=True)
+class SqliteBackend:
+    """The embedded backend: agents' memory in ``data_dir`` (SQLite + FAISS), no set-up.
+
+    Attributes:
+        data_dir: folder of ``memory.sqlite`` and the FAISS caches.
+        embedding_model: ``minilm``, ``openai:<model>`` or ``none`` (unless ``embeddings``).
+        embeddings: an embeddings object to use instead of ``embedding_model``.
+        core_block_limit: character limit of a new agent's default blocks.
+    """
+
+    data_dir: str | Path
+    embedding_model: str = "minilm"
+    embeddings: Embeddings | None = None
+    core_block_limit: int = 2000
+
+    def open(self, agent_id: str) -> AgentMemory:
+        """The agent's memory, opened once per process and shared by its threads."""
+        return open_memory(
+            self.data_dir,
+            agent_id,
+            embedding_model=self.embedding_model,
+            embeddings=self.embeddings,
+            core_block_limit=self.core_block_limit,
+        )
 
 
 def close_all() -> None:

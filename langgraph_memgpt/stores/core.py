@@ -8,14 +8,13 @@ made it, so a bad edit by the model can be seen and undone. Refusals are
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import sqlite_utils
 
 from langgraph_memgpt.stores.db import transaction, utc_now
 from langgraph_memgpt.stores.text import valid_text
-from langgraph_memgpt.stores.types import BlockEditError
+from langgraph_memgpt.stores.types import Block, BlockEditError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS core_blocks (
@@ -53,17 +52,6 @@ HUMAN_DESCRIPTION = (
 
 _LABEL = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 _QUOTE_LIMIT = 200
-
-
-@dataclass(frozen=True)
-class Block:
-    """One core memory block as the model sees it."""
-
-    label: str
-    value: str
-    description: str
-    char_limit: int
-    read_only: bool = False
 
 
 class CoreMemory:

@@ -25,6 +25,17 @@ class BlockEditError(MemoryStoreError):
 
 
 @dataclass(frozen=True)
+class Block:
+    """One core memory block as the model sees it."""
+
+    label: str
+    value: str
+    description: str
+    char_limit: int
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
 class RecallMessage:
     """One message of an agent's history, verbatim."""
 

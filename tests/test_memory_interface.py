@@ -1,0 +1,112 @@
+"""The memory interface: the graph speaks only ``stores.base``; a backend brings its engine."""
+
+from __future__ import annotations
+
+import ast
+import threading
+from pathlib import Path
+
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.stores import DB_FILENAME, SqliteBackend, list_agents
+from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.types import RecallMessage
+
+PACKAGE = Path(__file__).resolve().parents[1] / "langgraph_memgpt"
+ENGINES = {"sqlite3", "sqlite_utils", "faiss", "psycopg"}
+SPEAKS_THE_INTERFACE = [
+    *sorted((PACKAGE / "nodes").glob("*.py")),
+    PACKAGE / "tools.py",
+    PACKAGE / "main_context.py",
+    PACKAGE / "graph.py",
+]
+
+
+def imported_modules(path: Path) -> set[str]:
+    modules: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module)
+    return modules
+
+
+def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
+    for path in SPEAKS_THE_INTERFACE:
+        modules = imported_modules(path)
+        engines = {m for m in modules if m.split(".")[0] in ENGINES}
+        assert not engines, f"{path.name} imports {engines}"
+        stores = {m for m in modules if m.startswith("langgraph_memgpt.stores")}
+        assert stores <= {
+            "langgraph_memgpt.stores.base",
+            "langgraph_memgpt.stores.types",
+            "langgraph_memgpt.stores.text",
+            "langgraph_memgpt.stores.messages",
+        }, f"{path.name} imports {stores}"
+
+
+def test_the_embedded_backend_meets_the_memory_protocol(tmp_path: Path) -> None:
+    memory = SqliteBackend(tmp_path, embedding_model="none").open("ada")
+    assert isinstance(memory, Memory)
+    assert memory.agent_id == "ada"
+
+
+def test_the_graph_keeps_memory_where_its_backend_says(tmp_path: Path) -> None:
+    backend = SqliteBackend(tmp_path / "backend", embedding_model="none")
+    model = ScriptedChatModel.from_steps(
+        [{"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "Hi"}}]}]
+    )
+    graph = build_graph(model=model, memory=backend).compile(checkpointer=InMemorySaver())
+    ctx = Context(agent_id="ada", data_dir=str(tmp_path / "ignored"))
+
+    graph.invoke(
+        {"messages": [HumanMessage("Hello there")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+
+    assert list_agents(tmp_path / "backend") == ["ada"]
+    assert not (tmp_path / "ignored" / DB_FILENAME).exists()
+    texts = [m.text for m in backend.open("ada").recall.latest(5)]
+    assert "Hello there" in texts
+
+
+def test_callers_need_no_lock_to_use_one_agent_from_many_threads(tmp_path: Path) -> None:
+    memory = SqliteBackend(tmp_path, embedding_model="none").open("ada")
+    memory.core.ensure_defaults()
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(20):
+                memory.recall.add(
+                    [
+                        RecallMessage(
+                            agent_id="ada",
+                            thread_id=f"t{worker}",
+                            message_id=f"w{worker}-{i}",
+                            role="user",
+                            text=f"message {i} from worker {worker}",
+                            created_at="2026-12-01T09:00:00+00:00",
+                        )
+                    ]
+                )
+                memory.core.append("human", f"fact {worker}.{i}")
+                memory.archival.search("worker")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert not errors, errors
+    assert memory.recall.count() == 120
+    lines = memory.core.get("human").value.splitlines()
+    assert len(lines) == 120 and len(set(lines)) == 120
