@@ -52,6 +52,12 @@ HUMAN_DESCRIPTION = (
 )
 
 _LABEL = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+OWNER_ACTORS = frozenset({"user", "admin", "operator"})
+"""Actors that own read-only blocks and may change them (alone, or as ``user:<who>``).
+
+Refusing only the literal actor ``"agent"`` let the tools' ``"agent:<thread>"`` through:
+the rule is the other way round, so an actor name nobody thought of is refused too.
+"""
 _QUOTE_LIMIT = 200
 
 
@@ -224,11 +230,11 @@ class CoreMemory:
     def set(self, label: str, value: str, actor: str = "user") -> Block:
         """Overwrite block ``label`` with ``value`` (for users and tools, not the model's edits).
 
-        Read-only blocks refuse the agent but not other actors, who own them.
+        Read-only blocks refuse every actor but their owners (:data:`OWNER_ACTORS`).
 
         Raises:
-            BlockEditError: Unknown label, read-only block (for actor "agent"), or the
-                value is over the block's limit.
+            BlockEditError: Unknown label, read-only block (for an actor that is not an
+                owner), or the value is over the block's limit.
         """
         with transaction(self.db):
             block = self._editable(label, actor)
@@ -253,7 +259,7 @@ class CoreMemory:
         block = self._find(label)
         if block is None:
             raise BlockEditError(self._unknown_label(label, "Edit failed"))
-        if block.read_only and actor == "agent":
+        if block.read_only and not is_owner(actor):
             raise BlockEditError(
                 f"Edit failed: block '{label}' is read-only; you can read it but not change it."
             )
@@ -313,6 +319,15 @@ class CoreMemory:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (self.agent_id, label, old, new, valid_text(actor), op, created_at),
         )
+
+
+def is_owner(actor: str) -> bool:
+    """Whether ``actor`` may change a read-only block: a user, admin or operator.
+
+    ``"user"`` and ``"user:ada"`` are owners; ``"agent"``, ``"agent:<thread>"``, ``""``
+    and any other name are not.
+    """
+    return actor.split(":", 1)[0] in OWNER_ACTORS
 
 
 def _block(row: tuple[Any, ...]) -> Block:
