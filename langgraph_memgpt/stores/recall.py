@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ import numpy as np
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.dates import date_range_sql, to_utc_iso
+from langgraph_memgpt.stores.dates import date_range_sql, day_after_iso, shift_day, to_utc_iso
 from langgraph_memgpt.stores.db import transaction
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
@@ -652,12 +652,12 @@ class RecallMemory:
         ranges = mentioned_dates(query)
         if ranges:
             reach = DATE_REACH_DAYS
-            low = min(r[0] for r in ranges) - timedelta(days=reach)
-            high = max(r[1] for r in ranges) + timedelta(days=reach + 1)
+            low = shift_day(min(r[0] for r in ranges), -reach)
+            high = shift_day(max(r[1] for r in ranges), reach)
             rows = self.db.conn.execute(
                 f"SELECT b.id, b.created_at FROM recall AS b WHERE {where} "
                 "AND b.created_at >= ? AND b.created_at < ?",
-                (*params, low.isoformat(), high.isoformat()),
+                (*params, low.isoformat(), day_after_iso(high)),
             ).fetchall()
             days = {int(r[0]): date.fromisoformat(str(r[1])[:10]) for r in rows}
             scores = {k: date_closeness(d, ranges, reach) for k, d in days.items()}
