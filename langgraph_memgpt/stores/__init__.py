@@ -8,6 +8,8 @@ directory, with FAISS caches beside it.
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,8 +80,25 @@ class AgentMemory:
         )
 
 
-_OPEN: dict[tuple[str, str, str, int], AgentMemory] = {}
+MAX_OPEN_MEMORIES = 64
+"""Memories kept open per process. A server with many agents once kept every agent it
+had ever served open (a connection and FAISS indexes each), without bound."""
+
+_OPEN: OrderedDict[tuple[str, str, str, int], AgentMemory] = OrderedDict()
 _OPEN_LOCK = threading.Lock()
+
+
+def _retire(memory: AgentMemory) -> None:
+    """Let go of a memory evicted from the process cache, safely for whoever still uses it.
+
+    A node may have taken the memory just before it was evicted, so its connection is not
+    closed here: the FAISS caches are written (under the memory's lock, so not in the
+    middle of anyone's write) and the connection closes when the last user drops it.
+    """
+    with memory.lock:
+        memory.recall.close()
+        memory.archival.close()
+    weakref.finalize(memory, memory.db.conn.close)
 
 
 def open_memory(
@@ -90,20 +109,31 @@ def open_memory(
     embeddings: Embeddings | None = None,
     core_block_limit: int = 2000,
 ) -> AgentMemory:
-    """Return the process-wide ``AgentMemory`` for (data_dir, agent_id), opening it once."""
+    """Return the process-wide ``AgentMemory`` for (data_dir, agent_id), opening it once.
+
+    At most :data:`MAX_OPEN_MEMORIES` stay open; the least recently used is let go (see
+    :func:`_retire`) and opened again if it is needed again.
+    """
     key = (
         str(Path(data_dir).expanduser().resolve()),
         agent_id,
         embedding_model if embeddings is None else f"obj:{id(embeddings)}",
         core_block_limit,
     )
+    evicted: list[AgentMemory] = []
     with _OPEN_LOCK:
         memory = _OPEN.get(key)
         if memory is None:
             emb = embeddings if embeddings is not None else get_embeddings(embedding_model)
             memory = AgentMemory.open(key[0], agent_id, emb, core_block_limit=core_block_limit)
             _OPEN[key] = memory
-        return memory
+            while len(_OPEN) > MAX_OPEN_MEMORIES:
+                evicted.append(_OPEN.popitem(last=False)[1])
+        else:
+            _OPEN.move_to_end(key)
+    for old in evicted:  # outside the cache lock: writing a cache file takes a while
+        _retire(old)
+    return memory
 
 
 def close_all() -> None:

@@ -9,6 +9,7 @@ inside a graph step.
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 import threading
 import weakref
@@ -25,6 +26,10 @@ DB_FILENAME = "memory.sqlite"
 BUSY_TIMEOUT_MS = 10_000
 
 _META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+DATABASE_ID_KEY = "database_id"
+"""Meta key of a random id given to a database when it is created (or first opened by a
+version that knows it). Caches built from the database carry it, so a cache is never
+trusted for another file that reuses the same row ids (a replaced ``memory.sqlite``)."""
 
 # One re-entrant lock per open Database: the connection is shared across threads
 # (LangGraph runs sync nodes in a thread pool), and two threads interleaving statements
@@ -68,6 +73,10 @@ def open_db(path: Path | str) -> sqlite_utils.Database:
         if problems != ["ok"]:
             raise StoreCorruptError(_corrupt_message(path, "; ".join(problems[:3])))
         conn.execute(_META_SCHEMA)
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+            (DATABASE_ID_KEY, secrets.token_hex(16)),
+        )
         conn.commit()
     except sqlite3.OperationalError:
         # Locked, busy, read-only, out of disk: real problems, but not a damaged file.
@@ -132,12 +141,27 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
 
 
 def get_meta(db: sqlite_utils.Database, key: str) -> str | None:
-    """Return the metadata value stored under ``key``, or None if there is none."""
+    """Return the metadata value stored under ``key``, or None if there is none.
+
+    Only a missing ``meta`` table (a database not opened by :func:`open_db`) means "no
+    value": any other error, a lock above all, is raised. Read as "no value", a transient
+    lock made the embedding check take a tier for new and overwrite its recorded model.
+
+    Raises:
+        sqlite3.OperationalError: The database could not be read (locked, I/O error).
+    """
     try:
         row = db.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    except sqlite3.OperationalError:  # a database not opened by open_db has no meta table
-        return None
+    except sqlite3.OperationalError as err:
+        if "no such table" in str(err):
+            return None
+        raise
     return None if row is None else str(row[0])
+
+
+def database_id(db: sqlite_utils.Database) -> str:
+    """The random id of this database (see :data:`DATABASE_ID_KEY`); "" if it has none."""
+    return get_meta(db, DATABASE_ID_KEY) or ""
 
 
 def set_meta(db: sqlite_utils.Database, key: str, value: str) -> None:
