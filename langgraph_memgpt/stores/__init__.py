@@ -22,6 +22,7 @@ from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.recall import RecallMemory
 from langgraph_memgpt.stores.text import valid_text
+from langgraph_memgpt.stores.types import StoreAccessError
 
 DB_FILENAME = "memory.sqlite"
 
@@ -60,15 +61,27 @@ class AgentMemory:
         embeddings: Embeddings | None,
         *,
         core_block_limit: int = 2000,
+        read_only: bool = False,
     ) -> AgentMemory:
-        """Open (creating if needed) the memory of ``agent_id`` under ``data_dir``."""
+        """Open (creating if needed) the memory of ``agent_id`` under ``data_dir``.
+
+        With ``read_only`` an existing database is opened for reading only (``inspect``),
+        which also works in a read-only data directory; writes then fail. Use it without
+        embeddings: a vector index writes its cache and its model record.
+
+        Raises:
+            ValueError: An empty or invalid agent id, or embeddings with ``read_only``.
+            MemoryStoreError: The database cannot be used (see ``open_db``).
+        """
+        if read_only and embeddings is not None:
+            raise ValueError("a read-only memory is opened without embeddings")
         if not agent_id or not agent_id.strip():
             raise ValueError("agent_id must be a non-empty string")
         if valid_text(agent_id) != agent_id:
             # Replacing the surrogate (as for message text) could merge two agents.
             raise ValueError(f"agent_id {agent_id!r} is not valid Unicode text")
         root = Path(data_dir).expanduser()
-        db = open_db(root / DB_FILENAME)
+        db = open_db(root / DB_FILENAME, read_only=read_only)
         cache_dir = root / "faiss"
         return cls(
             agent_id=agent_id,
@@ -145,11 +158,20 @@ def close_all() -> None:
 
 
 def list_agents(data_dir: str | Path) -> list[str]:
-    """Ids of the agents with any memory under ``data_dir`` (none if it holds no database)."""
-    path = Path(data_dir).expanduser() / DB_FILENAME
+    """Ids of the agents with any memory under ``data_dir`` (none if it holds no database).
+
+    Reads only (works in a read-only data directory).
+
+    Raises:
+        MemoryStoreError: ``data_dir`` is a file, or its database cannot be used.
+    """
+    root = Path(data_dir).expanduser()
+    if root.exists() and not root.is_dir():
+        raise StoreAccessError(f"data directory {root} is a file, not a folder")
+    path = root / DB_FILENAME
     if not path.is_file():
         return []
-    db = open_db(path)
+    db = open_db(path, read_only=True)
     try:
         tables = set(db.table_names())
         selects = [

@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlite_utils
 
-from langgraph_memgpt.stores.db import transaction, utc_now
+from langgraph_memgpt.stores.db import is_read_only, transaction, utc_now
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import BlockEditError
 
@@ -88,8 +88,9 @@ class CoreMemory:
         self.db = db
         self.agent_id = agent_id
         self.default_limit = default_limit
-        with transaction(db):
-            db.executescript(_SCHEMA)
+        if not is_read_only(db):
+            with transaction(db):
+                db.executescript(_SCHEMA)
 
     # -- reading ---------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.db import is_read_only, transaction
 
 _COLUMNS_SQL = """
     id INTEGER PRIMARY KEY,
@@ -71,6 +71,8 @@ def ensure_recall_schema(db: sqlite_utils.Database) -> None:
     Idempotent and safe with several processes: the check runs under the write lock, so
     the second process to open an old database finds it already migrated.
     """
+    if is_read_only(db):
+        return  # read as it is (``inspect``); the next writable open migrates it
     with transaction(db):
         if _keyed_without_thread(db):
             _rekey(db)

@@ -16,6 +16,10 @@ class StoreCorruptError(MemoryStoreError):
     """A database file could not be opened or failed its integrity check."""
 
 
+class StoreAccessError(MemoryStoreError):
+    """A database cannot be opened or written (a file for a folder, read-only, full, foreign)."""
+
+
 class EmbeddingMismatchError(MemoryStoreError):
     """A store was built with another embedding model or dimension than the one configured."""
 
