@@ -138,8 +138,12 @@ class CoreMemory:
 
         Existing blocks are left as they are: the initial texts only seed a new agent.
         Initial text longer than the limit is stored anyway (a block over its limit still
-        loads; the agent can only shorten it).
+        loads; the agent can only shorten it). Every graph step calls this, so when both
+        blocks exist it only reads: taking the write lock each time made every step wait
+        behind any other writer of the file.
         """
+        if self._find("persona") is not None and self._find("human") is not None:
+            return
         with transaction(self.db):
             for label, value, description in (
                 ("persona", persona, PERSONA_DESCRIPTION),
