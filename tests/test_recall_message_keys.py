@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -231,3 +232,14 @@ def test_two_threads_recording_the_same_numbered_messages_keep_both(
         sorted(m.message_id for m in recall.thread_messages("right")),
         sorted(str(n) for n in range(10)),
     )
+
+
+def test_a_cut_copy_of_a_message_never_replaces_the_whole_one(recall: RecallMemory) -> None:
+    """The queue holds long messages cut to fit the window; recall keeps them whole."""
+    whole = "My essay: " + "words about the sea " * 50
+    recall.add([say("t", "1", whole, 1)])
+    cut = replace(say("t", "1", whole[:40] + " [cut]", 1), partial=True)
+    assert recall.add([cut]) == 0
+    assert recall.get(["1"], thread_id="t")[0].text == whole
+    # Nothing stored yet: the cut copy is the best there is.
+    assert recall.add([replace(cut, message_id="2")]) == 1

@@ -900,12 +900,15 @@ def _calls_json(tool_calls: Sequence[Mapping[str, Any]]) -> str:
 def _differs(stored: _Stored | None, item: _Prepared) -> bool:
     """Whether writing ``item`` changes anything: new, or its content was edited.
 
-    Time and turn are left out: a message re-recorded after a crash carries the time of
+    A cut copy (``partial``) only counts when nothing is stored. Time and turn are left
+    out: a message re-recorded after a crash carries the time of
     the retry, and is still the same message.
     """
     if stored is None:
         return True
     m = item.message
+    if m.partial:  # a cut copy never replaces the whole message
+        return False
     return (stored.role, stored.name, stored.text, stored.tool_calls, stored.searchable) != (
         m.role,
         m.name,

@@ -43,6 +43,10 @@ class RecallMessage:
     name: str | None = None  # tool name for role "tool"; speaker name for conversation turns
     searchable: bool | None = None
     """False keeps the message out of search (it is stored all the same); None: by rule."""
+    partial: bool = False
+    """A cut copy of the message (the prompt's, shortened to fit the window): stored when
+    the message is not stored yet, but never replacing the text already stored, which is
+    the whole message. Without this, re-recording the queue would overwrite it."""
 
 
 @dataclass(frozen=True)
