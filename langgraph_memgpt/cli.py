@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+
+from langgraph_memgpt.stores.types import MemoryStoreError
 
 if TYPE_CHECKING:
     from langgraph_memgpt.bench.answer import AnswerRun
@@ -147,8 +150,6 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     except ValueError as exc:  # answer flags without --answer, or a model that cannot run
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from langgraph_memgpt.stores.types import MemoryStoreError
-
     with tempfile.TemporaryDirectory(prefix="memgpt-locomo-") as tmp:
         data_dir = Path(args.data_dir) if args.data_dir else Path(tmp)
         try:
@@ -405,7 +406,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except argparse.ArgumentTypeError as exc:
             parser.error(str(exc))
     func: Command = args.func
-    return func(args)
+    try:
+        return func(args)
+    except (MemoryStoreError, sqlite3.Error, OSError) as exc:
+        # The commands report what they expect; this is the net for the rest: a file
+        # that cannot be used is one line naming it, never a traceback.
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -139,12 +139,20 @@ def inspect(
     """Print an agent's memory as tables; 1 when the data directory holds no such agent."""
     console = console or Console()
     root = Path(data_dir).expanduser()
-    if not _check_agent(root, agent_id):
-        return 1
-    # No embeddings: inspecting needs no model, and works even after an embedding change.
-    memory = open_memory(root, agent_id, embedding_model="none")
-    for table in memory_tables(memory, recent):
-        console.print(table)
+    try:
+        if not _check_agent(root, agent_id):
+            return 1
+        # Read-only (works in a read-only data directory) and without embeddings:
+        # inspecting needs no model, and works even after an embedding change.
+        memory = AgentMemory.open(root, agent_id, None, read_only=True)
+    except MemoryStoreError as exc:
+        _error(str(exc))
+        return 2
+    try:
+        for table in memory_tables(memory, recent):
+            console.print(table)
+    finally:
+        memory.close()
     return 0
 
 
@@ -211,8 +219,8 @@ def show_update(console: Console, node: str, update: Mapping[str, Any] | None) -
 def chat(ctx: Context, thread_id: str, console: Console | None = None) -> int:
     """A terminal conversation with one agent; ``/memory`` shows its memory, ``/quit`` ends.
 
-    Returns 0 at the end of input or ``/quit``, 2 for a bad model spec, 1 when the model or
-    the memory cannot be opened.
+    Returns 0 at the end of input or ``/quit``, 2 for a bad model spec or a memory that
+    cannot be used (a read-only or foreign database), 1 when the model cannot be started.
     """
     from langgraph_memgpt.llm.factory import resolve_model
     from langgraph_memgpt.llm.local_server import LocalModelError
@@ -239,7 +247,7 @@ def chat(ctx: Context, thread_id: str, console: Console | None = None) -> int:
             memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
     except (ValueError, MemoryStoreError) as exc:
         _error(str(exc))
-        return 1
+        return 2
     data_dir = Path(ctx.data_dir)
     conn = sqlite3.connect(data_dir / CHECKPOINT_FILENAME, check_same_thread=False)
     try:
@@ -318,11 +326,15 @@ def reembed(
     if embeddings is None:
         _error("reembed needs an embedding model: with 'none' there is nothing to embed")
         return 2
-    if not _check_agent(root, agent_id):
-        return 1
+    try:
+        if not _check_agent(root, agent_id):
+            return 1
+        db = open_db(root / DB_FILENAME)
+    except MemoryStoreError as exc:
+        _error(str(exc))
+        return 2
     model, dim = embedding_identity(embeddings)
     cache_dir = root / "faiss"
-    db = open_db(root / DB_FILENAME)
     started = time.monotonic()
     try:
         with _progress(console) as bars:

@@ -34,6 +34,9 @@ REPLY_FLAG = "memgpt_reply"
 ``send_message`` call, so the prompt skips this copy."""
 TIME_KEY = "memgpt_time"
 """Where a user message keeps the time it entered the queue (ISO-8601 UTC)."""
+CUT_FLAG = "memgpt_cut"
+"""Marks a queue message cut to fit the window (value: the cut length, so an edited copy is
+not taken for the cut one): recall keeps the whole message (``RecallMessage.partial``)."""
 ALERT_NAME = "system_alert"
 """Name of the user-role messages the runtime itself inserts (pressure alerts)."""
 
@@ -221,6 +224,7 @@ def to_recall(message: BaseMessage, agent_id: str, thread_id: str, turn: int) ->
         name=message.name if isinstance(message, ToolMessage) else None,
         # The reply copy repeats the send_message call's text, which is already searchable.
         searchable=False if message.additional_kwargs.get(REPLY_FLAG) else None,
+        partial=message.additional_kwargs.get(CUT_FLAG) == len(content_text(message)),
     )
 
 

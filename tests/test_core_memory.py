@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,18 @@ def test_agent_cannot_read_or_edit_another_agents_core_blocks(
     assert alice.get("human").value == "secret: the vault code is 4711"
     assert bob.get("human").value == "bob's human\nmore"
     assert "4711" not in str([h for h in bob.history("human")])
+
+
+def test_seeding_default_blocks_that_exist_takes_no_write_lock(
+    core: CoreMemory, tmp_data_dir: Path
+) -> None:
+    """Every graph step seeds the defaults; with them in place it must not wait on writers."""
+    core.db.conn.execute("PRAGMA busy_timeout=50")
+    writer = sqlite3.connect(tmp_data_dir / "memory.sqlite")
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        core.ensure_defaults(persona="other", human="other")
+    finally:
+        writer.rollback()
+        writer.close()
+    assert core.get("persona").value == "I am Sam, a helpful assistant."

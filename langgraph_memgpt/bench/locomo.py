@@ -167,13 +167,22 @@ def _parse_conversation(sample: Any, index: int) -> Conversation:
     known = [t.dia_id for s in sessions for t in s.turns]
     questions: list[Question] = []
     dropped = 0
-    for qa in sample.get("qa") or []:
+    items = sample.get("qa") or []
+    if not isinstance(items, list):
+        raise LocomoFormatError(f"{where}: 'qa' must be a list of questions, got {items!r:.40}")
+    for number, qa in enumerate(items, start=1):
         if not isinstance(qa, dict) or "question" not in qa:
             raise LocomoFormatError(f"{where}: every qa item needs a 'question'")
-        category = int(qa.get("category", 0))
+        category = _category(qa.get("category", 0), f"{where} qa {number}")
         if category in UNSCORED_CATEGORIES:
             continue
-        evidence = clean_evidence(qa.get("evidence") or [], known)
+        raw_evidence = qa.get("evidence") or []
+        if not isinstance(raw_evidence, list):
+            raise LocomoFormatError(
+                f"{where} qa {number}: 'evidence' must be a list of dialogue ids such as "
+                f'"D1:3", got {raw_evidence!r:.40}'
+            )
+        evidence = clean_evidence(raw_evidence, known)
         if not evidence:
             dropped += 1
             continue
@@ -182,19 +191,52 @@ def _parse_conversation(sample: Any, index: int) -> Conversation:
     return Conversation(sample_id, speakers, tuple(sessions), tuple(questions), dropped)
 
 
+def _category(value: Any, where: str) -> int:
+    """A question's category as a number; anything else is a format error, not a crash."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise LocomoFormatError(f"{where}: 'category' must be a number 1-5, got {value!r:.40}")
+    try:
+        return int(value)
+    except ValueError:
+        raise LocomoFormatError(
+            f"{where}: 'category' must be a number 1-5, got {value!r:.40}"
+        ) from None
+
+
 def load_locomo(path: Path | str) -> list[Conversation]:
-    """Load every conversation of a LoCoMo-schema JSON file (a list of samples, or one sample)."""
+    """Load every conversation of a LoCoMo-schema JSON file (a list of samples, or one sample).
+
+    Raises:
+        LocomoFormatError: The file cannot be read, is not JSON, is not in the LoCoMo
+            schema, or two samples share a ``sample_id`` (their turns would be merged
+            into one agent's memory).
+    """
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as err:
         raise LocomoFormatError(f"LoCoMo file {path} does not exist") from err
+    except OSError as err:  # a directory, no permission
+        raise LocomoFormatError(f"cannot read LoCoMo file {path}: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise LocomoFormatError(f"LoCoMo file {path} is not UTF-8 text: {err}") from err
     except json.JSONDecodeError as err:
         raise LocomoFormatError(f"LoCoMo file {path} is not valid JSON: {err}") from err
+    except RecursionError as err:
+        raise LocomoFormatError(f"LoCoMo file {path} is nested too deeply") from err
     samples = [data] if isinstance(data, dict) else data
     if not isinstance(samples, list) or not samples:
         raise LocomoFormatError(f"LoCoMo file {path} holds no samples (expected a JSON list)")
-    return [_parse_conversation(sample, i) for i, sample in enumerate(samples)]
+    conversations = [_parse_conversation(sample, i) for i, sample in enumerate(samples)]
+    seen: dict[str, int] = {}
+    for index, conv in enumerate(conversations):
+        if conv.sample_id in seen:
+            raise LocomoFormatError(
+                f"LoCoMo file {path}: samples {seen[conv.sample_id]} and {index} share the "
+                f"sample_id {conv.sample_id!r}; give each conversation its own"
+            )
+        seen[conv.sample_id] = index
+    return conversations
 
 
 def turn_text(turn: Turn, *, speaker_prefix: bool = True) -> str:

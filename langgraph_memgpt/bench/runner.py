@@ -9,6 +9,7 @@ A plain BM25 baseline is scored in the same run so every report carries its floo
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -251,8 +252,17 @@ def run_locomo(
 
 
 def _folder_name(sample_id: str) -> str:
-    """A folder name for a conversation id (any characters)."""
-    return re.sub(r"[^\w.-]", "_", sample_id) or "conversation"
+    """A folder of its own, inside the data dir, for a conversation id (any characters).
+
+    An id that is a plain name ("conv-26") is its folder's name. Any other id gets its
+    characters replaced and a hash of the whole id appended: replacing alone made "a/b"
+    and "a b" share one folder, and left ".." naming the folder above ``--data-dir``.
+    """
+    safe = re.sub(r"[^\w.-]", "_", sample_id).lstrip(".")
+    if safe == sample_id and len(safe) <= 100:
+        return safe
+    digest = hashlib.sha1(sample_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{safe[:80] or 'conversation'}-{digest}"
 
 
 def _score_keys(options: BenchOptions, *, summaries: bool = False) -> list[str]:

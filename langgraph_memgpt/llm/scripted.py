@@ -48,13 +48,22 @@ def to_ai_message(step: ScriptStep) -> AIMessage:
         return step
     if isinstance(step, str):
         return AIMessage(content=step)
+    if not isinstance(step, dict):
+        raise ValueError(f"script step {step!r} is neither a string nor an object")
     unknown = sorted(set(step) - {"content", "tool_calls", "id"})
     if unknown:
         raise ValueError(f"script step has unknown keys {unknown}: use content / tool_calls")
+    raw_calls = step.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise ValueError(f"script step's tool_calls must be a list, got {raw_calls!r}")
+    if not isinstance(step.get("content") or "", str | list):
+        raise ValueError(f"script step's content must be text, got {step.get('content')!r}")
     calls: list[ToolCall] = []
-    for raw in step.get("tool_calls") or []:
-        if "name" not in raw:
-            raise ValueError(f"scripted tool call {raw!r} has no 'name'")
+    for raw in raw_calls:
+        if not isinstance(raw, dict) or "name" not in raw:
+            raise ValueError(f"scripted tool call {raw!r} is not an object with a 'name'")
+        if not isinstance(raw.get("args") or {}, dict):
+            raise ValueError(f"scripted tool call {raw!r}: 'args' must be an object")
         calls.append(
             ToolCall(
                 name=str(raw["name"]),
@@ -106,7 +115,14 @@ class ScriptedChatModel(BaseChatModel):
             data = data.get("script")
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of replies or {{'script': [...]}}")
-        return cls.from_steps(data)
+        steps: list[AIMessage] = []
+        for number, step in enumerate(data, start=1):
+            try:
+                steps.append(to_ai_message(step))
+            except (ValueError, TypeError) as err:  # pydantic's errors are ValueErrors
+                detail = " ".join(str(err).split())
+                raise ValueError(f"{path}: step {number}: {detail}") from None
+        return cls(script=steps)
 
     @property
     def _llm_type(self) -> str:

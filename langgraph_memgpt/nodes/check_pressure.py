@@ -27,6 +27,7 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import (
     ALERT_NAME,
+    CUT_FLAG,
     build_prompt,
     context_of,
     current_system,
@@ -56,7 +57,9 @@ def _fit(message: AnyMessage, budget: int, counter: TokenCounter) -> AnyMessage 
     # shorter message". Shrink until the kept part really fits.
     while keep > 0 and (used := counter.text(text[:keep])) > room:
         keep = int(keep * room / used * 0.95)
-    return message.model_copy(update={"content": text[:keep] + note})
+    cut = text[:keep] + note
+    kwargs = {**message.additional_kwargs, CUT_FLAG: len(cut)}  # recall keeps the whole text
+    return message.model_copy(update={"content": cut, "additional_kwargs": kwargs})
 
 
 def _answer_interrupted_calls(

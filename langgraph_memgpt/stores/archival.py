@@ -21,7 +21,7 @@ import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.dates import date_range_sql, to_utc_iso
-from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.db import is_read_only, transaction
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
 from langgraph_memgpt.stores.fts import bm25_scores, query_terms
 from langgraph_memgpt.stores.ranking import minmax_fuse
@@ -162,10 +162,11 @@ class ArchivalMemory:
         self.agent_id = agent_id
         self.embeddings = embeddings
         self.cache_dir = Path(cache_dir)
-        with transaction(db):
-            _ensure_counts(db)
-            for statement in _SCHEMA:
-                db.conn.execute(statement)
+        if not is_read_only(db):
+            with transaction(db):
+                _ensure_counts(db)
+                for statement in _SCHEMA:
+                    db.conn.execute(statement)
         self.index: VectorIndex | None = None
         if embeddings is not None:
             self.index = VectorIndex.for_tier(

@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlite_utils
 
-from langgraph_memgpt.stores.db import transaction, utc_now
+from langgraph_memgpt.stores.db import is_read_only, transaction, utc_now
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
@@ -51,6 +51,12 @@ HUMAN_DESCRIPTION = (
 )
 
 _LABEL = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+OWNER_ACTORS = frozenset({"user", "admin", "operator"})
+"""Actors that own read-only blocks and may change them (alone, or as ``user:<who>``).
+
+Refusing only the literal actor ``"agent"`` let the tools' ``"agent:<thread>"`` through:
+the rule is the other way round, so an actor name nobody thought of is refused too.
+"""
 _QUOTE_LIMIT = 200
 
 
@@ -70,8 +76,9 @@ class CoreMemory:
         self.db = db
         self.agent_id = agent_id
         self.default_limit = default_limit
-        with transaction(db):
-            db.executescript(_SCHEMA)
+        if not is_read_only(db):
+            with transaction(db):
+                db.executescript(_SCHEMA)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -119,8 +126,12 @@ class CoreMemory:
 
         Existing blocks are left as they are: the initial texts only seed a new agent.
         Initial text longer than the limit is stored anyway (a block over its limit still
-        loads; the agent can only shorten it).
+        loads; the agent can only shorten it). Every graph step calls this, so when both
+        blocks exist it only reads: taking the write lock each time made every step wait
+        behind any other writer of the file.
         """
+        if self._find("persona") is not None and self._find("human") is not None:
+            return
         with transaction(self.db):
             for label, value, description in (
                 ("persona", persona, PERSONA_DESCRIPTION),
@@ -212,11 +223,11 @@ class CoreMemory:
     def set(self, label: str, value: str, actor: str = "user") -> Block:
         """Overwrite block ``label`` with ``value`` (for users and tools, not the model's edits).
 
-        Read-only blocks refuse the agent but not other actors, who own them.
+        Read-only blocks refuse every actor but their owners (:data:`OWNER_ACTORS`).
 
         Raises:
-            BlockEditError: Unknown label, read-only block (for actor "agent"), or the
-                value is over the block's limit.
+            BlockEditError: Unknown label, read-only block (for an actor that is not an
+                owner), or the value is over the block's limit.
         """
         with transaction(self.db):
             block = self._editable(label, actor)
@@ -241,7 +252,7 @@ class CoreMemory:
         block = self._find(label)
         if block is None:
             raise BlockEditError(self._unknown_label(label, "Edit failed"))
-        if block.read_only and actor == "agent":
+        if block.read_only and not is_owner(actor):
             raise BlockEditError(
                 f"Edit failed: block '{label}' is read-only; you can read it but not change it."
             )
@@ -301,6 +312,15 @@ class CoreMemory:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (self.agent_id, label, old, new, valid_text(actor), op, created_at),
         )
+
+
+def is_owner(actor: str) -> bool:
+    """Whether ``actor`` may change a read-only block: a user, admin or operator.
+
+    ``"user"`` and ``"user:ada"`` are owners; ``"agent"``, ``"agent:<thread>"``, ``""``
+    and any other name are not.
+    """
+    return actor.split(":", 1)[0] in OWNER_ACTORS
 
 
 def _block(row: tuple[Any, ...]) -> Block:

@@ -10,6 +10,40 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 
+_FIRST = datetime.min.replace(tzinfo=UTC)
+_LAST = datetime.max.replace(tzinfo=UTC)
+AFTER_ALL = "9999-12-31T99"
+"""Sorts after every stored timestamp: the exclusive end of a range that runs to 9999-12-31."""
+
+
+def shift_day(day: date, days: int) -> date:
+    """``day`` moved by ``days``, stopping at year 1 and year 9999 instead of overflowing.
+
+    Calendar edges ("0001-01-01", "9999-12-31") come from models and users; a range that
+    reaches past them simply runs to the edge.
+    """
+    try:
+        return day + timedelta(days=days)
+    except OverflowError:
+        return date.min if days < 0 else date.max
+
+
+def day_after_iso(day: date) -> str:
+    """The ISO text of the start of the day after ``day`` (an exclusive range end)."""
+    if day == date.max:
+        return AFTER_ALL
+    return (day + timedelta(days=1)).isoformat()
+
+
+def _to_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC; one that UTC cannot hold (year 1 at +05:00) stops at the edge."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        return _FIRST if moment.year == 1 else _LAST
+
 
 def to_utc_iso(value: str | datetime | None = None) -> str:
     """Normalise a timestamp to ISO-8601 UTC with microseconds; None means now.
@@ -25,9 +59,7 @@ def to_utc_iso(value: str | datetime | None = None) -> str:
         moment = value
     else:
         moment = _parse(value, "created_at")[0]
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+    return _to_utc(moment).isoformat(timespec="microseconds")
 
 
 def _parse(value: str, name: str) -> tuple[datetime, bool]:
@@ -70,10 +102,12 @@ def date_range_sql(
         params.append(to_utc_iso(start))
     if end_date is not None and end_date.strip():
         end, bare = _parse(end_date, "end_date")
-        if bare:
-            end_exclusive = end + timedelta(days=1)
+        if bare and end.date() == date.max:
             conditions.append(f"{column} < ?")
-            params.append(to_utc_iso(end_exclusive))
+            params.append(AFTER_ALL)
+        elif bare:
+            conditions.append(f"{column} < ?")
+            params.append(to_utc_iso(end + timedelta(days=1)))
         else:
             conditions.append(f"{column} <= ?")
             params.append(to_utc_iso(end))

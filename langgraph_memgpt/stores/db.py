@@ -9,6 +9,7 @@ inside a graph step.
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 import threading
 import weakref
@@ -19,12 +20,17 @@ from pathlib import Path
 
 import sqlite_utils
 
-from langgraph_memgpt.stores.types import StoreCorruptError
+from langgraph_memgpt.stores.foreign import foreign_schema
+from langgraph_memgpt.stores.types import StoreAccessError, StoreCorruptError
 
 DB_FILENAME = "memory.sqlite"
 BUSY_TIMEOUT_MS = 10_000
 
 _META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+DATABASE_ID_KEY = "database_id"
+"""Meta key of a random id given to a database when it is created (or first opened by a
+version that knows it). Caches built from the database carry it, so a cache is never
+trusted for another file that reuses the same row ids (a replaced ``memory.sqlite``)."""
 
 # One re-entrant lock per open Database: the connection is shared across threads
 # (LangGraph runs sync nodes in a thread pool), and two threads interleaving statements
@@ -40,7 +46,7 @@ def db_path(data_dir: Path | str) -> Path:
     return Path(data_dir) / DB_FILENAME
 
 
-def open_db(path: Path | str) -> sqlite_utils.Database:
+def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Database:
     """Open (creating if needed) the memory database at ``path``.
 
     Sets WAL mode, a 10 s busy timeout, ``synchronous=NORMAL`` (durable enough with WAL,
@@ -48,38 +54,118 @@ def open_db(path: Path | str) -> sqlite_utils.Database:
     damaged file fails here, loudly, rather than halfway through a write.
 
     Args:
-        path: The SQLite file; its parent directories are created.
+        path: The SQLite file; its parent directories are created (unless read-only).
+        read_only: Open an existing file for reading only (``inspect``), which works in
+            a read-only data directory too; nothing is created or written.
 
     Returns:
         A ``sqlite_utils.Database`` whose connection may be used from several threads.
 
     Raises:
         StoreCorruptError: The file is not a SQLite database or failed its integrity check.
+        StoreAccessError: The data directory is a file, cannot be created, or the
+            database cannot be opened or written (read-only, full disk), or is another
+            application's file; the message names the path and what to do.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
+    if read_only:
+        conn = _connect_read_only(path)
+    else:
+        _make_data_dir(path.parent)
+        conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
         problems = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
         if problems != ["ok"]:
             raise StoreCorruptError(_corrupt_message(path, "; ".join(problems[:3])))
-        conn.execute(_META_SCHEMA)
-        conn.commit()
-    except sqlite3.OperationalError:
-        # Locked, busy, read-only, out of disk: real problems, but not a damaged file.
+        foreign = foreign_schema(conn, path)
+        if foreign is not None:  # checked before anything is written to the file
+            raise StoreAccessError(foreign)
+        if not read_only:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        if read_only:
+            conn.execute("PRAGMA query_only=ON")
+        else:
+            conn.execute(_META_SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                (DATABASE_ID_KEY, secrets.token_hex(16)),
+            )
+            conn.commit()
+    except sqlite3.OperationalError as err:
         conn.close()
-        raise
+        if _is_busy(err):
+            raise  # another process holds the lock longer than the busy timeout
+        raise StoreAccessError(_access_message(path, err)) from err
     except sqlite3.DatabaseError as err:  # SQLITE_NOTADB, SQLITE_CORRUPT
         conn.close()
         raise StoreCorruptError(_corrupt_message(path, str(err))) from err
-    except StoreCorruptError:
+    except (StoreCorruptError, StoreAccessError):
         conn.close()
         raise
     return sqlite_utils.Database(conn)
+
+
+def _make_data_dir(folder: Path) -> None:
+    """Create the data directory, or say clearly why it cannot be one."""
+    if folder.exists() and not folder.is_dir():
+        raise StoreAccessError(
+            f"data directory {folder} is a file, not a folder; choose a folder "
+            "(--data-dir or MEMGPT_DATA_DIR)"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StoreAccessError(
+            f"cannot create the data directory {folder}: {err.strerror or err}; choose a "
+            "folder you can write (--data-dir or MEMGPT_DATA_DIR)"
+        ) from err
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to an existing database, even in a read-only folder.
+
+    A WAL database whose ``-shm`` file is gone (closed cleanly) cannot be opened
+    read-only where that file cannot be created; then it is opened as immutable, which
+    reads the database file as it is (what the last clean close left).
+    """
+    if not path.is_file():
+        raise StoreAccessError(f"there is no memory database at {path}")
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+    except sqlite3.DatabaseError as err:
+        conn.close()
+        raise StoreCorruptError(_corrupt_message(path, str(err))) from err
+    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+
+
+def is_read_only(db: sqlite_utils.Database) -> bool:
+    """Whether ``db`` was opened with ``open_db(..., read_only=True)``: stores create nothing."""
+    return bool(db.conn.execute("PRAGMA query_only").fetchone()[0])
+
+
+def _is_busy(err: sqlite3.OperationalError) -> bool:
+    return "locked" in str(err) or "busy" in str(err)
+
+
+def _access_message(path: Path, err: sqlite3.OperationalError) -> str:
+    detail = str(err)
+    if "readonly" in detail or "read-only" in detail:
+        hint = "the file or its folder is read-only; make both writable"
+    elif "full" in detail:
+        hint = "the disk is full; free some space"
+    elif "unable to open" in detail:
+        hint = "its folder must exist and be writable (a read-only one can only be inspected)"
+    else:
+        hint = "check the file and its folder"
+    return f"cannot use the memory database {path}: {detail}; {hint}"
 
 
 def _corrupt_message(path: Path, detail: str) -> str:
@@ -132,12 +218,27 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
 
 
 def get_meta(db: sqlite_utils.Database, key: str) -> str | None:
-    """Return the metadata value stored under ``key``, or None if there is none."""
+    """Return the metadata value stored under ``key``, or None if there is none.
+
+    Only a missing ``meta`` table (a database not opened by :func:`open_db`) means "no
+    value": any other error, a lock above all, is raised. Read as "no value", a transient
+    lock made the embedding check take a tier for new and overwrite its recorded model.
+
+    Raises:
+        sqlite3.OperationalError: The database could not be read (locked, I/O error).
+    """
     try:
         row = db.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    except sqlite3.OperationalError:  # a database not opened by open_db has no meta table
-        return None
+    except sqlite3.OperationalError as err:
+        if "no such table" in str(err):
+            return None
+        raise
     return None if row is None else str(row[0])
+
+
+def database_id(db: sqlite_utils.Database) -> str:
+    """The random id of this database (see :data:`DATABASE_ID_KEY`); "" if it has none."""
+    return get_meta(db, DATABASE_ID_KEY) or ""
 
 
 def set_meta(db: sqlite_utils.Database, key: str, value: str) -> None:

@@ -195,7 +195,8 @@ def get_embeddings(name: str) -> Embeddings | None:
             (no vectors: search by words only, for the cheapest possible writes).
 
     Raises:
-        ValueError: the name is not one of the choices.
+        ValueError: the name is not one of the choices, or an OpenAI model without the
+            credentials to build it.
     """
     if name == "minilm":
         return MiniLMEmbeddings()
@@ -204,7 +205,13 @@ def get_embeddings(name: str) -> Embeddings | None:
     if name.startswith("openai:") and name[len("openai:") :]:
         from langchain_openai import OpenAIEmbeddings
 
-        return OpenAIEmbeddings(model=name[len("openai:") :])
+        try:
+            return OpenAIEmbeddings(model=name[len("openai:") :])
+        except Exception as err:  # openai.OpenAIError: no key; say what to set instead
+            raise ValueError(
+                f"cannot use embedding model {name!r}: {err} Set OPENAI_API_KEY (and "
+                "OPENAI_BASE_URL for a self-hosted server), or use 'minilm'."
+            ) from err
     raise ValueError(
         f"Unknown embedding model {name!r}; choose one of: {', '.join(EMBEDDING_CHOICES)}."
     )

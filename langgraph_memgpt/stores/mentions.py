@@ -8,9 +8,10 @@ signals of their own instead of hoping the words match.
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Iterable
-from datetime import date, timedelta
+from datetime import date
 
 MONTHS = {  # month name or abbreviation -> number (shared with the LoCoMo loader)
     name: number
@@ -72,7 +73,7 @@ def mentioned_dates(text: str) -> list[tuple[date, date]]:
                 else:
                     year, month = int(m[2]), MONTHS[m[1].lower()]
                     first = date(year, month, 1)
-                    last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
+                    last = date(year, month, calendar.monthrange(year, month)[1])
                     found.append((first, last))
             except (KeyError, ValueError):
                 continue

@@ -1,12 +1,13 @@
 """Recall memory: every message of an agent, verbatim, searchable by words, meaning and date.
 
-Messages are written ahead of the checkpoint and idempotently (one row per message id),
-so a retried step never duplicates history. Search fuses four signals with min-max
-scaling, the combination that measured best on LoCoMo turn retrieval (0.833 recall@10
-against 0.629 for BM25 alone): BM25 over the message, BM25 over the message with its
-±2 neighbours of the same thread ("context"), and cosine similarity of the message's
-embedding and of the embedded "date: context". The context lets an answer such as
-"Biscuit!" be found by the question that preceded it ("what is your puppy's name?").
+Messages are written ahead of the checkpoint and idempotently (one row per thread and
+message id), so a retried step never duplicates history and an edited message is
+updated. Search fuses four signals with min-max scaling, the combination that measured
+best on LoCoMo turn retrieval (0.833 recall@10 against 0.629 for BM25 alone): BM25 over
+the message, BM25 over the message with its ±2 neighbours of the same thread
+("context"), and cosine similarity of the message's embedding and of the embedded
+"date: context". The context lets an answer such as "Biscuit!" be found by the question
+that preceded it ("what is your puppy's name?").
 
 Tool results and the model's own search calls are stored but never searchable, so a
 search cannot find the results of earlier searches (recursive echoes).
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +26,7 @@ import numpy as np
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.dates import date_range_sql, to_utc_iso
+from langgraph_memgpt.stores.dates import date_range_sql, day_after_iso, shift_day, to_utc_iso
 from langgraph_memgpt.stores.db import transaction
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
@@ -43,6 +44,7 @@ from langgraph_memgpt.stores.mentions import (
 )
 from langgraph_memgpt.stores.messages import is_search_call, is_searchable, searchable_text
 from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
 from langgraph_memgpt.stores.text import needs_cleaning, valid_json, valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
@@ -75,51 +77,6 @@ _ROLE_ALIASES = {
     "bot": "assistant",
 }
 
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS recall (
-    id INTEGER PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    thread_id TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    role TEXT NOT NULL,
-    name TEXT,
-    text TEXT NOT NULL,
-    tool_calls TEXT NOT NULL DEFAULT '[]',
-    created_at TEXT NOT NULL,
-    turn INTEGER NOT NULL DEFAULT 0,
-    searchable INTEGER NOT NULL,
-    context TEXT,
-    UNIQUE (agent_id, message_id)
-);
-CREATE INDEX IF NOT EXISTS recall_by_time ON recall (agent_id, searchable, created_at, id);
-CREATE INDEX IF NOT EXISTS recall_by_thread
-    ON recall (agent_id, thread_id, searchable, created_at, id);
-CREATE VIRTUAL TABLE IF NOT EXISTS recall_fts USING fts5(text, tokenize='porter unicode61');
-CREATE VIRTUAL TABLE IF NOT EXISTS recall_context_fts
-    USING fts5(context, content='recall', content_rowid='id', tokenize='porter unicode61');
-CREATE TRIGGER IF NOT EXISTS recall_context_insert AFTER INSERT ON recall
-    WHEN new.context IS NOT NULL BEGIN
-    INSERT INTO recall_context_fts (rowid, context) VALUES (new.id, new.context);
-END;
-CREATE TRIGGER IF NOT EXISTS recall_context_update AFTER UPDATE OF context ON recall BEGIN
-    INSERT INTO recall_context_fts (recall_context_fts, rowid, context)
-        SELECT 'delete', old.id, old.context WHERE old.context IS NOT NULL;
-    INSERT INTO recall_context_fts (rowid, context)
-        SELECT new.id, new.context WHERE new.context IS NOT NULL;
-END;
-CREATE TRIGGER IF NOT EXISTS recall_delete AFTER DELETE ON recall BEGIN
-    INSERT INTO recall_context_fts (recall_context_fts, rowid, context)
-        SELECT 'delete', old.id, old.context WHERE old.context IS NOT NULL;
-    DELETE FROM recall_fts WHERE rowid = old.id;
-END;
-"""
-"""``recall_fts`` holds the searchable text of a message (its text plus what it said
-through ``send_message``), only for searchable messages. ``recall_context_fts`` indexes
-``recall.context`` (external content, kept in step by the triggers: one update trigger,
-so the old entry is always removed before the new one is added). ``created_at`` is
-stored as ISO-8601 UTC with microseconds, so text order is time order whatever offset or
-precision a timestamp was written with."""
 
 _COLUMNS = "id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn"
 
@@ -160,8 +117,7 @@ class RecallMemory:
         self.agent_id = agent_id
         self.embeddings = embeddings
         self.cache_dir = Path(cache_dir)
-        with transaction(db):
-            db.executescript(_SCHEMA)
+        ensure_recall_schema(db)
         self._names: list[str] | None = None
         self._turn_index: VectorIndex | None = None
         self._context_index: VectorIndex | None = None
@@ -184,16 +140,19 @@ class RecallMemory:
     # -- writing ---------------------------------------------------------------------
 
     def add(self, messages: Sequence[RecallMessage]) -> int:
-        """Store messages, ignoring ones already stored (same message id); one transaction.
+        """Store messages in one transaction; a message is its (thread, message id).
 
-        Also refreshes the context (words and vector) of the neighbours the new messages
-        join, so a message is found by what was said after it too.
+        A message stored with the same content is left alone, so re-recording after a
+        crash or a retry adds nothing; one stored with other content (an edited and rerun
+        message) is updated, words and vectors too. Also refreshes the context (words and
+        vector) of the neighbours the messages join, so a message is found by what was
+        said after it too.
 
         Args:
             messages: Messages of this agent, any threads.
 
         Returns:
-            How many messages were new.
+            How many messages were new or changed.
 
         Raises:
             ValueError: A message belongs to another agent or has an unreadable created_at.
@@ -223,7 +182,7 @@ class RecallMemory:
             progress: Called with the number of messages processed after each chunk.
 
         Returns:
-            How many messages were new.
+            How many messages were new or changed.
         """
         if chunk_size <= 0:
             raise ValueError(f"chunk_size must be positive, got {chunk_size}")
@@ -269,15 +228,15 @@ class RecallMemory:
         for start in range(0, len(rows), chunk_size):
             chunk = rows[start : start + chunk_size]
             ids = [int(r[0]) for r in chunk]
-            texts = [str(r[1]) for r in chunk]
+            vectors = embed_texts(self.embeddings, [str(r[1]) for r in chunk])
             with transaction(self.db):
-                self._embed_and_store(ids, texts, {})
+                self._store_vectors(ids, vectors, {})
             if progress is not None:
                 progress(start + len(chunk), len(rows))
         # Context vectors are means of message vectors: pool once every message has one.
         windows = self._thread_windows(sorted({str(r[2]) for r in rows}))
         with transaction(self.db):
-            self._embed_and_store([], [], windows)
+            self._store_vectors([], None, windows)
         self.close()
         return len(rows)
 
@@ -393,16 +352,26 @@ class RecallMemory:
             params.append(json.dumps(list(exclude_message_ids)))
         return int(self.db.conn.execute(sql, params).fetchone()[0])
 
-    def get(self, message_ids: Sequence[str]) -> list[RecallMessage]:
-        """Return the agent's messages with these ids, in the order asked (unknown ids skipped)."""
+    def get(
+        self, message_ids: Sequence[str], *, thread_id: str | None = None
+    ) -> list[RecallMessage]:
+        """Return the agent's messages with these ids, in the order asked (unknown ids skipped).
+
+        Message ids are unique per thread: without ``thread_id``, an id used in several
+        threads returns its oldest message.
+        """
         if not message_ids:
             return []
-        rows = self.db.conn.execute(
+        sql = (
             f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? "
-            "AND message_id IN (SELECT value FROM json_each(?))",
-            (self.agent_id, json.dumps(list(message_ids))),
-        ).fetchall()
-        by_id = {str(row[3]): _message(row) for row in rows}
+            "AND message_id IN (SELECT value FROM json_each(?))"
+        )
+        params: list[object] = [self.agent_id, json.dumps(list(message_ids))]
+        if thread_id is not None:
+            sql += " AND thread_id = ?"
+            params.append(thread_id)
+        rows = self.db.conn.execute(sql + " ORDER BY created_at DESC, id DESC", params)
+        by_id = {str(row[3]): _message(row) for row in rows.fetchall()}
         return [by_id[m] for m in message_ids if m in by_id]
 
     def thread_messages(self, thread_id: str) -> list[RecallMessage]:
@@ -451,32 +420,40 @@ class RecallMemory:
         )
 
     def _ingest(self, batch: Sequence[_Prepared]) -> int:
+        """Write a batch: new messages are inserted, re-recorded ones with new content updated.
+
+        A message is (thread, message id): the same id in another thread is another
+        message. Re-recording a message as it is stored changes nothing (a retried or
+        replayed step adds nothing); re-recording it with new content (an edit and rerun)
+        updates its row, its full-text entries and its vectors, keeping its time and turn.
+        Messages are embedded before the write transaction, so the write lock is never
+        held for a model call.
+        """
+        stored = self._stored(batch)
+        wanted = {
+            item.text
+            for item in batch
+            if item.searchable and _differs(stored.get(_key(item)), item)
+        }
+        vectors = self._embed(wanted)
         with transaction(self.db):
-            new: list[tuple[int, _Prepared]] = []
+            # Read again under the write lock: another writer may have come in between.
+            stored = self._stored(batch)
+            written: list[tuple[int, _Prepared]] = []
+            dropped: list[tuple[int, str]] = []  # (id, thread) of messages no longer searchable
             for item in batch:
-                m = item.message
-                cursor = self.db.conn.execute(
-                    "INSERT OR IGNORE INTO recall (agent_id, thread_id, message_id, role, name, "
-                    "text, tool_calls, created_at, turn, searchable) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        self.agent_id,
-                        m.thread_id,
-                        m.message_id,
-                        m.role,
-                        m.name,
-                        m.text,
-                        json.dumps(m.tool_calls, default=str),
-                        item.created_at,
-                        m.turn,
-                        int(item.searchable),
-                    ),
-                )
-                if cursor.rowcount == 1 and cursor.lastrowid is not None:
-                    new.append((int(cursor.lastrowid), item))
-            searchable = [(rowid, item) for rowid, item in new if item.searchable]
-            if not searchable:
-                return len(new)
+                old = stored.get(_key(item))
+                if not _differs(old, item):
+                    continue
+                if old is None:
+                    rowid = self._insert_row(item)
+                else:
+                    rowid = self._update_row(old, item)
+                    if old.searchable and not item.searchable:
+                        dropped.append((rowid, item.message.thread_id))
+                stored[_key(item)] = _Stored.of(rowid, item)
+                written.append((rowid, item))
+            searchable = [(rowid, item) for rowid, item in written if item.searchable]
             self.db.conn.executemany(
                 "INSERT INTO recall_fts (rowid, text) VALUES (?, ?)",
                 [(rowid, item.text) for rowid, item in searchable],
@@ -484,13 +461,21 @@ class RecallMemory:
             by_thread: dict[str, set[int]] = {}
             for rowid, item in searchable:
                 by_thread.setdefault(item.message.thread_id, set()).add(rowid)
+            for rowid, thread_id in dropped:
+                by_thread.setdefault(thread_id, set()).update(self._neighbours(thread_id, rowid))
             changed: list[_Row] = []
             for thread_id, rowids in by_thread.items():
-                changed.extend(self._refresh_contexts(thread_id, rowids))
+                if rowids:
+                    changed.extend(self._refresh_contexts(thread_id, rowids))
             if self.embeddings is not None:
-                self._embed_and_store(
+                self._forget_vectors([rowid for rowid, _ in dropped])
+                missing = {item.text for _, item in searchable} - set(vectors)
+                vectors.update(self._embed(missing))  # only when another writer raced us
+                self._store_vectors(
                     [rowid for rowid, _ in searchable],
-                    [item.text for _, item in searchable],
+                    np.stack([vectors[item.text] for _, item in searchable])
+                    if searchable
+                    else None,
                     {row.id: row.window for row in changed},
                 )
             if self._names is not None:
@@ -501,7 +486,93 @@ class RecallMemory:
                     if name and item.message.role in ("user", "assistant"):
                         if name not in self._names:
                             self._names.append(name)
-            return len(new)
+            return len(written)
+
+    def _stored(self, batch: Sequence[_Prepared]) -> dict[tuple[str, str], _Stored]:
+        """What is stored for the batch's (thread, message id) keys."""
+        keys = sorted({_key(item) for item in batch})
+        if not keys:
+            return {}
+        rows = self.db.conn.execute(
+            "SELECT r.id, r.thread_id, r.message_id, r.role, r.name, r.text, r.tool_calls, "
+            "r.searchable FROM recall AS r JOIN json_each(?) AS k "
+            "ON r.thread_id = json_extract(k.value, '$[0]') "
+            "AND r.message_id = json_extract(k.value, '$[1]') WHERE r.agent_id = ?",
+            (json.dumps(keys), self.agent_id),
+        ).fetchall()
+        return {
+            (str(r[1]), str(r[2])): _Stored(
+                int(r[0]), str(r[3]), r[4], str(r[5]), str(r[6]), bool(r[7])
+            )
+            for r in rows
+        }
+
+    def _embed(self, texts: Collection[str]) -> dict[str, FloatArray]:
+        """Embed ``texts`` (none without an embedding model), keyed by text."""
+        if self.embeddings is None or not texts:
+            return {}
+        ordered = sorted(texts)
+        vectors = embed_texts(self.embeddings, ordered)
+        return dict(zip(ordered, vectors, strict=True))
+
+    def _insert_row(self, item: _Prepared) -> int:
+        m = item.message
+        cursor = self.db.conn.execute(
+            "INSERT INTO recall (agent_id, thread_id, message_id, role, name, "
+            "text, tool_calls, created_at, turn, searchable) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.agent_id,
+                m.thread_id,
+                m.message_id,
+                m.role,
+                m.name,
+                m.text,
+                _calls_json(m.tool_calls),
+                item.created_at,
+                m.turn,
+                int(item.searchable),
+            ),
+        )
+        assert cursor.lastrowid is not None
+        return int(cursor.lastrowid)
+
+    def _update_row(self, old: _Stored, item: _Prepared) -> int:
+        """Give a stored message its new content; its time and turn stay as first recorded."""
+        m = item.message
+        self.db.conn.execute(
+            "UPDATE recall SET role = ?, name = ?, text = ?, tool_calls = ?, searchable = ? "
+            "WHERE id = ?",
+            (m.role, m.name, m.text, _calls_json(m.tool_calls), int(item.searchable), old.id),
+        )
+        self.db.conn.execute("DELETE FROM recall_fts WHERE rowid = ?", (old.id,))
+        if not item.searchable:
+            self.db.conn.execute("UPDATE recall SET context = NULL WHERE id = ?", (old.id,))
+        return old.id
+
+    def _neighbours(self, thread_id: str, rowid: int) -> set[int]:
+        """The searchable messages just before and after ``rowid`` in its thread."""
+        at = self.db.conn.execute("SELECT created_at FROM recall WHERE id = ?", (rowid,))
+        created_at = str(at.fetchone()[0])
+        base = "SELECT id FROM recall WHERE agent_id = ? AND thread_id = ? AND searchable = 1 "
+        before = self.db.conn.execute(
+            base + "AND (created_at < ? OR (created_at = ? AND id < ?)) "
+            "ORDER BY created_at DESC, id DESC LIMIT 1",
+            (self.agent_id, thread_id, created_at, created_at, rowid),
+        ).fetchall()
+        after = self.db.conn.execute(
+            base + "AND (created_at > ? OR (created_at = ? AND id > ?)) "
+            "ORDER BY created_at, id LIMIT 1",
+            (self.agent_id, thread_id, created_at, created_at, rowid),
+        ).fetchall()
+        return {int(r[0]) for r in [*before, *after]}
+
+    def _forget_vectors(self, rowids: Sequence[int]) -> None:
+        """Drop every vector of messages that are no longer searchable."""
+        if rowids:
+            for index in (self._turn_index, self._context_index, self._tail_index):
+                assert index is not None
+                index.delete(rowids)
 
     def _refresh_contexts(self, thread_id: str, new_ids: set[int]) -> list[_Row]:
         """Recompute the context of the new messages and of their ±2 neighbours.
@@ -571,13 +642,16 @@ class RecallMemory:
         )
         return changed
 
-    def _embed_and_store(
+    def _store_vectors(
         self,
         turn_ids: Sequence[int],
-        turn_texts: Sequence[str],
+        turn_vectors: FloatArray | None,
         windows: Mapping[int, Sequence[int]],
     ) -> None:
-        """Embed messages; a context vector is the mean of its window's message vectors.
+        """Store message vectors; a context vector is the mean of its window's message vectors.
+
+        The message vectors come embedded already: the caller embeds before taking the
+        write lock, which a hosted embedding call would otherwise hold for its round trip.
 
         Averaging vectors already computed costs no model call, where embedding each
         "date: context" text cost five messages' worth of tokens per message, again for
@@ -588,10 +662,9 @@ class RecallMemory:
         assert self._turn_index is not None
         assert self._context_index is not None and self._tail_index is not None
         fresh: dict[int, FloatArray] = {}
-        if turn_ids:
-            vectors: FloatArray = embed_texts(self.embeddings, list(turn_texts))
-            self._turn_index.upsert(list(turn_ids), vectors)
-            fresh = {int(i): v for i, v in zip(turn_ids, vectors, strict=True)}
+        if turn_ids and turn_vectors is not None:
+            self._turn_index.upsert(list(turn_ids), turn_vectors)
+            fresh = {int(i): v for i, v in zip(turn_ids, turn_vectors, strict=True)}
         if not windows:
             return
         wanted = sorted({i for w in windows.values() for i in w} - set(fresh))
@@ -649,12 +722,12 @@ class RecallMemory:
         ranges = mentioned_dates(query)
         if ranges:
             reach = DATE_REACH_DAYS
-            low = min(r[0] for r in ranges) - timedelta(days=reach)
-            high = max(r[1] for r in ranges) + timedelta(days=reach + 1)
+            low = shift_day(min(r[0] for r in ranges), -reach)
+            high = shift_day(max(r[1] for r in ranges), reach)
             rows = self.db.conn.execute(
                 f"SELECT b.id, b.created_at FROM recall AS b WHERE {where} "
                 "AND b.created_at >= ? AND b.created_at < ?",
-                (*params, low.isoformat(), high.isoformat()),
+                (*params, low.isoformat(), day_after_iso(high)),
             ).fetchall()
             days = {int(r[0]): date.fromisoformat(str(r[1])[:10]) for r in rows}
             scores = {k: date_closeness(d, ranges, reach) for k, d in days.items()}
@@ -794,6 +867,52 @@ class _Prepared:
     created_at: str  # normalised to ISO-8601 UTC
     text: str
     searchable: bool
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """The stored content of a message, to tell a replay from an edit."""
+
+    id: int
+    role: str
+    name: str | None
+    text: str
+    tool_calls: str  # JSON, as stored
+    searchable: bool
+
+    @classmethod
+    def of(cls, rowid: int, item: _Prepared) -> _Stored:
+        m = item.message
+        return cls(rowid, m.role, m.name, m.text, _calls_json(m.tool_calls), item.searchable)
+
+
+def _key(item: _Prepared) -> tuple[str, str]:
+    return item.message.thread_id, item.message.message_id
+
+
+def _calls_json(tool_calls: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps(tool_calls, default=str)
+
+
+def _differs(stored: _Stored | None, item: _Prepared) -> bool:
+    """Whether writing ``item`` changes anything: new, or its content was edited.
+
+    A cut copy (``partial``) only counts when nothing is stored. Time and turn are left
+    out: a message re-recorded after a crash carries the time of
+    the retry, and is still the same message.
+    """
+    if stored is None:
+        return True
+    m = item.message
+    if m.partial:  # a cut copy never replaces the whole message
+        return False
+    return (stored.role, stored.name, stored.text, stored.tool_calls, stored.searchable) != (
+        m.role,
+        m.name,
+        m.text,
+        _calls_json(m.tool_calls),
+        item.searchable,
+    )
 
 
 def _normalise_role(role: str) -> str:

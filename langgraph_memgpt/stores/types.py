@@ -16,6 +16,10 @@ class StoreCorruptError(MemoryStoreError):
     """A database file could not be opened or failed its integrity check."""
 
 
+class StoreAccessError(MemoryStoreError):
+    """A database cannot be opened or written (a file for a folder, read-only, full, foreign)."""
+
+
 class EmbeddingMismatchError(MemoryStoreError):
     """A store was built with another embedding model or dimension than the one configured."""
 
@@ -50,6 +54,10 @@ class RecallMessage:
     name: str | None = None  # tool name for role "tool"; speaker name for conversation turns
     searchable: bool | None = None
     """False keeps the message out of search (it is stored all the same); None: by rule."""
+    partial: bool = False
+    """A cut copy of the message (the prompt's, shortened to fit the window): stored when
+    the message is not stored yet, but never replacing the text already stored, which is
+    the whole message. Without this, re-recording the queue would overwrite it."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -32,14 +33,15 @@ import faiss
 import numpy as np
 import sqlite_utils
 
-from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
+from langgraph_memgpt.stores.db import database_id, get_meta, set_meta, transaction
 from langgraph_memgpt.stores.embeddings import FloatArray, embedding_spec, normalize
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
 
 IndexKind = Literal["flat", "hnsw", "auto"]
 Tier = str  # "recall" | "archival"
 
-SIDECAR_FORMAT = 1
+SIDECAR_FORMAT = 2
+"""Version 2 added ``database_id``: a cache of another database is never trusted."""
 _HNSW_M = 32
 _HNSW_EF_CONSTRUCTION = 80
 _HNSW_EF_SEARCH = 128  # recall@10 0.917 at 64 vs 0.977 at 128 on 1M (+0.3 ms)
@@ -76,6 +78,43 @@ _SCHEMA = (
         PRIMARY KEY (tier, agent_id, key)
     )""",
 )
+
+
+_log = logging.getLogger(__name__)
+_WARNED: set[str] = set()
+_WARNED_GUARD = threading.Lock()
+_SEARCH_THREADS_SET = False
+
+
+def _use_one_search_thread() -> None:
+    """Give FAISS one OpenMP thread, once per process.
+
+    One query on two busy cores measured ~4x faster on one thread. Setting and restoring
+    the count around each search, from several threads at once, raced: one thread's
+    restore undid another's setting mid-search.
+    """
+    global _SEARCH_THREADS_SET
+    if _SEARCH_THREADS_SET:
+        return
+    with _WARNED_GUARD:
+        if not _SEARCH_THREADS_SET:
+            faiss.omp_set_num_threads(1)
+            _SEARCH_THREADS_SET = True
+
+
+def _warn_once(folder: Path, err: OSError) -> None:
+    """Log once per cache folder that the FAISS cache cannot be written."""
+    key = str(folder)
+    with _WARNED_GUARD:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    _log.warning(
+        "cannot write the FAISS cache in %s (%s); memory works on, with vectors read from "
+        "SQLite and the cache rebuilt when the folder is writable again",
+        folder,
+        err,
+    )
 
 
 def ensure_schema(db: sqlite_utils.Database) -> None:
@@ -212,7 +251,10 @@ def _remove_orphan_temp_files(*targets: Path) -> None:
         for tmp in target.parent.glob(f".{target.name}.*.tmp"):
             match = pattern.fullmatch(tmp.name)
             if match and not _process_alive(int(match.group(1))):
-                tmp.unlink(missing_ok=True)
+                try:
+                    tmp.unlink(missing_ok=True)
+                except OSError:  # a read-only cache folder: the file is harmless
+                    pass
 
 
 class _IndexState:
@@ -295,12 +337,14 @@ class VectorIndex:
         check_embedding_identity(
             db, tier=tier, agent_id=agent_id, model=model, dim=dim, cache_dir=self.cache_dir
         )
+        self.database_id = database_id(db)
         folder = agent_cache_dir(self.cache_dir, agent_id)
         self.path = folder / f"{tier}.{key}.faiss"
         self.sidecar_path = folder / f"{tier}.{key}.faiss.json"
         db_file = self._db_file()
         state_key = (
             db_file if db_file else id(db),
+            self.database_id,
             str(self.path.resolve()),
             kind,
             model,
@@ -479,32 +523,46 @@ class VectorIndex:
     # ------------------------------------------------------------------ cache file
 
     def persist(self) -> None:
-        """Write the FAISS cache and its sidecar atomically (tmp file, fsync, rename)."""
+        """Write the FAISS cache and its sidecar atomically (tmp file, fsync, rename).
+
+        A cache that cannot be written (a read-only or full disk, ``faiss`` being a file)
+        is logged once and skipped: SQLite holds every vector, so search and writes go
+        on, and the next open catches the cache up (or rebuilds it) from SQLite.
+        """
         state = self._state
         with state.lock:
             self._sync()
             self._compact()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            data = faiss.serialize_index(state.index).tobytes()
-            labels = list(state.item_of)
-            sidecar = {
-                "format": SIDECAR_FORMAT,
-                "tier": self.tier,
-                "agent_id": self.agent_id,
-                "key": self.key,
-                "model": self.model,
-                "dim": self.dim,
-                "kind": state.kind,
-                "count": len(labels),
-                "max_id": max(labels, default=0),
-                "generation": state.generation,
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
-            # Index first, sidecar second: a crash in between leaves a checksum mismatch,
-            # which is detected and rebuilt, never a silently wrong index.
-            _atomic_write(self.path, data)
-            _atomic_write(self.sidecar_path, json.dumps(sidecar, indent=1).encode("utf-8"))
-            state.unsaved = 0
+            try:
+                self._write_cache_files()
+            except OSError as err:
+                _warn_once(self.path.parent, err)
+                state.unsaved = 0  # retried after the next changes, not on every read
+
+    def _write_cache_files(self) -> None:
+        state = self._state
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = faiss.serialize_index(state.index).tobytes()
+        labels = list(state.item_of)
+        sidecar = {
+            "format": SIDECAR_FORMAT,
+            "tier": self.tier,
+            "agent_id": self.agent_id,
+            "key": self.key,
+            "model": self.model,
+            "dim": self.dim,
+            "database_id": self.database_id,
+            "kind": state.kind,
+            "count": len(labels),
+            "max_id": max(labels, default=0),
+            "generation": state.generation,
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+        # Index first, sidecar second: a crash in between leaves a checksum mismatch,
+        # which is detected and rebuilt, never a silently wrong index.
+        _atomic_write(self.path, data)
+        _atomic_write(self.sidecar_path, json.dumps(sidecar, indent=1).encode("utf-8"))
+        state.unsaved = 0
 
     def maybe_persist(self) -> None:
         """Write the cache file if enough changed since it was last written.
@@ -526,12 +584,7 @@ class VectorIndex:
             self._compact()
             live = len(state.label_of)
             if live <= _AUTO_PERSIST_MAX_VECTORS or state.unsaved >= _AUTO_PERSIST_FRACTION * live:
-                try:
-                    self.persist()
-                except OSError:
-                    # The cache is optional: a read-only or full disk must not fail a write
-                    # that already committed to SQLite. It is rebuilt on next open.
-                    pass
+                self.persist()  # never raises for the disk: the cache is optional
 
     def rebuild(self) -> None:
         """Rebuild the FAISS cache from the vectors in SQLite and write it."""
@@ -563,7 +616,10 @@ class VectorIndex:
         folder = agent_cache_dir(cache_dir, agent_id)
         if folder.is_dir():
             for path in folder.glob(f"{tier}.*"):
-                path.unlink(missing_ok=True)
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError as err:  # the sidecar no longer matches: never trusted
+                    _warn_once(folder, err)
         with _STATES_GUARD:
             for state_key, state in list(_STATES.items()):
                 if str(state_key[1]).startswith(str(folder.resolve() / f"{tier}.")):
@@ -704,6 +760,7 @@ class VectorIndex:
             return None
         expected = {
             "format": SIDECAR_FORMAT,
+            "database_id": self.database_id,
             "tier": self.tier,
             "agent_id": self.agent_id,
             "key": self.key,
@@ -802,13 +859,8 @@ class VectorIndex:
         if selector is not None:
             params.sel = selector
         keep.append(params)
-        threads = faiss.omp_get_max_threads()
-        # One query on two busy cores: a single OpenMP thread measured ~4x faster.
-        faiss.omp_set_num_threads(1)
-        try:
-            distances, labels = state.index.search(q, k, params=params)
-        finally:
-            faiss.omp_set_num_threads(threads)
+        _use_one_search_thread()
+        distances, labels = state.index.search(q, k, params=params)
         hits: list[tuple[int, float]] = []
         for label, score in zip(labels[0].tolist(), distances[0].tolist(), strict=True):
             item = state.item_of.get(label)
