@@ -78,9 +78,27 @@ def visible(messages: Iterable[AnyMessage]) -> list[AnyMessage]:
     return [m for m in messages if not m.additional_kwargs.get(REPLY_FLAG)]
 
 
-def system_key(memory: Memory, evicted_count: int) -> str:
-    """Changes exactly when the system prompt must be re-rendered."""
-    return f"{memory.core.last_modified() or '-'}|{evicted_count}"
+def system_key(memory: Memory, evicted_count: int, thread_id: str, layout: str) -> str:
+    """Changes exactly when the system prompt must be re-rendered.
+
+    In the ``cached`` layout, edits this thread made itself do not count: they are in its
+    queue as tool calls, in view, and re-rendering for them would make the model re-read
+    everything after the core blocks (on the embedded model ~25 ms a token). Edits by
+    anyone else (another thread of the agent, a person) and evictions do count.
+    """
+    if layout == "legacy":
+        return f"{memory.core.last_modified() or '-'}|{evicted_count}"
+    own = f"agent:{thread_id}"
+    latest = max(
+        (
+            int(change["id"])
+            for block in memory.core.blocks()
+            for change in memory.core.history(block.label)
+            if change["actor"] != own
+        ),
+        default=0,
+    )
+    return f"{latest}|{evicted_count}"
 
 
 def core_mirror(memory: Memory) -> list[dict[str, Any]]:
@@ -239,7 +257,13 @@ def record(memory: Memory, messages: Iterable[BaseMessage], thread_id: str, turn
 
 
 def current_system(
-    state: State, memory: Memory, queue_length: int, ctx: Context, *, mid_turn: bool
+    state: State,
+    memory: Memory,
+    queue_length: int,
+    ctx: Context,
+    *,
+    mid_turn: bool,
+    thread_id: str,
 ) -> tuple[str, dict[str, Any]]:
     """The system prompt to use now, and the state update caching it (empty when cached).
 
@@ -248,7 +272,7 @@ def current_system(
     in the queue, and a stable prompt lets the provider's (or llama.cpp's) prefix cache
     hold. On the embedded model a re-read prompt costs ~25 ms a token.
     """
-    key = system_key(memory, state.get("evicted_count", 0))
+    key = system_key(memory, state.get("evicted_count", 0), thread_id, ctx.prompt_layout)
     cached = state.get("system_prompt")
     old_key = state.get("system_key", "")
     if cached and old_key == key:

@@ -36,7 +36,7 @@ class _HeartbeatArgs(BaseModel):
 class SendMessageArgs(BaseModel):
     """Send your reply to the user: the only text the user sees. Once per user message.
 
-    Example: {"message": "Nice to meet you, Ada!"}
+    Example: {"message": "<your reply>"}
     """
 
     message: str = Field(description="The full message to show the user.")
@@ -46,8 +46,8 @@ class CoreMemoryAppendArgs(_HeartbeatArgs):
     """Add a lasting fact to a core memory block (always in view). Not for chatter or questions.
 
     'human' holds facts about the user, 'persona' facts about you. Write a short note in
-    the third person, not the user's words. Example: {"label": "human", "content": "Sister
-    Keiko gets married in June."}
+    the third person, not the user's words. Example: {"label": "human", "content": "<one
+    short fact about the user>"}
     """
 
     label: str = Field(description="Block to edit: 'human' (the user) or 'persona' (you).")
@@ -57,8 +57,8 @@ class CoreMemoryAppendArgs(_HeartbeatArgs):
 class CoreMemoryReplaceArgs(_HeartbeatArgs):
     """Correct or delete a fact in a core memory block: old_content must be its exact text.
 
-    Example: {"label": "human", "old_content": "Lives in Oslo.", "new_content": "Lives in
-    Bergen."}; an empty new_content deletes.
+    Example: {"label": "human", "old_content": "<exact old text>", "new_content": "<the
+    corrected text>"}; an empty new_content deletes.
     """
 
     label: str = Field(description="Block to edit: 'human' or 'persona'.")
@@ -69,7 +69,7 @@ class CoreMemoryReplaceArgs(_HeartbeatArgs):
 class ArchivalMemoryInsertArgs(_HeartbeatArgs):
     """Save a long or detailed passage to archival memory (unlimited, found by search later).
 
-    Example: {"content": "Ada's trip plan: Lisbon 3-10 May, hotel near Alfama."}
+    Example: {"content": "<a detailed passage worth keeping>"}
     """
 
     content: str = Field(description="Self-contained text to keep.")
@@ -79,7 +79,7 @@ class ArchivalMemoryInsertArgs(_HeartbeatArgs):
 class ArchivalMemorySearchArgs(_HeartbeatArgs):
     """Search archival memory (saved passages, summaries of old conversations) by meaning.
 
-    Only when core memory does not already hold the answer. Example: {"query": "trip plan"}
+    Only when core memory does not already hold the answer. Example: {"query": "<topic words>"}
     """
 
     query: str = Field(description="What to look for: a few topic words.")
@@ -95,8 +95,8 @@ class ArchivalMemorySearchArgs(_HeartbeatArgs):
 class ConversationSearchArgs(_HeartbeatArgs):
     """Search every earlier message with this user, in all conversations, by words and meaning.
 
-    Only when core memory does not already hold the answer. Example: {"query": "sister
-    wedding"}
+    Only when core memory does not already hold the answer. Example: {"query": "<topic
+    words>"}
     """
 
     query: str = Field(description="What to look for: a few topic words.")
@@ -111,7 +111,7 @@ class ConversationSearchArgs(_HeartbeatArgs):
 class ConversationSearchDateArgs(_HeartbeatArgs):
     """List earlier messages between two dates, oldest first.
 
-    Example: {"start_date": "2026-11-23", "end_date": "2026-11-29"}
+    Example: {"start_date": "<YYYY-MM-DD>", "end_date": "<YYYY-MM-DD>"}
     """
 
     start_date: str = Field(description="Inclusive, YYYY-MM-DD.")
@@ -157,6 +157,9 @@ class MemoryTool:
         compact_args: the arguments offered to a small model; the others (filters, pages,
             tags, ``request_heartbeat``) stay out of its schema, because constrained
             decoding over optional fields invites it to fill every one of them.
+        for_small_models: offered to a small model at all. A tool that is only a filter
+            (listing messages by date) drew the embedded model to invent dates for
+            ordinary questions; ``conversation_search`` ranks by dates a query names.
     """
 
     name: str
@@ -166,6 +169,7 @@ class MemoryTool:
     reads: bool = False
     edits: bool = False
     compact_args: tuple[str, ...] = ()
+    for_small_models: bool = True
 
 
 def _send_message(
@@ -213,6 +217,8 @@ def _normalised(text: str) -> str:
 def _core_replace(
     args: CoreMemoryReplaceArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
+    if args.new_content.strip().endswith("?"):
+        return "Not saved: a question is not a fact. Answer it with send_message.", False
     block = memory.core.replace(
         args.label, args.old_content, args.new_content, actor=f"agent:{where.thread_id}"
     )
@@ -348,6 +354,7 @@ _TOOLS = (
         _conversation_search_date,
         reads=True,
         compact_args=("start_date", "end_date"),
+        for_small_models=False,
     ),
 )
 
@@ -364,7 +371,11 @@ def tool_schemas(
         user_tools: the caller's own tools, appended unchanged.
         compact: offer each memory tool's ``compact_args`` only (for a small model).
     """
-    schemas = [copy.deepcopy(_memory_tool_schema(name, compact)) for name in MEMORY_TOOLS]
+    schemas = [
+        copy.deepcopy(_memory_tool_schema(name, compact))
+        for name, tool in MEMORY_TOOLS.items()
+        if tool.for_small_models or not compact
+    ]
     schemas.extend(convert_to_openai_tool(tool) for tool in user_tools)
     return schemas
 

@@ -149,7 +149,7 @@ def _system_text(message: Any) -> str:
     return content if isinstance(content, str) else "\n".join(b["text"] for b in content)
 
 
-def test_system_prompt_is_rerendered_between_turns_only_when_core_memory_changed(
+def test_system_prompt_is_rerendered_between_turns_only_for_edits_from_elsewhere(
     tmp_path: Path,
 ) -> None:
     agent = Agent(
@@ -164,15 +164,18 @@ def test_system_prompt_is_rerendered_between_turns_only_when_core_memory_changed
     )
     agent.say("remember I like tea")
     agent.say("thanks")
+    memory = agent.memory
+    memory.core.append("human", "Lives in Bergen.", actor="user")  # an edit from outside
     agent.say("bye")
     systems = [_system_text(c[0]) for c in agent.model.calls]
     assert all(isinstance(c[0], SystemMessage) for c in agent.model.calls)
     assert systems[0] == systems[1] == systems[2], "within a turn the prefix must not change"
-    assert "Likes tea" not in systems[2], "the model sees its edit in the queue meanwhile"
-    assert "Likes tea" in systems[3] and 'chars_current="9"' in systems[3]
-    assert systems[3] == systems[4], "unchanged core memory keeps the prompt stable"
+    assert systems[3] == systems[2], "the thread's own edit is in its queue: no re-render"
+    assert "Likes tea" not in systems[3]
+    assert "Lives in Bergen." in systems[4], "an edit from elsewhere is shown next turn"
+    assert "Likes tea" in systems[4] and 'chars_current="26"' in systems[4]
     assert "<memory_statistics>" in systems[0]
-    assert agent.state()["core_blocks"][1]["value"] == "Likes tea"
+    assert agent.state()["core_blocks"][1]["value"] == "Likes tea\nLives in Bergen."
 
 
 def test_the_legacy_layout_rerenders_the_system_prompt_within_the_turn(tmp_path: Path) -> None:
@@ -280,6 +283,17 @@ def test_an_echo_of_the_users_message_is_not_sent_as_the_reply(tmp_path: Path) -
     assert out["messages"][-1].content == "Good morning! Enjoy the sunshine."
     held = [r for r in tool_results(agent.state()) if r["status"] == "Failed"]
     assert len(held) == 1 and "repeats the user's message" in held[0]["message"]
+
+
+def test_an_echo_is_held_back_only_once_a_turn(tmp_path: Path) -> None:
+    echo = "Good morning! The weather is lovely today."
+    agent = Agent(
+        tmp_path,
+        [step(call("send_message", message=echo)), step(call("send_message", message=echo + " "))],
+    )
+    out = agent.say(echo)
+    assert out["messages"][-1].content == echo + " ", "a second echo is sent, not looped on"
+    assert len(agent.model.calls) == 2
 
 
 def test_a_short_greeting_may_be_returned_as_it_is(tmp_path: Path) -> None:

@@ -65,6 +65,12 @@ def test_a_small_model_is_offered_no_optional_filters_to_fill() -> None:
         assert set(params["required"]) == set(params["properties"])
 
 
+def test_a_small_model_is_not_offered_a_tool_that_is_only_a_date_filter() -> None:
+    names = {s["function"]["name"] for s in tool_schemas(compact=True)}
+    assert "conversation_search_date" not in names and "conversation_search" in names
+    assert "conversation_search_date" in {s["function"]["name"] for s in tool_schemas()}
+
+
 def test_a_hosted_model_still_gets_every_argument() -> None:
     full = {s["function"]["name"]: s["function"]["parameters"] for s in tool_schemas()}
     assert {"roles", "start_date", "end_date", "page"} <= set(
@@ -84,7 +90,7 @@ def test_a_step_is_one_search_or_edits_followed_by_the_reply() -> None:
     shapes = schema["anyOf"]
     lone, *replies = shapes
     lone_names = {o["properties"]["name"]["const"] for o in lone["prefixItems"][0]["anyOf"]}
-    assert lone_names == {t.name for t in MEMORY_TOOLS.values() if t.reads}
+    assert lone_names == {t.name for t in MEMORY_TOOLS.values() if t.reads and t.for_small_models}
     assert [len(s["prefixItems"]) for s in replies] == [1, 2, 3]
     for shape in replies:
         assert shape["minItems"] == shape["maxItems"] == len(shape["prefixItems"])
@@ -103,8 +109,8 @@ def test_the_step_shapes_compile_to_a_llama_cpp_grammar() -> None:
 
 def test_the_tools_text_names_each_tool_once_with_its_arguments() -> None:
     text = describe_tools(tool_schemas(compact=True), 3, "send_message", EDITS)
-    for name in MEMORY_TOOLS:
-        assert text.count(f"- {name}(") == 1
+    for name, tool in MEMORY_TOOLS.items():
+        assert text.count(f"- {name}(") == (1 if tool.for_small_models else 0)
     assert "- conversation_search(query: string)" in text
     assert "followed by send_message" in text
 

@@ -144,7 +144,8 @@ def _hold_back_reason(call: ToolCall, searching: bool, state: State) -> str | No
     """Why a reply must not reach the user yet, or None.
 
     Written beside a search, it was written before the results were read. An echo of the
-    user's own message (a small model's habit) answers nothing.
+    user's own message (a small model's habit) answers nothing; it is held back once per
+    turn, since a model that echoes again would only loop into the repeated-call breaker.
     """
     if searching:
         return prompts.REPLY_HELD_BACK
@@ -154,9 +155,12 @@ def _hold_back_reason(call: ToolCall, searching: bool, state: State) -> str | No
         return None
     said = _words(content_text(queue[index]))
     reply = _words(str(call["args"].get("message", "")))
-    if len(said.split()) > 3 and reply == said:
-        return prompts.REPLY_ECHO
-    return None
+    if len(said.split()) <= 3 or reply != said:
+        return None
+    held = any(
+        isinstance(m, ToolMessage) and prompts.REPLY_ECHO in content_text(m) for m in queue[index:]
+    )
+    return None if held else prompts.REPLY_ECHO
 
 
 def _words(text: str) -> str:

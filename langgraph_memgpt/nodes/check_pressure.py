@@ -149,7 +149,7 @@ def make_check_pressure(
 
         mid_turn = not new_turn and state.get("steps", 0) > 0
         system_prompt, system_update = current_system(
-            state, memory, len(queue), ctx, mid_turn=mid_turn
+            state, memory, len(queue), ctx, mid_turn=mid_turn, thread_id=thread_of(runtime)
         )
         update.update(system_update)
         prompt = build_prompt(

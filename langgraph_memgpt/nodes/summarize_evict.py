@@ -215,7 +215,9 @@ def make_summarize_evict(
         queue = list(state["messages"])
         summary = state.get("summary", "")
         evicted_count = state.get("evicted_count", 0)
-        system_prompt, _ = current_system(state, memory, len(queue), ctx, mid_turn=False)
+        system_prompt, _ = current_system(
+            state, memory, len(queue), ctx, mid_turn=False, thread_id=thread_of(runtime)
+        )
         schemas = deps.schemas
         summary_budget = summary_token_budget(ctx)
 

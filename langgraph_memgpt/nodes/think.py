@@ -73,7 +73,9 @@ def make_think(
             return Command(goto="respond", update={"stop_reason": reply})
         memory = deps.memory(ctx, state)
         queue = state["messages"]
-        system_prompt, update = current_system(state, memory, len(queue), ctx, mid_turn=steps > 0)
+        system_prompt, update = current_system(
+            state, memory, len(queue), ctx, mid_turn=steps > 0, thread_id=thread_of(runtime)
+        )
         prompt = build_prompt(
             system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
         )
