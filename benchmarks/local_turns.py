@@ -282,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", nargs="*", help="only these scenario agents")
     parser.add_argument("--scenarios", type=Path, default=SCENARIOS)
     parser.add_argument("--json", type=Path, help="write every turn and the summary here")
+    parser.add_argument(
+        "--full-tools",
+        action="store_true",
+        help="offer the embedded model every tool and optional argument (date and role "
+        "filters included), as before compact schemas: the 'before' of the filter figures",
+    )
     args = parser.parse_args(argv)
     from langgraph_memgpt.llm.factory import resolve_model
 
@@ -290,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.agents:
         scenarios = [s for s in scenarios if s["agent"] in args.agents]
     model = resolve_model(args.model)
-    report: dict[str, Any] = {"model": args.model, "layouts": {}}
+    if args.full_tools:
+        model.compact_tools = False  # type: ignore[attr-defined]
+    report: dict[str, Any] = {"model": args.model, "full_tools": args.full_tools, "layouts": {}}
     for layout in args.layouts:
         with tempfile.TemporaryDirectory(prefix=f"turns-{layout}-") as data_dir:
             turns, memory = run_layout(model, layout, scenarios, data_dir)

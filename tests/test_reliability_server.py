@@ -18,8 +18,7 @@ from served_per_message import SCRIPTS_ENV
 from test_server import DevServer
 
 from langgraph_memgpt.server import langgraph_config
-from langgraph_memgpt.stores import close_all, open_memory
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores import open_memory
 
 AGENTS = ("ada", "bob")
 
@@ -32,16 +31,9 @@ def server(tmp_path: Path) -> Iterator[DevServer]:
     config["graphs"]["memgpt"] = f"{Path(__file__).parent / 'served_per_message.py'}:graph"
     path = tmp_path / "langgraph.json"
     path.write_text(json.dumps(config))
-    dev = DevServer(
+    yield from DevServer(
         tmp_path, tmp_path / "data", config=path, env={SCRIPTS_ENV: str(tmp_path / "scripts.json")}
-    )
-    try:
-        dev.start()
-        yield dev
-    finally:
-        dev.stop()
-        close_all()
-        forget_loaded_indexes()
+    ).running()
 
 
 def script_for(agent: str, n: int) -> list[dict[str, Any]]:

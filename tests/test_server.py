@@ -127,6 +127,16 @@ class DevServer:
         path = self.workdir / f"server-{self.starts}.log"
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
+    def running(self) -> Iterator[DevServer]:
+        """Start, hand the server to a fixture, then stop it and forget open memories."""
+        try:
+            self.start()
+            yield self
+        finally:
+            self.stop()
+            close_all()
+            forget_loaded_indexes()
+
 
 def script_path(tmp_path: Path) -> Path:
     """Where `scripted` writes the test's script: the served model is the server's choice
@@ -136,16 +146,9 @@ def script_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[DevServer]:
-    dev = DevServer(
+    yield from DevServer(
         tmp_path, tmp_path / "data", env={"MEMGPT_MODEL": f"scripted:{script_path(tmp_path)}"}
-    )
-    try:
-        dev.start()
-        yield dev
-    finally:
-        dev.stop()
-        close_all()
-        forget_loaded_indexes()
+    ).running()
 
 
 def scripted(tmp_path: Path, steps: list[dict[str, Any]]) -> str:

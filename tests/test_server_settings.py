@@ -20,9 +20,7 @@ from test_server import DevServer
 
 from langgraph_memgpt.context import CLIENT_FIELDS
 from langgraph_memgpt.server import langgraph_config
-from langgraph_memgpt.stores import close_all
 from langgraph_memgpt.stores.db import DB_FILENAME
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 
 SECRET = "the contents of a file the server never meant to show"
 HI = {"messages": [{"role": "user", "content": "hi"}]}
@@ -37,18 +35,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     """One server for the module: scripted model and data dir from its environment."""
     root = tmp_path_factory.mktemp("served")
     (root / "script.json").write_text(json.dumps([reply(f"reply {i}") for i in range(20)]))
-    dev = DevServer(
+    yield from DevServer(
         root,
         root / "data",
         env={"MEMGPT_MODEL": f"scripted:{root / 'script.json'}", "MEMGPT_EMBEDDING_MODEL": "none"},
-    )
-    try:
-        dev.start()
-        yield dev
-    finally:
-        dev.stop()
-        close_all()
-        forget_loaded_indexes()
+    ).running()
 
 
 def recall_agents(data_dir: Path) -> set[str]:
@@ -166,7 +157,7 @@ def authed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     config["auth"] = {"path": "langgraph_memgpt.auth:auth"}
     (root / "langgraph.json").write_text(json.dumps(config))
     (root / "script.json").write_text(json.dumps([reply(f"reply {i}") for i in range(20)]))
-    dev = DevServer(
+    yield from DevServer(
         root,
         root / "data",
         config=root / "langgraph.json",
@@ -175,14 +166,7 @@ def authed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
             "MEMGPT_EMBEDDING_MODEL": "none",
             "MEMGPT_AUTH_TOKENS": json.dumps(TOKENS),
         },
-    )
-    try:
-        dev.start()
-        yield dev
-    finally:
-        dev.stop()
-        close_all()
-        forget_loaded_indexes()
+    ).running()
 
 
 def as_user(server: DevServer, token: str | None, **headers: str) -> Any:
