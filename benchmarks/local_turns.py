@@ -158,6 +158,9 @@ def classify_edits(data_dir: str, agent: str, facts: Sequence[Sequence[str]]) ->
             verdict = "fact" if is_fact else "chatter"
             if is_fact and block.label == "persona":
                 verdict = "user fact in persona"
+            if "-q-" in str(change["actor"]):
+                # A question states no new fact: whatever was written then is invented.
+                verdict = "edit while answering"
             edits.append({"block": block.label, "added": added.strip(), "verdict": verdict})
     blocks = {b.label: b.value for b in memory.core.blocks()}
     return {"edits": edits, "blocks": blocks}
@@ -223,8 +226,8 @@ def summarize(turns: Sequence[Turn], memory: dict[str, Any]) -> dict[str, Any]:
     searches = [c for c in searches if MEMORY_TOOLS[c["name"]].reads]
     filtered = [c for c in searches if any(c["args"].get(k) for k in FILTER_ARGS)]
     edits = [e for report in memory.values() for e in report["edits"]]
-    verdicts = {v: sum(e["verdict"] == v for e in edits) for v in ("fact", "chatter")}
-    verdicts["user fact in persona"] = sum(e["verdict"] == "user fact in persona" for e in edits)
+    kinds = ("fact", "chatter", "user fact in persona", "edit while answering")
+    verdicts = {v: sum(e["verdict"] == v for e in edits) for v in kinds}
     return {
         "turns": len(turns),
         "by_kind": kinds,
