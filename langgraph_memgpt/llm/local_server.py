@@ -392,9 +392,11 @@ def _serve(model: str, threads: int, parent_pid: int) -> int:
     while not stop.wait(1.0):
         if os.getppid() != original_parent or not _pid_alive(parent_pid):
             break
-    # Exit without running llama.cpp's destructors (the caller uses os._exit): tearing
-    # down its HTTP and worker threads can block, and the OS frees everything anyway.
-    return 0
+    # Exit here, while `server` is still referenced: returning would drop it, and its
+    # destructor waits for llama.cpp's main loop, which never ends while a request from a
+    # killed client is still generating (seen: an orphaned server kept both cores busy).
+    # The OS frees everything anyway.
+    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> int:
