@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -25,7 +25,7 @@ import numpy as np
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.dates import date_range_sql, to_utc_iso
+from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import transaction
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
@@ -41,9 +41,16 @@ from langgraph_memgpt.stores.mentions import (
     mentioned_names,
     without_names,
 )
-from langgraph_memgpt.stores.messages import is_search_call, is_searchable, searchable_text
+from langgraph_memgpt.stores.messages import (
+    PreparedMessage,
+    is_search_call,
+    is_searchable,
+    prepare_message,
+    searchable_text,
+)
+from langgraph_memgpt.stores.messages import check_page as _check_page
+from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.ranking import minmax_fuse
-from langgraph_memgpt.stores.text import needs_cleaning, valid_json, valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
 
@@ -66,14 +73,6 @@ then moves, once and for good, to "context". So the two big indexes only grow an
 turn HNSW (``VectorIndex`` kind "auto"): an HNSW graph cannot delete, and the two dead
 entries every append left in it forced rebuilds that would stall a turn for about a
 minute at 100k messages. A thread's last two messages stay in the tail."""
-
-ROLES = ("user", "assistant", "system", "tool")
-_ROLE_ALIASES = {
-    "human": "user",
-    "ai": "assistant",
-    "agent": "assistant",
-    "bot": "assistant",
-}
 
 
 _SCHEMA = """
@@ -427,32 +426,12 @@ class RecallMemory:
 
     # -- internals: writing ----------------------------------------------------------
 
-    def _prepare(self, message: RecallMessage) -> _Prepared:
-        if message.agent_id != self.agent_id:
-            raise ValueError(
-                f"message {message.message_id!r} belongs to agent {message.agent_id!r}, "
-                f"not {self.agent_id!r}"
-            )
-        if needs_cleaning([message.thread_id, message.message_id, message.name]) or (
-            needs_cleaning([message.text, message.tool_calls])
-        ):
-            # SQLite cannot store a lone surrogate: keep the message, with U+FFFD for it.
-            message = replace(
-                message,
-                thread_id=valid_text(message.thread_id),
-                message_id=valid_text(message.message_id),
-                text=valid_text(message.text),
-                tool_calls=valid_json(message.tool_calls),
-                name=None if message.name is None else valid_text(message.name),
-            )
-        text = searchable_text(message)
-        return _Prepared(
-            message, to_utc_iso(message.created_at), text, is_searchable(message, text)
-        )
+    def _prepare(self, message: RecallMessage) -> PreparedMessage:
+        return prepare_message(self.agent_id, message)
 
-    def _ingest(self, batch: Sequence[_Prepared]) -> int:
+    def _ingest(self, batch: Sequence[PreparedMessage]) -> int:
         with transaction(self.db):
-            new: list[tuple[int, _Prepared]] = []
+            new: list[tuple[int, PreparedMessage]] = []
             for item in batch:
                 m = item.message
                 cursor = self.db.conn.execute(
@@ -786,29 +765,6 @@ class RecallMemory:
             (self.agent_id, json.dumps(list(ids))),
         ).fetchall()
         return {int(row[0]): _message(row) for row in rows}
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    message: RecallMessage
-    created_at: str  # normalised to ISO-8601 UTC
-    text: str
-    searchable: bool
-
-
-def _normalise_role(role: str) -> str:
-    value = role.strip().lower()
-    value = _ROLE_ALIASES.get(value, value)
-    if value not in ROLES:
-        raise ValueError(f"unknown role {role!r}; roles are {', '.join(ROLES[:3])}")
-    return value
-
-
-def _check_page(page: int, page_size: int) -> None:
-    if page < 0:
-        raise ValueError(f"page must be 0 or more, got {page}")
-    if page_size <= 0:
-        raise ValueError(f"page_size must be positive, got {page_size}")
 
 
 def _message(row: Sequence[Any]) -> RecallMessage:
