@@ -25,6 +25,14 @@ _SCHEMA_LOCK = 7_305_912_514  # pg_advisory_xact_lock key of schema creation (an
 
 SCHEMA: tuple[str, ...] = (
     "CREATE EXTENSION IF NOT EXISTS vector",
+    # The words of a text as search sees them: ASCII punctuation is a separator, as in the
+    # embedded backend's tokenizer and in stores.fts.query_words (Postgres' own parser reads
+    # "XK-4471" as the word "xk" and the signed integer "-4471", which "4471" never finds).
+    """CREATE OR REPLACE FUNCTION memgpt_words(text) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE
+        RETURN to_tsvector(
+            'english', regexp_replace(coalesce($1, ''), '[[:punct:]]+', ' ', 'g')
+        )""",
     """CREATE TABLE IF NOT EXISTS memgpt_schema (
         name text PRIMARY KEY,
         version integer NOT NULL
@@ -70,10 +78,8 @@ SCHEMA: tuple[str, ...] = (
         searchable boolean NOT NULL,
         search_text text,
         context text,
-        search_tsv tsvector
-            GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_text, ''))) STORED,
-        context_tsv tsvector
-            GENERATED ALWAYS AS (to_tsvector('english', coalesce(context, ''))) STORED,
+        search_tsv tsvector GENERATED ALWAYS AS (memgpt_words(search_text)) STORED,
+        context_tsv tsvector GENERATED ALWAYS AS (memgpt_words(context)) STORED,
         embedding vector,
         context_embedding vector,
         UNIQUE (agent_id, thread_id, message_id)
@@ -92,7 +98,7 @@ SCHEMA: tuple[str, ...] = (
         thread_id text,
         turn integer,
         created_at text NOT NULL,
-        tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+        tsv tsvector GENERATED ALWAYS AS (memgpt_words(text)) STORED,
         embedding vector
     )""",
     """CREATE INDEX IF NOT EXISTS memgpt_archival_by_time
