@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import sqlite_utils
@@ -55,12 +56,9 @@ def embeddings() -> MiniLMEmbeddings:
 
 
 def _with_database(url: str, name: str) -> str:
-    """``url`` pointing at database ``name`` (URL or key=value form)."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    params = conninfo_to_dict(url)
-    params["dbname"] = name
-    return make_conninfo("", **params)
+    """The ``postgresql://`` URL ``url`` pointing at database ``name``."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 @pytest.fixture(scope="session")
