@@ -18,6 +18,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -26,7 +28,8 @@ from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.postgres import SCHEMA_VERSION, PostgresBackend, SchemaVersionError
-from langgraph_memgpt.stores.types import EmbeddingMismatchError, RecallMessage
+from langgraph_memgpt.stores.postgres.db import pg_text
+from langgraph_memgpt.stores.types import BlockEditError, EmbeddingMismatchError, RecallMessage
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -312,3 +315,38 @@ def test_the_served_agent_keeps_memory_and_threads_in_postgres(
     # Nothing of the agent's went to SQLite files in the data directory.
     assert not (data_dir / "memory.sqlite").exists()
     assert not (data_dir / "checkpoints.sqlite").exists()
+
+
+# -- any text is safe ----------------------------------------------------------------------
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    text=st.text(max_size=300),
+    roles=st.sampled_from([None, ["user"], ["assistant", "system"]]),
+)
+def test_hypothesis_any_text_is_stored_and_searched_safely(
+    backend: PostgresBackend, text: str, roles: list[str] | None
+) -> None:
+    memory = backend.open("fuzz")
+    memory.recall.add(
+        [RecallMessage("fuzz", text or "t", text or "m", "user", text, "2026-12-01T09:00:00Z")]
+    )
+    # Kept, with U+FFFD for what Postgres cannot hold (NUL, a lone surrogate).
+    (stored,) = memory.recall.get([text or "m"])
+    assert stored.text == pg_text(text)
+    for mode in ("hybrid", "fts"):
+        page = memory.recall.search(text, roles=roles, mode=mode, start_date="2026-01-01")
+        assert page.total >= len(page.hits)
+    if text.strip():
+        passage = memory.archival.insert(text, tags=[text[:50]])
+        assert passage.text == pg_text(text)
+    page = memory.archival.search(text, tags=[text[:50]] if text.strip() else None)
+    assert page.total >= len(page.hits)
+    memory.core.ensure_defaults()
+    try:
+        memory.core.append("human", text[:100])
+    except BlockEditError as refused:
+        assert "Edit failed" in str(refused)
