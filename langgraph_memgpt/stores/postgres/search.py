@@ -42,10 +42,13 @@ def word_scores(
     if not terms:
         return {}
     query = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))
+    # Pick the newest matches first, then rank only those: ts_rank reads each row's
+    # tsvector, and computing it for every match before the LIMIT cost most of a search.
     rows = conn.execute(
-        f"SELECT b.id, ts_rank(b.{tsv_column}, q.q) FROM {table} AS b, "
-        f"(SELECT {query} AS q) AS q WHERE b.{tsv_column} @@ q.q AND ({where}) "
-        "ORDER BY b.id DESC LIMIT %s",
+        f"WITH q AS (SELECT {query} AS q) "
+        f"SELECT m.id, ts_rank(m.tsv, q.q) FROM q, LATERAL ("
+        f"SELECT b.id, b.{tsv_column} AS tsv FROM {table} AS b "
+        f"WHERE b.{tsv_column} @@ q.q AND ({where}) ORDER BY b.id DESC LIMIT %s) AS m",
         (*terms, *params, TERM_MATCH_CAP * len(terms)),
     ).fetchall()
     return {int(r[0]): float(r[1]) for r in rows}
