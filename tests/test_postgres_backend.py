@@ -140,6 +140,48 @@ def test_two_threads_of_one_agent_editing_core_memory_at_once_lose_no_edit(
         assert after["old_value"] == before["new_value"]
 
 
+def test_another_agent_sees_nothing_of_alices_through_any_tool(
+    backend: PostgresBackend, tmp_path: Path
+) -> None:
+    def run(agent_id: str, script: list[dict[str, Any]], text: str) -> ScriptedChatModel:
+        model = ScriptedChatModel.from_steps(script)
+        graph = build_graph(model=model, memory=backend).compile(checkpointer=InMemorySaver())
+        graph.invoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": f"{agent_id}-thread"}},
+            context=Context(agent_id=agent_id, data_dir=str(tmp_path)),
+        )
+        return model
+
+    run(
+        "alice",
+        [
+            remember("Vault code: 4711"),
+            step(
+                call("archival_memory_insert", content="The vault code is 4711.", tags=["vault"]),
+                call("send_message", message="Saved."),
+            ),
+        ],
+        "My vault code is 4711, please remember it.",
+    )
+    bob = run(
+        "bob",
+        [
+            step(call("conversation_search", query="vault code 4711", request_heartbeat=True)),
+            step(call("archival_memory_search", query="vault code", request_heartbeat=True)),
+            step(call("conversation_search_date", start_date="2000-01-01", request_heartbeat=True)),
+            reply("I know nothing about a vault."),
+        ],
+        "What is the vault code?",
+    )
+    seen = str([m.content for messages in bob.calls for m in messages])
+    assert "vault" in seen  # bob's own question is there
+    assert "4711" not in seen  # nothing of alice's: not in results, prompt or core blocks
+    alice = backend.open("alice")
+    assert "4711" in alice.core.get("human").value
+    assert alice.archival.search("vault").total == 1
+
+
 WRITER = textwrap.dedent(
     """
     import sys
