@@ -298,6 +298,48 @@ def test_context_vectors_are_the_mean_of_their_window(
     assert "m2" in [h.item.message_id for h in page.hits]
 
 
+def test_hnsw_with_iterative_scan_finds_what_the_exact_scan_finds(
+    postgres_url: str, embeddings: MiniLMEmbeddings
+) -> None:
+    texts = [
+        "I bought a new car yesterday, a red hatchback.",
+        "My favourite food is sushi with lots of wasabi.",
+        "It has been raining all week here.",
+        "My sister is getting married in June.",
+    ]
+    exact = PostgresBackend(postgres_url, embeddings=embeddings).open("ada")
+    # Many rows of another agent, so a filter on ada is selective for the HNSW graph.
+    exact.recall.add(
+        [
+            RecallMessage("ada", f"t{i}", f"m{i}", "user", t, "2026-12-01T09:00:00Z")
+            for i, t in enumerate(texts)
+        ]
+    )
+    crowd = PostgresBackend(postgres_url, embeddings=embeddings).open("crowd")
+    crowd.recall.add(
+        [
+            RecallMessage(
+                "crowd", "t", f"c{i}", "user", f"I drive a car, number {i}.", "2026-12-01T09:00:00Z"
+            )
+            for i in range(60)
+        ]
+    )
+    approximate = PostgresBackend(postgres_url, embeddings=embeddings, exact_scan_limit=0)
+    hnsw = approximate.open("ada")
+    for query in ("automobile purchase", "wedding", "weather"):
+        want = [h.item.message_id for h in exact.recall.search(query, mode="vector").hits]
+        got = [h.item.message_id for h in hnsw.recall.search(query, mode="vector").hits]
+        assert got == want and len(got) == 4
+    # The agent holding most rows is where the planner walks the HNSW graph.
+    for query in ("car number 7", "sushi"):
+        want = [h.item.message_id for h in crowd.recall.search(query, mode="vector").hits]
+        got = [
+            h.item.message_id
+            for h in approximate.open("crowd").recall.search(query, mode="vector").hits
+        ]
+        assert set(got) == set(want) and len(got) == 5
+
+
 # -- the served agent on Postgres ----------------------------------------------------------
 
 
@@ -373,11 +415,11 @@ def test_hypothesis_any_text_is_stored_and_searched_safely(
     backend: PostgresBackend, text: str, roles: list[str] | None
 ) -> None:
     memory = backend.open("fuzz")
-    memory.recall.add(
-        [RecallMessage("fuzz", text or "t", text or "m", "user", text, "2026-12-01T09:00:00Z")]
-    )
+    # Ids made of the text, so two examples never share one ("" and "m" once did).
+    message = RecallMessage("fuzz", f"t:{text}", f"m:{text}", "user", text, "2026-12-01T09:00Z")
+    memory.recall.add([message])
     # Kept, with U+FFFD for what Postgres cannot hold (NUL, a lone surrogate).
-    (stored,) = memory.recall.get([text or "m"])
+    (stored,) = memory.recall.get([message.message_id])
     assert stored.text == pg_text(text)
     for mode in ("hybrid", "fts"):
         page = memory.recall.search(text, roles=roles, mode=mode, start_date="2026-01-01")

@@ -65,6 +65,7 @@ class PgArchivalMemory:
         self.agent_id = agent_id
         self.embeddings = embeddings
         self.exact_scan_limit = exact_scan_limit
+        self._large = False  # past exact_scan_limit once, always: agents' vectors only grow
 
     # -- writing ---------------------------------------------------------------------
 
@@ -173,9 +174,7 @@ class PgArchivalMemory:
             semantic: dict[int, float] = {}
             if mode in ("hybrid", "vector") and self.embeddings is not None:
                 qvec = embed_query(self.embeddings, query)
-                approximate = has_more_than(
-                    conn, TABLE, "embedding", self.agent_id, self.exact_scan_limit
-                )
+                approximate = self._approximate(conn)
                 semantic = vector_scores(
                     conn, TABLE, "embedding", qvec, pool, where, params, approximate=approximate
                 )
@@ -248,6 +247,14 @@ class PgArchivalMemory:
                 (self.agent_id, int(passage_id)),
             ).fetchone()
         return None if row is None else _passage(row)
+
+    def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
+        """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""
+        if not self._large:
+            self._large = has_more_than(
+                conn, TABLE, "embedding", self.agent_id, self.exact_scan_limit
+            )
+        return self._large
 
     # -- internals -------------------------------------------------------------------
 

@@ -86,6 +86,7 @@ class PgRecallMemory:
         self.agent_id = agent_id
         self.embeddings = embeddings
         self.exact_scan_limit = exact_scan_limit
+        self._large = False  # past exact_scan_limit once, always: agents' vectors only grow
 
     # -- writing ---------------------------------------------------------------------
 
@@ -187,9 +188,7 @@ class PgRecallMemory:
                 if mode == "vector":  # every candidate with a vector matches by meaning
                     total = self._count(conn, f"{where} AND b.embedding IS NOT NULL", params)
                 vector = embed_query(self.embeddings, self._topic_query(conn, query, mode))
-                approximate = has_more_than(
-                    conn, TABLE, "embedding", self.agent_id, self.exact_scan_limit
-                )
+                approximate = self._approximate(conn)
                 for column in ("embedding", "context_embedding"):
                     signals.append(
                         vector_scores(
@@ -263,6 +262,14 @@ class PgRecallMemory:
                 (self.agent_id, n),
             ).fetchall()
         return [_message(row) for row in reversed(rows)]
+
+    def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
+        """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""
+        if not self._large:
+            self._large = has_more_than(
+                conn, TABLE, "embedding", self.agent_id, self.exact_scan_limit
+            )
+        return self._large
 
     # -- internals: writing ----------------------------------------------------------
 
