@@ -342,7 +342,7 @@ assert set(_FIELD_RULES) == set(CONTEXT_FIELDS), "every Context field needs a ru
 SERVER_FIELDS: tuple[str, ...] = ("data_dir", "model", "embedding_model")
 """Context fields only the server sets (from its environment), never a client."""
 SERVER_ONLY_NAMES: tuple[str, ...] = (*SERVER_FIELDS, "database_url")
-"""Names a client is told are the server's (``database_url``: the future Postgres URL)."""
+"""Names a client is told are the server's (``database_url``: `ServerSettings.database_url`)."""
 CLIENT_FIELDS: tuple[str, ...] = tuple(n for n in CONTEXT_FIELDS if n not in SERVER_FIELDS)
 """The allow-list: what an API client of the served graph may set in a run's context."""
 
@@ -363,13 +363,20 @@ class ServerSettings:
     data_dir: str = ".memgpt"
     model: str = "auto"
     embedding_model: str = "minilm"
+    database_url: str = ""
+    """Postgres URL (``postgresql://...``): memory and threads live there instead of in
+    SQLite files under ``data_dir``. Empty: the embedded SQLite backend."""
 
     def __post_init__(self) -> None:
         # The model specs are checked here, at server start; in-process, the model factory
         # and the embeddings say what is wrong with a spec when it is first used.
         try:
             check_fields(self, {name: _FIELD_RULES[name] for name in SERVER_FIELDS})
-            problems = [_model_problem(self.model), _embedding_problem(self.embedding_model)]
+            problems = [
+                _model_problem(self.model),
+                _embedding_problem(self.embedding_model),
+                _database_problem(self.database_url),
+            ]
             if any(problems):
                 raise ContextError([p for p in problems if p])
         except ContextError as exc:
@@ -384,24 +391,17 @@ class ServerSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerSettings:
-        """Settings from ``MEMGPT_DATA_DIR``, ``MEMGPT_MODEL``, ``MEMGPT_EMBEDDING_MODEL``.
+        """Settings from ``MEMGPT_DATA_DIR``, ``_MODEL``, ``_EMBEDDING_MODEL``, ``_DATABASE_URL``.
 
         Raises:
-            ContextError: a setting is not usable, or ``MEMGPT_DATABASE_URL`` is set (this
-                version keeps memory in SQLite files under the data directory only).
+            ContextError: a setting is not usable.
         """
         env = os.environ if environ is None else environ
-        if env.get(DATABASE_URL_ENV):
-            raise ContextError(
-                [
-                    f"{DATABASE_URL_ENV} is set, but this version keeps memory in SQLite "
-                    f"under {DATA_DIR_ENV} only: unset it"
-                ]
-            )
         return cls(
             data_dir=env.get(DATA_DIR_ENV) or ".memgpt",
             model=env.get(MODEL_ENV) or "auto",
             embedding_model=env.get(EMBEDDING_MODEL_ENV) or "minilm",
+            database_url=(env.get(DATABASE_URL_ENV) or "").strip(),
         )
 
 
@@ -409,7 +409,18 @@ _SERVER_ENV = {
     "data_dir": DATA_DIR_ENV,
     "model": MODEL_ENV,
     "embedding_model": EMBEDDING_MODEL_ENV,
+    "database_url": DATABASE_URL_ENV,
 }
+
+
+def _database_problem(url: str) -> str | None:
+    if not url or url.startswith(("postgresql://", "postgres://")):
+        return None
+    shown = url.split("@")[-1]  # never echo a password
+    return (
+        f"database_url='...{shown}' is not allowed: use a postgresql://user:password@host/db "
+        "URL, or leave it unset for SQLite under the data directory"
+    )
 
 
 class ClientContext:

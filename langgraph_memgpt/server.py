@@ -12,7 +12,9 @@ client may set, instead of being silently ignored.
 ``langgraph.json`` points its ``checkpointer.path`` here (module form,
 ``langgraph_memgpt.server.checkpointer``) so threads (the FIFO queue, the summary, the
 counters) survive a server restart, in the same data directory as the agent's long-term
-memory. ``langgraph-memgpt serve`` writes the same configuration (`langgraph_config`)
+memory. With ``MEMGPT_DATABASE_URL`` set, both live in that Postgres database instead:
+memory through `PostgresBackend`, threads through LangGraph's ``AsyncPostgresSaver``.
+``langgraph-memgpt serve`` writes the same configuration (`langgraph_config`)
 into the data directory, so an installed package serves exactly what the repository does.
 """
 
@@ -30,12 +32,15 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 
-from langgraph_memgpt.context import ServerSettings, check_client_context
+from langgraph_memgpt.context import ContextError, ServerSettings, check_client_context
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models import BaseChatModel
     from langchain_core.tools import BaseTool
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from langgraph_memgpt.stores.base import MemoryBackend
 
 CHECKPOINT_FILENAME = "checkpoints.sqlite"
 DATA_DIR_ENV = "MEMGPT_DATA_DIR"
@@ -66,17 +71,69 @@ def checkpoint_path() -> Path:
 
 
 @asynccontextmanager
-async def checkpointer() -> AsyncIterator[AsyncSqliteSaver]:
-    """An ``AsyncSqliteSaver`` over the data directory's checkpoint file, for the server.
+async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """The server's checkpointer: threads in the data directory, or in Postgres.
 
-    The server enters it at start, so the served graph is built here too: a bad
-    ``MEMGPT_*`` setting stops the server at start instead of failing its first run.
+    ``AsyncSqliteSaver`` over the data directory's checkpoint file; with
+    ``MEMGPT_DATABASE_URL`` set, ``AsyncPostgresSaver`` on that database (its tables made by
+    ``setup()``). The server enters it at start, so the served graph is built here too, and
+    the memory schema made: a bad ``MEMGPT_*`` setting or an unreachable database stops the
+    server at start instead of failing its first run.
     """
     await asyncio.to_thread(_from_env)
+    settings = ServerSettings.from_env()
+    if settings.database_url:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        from langgraph_memgpt.stores.postgres import PostgresBackend
+
+        backend = server_memory(settings)
+        assert isinstance(backend, PostgresBackend)
+        await asyncio.to_thread(backend.pool)
+
+        async with AsyncPostgresSaver.from_conn_string(settings.database_url) as saver:
+            await saver.setup()
+            yield saver
+        return
     # mkdir is blocking file-system I/O: keep it off the server's event loop.
     path = await asyncio.to_thread(checkpoint_path)
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
         yield saver
+
+
+_SERVER_MEMORY: dict[tuple[str, str], MemoryBackend] = {}
+
+
+def server_memory(
+    settings: ServerSettings, embeddings: Embeddings | None = None
+) -> MemoryBackend | None:
+    """The memory backend the settings choose: None for the embedded SQLite one.
+
+    With ``database_url``, a `PostgresBackend` on it (one per URL and embedding model in
+    the process, shared by the graph and the checkpointer's start-up check).
+
+    Raises:
+        ContextError: the Postgres extra is not installed.
+    """
+    if not settings.database_url:
+        return None
+    try:
+        from langgraph_memgpt.stores.postgres import PostgresBackend
+    except ImportError as exc:
+        raise ContextError(
+            [
+                f"MEMGPT_DATABASE_URL is set but {exc.name} is not installed: "
+                "pip install 'langgraph-memgpt[postgres]'"
+            ]
+        ) from exc
+    if embeddings is not None:
+        return PostgresBackend(settings.database_url, embeddings=embeddings)
+    key = (settings.database_url, settings.embedding_model)
+    if key not in _SERVER_MEMORY:
+        _SERVER_MEMORY[key] = PostgresBackend(
+            settings.database_url, embedding_model=settings.embedding_model
+        )
+    return _SERVER_MEMORY[key]
 
 
 GraphFactory = Callable[[ServerRuntime[Any]], "CompiledStateGraph[Any, Any, Any, Any]"]
@@ -89,6 +146,7 @@ def served_graph(
     embeddings: Embeddings | None = None,
     tools: Sequence[BaseTool] = (),
     summary_model: BaseChatModel | None = None,
+    memory: MemoryBackend | None = None,
 ) -> GraphFactory:
     """A graph factory for ``langgraph.json``: the agent, configured by the server only.
 
@@ -98,6 +156,8 @@ def served_graph(
         embeddings: embeddings; when None, ``settings.embedding_model`` picks them.
         tools: extra tools the model may call, as for `build_graph`.
         summary_model: model that writes eviction summaries (defaults to the chat model).
+        memory: the memory backend; when None, `server_memory` (Postgres when
+            ``settings.database_url`` is set, else SQLite under ``settings.data_dir``).
 
     Serve your own variant from a module of yours, e.g.
     ``graph = served_graph(model=ChatAnthropic(...))``, named in ``langgraph.json``.
@@ -112,6 +172,7 @@ def served_graph(
         embeddings=embeddings,
         tools=tools,
         summary_model=summary_model,
+        memory=memory if memory is not None else server_memory(settings, embeddings),
     ).compile(name=GRAPH_ID)
 
     def graph(runtime: ServerRuntime[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:

@@ -1,4 +1,9 @@
-"""Archival memory: passages with tags and provenance, searched by words and meaning."""
+"""Archival memory: passages with tags and provenance, searched by words and meaning.
+
+Tests that speak the archival interface run on both backends (``open_archive`` and
+``archive`` are parametrised over SQLite and Postgres); those about SQLite internals
+(counts table, FAISS cache, re-embedding) use ``sqlite_open_archive``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import Any
 
 import pytest
 import sqlite_utils
+from conftest import BackendFactory
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.archival import ArchivalMemory, NewPassage
@@ -45,12 +51,42 @@ def cache_dir(tmp_data_dir: Path) -> Path:
 
 
 @pytest.fixture
-def open_archive(db: sqlite_utils.Database, cache_dir: Path, embeddings: MiniLMEmbeddings) -> Any:
+def sqlite_open_archive(
+    db: sqlite_utils.Database, cache_dir: Path, embeddings: MiniLMEmbeddings
+) -> Any:
     def open_(agent_id: str = "alice", **kwargs: Any) -> ArchivalMemory:
         kwargs.setdefault("embeddings", embeddings)
         return ArchivalMemory(db, agent_id, cache_dir=cache_dir, **kwargs)
 
     forget_loaded_indexes()
+    return open_
+
+
+@pytest.fixture
+def open_archive(
+    backend_kind: str,
+    sqlite_open_archive: Any,
+    make_backend: BackendFactory,
+    embeddings: MiniLMEmbeddings,
+) -> Any:
+    """``open_archive(agent_id, embeddings=..., index_kind=...)`` on each backend.
+
+    On Postgres, ``index_kind="hnsw"`` searches through the HNSW index (iterative scan)
+    however small the archive.
+    """
+    if backend_kind == "sqlite":
+        return sqlite_open_archive
+    backends: dict[tuple[int, str], Any] = {}
+
+    def open_(agent_id: str = "alice", **kwargs: Any) -> Any:
+        emb = kwargs.get("embeddings", embeddings)
+        kind = kwargs.get("index_kind", "auto")
+        key = (id(emb), kind)
+        if key not in backends:
+            options = {"exact_scan_limit": 0} if kind == "hnsw" else {}
+            backends[key] = make_backend(emb, **options)
+        return backends[key].open(agent_id).archival
+
     return open_
 
 
@@ -269,7 +305,10 @@ def test_words_only_search_when_there_are_no_embeddings(open_archive: Any) -> No
     assert memory.search("typewriters", mode="vector").total == 1
 
 
-def test_passages_saved_without_embeddings_are_embedded_later(open_archive: Any) -> None:
+def test_passages_saved_without_embeddings_are_embedded_later(
+    sqlite_open_archive: Any,
+) -> None:
+    open_archive = sqlite_open_archive
     open_archive("erin", embeddings=None).insert_many([text for text, _, _ in FACTS])
     memory = open_archive("erin")
     assert memory.search("what kind of puppy does she have?", mode="vector").total == 0
@@ -300,8 +339,9 @@ def test_count_tags_last_modified_recent_and_get(archive: ArchivalMemory) -> Non
 
 
 def test_counts_are_kept_per_agent_and_filled_for_a_database_made_before_them(
-    open_archive: Any, db: sqlite_utils.Database
+    sqlite_open_archive: Any, db: sqlite_utils.Database
 ) -> None:
+    open_archive = sqlite_open_archive
     alice, bob = open_archive("alice", embeddings=None), open_archive("bob", embeddings=None)
     alice.insert_many(["one", "two", "three"])
     bob.insert("four")
@@ -408,8 +448,9 @@ class ToyEmbeddings(Embeddings):
 
 
 def test_switching_embedding_model_needs_a_reembed(
-    db: sqlite_utils.Database, cache_dir: Path, open_archive: Any, tmp_data_dir: Path
+    db: sqlite_utils.Database, cache_dir: Path, sqlite_open_archive: Any, tmp_data_dir: Path
 ) -> None:
+    open_archive = sqlite_open_archive
     toy = open_archive(embeddings=ToyEmbeddings())
     toy.insert_many([text for text, _, _ in FACTS])
     with pytest.raises(EmbeddingMismatchError, match="reembed --data-dir") as err:
@@ -423,9 +464,12 @@ def test_switching_embedding_model_needs_a_reembed(
     assert "Biscuit" in top_text(open_archive(), "what kind of puppy does she have?")
 
 
-def test_search_survives_a_lost_faiss_cache(
-    archive: ArchivalMemory, cache_dir: Path, open_archive: Any
-) -> None:
+def test_search_survives_a_lost_faiss_cache(cache_dir: Path, sqlite_open_archive: Any) -> None:
+    open_archive = sqlite_open_archive
+    archive = open_archive("alice")
+    archive.insert_many(
+        [NewPassage(text, tags=tags, created_at=when) for text, tags, when in FACTS]
+    )
     archive.close()
     shutil.rmtree(cache_dir)
     forget_loaded_indexes()

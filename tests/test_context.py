@@ -158,8 +158,10 @@ def test_server_settings_come_from_the_environment() -> None:
         ServerSettings.from_env({"MEMGPT_MODEL": "scripted:"})
     with pytest.raises(ContextError, match="MEMGPT_EMBEDDING_MODEL \\(embedding_model\\)='bert'"):
         ServerSettings.from_env({"MEMGPT_EMBEDDING_MODEL": "bert"})
-    with pytest.raises(ContextError, match="MEMGPT_DATABASE_URL is set"):
-        ServerSettings.from_env({"MEMGPT_DATABASE_URL": "postgresql://x"})
+    on_postgres = ServerSettings.from_env({"MEMGPT_DATABASE_URL": " postgresql://db/memgpt "})
+    assert on_postgres.database_url == "postgresql://db/memgpt"
+    with pytest.raises(ContextError, match=r"MEMGPT_DATABASE_URL \(database_url\)='...db/m'"):
+        ServerSettings.from_env({"MEMGPT_DATABASE_URL": "mysql://root:pw@db/m"})
 
 
 def test_a_library_caller_still_sets_everything_and_a_bad_dict_fails_the_run(

@@ -1,21 +1,27 @@
-"""Core memory blocks: defaults, edits, model-readable refusals, history, isolation."""
+"""Core memory blocks: defaults, edits, model-readable refusals, history, isolation.
+
+Every test runs on both backends (``memory_backend``: SQLite and Postgres).
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
-import sqlite_utils
+from conftest import BackendFactory
 
-from langgraph_memgpt.stores.core import Block, CoreMemory
-from langgraph_memgpt.stores.db import open_db
-from langgraph_memgpt.stores.types import BlockEditError
+from langgraph_memgpt.stores.base import MemoryBackend
+from langgraph_memgpt.stores.types import Block, BlockEditError
+
+# The protocol's methods plus ``create`` (both backends have it; the graph does not need it).
+CoreMemory = Any
 
 
 @pytest.fixture
-def core(db: sqlite_utils.Database) -> CoreMemory:
-    memory = CoreMemory(db, "agent-a")
+def core(memory_backend: MemoryBackend) -> CoreMemory:
+    memory = memory_backend.open("agent-a").core
     memory.ensure_defaults(persona="I am Sam, a helpful assistant.", human="")
     return memory
 
@@ -49,14 +55,11 @@ def test_replace_changes_the_text_and_empty_new_text_deletes_it(core: CoreMemory
     assert core.replace("human", "\nLikes climbing", "").value == "Name: Alice"
 
 
-def test_blocks_persist_across_reopening_the_database(tmp_data_dir: Path) -> None:
-    first = open_db(tmp_data_dir / "memory.sqlite")
-    CoreMemory(first, "agent-a").ensure_defaults(persona="p", human="h")
-    CoreMemory(first, "agent-a").append("human", "more")
-    first.conn.close()
-    second = open_db(tmp_data_dir / "memory.sqlite")
-    assert CoreMemory(second, "agent-a").get("human").value == "h\nmore"
-    second.conn.close()
+def test_blocks_persist_across_reopening_the_database(make_backend: BackendFactory) -> None:
+    first = make_backend().open("agent-a").core
+    first.ensure_defaults(persona="p", human="h")
+    first.append("human", "more")
+    assert make_backend().open("agent-a").core.get("human").value == "h\nmore"
 
 
 def test_edit_over_the_limit_is_refused_with_the_sizes(core: CoreMemory) -> None:
@@ -149,10 +152,12 @@ def test_refused_edit_leaves_no_history(core: CoreMemory) -> None:
     assert len(core.history("human")) == before
 
 
-def test_block_over_its_limit_still_loads_and_can_only_shrink(db: sqlite_utils.Database) -> None:
+def test_block_over_its_limit_still_loads_and_can_only_shrink(
+    make_backend: BackendFactory,
+) -> None:
     long_persona = "a" * 600 + "b" * 1900
-    CoreMemory(db, "agent-a").ensure_defaults(persona=long_persona)
-    reopened = CoreMemory(db, "agent-a")
+    make_backend().open("agent-a").core.ensure_defaults(persona=long_persona)
+    reopened = make_backend().open("agent-a").core
     assert reopened.get("persona").value == long_persona
     assert [b.label for b in reopened.blocks()] == ["persona", "human"]
     with pytest.raises(BlockEditError, match="would hold 2504 characters"):
@@ -172,8 +177,8 @@ def test_create_refuses_taken_labels_bad_labels_and_oversized_values(core: CoreM
     assert created == core.get("notes")
 
 
-def test_last_modified_moves_forward_on_edit(db: sqlite_utils.Database) -> None:
-    core = CoreMemory(db, "agent-a")
+def test_last_modified_moves_forward_on_edit(memory_backend: MemoryBackend) -> None:
+    core = memory_backend.open("agent-a").core
     assert core.last_modified() is None
     core.ensure_defaults()
     first = core.last_modified()
@@ -184,12 +189,12 @@ def test_last_modified_moves_forward_on_edit(db: sqlite_utils.Database) -> None:
 
 
 def test_agent_cannot_read_or_edit_another_agents_core_blocks(
-    db: sqlite_utils.Database,
+    memory_backend: MemoryBackend,
 ) -> None:
-    alice = CoreMemory(db, "agent-a")
+    alice: CoreMemory = memory_backend.open("agent-a").core
     alice.ensure_defaults(human="secret: the vault code is 4711")
     alice.create("diary", "private", "", 100)
-    bob = CoreMemory(db, "agent-b")
+    bob = memory_backend.open("agent-b").core
     assert bob.blocks() == []
     assert bob.last_modified() is None
     assert bob.history("human") == []

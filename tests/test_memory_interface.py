@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores import DB_FILENAME, SqliteBackend, list_agents
-from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.types import RecallMessage
 
 PACKAGE = Path(__file__).resolve().parents[1] / "langgraph_memgpt"
@@ -49,10 +49,35 @@ def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
         }, f"{path.name} imports {stores}"
 
 
-def test_the_embedded_backend_meets_the_memory_protocol(tmp_path: Path) -> None:
-    memory = SqliteBackend(tmp_path, embedding_model="none").open("ada")
+def test_each_backend_meets_the_memory_protocol(memory_backend: MemoryBackend) -> None:
+    memory = memory_backend.open("ada")
     assert isinstance(memory, Memory)
     assert memory.agent_id == "ada"
+    assert memory_backend.open("ada") is memory  # cheap to call every step
+
+
+def test_the_graph_keeps_memory_in_the_backend_it_is_given(
+    memory_backend: MemoryBackend, tmp_path: Path
+) -> None:
+    model = ScriptedChatModel.from_steps(
+        [{"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "Hi"}}]}]
+    )
+    graph = build_graph(model=model, memory=memory_backend).compile(checkpointer=InMemorySaver())
+    ctx = Context(agent_id="ada", data_dir=str(tmp_path / "ignored"))
+
+    graph.invoke(
+        {"messages": [HumanMessage("Hello there")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+
+    assert not (tmp_path / "ignored" / DB_FILENAME).exists()
+    memory = memory_backend.open("ada")
+    latest = memory.recall.latest(5)
+    assert "Hello there" in [m.text for m in latest]
+    replies = [c["args"] for m in latest for c in m.tool_calls if c.get("name") == "send_message"]
+    assert replies == [{"message": "Hi"}]
+    assert [b.label for b in memory.core.blocks()] == ["persona", "human"]
 
 
 def test_the_graph_keeps_memory_where_its_backend_says(tmp_path: Path) -> None:
@@ -75,8 +100,10 @@ def test_the_graph_keeps_memory_where_its_backend_says(tmp_path: Path) -> None:
     assert "Hello there" in texts
 
 
-def test_callers_need_no_lock_to_use_one_agent_from_many_threads(tmp_path: Path) -> None:
-    memory = SqliteBackend(tmp_path, embedding_model="none").open("ada")
+def test_callers_need_no_lock_to_use_one_agent_from_many_threads(
+    memory_backend: MemoryBackend,
+) -> None:
+    memory = memory_backend.open("ada")
     memory.core.ensure_defaults()
     errors: list[BaseException] = []
 

@@ -1,4 +1,9 @@
-"""Recall memory: verbatim, idempotent history; safe, filtered, paginated, hybrid search."""
+"""Recall memory: verbatim, idempotent history; safe, filtered, paginated, hybrid search.
+
+Tests that speak the recall interface run on both backends (``recall`` and ``hybrid`` are
+parametrised over SQLite and Postgres); those about SQLite internals (FTS5, FAISS files,
+bulk ingest) use ``sqlite_recall`` / ``sqlite_hybrid``.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,11 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlite_utils
+from conftest import BackendFactory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,18 +62,47 @@ def ids(page_or_list: object) -> list[str]:
     return [m.message_id for m in items]  # type: ignore[attr-defined]
 
 
+Recall = Any
+"""A recall store of either backend (the protocol plus ``thread_messages``)."""
+
+
 @pytest.fixture
-def recall(db: sqlite_utils.Database, tmp_data_dir: Path) -> RecallMemory:
-    """Words-only recall (no embeddings): fast, for everything not about vectors."""
+def recall(make_backend: BackendFactory) -> Recall:
+    """Words-only recall (no embeddings) on each backend: for everything not about vectors."""
+    return make_backend().open("agent-a").recall
+
+
+@pytest.fixture
+def hybrid(make_backend: BackendFactory, embeddings: MiniLMEmbeddings) -> Recall:
+    """Recall with the real MiniLM embeddings, on each backend."""
+    return make_backend(embeddings).open("agent-a").recall
+
+
+@pytest.fixture
+def sqlite_recall(db: sqlite_utils.Database, tmp_data_dir: Path) -> RecallMemory:
+    """Words-only SQLite recall, for tests of its internals."""
     return RecallMemory(db, "agent-a", None, tmp_data_dir / "faiss")
 
 
 @pytest.fixture
-def hybrid(
+def sqlite_hybrid(
     db: sqlite_utils.Database, tmp_data_dir: Path, embeddings: MiniLMEmbeddings
 ) -> RecallMemory:
-    """Recall with the real MiniLM embeddings and FAISS caches."""
+    """SQLite recall with the real MiniLM embeddings and FAISS caches."""
     return RecallMemory(db, "agent-a", embeddings, tmp_data_dir / "faiss")
+
+
+def is_sqlite(recall: Recall) -> bool:
+    """Whether ``recall`` is the embedded backend's (which has a SQLite ``db``)."""
+    return hasattr(recall, "db")
+
+
+def stored_contexts(recall: Recall) -> dict[str, str | None]:
+    """{message id: stored context} of every message, read from either backend's tables."""
+    if is_sqlite(recall):
+        return dict(recall.db.conn.execute("SELECT message_id, context FROM recall").fetchall())
+    with recall.pool.connection() as conn:
+        return dict(conn.execute("SELECT message_id, context FROM memgpt_recall").fetchall())
 
 
 PUPPY_THREAD = [
@@ -81,21 +117,18 @@ PUPPY_THREAD = [
 # -- writing -------------------------------------------------------------------------
 
 
-def test_adding_the_same_message_twice_stores_one_row(recall: RecallMemory) -> None:
+def test_adding_the_same_message_twice_stores_one_row(recall: Recall) -> None:
     first = msg(1, "hello there")
     assert recall.add([first]) == 1
     assert recall.add([first]) == 0
     assert recall.add([first, msg(2, "second"), first]) == 1
     assert recall.count() == 2
-    rows = recall.db.conn.execute(
-        "SELECT COUNT(*) FROM recall WHERE message_id = ?", (first.message_id,)
-    ).fetchone()
-    assert rows[0] == 1
+    assert len(stored_contexts(recall)) == 2
     found = ids(recall.search("hello", mode="fts"))
     assert found.count(first.message_id) == 1 and len(found) == len(set(found))
 
 
-def test_messages_are_stored_verbatim(recall: RecallMemory) -> None:
+def test_messages_are_stored_verbatim(recall: Recall) -> None:
     calls: list[dict[str, object]] = [
         {"name": "core_memory_append", "args": {"label": "human", "content": "x"}, "id": "c1"}
     ]
@@ -110,26 +143,22 @@ def test_messages_are_stored_verbatim(recall: RecallMemory) -> None:
     assert datetime.fromisoformat(stored.created_at) == BASE + timedelta(minutes=1)
 
 
-def test_a_failing_batch_stores_nothing(recall: RecallMemory) -> None:
+def test_a_failing_batch_stores_nothing(recall: Recall) -> None:
     with pytest.raises(ValueError, match="created_at must be YYYY-MM-DD or ISO-8601"):
         recall.add([msg(1, "fine"), msg(2, "bad time", at="yesterday-ish")])
     assert recall.count() == 0
 
 
-def test_message_of_another_agent_is_refused(recall: RecallMemory) -> None:
+def test_message_of_another_agent_is_refused(recall: Recall) -> None:
     with pytest.raises(ValueError, match="belongs to agent 'agent-b'"):
         recall.add([msg(1, "hi", agent="agent-b")])
     assert recall.count() == 0
 
 
-def test_messages_persist_across_reopening(tmp_data_dir: Path) -> None:
-    first = open_db(tmp_data_dir / "memory.sqlite")
-    RecallMemory(first, "agent-a", None, tmp_data_dir / "faiss").add([msg(1, "kept on disk")])
-    first.conn.close()
-    second = open_db(tmp_data_dir / "memory.sqlite")
-    reopened = RecallMemory(second, "agent-a", None, tmp_data_dir / "faiss")
+def test_messages_persist_across_reopening(make_backend: BackendFactory) -> None:
+    make_backend().open("agent-a").recall.add([msg(1, "kept on disk")])
+    reopened = make_backend().open("agent-a").recall
     assert ids(reopened.search("disk", mode="fts")) == ["agent-a-t1-1"]
-    second.conn.close()
 
 
 # -- safe full-text queries ------------------------------------------------------------
@@ -167,7 +196,7 @@ NASTY = [
 
 
 @pytest.mark.parametrize("query", NASTY)
-def test_any_query_text_is_safe(recall: RecallMemory, query: str) -> None:
+def test_any_query_text_is_safe(recall: Recall, query: str) -> None:
     recall.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
     for mode in ("fts", "hybrid"):
         page = recall.search(query, mode=mode)  # type: ignore[arg-type]
@@ -208,14 +237,15 @@ def test_hypothesis_arbitrary_text_never_breaks_search(
         ).fetchone()
 
 
-def test_raw_fts_syntax_would_have_failed_for_contrast(recall: RecallMemory) -> None:
+def test_raw_fts_syntax_would_have_failed_for_contrast(sqlite_recall: RecallMemory) -> None:
+    recall = sqlite_recall
     recall.add([msg(1, "hello")])
     with pytest.raises(sqlite3.OperationalError):
         recall.db.conn.execute("SELECT * FROM recall_fts WHERE recall_fts MATCH ?", ('"a',))
     assert recall.search('"a', mode="fts").total == 0
 
 
-def test_empty_query_lists_most_recent_first(recall: RecallMemory) -> None:
+def test_empty_query_lists_most_recent_first(recall: Recall) -> None:
     recall.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
     page = recall.search("", page_size=3)
     assert ids(page) == ["agent-a-t1-4", "agent-a-t1-3", "agent-a-t1-2"]
@@ -225,7 +255,7 @@ def test_empty_query_lists_most_recent_first(recall: RecallMemory) -> None:
 # -- what is searchable ----------------------------------------------------------------
 
 
-def test_tool_results_and_search_calls_are_never_found(recall: RecallMemory) -> None:
+def test_tool_results_and_search_calls_are_never_found(recall: Recall) -> None:
     search_call = {"name": "conversation_search", "args": {"query": "birthday"}, "id": "s1"}
     archival_call = {"name": "archival_memory_search", "args": {"query": "birthday"}, "id": "s2"}
     date_call = {"name": "conversation_search_date", "args": {"start_date": "2026-11-01"}}
@@ -244,13 +274,13 @@ def test_tool_results_and_search_calls_are_never_found(recall: RecallMemory) -> 
     assert recall.count() == 5  # stored all the same
 
 
-def test_what_the_agent_said_through_send_message_is_searchable(recall: RecallMemory) -> None:
+def test_what_the_agent_said_through_send_message_is_searchable(recall: Recall) -> None:
     reply = {"name": "send_message", "args": {"message": "Your dentist is Dr. Okafor."}}
     recall.add([msg(1, "", role="assistant", tool_calls=[reply])])
     assert ids(recall.search("dentist", mode="fts")) == ["agent-a-t1-1"]
 
 
-def test_roles_filter_keeps_only_those_roles(recall: RecallMemory) -> None:
+def test_roles_filter_keeps_only_those_roles(recall: Recall) -> None:
     recall.add(
         [
             msg(1, "I love green tea", role="user"),
@@ -279,7 +309,7 @@ DAY_EDGES = {
 
 
 @pytest.fixture
-def dated(recall: RecallMemory) -> RecallMemory:
+def dated(recall: Recall) -> Recall:
     recall.add(
         [
             RecallMessage("agent-a", "t1", key, "user", f"coffee at {key}", at)
@@ -289,21 +319,21 @@ def dated(recall: RecallMemory) -> RecallMemory:
     return recall
 
 
-def test_date_only_end_date_covers_the_whole_day_inclusively(dated: RecallMemory) -> None:
+def test_date_only_end_date_covers_the_whole_day_inclusively(dated: Recall) -> None:
     page = dated.search("coffee", start_date="2026-11-29", end_date="2026-11-29", mode="fts")
     assert sorted(ids(page)) == sorted(["midnight", "noon", "last-second", "late-elsewhere"])
     listed = dated.search_date("2026-11-29", "2026-11-29", page_size=10)
     assert ids(listed) == ["midnight", "noon", "late-elsewhere", "last-second"]
 
 
-def test_full_iso_bounds_are_inclusive(dated: RecallMemory) -> None:
+def test_full_iso_bounds_are_inclusive(dated: Recall) -> None:
     page = dated.search_date("2026-11-29T00:00:00+00:00", "2026-11-29T12:00:00+00:00")
     assert ids(page) == ["midnight", "noon"]
     assert ids(dated.search_date(None, "2026-11-28")) == ["before"]
     assert ids(dated.search_date("2026-11-30", None)) == ["next-day"]
 
 
-def test_bad_dates_are_clear_errors(dated: RecallMemory) -> None:
+def test_bad_dates_are_clear_errors(dated: Recall) -> None:
     with pytest.raises(ValueError, match="start_date must be YYYY-MM-DD or ISO-8601.*'last week'"):
         dated.search("coffee", start_date="last week")
     with pytest.raises(ValueError, match="end_date must be YYYY-MM-DD or ISO-8601"):
@@ -315,7 +345,7 @@ def test_bad_dates_are_clear_errors(dated: RecallMemory) -> None:
 # -- pagination --------------------------------------------------------------------------
 
 
-def test_pagination_walks_every_match_once_with_the_total(recall: RecallMemory) -> None:
+def test_pagination_walks_every_match_once_with_the_total(recall: Recall) -> None:
     recall.add([msg(i, f"walk number {i} in the park") for i in range(12)])
     recall.add([msg(100, "unrelated text", thread="elsewhere")])
     pages = [recall.search("park walk", page=p, page_size=5, mode="fts") for p in range(4)]
@@ -327,7 +357,7 @@ def test_pagination_walks_every_match_once_with_the_total(recall: RecallMemory) 
     assert scores == sorted(scores, reverse=True)
 
 
-def test_date_listing_pages_chronologically(recall: RecallMemory) -> None:
+def test_date_listing_pages_chronologically(recall: Recall) -> None:
     recall.add([msg(i, f"note {i}") for i in range(7)])
     first = recall.search_date(None, None, page=0, page_size=3)
     last = recall.search_date(None, None, page=2, page_size=3)
@@ -336,7 +366,7 @@ def test_date_listing_pages_chronologically(recall: RecallMemory) -> None:
     assert first.total == last.total == 7 and first.pages == 3
 
 
-def test_exclude_ids_leaves_those_messages_out(recall: RecallMemory) -> None:
+def test_exclude_ids_leaves_those_messages_out(recall: Recall) -> None:
     recall.add([msg(i, f"tea number {i}") for i in range(4)])
     page = recall.search("tea", exclude_ids=["agent-a-t1-0", "agent-a-t1-2"], mode="fts")
     assert sorted(ids(page)) == ["agent-a-t1-1", "agent-a-t1-3"]
@@ -344,7 +374,7 @@ def test_exclude_ids_leaves_those_messages_out(recall: RecallMemory) -> None:
     assert recall.count(exclude_message_ids=["agent-a-t1-0", "missing"]) == 3
 
 
-def test_bad_page_arguments_are_clear_errors(recall: RecallMemory) -> None:
+def test_bad_page_arguments_are_clear_errors(recall: Recall) -> None:
     with pytest.raises(ValueError, match="page must be 0 or more"):
         recall.search("x", page=-1)
     with pytest.raises(ValueError, match="page_size must be positive"):
@@ -356,19 +386,20 @@ def test_bad_page_arguments_are_clear_errors(recall: RecallMemory) -> None:
 # -- context expansion -----------------------------------------------------------------
 
 
-def test_answer_is_found_through_its_neighbours_words(recall: RecallMemory) -> None:
+def test_answer_is_found_through_its_neighbours_words(recall: Recall) -> None:
     recall.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
     # "Biscuit." shares no word with the query; its neighbours do.
     page = recall.search("puppy name", mode="fts", page_size=5)
     assert "agent-a-t1-2" in ids(page)
-    text_only = recall.db.conn.execute(
-        "SELECT rowid FROM recall_fts WHERE recall_fts MATCH ?", ('"puppy" OR "name"',)
-    ).fetchall()
-    assert 3 not in {r[0] for r in text_only}  # not through its own text
+    if is_sqlite(recall):
+        text_only = recall.db.conn.execute(
+            "SELECT rowid FROM recall_fts WHERE recall_fts MATCH ?", ('"puppy" OR "name"',)
+        ).fetchall()
+        assert 3 not in {r[0] for r in text_only}  # not through its own text
 
 
 def test_context_of_earlier_messages_is_refreshed_when_later_ones_arrive(
-    recall: RecallMemory,
+    recall: Recall,
 ) -> None:
     recall.add([msg(0, "Guess what I named him.")])
     recall.add([msg(1, "Tell me!", role="assistant")])
@@ -378,7 +409,7 @@ def test_context_of_earlier_messages_is_refreshed_when_later_ones_arrive(
     recall.add([msg(4, "Ten weeks old.")])
     assert "agent-a-t1-2" in ids(recall.search("dachshund", mode="fts"))
     # Two searchable neighbours each side, same thread only.
-    contexts = dict(recall.db.conn.execute("SELECT message_id, context FROM recall").fetchall())
+    contexts = stored_contexts(recall)
     assert contexts["agent-a-t1-2"] == "\n".join(
         [
             "Guess what I named him.",
@@ -389,14 +420,15 @@ def test_context_of_earlier_messages_is_refreshed_when_later_ones_arrive(
         ]
     )
     assert contexts["agent-a-t1-0"] == "Guess what I named him.\nTell me!\nBiscuit."
-    # Each refresh replaced the old index entry: the external-content index still
-    # matches its table exactly.
-    for table in ("recall_fts", "recall_context_fts"):
-        recall.db.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+    if is_sqlite(recall):
+        # Each refresh replaced the old index entry: the external-content index still
+        # matches its table exactly.
+        for table in ("recall_fts", "recall_context_fts"):
+            recall.db.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
     assert recall.search("weeks", mode="fts").total == 3
 
 
-def test_context_skips_unsearchable_messages_and_other_threads(recall: RecallMemory) -> None:
+def test_context_skips_unsearchable_messages_and_other_threads(recall: Recall) -> None:
     recall.add(
         [
             msg(0, "alpha"),
@@ -405,7 +437,7 @@ def test_context_skips_unsearchable_messages_and_other_threads(recall: RecallMem
             msg(3, "gamma"),
         ]
     )
-    contexts = dict(recall.db.conn.execute("SELECT message_id, context FROM recall").fetchall())
+    contexts = stored_contexts(recall)
     assert contexts["agent-a-t1-3"] == "alpha\ngamma"
     assert contexts["agent-a-t1-1"] is None
     assert contexts["agent-a-t2-2"] == "beta"
@@ -445,10 +477,11 @@ def test_bulk_ingest_builds_the_same_contexts_as_one_by_one(
 
 
 def test_agent_cannot_search_another_agents_recall(
-    db: sqlite_utils.Database, tmp_data_dir: Path, embeddings: MiniLMEmbeddings
+    make_backend: BackendFactory, embeddings: MiniLMEmbeddings
 ) -> None:
-    alice = RecallMemory(db, "agent-a", embeddings, tmp_data_dir / "faiss")
-    bob = RecallMemory(db, "agent-b", embeddings, tmp_data_dir / "faiss")
+    backend = make_backend(embeddings)
+    alice = backend.open("agent-a").recall
+    bob = backend.open("agent-b").recall
     secret = msg(1, "The vault code is 4711, keep it secret.")
     alice.add([secret, msg(2, "Another private note about the vault.")])
     # Bob uses the same thread id and even the same message id: still separate rows.
@@ -477,7 +510,7 @@ def test_agent_cannot_search_another_agents_recall(
 # -- reading helpers -------------------------------------------------------------------
 
 
-def test_get_thread_messages_and_latest(recall: RecallMemory) -> None:
+def test_get_thread_messages_and_latest(recall: Recall) -> None:
     recall.add([msg(i, f"m{i}", thread="t1" if i % 2 else "t2") for i in range(6)])
     assert ids(recall.get(["agent-a-t1-5", "nope", "agent-a-t2-0"])) == [
         "agent-a-t1-5",
@@ -498,7 +531,7 @@ TOPICS = [
 ]
 
 
-def test_vector_search_finds_meaning_without_shared_words(hybrid: RecallMemory) -> None:
+def test_vector_search_finds_meaning_without_shared_words(hybrid: Recall) -> None:
     hybrid.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
     assert hybrid.search("automobile purchase", mode="fts").total == 0
     page = hybrid.search("automobile purchase", mode="vector", page_size=2)
@@ -507,14 +540,14 @@ def test_vector_search_finds_meaning_without_shared_words(hybrid: RecallMemory) 
     assert ids(hybrid.search("automobile purchase", page_size=1)) == ["agent-a-t0-0"]
 
 
-def test_hybrid_ranks_an_exact_word_match_first(hybrid: RecallMemory) -> None:
+def test_hybrid_ranks_an_exact_word_match_first(hybrid: Recall) -> None:
     hybrid.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
     page = hybrid.search("wasabi")
     assert ids(page)[0] == "agent-a-t1-1"
     assert page.hits[0].score > page.hits[-1].score
 
 
-def test_vector_filters_apply_before_ranking(hybrid: RecallMemory) -> None:
+def test_vector_filters_apply_before_ranking(hybrid: Recall) -> None:
     hybrid.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
     hybrid.add(
         [msg(10, "The weather today: sunny.", role="assistant", at=BASE - timedelta(days=3))]
@@ -526,7 +559,10 @@ def test_vector_filters_apply_before_ranking(hybrid: RecallMemory) -> None:
     assert ids(page) == ["agent-a-t1-10"]
 
 
-def test_every_searchable_message_gets_turn_and_context_vectors(hybrid: RecallMemory) -> None:
+def test_every_searchable_message_gets_turn_and_context_vectors(
+    sqlite_hybrid: RecallMemory,
+) -> None:
+    hybrid = sqlite_hybrid
     for i, text in enumerate(PUPPY_THREAD):
         hybrid.add([msg(i, text)])
     hybrid.add([msg(9, "tool says hi", role="tool", name="t")])
@@ -552,8 +588,9 @@ def test_every_searchable_message_gets_turn_and_context_vectors(hybrid: RecallMe
 
 
 def test_vectors_that_no_longer_change_turn_hnsw_as_they_grow(
-    hybrid: RecallMemory, monkeypatch: pytest.MonkeyPatch
+    sqlite_hybrid: RecallMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    hybrid = sqlite_hybrid
     # Vectors that are still re-pooled (the tail) stay where deleting is cheap.
     monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 3)
     hybrid.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
@@ -586,7 +623,7 @@ def test_vectors_survive_reopening_and_missing_ones_are_embedded(
     second.conn.close()
 
 
-def test_without_embeddings_search_uses_words_only(recall: RecallMemory) -> None:
+def test_without_embeddings_search_uses_words_only(recall: Recall) -> None:
     recall.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
     assert ids(recall.search("sushi")) == ["agent-a-t1-1"]
     assert recall.search("automobile purchase").total == 0

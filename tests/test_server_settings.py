@@ -129,7 +129,7 @@ def test_a_client_gets_a_clear_error_for_an_unknown_field_or_a_bad_value(
     ("env", "says"),
     [
         ({"MEMGPT_MODEL": "gpt-4o"}, "MEMGPT_MODEL (model)='gpt-4o' is not allowed"),
-        ({"MEMGPT_DATABASE_URL": "postgresql://db/memgpt"}, "MEMGPT_DATABASE_URL is set"),
+        ({"MEMGPT_DATABASE_URL": "mysql://db/memgpt"}, "MEMGPT_DATABASE_URL (database_url)="),
     ],
 )
 def test_a_bad_server_setting_stops_the_server_at_start(

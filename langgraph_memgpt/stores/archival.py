@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -20,12 +19,18 @@ from typing import Any, Literal
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.dates import date_range_sql, to_utc_iso
+from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import is_read_only, transaction
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
 from langgraph_memgpt.stores.fts import bm25_scores, query_terms
+from langgraph_memgpt.stores.passages import (
+    MAX_TAG_CHARS,
+    NewPassage,
+    PreparedPassage,
+    normalize_tags,
+    prepare_passages,
+)
 from langgraph_memgpt.stores.ranking import minmax_fuse
-from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
 
@@ -39,9 +44,6 @@ TagMatch = Literal["any", "all"]
 _POOL_MIN = 100
 _POOL_PER_RESULT = 10
 _EMBED_BATCH = 256
-MAX_TAG_CHARS = 100
-"""Longest tag a passage may carry: tags are listed in the system prompt, so one huge tag
-would make every prompt of the agent overflow its window."""
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS archival (
@@ -90,35 +92,6 @@ _COUNTS_TABLE = """CREATE TABLE archival_counts (
 search, which is most of what made a search turn grow with the archive."""
 
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
-
-
-@dataclass(frozen=True)
-class NewPassage:
-    """A passage to insert with ``insert_many`` when items differ in tags or provenance."""
-
-    text: str
-    tags: Sequence[str] = field(default_factory=tuple)
-    thread_id: str | None = None
-    turn: int | None = None
-    created_at: str | datetime | None = None
-
-
-def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
-    """Lower-case, strip and de-duplicate tags, keeping their order.
-
-    Tags are matched case-insensitively: a model that saved ``"Work"`` and searches
-    ``"work"`` means the same tag.
-    """
-    if tags is None:
-        return []
-    if isinstance(tags, str):
-        tags = [tags]
-    seen: dict[str, None] = {}
-    for tag in tags:
-        cleaned = " ".join(valid_text(str(tag)).split()).lower()
-        if cleaned:
-            seen.setdefault(cleaned, None)
-    return list(seen)
 
 
 def _passage(row: Sequence[Any]) -> Passage:
@@ -221,38 +194,15 @@ class ArchivalMemory:
         Raises:
             ValueError: a text is empty, or a ``created_at`` is not a timestamp.
         """
-        shared_tags = normalize_tags(tags)
-        prepared: list[tuple[str, list[str], str | None, int | None, str]] = []
-        for item in items:
-            if isinstance(item, str):
-                item = NewPassage(item, shared_tags, thread_id, turn, created_at)
-            if not item.text or not item.text.strip():
-                raise ValueError("An archival passage needs some text; nothing was saved.")
-            tags = normalize_tags(item.tags)
-            for tag in tags:
-                if len(tag) > MAX_TAG_CHARS:
-                    raise ValueError(
-                        f"The tag {tag[:40]!r}... is {len(tag)} characters long; tags may hold "
-                        f"at most {MAX_TAG_CHARS}. Nothing was saved: use a short tag and put "
-                        "the detail in the content."
-                    )
-            prepared.append(
-                (
-                    valid_text(item.text),
-                    tags,
-                    None if item.thread_id is None else valid_text(item.thread_id),
-                    item.turn,
-                    to_utc_iso(item.created_at),
-                )
-            )
+        prepared = prepare_passages(
+            items, tags=tags, thread_id=thread_id, turn=turn, created_at=created_at
+        )
         passages: list[Passage] = []
         for start in range(0, len(prepared), _EMBED_BATCH):
             passages.extend(self._insert_batch(prepared[start : start + _EMBED_BATCH]))
         return passages
 
-    def _insert_batch(
-        self, batch: list[tuple[str, list[str], str | None, int | None, str]]
-    ) -> list[Passage]:
+    def _insert_batch(self, batch: list[PreparedPassage]) -> list[Passage]:
         # Embed before taking the write lock: the model is the slow part.
         vectors = (
             embed_texts(self.embeddings, [text for text, *_ in batch])
@@ -597,3 +547,6 @@ def _ensure_counts(db: sqlite_utils.Database) -> None:
             "INSERT INTO archival_counts (agent_id, passages) "
             "SELECT agent_id, count(*) FROM archival GROUP BY agent_id"
         )
+
+
+__all__ = ["MAX_TAG_CHARS", "ArchivalMemory", "NewPassage", "normalize_tags"]

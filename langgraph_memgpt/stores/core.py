@@ -7,11 +7,22 @@ made it, so a bad edit by the model can be seen and undone. Refusals are
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import sqlite_utils
 
+from langgraph_memgpt.stores.blocks import (
+    HUMAN_DESCRIPTION,
+    PERSONA_DESCRIPTION,
+    appended,
+    check_append,
+    check_new_block,
+    check_replace,
+    checked_value,
+    editable,
+    replaced,
+    unknown_label,
+)
 from langgraph_memgpt.stores.db import is_read_only, transaction, utc_now
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
@@ -40,24 +51,6 @@ CREATE TABLE IF NOT EXISTS core_block_history (
 CREATE INDEX IF NOT EXISTS core_block_history_by_block
     ON core_block_history (agent_id, label, id);
 """
-
-PERSONA_DESCRIPTION = (
-    "Who you are: your name, personality, how you speak and behave. Stay in character; "
-    "edit this block when you learn something about yourself worth keeping."
-)
-HUMAN_DESCRIPTION = (
-    "What you know about the person you are talking with: name, preferences, plans, facts "
-    "worth remembering in every future conversation. Keep it current and concise."
-)
-
-_LABEL = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
-OWNER_ACTORS = frozenset({"user", "admin", "operator"})
-"""Actors that own read-only blocks and may change them (alone, or as ``user:<who>``).
-
-Refusing only the literal actor ``"agent"`` let the tools' ``"agent:<thread>"`` through:
-the rule is the other way round, so an actor name nobody thought of is refused too.
-"""
-_QUOTE_LIMIT = 200
 
 
 class CoreMemory:
@@ -154,17 +147,7 @@ class CoreMemory:
             BlockEditError: The label is invalid or taken, the limit is not positive, or
                 the value is over the limit.
         """
-        if not _LABEL.match(label):
-            raise BlockEditError(
-                f"Create failed: block label {label!r} must be 1-64 letters, digits, '_' or '-'."
-            )
-        if char_limit <= 0:
-            raise BlockEditError(f"Create failed: char_limit must be positive, got {char_limit}.")
-        if len(value) > char_limit:
-            raise BlockEditError(
-                f"Create failed: block '{label}' would hold {len(value)} characters, over its "
-                f"limit of {char_limit}."
-            )
+        check_new_block(label, value, char_limit)
         with transaction(self.db):
             if self._find(label) is not None:
                 raise BlockEditError(f"Create failed: block '{label}' already exists.")
@@ -179,14 +162,10 @@ class CoreMemory:
             BlockEditError: Empty content, unknown label, read-only block, or the result
                 would be over the block's limit.
         """
-        if not content.strip():
-            raise BlockEditError(
-                f"Edit failed: nothing to append to block '{label}'; content is empty."
-            )
+        check_append(label, content)
         with transaction(self.db):
             block = self._editable(label, actor)
-            new_value = f"{block.value}\n{content}" if block.value else content
-            return self._write(block, new_value, actor, "append")
+            return self._write(block, appended(block, content), actor, "append")
 
     def replace(self, label: str, old: str, new: str, actor: str = "agent") -> Block:
         """Replace the one occurrence of ``old`` in block ``label`` with ``new``.
@@ -198,32 +177,15 @@ class CoreMemory:
             BlockEditError: Empty ``old``, unknown label, read-only block, ``old`` not
                 found or ambiguous, or the result would be over the block's limit.
         """
-        if not old:
-            raise BlockEditError(
-                f"Edit failed: old_content is empty. Copy the exact text to change from block "
-                f"'{label}' as shown in your core memory; to add text use core_memory_append."
-            )
-        old = valid_text(old)  # stored text never holds a lone surrogate (see _write)
+        old = check_replace(label, old)
         with transaction(self.db):
             block = self._editable(label, actor)
-            found = block.value.count(old)
-            if found == 0:
-                raise BlockEditError(
-                    f"Edit failed: the text {_quote(old)} was not found in block '{label}'. "
-                    "Copy the exact text to change, character for character, from the block "
-                    "as shown in your core memory."
-                )
-            if found > 1:
-                raise BlockEditError(
-                    f"Edit failed: the text {_quote(old)} occurs {found} times in block "
-                    f"'{label}'. Include more of the surrounding text so it matches only once."
-                )
-            return self._write(block, block.value.replace(old, new, 1), actor, "replace")
+            return self._write(block, replaced(block, old, new), actor, "replace")
 
     def set(self, label: str, value: str, actor: str = "user") -> Block:
         """Overwrite block ``label`` with ``value`` (for users and tools, not the model's edits).
 
-        Read-only blocks refuse every actor but their owners (:data:`OWNER_ACTORS`).
+        Read-only blocks refuse every actor but their owners (:data:`blocks.OWNER_ACTORS`).
 
         Raises:
             BlockEditError: Unknown label, read-only block (for an actor that is not an
@@ -244,31 +206,13 @@ class CoreMemory:
         return None if row is None else _block(row)
 
     def _unknown_label(self, label: str, verb: str) -> str:
-        labels = [b.label for b in self.blocks()]
-        existing = ", ".join(f"'{x}'" for x in labels) if labels else "none"
-        return f"{verb}: there is no core memory block '{label}'. Existing blocks: {existing}."
+        return unknown_label(label, verb, [b.label for b in self.blocks()])
 
     def _editable(self, label: str, actor: str) -> Block:
-        block = self._find(label)
-        if block is None:
-            raise BlockEditError(self._unknown_label(label, "Edit failed"))
-        if block.read_only and not is_owner(actor):
-            raise BlockEditError(
-                f"Edit failed: block '{label}' is read-only; you can read it but not change it."
-            )
-        return block
+        return editable(self._find(label), label, actor, lambda: [b.label for b in self.blocks()])
 
     def _write(self, block: Block, new_value: str, actor: str, op: str) -> Block:
-        # SQLite cannot store a lone surrogate: keep the edit, with U+FFFD for it.
-        new_value = valid_text(new_value)
-        # A block already over its limit (seeded long, or its limit lowered) may still be
-        # edited as long as the edit does not make it longer: the agent can shrink it.
-        if len(new_value) > block.char_limit and len(new_value) > len(block.value):
-            raise BlockEditError(
-                f"Edit failed: block '{block.label}' would hold {len(new_value)} characters, "
-                f"over its limit of {block.char_limit}. Shorten the new content, or first "
-                "remove or condense outdated text with core_memory_replace."
-            )
+        new_value = checked_value(block, new_value)
         now = utc_now()
         self.db.conn.execute(
             "UPDATE core_blocks SET value = ?, updated_at = ? WHERE agent_id = ? AND label = ?",
@@ -314,20 +258,9 @@ class CoreMemory:
         )
 
 
-def is_owner(actor: str) -> bool:
-    """Whether ``actor`` may change a read-only block: a user, admin or operator.
-
-    ``"user"`` and ``"user:ada"`` are owners; ``"agent"``, ``"agent:<thread>"``, ``""``
-    and any other name are not.
-    """
-    return actor.split(":", 1)[0] in OWNER_ACTORS
-
-
 def _block(row: tuple[Any, ...]) -> Block:
     label, value, description, char_limit, read_only = row
     return Block(str(label), str(value), str(description), int(char_limit), bool(read_only))
 
 
-def _quote(text: str) -> str:
-    shown = text if len(text) <= _QUOTE_LIMIT else text[:_QUOTE_LIMIT] + "..."
-    return repr(shown)
+__all__ = ["HUMAN_DESCRIPTION", "PERSONA_DESCRIPTION", "Block", "BlockEditError", "CoreMemory"]

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from langgraph_memgpt.stores.dates import to_utc_iso
+from langgraph_memgpt.stores.text import needs_cleaning, valid_json, valid_text
 from langgraph_memgpt.stores.types import RecallMessage
 
 # Tool calls that only look things up: a message made of these is the model searching,
@@ -67,3 +70,68 @@ def is_searchable(message: RecallMessage, text: str | None = None) -> bool:
     if message.role == "assistant" and is_search_call(message):
         return False
     return bool((searchable_text(message) if text is None else text).strip())
+
+
+ROLES = ("user", "assistant", "system", "tool")
+_ROLE_ALIASES = {
+    "human": "user",
+    "ai": "assistant",
+    "agent": "assistant",
+    "bot": "assistant",
+}
+
+
+@dataclass(frozen=True)
+class PreparedMessage:
+    """A message as every recall backend stores it."""
+
+    message: RecallMessage
+    created_at: str  # normalised to ISO-8601 UTC
+    text: str  # what search finds it by (searchable_text)
+    searchable: bool
+
+
+def prepare_message(agent_id: str, message: RecallMessage) -> PreparedMessage:
+    """Check a message belongs to ``agent_id`` and make it storable by any engine.
+
+    Raises:
+        ValueError: the message is another agent's, or its created_at is unreadable.
+    """
+    if message.agent_id != agent_id:
+        raise ValueError(
+            f"message {message.message_id!r} belongs to agent {message.agent_id!r}, "
+            f"not {agent_id!r}"
+        )
+    if needs_cleaning([message.thread_id, message.message_id, message.name]) or (
+        needs_cleaning([message.text, message.tool_calls])
+    ):
+        # No store can hold a lone surrogate: keep the message, with U+FFFD for it.
+        message = replace(
+            message,
+            thread_id=valid_text(message.thread_id),
+            message_id=valid_text(message.message_id),
+            text=valid_text(message.text),
+            tool_calls=valid_json(message.tool_calls),
+            name=None if message.name is None else valid_text(message.name),
+        )
+    text = searchable_text(message)
+    return PreparedMessage(
+        message, to_utc_iso(message.created_at), text, is_searchable(message, text)
+    )
+
+
+def normalise_role(role: str) -> str:
+    """A role filter as stored ("human" is "user"); raises ValueError for an unknown one."""
+    value = role.strip().lower()
+    value = _ROLE_ALIASES.get(value, value)
+    if value not in ROLES:
+        raise ValueError(f"unknown role {role!r}; roles are {', '.join(ROLES[:3])}")
+    return value
+
+
+def check_page(page: int, page_size: int) -> None:
+    """Refuse a negative page or a page size below 1."""
+    if page < 0:
+        raise ValueError(f"page must be 0 or more, got {page}")
+    if page_size <= 0:
+        raise ValueError(f"page_size must be positive, got {page_size}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +26,7 @@ import numpy as np
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.dates import date_range_sql, day_after_iso, shift_day, to_utc_iso
+from langgraph_memgpt.stores.dates import date_range_sql, day_after_iso, shift_day
 from langgraph_memgpt.stores.db import transaction
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
@@ -42,10 +42,17 @@ from langgraph_memgpt.stores.mentions import (
     mentioned_names,
     without_names,
 )
-from langgraph_memgpt.stores.messages import is_search_call, is_searchable, searchable_text
+from langgraph_memgpt.stores.messages import (
+    PreparedMessage,
+    is_search_call,
+    is_searchable,
+    prepare_message,
+    searchable_text,
+)
+from langgraph_memgpt.stores.messages import check_page as _check_page
+from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
-from langgraph_memgpt.stores.text import needs_cleaning, valid_json, valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
 
@@ -68,14 +75,6 @@ then moves, once and for good, to "context". So the two big indexes only grow an
 turn HNSW (``VectorIndex`` kind "auto"): an HNSW graph cannot delete, and the two dead
 entries every append left in it forced rebuilds that would stall a turn for about a
 minute at 100k messages. A thread's last two messages stay in the tail."""
-
-ROLES = ("user", "assistant", "system", "tool")
-_ROLE_ALIASES = {
-    "human": "user",
-    "ai": "assistant",
-    "agent": "assistant",
-    "bot": "assistant",
-}
 
 
 _COLUMNS = "id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn"
@@ -396,30 +395,10 @@ class RecallMemory:
 
     # -- internals: writing ----------------------------------------------------------
 
-    def _prepare(self, message: RecallMessage) -> _Prepared:
-        if message.agent_id != self.agent_id:
-            raise ValueError(
-                f"message {message.message_id!r} belongs to agent {message.agent_id!r}, "
-                f"not {self.agent_id!r}"
-            )
-        if needs_cleaning([message.thread_id, message.message_id, message.name]) or (
-            needs_cleaning([message.text, message.tool_calls])
-        ):
-            # SQLite cannot store a lone surrogate: keep the message, with U+FFFD for it.
-            message = replace(
-                message,
-                thread_id=valid_text(message.thread_id),
-                message_id=valid_text(message.message_id),
-                text=valid_text(message.text),
-                tool_calls=valid_json(message.tool_calls),
-                name=None if message.name is None else valid_text(message.name),
-            )
-        text = searchable_text(message)
-        return _Prepared(
-            message, to_utc_iso(message.created_at), text, is_searchable(message, text)
-        )
+    def _prepare(self, message: RecallMessage) -> PreparedMessage:
+        return prepare_message(self.agent_id, message)
 
-    def _ingest(self, batch: Sequence[_Prepared]) -> int:
+    def _ingest(self, batch: Sequence[PreparedMessage]) -> int:
         """Write a batch: new messages are inserted, re-recorded ones with new content updated.
 
         A message is (thread, message id): the same id in another thread is another
@@ -439,7 +418,7 @@ class RecallMemory:
         with transaction(self.db):
             # Read again under the write lock: another writer may have come in between.
             stored = self._stored(batch)
-            written: list[tuple[int, _Prepared]] = []
+            written: list[tuple[int, PreparedMessage]] = []
             dropped: list[tuple[int, str]] = []  # (id, thread) of messages no longer searchable
             for item in batch:
                 old = stored.get(_key(item))
@@ -488,7 +467,7 @@ class RecallMemory:
                             self._names.append(name)
             return len(written)
 
-    def _stored(self, batch: Sequence[_Prepared]) -> dict[tuple[str, str], _Stored]:
+    def _stored(self, batch: Sequence[PreparedMessage]) -> dict[tuple[str, str], _Stored]:
         """What is stored for the batch's (thread, message id) keys."""
         keys = sorted({_key(item) for item in batch})
         if not keys:
@@ -515,7 +494,7 @@ class RecallMemory:
         vectors = embed_texts(self.embeddings, ordered)
         return dict(zip(ordered, vectors, strict=True))
 
-    def _insert_row(self, item: _Prepared) -> int:
+    def _insert_row(self, item: PreparedMessage) -> int:
         m = item.message
         cursor = self.db.conn.execute(
             "INSERT INTO recall (agent_id, thread_id, message_id, role, name, "
@@ -537,7 +516,7 @@ class RecallMemory:
         assert cursor.lastrowid is not None
         return int(cursor.lastrowid)
 
-    def _update_row(self, old: _Stored, item: _Prepared) -> int:
+    def _update_row(self, old: _Stored, item: PreparedMessage) -> int:
         """Give a stored message its new content; its time and turn stay as first recorded."""
         m = item.message
         self.db.conn.execute(
@@ -862,14 +841,6 @@ class RecallMemory:
 
 
 @dataclass(frozen=True)
-class _Prepared:
-    message: RecallMessage
-    created_at: str  # normalised to ISO-8601 UTC
-    text: str
-    searchable: bool
-
-
-@dataclass(frozen=True)
 class _Stored:
     """The stored content of a message, to tell a replay from an edit."""
 
@@ -881,12 +852,12 @@ class _Stored:
     searchable: bool
 
     @classmethod
-    def of(cls, rowid: int, item: _Prepared) -> _Stored:
+    def of(cls, rowid: int, item: PreparedMessage) -> _Stored:
         m = item.message
         return cls(rowid, m.role, m.name, m.text, _calls_json(m.tool_calls), item.searchable)
 
 
-def _key(item: _Prepared) -> tuple[str, str]:
+def _key(item: PreparedMessage) -> tuple[str, str]:
     return item.message.thread_id, item.message.message_id
 
 
@@ -894,7 +865,7 @@ def _calls_json(tool_calls: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps(tool_calls, default=str)
 
 
-def _differs(stored: _Stored | None, item: _Prepared) -> bool:
+def _differs(stored: _Stored | None, item: PreparedMessage) -> bool:
     """Whether writing ``item`` changes anything: new, or its content was edited.
 
     A cut copy (``partial``) only counts when nothing is stored. Time and turn are left
@@ -913,21 +884,6 @@ def _differs(stored: _Stored | None, item: _Prepared) -> bool:
         _calls_json(m.tool_calls),
         item.searchable,
     )
-
-
-def _normalise_role(role: str) -> str:
-    value = role.strip().lower()
-    value = _ROLE_ALIASES.get(value, value)
-    if value not in ROLES:
-        raise ValueError(f"unknown role {role!r}; roles are {', '.join(ROLES[:3])}")
-    return value
-
-
-def _check_page(page: int, page_size: int) -> None:
-    if page < 0:
-        raise ValueError(f"page must be 0 or more, got {page}")
-    if page_size <= 0:
-        raise ValueError(f"page_size must be positive, got {page_size}")
 
 
 def _message(row: Sequence[Any]) -> RecallMessage:

@@ -1,0 +1,133 @@
+"""The rules of a core-memory edit, shared by every backend (no storage engine here).
+
+What makes an edit valid and the refusals a model reads (:class:`BlockEditError`) live
+here once, so the embedded backend (``stores.core``) and the Postgres one refuse the same
+edits with the same words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from langgraph_memgpt.stores.text import valid_text
+from langgraph_memgpt.stores.types import Block, BlockEditError
+
+PERSONA_DESCRIPTION = (
+    "Who you are: your name, personality, how you speak and behave. Stay in character; "
+    "edit this block when you learn something about yourself worth keeping."
+)
+HUMAN_DESCRIPTION = (
+    "What you know about the person you are talking with: name, preferences, plans, facts "
+    "worth remembering in every future conversation. Keep it current and concise."
+)
+
+_LABEL = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+_QUOTE_LIMIT = 200
+OWNER_ACTORS = frozenset({"user", "admin", "operator"})
+"""Actors that own read-only blocks and may change them (alone, or as ``user:<who>``).
+
+Refusing only the literal actor ``"agent"`` let the tools' ``"agent:<thread>"`` through:
+the rule is the other way round, so an actor name nobody thought of is refused too.
+"""
+
+
+def is_owner(actor: str) -> bool:
+    """Whether ``actor`` may change a read-only block: a user, admin or operator.
+
+    ``"user"`` and ``"user:ada"`` are owners; ``"agent"``, ``"agent:<thread>"``, ``""``
+    and any other name are not.
+    """
+    return actor.split(":", 1)[0] in OWNER_ACTORS
+
+
+def check_new_block(label: str, value: str, char_limit: int) -> None:
+    """Refuse a new block with a bad label, a non-positive limit or a value over it."""
+    if not _LABEL.match(label):
+        raise BlockEditError(
+            f"Create failed: block label {label!r} must be 1-64 letters, digits, '_' or '-'."
+        )
+    if char_limit <= 0:
+        raise BlockEditError(f"Create failed: char_limit must be positive, got {char_limit}.")
+    if len(value) > char_limit:
+        raise BlockEditError(
+            f"Create failed: block '{label}' would hold {len(value)} characters, over its "
+            f"limit of {char_limit}."
+        )
+
+
+def check_append(label: str, content: str) -> None:
+    """Refuse an empty append."""
+    if not content.strip():
+        raise BlockEditError(
+            f"Edit failed: nothing to append to block '{label}'; content is empty."
+        )
+
+
+def check_replace(label: str, old: str) -> str:
+    """Refuse an empty ``old``; return it as stored text holds it (no lone surrogate)."""
+    if not old:
+        raise BlockEditError(
+            f"Edit failed: old_content is empty. Copy the exact text to change from block "
+            f"'{label}' as shown in your core memory; to add text use core_memory_append."
+        )
+    return valid_text(old)  # stored text never holds a lone surrogate (see checked_value)
+
+
+def unknown_label(label: str, verb: str, labels: list[str]) -> str:
+    """The refusal for a label the agent has no block for, naming the existing ones."""
+    existing = ", ".join(f"'{x}'" for x in labels) if labels else "none"
+    return f"{verb}: there is no core memory block '{label}'. Existing blocks: {existing}."
+
+
+def editable(block: Block | None, label: str, actor: str, labels: Callable[[], list[str]]) -> Block:
+    """``block`` if ``actor`` may edit it (not missing; read-only only to its owners)."""
+    if block is None:
+        raise BlockEditError(unknown_label(label, "Edit failed", labels()))
+    if block.read_only and not is_owner(actor):
+        raise BlockEditError(
+            f"Edit failed: block '{label}' is read-only; you can read it but not change it."
+        )
+    return block
+
+
+def appended(block: Block, content: str) -> str:
+    """The value of ``block`` with ``content`` as a new last line."""
+    return f"{block.value}\n{content}" if block.value else content
+
+
+def replaced(block: Block, old: str, new: str) -> str:
+    """The value of ``block`` with its one occurrence of ``old`` replaced by ``new``."""
+    found = block.value.count(old)
+    if found == 0:
+        raise BlockEditError(
+            f"Edit failed: the text {_quote(old)} was not found in block '{block.label}'. "
+            "Copy the exact text to change, character for character, from the block "
+            "as shown in your core memory."
+        )
+    if found > 1:
+        raise BlockEditError(
+            f"Edit failed: the text {_quote(old)} occurs {found} times in block "
+            f"'{block.label}'. Include more of the surrounding text so it matches only once."
+        )
+    return block.value.replace(old, new, 1)
+
+
+def checked_value(block: Block, new_value: str) -> str:
+    """``new_value`` as it will be stored, refused if it makes ``block`` too long."""
+    # No store can hold a lone surrogate: keep the edit, with U+FFFD for it.
+    new_value = valid_text(new_value)
+    # A block already over its limit (seeded long, or its limit lowered) may still be
+    # edited as long as the edit does not make it longer: the agent can shrink it.
+    if len(new_value) > block.char_limit and len(new_value) > len(block.value):
+        raise BlockEditError(
+            f"Edit failed: block '{block.label}' would hold {len(new_value)} characters, "
+            f"over its limit of {block.char_limit}. Shorten the new content, or first "
+            "remove or condense outdated text with core_memory_replace."
+        )
+    return new_value
+
+
+def _quote(text: str) -> str:
+    shown = text if len(text) <= _QUOTE_LIMIT else text[:_QUOTE_LIMIT] + "..."
+    return repr(shown)

@@ -1,0 +1,91 @@
+"""What an archival passage is before any engine stores it: tags, checks, provenance.
+
+Shared by every archival backend, so they accept and refuse the same passages with the
+same words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from langgraph_memgpt.stores.dates import to_utc_iso
+from langgraph_memgpt.stores.text import valid_text
+
+MAX_TAG_CHARS = 100
+"""Longest tag a passage may carry: tags are listed in the system prompt, so one huge tag
+would make every prompt of the agent overflow its window."""
+
+PreparedPassage = tuple[str, list[str], str | None, int | None, str]
+"""(text, tags, thread_id, turn, created_at as ISO-8601 UTC), ready to store."""
+
+
+@dataclass(frozen=True)
+class NewPassage:
+    """A passage to insert with ``insert_many`` when items differ in tags or provenance."""
+
+    text: str
+    tags: Sequence[str] = field(default_factory=tuple)
+    thread_id: str | None = None
+    turn: int | None = None
+    created_at: str | datetime | None = None
+
+
+def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
+    """Lower-case, strip and de-duplicate tags, keeping their order.
+
+    Tags are matched case-insensitively: a model that saved ``"Work"`` and searches
+    ``"work"`` means the same tag.
+    """
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        tags = [tags]
+    seen: dict[str, None] = {}
+    for tag in tags:
+        cleaned = " ".join(valid_text(str(tag)).split()).lower()
+        if cleaned:
+            seen.setdefault(cleaned, None)
+    return list(seen)
+
+
+def prepare_passages(
+    items: Sequence[str | NewPassage],
+    *,
+    tags: Iterable[str] | str | None = (),
+    thread_id: str | None = None,
+    turn: int | None = None,
+    created_at: str | datetime | None = None,
+) -> list[PreparedPassage]:
+    """Check and normalise passages; plain strings take the shared provenance.
+
+    Raises:
+        ValueError: a text is empty, a tag too long, or a ``created_at`` not a timestamp
+            (nothing is saved: the message says so).
+    """
+    shared_tags = normalize_tags(tags)
+    prepared: list[PreparedPassage] = []
+    for item in items:
+        if isinstance(item, str):
+            item = NewPassage(item, shared_tags, thread_id, turn, created_at)
+        if not item.text or not item.text.strip():
+            raise ValueError("An archival passage needs some text; nothing was saved.")
+        item_tags = normalize_tags(item.tags)
+        for tag in item_tags:
+            if len(tag) > MAX_TAG_CHARS:
+                raise ValueError(
+                    f"The tag {tag[:40]!r}... is {len(tag)} characters long; tags may hold "
+                    f"at most {MAX_TAG_CHARS}. Nothing was saved: use a short tag and put "
+                    "the detail in the content."
+                )
+        prepared.append(
+            (
+                valid_text(item.text),
+                item_tags,
+                None if item.thread_id is None else valid_text(item.thread_id),
+                item.turn,
+                to_utc_iso(item.created_at),
+            )
+        )
+    return prepared

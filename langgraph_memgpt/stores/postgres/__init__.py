@@ -1,0 +1,184 @@
+"""The Postgres memory backend: every agent's tiers in one Postgres database (pgvector).
+
+``PostgresBackend(url)`` is a ``MemoryBackend`` (``stores.base``): ``open(agent_id)``
+returns a ``PostgresMemory`` whose ``core``, ``recall`` and ``archival`` meet the memory
+protocols. Several threads and several processes (server workers) may use one agent at
+once: every call takes its own pooled connection, core edits lock their row, recall adds
+are idempotent on (agent, thread, message id) and serialised per thread.
+
+Needs the ``postgres`` extra (``pip install 'langgraph-memgpt[postgres]'``) and a server
+with the pgvector extension available (the schema runs ``CREATE EXTENSION IF NOT EXISTS
+vector``).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from psycopg_pool import ConnectionPool
+
+from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
+from langgraph_memgpt.stores.postgres.archival import PgArchivalMemory
+from langgraph_memgpt.stores.postgres.core import PgCoreMemory
+from langgraph_memgpt.stores.postgres.db import (
+    SCHEMA_VERSION,
+    SchemaVersionError,
+    ensure_hnsw,
+    ensure_schema,
+    open_pool,
+)
+from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
+from langgraph_memgpt.stores.text import valid_text
+from langgraph_memgpt.stores.types import EmbeddingMismatchError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "PostgresBackend",
+    "PostgresMemory",
+    "SchemaVersionError",
+]
+
+
+@dataclass(frozen=True)
+class PostgresMemory:
+    """Core, recall and archival memory of one agent, in Postgres."""
+
+    agent_id: str
+    core: PgCoreMemory
+    recall: PgRecallMemory
+    archival: PgArchivalMemory
+
+
+class PostgresBackend:
+    """Agents' memory in the Postgres database at ``url`` (schema created on first use).
+
+    Args:
+        url: a libpq connection string, e.g. ``postgresql://user:pw@host:5432/db``.
+        embedding_model: ``minilm``, ``openai:<model>`` or ``none`` (unless ``embeddings``).
+        embeddings: an embeddings object to use instead of ``embedding_model``.
+        core_block_limit: character limit of a new agent's default blocks.
+        exact_scan_limit: an agent with up to this many vectors per tier is searched
+            exactly; a larger one through HNSW with pgvector's iterative scan.
+        pool_size: most connections this process opens.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        embedding_model: str = "minilm",
+        embeddings: Embeddings | None = None,
+        core_block_limit: int = 2000,
+        exact_scan_limit: int = 20_000,
+        pool_size: int = 8,
+    ) -> None:
+        if core_block_limit <= 0:
+            raise ValueError(f"core_block_limit must be positive, got {core_block_limit}")
+        self.url = url
+        self.embedding_model = embedding_model
+        self.core_block_limit = core_block_limit
+        self.exact_scan_limit = exact_scan_limit
+        self.pool_size = pool_size
+        self._embeddings = embeddings
+        self._embeddings_ready = embeddings is not None
+        self._identity: tuple[str, int] | None = None
+        self._pool: ConnectionPool[Any] | None = None
+        self._open: dict[str, PostgresMemory] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The embedding model (built from ``embedding_model`` on first use)."""
+        with self._lock:
+            return self._ensure_embeddings()
+
+    def _ensure_embeddings(self) -> Embeddings | None:
+        if not self._embeddings_ready:
+            self._embeddings = get_embeddings(self.embedding_model)
+            self._embeddings_ready = True
+        return self._embeddings
+
+    def pool(self) -> ConnectionPool[Any]:
+        """The connection pool, opened (and the schema ensured) on first use."""
+        with self._lock:
+            return self._ensure_pool()
+
+    def _ensure_pool(self) -> ConnectionPool[Any]:
+        if self._pool is None:
+            ensure_schema(self.url)
+            self._pool = open_pool(self.url, max_size=self.pool_size)
+        return self._pool
+
+    def open(self, agent_id: str) -> PostgresMemory:
+        """The memory of ``agent_id`` (created on first use; cheap to call every step).
+
+        Raises:
+            ValueError: the agent id is empty or not valid Unicode text.
+            EmbeddingMismatchError: the agent's vectors were made by another model.
+        """
+        if not agent_id or not agent_id.strip():
+            raise ValueError("agent_id must be a non-empty string")
+        if valid_text(agent_id) != agent_id or "\x00" in agent_id:
+            raise ValueError(f"agent_id {agent_id!r} is not valid Unicode text")
+        with self._lock:
+            memory = self._open.get(agent_id)
+            if memory is not None:
+                return memory
+            pool = self._ensure_pool()
+            embeddings = self._ensure_embeddings()
+            if embeddings is not None:
+                self._check_identity(pool, agent_id, embeddings)
+            memory = PostgresMemory(
+                agent_id=agent_id,
+                core=PgCoreMemory(pool, agent_id, default_limit=self.core_block_limit),
+                recall=PgRecallMemory(
+                    pool, agent_id, embeddings, exact_scan_limit=self.exact_scan_limit
+                ),
+                archival=PgArchivalMemory(
+                    pool, agent_id, embeddings, exact_scan_limit=self.exact_scan_limit
+                ),
+            )
+            self._open[agent_id] = memory
+            return memory
+
+    def _check_identity(
+        self, pool: ConnectionPool[Any], agent_id: str, embeddings: Embeddings
+    ) -> None:
+        if self._identity is None:
+            self._identity = embedding_identity(embeddings)
+            ensure_hnsw(pool, self._identity[1])
+        model, dims = self._identity
+        with pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO memgpt_embeddings (agent_id, model, dims) VALUES (%s, %s, %s) "
+                "ON CONFLICT (agent_id) DO NOTHING",
+                (agent_id, model, dims),
+            )
+            row = conn.execute(
+                "SELECT model, dims FROM memgpt_embeddings WHERE agent_id = %s", (agent_id,)
+            ).fetchone()
+        if row is not None and (str(row[0]), int(row[1])) != (model, dims):
+            raise EmbeddingMismatchError(
+                f"agent {agent_id!r}'s memory in Postgres was embedded with {row[0]} "
+                f"({row[1]} dimensions), not {model} ({dims}): configure that model again"
+            )
+
+    def agents(self) -> list[str]:
+        """Ids of the agents with any memory in this database."""
+        with self.pool().connection() as conn:
+            rows = conn.execute(
+                "SELECT agent_id FROM memgpt_core_blocks UNION SELECT agent_id FROM memgpt_recall "
+                "UNION SELECT agent_id FROM memgpt_archival ORDER BY 1"
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def close(self) -> None:
+        """Close the connection pool (the backend opens a new one if used again)."""
+        with self._lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+            self._open.clear()

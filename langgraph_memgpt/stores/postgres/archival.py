@@ -1,0 +1,317 @@
+"""Archival memory in Postgres: tagged passages, searched as ``stores.archival`` searches.
+
+Words (full-text search over the text) and meaning (pgvector cosine) are min-max fused; every
+filter (agent, tags, dates) applies before ranking. Tags are a ``text[]`` with a GIN index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from langchain_core.embeddings import Embeddings
+from psycopg_pool import ConnectionPool
+
+from langgraph_memgpt.stores.base import SearchMode, TagMatch
+from langgraph_memgpt.stores.dates import date_range_sql
+from langgraph_memgpt.stores.embeddings import embed_query, embed_texts
+from langgraph_memgpt.stores.fts import query_terms
+from langgraph_memgpt.stores.passages import (
+    NewPassage,
+    PreparedPassage,
+    normalize_tags,
+    prepare_passages,
+)
+from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
+from langgraph_memgpt.stores.postgres.search import (
+    Params,
+    has_more_than,
+    placeholders,
+    vector_scores,
+    word_scores,
+)
+from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
+
+TABLE = "memgpt_archival"
+_COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
+_POOL_MIN = 100
+_POOL_PER_RESULT = 10
+_EMBED_BATCH = 256
+
+
+class PgArchivalMemory:
+    """The archival passages of one agent in Postgres (meets ``ArchivalStore``).
+
+    Args:
+        pool: the backend's connection pool.
+        agent_id: the agent; every query is scoped to it.
+        embeddings: the embedding model, or None for words-only search.
+        exact_scan_limit: up to this many passages vector search is exact; beyond it,
+            the HNSW index with an iterative scan.
+    """
+
+    def __init__(
+        self,
+        pool: ConnectionPool[Any],
+        agent_id: str,
+        embeddings: Embeddings | None,
+        *,
+        exact_scan_limit: int = 20_000,
+    ) -> None:
+        self.pool = pool
+        self.agent_id = agent_id
+        self.embeddings = embeddings
+        self.exact_scan_limit = exact_scan_limit
+        self._large = False  # past exact_scan_limit once, always: agents' vectors only grow
+
+    # -- writing ---------------------------------------------------------------------
+
+    def insert(
+        self,
+        text: str,
+        tags: Iterable[str] | str | None = (),
+        thread_id: str | None = None,
+        turn: int | None = None,
+        created_at: str | datetime | None = None,
+    ) -> Passage:
+        """Save one passage with its tags and provenance.
+
+        Raises:
+            ValueError: the text is empty, a tag too long, or ``created_at`` unreadable.
+        """
+        item = NewPassage(text, normalize_tags(tags), thread_id, turn, created_at)
+        return self.insert_many([item])[0]
+
+    def insert_many(
+        self,
+        items: Sequence[str | NewPassage],
+        *,
+        tags: Iterable[str] | str | None = (),
+        thread_id: str | None = None,
+        turn: int | None = None,
+        created_at: str | datetime | None = None,
+    ) -> list[Passage]:
+        """Save many passages (one transaction per batch of 256), in input order."""
+        prepared = prepare_passages(
+            items, tags=tags, thread_id=thread_id, turn=turn, created_at=created_at
+        )
+        passages: list[Passage] = []
+        for start in range(0, len(prepared), _EMBED_BATCH):
+            passages.extend(self._insert_batch(prepared[start : start + _EMBED_BATCH]))
+        return passages
+
+    def _insert_batch(self, batch: list[PreparedPassage]) -> list[Passage]:
+        # Embed before the transaction: the model is the slow part.
+        vectors = (
+            embed_texts(self.embeddings, [text for text, *_ in batch])
+            if self.embeddings is not None
+            else None
+        )
+        passages: list[Passage] = []
+        with self.pool.connection() as conn, conn.transaction():
+            for n, (text, tags, thread_id, turn, created_at) in enumerate(batch):
+                text, tags = pg_text(text), pg_texts(tags)
+                thread_id = None if thread_id is None else pg_text(thread_id)
+                row = conn.execute(
+                    f"INSERT INTO {TABLE} (agent_id, text, tags, thread_id, turn, created_at, "
+                    "embedding) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    (
+                        self.agent_id,
+                        text,
+                        tags,
+                        thread_id,
+                        turn,
+                        created_at,
+                        None if vectors is None else vectors[n],
+                    ),
+                ).fetchone()
+                assert row is not None
+                passages.append(
+                    Passage(int(row[0]), self.agent_id, text, tags, created_at, thread_id, turn)
+                )
+        return passages
+
+    # -- reading ---------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        tags: Iterable[str] | str | None = None,
+        tag_match: TagMatch = "any",
+        start_date: str | None = None,
+        end_date: str | None = None,
+        page: int = 0,
+        page_size: int = 5,
+        mode: SearchMode = "hybrid",
+    ) -> SearchPage[Passage]:
+        """Passages by meaning and words, best first; filters apply before ranking.
+
+        Same arguments, totals and errors as ``stores.archival.ArchivalMemory.search``.
+        """
+        if page < 0:
+            raise ValueError(f"page must be 0 or more, got {page}")
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size}")
+        if mode not in ("hybrid", "fts", "vector"):
+            raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
+        if tag_match not in ("any", "all"):
+            raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
+        where, params = self._filters(tags, tag_match, start_date, end_date)
+        terms = query_terms(query or "")
+        with self.pool.connection() as conn:
+            if not terms:
+                return self._newest(conn, where, params, page, page_size)
+            if self.embeddings is None:
+                mode = "fts"
+            pool = max(_POOL_MIN, (page + 1) * page_size * _POOL_PER_RESULT)
+            lexical: dict[int, float] = {}
+            if mode in ("hybrid", "fts"):
+                lexical = word_scores(conn, TABLE, "tsv", terms, where, params)
+            semantic: dict[int, float] = {}
+            if mode in ("hybrid", "vector") and self.embeddings is not None:
+                qvec = embed_query(self.embeddings, query)
+                approximate = self._approximate(conn)
+                semantic = vector_scores(
+                    conn, TABLE, "embedding", qvec, pool, where, params, approximate=approximate
+                )
+                missing = [i for i in sorted(lexical, key=lambda i: -lexical[i])[:pool]]
+                missing = [i for i in missing if i not in semantic]
+                if missing:
+                    # Word matches outside the semantic pool still deserve their true cosine.
+                    rows = conn.execute(
+                        f"SELECT id, 1 - (embedding <=> %s) FROM {TABLE} "
+                        "WHERE agent_id = %s AND id = ANY(%s) AND embedding IS NOT NULL",
+                        (qvec, self.agent_id, missing),
+                    ).fetchall()
+                    semantic.update({int(r[0]): float(r[1]) for r in rows})
+            if mode == "fts":
+                ranked = sorted(lexical.items(), key=lambda pair: -pair[1])
+                total = len(lexical)
+            elif mode == "vector":
+                ranked = sorted(semantic.items(), key=lambda pair: -pair[1])
+                total = self._count(conn, f"({where}) AND b.embedding IS NOT NULL", params)
+            else:
+                ranked = minmax_fuse([lexical, semantic])
+                total = self._count(
+                    conn,
+                    f"({where}) AND (b.embedding IS NOT NULL OR b.id = ANY(%s))",
+                    [*params, list(lexical)],
+                )
+            window = ranked[page * page_size : (page + 1) * page_size]
+            hits = self._hits(conn, window)
+        return SearchPage(hits=hits, total=max(total, len(ranked)), page=page, page_size=page_size)
+
+    def count(self) -> int:
+        """How many passages the agent has."""
+        with self.pool.connection() as conn:
+            return self._count(conn, "b.agent_id = %s", [self.agent_id])
+
+    def tags(self) -> list[str]:
+        """Every tag the agent has used, sorted."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT DISTINCT unnest(tags) AS tag FROM {TABLE} "
+                "WHERE agent_id = %s ORDER BY tag",
+                (self.agent_id,),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def last_modified(self) -> str | None:
+        """Timestamp of the agent's newest passage, or None for an empty archive."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                f"SELECT max(created_at) FROM {TABLE} WHERE agent_id = %s",
+                (self.agent_id,),
+            ).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    def recent(self, n: int = 5) -> list[Passage]:
+        """The ``n`` newest passages, newest first."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s "
+                "ORDER BY b.created_at DESC, b.id DESC LIMIT %s",
+                (self.agent_id, max(0, n)),
+            ).fetchall()
+        return [_passage(row) for row in rows]
+
+    def get(self, passage_id: int) -> Passage | None:
+        """One of the agent's passages by id (None if absent or another agent's)."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id = %s",
+                (self.agent_id, int(passage_id)),
+            ).fetchone()
+        return None if row is None else _passage(row)
+
+    def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
+        """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""
+        if not self._large:
+            self._large = has_more_than(
+                conn, TABLE, "embedding", self.agent_id, self.exact_scan_limit
+            )
+        return self._large
+
+    # -- internals -------------------------------------------------------------------
+
+    def _filters(
+        self,
+        tags: Iterable[str] | str | None,
+        tag_match: TagMatch,
+        start_date: str | None,
+        end_date: str | None,
+    ) -> tuple[str, Params]:
+        conditions = ["b.agent_id = %s"]
+        params: Params = [self.agent_id]
+        wanted = pg_texts(normalize_tags(tags))
+        if wanted:
+            conditions.append("b.tags @> %s" if tag_match == "all" else "b.tags && %s")
+            params.append(wanted)
+        date_conditions, date_params = date_range_sql("b.created_at", start_date, end_date)
+        conditions += placeholders(date_conditions)
+        params += date_params
+        return " AND ".join(conditions), params
+
+    def _count(self, conn: psycopg.Connection[Any], where: str, params: Params) -> int:
+        row = conn.execute(f"SELECT count(*) FROM {TABLE} AS b WHERE {where}", params).fetchone()
+        return int(row[0]) if row else 0
+
+    def _newest(
+        self, conn: psycopg.Connection[Any], where: str, params: Params, page: int, page_size: int
+    ) -> SearchPage[Passage]:
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE {where} "
+            "ORDER BY b.created_at DESC, b.id DESC LIMIT %s OFFSET %s",
+            [*params, page_size, page * page_size],
+        ).fetchall()
+        hits = [Hit(item=_passage(row), score=0.0) for row in rows]
+        total = self._count(conn, where, params)
+        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+
+    def _hits(
+        self, conn: psycopg.Connection[Any], ranked: Sequence[tuple[int, float]]
+    ) -> list[Hit[Passage]]:
+        if not ranked:
+            return []
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id = ANY(%s)",
+            (self.agent_id, [i for i, _ in ranked]),
+        ).fetchall()
+        by_id = {int(row[0]): _passage(row) for row in rows}
+        return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
+
+
+def _passage(row: Sequence[Any]) -> Passage:
+    return Passage(
+        id=int(row[0]),
+        agent_id=str(row[1]),
+        text=str(row[2]),
+        tags=list(row[3] or []),
+        created_at=str(row[4]),
+        thread_id=row[5],
+        turn=None if row[6] is None else int(row[6]),
+    )

@@ -1,0 +1,196 @@
+"""The Postgres database behind the memory tiers: schema, pool, and text Postgres can hold.
+
+Every table is prefixed ``memgpt_`` so the memory can share a database with LangGraph's
+checkpoint tables. The schema is created by the package, idempotently (``CREATE ... IF NOT
+EXISTS`` under an advisory lock, so two processes starting at once do not race), and its
+version is kept in ``memgpt_schema``. Timestamps are stored as ISO-8601 UTC text with
+microseconds, exactly as the embedded backend stores them, so both return the same strings
+and the shared date filters (``stores.dates``) compare them as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+from langgraph_memgpt.stores.text import valid_text
+from langgraph_memgpt.stores.types import MemoryStoreError
+
+SCHEMA_VERSION = 1
+_SCHEMA_LOCK = 7_305_912_514  # pg_advisory_xact_lock key of schema creation (any constant)
+
+SCHEMA: tuple[str, ...] = (
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    # The words of a text as search sees them: ASCII punctuation is a separator, as in the
+    # embedded backend's tokenizer and in stores.fts.query_words (Postgres' own parser reads
+    # "XK-4471" as the word "xk" and the signed integer "-4471", which "4471" never finds).
+    """CREATE OR REPLACE FUNCTION memgpt_words(text) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE
+        RETURN to_tsvector(
+            'english', regexp_replace(coalesce($1, ''), '[[:punct:]]+', ' ', 'g')
+        )""",
+    """CREATE TABLE IF NOT EXISTS memgpt_schema (
+        name text PRIMARY KEY,
+        version integer NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS memgpt_core_blocks (
+        id bigserial NOT NULL,
+        agent_id text NOT NULL,
+        label text NOT NULL,
+        value text NOT NULL,
+        description text NOT NULL DEFAULT '',
+        char_limit integer NOT NULL,
+        read_only boolean NOT NULL DEFAULT false,
+        updated_at text NOT NULL,
+        PRIMARY KEY (agent_id, label)
+    )""",
+    """CREATE TABLE IF NOT EXISTS memgpt_core_block_history (
+        id bigserial PRIMARY KEY,
+        agent_id text NOT NULL,
+        label text NOT NULL,
+        old_value text,
+        new_value text NOT NULL,
+        actor text NOT NULL,
+        op text NOT NULL,
+        created_at text NOT NULL
+    )""",
+    """CREATE INDEX IF NOT EXISTS memgpt_core_block_history_by_block
+        ON memgpt_core_block_history (agent_id, label, id)""",
+    # Recall: one row per (agent, thread, message id). search_text is what search finds a
+    # searchable message by (NULL for tool results and search calls); context is it with
+    # its +-2 neighbours of the thread. Vectors have no fixed dimension here (agents may use
+    # different models); each agent's identity is in memgpt_embeddings.
+    """CREATE TABLE IF NOT EXISTS memgpt_recall (
+        id bigserial PRIMARY KEY,
+        agent_id text NOT NULL,
+        thread_id text NOT NULL,
+        message_id text NOT NULL,
+        role text NOT NULL,
+        name text,
+        text text NOT NULL,
+        tool_calls text NOT NULL DEFAULT '[]',
+        created_at text NOT NULL,
+        turn integer NOT NULL DEFAULT 0,
+        searchable boolean NOT NULL,
+        search_text text,
+        context text,
+        search_tsv tsvector GENERATED ALWAYS AS (memgpt_words(search_text)) STORED,
+        context_tsv tsvector GENERATED ALWAYS AS (memgpt_words(context)) STORED,
+        embedding vector,
+        context_embedding vector,
+        UNIQUE (agent_id, thread_id, message_id)
+    )""",
+    """CREATE INDEX IF NOT EXISTS memgpt_recall_by_time
+        ON memgpt_recall (agent_id, searchable, created_at, id)""",
+    """CREATE INDEX IF NOT EXISTS memgpt_recall_by_thread
+        ON memgpt_recall (agent_id, thread_id, searchable, created_at, id)""",
+    "CREATE INDEX IF NOT EXISTS memgpt_recall_search_tsv ON memgpt_recall USING gin (search_tsv)",
+    "CREATE INDEX IF NOT EXISTS memgpt_recall_context_tsv ON memgpt_recall USING gin (context_tsv)",
+    """CREATE TABLE IF NOT EXISTS memgpt_archival (
+        id bigserial PRIMARY KEY,
+        agent_id text NOT NULL,
+        text text NOT NULL,
+        tags text[] NOT NULL DEFAULT '{}',
+        thread_id text,
+        turn integer,
+        created_at text NOT NULL,
+        tsv tsvector GENERATED ALWAYS AS (memgpt_words(text)) STORED,
+        embedding vector
+    )""",
+    """CREATE INDEX IF NOT EXISTS memgpt_archival_by_time
+        ON memgpt_archival (agent_id, created_at, id)""",
+    "CREATE INDEX IF NOT EXISTS memgpt_archival_tsv ON memgpt_archival USING gin (tsv)",
+    "CREATE INDEX IF NOT EXISTS memgpt_archival_tags ON memgpt_archival USING gin (tags)",
+    """CREATE TABLE IF NOT EXISTS memgpt_embeddings (
+        agent_id text PRIMARY KEY,
+        model text NOT NULL,
+        dims integer NOT NULL
+    )""",
+)
+
+VECTOR_COLUMNS = (
+    ("memgpt_recall", "embedding"),
+    ("memgpt_recall", "context_embedding"),
+    ("memgpt_archival", "embedding"),
+)
+"""Vector columns; each gets an HNSW index per dimension in use (see `ensure_hnsw`)."""
+
+
+class SchemaVersionError(MemoryStoreError):
+    """The database was made by a newer version of this package."""
+
+
+def pg_text(text: str) -> str:
+    """``text`` as Postgres can hold it: no lone surrogate, and U+FFFD for NUL (U+0000)."""
+    text = valid_text(text)
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def pg_texts(texts: Sequence[str]) -> list[str]:
+    """`pg_text` of each."""
+    return [pg_text(t) for t in texts]
+
+
+def ensure_schema(url: str) -> None:
+    """Create (or check) the memory schema at ``url``; safe to run from many processes.
+
+    Raises:
+        SchemaVersionError: the database holds a newer schema than this package knows.
+    """
+    with psycopg.connect(url, autocommit=True) as conn:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            for statement in SCHEMA:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO memgpt_schema (name, version) VALUES ('memory', %s) "
+                "ON CONFLICT (name) DO NOTHING",
+                (SCHEMA_VERSION,),
+            )
+            row = conn.execute("SELECT version FROM memgpt_schema WHERE name = 'memory'").fetchone()
+        version = int(row[0]) if row else SCHEMA_VERSION
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the memory schema in this database is version {version}, newer than this "
+                f"package's {SCHEMA_VERSION}: upgrade langgraph-memgpt"
+            )
+
+
+def ensure_hnsw(pool: ConnectionPool[Any], dims: int) -> None:
+    """HNSW indexes (cosine) over the vectors of dimension ``dims``, created once.
+
+    An expression index on ``embedding::vector(dims)``, partial on that dimension: the
+    plain ``embedding <=> q`` of an exact scan never matches it, so only the searches that
+    ask for it (large agents, `VectorSearch`) walk the graph.
+    """
+    with pool.connection() as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        for table, column in VECTOR_COLUMNS:
+            conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {table}_{column}_hnsw_{int(dims)} ON {table} "
+                f"USING hnsw (({column}::vector({int(dims)})) vector_cosine_ops) "
+                f"WHERE vector_dims({column}) = {int(dims)}"
+            )
+
+
+def open_pool(url: str, *, max_size: int = 8) -> ConnectionPool[Any]:
+    """A connection pool whose connections know the ``vector`` type (autocommit on)."""
+
+    def configure(conn: psycopg.Connection[Any]) -> None:
+        register_vector(conn)
+
+    pool: ConnectionPool[Any] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True},
+        configure=configure,
+        open=True,
+        name="memgpt-memory",
+    )
+    pool.wait(timeout=30)
+    return pool

@@ -1,0 +1,488 @@
+"""Recall memory in Postgres: every message, verbatim, idempotent, searched as ``stores.recall``.
+
+The same four signals as the embedded backend, min-max fused: words of the message and of
+its context (the message with its +-2 neighbours of the thread), cosine similarity of the
+message's vector and of its context vector (the mean of the window's message vectors), plus
+the date and participant a query names. Writes of one thread are serialised by a
+transaction-scoped advisory lock, so two processes adding to a thread at once cannot
+compute a neighbour's context from half of the other's messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import numpy as np
+import psycopg
+from langchain_core.embeddings import Embeddings
+from psycopg_pool import ConnectionPool
+
+from langgraph_memgpt.stores.base import SearchMode
+from langgraph_memgpt.stores.dates import date_range_sql
+from langgraph_memgpt.stores.embeddings import FloatArray, embed_query, embed_texts, normalize
+from langgraph_memgpt.stores.fts import query_terms, query_words
+from langgraph_memgpt.stores.mentions import (
+    date_closeness,
+    mentioned_dates,
+    mentioned_names,
+    without_names,
+)
+from langgraph_memgpt.stores.messages import (
+    PreparedMessage,
+    check_page,
+    normalise_role,
+    prepare_message,
+)
+from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
+from langgraph_memgpt.stores.postgres.search import (
+    Params,
+    has_more_than,
+    placeholders,
+    vector_scores,
+    word_scores,
+)
+from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS, VECTOR_CANDIDATES
+from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
+
+TABLE = "memgpt_recall"
+_COLUMNS = (
+    "b.id, b.agent_id, b.thread_id, b.message_id, b.role, b.name, b.text, b.tool_calls, "
+    "b.created_at, b.turn"
+)
+
+
+@dataclass
+class _Row:
+    id: int
+    text: str
+    context: str | None
+
+
+class PgRecallMemory:
+    """The verbatim message history of one agent in Postgres (meets ``RecallStore``).
+
+    Args:
+        pool: the backend's connection pool.
+        agent_id: the agent; every query is filtered on it.
+        embeddings: embedding model for the vector signals; None keeps search to words.
+        exact_scan_limit: up to this many vectors an agent's vector search is exact;
+            beyond it, the HNSW index with an iterative scan.
+    """
+
+    def __init__(
+        self,
+        pool: ConnectionPool[Any],
+        agent_id: str,
+        embeddings: Embeddings | None,
+        *,
+        exact_scan_limit: int = 20_000,
+    ) -> None:
+        self.pool = pool
+        self.agent_id = agent_id
+        self.embeddings = embeddings
+        self.exact_scan_limit = exact_scan_limit
+        self._large = False  # past exact_scan_limit once, always: agents' vectors only grow
+
+    # -- writing ---------------------------------------------------------------------
+
+    def add(self, messages: Sequence[RecallMessage]) -> int:
+        """Store messages, ignoring ones already stored (same thread and message id).
+
+        One transaction; refreshes the context of the neighbours the new messages join.
+
+        Raises:
+            ValueError: a message belongs to another agent or has an unreadable created_at.
+        """
+        prepared = [prepare_message(self.agent_id, m) for m in messages]
+        if not prepared:
+            return 0
+        threads = sorted({pg_text(p.message.thread_id) for p in prepared})
+        with self.pool.connection() as conn, conn.transaction():
+            for thread_id in threads:  # sorted: two writers never wait on each other in a cycle
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (json.dumps([self.agent_id, thread_id]),),
+                )
+            new: list[tuple[int, PreparedMessage]] = []
+            for item in prepared:
+                m = item.message
+                row = conn.execute(
+                    f"INSERT INTO {TABLE} (agent_id, thread_id, message_id, role, name, text, "
+                    "tool_calls, created_at, turn, searchable, search_text) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (agent_id, thread_id, message_id) DO NOTHING RETURNING id",
+                    (
+                        self.agent_id,
+                        pg_text(m.thread_id),
+                        pg_text(m.message_id),
+                        m.role,
+                        None if m.name is None else pg_text(m.name),
+                        pg_text(m.text),
+                        pg_text(json.dumps(m.tool_calls, default=str)),
+                        item.created_at,
+                        m.turn,
+                        item.searchable,
+                        pg_text(item.text) if item.searchable else None,
+                    ),
+                ).fetchone()
+                if row is not None:
+                    new.append((int(row[0]), item))
+            searchable = [(rowid, item) for rowid, item in new if item.searchable]
+            if not searchable:
+                return len(new)
+            by_thread: dict[str, list[tuple[int, str]]] = {}
+            for rowid, item in searchable:
+                by_thread.setdefault(pg_text(item.message.thread_id), []).append(
+                    (rowid, item.created_at)
+                )
+            windows: dict[int, tuple[int, ...]] = {}
+            for thread_id, rows in by_thread.items():
+                windows.update(self._refresh_contexts(conn, thread_id, rows))
+            if self.embeddings is not None:
+                self._embed(conn, searchable, windows)
+            return len(new)
+
+    # -- searching -------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        roles: Sequence[str] | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        page: int = 0,
+        page_size: int = 5,
+        mode: SearchMode = "hybrid",
+        exclude_ids: Collection[str] = (),
+    ) -> SearchPage[RecallMessage]:
+        """Messages by words and meaning, best first; filters apply before ranking.
+
+        Same arguments, totals and errors as ``stores.recall.RecallMemory.search``.
+        """
+        if mode not in ("hybrid", "fts", "vector"):
+            raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
+        if mode == "vector" and self.embeddings is None:
+            raise ValueError("vector search needs an embedding model; this recall has none")
+        check_page(page, page_size)
+        where, params = self._filters(roles, start_date, end_date, exclude_ids)
+        terms = query_terms(query)
+        use_vectors = self.embeddings is not None and mode != "fts" and bool(query.strip())
+        use_words = bool(terms) and mode != "vector"
+        with self.pool.connection() as conn:
+            if not use_words and not use_vectors:
+                return self._listing(conn, where, params, page, page_size, newest_first=True)
+            signals: list[Mapping[int, float]] = []
+            if use_words:
+                for column in ("search_tsv", "context_tsv"):
+                    signals.append(word_scores(conn, TABLE, column, terms, where, params))
+            total: int | None = None
+            if use_vectors:
+                assert self.embeddings is not None
+                k = max(VECTOR_CANDIDATES, (page + 1) * page_size)
+                if mode == "vector":  # every candidate with a vector matches by meaning
+                    total = self._count(conn, f"{where} AND b.embedding IS NOT NULL", params)
+                vector = embed_query(self.embeddings, self._topic_query(conn, query, mode))
+                approximate = self._approximate(conn)
+                for column in ("embedding", "context_embedding"):
+                    signals.append(
+                        vector_scores(
+                            conn, TABLE, column, vector, k, where, params, approximate=approximate
+                        )
+                    )
+            if mode != "vector":
+                candidates = {key for signal in signals for key in signal}
+                signals.extend(self._mention_scores(conn, query, where, params, candidates))
+            fused = minmax_fuse(signals)
+            if total is None:
+                total = len(fused)
+            window = fused[page * page_size : (page + 1) * page_size]
+            found = self._fetch_by_ids(conn, [item for item, _ in window])
+        hits = [Hit(found[item], score) for item, score in window if item in found]
+        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+
+    def search_date(
+        self, start_date: str | None, end_date: str | None, *, page: int = 0, page_size: int = 5
+    ) -> SearchPage[RecallMessage]:
+        """Searchable messages between two dates (inclusive), oldest first."""
+        check_page(page, page_size)
+        where, params = self._filters(None, start_date, end_date, ())
+        with self.pool.connection() as conn:
+            return self._listing(conn, where, params, page, page_size, newest_first=False)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def count(self, exclude_message_ids: Collection[str] = ()) -> int:
+        """Number of stored messages of the agent (all roles), minus the excluded ids."""
+        sql = f"SELECT count(*) FROM {TABLE} WHERE agent_id = %s"
+        params: Params = [self.agent_id]
+        if exclude_message_ids:
+            sql += " AND NOT (message_id = ANY(%s))"
+            params.append(pg_texts(list(exclude_message_ids)))
+        with self.pool.connection() as conn:
+            row = conn.execute(sql, params).fetchone()
+        return int(row[0]) if row else 0
+
+    def get(self, message_ids: Sequence[str]) -> list[RecallMessage]:
+        """The agent's messages with these ids, in the order asked (unknown ids skipped)."""
+        if not message_ids:
+            return []
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM {TABLE} AS b "
+                "WHERE b.agent_id = %s AND b.message_id = ANY(%s)",
+                (self.agent_id, pg_texts(list(message_ids))),
+            ).fetchall()
+        by_id = {str(row[3]): _message(row) for row in rows}
+        return [by_id[m] for m in pg_texts(list(message_ids)) if m in by_id]
+
+    def thread_messages(self, thread_id: str) -> list[RecallMessage]:
+        """Every message of one thread of the agent, oldest first."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM {TABLE} AS b "
+                "WHERE b.agent_id = %s AND b.thread_id = %s ORDER BY b.created_at, b.id",
+                (self.agent_id, pg_text(thread_id)),
+            ).fetchall()
+        return [_message(row) for row in rows]
+
+    def latest(self, n: int) -> list[RecallMessage]:
+        """The agent's ``n`` most recent messages (all roles), oldest first."""
+        if n <= 0:
+            return []
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s "
+                "ORDER BY b.created_at DESC, b.id DESC LIMIT %s",
+                (self.agent_id, n),
+            ).fetchall()
+        return [_message(row) for row in reversed(rows)]
+
+    def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
+        """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""
+        if not self._large:
+            self._large = has_more_than(
+                conn, TABLE, "embedding", self.agent_id, self.exact_scan_limit
+            )
+        return self._large
+
+    # -- internals: writing ----------------------------------------------------------
+
+    def _refresh_contexts(
+        self, conn: psycopg.Connection[Any], thread_id: str, new: Sequence[tuple[int, str]]
+    ) -> dict[int, tuple[int, ...]]:
+        """Recompute the context of new messages and their +-2 neighbours; their windows.
+
+        Reads the thread between the first and last new message plus four searchable
+        messages on each side: an append reads a handful of rows.
+        """
+        low = (min(at for _, at in new), min(i for i, _ in new))
+        high = (max(at for _, at in new), max(i for i, _ in new))
+        base = (
+            f"SELECT id, search_text, context FROM {TABLE} WHERE agent_id = %s "
+            "AND thread_id = %s AND searchable "
+        )
+        reach = 2 * CONTEXT_RADIUS
+        key = (self.agent_id, thread_id)
+        before = conn.execute(
+            base + "AND (created_at, id) < (%s, %s) ORDER BY created_at DESC, id DESC LIMIT %s",
+            (*key, *low, reach),
+        ).fetchall()
+        span = conn.execute(
+            base + "AND (created_at, id) >= (%s, %s) AND (created_at, id) <= (%s, %s) "
+            "ORDER BY created_at, id",
+            (*key, *low, *high),
+        ).fetchall()
+        after = conn.execute(
+            base + "AND (created_at, id) > (%s, %s) ORDER BY created_at, id LIMIT %s",
+            (*key, *high, reach),
+        ).fetchall()
+        sequence = [_Row(int(r[0]), str(r[1]), r[2]) for r in [*reversed(before), *span, *after]]
+        new_ids = {i for i, _ in new}
+        positions = [i for i, row in enumerate(sequence) if row.id in new_ids]
+        affected = sorted(
+            {
+                j
+                for i in positions
+                for j in range(i - CONTEXT_RADIUS, i + CONTEXT_RADIUS + 1)
+                if 0 <= j < len(sequence)
+            }
+        )
+        windows: dict[int, tuple[int, ...]] = {}
+        changed: list[tuple[str, int]] = []
+        for i in affected:
+            window = sequence[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1]
+            context = "\n".join(row.text for row in window)
+            if context != sequence[i].context:
+                windows[sequence[i].id] = tuple(row.id for row in window)
+                changed.append((context, sequence[i].id))
+        if changed:
+            with conn.cursor() as cursor:
+                cursor.executemany(f"UPDATE {TABLE} SET context = %s WHERE id = %s", changed)
+        return windows
+
+    def _embed(
+        self,
+        conn: psycopg.Connection[Any],
+        new: Sequence[tuple[int, PreparedMessage]],
+        windows: Mapping[int, tuple[int, ...]],
+    ) -> None:
+        """Message vectors of the new rows; a context vector is the mean of its window's."""
+        assert self.embeddings is not None
+        vectors = embed_texts(self.embeddings, [item.text for _, item in new])
+        fresh: dict[int, FloatArray] = {
+            rowid: v for (rowid, _), v in zip(new, vectors, strict=True)
+        }
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {TABLE} SET embedding = %s WHERE id = %s",
+                [(vector, rowid) for rowid, vector in fresh.items()],
+            )
+        wanted = sorted({i for w in windows.values() for i in w} - set(fresh))
+        known = dict(fresh)
+        if wanted:
+            rows = conn.execute(
+                f"SELECT id, embedding FROM {TABLE} WHERE id = ANY(%s) AND embedding IS NOT NULL",
+                (wanted,),
+            ).fetchall()
+            known.update({int(r[0]): np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows})
+        pooled = []
+        for item_id, window in windows.items():
+            parts = [known[i] for i in window if i in known]
+            if parts:
+                pooled.append((normalize(np.mean(parts, axis=0))[0], item_id))
+        if pooled:
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    f"UPDATE {TABLE} SET context_embedding = %s WHERE id = %s", pooled
+                )
+
+    # -- internals: reading ----------------------------------------------------------
+
+    def _filters(
+        self,
+        roles: Sequence[str] | None,
+        start_date: str | None,
+        end_date: str | None,
+        exclude_ids: Collection[str],
+    ) -> tuple[str, Params]:
+        """SQL condition (over alias ``b``) selecting the searchable candidates."""
+        clauses = ["b.agent_id = %s", "b.searchable"]
+        params: Params = [self.agent_id]
+        if roles:
+            clauses.append("b.role = ANY(%s)")
+            params.append(sorted({normalise_role(r) for r in roles}))
+        conditions, values = date_range_sql("b.created_at", start_date, end_date)
+        clauses += placeholders(conditions)
+        params += values
+        if exclude_ids:
+            clauses.append("NOT (b.message_id = ANY(%s))")
+            params.append(pg_texts(list(exclude_ids)))
+        return " AND ".join(clauses), params
+
+    def _count(self, conn: psycopg.Connection[Any], where: str, params: Params) -> int:
+        row = conn.execute(f"SELECT count(*) FROM {TABLE} AS b WHERE {where}", params).fetchone()
+        return int(row[0]) if row else 0
+
+    def _listing(
+        self,
+        conn: psycopg.Connection[Any],
+        where: str,
+        params: Params,
+        page: int,
+        page_size: int,
+        *,
+        newest_first: bool,
+    ) -> SearchPage[RecallMessage]:
+        order = "DESC" if newest_first else "ASC"
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE {where} "
+            f"ORDER BY b.created_at {order}, b.id {order} LIMIT %s OFFSET %s",
+            (*params, page_size, page * page_size),
+        ).fetchall()
+        hits = [Hit(_message(row), 0.0) for row in rows]
+        return SearchPage(
+            hits=hits, total=self._count(conn, where, params), page=page, page_size=page_size
+        )
+
+    def _fetch_by_ids(
+        self, conn: psycopg.Connection[Any], ids: Sequence[int]
+    ) -> dict[int, RecallMessage]:
+        if not ids:
+            return {}
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id = ANY(%s)",
+            (self.agent_id, list(ids)),
+        ).fetchall()
+        return {int(row[0]): _message(row) for row in rows}
+
+    def _participants(self, conn: psycopg.Connection[Any]) -> list[str]:
+        rows = conn.execute(
+            f"SELECT DISTINCT name FROM {TABLE} WHERE agent_id = %s AND searchable "
+            "AND name IS NOT NULL AND role IN ('user', 'assistant')",
+            (self.agent_id,),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def _topic_query(self, conn: psycopg.Connection[Any], query: str, mode: SearchMode) -> str:
+        """In hybrid mode, the query without the participants it names (as the embedded one)."""
+        if mode != "hybrid":
+            return query
+        topic = without_names(query, mentioned_names(query, self._participants(conn)))
+        return topic if query_words(topic) else query
+
+    def _mention_scores(
+        self,
+        conn: psycopg.Connection[Any],
+        query: str,
+        where: str,
+        params: Params,
+        candidates: Collection[int],
+    ) -> list[dict[int, float]]:
+        """Signals from a day or month and one participant the query names."""
+        out: list[dict[int, float]] = []
+        ranges = mentioned_dates(query)
+        if ranges:
+            reach = DATE_REACH_DAYS
+            low = min(r[0] for r in ranges) - timedelta(days=reach)
+            high = max(r[1] for r in ranges) + timedelta(days=reach + 1)
+            rows = conn.execute(
+                f"SELECT b.id, b.created_at FROM {TABLE} AS b WHERE {where} "
+                "AND b.created_at >= %s AND b.created_at < %s",
+                (*params, low.isoformat(), high.isoformat()),
+            ).fetchall()
+            days = {int(r[0]): date.fromisoformat(str(r[1])[:10]) for r in rows}
+            scores = {k: date_closeness(d, ranges, reach) for k, d in days.items()}
+            out.append({k: v for k, v in scores.items() if v > 0})
+        named = mentioned_names(query, self._participants(conn))
+        if len(named) == 1 and candidates:
+            rows = conn.execute(
+                f"SELECT id FROM {TABLE} WHERE agent_id = %s AND name = %s AND id = ANY(%s)",
+                (self.agent_id, next(iter(named)), sorted(candidates)),
+            ).fetchall()
+            out.append({int(r[0]): 1.0 for r in rows})
+        return out
+
+
+def _message(row: Sequence[Any]) -> RecallMessage:
+    _id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn = row
+    try:
+        calls = json.loads(tool_calls) if tool_calls else []
+    except ValueError:
+        calls = []
+    return RecallMessage(
+        agent_id=str(agent_id),
+        thread_id=str(thread_id),
+        message_id=str(message_id),
+        role=str(role),
+        text=str(text),
+        created_at=str(created_at),
+        turn=int(turn),
+        tool_calls=calls if isinstance(calls, list) else [],
+        name=None if name is None else str(name),
+    )
