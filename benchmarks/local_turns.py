@@ -226,8 +226,8 @@ def summarize(turns: Sequence[Turn], memory: dict[str, Any]) -> dict[str, Any]:
     searches = [c for c in searches if MEMORY_TOOLS[c["name"]].reads]
     filtered = [c for c in searches if any(c["args"].get(k) for k in FILTER_ARGS)]
     edits = [e for report in memory.values() for e in report["edits"]]
-    kinds = ("fact", "chatter", "user fact in persona", "edit while answering")
-    verdicts = {v: sum(e["verdict"] == v for e in edits) for v in kinds}
+    verdict_names = ("fact", "chatter", "user fact in persona", "edit while answering")
+    verdicts = {v: sum(e["verdict"] == v for e in edits) for v in verdict_names}
     return {
         "turns": len(turns),
         "by_kind": kinds,
