@@ -27,6 +27,9 @@ from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
 
 HEARTBEAT_DESCRIPTION = "true: think again after this returns; false: end your turn."
+MAX_PAGE = 10_000
+"""Highest result page a search takes: beyond it a page number is a model's mistake (a
+2**64 page overflowed SQLite's integer), refused with a readable error."""
 
 
 class _HeartbeatArgs(BaseModel):
@@ -89,7 +92,7 @@ class ArchivalMemorySearchArgs(_HeartbeatArgs):
     )
     start_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
     end_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
-    page: int = Field(default=0, ge=0, description="Result page, from 0.")
+    page: int = Field(default=0, ge=0, le=MAX_PAGE, description="Result page, from 0.")
 
 
 class ConversationSearchArgs(_HeartbeatArgs):
@@ -105,7 +108,7 @@ class ConversationSearchArgs(_HeartbeatArgs):
     )
     start_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
     end_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
-    page: int = Field(default=0, ge=0, description="Result page, from 0.")
+    page: int = Field(default=0, ge=0, le=MAX_PAGE, description="Result page, from 0.")
 
 
 class ConversationSearchDateArgs(_HeartbeatArgs):
@@ -116,7 +119,7 @@ class ConversationSearchDateArgs(_HeartbeatArgs):
 
     start_date: str = Field(description="Inclusive, YYYY-MM-DD.")
     end_date: str = Field(description="Inclusive, YYYY-MM-DD.")
-    page: int = Field(default=0, ge=0, description="Result page, from 0.")
+    page: int = Field(default=0, ge=0, le=MAX_PAGE, description="Result page, from 0.")
 
 
 @dataclass(frozen=True)

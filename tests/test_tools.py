@@ -201,3 +201,20 @@ def test_searches_are_always_read_before_the_turn_ends(memory: AgentMemory) -> N
         user_tools={},
     )
     assert not edit.heartbeat
+
+
+@pytest.mark.parametrize("name", ["conversation_search", "archival_memory_search"])
+def test_an_absurd_page_number_is_a_readable_error(memory: AgentMemory, name: str) -> None:
+    result = run(memory, name, query="x", page=2**64)
+    assert result["status"] == "Failed" and "page" in result["message"]
+
+
+def test_an_absurd_page_of_the_date_listing_is_a_readable_error(memory: AgentMemory) -> None:
+    result = run(
+        memory,
+        "conversation_search_date",
+        start_date="2026-01-01",
+        end_date="2026-12-31",
+        page=2**61,
+    )
+    assert result["status"] == "Failed" and "page" in result["message"]
