@@ -37,6 +37,9 @@ TIME_KEY = "memgpt_time"
 CUT_FLAG = "memgpt_cut"
 """Marks a queue message cut to fit the window (value: the cut length, so an edited copy is
 not taken for the cut one): recall keeps the whole message (``RecallMessage.partial``)."""
+CUT_CALLS_FLAG = "memgpt_cut_calls"
+"""Marks an AI message whose tool-call arguments (or text) were cut to fit the queue: recall
+keeps the whole message, and ``call_memory_tool`` executes the calls as recall holds them."""
 ALERT_NAME = "system_alert"
 """Name of the user-role messages the runtime itself inserts (pressure alerts)."""
 
@@ -163,16 +166,17 @@ def with_time(message: AnyMessage) -> AnyMessage:
     )
 
 
-def stamped(message: M) -> M:
-    """``message`` with its arrival time recorded (user messages only, once)."""
-    if (
-        not isinstance(message, HumanMessage)
-        or is_runtime_note(message)
-        or message.additional_kwargs.get(TIME_KEY)
-    ):
+def is_user_message(message: BaseMessage) -> bool:
+    """True for a message the user (not the runtime) wrote."""
+    return isinstance(message, HumanMessage) and not is_runtime_note(message)
+
+
+def stamped(message: M, when: str | None = None) -> M:
+    """``message`` with its arrival time (``when``, default now) recorded: user messages, once."""
+    if not is_user_message(message) or message.additional_kwargs.get(TIME_KEY):
         return message
     return message.model_copy(
-        update={"additional_kwargs": {**message.additional_kwargs, TIME_KEY: now_iso()}}
+        update={"additional_kwargs": {**message.additional_kwargs, TIME_KEY: when or now_iso()}}
     )
 
 
@@ -236,13 +240,15 @@ def to_recall(message: BaseMessage, agent_id: str, thread_id: str, turn: int) ->
         message_id=str(message.id),
         role=_role(message),
         text=str(full_text) if full_text is not None else content_text(message),
-        created_at=now_iso(),
+        # A user message keeps the time it entered the queue (see ``stamped``).
+        created_at=str(message.additional_kwargs.get(TIME_KEY) or now_iso()),
         turn=turn,
         tool_calls=tool_calls,
         name=message.name if isinstance(message, ToolMessage) else None,
         # The reply copy repeats the send_message call's text, which is already searchable.
         searchable=False if message.additional_kwargs.get(REPLY_FLAG) else None,
-        partial=message.additional_kwargs.get(CUT_FLAG) == len(content_text(message)),
+        partial=message.additional_kwargs.get(CUT_FLAG) == len(content_text(message))
+        or bool(message.additional_kwargs.get(CUT_CALLS_FLAG)),
     )
 
 

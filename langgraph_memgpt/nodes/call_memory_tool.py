@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from dataclasses import replace
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
@@ -82,7 +83,7 @@ def make_call_memory_tool(
                 call["args"],
                 memory=memory,
                 ctx=ctx,
-                where=where,
+                where=replace(where, call_id=str(call["id"]) if call.get("id") else None),
                 user_tools=deps.user_tools,
             )
             go_on = go_on or (outcome.heartbeat and outcome.ok)

@@ -246,15 +246,23 @@ def make_summarize_evict(
                 goto="respond",
                 update={"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False},
             )
-        memory.archival.insert(
+        thread_id = thread_of(runtime)
+        # Keyed on the eviction (thread, where the evicted range starts): a replayed
+        # eviction (the run killed after the summary was archived, then resumed or sent a
+        # new message) finds its passage and keeps its text, so the archive never holds two
+        # summaries of one eviction. A replay that evicts further (a message arrived since)
+        # keeps the first text; the extra messages stay verbatim in recall memory.
+        key = f"summary:{thread_id}:{evicted_count}:{evicted[0].id}"
+        archived = memory.archival.insert(
             new_summary,
             tags=[SUMMARY_TAG],
-            thread_id=thread_of(runtime),
+            thread_id=thread_id,
             turn=state.get("turn", 0),
+            key=key,
         )
         update: dict[str, Any] = {
             "messages": [RemoveMessage(id=str(m.id)) for m in evicted],
-            "summary": new_summary,
+            "summary": archived.text,
             "evicted_count": evicted_count + len(evicted),
             "alerted": False,
             "force_evict": False,
