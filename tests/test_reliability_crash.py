@@ -60,7 +60,7 @@ def send(text: str) -> dict[str, Any]:
 
 
 def long_message(i: int) -> str:
-    return f"story part {i}: " + " ".join(["the quick brown fox jumps over the lazy dog"] * 10)
+    return f"story part {i}: " + " ".join(["the quick brown fox jumps over the lazy dog"] * 55)
 
 
 @dataclass
@@ -88,11 +88,11 @@ SAVE_SISTER = step(
     call("archival_memory_insert", content="Ada's sister is called Grace"),
     call("send_message", message="Noted."),
 )
-EVICTING = {  # the second message fills the 2,000-token window: the first is evicted
+EVICTING = {  # the second message fills the 3,000-token window: the first is evicted
     "messages": [long_message(i) for i in range(3)],
     "script": [send(f"noted part {i}") for i in range(3)],
     "summaries": [f"I heard parts of the user's story ({i})." for i in range(3)],
-    "context": {"context_window": 2000},
+    "context": {"context_window": 3000},
     "arm_from": 1,
 }
 
@@ -462,6 +462,32 @@ def test_a_message_checkpointed_before_recall_is_recorded_at_restart_in_its_own_
     assert users == [(1, "hello"), (2, "my name is Ada"), (3, "are you there?")]
     assert memory.recall.get([str(orphan.id)])[0].created_at == arrived
     assert_memory_consistent(plan)
+
+
+def test_the_server_records_every_threads_unrecorded_messages_when_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_memgpt.server import recover_at_start
+
+    data_dir, checkpoints = tmp_path / "data", tmp_path / "checkpoints.sqlite"
+    conn = sqlite3.connect(checkpoints, check_same_thread=False)
+    graph = build_graph(model=ScriptedChatModel.from_steps([send("hi"), send("hi")])).compile(
+        checkpointer=SqliteSaver(conn)
+    )
+    ctx = Context(data_dir=str(data_dir))
+    for thread in ("a", "b"):
+        config = {"configurable": {"thread_id": thread}}
+        graph.invoke({"messages": [HumanMessage("hello")]}, config, context=ctx)
+        # As LangGraph leaves it when the process dies before check_pressure: checkpointed.
+        graph.update_state(config, {"messages": [HumanMessage(f"orphan of {thread}")]})
+    conn.close()
+    close_all()
+    monkeypatch.setenv("MEMGPT_DATA_DIR", str(data_dir))
+    assert recover_at_start(checkpoints) == 2
+    memory = open_memory(data_dir, AGENT)
+    orphans = [m for m in memory.recall.latest(20) if m.text.startswith("orphan")]
+    assert sorted((m.thread_id, m.turn) for m in orphans) == [("a", 2), ("b", 2)]
+    assert recover_at_start(checkpoints) == 0  # idempotent
 
 
 # -- damaged files ---------------------------------------------------------------------
