@@ -236,6 +236,21 @@ def make_summarize_evict(
                 update={"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False},
             )
         evicted = queue[:cut]
+        if cost_after(cut) - summary_budget > ctx.context_window:
+            # Even the deepest cut leaves a prompt over the window (the instructions and
+            # tools alone fill it): no summary can make this turn fit, so none is paid for.
+            # The messages still leave the queue (they are verbatim in recall memory), so
+            # the checkpoint stays bounded, and the turn ends with the honest reply.
+            return Command(
+                goto="respond",
+                update={
+                    "messages": [RemoveMessage(id=str(m.id)) for m in evicted],
+                    "evicted_count": evicted_count + len(evicted),
+                    "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY,
+                    "force_evict": False,
+                    "alerted": False,
+                },
+            )
         new_summary = write_summary(
             deps.summarizer(ctx), summary, transcript(evicted), summary_budget, deps.counter
         )
