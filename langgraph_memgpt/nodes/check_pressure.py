@@ -3,7 +3,10 @@
 It also opens each user turn: the user's message is written to recall memory here, first
 (write-ahead), and a message too large for the window is cut in the queue while recall
 keeps it whole. A tool call left unanswered by a killed run gets its (error) result here,
-before the model sees the queue again.
+before the model sees the queue again, and a user message a killed run left in the
+checkpoint unrecorded (LangGraph saves a run's input before any node runs) opens its own
+turn here, before the newest one (see ``langgraph_memgpt.recovery`` for threads nobody
+continues).
 """
 
 from __future__ import annotations
@@ -152,7 +155,9 @@ def make_check_pressure(
             # Write-ahead before anything can fail: recall holds the message verbatim.
             for number, index in enumerate(waiting, start=turn - len(waiting) + 1):
                 record(memory, [arrived[index]], thread_of(runtime), number)
-            record(memory, repaired or queue, thread_of(runtime), turn)
+            opened = {queue[i].id for i in waiting}
+            rest = [m for m in repaired or queue if m.id not in opened]
+            record(memory, rest, thread_of(runtime), turn)
             budget = int(ctx.context_window * ctx.max_message_fraction)
             changed: dict[str | None, AnyMessage] = {}
             for index, message in enumerate(queue):

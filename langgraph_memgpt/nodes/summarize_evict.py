@@ -4,7 +4,9 @@ The evicted messages are already verbatim in recall memory (write-ahead), so evi
 shortens the prompt. The cut never separates an AI tool call from its results, never leaves
 a tool message first, and never touches the user's newest message. The new summary folds in
 the previous one, is written in the agent's first person, and is also kept in archival
-memory. If nothing can be evicted the turn ends with an honest reply instead of looping.
+memory (once per eviction: a replay finds it). If nothing can be evicted, or even the
+deepest cut cannot make the prompt fit the window, the turn ends with an honest reply
+instead of looping or paying for a useless summary.
 """
 
 from __future__ import annotations
