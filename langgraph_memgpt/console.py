@@ -34,6 +34,7 @@ from rich.table import Table
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.main_context import REPLY_FLAG
+from langgraph_memgpt.recovery import recover_thread
 from langgraph_memgpt.server import (
     CHECKPOINT_FILENAME,
     DATA_DIR_ENV,
@@ -253,6 +254,8 @@ def chat(ctx: Context, thread_id: str, console: Console | None = None) -> int:
     try:
         graph = build_graph().compile(checkpointer=SqliteSaver(conn))
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        # A message the last process checkpointed but was killed before recording.
+        recover_thread(graph, config, ctx)
         console.print(
             f"[bold]langgraph-memgpt[/] agent '{escape(ctx.agent_id)}', thread "
             f"'{escape(thread_id)}', model {escape(ctx.model)}, data in {escape(str(data_dir))}."

@@ -6,13 +6,15 @@ START → check_pressure → (summarize_evict →) think → call_memory_tool �
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
@@ -25,7 +27,52 @@ from langgraph_memgpt.nodes import (
 )
 from langgraph_memgpt.state import InputState, OutputState, State
 from langgraph_memgpt.stores.base import MemoryBackend
+from langgraph_memgpt.threads import a_one_run, data_dir_of, one_run
 from langgraph_memgpt.tools import MEMORY_TOOLS
+
+
+class OneRunPerThread(CompiledStateGraph[Any, Any, Any, Any]):
+    """The compiled MemGPT graph: a run holds its thread's lock (`langgraph_memgpt.threads`).
+
+    Two runs of one thread at once would both start from the same checkpoint and the last
+    to write would drop the other's messages; here the second waits for the first (every
+    entry point, ``invoke``/``ainvoke``/events included, goes through ``stream`` or
+    ``astream``).
+    """
+
+    lock_data_dir: str | None = None
+    """Where the thread locks live; None: the run context's ``data_dir`` (the served graph
+    sets its server's, since a client's context names none)."""
+
+    def _lock_dir(self, kwargs: dict[str, Any]) -> str | None:
+        return self.lock_data_dir or data_dir_of(kwargs.get("context"))
+
+    def stream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        """`CompiledStateGraph.stream`, one run per thread at a time."""
+        with one_run(config, self._lock_dir(kwargs)):
+            yield from super().stream(input, config, **kwargs)
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """`CompiledStateGraph.astream`, one run per thread at a time."""
+        async with a_one_run(config, self._lock_dir(kwargs)):
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+
+
+class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
+    """The MemGPT loop's builder: ``compile`` returns a `OneRunPerThread` graph."""
+
+    def compile(
+        self, *args: Any, **kwargs: Any
+    ) -> CompiledStateGraph[State, Any, InputState, OutputState]:
+        """`StateGraph.compile`; the compiled graph serialises runs per thread."""
+        compiled = super().compile(*args, **kwargs)
+        compiled.__class__ = OneRunPerThread
+        return compiled
 
 
 def build_graph(
@@ -81,7 +128,7 @@ def assemble(
         user_tools={t.name: t for t in tools},
         backend=memory,
     )
-    builder = StateGraph(
+    builder = MemGPTStateGraph(
         State, input_schema=InputState, output_schema=OutputState, context_schema=context_schema
     )
     builder.add_node("check_pressure", make_check_pressure(deps))

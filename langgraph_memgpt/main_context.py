@@ -7,6 +7,7 @@ the model will see.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -37,6 +38,9 @@ TIME_KEY = "memgpt_time"
 CUT_FLAG = "memgpt_cut"
 """Marks a queue message cut to fit the window (value: the cut length, so an edited copy is
 not taken for the cut one): recall keeps the whole message (``RecallMessage.partial``)."""
+CUT_CALLS_FLAG = "memgpt_cut_calls"
+"""Marks an AI message whose tool-call arguments (or text) were cut to fit the queue: recall
+keeps the whole message, and ``call_memory_tool`` executes the calls as recall holds them."""
 ALERT_NAME = "system_alert"
 """Name of the user-role messages the runtime itself inserts (pressure alerts)."""
 
@@ -163,16 +167,17 @@ def with_time(message: AnyMessage) -> AnyMessage:
     )
 
 
-def stamped(message: M) -> M:
-    """``message`` with its arrival time recorded (user messages only, once)."""
-    if (
-        not isinstance(message, HumanMessage)
-        or is_runtime_note(message)
-        or message.additional_kwargs.get(TIME_KEY)
-    ):
+def is_user_message(message: BaseMessage) -> bool:
+    """True for a message the user (not the runtime) wrote."""
+    return isinstance(message, HumanMessage) and not is_runtime_note(message)
+
+
+def stamped(message: M, when: str | None = None) -> M:
+    """``message`` with its arrival time (``when``, default now) recorded: user messages, once."""
+    if not is_user_message(message) or message.additional_kwargs.get(TIME_KEY):
         return message
     return message.model_copy(
-        update={"additional_kwargs": {**message.additional_kwargs, TIME_KEY: now_iso()}}
+        update={"additional_kwargs": {**message.additional_kwargs, TIME_KEY: when or now_iso()}}
     )
 
 
@@ -236,14 +241,81 @@ def to_recall(message: BaseMessage, agent_id: str, thread_id: str, turn: int) ->
         message_id=str(message.id),
         role=_role(message),
         text=str(full_text) if full_text is not None else content_text(message),
-        created_at=now_iso(),
+        # A user message keeps the time it entered the queue (see ``stamped``).
+        created_at=str(message.additional_kwargs.get(TIME_KEY) or now_iso()),
         turn=turn,
         tool_calls=tool_calls,
         name=message.name if isinstance(message, ToolMessage) else None,
         # The reply copy repeats the send_message call's text, which is already searchable.
         searchable=False if message.additional_kwargs.get(REPLY_FLAG) else None,
-        partial=message.additional_kwargs.get(CUT_FLAG) == len(content_text(message)),
+        partial=message.additional_kwargs.get(CUT_FLAG) == len(content_text(message))
+        or bool(message.additional_kwargs.get(CUT_CALLS_FLAG)),
     )
+
+
+def cut_text(text: str, budget: int, counter: TokenCounter, note: str) -> str:
+    """``text`` cut so that it and ``note`` fit ``budget`` tokens (unchanged if it fits)."""
+    tokens = counter.text(text)
+    if tokens <= budget:
+        return text
+    room = max(0, budget - counter.text(note))
+    keep = int(len(text) * room / tokens)
+    # Token density varies along a text: shrink until the kept part really fits.
+    while keep > 0 and (used := counter.text(text[:keep])) > room:
+        keep = int(keep * room / used * 0.95)
+    return text[:keep] + note
+
+
+def bounded_calls(message: AIMessage, budget: int, counter: TokenCounter) -> AIMessage:
+    """``message`` as the queue keeps it: text and tool-call arguments within ``budget`` tokens.
+
+    A model can write megabytes into one call (a 10 MB ``archival_memory_insert``); the
+    queue lives in every checkpoint and every later prompt. Each string (the inner
+    monologue, every argument value at any depth, an unparsable call's raw arguments) gets
+    an equal share of the budget, with a note; the message is flagged (``CUT_CALLS_FLAG``)
+    so recall keeps the whole message recorded before the cut, and ``call_memory_tool``
+    runs the calls as recall holds them.
+    """
+    payload = [
+        content_text(message),
+        [c["args"] for c in message.tool_calls],
+        [c.get("args") for c in message.invalid_tool_calls],
+    ]
+    if counter.text(json.dumps(payload, ensure_ascii=False, default=str)) <= budget:
+        return message
+    strings = _strings(payload)
+    share = max(20, budget // max(1, len(strings)))
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, str):
+            note = prompts.CUT_ARGUMENT_NOTE.format(chars=len(value), message_id=message.id)
+            return cut_text(value, share, counter, note)
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [cut(v) for v in value]
+        return value
+
+    calls = [{**c, "args": cut(c["args"])} for c in message.tool_calls]
+    invalid = [{**c, "args": cut(c.get("args"))} for c in message.invalid_tool_calls]
+    return message.model_copy(
+        update={
+            "content": cut(content_text(message)),
+            "tool_calls": calls,
+            "invalid_tool_calls": invalid,
+            "additional_kwargs": {**message.additional_kwargs, CUT_CALLS_FLAG: True},
+        }
+    )
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def record(memory: Memory, messages: Iterable[BaseMessage], thread_id: str, turn: int) -> None:

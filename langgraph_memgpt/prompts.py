@@ -176,6 +176,10 @@ def summarizer_prompt(previous_summary: str, transcript: str, max_words: int) ->
     )
 
 
+CUT_ARGUMENT_NOTE = (
+    "… [cut to fit the context window: {chars} characters in all; the call ran with the "
+    "whole text, kept in recall memory as message {message_id}]"
+)
 TRUNCATED_NOTE = (
     "\n[message truncated to fit the context window: the full {chars} characters are kept "
     "verbatim in recall memory as message {message_id}; use conversation_search to read parts]"

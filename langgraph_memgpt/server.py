@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -97,8 +98,39 @@ async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
         return
     # mkdir is blocking file-system I/O: keep it off the server's event loop.
     path = await asyncio.to_thread(checkpoint_path)
+    # Messages a killed server checkpointed before recording them (see `recovery`): in
+    # the background, so the server answers at once.
+    recovering = asyncio.get_running_loop().run_in_executor(None, recover_at_start, path)
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
         yield saver
+    await recovering
+
+
+def recover_at_start(path: Path) -> int:
+    """Record in recall memory what the server's threads hold that recall lacks.
+
+    Never fatal: a failure is logged and the server serves on. Returns the messages recorded.
+    """
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from langgraph_memgpt.context import Context
+    from langgraph_memgpt.graph import build_graph
+    from langgraph_memgpt.recovery import recover_threads
+
+    try:
+        settings = ServerSettings.from_env()
+        conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        try:
+            graph = build_graph().compile(checkpointer=SqliteSaver(conn))
+            ctx = Context(data_dir=settings.data_dir, embedding_model=settings.embedding_model)
+            return recover_threads(graph, ctx)
+        finally:
+            conn.close()
+    except Exception:  # noqa: BLE001 - recovery must never stop the server
+        logging.getLogger(__name__).exception("recovering threads' messages into recall failed")
+        return 0
 
 
 _SERVER_MEMORY: dict[tuple[str, str], MemoryBackend] = {}
@@ -174,6 +206,8 @@ def served_graph(
         summary_model=summary_model,
         memory=memory if memory is not None else server_memory(settings, embeddings),
     ).compile(name=GRAPH_ID)
+    # Thread locks beside the server's memory (a client's context names no data dir).
+    compiled.lock_data_dir = settings.data_dir  # type: ignore[attr-defined]
 
     def graph(runtime: ServerRuntime[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
         execution = runtime.execution_runtime

@@ -128,6 +128,8 @@ class Provenance:
 
     thread_id: str
     turn: int
+    call_id: str | None = None
+    """The tool call's id: a replayed call (an interrupted turn run again) is recognised by it."""
 
 
 @dataclass(frozen=True)
@@ -231,8 +233,10 @@ def _core_replace(
 def _archival_insert(
     args: ArchivalMemoryInsertArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
+    # Keyed on the call: a turn interrupted after the insert and run again saves nothing twice.
+    key = f"call:{where.thread_id}:{where.call_id}" if where.call_id else None
     passage = memory.archival.insert(
-        args.content, tags=args.tags or (), thread_id=where.thread_id, turn=where.turn
+        args.content, tags=args.tags or (), thread_id=where.thread_id, turn=where.turn, key=key
     )
     return f"Saved passage {passage.id} to archival memory.", False
 

@@ -13,6 +13,8 @@ line ``{"turn": n, "reply": ...}``.
 message on (default: the last one):
 
 - ``tool``: inside a user tool call (``call_memory_tool`` is running it);
+- ``input_checkpointed``: right before recall memory writes the user's new message, after
+  LangGraph checkpointed the run's input (the message is in the thread, not yet in recall);
 - ``recall_write:<role>``: right after recall memory committed a new message of that
   role, before the node returns (so before the checkpoint that would hold it);
 - ``summarize``: inside the summarizer's model call (``summarize_evict``);
@@ -78,6 +80,9 @@ def install_kill_points() -> None:
 
     def add(self: Any, messages: Any) -> int:
         stored = {m.message_id for m in self.get([m.message_id for m in messages])}
+        if ARMED and CRASH_AT == "input_checkpointed":
+            if any(m.role == "user" and m.message_id not in stored for m in messages):
+                die()
         added = original_add(self, messages)  # committed when this returns
         if ARMED and CRASH_AT.startswith("recall_write:"):
             role = CRASH_AT.split(":", 1)[1]

@@ -137,6 +137,54 @@ def test_an_empty_passage_is_refused(open_archive: Any, text: str) -> None:
     assert memory.count() == 0
 
 
+def test_an_insert_under_a_key_already_stored_returns_the_first_passage(
+    open_archive: Any,
+) -> None:
+    memory = open_archive()
+    first = memory.insert("Ada likes green tea", tags=["drinks"], key="call:t1:call_1")
+    again = memory.insert("Ada likes green tea (replayed)", tags=["x"], key="call:t1:call_1")
+    other = memory.insert("Ada likes green tea", key="call:t1:call_2")
+    assert again == first
+    assert other.id != first.id
+    assert memory.count() == 2
+    if hasattr(memory, "index"):  # the embedded backend: FAISS holds one vector each
+        assert memory.index is not None and memory.index.count() == 2
+    # A key is the agent's own: another agent's passage under the same key is its own.
+    assert open_archive("bob").insert("Bob's note", key="call:t1:call_1").agent_id == "bob"
+    mixed = memory.insert_many(
+        [
+            NewPassage("new one", key="k-new"),
+            NewPassage("plain"),
+            NewPassage("replayed", key="call:t1:call_1"),
+            NewPassage("new one again", key="k-new"),
+        ]
+    )
+    assert [p.text for p in mixed] == ["new one", "plain", "Ada likes green tea", "new one"]
+    assert memory.count() == 4
+
+
+def test_an_archive_made_before_keys_gains_the_key_column(
+    db: sqlite_utils.Database, open_archive: Any, backend_kind: str
+) -> None:
+    if backend_kind != "sqlite":
+        pytest.skip("an older SQLite file's migration; Postgres adds the column by its schema")
+    open_archive().insert("an old passage")
+    with db.conn:
+        db.conn.execute("DROP INDEX archival_agent_key")
+        db.conn.execute("ALTER TABLE archival DROP COLUMN key")
+    forget_loaded_indexes()
+    memory = open_archive()
+    assert memory.insert("a keyed passage", key="k") == memory.insert("again", key="k")
+    assert memory.count() == 2
+
+
+def test_an_absurdly_long_passage_is_refused_with_a_readable_error(open_archive: Any) -> None:
+    memory = open_archive(embeddings=None)
+    with pytest.raises(ValueError, match=r"at most 1,000,000\. Nothing was saved"):
+        memory.insert("x" * 1_000_001)
+    assert memory.count() == 0
+
+
 def test_a_bad_timestamp_is_refused(open_archive: Any) -> None:
     with pytest.raises(ValueError, match="YYYY-MM-DD or ISO-8601"):
         open_archive().insert("x", created_at="last tuesday")

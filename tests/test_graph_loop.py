@@ -545,3 +545,31 @@ def test_a_sent_reply_is_not_found_twice_by_conversation_search(tmp_path: Path) 
     assert agent.memory.recall.get([copy_id]), "the reply copy is still kept in recall"
     found = [h.item.message_id for h in agent.memory.recall.search("teal suits", mode="fts").hits]
     assert found and copy_id not in found
+
+
+def test_a_prompt_over_the_window_is_never_sent_and_a_futile_eviction_is_not_summarized(
+    tmp_path: Path,
+) -> None:
+    """A window smaller than the instructions and tools: every turn ends honestly."""
+    from langgraph_memgpt import prompts
+    from langgraph_memgpt.deps import Deps
+    from langgraph_memgpt.main_context import prompt_tokens
+
+    agent = Agent(
+        tmp_path,
+        [step(call("send_message", message=f"reply {i}")) for i in range(5)],
+        summaries=[f"summary {i}" for i in range(5)],
+        context_window=1024,
+    )
+    for i in range(4):
+        out = agent.say(f"message number {i}, about the weather and the garden")
+        assert out["messages"][-1].content == prompts.CONTEXT_OVERFLOW_REPLY
+    counter, schemas = Deps().counter, Deps().schemas
+    sent = [prompt_tokens(counter, prompt, schemas) for prompt in agent.model.calls]
+    assert all(tokens <= 1024 for tokens in sent), sent
+    assert agent.model.calls == [], "the model was called with a prompt over the window"
+    assert agent.summarizer.calls == [], "the summarizer ran for an eviction that cannot fit"
+    # The queue stays bounded all the same: what cannot fit leaves it (recall keeps it all).
+    assert len(agent.state()["messages"]) <= 3
+    users = [m.text for m in agent.memory.recall.latest(20) if m.role == "user"]
+    assert len(users) == 4

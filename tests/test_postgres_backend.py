@@ -90,7 +90,9 @@ def test_the_loop_runs_turns_on_postgres_and_a_new_backend_sees_them(
         "Noted your bike.",
         "You told me about your green Bianchi.",
     ]
-    assert not (tmp_path / "unused").exists()
+    # The data dir holds at most the thread-run lock files: no memory is kept there.
+    assert not (tmp_path / "unused" / "memory.sqlite").exists()
+    assert not (tmp_path / "unused" / "faiss").exists()
     memory = PostgresBackend(postgres_url, embedding_model="none").open("ada")
     assert memory.core.get("human").value == "Name: Ada"
     assert [p.text for p in memory.archival.recent(5)] == ["Ada's bike is a green Bianchi."]

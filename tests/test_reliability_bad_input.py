@@ -263,7 +263,7 @@ def test_an_integer_too_big_for_the_checkpoint_is_a_readable_error_not_a_crash(
     model, queue = run_turn(tmp_path, [huge], max_steps=1, embedding_model="none")
     assert_turn_well_formed(queue, model, 1)
     results = {m.tool_call_id: json.loads(m.content) for m in queue if isinstance(m, ToolMessage)}
-    assert results["c1"]["message"].startswith("No results")  # page 10**30 is past the end
+    assert results["c1"]["status"] == "Failed" and "page" in results["c1"]["message"]
     assert results["c2"]["status"] == "OK"
 
 
@@ -476,3 +476,47 @@ def test_search_with_real_embeddings_survives_surrogates_and_fts_syntax(tmp_path
         memory.recall.search(query)
     page = memory.archival.search("green tea", tags=["drinks\ufffd"])
     assert [hit.item.text for hit in page.hits] == ["Ada likes green tea \ufffd"]
+
+
+@pytest.mark.parametrize(("chars", "stored"), [(400_000, True), (2_000_000, False)])
+def test_huge_tool_arguments_are_cut_in_the_queue_while_recall_and_archival_keep_what_ran(
+    tmp_path: Path, chars: int, stored: bool
+) -> None:
+    content = ("Ada's notes, word for word. " * (chars // 28 + 1))[:chars]
+    insert = {
+        "content": "saving everything",
+        "tool_calls": [{"name": "archival_memory_insert", "args": {"content": content}}],
+    }
+    model = ScriptedChatModel.from_steps([insert, "Saved.", "ok"])
+    conn = sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False)
+    graph = build_graph(model=model).compile(checkpointer=SqliteSaver(conn))
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none", context_window=4096)
+    config = {"configurable": {"thread_id": "a"}}
+    graph.invoke({"messages": [HumanMessage("keep my notes")]}, config, context=ctx)
+    graph.invoke({"messages": [HumanMessage("thanks")]}, config, context=ctx)
+
+    # The queue (every checkpoint) holds a bounded copy of the call, with a note.
+    biggest = conn.execute("SELECT max(length(checkpoint)) FROM checkpoints").fetchone()[0]
+    assert biggest < 100_000, f"a checkpoint of {biggest:,} bytes"
+    [call_message] = [
+        m for m in graph.get_state(config).values["messages"] if getattr(m, "tool_calls", None)
+    ]
+    queued = call_message.tool_calls[0]["args"]["content"]
+    assert len(queued) < 20_000 and "the call ran with the whole text" in queued
+    # Every prompt the model read fits the window.
+    counter = TokenCounter()
+    for prompt in model.calls:
+        assert counter.messages(prompt) < 4096
+    # What ran is what the model wrote: recall keeps the whole call, archival the passage.
+    memory = open_memory(tmp_path, "default", embedding_model="none")
+    [recorded] = memory.recall.get([str(call_message.id)])
+    assert recorded.tool_calls[0]["args"]["content"] == content
+    [result] = [json.loads(m.content) for m in model.calls[1] if isinstance(m, ToolMessage)]
+    passages = memory.archival.search("", page_size=5).hits
+    if stored:
+        assert result["status"] == "OK"
+        assert [p.item.text for p in passages] == [content]
+    else:  # an absurd size: a readable refusal, nothing saved
+        assert result["status"] == "Failed" and "at most 1,000,000" in result["message"]
+        assert passages == []
+    conn.close()

@@ -38,6 +38,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.recovery import recover_thread
 from langgraph_memgpt.stores import close_all, open_memory
 from langgraph_memgpt.stores.types import StoreCorruptError
 from langgraph_memgpt.stores.vectors import agent_cache_dir, forget_loaded_indexes
@@ -59,7 +60,7 @@ def send(text: str) -> dict[str, Any]:
 
 
 def long_message(i: int) -> str:
-    return f"story part {i}: " + " ".join(["the quick brown fox jumps over the lazy dog"] * 10)
+    return f"story part {i}: " + " ".join(["the quick brown fox jumps over the lazy dog"] * 55)
 
 
 @dataclass
@@ -87,11 +88,11 @@ SAVE_SISTER = step(
     call("archival_memory_insert", content="Ada's sister is called Grace"),
     call("send_message", message="Noted."),
 )
-EVICTING = {  # the second message fills the 2,000-token window: the first is evicted
+EVICTING = {  # the second message fills the 3,000-token window: the first is evicted
     "messages": [long_message(i) for i in range(3)],
     "script": [send(f"noted part {i}") for i in range(3)],
     "summaries": [f"I heard parts of the user's story ({i})." for i in range(3)],
-    "context": {"context_window": 2000},
+    "context": {"context_window": 3000},
     "arm_from": 1,
 }
 
@@ -101,6 +102,9 @@ SCENARIOS = {
         ["my cat is Biscuit", "what's the weather in Oslo?"],
         [REMEMBER, send("Saved."), step(call("weather", city="Oslo"))],
         completed=1,
+    ),
+    "after LangGraph checkpointed the input, before the user message reached recall": Scenario(
+        "input_checkpointed", ["hello", "my name is Ada"], [send("hi"), send("never")], completed=1
     ),
     "after the user message reached recall, before the checkpoint": Scenario(
         "recall_write:user", ["hello", "my name is Ada"], [send("hi"), send("never")], completed=1
@@ -168,9 +172,20 @@ def run_harness(tmp_path: Path, scenario: Scenario) -> subprocess.CompletedProce
 
 
 class Reopened:
-    """The thread and memory of a plan, opened from disk as a fresh process would."""
+    """The thread and memory of a plan, opened from disk as a fresh process would.
 
-    def __init__(self, plan: dict[str, Any], script: list[Any] = (), summaries: list[str] = ()):
+    Like ``langgraph-memgpt chat`` (and any process serving threads), it first records what
+    the thread's checkpoint holds that recall lacks (`recover_thread`).
+    """
+
+    def __init__(
+        self,
+        plan: dict[str, Any],
+        script: list[Any] = (),
+        summaries: list[str] = (),
+        *,
+        recover: bool = True,
+    ):
         close_all()
         forget_loaded_indexes()
         self.plan = plan
@@ -183,6 +198,8 @@ class Reopened:
         ).compile(checkpointer=SqliteSaver(self.conn))
         self.config = {"configurable": {"thread_id": plan["thread_id"]}}
         self.ctx = Context(data_dir=plan["data_dir"], **plan["context"])
+        if recover:
+            recover_thread(self.graph, self.config, self.ctx)
 
     def say(self, text: str) -> str:
         out = self.graph.invoke({"messages": [HumanMessage(text)]}, self.config, context=self.ctx)
@@ -209,6 +226,9 @@ def assert_memory_consistent(plan: dict[str, Any], *, settled: bool = True) -> N
     try:
         checkpointed = reopened.checkpointed_messages()
         queue = reopened.queue()
+        summaries = {
+            s.values.get("summary") for s in reopened.graph.get_state_history(reopened.config)
+        }
     finally:
         reopened.close()
     assert checkpointed, "the checkpoint did not load"
@@ -256,6 +276,24 @@ def assert_memory_consistent(plan: dict[str, Any], *, settled: bool = True) -> N
         )
     }
     assert vectors == {pid for pid, _ in passages}, "a passage without its vector (or the reverse)"
+    # No duplicates: a replayed archival_memory_insert or eviction writes nothing twice.
+    provenance = Counter(
+        conn.execute(
+            "SELECT text, thread_id, turn FROM archival WHERE agent_id = ?", (AGENT,)
+        ).fetchall()
+    )
+    assert all(n == 1 for n in provenance.values()), f"duplicated passages: {provenance}"
+    if settled:  # every archived summary is the one its eviction put in the thread
+        archived = [
+            row[0]
+            for row in conn.execute(
+                "SELECT b.text FROM archival AS b JOIN archival_tags AS t ON t.passage_id = b.id "
+                "WHERE b.agent_id = ? AND t.tag = 'summary'",
+                (AGENT,),
+            )
+        ]
+        orphans = [text for text in archived if text not in summaries]
+        assert not orphans, f"summaries of an eviction that was replayed: {orphans}"
     assert memory.archival.index is not None
     assert memory.archival.index.count() == len(passages)
     same_text = Counter(text for _, text in passages)
@@ -342,6 +380,114 @@ def test_the_interrupted_turn_can_also_be_resumed_where_it_stopped(tmp_path: Pat
         reopened.close()
     assert json.loads(weather_result[0].content)["message"] == "sunny in Oslo"
     assert_memory_consistent(plan)
+
+
+def test_an_interrupted_insert_replayed_adds_no_second_passage(tmp_path: Path) -> None:
+    """Killed after archival_memory_insert ran, before its result was checkpointed; resumed."""
+    scenario = SCENARIOS["after a tool result reached recall, before the checkpoint"]
+    plan = write_plan(tmp_path, scenario)
+    assert run_harness(tmp_path, scenario).returncode == -signal.SIGKILL
+    reopened = Reopened(plan, script=[send("Noted, again.")])
+    try:
+        reopened.graph.invoke(None, reopened.config, context=reopened.ctx)  # replays the call
+        results = [m for m in reopened.queue() if m.name == "archival_memory_insert"]
+    finally:
+        reopened.close()
+    assert json.loads(results[-1].content)["status"] == "OK"
+    memory = open_memory(plan["data_dir"], AGENT)
+    saved = memory.archival.search("", page_size=50).hits
+    assert [hit.item.text for hit in saved] == ["Ada likes green tea"]
+    assert_memory_consistent(plan)
+
+
+def test_a_replayed_eviction_archives_no_second_summary(tmp_path: Path) -> None:
+    """Killed after the eviction summary was archived; the turn is resumed, then goes on."""
+    scenario = SCENARIOS["after the eviction summary reached archival, before the checkpoint"]
+    plan = write_plan(tmp_path, scenario)
+    assert run_harness(tmp_path, scenario).returncode == -signal.SIGKILL
+    replayed = [f"I heard the user's story (replayed {i})." for i in range(3)]
+    reopened = Reopened(plan, script=[send("noted part 1")], summaries=replayed)
+    try:
+        reopened.graph.invoke(None, reopened.config, context=reopened.ctx)
+        summary = reopened.graph.get_state(reopened.config).values["summary"]
+    finally:
+        reopened.close()
+    memory = open_memory(plan["data_dir"], AGENT)
+    archived = [h.item.text for h in memory.archival.search("", tags=["summary"]).hits]
+    assert archived == [summary] == ["I heard parts of the user's story (0)."]
+    assert_memory_consistent(plan)
+
+
+def test_a_message_checkpointed_before_recall_is_recorded_at_restart_in_its_own_turn(
+    tmp_path: Path,
+) -> None:
+    """Killed after LangGraph checkpointed the input, before the write-ahead; never continued."""
+    scenario = SCENARIOS[
+        "after LangGraph checkpointed the input, before the user message reached recall"
+    ]
+    plan = write_plan(tmp_path, scenario)
+    assert run_harness(tmp_path, scenario).returncode == -signal.SIGKILL
+    memory = open_memory(plan["data_dir"], AGENT)
+    assert [m.text for m in memory.recall.latest(10) if m.role == "user"] == ["hello"]
+    close_all()
+
+    reopened = Reopened(plan)  # a restart: nothing is sent on the thread
+    try:
+        snapshot = reopened.graph.get_state(reopened.config)
+    finally:
+        reopened.close()
+    orphan = snapshot.values["messages"][-1]
+    memory = open_memory(plan["data_dir"], AGENT)
+    [recorded] = memory.recall.get([str(orphan.id)])
+    assert recorded.text == "my name is Ada"
+    assert recorded.turn == 2  # the turn it would have opened, not a later one
+    arrived = min(
+        s.created_at
+        for s in Reopened(plan).graph.get_state_history(reopened.config)
+        if orphan.id in {m.id for m in s.values.get("messages", [])}
+    )
+    assert recorded.created_at == arrived  # when it was checkpointed, not when recovered
+    close_all()
+
+    # The next message opens the turn after it; the orphan keeps its turn and time.
+    reopened = Reopened(plan, script=[send("Hi Ada!")])
+    try:
+        assert reopened.say("are you there?") == "Hi Ada!"
+        state = reopened.graph.get_state(reopened.config).values
+    finally:
+        reopened.close()
+    assert state["turn"] == 3
+    memory = open_memory(plan["data_dir"], AGENT)
+    users = sorted((m.turn, m.text) for m in memory.recall.latest(20) if m.role == "user")
+    assert users == [(1, "hello"), (2, "my name is Ada"), (3, "are you there?")]
+    assert memory.recall.get([str(orphan.id)])[0].created_at == arrived
+    assert_memory_consistent(plan)
+
+
+def test_the_server_records_every_threads_unrecorded_messages_when_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_memgpt.server import recover_at_start
+
+    data_dir, checkpoints = tmp_path / "data", tmp_path / "checkpoints.sqlite"
+    conn = sqlite3.connect(checkpoints, check_same_thread=False)
+    graph = build_graph(model=ScriptedChatModel.from_steps([send("hi"), send("hi")])).compile(
+        checkpointer=SqliteSaver(conn)
+    )
+    ctx = Context(data_dir=str(data_dir))
+    for thread in ("a", "b"):
+        config = {"configurable": {"thread_id": thread}}
+        graph.invoke({"messages": [HumanMessage("hello")]}, config, context=ctx)
+        # As LangGraph leaves it when the process dies before check_pressure: checkpointed.
+        graph.update_state(config, {"messages": [HumanMessage(f"orphan of {thread}")]})
+    conn.close()
+    close_all()
+    monkeypatch.setenv("MEMGPT_DATA_DIR", str(data_dir))
+    assert recover_at_start(checkpoints) == 2
+    memory = open_memory(data_dir, AGENT)
+    orphans = [m for m in memory.recall.latest(20) if m.text.startswith("orphan")]
+    assert sorted((m.thread_id, m.turn) for m in orphans) == [("a", 2), ("b", 2)]
+    assert recover_at_start(checkpoints) == 0  # idempotent
 
 
 # -- damaged files ---------------------------------------------------------------------
@@ -432,7 +578,7 @@ def test_a_corrupt_memory_database_is_a_clear_error_naming_the_file(
 
     with pytest.raises(StoreCorruptError, match=str(db_file)):
         open_memory(plan["data_dir"], AGENT)
-    reopened = Reopened(plan, script=[send("should never be called")])
+    reopened = Reopened(plan, script=[send("should never be called")], recover=False)
     try:
         with pytest.raises(StoreCorruptError, match=str(db_file)) as err:
             reopened.say("hello?")

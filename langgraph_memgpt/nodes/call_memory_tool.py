@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from dataclasses import replace
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
@@ -25,6 +26,7 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import (
     ALERT_NAME,
+    CUT_CALLS_FLAG,
     context_of,
     core_mirror,
     latest_user_index,
@@ -33,6 +35,7 @@ from langgraph_memgpt.main_context import (
 )
 from langgraph_memgpt.nodes.respond import sent_messages
 from langgraph_memgpt.state import State
+from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.tokens import content_text
 from langgraph_memgpt.tools import (
     MEMORY_TOOLS,
@@ -71,7 +74,9 @@ def make_call_memory_tool(
         searching = any(
             MEMORY_TOOLS[c["name"]].reads for c in last.tool_calls if c["name"] in MEMORY_TOOLS
         )
+        executed = _as_recorded(last, memory)
         for call in last.tool_calls:
+            call = executed.get(str(call["id"]), call)
             if call["name"] == "send_message":
                 reason = _hold_back_reason(call, searching, state)
                 if reason:
@@ -82,7 +87,7 @@ def make_call_memory_tool(
                 call["args"],
                 memory=memory,
                 ctx=ctx,
-                where=where,
+                where=replace(where, call_id=str(call["id"]) if call.get("id") else None),
                 user_tools=deps.user_tools,
             )
             go_on = go_on or (outcome.heartbeat and outcome.ok)
@@ -138,6 +143,24 @@ def make_call_memory_tool(
         return Command(goto="check_pressure" if go_on else "respond", update=update)
 
     return call_memory_tool
+
+
+def _as_recorded(message: AIMessage, memory: Memory) -> dict[str, ToolCall]:
+    """The whole calls of a message whose arguments were cut in the queue, by call id.
+
+    ``think`` recorded the message whole in recall before cutting it (``bounded_calls``):
+    a call runs with what the model really wrote, never with the cut copy.
+    """
+    if not message.additional_kwargs.get(CUT_CALLS_FLAG) or not message.id:
+        return {}
+    stored = memory.recall.get([str(message.id)])
+    if not stored:
+        return {}
+    return {
+        str(c.get("id")): ToolCall(name=str(c.get("name")), args=args, id=str(c.get("id")))
+        for c in stored[0].tool_calls
+        if not c.get("invalid") and isinstance(args := c.get("args"), dict)
+    }
 
 
 def _hold_back_reason(call: ToolCall, searching: bool, state: State) -> str | None:

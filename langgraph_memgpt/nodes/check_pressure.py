@@ -3,7 +3,10 @@
 It also opens each user turn: the user's message is written to recall memory here, first
 (write-ahead), and a message too large for the window is cut in the queue while recall
 keeps it whole. A tool call left unanswered by a killed run gets its (error) result here,
-before the model sees the queue again.
+before the model sees the queue again, and a user message a killed run left in the
+checkpoint unrecorded (LangGraph saves a run's input before any node runs) opens its own
+turn here, before the newest one (see ``langgraph_memgpt.recovery`` for threads nobody
+continues).
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import (
     ALERT_NAME,
     CUT_FLAG,
+    TIME_KEY,
     build_prompt,
     context_of,
     current_system,
+    is_user_message,
     latest_user_index,
     prompt_tokens,
     record,
@@ -129,14 +134,36 @@ def make_check_pressure(
                 stop_reason="",
             )
             repaired = _answer_interrupted_calls(queue, user_index, ctx.result_char_limit)
+            # User messages no run has opened a turn for yet (no arrival time): the newest,
+            # and any whose run was killed after LangGraph checkpointed it but before this
+            # node ran. Each opens its own turn, in order, with the time it arrived: the time
+            # `recover_thread` recorded for it, else now.
+            waiting = [
+                i
+                for i, m in enumerate(queue)
+                if i == user_index or (is_user_message(m) and TIME_KEY not in m.additional_kwargs)
+            ]
+            known = {
+                r.message_id: r.created_at
+                for r in memory.recall.get([str(queue[i].id) for i in waiting])
+            }
+            arrived = {
+                i: stamped(valid_message(queue[i]), known.get(str(queue[i].id))) for i in waiting
+            }
+            turn += len(waiting) - 1
+            update["turn"] = turn
             # Write-ahead before anything can fail: recall holds the message verbatim.
-            record(memory, repaired or queue, thread_of(runtime), turn)
+            for number, index in enumerate(waiting, start=turn - len(waiting) + 1):
+                record(memory, [arrived[index]], thread_of(runtime), number)
+            opened = {queue[i].id for i in waiting}
+            rest = [m for m in repaired or queue if m.id not in opened]
+            record(memory, rest, thread_of(runtime), turn)
             budget = int(ctx.context_window * ctx.max_message_fraction)
             changed: dict[str | None, AnyMessage] = {}
             for index, message in enumerate(queue):
-                admitted = valid_message(message)
-                if index >= user_index:  # earlier messages were fitted in their turn
-                    admitted = stamped(_fit(admitted, budget, deps.counter) or admitted)
+                admitted = arrived.get(index) or valid_message(message)
+                if index in arrived:  # earlier messages were fitted in their turn
+                    admitted = _fit(admitted, budget, deps.counter) or admitted
                 if admitted is not message:
                     changed[message.id] = admitted
             if repaired is not None:

@@ -4,7 +4,9 @@ The evicted messages are already verbatim in recall memory (write-ahead), so evi
 shortens the prompt. The cut never separates an AI tool call from its results, never leaves
 a tool message first, and never touches the user's newest message. The new summary folds in
 the previous one, is written in the agent's first person, and is also kept in archival
-memory. If nothing can be evicted the turn ends with an honest reply instead of looping.
+memory (once per eviction: a replay finds it). If nothing can be evicted, or even the
+deepest cut cannot make the prompt fit the window, the turn ends with an honest reply
+instead of looping or paying for a useless summary.
 """
 
 from __future__ import annotations
@@ -236,6 +238,21 @@ def make_summarize_evict(
                 update={"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False},
             )
         evicted = queue[:cut]
+        if cost_after(cut) - summary_budget > ctx.context_window:
+            # Even the deepest cut leaves a prompt over the window (the instructions and
+            # tools alone fill it): no summary can make this turn fit, so none is paid for.
+            # The messages still leave the queue (they are verbatim in recall memory), so
+            # the checkpoint stays bounded, and the turn ends with the honest reply.
+            return Command(
+                goto="respond",
+                update={
+                    "messages": [RemoveMessage(id=str(m.id)) for m in evicted],
+                    "evicted_count": evicted_count + len(evicted),
+                    "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY,
+                    "force_evict": False,
+                    "alerted": False,
+                },
+            )
         new_summary = write_summary(
             deps.summarizer(ctx), summary, transcript(evicted), summary_budget, deps.counter
         )
@@ -246,15 +263,23 @@ def make_summarize_evict(
                 goto="respond",
                 update={"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False},
             )
-        memory.archival.insert(
+        thread_id = thread_of(runtime)
+        # Keyed on the eviction (thread, where the evicted range starts): a replayed
+        # eviction (the run killed after the summary was archived, then resumed or sent a
+        # new message) finds its passage and keeps its text, so the archive never holds two
+        # summaries of one eviction. A replay that evicts further (a message arrived since)
+        # keeps the first text; the extra messages stay verbatim in recall memory.
+        key = f"summary:{thread_id}:{evicted_count}:{evicted[0].id}"
+        archived = memory.archival.insert(
             new_summary,
             tags=[SUMMARY_TAG],
-            thread_id=thread_of(runtime),
+            thread_id=thread_id,
             turn=state.get("turn", 0),
+            key=key,
         )
         update: dict[str, Any] = {
             "messages": [RemoveMessage(id=str(m.id)) for m in evicted],
-            "summary": new_summary,
+            "summary": archived.text,
             "evicted_count": evicted_count + len(evicted),
             "alerted": False,
             "force_evict": False,

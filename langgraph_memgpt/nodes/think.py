@@ -19,9 +19,11 @@ from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import (
+    bounded_calls,
     build_prompt,
     context_of,
     current_system,
+    prompt_tokens,
     record,
     thread_of,
     valid_message,
@@ -80,7 +82,14 @@ def make_think(
             system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
         )
         chat = deps.chat_model(ctx)
-        model = chat.bind_tools(deps.schemas_for(chat))
+        schemas = deps.schemas_for(chat)
+        if prompt_tokens(deps.counter, prompt, schemas) > ctx.context_window:
+            # Never send a prompt over the window (eviction could not make it fit, e.g. the
+            # instructions and tools alone fill it): the honest reply ends the turn.
+            return Command(
+                goto="respond", update={**update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY}
+            )
+        model = chat.bind_tools(schemas)
         try:
             raw = model.invoke(prompt)
         except Exception as exc:
@@ -99,7 +108,11 @@ def make_think(
         message = valid_message(_with_call_ids(message))
         if not message.id:
             message = message.model_copy(update={"id": str(uuid.uuid4())})
+        # Write-ahead of the whole message; the queue (and so the checkpoint) keeps a copy
+        # bounded like a user message.
         record(memory, [message], thread_of(runtime), state.get("turn", 0))
+        budget = int(ctx.context_window * ctx.max_message_fraction)
+        message = bounded_calls(message, budget, deps.counter)
         out: dict[str, Any] = {**update, "messages": [message], "steps": steps + 1}
         if message.tool_calls or message.invalid_tool_calls:
             return Command(goto="call_memory_tool", update=out)

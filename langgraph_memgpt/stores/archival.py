@@ -53,9 +53,13 @@ _SCHEMA = (
         tags TEXT NOT NULL DEFAULT '[]',
         thread_id TEXT,
         turn INTEGER,
-        created_at TEXT NOT NULL
+        created_at TEXT NOT NULL,
+        key TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS archival_agent_created ON archival (agent_id, created_at, id)",
+    # One passage per key and agent: a replayed tool call or eviction finds its passage.
+    "CREATE UNIQUE INDEX IF NOT EXISTS archival_agent_key ON archival (agent_id, key) "
+    "WHERE key IS NOT NULL",
     """CREATE TABLE IF NOT EXISTS archival_tags (
         passage_id INTEGER NOT NULL REFERENCES archival (id) ON DELETE CASCADE,
         agent_id TEXT NOT NULL,
@@ -138,6 +142,7 @@ class ArchivalMemory:
         if not is_read_only(db):
             with transaction(db):
                 _ensure_counts(db)
+                _ensure_key_column(db)
                 for statement in _SCHEMA:
                     db.conn.execute(statement)
         self.index: VectorIndex | None = None
@@ -161,11 +166,23 @@ class ArchivalMemory:
         thread_id: str | None = None,
         turn: int | None = None,
         created_at: str | datetime | None = None,
+        key: str | None = None,
     ) -> Passage:
         """Save one passage (with its tags and provenance) and return it.
 
+        Args:
+            text: the passage.
+            tags: its tags (normalised by ``normalize_tags``).
+            thread_id: the thread it came from (provenance).
+            turn: the turn it came from (provenance).
+            created_at: when it was written; default now.
+            key: makes the insert idempotent: when this agent already has a passage with
+                this key (a replayed tool call, keyed on its call id; a replayed eviction),
+                that passage is returned and nothing is written.
+
         Raises:
-            ValueError: the text is empty, or ``created_at`` is not a timestamp.
+            ValueError: the text is empty or longer than ``MAX_PASSAGE_CHARS``, or
+                ``created_at`` is not a timestamp.
         """
         item = NewPassage(
             text=text,
@@ -173,6 +190,7 @@ class ArchivalMemory:
             thread_id=thread_id,
             turn=turn,
             created_at=created_at,
+            key=key,
         )
         return self.insert_many([item])[0]
 
@@ -202,21 +220,41 @@ class ArchivalMemory:
             passages.extend(self._insert_batch(prepared[start : start + _EMBED_BATCH]))
         return passages
 
+    def _keyed(self, keys: Iterable[str | None]) -> dict[str, Passage]:
+        """This agent's passages stored under any of ``keys``, by key."""
+        wanted = [k for k in keys if k is not None]
+        if not wanted:
+            return {}
+        rows = self.db.conn.execute(
+            f"SELECT b.key, {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
+            "AND b.key IN (SELECT value FROM json_each(?))",
+            (self.agent_id, json.dumps(wanted)),
+        ).fetchall()
+        return {str(row[0]): _passage(row[1:]) for row in rows}
+
     def _insert_batch(self, batch: list[PreparedPassage]) -> list[Passage]:
+        # A replay finds its passage without embedding it again.
+        done = self._keyed(row[5] for row in batch)
+        todo = [row for row in batch if row[5] is None or row[5] not in done]
         # Embed before taking the write lock: the model is the slow part.
         vectors = (
-            embed_texts(self.embeddings, [text for text, *_ in batch])
-            if self.embeddings is not None
+            embed_texts(self.embeddings, [row[0] for row in todo])
+            if self.embeddings is not None and todo
             else None
         )
-        passages: list[Passage] = []
+        fresh: list[Passage | None] = []
         with transaction(self.db):
             conn = self.db.conn
-            for text, tags, thread_id, turn, created_at in batch:
+            # Checked again under the write lock: another process may have stored it since.
+            done.update(self._keyed(row[5] for row in todo))
+            for text, tags, thread_id, turn, created_at, key in todo:
+                if key is not None and key in done:
+                    fresh.append(None)
+                    continue
                 cursor = conn.execute(
-                    "INSERT INTO archival (agent_id, text, tags, thread_id, turn, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (self.agent_id, text, json.dumps(tags), thread_id, turn, created_at),
+                    "INSERT INTO archival (agent_id, text, tags, thread_id, turn, created_at, key) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (self.agent_id, text, json.dumps(tags), thread_id, turn, created_at, key),
                 )
                 passage_id = int(cursor.lastrowid or 0)
                 conn.executemany(
@@ -224,22 +262,29 @@ class ArchivalMemory:
                     "VALUES (?, ?, ?)",
                     [(passage_id, self.agent_id, tag) for tag in tags],
                 )
-                passages.append(
-                    Passage(
-                        id=passage_id,
-                        agent_id=self.agent_id,
-                        text=text,
-                        tags=tags,
-                        created_at=created_at,
-                        thread_id=thread_id,
-                        turn=turn,
-                    )
+                passage = Passage(
+                    id=passage_id,
+                    agent_id=self.agent_id,
+                    text=text,
+                    tags=tags,
+                    created_at=created_at,
+                    thread_id=thread_id,
+                    turn=turn,
                 )
+                fresh.append(passage)
+                if key is not None:
+                    done[key] = passage
             if self.index is not None and vectors is not None:
-                self.index.upsert([p.id for p in passages], vectors)
+                stored = [(i, p.id) for i, p in enumerate(fresh) if p is not None]
+                if stored:
+                    self.index.upsert([pid for _, pid in stored], vectors[[i for i, _ in stored]])
         if self.index is not None:
             self.index.maybe_persist()  # committed now: the cache file may be written
-        return passages
+        # Unkeyed passages in order; keyed ones (new or replayed) are found by key.
+        new = iter(p for row, p in zip(todo, fresh, strict=True) if row[5] is None and p)
+        return [
+            done[row[5]] if row[5] is not None and row[5] in done else next(new) for row in batch
+        ]
 
     @classmethod
     def reembed(
@@ -525,6 +570,13 @@ class ArchivalMemory:
         ).fetchall()
         by_id = {int(row[0]): _passage(row) for row in rows}
         return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
+
+
+def _ensure_key_column(db: sqlite_utils.Database) -> None:
+    """Add the ``key`` column to an archive made before keys existed (inside a transaction)."""
+    columns = {row[1] for row in db.conn.execute("PRAGMA table_info(archival)").fetchall()}
+    if columns and "key" not in columns:
+        db.conn.execute("ALTER TABLE archival ADD COLUMN key TEXT")
 
 
 def _ensure_counts(db: sqlite_utils.Database) -> None:

@@ -105,8 +105,13 @@ class ArchivalStore(Protocol):
         thread_id: str | None = None,
         turn: int | None = None,
         created_at: str | None = None,
+        key: str | None = None,
     ) -> Passage:
-        """Save one passage with its tags and provenance."""
+        """Save one passage with its tags and provenance.
+
+        With a ``key``, idempotent: when the agent already has a passage with that key (a
+        replayed tool call or eviction), that passage is returned and nothing is written.
+        """
         ...
 
     def search(

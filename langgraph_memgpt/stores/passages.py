@@ -17,8 +17,12 @@ MAX_TAG_CHARS = 100
 """Longest tag a passage may carry: tags are listed in the system prompt, so one huge tag
 would make every prompt of the agent overflow its window."""
 
-PreparedPassage = tuple[str, list[str], str | None, int | None, str]
-"""(text, tags, thread_id, turn, created_at as ISO-8601 UTC), ready to store."""
+MAX_PASSAGE_CHARS = 1_000_000
+"""Longest passage archival memory accepts: a model writing megabytes into one call is
+looping or pasting, and every search would carry the passage (a readable error instead)."""
+
+PreparedPassage = tuple[str, list[str], str | None, int | None, str, str | None]
+"""(text, tags, thread_id, turn, created_at as ISO-8601 UTC, key), ready to store."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class NewPassage:
     thread_id: str | None = None
     turn: int | None = None
     created_at: str | datetime | None = None
+    key: str | None = None
+    """Idempotency key: a second insert with the same key returns the first passage."""
 
 
 def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
@@ -57,6 +63,7 @@ def prepare_passages(
     thread_id: str | None = None,
     turn: int | None = None,
     created_at: str | datetime | None = None,
+    key: str | None = None,
 ) -> list[PreparedPassage]:
     """Check and normalise passages; plain strings take the shared provenance.
 
@@ -68,9 +75,15 @@ def prepare_passages(
     prepared: list[PreparedPassage] = []
     for item in items:
         if isinstance(item, str):
-            item = NewPassage(item, shared_tags, thread_id, turn, created_at)
+            item = NewPassage(item, shared_tags, thread_id, turn, created_at, key)
         if not item.text or not item.text.strip():
             raise ValueError("An archival passage needs some text; nothing was saved.")
+        if len(item.text) > MAX_PASSAGE_CHARS:
+            raise ValueError(
+                f"The passage is {len(item.text):,} characters long; archival memory keeps "
+                f"passages of at most {MAX_PASSAGE_CHARS:,}. Nothing was saved: save the "
+                "parts that matter, each as its own shorter passage."
+            )
         item_tags = normalize_tags(item.tags)
         for tag in item_tags:
             if len(tag) > MAX_TAG_CHARS:
@@ -86,6 +99,7 @@ def prepare_passages(
                 None if item.thread_id is None else valid_text(item.thread_id),
                 item.turn,
                 to_utc_iso(item.created_at),
+                None if item.key is None else valid_text(item.key),
             )
         )
     return prepared

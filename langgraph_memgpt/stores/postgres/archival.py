@@ -76,13 +76,15 @@ class PgArchivalMemory:
         thread_id: str | None = None,
         turn: int | None = None,
         created_at: str | datetime | None = None,
+        key: str | None = None,
     ) -> Passage:
-        """Save one passage with its tags and provenance.
+        """Save one passage with its tags and provenance (once per ``key``, if given).
 
         Raises:
-            ValueError: the text is empty, a tag too long, or ``created_at`` unreadable.
+            ValueError: the text is empty or too long, a tag too long, or ``created_at``
+                unreadable.
         """
-        item = NewPassage(text, normalize_tags(tags), thread_id, turn, created_at)
+        item = NewPassage(text, normalize_tags(tags), thread_id, turn, created_at, key)
         return self.insert_many([item])[0]
 
     def insert_many(
@@ -112,12 +114,14 @@ class PgArchivalMemory:
         )
         passages: list[Passage] = []
         with self.pool.connection() as conn, conn.transaction():
-            for n, (text, tags, thread_id, turn, created_at) in enumerate(batch):
+            for n, (text, tags, thread_id, turn, created_at, key) in enumerate(batch):
                 text, tags = pg_text(text), pg_texts(tags)
                 thread_id = None if thread_id is None else pg_text(thread_id)
+                key = None if key is None else pg_text(key)
                 row = conn.execute(
                     f"INSERT INTO {TABLE} (agent_id, text, tags, thread_id, turn, created_at, "
-                    "embedding) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    "embedding, key) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (agent_id, key) WHERE key IS NOT NULL DO NOTHING RETURNING id",
                     (
                         self.agent_id,
                         text,
@@ -126,9 +130,28 @@ class PgArchivalMemory:
                         turn,
                         created_at,
                         None if vectors is None else vectors[n],
+                        key,
                     ),
                 ).fetchone()
-                assert row is not None
+                if row is None:  # a replay: the passage under this key is the answer
+                    stored = conn.execute(
+                        f"SELECT id, text, tags, created_at, thread_id, turn FROM {TABLE} "
+                        "WHERE agent_id = %s AND key = %s",
+                        (self.agent_id, key),
+                    ).fetchone()
+                    assert stored is not None
+                    passages.append(
+                        Passage(
+                            int(stored[0]),
+                            self.agent_id,
+                            str(stored[1]),
+                            list(stored[2]),
+                            str(stored[3]),
+                            stored[4],
+                            stored[5],
+                        )
+                    )
+                    continue
                 passages.append(
                     Passage(int(row[0]), self.agent_id, text, tags, created_at, thread_id, turn)
                 )

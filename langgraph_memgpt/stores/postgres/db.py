@@ -105,6 +105,10 @@ SCHEMA: tuple[str, ...] = (
         ON memgpt_archival (agent_id, created_at, id)""",
     "CREATE INDEX IF NOT EXISTS memgpt_archival_tsv ON memgpt_archival USING gin (tsv)",
     "CREATE INDEX IF NOT EXISTS memgpt_archival_tags ON memgpt_archival USING gin (tags)",
+    # Idempotency key of a passage (a replayed tool call or eviction finds its passage).
+    "ALTER TABLE memgpt_archival ADD COLUMN IF NOT EXISTS key text",
+    """CREATE UNIQUE INDEX IF NOT EXISTS memgpt_archival_key
+        ON memgpt_archival (agent_id, key) WHERE key IS NOT NULL""",
     """CREATE TABLE IF NOT EXISTS memgpt_embeddings (
         agent_id text PRIMARY KEY,
         model text NOT NULL,
