@@ -6,7 +6,7 @@ Shared by every recall backend and by the tools that render search results.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -135,3 +135,27 @@ def check_page(page: int, page_size: int) -> None:
         raise ValueError(f"page must be 0 or more, got {page}")
     if page_size <= 0:
         raise ValueError(f"page_size must be positive, got {page_size}")
+
+
+def message_from_row(row: Sequence[Any]) -> RecallMessage:
+    """A stored recall row as a message; every backend selects the same columns.
+
+    Columns: id, agent_id, thread_id, message_id, role, name, text, tool_calls (JSON text),
+    created_at, turn.
+    """
+    _id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn = row
+    try:
+        calls = json.loads(tool_calls) if tool_calls else []
+    except ValueError:
+        calls = []
+    return RecallMessage(
+        agent_id=str(agent_id),
+        thread_id=str(thread_id),
+        message_id=str(message_id),
+        role=str(role),
+        text=str(text),
+        created_at=str(created_at),
+        turn=int(turn),
+        tool_calls=calls if isinstance(calls, list) else [],
+        name=None if name is None else str(name),
+    )

@@ -34,6 +34,7 @@ from langgraph_memgpt.stores.mentions import (
 from langgraph_memgpt.stores.messages import (
     PreparedMessage,
     check_page,
+    message_from_row,
     normalise_role,
     prepare_message,
 )
@@ -470,19 +471,4 @@ class PgRecallMemory:
 
 
 def _message(row: Sequence[Any]) -> RecallMessage:
-    _id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn = row
-    try:
-        calls = json.loads(tool_calls) if tool_calls else []
-    except ValueError:
-        calls = []
-    return RecallMessage(
-        agent_id=str(agent_id),
-        thread_id=str(thread_id),
-        message_id=str(message_id),
-        role=str(role),
-        text=str(text),
-        created_at=str(created_at),
-        turn=int(turn),
-        tool_calls=calls if isinstance(calls, list) else [],
-        name=None if name is None else str(name),
-    )
+    return message_from_row(row)
