@@ -27,6 +27,7 @@ from langgraph_memgpt.stores.passages import (
     MAX_TAG_CHARS,
     NewPassage,
     PreparedPassage,
+    check_page,
     normalize_tags,
     prepare_passages,
 )
@@ -379,10 +380,7 @@ class ArchivalMemory:
             ValueError: a bad date, page, page size, mode or tag_match, with a message
                 the model can act on.
         """
-        if page < 0:
-            raise ValueError(f"page must be 0 or more, got {page}")
-        if page_size < 1:
-            raise ValueError(f"page_size must be at least 1, got {page_size}")
+        check_page(page, page_size)
         if mode not in ("hybrid", "fts", "vector"):
             raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
         if tag_match not in ("any", "all"):

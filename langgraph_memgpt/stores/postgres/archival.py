@@ -21,6 +21,7 @@ from langgraph_memgpt.stores.fts import query_terms
 from langgraph_memgpt.stores.passages import (
     NewPassage,
     PreparedPassage,
+    check_page,
     normalize_tags,
     prepare_passages,
 )
@@ -175,10 +176,7 @@ class PgArchivalMemory:
 
         Same arguments, totals and errors as ``stores.archival.ArchivalMemory.search``.
         """
-        if page < 0:
-            raise ValueError(f"page must be 0 or more, got {page}")
-        if page_size < 1:
-            raise ValueError(f"page_size must be at least 1, got {page_size}")
+        check_page(page, page_size)
         if mode not in ("hybrid", "fts", "vector"):
             raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
         if tag_match not in ("any", "all"):
