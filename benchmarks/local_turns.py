@@ -16,12 +16,14 @@ core memory or a search. Each turn goes through the real graph (``build_graph``,
 At the end of each agent: what landed in which core block, each edit classified by the
 scenario's fact keywords (a fact, a user fact in ``persona``, or chatter).
 
-Baseline in the same run: ``Context.prompt_layout="legacy"`` (core memory inside the
-system text and the tools after it, the system prompt re-rendered mid-turn), everything
-else equal. Layouts run one after the other, never at once: two model jobs on two cores
-would time each other.
+Baseline in the same run: ``legacy``, the loop as it was before (``prompt_layout="legacy"``:
+core memory inside the system text and the tools after it, the system prompt re-rendered
+mid-turn; no search made for the model), everything else equal. ``cached-no-auto-search``
+isolates what ``Context.auto_search`` does. Configurations run one after the other, never
+at once: two model jobs on two cores would time each other.
 
-Run: ``.venv/bin/python benchmarks/local_turns.py [--model local] [--layouts cached legacy]
+Run: ``.venv/bin/python benchmarks/local_turns.py [--model local] [--layouts cached
+cached-no-auto-search legacy]
 [--agents mira tomas] [--json out.json]``
 """
 
@@ -47,11 +49,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import percentile, print_header  # noqa: E402
 
 from langgraph_memgpt import Context, build_graph  # noqa: E402
+from langgraph_memgpt.auto_search import AUTO_FLAG  # noqa: E402
+from langgraph_memgpt.main_context import REPLY_FLAG  # noqa: E402
 from langgraph_memgpt.stores import open_memory  # noqa: E402
 from langgraph_memgpt.tools import MEMORY_TOOLS  # noqa: E402
 
 SCENARIOS = Path(__file__).with_name("turn_scenarios.json")
 FILTER_ARGS = ("start_date", "end_date", "roles", "tags")
+VARIANTS: dict[str, dict[str, Any]] = {
+    "cached": {},
+    "cached-no-auto-search": {"auto_search": "off"},
+    "legacy": {"prompt_layout": "legacy", "auto_search": "off"},
+}
+"""What each measured configuration changes from the defaults. ``legacy`` is the loop as it
+was before this benchmark: the old prompt layout, and no search made for the model."""
 DONT_KNOW = re.compile(
     r"don'?t (know|have|recall|remember)|do not (know|have|recall)|not sure|no (information|record|"
     r"mention)|haven'?t (told|mentioned|said)|didn'?t (tell|mention|say)|not (mentioned|told)|"
@@ -118,15 +129,18 @@ def run_turn(
     out = graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
     seconds = time.perf_counter() - started
     new = graph.get_state(config).values["messages"][before:]
-    model_messages = [
-        m for m in new if isinstance(m, AIMessage) and not m.additional_kwargs.get("memgpt_reply")
-    ]
+    ai = [m for m in new if isinstance(m, AIMessage) and not m.additional_kwargs.get(REPLY_FLAG)]
+    model_messages = [m for m in ai if not m.additional_kwargs.get(AUTO_FLAG)]
     prompt = cached = 0
     for message in model_messages:
         p, c = _usage(message)
         prompt += p
         cached += c
-    calls = [{"name": c["name"], "args": c["args"]} for m in model_messages for c in m.tool_calls]
+    calls = [
+        {"name": c["name"], "args": c["args"], "auto": bool(m.additional_kwargs.get(AUTO_FLAG))}
+        for m in ai
+        for c in m.tool_calls
+    ]
     return Turn(
         layout=layout,
         agent=agent,
@@ -175,7 +189,7 @@ def run_layout(
     memory_report: dict[str, Any] = {}
     for scenario in scenarios:
         agent = scenario["agent"]
-        ctx = Context(agent_id=agent, data_dir=data_dir, prompt_layout=layout, max_steps=6)
+        ctx = Context(agent_id=agent, data_dir=data_dir, max_steps=6, **VARIANTS[layout])
         for index, session in enumerate(scenario["sessions"]):
             thread = f"{agent}-session-{index}"
             for number, text in enumerate(session):
@@ -224,6 +238,7 @@ def summarize(turns: Sequence[Turn], memory: dict[str, Any]) -> dict[str, Any]:
     known = [t for t in questions if not t.unknown]
     searches = [c for t in turns for c in t.calls if MEMORY_TOOLS.get(c["name"], None)]
     searches = [c for c in searches if MEMORY_TOOLS[c["name"]].reads]
+    auto = [c for c in searches if c.get("auto")]
     filtered = [c for c in searches if any(c["args"].get(k) for k in FILTER_ARGS)]
     edits = [e for report in memory.values() for e in report["edits"]]
     verdict_names = ("fact", "chatter", "user fact in persona", "edit while answering")
@@ -248,6 +263,7 @@ def summarize(turns: Sequence[Turn], memory: dict[str, Any]) -> dict[str, Any]:
         "questions": len(questions),
         "dont_know_on_known_facts": sum(bool(DONT_KNOW.search(t.reply)) for t in known),
         "searches": len(searches),
+        "auto_searches": len(auto),
         "searches_with_filters": len(filtered),
         "filtered_searches": filtered,
         "core_edits": verdicts,
@@ -273,7 +289,10 @@ def _print_summary(layout: str, s: dict[str, Any]) -> None:
         f"{s['accuracy_known_facts']:.1%}, 'don't know' on a known fact: "
         f"{s['dont_know_on_known_facts']})"
     )
-    print(f"searches: {s['searches']}, with filters: {s['searches_with_filters']}")
+    print(
+        f"searches: {s['searches']} ({s['auto_searches']} by the loop), with filters: "
+        f"{s['searches_with_filters']}"
+    )
     print(f"core edits: {s['core_edits']} (clean share {s['clean_edit_share']:.1%})")
 
 
@@ -281,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the scenarios on each layout and print (and optionally save) the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="local", help="model spec (default: local)")
-    parser.add_argument("--layouts", nargs="+", default=["cached", "legacy"])
+    parser.add_argument(
+        "--layouts", nargs="+", default=["cached", "legacy"], choices=sorted(VARIANTS)
+    )
     parser.add_argument("--agents", nargs="*", help="only these scenario agents")
     parser.add_argument("--scenarios", type=Path, default=SCENARIOS)
     parser.add_argument("--json", type=Path, help="write every turn and the summary here")

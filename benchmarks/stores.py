@@ -52,8 +52,8 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_memgpt.stores.archival import ArchivalMemory
 from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
-from langgraph_memgpt.stores.fts import query_words
 from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.words import query_words
 
 PAGE_SIZE = 5  # what the memory tools ask for (Context.search_page_size)
 THREADS = 50  # recall messages are spread over this many threads

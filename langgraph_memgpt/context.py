@@ -125,6 +125,15 @@ class Context:
             "it), kept as the turn benchmark's baseline."
         },
     )
+    auto_search: Literal["auto", "on", "off"] = field(
+        default="auto",
+        metadata={
+            "description": "Search recall for the model when the user asks a question that "
+            "core memory does not cover, before its first step (the call and its result "
+            "enter the queue as the model's own). 'auto': only for small models (the "
+            "embedded one), which often answer without searching; 'on'; 'off'."
+        },
+    )
     data_dir: str = field(
         default_factory=_default_data_dir,
         metadata={
@@ -327,6 +336,7 @@ _FIELD_RULES: dict[str, _Rule] = {
     "result_char_limit": _Rule(int, 200, 10_000_000),
     "core_block_limit": _Rule(int, 50, 1_000_000),
     "prompt_layout": _Rule(str, choices=("cached", "legacy")),
+    "auto_search": _Rule(str, choices=("auto", "on", "off")),
     "data_dir": _Rule(str, non_empty=True),
     "embedding_model": _Rule(str, non_empty=True),
     "persona": _Rule(str),

@@ -129,14 +129,16 @@ def render_system(
     every thread. ``legacy``: the layout before that, kept as the benchmark's baseline.
     """
     blocks = core_mirror(memory)
+    legacy = layout == "legacy"
     statistics = prompts.render_memory_statistics(
         recall_outside_queue=max(0, memory.recall.count() - queue_length),
         archival_count=memory.archival.count(),
         archival_tags=memory.archival.tags(),
         last_modified=memory.core.last_modified(),
+        legacy=legacy,
     )
-    core = prompts.render_core_blocks(blocks)
-    if layout == "legacy":
+    core = prompts.render_core_blocks(blocks, legacy=legacy)
+    if legacy:
         return prompts.render_system_prompt(core, statistics), blocks
     return f"{prompts.SYSTEM_INSTRUCTIONS}\n{prompts.render_memory(core, statistics)}", blocks
 

@@ -79,18 +79,26 @@ Your memory
 ``bench turns``."""
 
 
-def render_core_blocks(blocks: Sequence[dict[str, Any]]) -> str:
-    """Core memory as the model sees it, each block with its fill level and limit."""
+def render_core_blocks(blocks: Sequence[dict[str, Any]], *, legacy: bool = False) -> str:
+    """Core memory as the model sees it, each block with its fill level and limit.
+
+    The description (the same in every thread of an agent) comes before the fill level
+    (which changes with every edit), so a prefix cache keeps it: the first turn of a
+    thread re-reads only from the first changed block's fill level on.
+    """
     parts = []
     for block in blocks:
         value = str(block.get("value", ""))
+        label = block["label"]
         flags = " read_only" if block.get("read_only") else ""
-        parts.append(
-            f'<{block["label"]} chars_current="{len(value)}" '
-            f'chars_limit="{block.get("char_limit", 0)}"{flags}>\n'
-            f"<description>{block.get('description', '')}</description>\n"
-            f"{value}\n</{block['label']}>"
-        )
+        limit = block.get("char_limit", 0)
+        description = f"<description>{block.get('description', '')}</description>"
+        if legacy:
+            head = f'<{label} chars_current="{len(value)}" chars_limit="{limit}"{flags}>\n'
+            parts.append(f"{head}{description}\n{value}\n</{label}>")
+            continue
+        fill = f'<chars current="{len(value)}" limit="{limit}"/>'
+        parts.append(f"<{label}{flags}>\n{description}\n{fill}\n{value}\n</{label}>")
     return "<core_memory>\n" + "\n".join(parts) + "\n</core_memory>"
 
 
@@ -100,18 +108,31 @@ def render_memory_statistics(
     archival_count: int,
     archival_tags: Sequence[str],
     last_modified: str | None,
+    legacy: bool = False,
 ) -> str:
-    """Counts that tell the model what lies outside its window and is worth searching."""
+    """Counts that tell the model what lies outside its window and is worth searching.
+
+    Read anew at the first turn of every thread (it follows core memory), so kept short.
+    """
     # Clipped: a tag stored before tags were bounded must not fill the window by itself.
     tags = ", ".join(t if len(t) <= 40 else t[:39] + "…" for t in archival_tags[:20]) or "none"
     more = f" (+{len(archival_tags) - 20} more)" if len(archival_tags) > 20 else ""
+    if legacy:
+        return (
+            "<memory_statistics>\n"
+            f"- {recall_outside_queue} earlier messages in recall memory "
+            "(use conversation_search to see them)\n"
+            f"- {archival_count} passages in archival memory (use archival_memory_search)\n"
+            f"- archival tags: {tags}{more}\n"
+            f"- memory last modified: {last_modified or 'never'}\n"
+            "</memory_statistics>"
+        )
+    changed = render_time(last_modified) if last_modified else "never"
     return (
         "<memory_statistics>\n"
-        f"- {recall_outside_queue} earlier messages in recall memory "
-        "(use conversation_search to see them)\n"
-        f"- {archival_count} passages in archival memory (use archival_memory_search)\n"
-        f"- archival tags: {tags}{more}\n"
-        f"- memory last modified: {last_modified or 'never'}\n"
+        f"- recall: {recall_outside_queue} earlier messages\n"
+        f"- archival: {archival_count} passages, tags: {tags}{more}\n"
+        f"- core memory last changed: {changed}\n"
         "</memory_statistics>"
     )
 

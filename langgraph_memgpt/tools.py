@@ -25,6 +25,7 @@ from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
+from langgraph_memgpt.stores.words import topic_stems
 
 HEARTBEAT_DESCRIPTION = "true: think again after this returns; false: end your turn."
 MAX_PAGE = 10_000
@@ -130,6 +131,9 @@ class Provenance:
     turn: int
     call_id: str | None = None
     """The tool call's id: a replayed call (an interrupted turn run again) is recognised by it."""
+    in_view: frozenset[str] = frozenset()
+    """Ids of the messages in the queue: the model sees them, so a search skips them (the
+    question being asked would otherwise take the first result slot)."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,13 @@ def _core_append(
     current = labels.get(label)
     if current is not None and _normalised(content) in _normalised(current.value):
         return f"Not added: '{label}' already holds this.", False
+    same = _same_fact(content, current.value) if current is not None else None
+    if same is not None:
+        return (
+            f"Not added: '{label}' already says this: {same!r}. To change it, use "
+            "core_memory_replace.",
+            False,
+        )
     block = memory.core.append(label, content, actor=f"agent:{where.thread_id}")
     moved = (
         " (a fact about the user: saved to 'human', not 'persona')" if label != args.label else ""
@@ -213,6 +224,22 @@ _USER_WORDS = re.compile(r"\b(the user|user's|user|human)\b", re.IGNORECASE)
 
 def _about_the_user(text: str) -> bool:
     return bool(_USER_WORDS.search(text))
+
+
+def _same_fact(content: str, block: str) -> str | None:
+    """The line of ``block`` that already states ``content`` in other words, if any.
+
+    A small model re-appends a fact it was asked about ("Training for the Valencia
+    marathon" beside "Trains for the Valencia marathon"): every content word of the new
+    text already in one line means nothing new would be added.
+    """
+    new = topic_stems(content)
+    if not new:
+        return None
+    for line in block.splitlines():
+        if new <= topic_stems(line):
+            return line.strip()
+    return None
 
 
 def _normalised(text: str) -> str:
@@ -273,6 +300,7 @@ def _conversation_search(
             end_date=(args.end_date or None) if filtered else None,
             page=args.page,
             page_size=ctx.search_page_size,
+            exclude_ids=where.in_view,
         )
 
     return _search_with_filters(search, filters, _message_line, ctx), False

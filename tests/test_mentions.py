@@ -10,7 +10,6 @@ import sqlite_utils
 
 from langgraph_memgpt.stores import recall as recall_module
 from langgraph_memgpt.stores.embeddings import FloatArray, MiniLMEmbeddings
-from langgraph_memgpt.stores.fts import query_terms
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
     mentioned_dates,
@@ -19,6 +18,7 @@ from langgraph_memgpt.stores.mentions import (
 )
 from langgraph_memgpt.stores.recall import RecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
+from langgraph_memgpt.stores.words import query_terms
 
 
 def test_dates_named_in_a_query_are_found_in_common_forms() -> None:

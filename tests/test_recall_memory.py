@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from langgraph_memgpt.stores import vectors as vectors_module
 from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_texts, normalize
-from langgraph_memgpt.stores.fts import match_phrase, query_terms
+from langgraph_memgpt.stores.fts import match_phrase
 from langgraph_memgpt.stores.recall import RecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
+from langgraph_memgpt.stores.words import query_terms
 
 BASE = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 

@@ -124,6 +124,24 @@ def test_a_question_is_not_saved_as_a_fact(memory: AgentMemory) -> None:
     assert memory.core.get("human").value == "Name: Ada."
 
 
+def test_a_fact_restated_in_other_words_is_not_appended_again(memory: AgentMemory) -> None:
+    run(memory, "core_memory_append", label="human", content="Trains for the Valencia marathon.")
+    result = run(
+        memory,
+        "core_memory_append",
+        label="human",
+        content="I'm training for the Valencia marathon!",
+    )
+    assert "already says this: 'Trains for the Valencia marathon.'" in result["message"]
+    assert "core_memory_replace" in result["message"]
+    assert memory.core.get("human").value.count("marathon") == 1
+    # Something new about the same topic is still a new fact.
+    result = run(
+        memory, "core_memory_append", label="human", content="Valencia marathon is in December."
+    )
+    assert result["message"].startswith("Appended")
+
+
 def test_a_fact_already_in_the_block_is_not_appended_twice(memory: AgentMemory) -> None:
     result = run(memory, "core_memory_append", label="human", content="name: ada")
     assert "already holds" in result["message"]

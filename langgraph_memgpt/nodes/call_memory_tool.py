@@ -67,7 +67,11 @@ def make_call_memory_tool(
         last = state["messages"][-1]
         if not isinstance(last, AIMessage):
             return Command(goto="respond")
-        where = Provenance(thread_id=thread_of(runtime), turn=state.get("turn", 0))
+        where = Provenance(
+            thread_id=thread_of(runtime),
+            turn=state.get("turn", 0),
+            in_view=frozenset(str(m.id) for m in state["messages"] if m.id),
+        )
         results: list[ToolMessage] = []
         outcomes: list[ToolOutcome] = []
         go_on = False

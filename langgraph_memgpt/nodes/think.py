@@ -11,11 +11,11 @@ import re
 import uuid
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from langgraph_memgpt import prompts
+from langgraph_memgpt import auto_search, prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, Node
 from langgraph_memgpt.main_context import (
@@ -75,14 +75,23 @@ def make_think(
             return Command(goto="respond", update={"stop_reason": reply})
         memory = deps.memory(ctx, state)
         queue = state["messages"]
+        thread_id = thread_of(runtime)
         system_prompt, update = current_system(
-            state, memory, len(queue), ctx, mid_turn=steps > 0, thread_id=thread_of(runtime)
-        )
-        prompt = build_prompt(
-            system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
+            state, memory, len(queue), ctx, mid_turn=steps > 0, thread_id=thread_id
         )
         chat = deps.chat_model(ctx)
+        searched: list[AnyMessage] = []
+        if steps == 0 and auto_search.wanted(ctx, chat):
+            searched = auto_search.search_messages(
+                queue, memory, ctx, thread_id=thread_id, turn=state.get("turn", 0)
+            )
         schemas = deps.schemas_for(chat)
+        summary, evicted = state.get("summary", ""), state.get("evicted_count", 0)
+        prompt = build_prompt(system_prompt, summary, evicted, [*queue, *searched])
+        if searched and prompt_tokens(deps.counter, prompt, schemas) > ctx.context_window:
+            # The search was only a help: without it the model can still search itself.
+            searched = []
+            prompt = build_prompt(system_prompt, summary, evicted, queue)
         if prompt_tokens(deps.counter, prompt, schemas) > ctx.context_window:
             # Never send a prompt over the window (eviction could not make it fit, e.g. the
             # instructions and tools alone fill it): the honest reply ends the turn.
@@ -110,10 +119,10 @@ def make_think(
             message = message.model_copy(update={"id": str(uuid.uuid4())})
         # Write-ahead of the whole message; the queue (and so the checkpoint) keeps a copy
         # bounded like a user message.
-        record(memory, [message], thread_of(runtime), state.get("turn", 0))
+        record(memory, [*searched, message], thread_id, state.get("turn", 0))
         budget = int(ctx.context_window * ctx.max_message_fraction)
         message = bounded_calls(message, budget, deps.counter)
-        out: dict[str, Any] = {**update, "messages": [message], "steps": steps + 1}
+        out: dict[str, Any] = {**update, "messages": [*searched, message], "steps": steps + 1}
         if message.tool_calls or message.invalid_tool_calls:
             return Command(goto="call_memory_tool", update=out)
         return Command(goto="respond", update=out)

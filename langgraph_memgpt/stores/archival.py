@@ -22,7 +22,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import is_read_only, transaction
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
-from langgraph_memgpt.stores.fts import bm25_scores, query_terms
+from langgraph_memgpt.stores.fts import bm25_scores
 from langgraph_memgpt.stores.passages import (
     MAX_TAG_CHARS,
     NewPassage,
@@ -34,6 +34,7 @@ from langgraph_memgpt.stores.passages import (
 from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
+from langgraph_memgpt.stores.words import query_terms
 
 TIER = "archival"
 VECTOR_KEY = "text"

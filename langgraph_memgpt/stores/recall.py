@@ -35,7 +35,7 @@ from langgraph_memgpt.stores.embeddings import (
     normalize,
 )
 from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
-from langgraph_memgpt.stores.fts import bm25_scores, query_terms, query_words
+from langgraph_memgpt.stores.fts import bm25_scores
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
     mentioned_dates,
@@ -56,6 +56,7 @@ from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
+from langgraph_memgpt.stores.words import query_terms, query_words
 
 SearchMode = Literal["hybrid", "fts", "vector"]
 
@@ -282,7 +283,7 @@ class RecallMemory:
             The page, with ``total`` = candidates that matched any signal (every
             candidate in "vector" mode and for a listing). In hybrid mode each vector
             signal contributes its ``max(50, (page + 1) * page_size)`` nearest candidates,
-            and each query word at most its 250 newest matches (``fts.TERM_MATCH_CAP``),
+            and each query word at most its 250 newest matches (``words.TERM_MATCH_CAP``),
             so with very common words the total is a lower bound.
 
         Raises:

@@ -17,7 +17,6 @@ from psycopg_pool import ConnectionPool
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts
-from langgraph_memgpt.stores.fts import query_terms
 from langgraph_memgpt.stores.passages import (
     NewPassage,
     PreparedPassage,
@@ -35,6 +34,7 @@ from langgraph_memgpt.stores.postgres.search import (
 )
 from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
+from langgraph_memgpt.stores.words import query_terms
 
 TABLE = "memgpt_archival"
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"

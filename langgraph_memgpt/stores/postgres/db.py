@@ -26,7 +26,7 @@ _SCHEMA_LOCK = 7_305_912_514  # pg_advisory_xact_lock key of schema creation (an
 SCHEMA: tuple[str, ...] = (
     "CREATE EXTENSION IF NOT EXISTS vector",
     # The words of a text as search sees them: ASCII punctuation is a separator, as in the
-    # embedded backend's tokenizer and in stores.fts.query_words (Postgres' own parser reads
+    # embedded backend's tokenizer and in stores.words.query_words (Postgres' own parser reads
     # "XK-4471" as the word "xk" and the signed integer "-4471", which "4471" never finds).
     """CREATE OR REPLACE FUNCTION memgpt_words(text) RETURNS tsvector
         LANGUAGE sql IMMUTABLE PARALLEL SAFE

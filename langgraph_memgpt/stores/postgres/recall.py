@@ -24,7 +24,6 @@ from psycopg_pool import ConnectionPool
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import FloatArray, embed_query, embed_texts, normalize
-from langgraph_memgpt.stores.fts import query_terms, query_words
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
     mentioned_dates,
@@ -49,6 +48,7 @@ from langgraph_memgpt.stores.postgres.search import (
 from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS, VECTOR_CANDIDATES
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
+from langgraph_memgpt.stores.words import query_terms, query_words
 
 TABLE = "memgpt_recall"
 _COLUMNS = (

@@ -1,6 +1,6 @@
 """The signals of a search in Postgres: word scores (full-text search) and vector scores.
 
-Words: each query term (``stores.fts.query_terms``) becomes ``plainto_tsquery('english',
+Words: each query term (``stores.words.query_terms``) becomes ``plainto_tsquery('english',
 term)`` and the terms are OR-ed, so any text is a valid query (never a tsquery syntax
 error); matches are scored with ``ts_rank`` (not BM25: see the README). Meaning: cosine
 similarity from pgvector. Both are computed over the rows that pass the search's filters
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from langgraph_memgpt.stores.fts import TERM_MATCH_CAP
+from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
 Params = list[object]
 

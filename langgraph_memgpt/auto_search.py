@@ -1,0 +1,131 @@
+"""Search before the first step of a question turn, for models too small to decide to.
+
+MemGPT leaves paging to the model: it calls ``conversation_search`` when the answer is not
+in view. A 1.5B model often does not: asked "What is my name?" in a new thread, with the
+name nowhere in core memory, it answers "[Your Name]" instead of searching, and each
+search it does decide on costs a whole extra model call (~8 s on the embedded model).
+Measured with ``benchmarks/local_turns.py``: the answers of turns where the model searched
+were right far more often than those where it answered straight away.
+
+So for such models the loop runs that search itself when the user asks a question that
+core memory does not seem to answer: a ``conversation_search`` call with the question as
+its query, and its result, enter the queue as if the model had made the call (flagged
+``AUTO_FLAG``), and the model's first step already reads them. The call is an ordinary one
+in every other way: in the queue (Studio shows it), recorded in recall, never a search
+candidate itself. Hosted models keep deciding for themselves (``Context.auto_search``).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Collection, Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.main_context import latest_user_index
+from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.words import topic_stems
+from langgraph_memgpt.tokens import content_text
+from langgraph_memgpt.tools import Provenance, execute_tool_call
+
+AUTO_FLAG = "memgpt_auto_search"
+"""Marks the AI message of a search the loop made on the model's behalf."""
+
+_QUESTION_START = re.compile(
+    r"^\s*(what|who|whom|whose|where|when|which|why|how|do|does|did|is|are|am|was|were|can|"
+    r"could|have|has|had|will|would|should|remind me|tell me)\b",
+    re.IGNORECASE,
+)
+
+# Words that say when, not what: in a question they are a date filter, and matching them
+# against core memory ("this year") would take any dated fact for the answer.
+_WHEN_WORDS = frozenset(
+    """ago day days today tonight tomorrow yesterday week weeks month months year years
+    last next this morning evening night time recently still ever""".split()
+)
+
+
+def wanted(ctx: Context, model: BaseChatModel) -> bool:
+    """Whether this run searches for the model: ``auto`` means for small models only."""
+    if ctx.auto_search == "auto":
+        return bool(getattr(model, "compact_tools", False))
+    return ctx.auto_search == "on"
+
+
+def is_question(text: str) -> bool:
+    """A question mark at the end, or a sentence that opens like a question."""
+    text = text.strip()
+    return text.endswith("?") or bool(_QUESTION_START.match(text))
+
+
+def core_covers(question: str, memory: Memory) -> bool:
+    """True when core memory shares a topic word with the question.
+
+    Then the answer is most likely in view, and the instructions tell the model to answer
+    from core memory first; a search would only cost prompt tokens.
+    """
+    asked = topic_stems(question, skip=_WHEN_WORDS)
+    if not asked:
+        return False
+    held = set().union(*(topic_stems(b.value, skip=_WHEN_WORDS) for b in memory.core.blocks()))
+    return bool(asked & held)
+
+
+def search_messages(
+    queue: Sequence[AnyMessage], memory: Memory, ctx: Context, *, thread_id: str, turn: int
+) -> list[AnyMessage]:
+    """The search call and its result to put before the model's first step, or nothing.
+
+    Nothing unless the newest message of the queue is the user's question, core memory
+    does not cover it and recall holds messages outside the queue.
+    """
+    index = latest_user_index(queue)
+    if index is None or index != len(queue) - 1:
+        return []
+    question = " ".join(content_text(queue[index]).split())
+    if not question or not is_question(question) or core_covers(question, memory):
+        return []
+    in_view = frozenset(str(m.id) for m in queue if m.id)
+    if memory.recall.count(exclude_message_ids=in_view) == 0:
+        return []
+    return _search_call(question, memory, ctx, thread_id=thread_id, turn=turn, in_view=in_view)
+
+
+def _search_call(
+    query: str,
+    memory: Memory,
+    ctx: Context,
+    *,
+    thread_id: str,
+    turn: int,
+    in_view: Collection[str],
+) -> list[AnyMessage]:
+    call_id = f"call_auto_{uuid.uuid4().hex[:20]}"
+    args = {"query": query}
+    outcome = execute_tool_call(
+        "conversation_search",
+        args,
+        memory=memory,
+        ctx=ctx,
+        where=Provenance(
+            thread_id=thread_id, turn=turn, call_id=call_id, in_view=frozenset(in_view)
+        ),
+        user_tools={},
+    )
+    call = AIMessage(
+        content="",
+        tool_calls=[{"name": "conversation_search", "args": args, "id": call_id}],
+        additional_kwargs={AUTO_FLAG: True},
+        id=str(uuid.uuid4()),
+    )
+    result = ToolMessage(
+        outcome.content,
+        tool_call_id=call_id,
+        name="conversation_search",
+        status="success" if outcome.ok else "error",
+        id=str(uuid.uuid4()),
+    )
+    return [call, result]

@@ -1,0 +1,173 @@
+"""The search the loop makes for a small model when the user asks something core memory lacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.auto_search import AUTO_FLAG, is_question
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.stores import open_memory
+
+
+class SmallScriptedModel(ScriptedChatModel):
+    """A scripted model that declares itself small, as the embedded one does."""
+
+    compact_tools: bool = True
+
+
+def reply(text: str) -> dict[str, Any]:
+    return {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": text}}]}
+
+
+def search(query: str) -> dict[str, Any]:
+    return {
+        "content": "",
+        "tool_calls": [{"name": "conversation_search", "args": {"query": query}}],
+    }
+
+
+class Agent:
+    def __init__(
+        self, data_dir: Path, script: list[Any], *, small: bool = True, **ctx: Any
+    ) -> None:
+        kind = SmallScriptedModel if small else ScriptedChatModel
+        self.model = kind.from_steps(script)
+        self.graph = build_graph(model=self.model).compile(checkpointer=InMemorySaver())
+        self.ctx = Context(data_dir=str(data_dir), embedding_model="none", **ctx)
+
+    def say(self, text: str, thread: str) -> dict[str, Any]:
+        config = {"configurable": {"thread_id": thread}}
+        return self.graph.invoke({"messages": [HumanMessage(text)]}, config, context=self.ctx)
+
+    def seen_results(self, call: int) -> list[str]:
+        """The tool results the model's ``call``-th call (from 0) had in its prompt."""
+        return [str(m.content) for m in self.model.calls[call] if isinstance(m, ToolMessage)]
+
+
+@pytest.fixture
+def told(tmp_path: Path) -> Agent:
+    """An agent that heard the user's name in one thread (and saved nothing)."""
+    agent = Agent(tmp_path, [reply("Nice to meet you, Mira!")] + [reply("-")] * 5)
+    agent.say("Hi! My name is Mira, I play the harp.", thread="first")
+    return agent
+
+
+def test_a_question_in_a_new_thread_is_searched_before_the_first_step(told: Agent) -> None:
+    out = told.say("What is my name?", thread="second")
+    results = told.seen_results(1)
+    assert len(results) == 1 and "My name is Mira, I play the harp." in results[0]
+    # The question itself is in view, so it never takes a result slot.
+    assert "What is my name?" not in results[0]
+    queue = out["messages"]
+    auto = [m for m in queue if isinstance(m, AIMessage) and m.additional_kwargs.get(AUTO_FLAG)]
+    assert len(auto) == 1
+    assert auto[0].tool_calls[0]["name"] == "conversation_search"
+    assert auto[0].tool_calls[0]["args"] == {"query": "What is my name?"}
+    # A valid queue: the call's result follows it, then the model's own step.
+    index = queue.index(auto[0])
+    assert isinstance(queue[index + 1], ToolMessage)
+    assert queue[index + 1].tool_call_id == auto[0].tool_calls[0]["id"]
+    assert out["messages"][-1].content == "-"
+
+
+def test_the_search_is_recorded_in_recall_and_never_found_itself(told: Agent) -> None:
+    told.say("What is my name?", thread="second")
+    memory = open_memory(told.ctx.data_dir, told.ctx.agent_id)
+    roles = [m.role for m in memory.recall.latest(10)]
+    assert "tool" in roles
+    page = memory.recall.search("name", mode="fts", page_size=10)
+    assert all(hit.item.role == "user" or hit.item.tool_calls for hit in page.hits)
+    assert not any("Page 1" in hit.item.text for hit in page.hits)
+
+
+def test_a_question_core_memory_covers_is_not_searched(told: Agent) -> None:
+    memory = open_memory(told.ctx.data_dir, told.ctx.agent_id)
+    memory.core.append("human", "Plays the harp.", actor="user")
+    told.say("Which instrument do I play, the harp?", thread="second")
+    assert told.seen_results(1) == []
+
+
+def test_a_statement_is_not_searched(told: Agent) -> None:
+    told.say("I also like sailing.", thread="second")
+    assert told.seen_results(1) == []
+
+
+def test_nothing_is_searched_when_recall_holds_only_the_queue(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [reply("I don't know yet.")])
+    agent.say("What is my name?", thread="only")
+    assert agent.seen_results(0) == []
+
+
+def test_later_steps_of_the_turn_add_no_second_search(tmp_path: Path) -> None:
+    save = {
+        "content": "",
+        "tool_calls": [
+            {"name": "core_memory_append", "args": {"label": "human", "content": "Is Mira."}}
+        ],
+    }
+    agent = Agent(tmp_path, [reply("Hi Mira"), save, reply("You are Mira.")])
+    agent.say("Hi! My name is Mira.", thread="first")
+    out = agent.say("What is my name?", thread="second")
+    auto = [m for m in out["messages"] if m.additional_kwargs.get(AUTO_FLAG)]
+    assert len(auto) == 1
+    assert len(agent.model.calls) == 3 and out["messages"][-1].content == "You are Mira."
+
+
+def test_hosted_models_decide_for_themselves_unless_asked(tmp_path: Path) -> None:
+    hosted = Agent(tmp_path / "a", [reply("Hi Mira")] + [reply("-")] * 3, small=False)
+    hosted.say("Hi! My name is Mira.", thread="first")
+    hosted.say("What is my name?", thread="second")
+    assert hosted.seen_results(1) == []
+
+    asked = Agent(
+        tmp_path / "b", [reply("Hi Mira")] + [reply("-")] * 3, small=False, auto_search="on"
+    )
+    asked.say("Hi! My name is Mira.", thread="first")
+    asked.say("What is my name?", thread="second")
+    assert "Mira" in asked.seen_results(1)[0]
+
+
+def test_off_means_off_for_small_models_too(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [reply("Hi Mira")] + [reply("-")] * 3, auto_search="off")
+    agent.say("Hi! My name is Mira.", thread="first")
+    agent.say("What is my name?", thread="second")
+    assert agent.seen_results(1) == []
+
+
+def test_the_models_own_search_skips_what_is_in_view(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [reply("Noted.")] + [search("sailing"), reply("You like sailing.")],
+        auto_search="off",
+    )
+    agent.say("I like sailing on Sundays.", thread="first")
+    agent.say("Tell me what you know about sailing", thread="second")
+    result = json.loads(agent.seen_results(2)[-1])["message"]
+    assert "I like sailing on Sundays." in result
+    assert "Tell me what you know about sailing" not in result
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("What is my name?", True),
+        ("which city did we move to", True),
+        ("Remind me what my cat is called", True),
+        ("I moved to Lyon.", False),
+        ("Thanks, talk soon!", False),
+    ],
+)
+def test_what_counts_as_a_question(text: str, expected: bool) -> None:
+    assert is_question(text) is expected
+
+
+def test_auto_search_must_be_a_known_choice() -> None:
+    with pytest.raises(ValueError, match="auto_search"):
+        Context(auto_search="sometimes")  # type: ignore[arg-type]
