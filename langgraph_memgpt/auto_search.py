@@ -7,10 +7,11 @@ search it does decide on costs a whole extra model call (~8 s on the embedded mo
 Measured with ``benchmarks/local_turns.py``: the answers of turns where the model searched
 were right far more often than those where it answered straight away.
 
-So for such models the loop runs that search itself when the user asks a question that
-core memory does not seem to answer: a ``conversation_search`` call with the question as
-its query, and its result, enter the queue as if the model had made the call (flagged
-``AUTO_FLAG``), and the model's first step already reads them. The call is an ordinary one
+So for such models the loop runs that search itself when the user asks about themselves
+(`is_memory_question`) and core memory does not seem to hold the answer: a
+``conversation_search`` call with the question as its query, and its result, enter the
+queue as if the model had made the call (flagged ``AUTO_FLAG``), and the model's first
+step already reads them. The call is an ordinary one
 in every other way: in the queue (Studio shows it), recorded in recall, never a search
 candidate itself. Hosted models keep deciding for themselves (``Context.auto_search``).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -33,6 +35,8 @@ from langgraph_memgpt.tools import Provenance, execute_tool_call
 
 AUTO_FLAG = "memgpt_auto_search"
 """Marks the AI message of a search the loop made on the model's behalf."""
+AUTO_PAGE_SIZE = 3
+"""Results the loop's own search shows (the model's searches show ``search_page_size``)."""
 
 _QUESTION_START = re.compile(
     r"^\s*(what|who|whom|whose|where|when|which|why|how|do|does|did|is|are|am|was|were|can|"
@@ -55,10 +59,32 @@ def wanted(ctx: Context, model: BaseChatModel) -> bool:
     return ctx.auto_search == "on"
 
 
-def is_question(text: str) -> bool:
-    """A question mark at the end, or a sentence that opens like a question."""
+_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd)\b", re.IGNORECASE)
+
+
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+
+
+def is_memory_question(text: str) -> bool:
+    """One sentence asking about the user or what they shared ("What is my name?").
+
+    Small talk ("How are you doing?") and questions about the world ("What is the capital
+    of Peru?") are not: a search would cost the model a page of results to read for nothing.
+    Neither is news with a question ("I adopted a dog! Any tips?", "I got a dog, any
+    tips?"): it has a fact to save.
+    """
     text = text.strip()
-    return text.endswith("?") or bool(_QUESTION_START.match(text))
+    return (
+        bool(_QUESTION_START.match(text))
+        and not _SENTENCE_BREAK.search(text)
+        and bool(_FIRST_PERSON.search(text))
+    )
+
+
+def asks_memory_question(queue: Sequence[AnyMessage]) -> bool:
+    """Whether the newest user message of the queue is a memory question."""
+    index = latest_user_index(queue)
+    return index is not None and is_memory_question(content_text(queue[index]))
 
 
 def core_covers(question: str, memory: Memory) -> bool:
@@ -86,7 +112,7 @@ def search_messages(
     if index is None or index != len(queue) - 1:
         return []
     question = " ".join(content_text(queue[index]).split())
-    if not question or not is_question(question) or core_covers(question, memory):
+    if not question or not is_memory_question(question) or core_covers(question, memory):
         return []
     in_view = frozenset(str(m.id) for m in queue if m.id)
     if memory.recall.count(exclude_message_ids=in_view) == 0:
@@ -109,7 +135,9 @@ def _search_call(
         "conversation_search",
         args,
         memory=memory,
-        ctx=ctx,
+        # A short page: every line is prompt the model reads before it can answer (~25 ms
+        # a token on the embedded model); the model can still search further itself.
+        ctx=replace(ctx, search_page_size=min(ctx.search_page_size, AUTO_PAGE_SIZE)),
         where=Provenance(
             thread_id=thread_id, turn=turn, call_id=call_id, in_view=frozenset(in_view)
         ),

@@ -397,6 +397,12 @@ MEMORY_TOOLS: Mapping[str, MemoryTool] = {tool.name: tool for tool in _TOOLS}
 """Every memory tool by name."""
 
 
+def non_editing(schemas: Sequence[dict[str, Any]]) -> list[str]:
+    """Names of the bound tools that do not edit memory (searches, the reply, user tools)."""
+    names = [str(s.get("function", s)["name"]) for s in schemas]
+    return [n for n in names if n not in MEMORY_TOOLS or not MEMORY_TOOLS[n].edits]
+
+
 def tool_schemas(
     user_tools: Sequence[BaseTool] = (), *, compact: bool = False
 ) -> list[dict[str, Any]]:

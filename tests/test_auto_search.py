@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.auto_search import AUTO_FLAG, is_question
+from langgraph_memgpt.auto_search import AUTO_FLAG, is_memory_question
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores import open_memory
 
@@ -20,6 +20,7 @@ class SmallScriptedModel(ScriptedChatModel):
     """A scripted model that declares itself small, as the embedded one does."""
 
     compact_tools: bool = True
+    accepts_step_tools: bool = True
 
 
 def reply(text: str) -> dict[str, Any]:
@@ -120,6 +121,17 @@ def test_later_steps_of_the_turn_add_no_second_search(tmp_path: Path) -> None:
     assert len(agent.model.calls) == 3 and out["messages"][-1].content == "You are Mira."
 
 
+def test_a_small_model_asked_about_the_user_may_search_or_reply_but_not_edit(told: Agent) -> None:
+    told.say("What is my name?", thread="second")
+    allowed = told.model.call_kwargs[1]["step_tools"]
+    assert "send_message" in allowed and "conversation_search" in allowed
+    assert not {"core_memory_append", "core_memory_replace", "archival_memory_insert"} & set(
+        allowed
+    )
+    told.say("I also like sailing.", thread="second")
+    assert "step_tools" not in told.model.call_kwargs[2]
+
+
 def test_hosted_models_decide_for_themselves_unless_asked(tmp_path: Path) -> None:
     hosted = Agent(tmp_path / "a", [reply("Hi Mira")] + [reply("-")] * 3, small=False)
     hosted.say("Hi! My name is Mira.", thread="first")
@@ -160,12 +172,16 @@ def test_the_models_own_search_skips_what_is_in_view(tmp_path: Path) -> None:
         ("What is my name?", True),
         ("which city did we move to", True),
         ("Remind me what my cat is called", True),
+        ("Do you remember my sister's name?", True),
+        ("How are you doing?", False),  # small talk
+        ("What is the capital of Peru?", False),  # the world, not the user
         ("I moved to Lyon.", False),
+        ("I adopted a dog! Any tips?", False),  # news to save, then a question
         ("Thanks, talk soon!", False),
     ],
 )
-def test_what_counts_as_a_question(text: str, expected: bool) -> None:
-    assert is_question(text) is expected
+def test_what_counts_as_a_question_about_the_user(text: str, expected: bool) -> None:
+    assert is_memory_question(text) is expected
 
 
 def test_auto_search_must_be_a_known_choice() -> None:

@@ -422,3 +422,35 @@ def test_llama_cpp_context_overflow_becomes_context_overflow_error() -> None:
 
     with pytest.raises(ContextOverflowError, match="exceeds the available context size"):
         model.invoke("hi")
+
+
+def test_one_step_can_narrow_the_callable_tools_without_changing_the_prompt() -> None:
+    reply = '[{"name": "send_message", "arguments": {"message": "x"}}]'
+    inner = ScriptedChatModel.from_steps([reply, reply])
+    model = LocalToolCallingChatModel(
+        inner=inner,
+        reply_tool="send_message",
+        companions=("core_memory_append",),
+    ).bind_tools([send_message, core_memory_append])
+    system = SystemMessage(
+        content=[{"type": "text", "text": "INSTRUCTIONS"}, {"type": "text", "text": "CORE"}]
+    )
+
+    model.invoke([system, HumanMessage("hi")])
+    model.invoke([system, HumanMessage("hi")], step_tools=["send_message"])
+
+    def shapes(call: int) -> list[list[str]]:
+        schema = inner.call_kwargs[call]["extra_body"]["response_format"]["json_schema"]["schema"]
+        options = schema.get("anyOf", [schema])
+        return [
+            [
+                item.get("properties", {}).get("name", {}).get("const", "any")
+                for item in o["prefixItems"]
+            ]
+            for o in options
+        ]
+
+    assert ["core_memory_append", "send_message"] in shapes(0)
+    assert shapes(1) == [["send_message"]]
+    assert inner.calls[0] == inner.calls[1], "the prompt (and so the prefix cache) is the same"
+    assert "step_tools" not in inner.call_kwargs[1]

@@ -407,6 +407,10 @@ class LocalToolCallingChatModel(BaseChatModel):
     """Tools that may only come before the reply in one step."""
     compact_tools: bool = True
     """Tells the agent to bind its tools' compact schemas (``tools.tool_schemas``)."""
+    accepts_step_tools: bool = True
+    """A call may pass ``step_tools=(names...)`` to narrow, for that step only, the tools the
+    model may call. Only the grammar changes, never the prompt (the tools described in it
+    stay all the bound ones), so the prefix cache holds."""
 
     @property
     def _llm_type(self) -> str:
@@ -442,8 +446,12 @@ class LocalToolCallingChatModel(BaseChatModel):
         if not allowed:
             return messages, request, [], False
         plain = self.allow_plain_reply and not required
+        only = request.pop("step_tools", None)
+        callable_now = (
+            allowed if only is None else [t for t in allowed if _function_of(t)["name"] in only]
+        )
         schema = build_tool_call_schema(
-            allowed,
+            callable_now or allowed,
             allow_plain_reply=plain,
             max_calls=self.max_calls,
             reply_tool=self.reply_tool,

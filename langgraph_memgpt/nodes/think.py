@@ -29,6 +29,7 @@ from langgraph_memgpt.main_context import (
     valid_message,
 )
 from langgraph_memgpt.state import State
+from langgraph_memgpt.tools import non_editing
 
 _CONTEXT_ERROR = re.compile(
     r"context[_ ]length|maximum context|context window|too many tokens|prompt is too long"
@@ -99,8 +100,13 @@ def make_think(
                 goto="respond", update={**update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY}
             )
         model = chat.bind_tools(schemas)
+        step: dict[str, Any] = {}
+        if getattr(chat, "accepts_step_tools", False) and auto_search.asks_memory_question(queue):
+            # A small model asked about the user tends to save something while answering
+            # (a copy of what it already holds): this step may search or reply, not edit.
+            step["step_tools"] = non_editing(schemas)
         try:
-            raw = model.invoke(prompt)
+            raw = model.invoke(prompt, **step)
         except Exception as exc:
             if not is_context_length_error(exc):
                 raise
