@@ -15,8 +15,8 @@ What is measured, all through ``langgraph_memgpt.stores.vectors.VectorIndex``:
    at 1M would take most of an hour here), and the HNSW build at N by opening
    ``kind="hnsw"`` over the same SQLite rows (the flat cache does not match, so the index
    is rebuilt from SQLite and written: the path a user takes when switching kinds).
-3. search latency p50/p95, one query at a time, k=10: flat vs HNSW (efSearch 64, as
-   configured), and recall@10 of HNSW against flat.
+3. search latency p50/p95, one query at a time, k=10: flat vs HNSW (the configured
+   efSearch, ``stores.vectors._HNSW_EF_SEARCH``), and recall@10 of HNSW against flat.
 4. scoped search: ``allowed_ids`` = a random 1% of the items (restriction before ranking).
 5. cold open: first search after the process forgets the loaded index (cache file read,
    checksum, deserialise, reconcile with SQLite).
@@ -52,7 +52,11 @@ from _common import (
 )
 
 from langgraph_memgpt.stores.db import open_db
-from langgraph_memgpt.stores.vectors import VectorIndex, forget_loaded_indexes
+from langgraph_memgpt.stores.vectors import (
+    _HNSW_EF_SEARCH,
+    VectorIndex,
+    forget_loaded_indexes,
+)
 
 K = 10
 CHUNK = 10_000
@@ -265,7 +269,7 @@ def run_size(n: int, args: argparse.Namespace, tmp_parent: str) -> None:
         hnsw_t, hnsw_found = search_all(hnsw, queries)
         rows.append(
             [
-                "hnsw search k=10 (VectorIndex, efSearch 64)",
+                f"hnsw search k=10 (VectorIndex, efSearch {_HNSW_EF_SEARCH})",
                 p(hnsw_t),
                 f"{recall_at_k(hnsw_found, flat_found):.3f}",
                 ratio(percentile(hnsw_t, 50), percentile(flat_t, 50)),

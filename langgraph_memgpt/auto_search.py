@@ -18,6 +18,7 @@ candidate itself. Hosted models keep deciding for themselves (``Context.auto_sea
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Collection, Sequence
@@ -26,12 +27,13 @@ from dataclasses import replace
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
+from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.main_context import latest_user_index
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.tokens import content_text
-from langgraph_memgpt.tools import Provenance, execute_tool_call
+from langgraph_memgpt.tools import Provenance, execute_tool_call, tool_result
 
 AUTO_FLAG = "memgpt_auto_search"
 """Marks the AI message of a search the loop made on the model's behalf."""
@@ -143,6 +145,12 @@ def _search_call(
         ),
         user_tools={},
     )
+    content = outcome.content
+    if outcome.ok:
+        # The results are the nearest messages, about the question or not: a small model
+        # otherwise answers "What is my dog's name?" from a message about a sister.
+        found = json.loads(content)["message"]
+        content = tool_result(True, f"{found}\n{prompts.AUTO_SEARCH_NOTE}", ctx.result_char_limit)
     call = AIMessage(
         content="",
         tool_calls=[{"name": "conversation_search", "args": args, "id": call_id}],
@@ -150,7 +158,7 @@ def _search_call(
         id=str(uuid.uuid4()),
     )
     result = ToolMessage(
-        outcome.content,
+        content,
         tool_call_id=call_id,
         name="conversation_search",
         status="success" if outcome.ok else "error",

@@ -1,7 +1,8 @@
 """Runtime configuration of the MemGPT agent.
 
-Every policy number of the loop (window size, pressure fractions, step caps, page sizes)
-lives here, so the nodes hold no literal thresholds and Studio can show them as a form.
+The loop's policy (window size, pressure fractions, step caps, page sizes, prompt layout,
+the loop's own search) lives here, so Studio can show it as a form; limits that guard the
+stores stay named constants beside the code they guard.
 Every value is checked once, when the Context is made (numeric text such as ``"4096"`` is
 accepted), and a bad one is a `ContextError` naming the field, the value and what is allowed.
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from langchain_core.messages import (
@@ -24,6 +23,7 @@ from langgraph.runtime import Runtime
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
+from langgraph_memgpt.osutil import utc_now
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.text import needs_cleaning, valid_json
@@ -60,8 +60,8 @@ def thread_of(runtime: Runtime[Any]) -> str:
 
 
 def now_iso() -> str:
-    """Current UTC time, ISO-8601 with seconds."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    """Current UTC time, ISO-8601 with seconds (what message times show)."""
+    return utc_now("seconds")
 
 
 def is_runtime_note(message: BaseMessage) -> bool:

@@ -236,6 +236,10 @@ REPLY_HELD_BACK = (
     "then call send_message with your answer."
 )
 
+AUTO_SEARCH_NOTE = (
+    "(Searched for the user's question. If no result above is about it, say you do not know.)"
+)
+
 REPLY_ECHO = (
     "Not sent: it repeats the user's message word for word. Reply to what they said, in "
     "your own words, with send_message."

@@ -102,7 +102,7 @@ def install_kill_points() -> None:
 
     archival_module.ArchivalMemory.insert = insert  # type: ignore[method-assign]
 
-    original_write = vectors_module._atomic_write
+    original_write = vectors_module.write_atomic
 
     def atomic_write(path: Path, data: bytes) -> None:
         target = {"faiss_index_write": ".faiss", "faiss_sidecar_write": ".json"}.get(CRASH_AT)
@@ -116,7 +116,7 @@ def install_kill_points() -> None:
             die()
         original_write(path, data)
 
-    vectors_module._atomic_write = atomic_write
+    vectors_module.write_atomic = atomic_write
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt import Context, build_graph, prompts
 from langgraph_memgpt.auto_search import AUTO_FLAG, is_memory_question
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores import open_memory
@@ -66,6 +66,8 @@ def test_a_question_in_a_new_thread_is_searched_before_the_first_step(told: Agen
     assert len(results) == 1 and "My name is Mira, I play the harp." in results[0]
     # The question itself is in view, so it never takes a result slot.
     assert "What is my name?" not in results[0]
+    # Nearest is not relevant: the model is told it may still not know.
+    assert json.loads(results[0])["message"].endswith(prompts.AUTO_SEARCH_NOTE)
     queue = out["messages"]
     auto = [m for m in queue if isinstance(m, AIMessage) and m.additional_kwargs.get(AUTO_FLAG)]
     assert len(auto) == 1

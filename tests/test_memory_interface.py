@@ -20,6 +20,7 @@ ENGINES = {"sqlite3", "sqlite_utils", "faiss", "psycopg"}
 SPEAKS_THE_INTERFACE = [
     *sorted((PACKAGE / "nodes").glob("*.py")),
     PACKAGE / "tools.py",
+    PACKAGE / "auto_search.py",
     PACKAGE / "main_context.py",
     PACKAGE / "graph.py",
 ]
@@ -46,6 +47,7 @@ def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
             "langgraph_memgpt.stores.types",
             "langgraph_memgpt.stores.text",
             "langgraph_memgpt.stores.messages",
+            "langgraph_memgpt.stores.words",
         }, f"{path.name} imports {stores}"
 
 

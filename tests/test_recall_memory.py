@@ -378,7 +378,7 @@ def test_exclude_ids_leaves_those_messages_out(recall: Recall) -> None:
 def test_bad_page_arguments_are_clear_errors(recall: Recall) -> None:
     with pytest.raises(ValueError, match="page must be 0 or more"):
         recall.search("x", page=-1)
-    with pytest.raises(ValueError, match="page_size must be positive"):
+    with pytest.raises(ValueError, match="page_size must be at least 1"):
         recall.search_date(None, None, page_size=0)
     with pytest.raises(ValueError, match="mode must be"):
         recall.search("x", mode="magic")  # type: ignore[arg-type]

@@ -111,6 +111,7 @@ def test_an_unwritable_cache_never_fails_a_turn_nor_loses_the_users_message(
     data = tmp_path / "data"
     _block_cache(data, how)
     steps = [
+        {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "Oh?"}}]},
         {"content": "", "tool_calls": [{"name": "archival_memory_insert", "args": {
             "content": "Ada's bike is a green Raleigh", "request_heartbeat": True}}]},
         {"content": "", "tool_calls": [{"name": "archival_memory_search", "args": {
@@ -123,8 +124,11 @@ def test_an_unwritable_cache_never_fails_a_turn_nor_loses_the_users_message(
     graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
     ctx = Context(data_dir=str(data), agent_id="ada", context_window=1_000_000)
     config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:6]}"}}
+    later = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:6]}"}}
     with caplog.at_level(logging.WARNING, logger="langgraph_memgpt.stores.vectors"):
-        out = graph.invoke({"messages": [HumanMessage("My bike is green")]}, config, context=ctx)
+        graph.invoke({"messages": [HumanMessage("My bike is green")]}, config, context=ctx)
+        # Searched from another thread: a search skips the messages in view.
+        out = graph.invoke({"messages": [HumanMessage("Remember it")]}, later, context=ctx)
         assert out["messages"][-1].content == "Noted!"
         results = [m.content for m in out["messages"] if m.type == "tool"]
         assert all('"status": "OK"' in r for r in results), results

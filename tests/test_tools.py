@@ -135,6 +135,11 @@ def test_a_fact_restated_in_other_words_is_not_appended_again(memory: AgentMemor
     assert "already says this: 'Trains for the Valencia marathon.'" in result["message"]
     assert "core_memory_replace" in result["message"]
     assert memory.core.get("human").value.count("marathon") == 1
+    # A number is part of the fact.
+    run(memory, "core_memory_append", label="human", content="Has 2 cats.")
+    assert run(memory, "core_memory_append", label="human", content="Has 3 cats.")[
+        "message"
+    ].startswith("Appended")
     # Something new about the same topic is still a new fact.
     result = run(
         memory, "core_memory_append", label="human", content="Valencia marathon is in December."

@@ -39,6 +39,7 @@ from typing import IO
 from rich.console import Console
 
 from langgraph_memgpt.llm import weights
+from langgraph_memgpt.osutil import process_alive, write_atomic
 
 MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct"
 N_CTX = 8192
@@ -319,13 +320,10 @@ def _state_path() -> Path:
 
 def _write_shared(server: LocalServer) -> None:
     state = {"base_url": server.base_url, "pid": server.pid, "model_path": str(server.model_path)}
-    path = _state_path()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(_state_path(), json.dumps(state).encode("utf-8"))
     except OSError:
-        tmp.unlink(missing_ok=True)
+        pass  # another process sharing this server then starts its own: slower, still right
 
 
 def _read_shared(model_path: Path) -> LocalServer | None:
@@ -334,7 +332,7 @@ def _read_shared(model_path: Path) -> LocalServer | None:
         base_url, pid, path = str(state["base_url"]), int(state["pid"]), Path(state["model_path"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if path != model_path or not _pid_alive(pid) or not _healthy(base_url):
+    if path != model_path or not process_alive(pid) or not _healthy(base_url):
         return None
     return LocalServer(base_url, pid, path, owned=False)
 
@@ -346,16 +344,6 @@ def _forget_shared(server: LocalServer) -> None:
             _state_path().unlink(missing_ok=True)
     except (OSError, ValueError, TypeError):
         pass
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # --- the child process -------------------------------------------------------------------
@@ -390,7 +378,7 @@ def _serve(model: str, threads: int, parent_pid: int) -> int:
     # Poll instead of PR_SET_PDEATHSIG: that signal fires when the *thread* that spawned
     # us exits, and graph nodes often run in short-lived worker threads.
     while not stop.wait(1.0):
-        if os.getppid() != original_parent or not _pid_alive(parent_pid):
+        if os.getppid() != original_parent or not process_alive(parent_pid):
             break
     # Exit here, while `server` is still referenced: returning would drop it, and its
     # destructor waits for llama.cpp's main loop, which never ends while a request from a

@@ -35,6 +35,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from langgraph_memgpt.llm.errors import is_context_overflow
+
 PLAIN_REPLY_KEY = "reply"
 """The key of the optional no-tool answer, ``{"reply": "..."}``, in the constrained schema."""
 
@@ -535,17 +537,11 @@ def _is_connection_error(exc: BaseException) -> bool:
     )
 
 
-_OVERFLOW_MARKERS = ("exceeds the available context size", "exceed_context_size")
-
-
 def _raise_if_context_overflow(exc: BaseException) -> None:
     """Re-raise llama.cpp's "prompt too long" 400 as LangChain's ContextOverflowError.
 
     langchain-openai only recognises OpenAI's wording; the agent's summarize-and-retry
     path catches the one LangChain class for every provider.
     """
-    if isinstance(exc, ContextOverflowError):
-        return
-    text = str(exc)
-    if any(marker in text for marker in _OVERFLOW_MARKERS):
-        raise ContextOverflowError(text) from exc
+    if not isinstance(exc, ContextOverflowError) and is_context_overflow(exc):
+        raise ContextOverflowError(str(exc)) from exc

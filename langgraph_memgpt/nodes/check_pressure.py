@@ -35,6 +35,7 @@ from langgraph_memgpt.main_context import (
     build_prompt,
     context_of,
     current_system,
+    cut_text,
     is_user_message,
     latest_user_index,
     prompt_tokens,
@@ -51,18 +52,10 @@ from langgraph_memgpt.tools import error_text, tool_result
 def _fit(message: AnyMessage, budget: int, counter: TokenCounter) -> AnyMessage | None:
     """A copy of ``message`` cut to ``budget`` tokens, or None when it already fits."""
     text = content_text(message)
-    tokens = counter.text(text)
-    if tokens <= budget:
+    if counter.text(text) <= budget:
         return None
     note = prompts.TRUNCATED_NOTE.format(chars=len(text), message_id=message.id)
-    room = max(0, budget - counter.text(note))
-    keep = int(len(text) * room / tokens)
-    # Token density varies along a text (CJK or emoji first, plain words after): a cut at
-    # the average density can still be too long, which would end the turn with "send a
-    # shorter message". Shrink until the kept part really fits.
-    while keep > 0 and (used := counter.text(text[:keep])) > room:
-        keep = int(keep * room / used * 0.95)
-    cut = text[:keep] + note
+    cut = cut_text(text, budget, counter, note)
     kwargs = {**message.additional_kwargs, CUT_FLAG: len(cut)}  # recall keeps the whole text
     return message.model_copy(update={"content": cut, "additional_kwargs": kwargs})
 

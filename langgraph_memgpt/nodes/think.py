@@ -7,7 +7,6 @@ queue to summarize_evict and retries (bounded by ``Context.max_context_retries``
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any, Literal
 
@@ -18,6 +17,7 @@ from langgraph.types import Command
 from langgraph_memgpt import auto_search, prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, Node
+from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.main_context import (
     bounded_calls,
     build_prompt,
@@ -30,18 +30,6 @@ from langgraph_memgpt.main_context import (
 )
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tools import non_editing
-
-_CONTEXT_ERROR = re.compile(
-    r"context[_ ]length|maximum context|context window|too many tokens|prompt is too long"
-    r"|exceeds the context|exceed_context_size",
-    re.IGNORECASE,
-)
-
-
-def is_context_length_error(exc: BaseException) -> bool:
-    """True when a provider refused the prompt for being longer than the window."""
-    code = getattr(exc, "code", None)
-    return code == "context_length_exceeded" or bool(_CONTEXT_ERROR.search(str(exc)))
 
 
 def _with_call_ids(message: AIMessage) -> AIMessage:
@@ -108,7 +96,7 @@ def make_think(
         try:
             raw = model.invoke(prompt, **step)
         except Exception as exc:
-            if not is_context_length_error(exc):
+            if not is_context_overflow(exc):
                 raise
             retries = state.get("context_retries", 0)
             if retries >= ctx.max_context_retries:

@@ -27,12 +27,11 @@ from langgraph_memgpt.stores.passages import (
     MAX_TAG_CHARS,
     NewPassage,
     PreparedPassage,
-    check_page,
     normalize_tags,
     prepare_passages,
 )
 from langgraph_memgpt.stores.ranking import minmax_fuse
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
+from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
 from langgraph_memgpt.stores.words import query_terms
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlite_utils
 
+from langgraph_memgpt.osutil import utc_now
 from langgraph_memgpt.stores.blocks import (
     HUMAN_DESCRIPTION,
     PERSONA_DESCRIPTION,
@@ -23,7 +24,7 @@ from langgraph_memgpt.stores.blocks import (
     replaced,
     unknown_label,
 )
-from langgraph_memgpt.stores.db import is_read_only, transaction, utc_now
+from langgraph_memgpt.stores.db import is_read_only, transaction
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
 

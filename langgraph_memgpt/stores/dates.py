@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 
+from langgraph_memgpt.osutil import utc_now
+
 _FIRST = datetime.min.replace(tzinfo=UTC)
 _LAST = datetime.max.replace(tzinfo=UTC)
 AFTER_ALL = "9999-12-31T99"
@@ -54,8 +56,8 @@ def to_utc_iso(value: str | datetime | None = None) -> str:
         ValueError: ``value`` is not a date or ISO-8601 timestamp.
     """
     if value is None:
-        moment = datetime.now(UTC)
-    elif isinstance(value, datetime):
+        return utc_now()
+    if isinstance(value, datetime):
         moment = value
     else:
         moment = _parse(value, "created_at")[0]

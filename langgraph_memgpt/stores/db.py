@@ -15,7 +15,6 @@ import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlite_utils
@@ -39,11 +38,6 @@ _LOCKS: weakref.WeakKeyDictionary[sqlite_utils.Database, threading.RLock] = (
     weakref.WeakKeyDictionary()
 )
 _LOCKS_GUARD = threading.Lock()
-
-
-def db_path(data_dir: Path | str) -> Path:
-    """Return the path of the memory database inside a data directory."""
-    return Path(data_dir) / DB_FILENAME
 
 
 def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Database:
@@ -250,8 +244,3 @@ def set_meta(db: sqlite_utils.Database, key: str, value: str) -> None:
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
-
-
-def utc_now() -> str:
-    """Return the current time as ISO-8601 UTC with microseconds (sortable as text)."""
-    return datetime.now(UTC).isoformat(timespec="microseconds")

@@ -129,14 +129,6 @@ def normalise_role(role: str) -> str:
     return value
 
 
-def check_page(page: int, page_size: int) -> None:
-    """Refuse a negative page or a page size below 1."""
-    if page < 0:
-        raise ValueError(f"page must be 0 or more, got {page}")
-    if page_size <= 0:
-        raise ValueError(f"page_size must be positive, got {page_size}")
-
-
 def message_from_row(row: Sequence[Any]) -> RecallMessage:
     """A stored recall row as a message; every backend selects the same columns.
 

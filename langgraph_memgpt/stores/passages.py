@@ -103,11 +103,3 @@ def prepare_passages(
             )
         )
     return prepared
-
-
-def check_page(page: int, page_size: int) -> None:
-    """Refuse a negative page or a page size below 1 (every archival backend's words)."""
-    if page < 0:
-        raise ValueError(f"page must be 0 or more, got {page}")
-    if page_size < 1:
-        raise ValueError(f"page_size must be at least 1, got {page_size}")

@@ -50,11 +50,10 @@ from langgraph_memgpt.stores.messages import (
     prepare_message,
     searchable_text,
 )
-from langgraph_memgpt.stores.messages import check_page as _check_page
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
-from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
+from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
 from langgraph_memgpt.stores.words import query_terms, query_words
 
@@ -293,7 +292,7 @@ class RecallMemory:
             raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
         if mode == "vector" and self.embeddings is None:
             raise ValueError("vector search needs an embedding model; this recall has none")
-        _check_page(page, page_size)
+        check_page(page, page_size)
         where, params = self._filters(roles, start_date, end_date, exclude_ids)
         terms = query_terms(query)
         use_vectors = self.embeddings is not None and mode != "fts" and bool(query.strip())
@@ -338,7 +337,7 @@ class RecallMemory:
         Raises:
             ValueError: A date is not "YYYY-MM-DD" or ISO-8601, or start is after end.
         """
-        _check_page(page, page_size)
+        check_page(page, page_size)
         where, params = self._filters(None, start_date, end_date, ())
         return self._listing(where, params, page, page_size, newest_first=False)
 

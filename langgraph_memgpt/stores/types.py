@@ -94,3 +94,11 @@ class SearchPage(Generic[T]):
     def pages(self) -> int:
         """Number of pages the whole result spans."""
         return max(1, -(-self.total // self.page_size)) if self.page_size else 1
+
+
+def check_page(page: int, page_size: int) -> None:
+    """Refuse a negative page or a page size below 1, in the same words in every tier."""
+    if page < 0:
+        raise ValueError(f"page must be 0 or more, got {page}")
+    if page_size < 1:
+        raise ValueError(f"page_size must be at least 1, got {page_size}")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import secrets
 import shlex
@@ -33,6 +32,7 @@ import faiss
 import numpy as np
 import sqlite_utils
 
+from langgraph_memgpt.osutil import process_alive, write_atomic
 from langgraph_memgpt.stores.db import database_id, get_meta, set_meta, transaction
 from langgraph_memgpt.stores.embeddings import FloatArray, embedding_spec, normalize
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
@@ -198,50 +198,10 @@ def _blob(vector: FloatArray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so a crash leaves either the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    _fsync_dir(path.parent)
-
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # e.g. another user's process: it exists
-        return True
-    return True
-
-
 def _remove_orphan_temp_files(*targets: Path) -> None:
     """Delete the temporary files of cache writes whose process died mid-write.
 
-    ``_atomic_write`` names them ``.<file>.<pid>.<random>.tmp``; a process killed before
+    ``osutil.write_atomic`` names them ``.<file>.<pid>.<random>.tmp``; a process killed before
     its rename leaves one behind for good. A live writer's file is left alone.
     """
     for target in targets:
@@ -250,7 +210,7 @@ def _remove_orphan_temp_files(*targets: Path) -> None:
             continue
         for tmp in target.parent.glob(f".{target.name}.*.tmp"):
             match = pattern.fullmatch(tmp.name)
-            if match and not _process_alive(int(match.group(1))):
+            if match and not process_alive(int(match.group(1))):
                 try:
                     tmp.unlink(missing_ok=True)
                 except OSError:  # a read-only cache folder: the file is harmless
@@ -560,8 +520,8 @@ class VectorIndex:
         }
         # Index first, sidecar second: a crash in between leaves a checksum mismatch,
         # which is detected and rebuilt, never a silently wrong index.
-        _atomic_write(self.path, data)
-        _atomic_write(self.sidecar_path, json.dumps(sidecar, indent=1).encode("utf-8"))
+        write_atomic(self.path, data)
+        write_atomic(self.sidecar_path, json.dumps(sidecar, indent=1).encode("utf-8"))
         state.unsaved = 0
 
     def maybe_persist(self) -> None:

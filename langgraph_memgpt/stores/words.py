@@ -52,9 +52,13 @@ meets "start" without a stemmer for every language."""
 
 
 def topic_stems(text: str, skip: frozenset[str] = frozenset()) -> set[str]:
-    """The content words of ``text`` (no stop words, numbers or ``skip``), cut to a stem."""
+    """The content words of ``text`` (no stop words, no ``skip``), cut to a stem.
+
+    Numbers are content ("2 kids" is not "3 kids"); other words of one or two letters
+    are not.
+    """
     return {
-        word[:STEM_LETTERS]
+        word if word.isdigit() else word[:STEM_LETTERS]
         for word in query_words(text)
-        if len(word) > 2 and word not in STOP_WORDS and word not in skip and not word.isdigit()
+        if (len(word) > 2 or word.isdigit()) and word not in STOP_WORDS and word not in skip
     }

@@ -20,7 +20,6 @@ from langgraph_memgpt.stores.embeddings import embed_query, embed_texts
 from langgraph_memgpt.stores.passages import (
     NewPassage,
     PreparedPassage,
-    check_page,
     normalize_tags,
     prepare_passages,
 )
@@ -33,7 +32,7 @@ from langgraph_memgpt.stores.postgres.search import (
     word_scores,
 )
 from langgraph_memgpt.stores.ranking import minmax_fuse
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
+from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
 from langgraph_memgpt.stores.words import query_terms
 
 TABLE = "memgpt_archival"

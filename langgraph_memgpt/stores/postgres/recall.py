@@ -32,7 +32,6 @@ from langgraph_memgpt.stores.mentions import (
 )
 from langgraph_memgpt.stores.messages import (
     PreparedMessage,
-    check_page,
     message_from_row,
     normalise_role,
     prepare_message,
@@ -47,7 +46,7 @@ from langgraph_memgpt.stores.postgres.search import (
 )
 from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS, VECTOR_CANDIDATES
-from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage
+from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.words import query_terms, query_words
 
 TABLE = "memgpt_recall"
