@@ -15,7 +15,7 @@ export LANGSMITH_TRACING := false
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[local,serve,dev,postgres]'
+	$(BIN)/python -m pip install --quiet -e '.[local,serve,dev,postgres,compose]'
 	@touch $(STAMP)
 
 install: $(STAMP)
