@@ -316,3 +316,37 @@ def test_the_readme_composition_example_runs_as_shown(
         b.label: b.value for b in memory_of(tmp_path / "memory", "ada-assistant").core.blocks()
     }
     assert "Drinks green tea" in blocks["human"]
+
+
+def test_an_agent_keeping_its_own_queue_resumes_cleanly_after_a_handoff(tmp_path: Path) -> None:
+    """Compiled with ``checkpointer=True`` the agent keeps its own queue between visits: the
+    handoff's results are in it, so nothing is reported as interrupted and no handoff repeats.
+    """
+    from langgraph_swarm import create_handoff_tool, create_swarm
+
+    memgpt_model = scripted(
+        step(call("transfer_to_helper")),
+        step(call("send_message", message="Back with you.")),
+    )
+    helper_model = scripted("Rain at noon.", step(call("transfer_to_concierge")))
+    concierge = build_graph(
+        model=memgpt_model, tools=[create_handoff_tool(agent_name="helper")]
+    ).compile(name="concierge", checkpointer=True)
+    helper = create_react_agent(
+        helper_model, tools=[create_handoff_tool(agent_name="concierge")], name="helper"
+    )
+    app = create_swarm([concierge, helper], default_active_agent="concierge").compile(
+        checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "s1"}}
+    ctx = context(tmp_path)
+
+    app.invoke({"messages": [HumanMessage("Will it rain?")]}, config, context=ctx)
+    out = app.invoke({"messages": [HumanMessage("Thanks")]}, config, context=ctx)
+    assert out["messages"][-1].content == "Back with you."
+    assert out["active_agent"] == "concierge"
+    queue = memgpt_model.calls[-1]
+    transfer = [m for m in queue if isinstance(m, ToolMessage) and m.name == "transfer_to_helper"]
+    assert len(transfer) == 1 and transfer[0].status == "success"
+    assert not any("interrupted" in str(m.content).lower() for m in queue)
+    assert memgpt_model.remaining == 0 and helper_model.remaining == 0

@@ -293,3 +293,38 @@ def test_memory_of_a_user_tool_call_is_written_to_recall(tmp_path: Path) -> None
     memory = open_memory(str(tmp_path), "ada", embedding_model="none")
     stored = memory.recall.get([str(results(out)[0].id)])
     assert stored and stored[0].role == "tool" and "3" in stored[0].text
+
+
+def test_user_tools_in_an_async_graph_never_block_the_event_loop(tmp_path: Path) -> None:
+    from blockbuster import blockbuster_ctx
+
+    @tool
+    def note(text: str) -> str:
+        """A sync tool: LangGraph runs it in a worker thread under ainvoke."""
+        return f"noted {text}"
+
+    model = ScriptedChatModel.from_steps(
+        [
+            step(
+                call("note", text="a"),
+                call("shout", text="b"),
+                call("core_memory_append", label="human", content="Likes tea"),
+            ),
+            step(call("send_message", message="done")),
+        ]
+    )
+    graph = build_graph(model=model, tools=[note, shout]).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), agent_id="ada", embedding_model="none")
+
+    async def main() -> dict[str, Any]:
+        with blockbuster_ctx():
+            return await graph.ainvoke(
+                {"messages": [HumanMessage("go")]},
+                {"configurable": {"thread_id": "t"}},
+                context=ctx,
+            )
+
+    out = asyncio.run(main())
+    contents = [json.loads(str(m.content))["message"] for m in results(out)]
+    assert contents[:2] == ["noted a", "B"]
+    assert out["messages"][-1].content == "done"
