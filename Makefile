@@ -27,6 +27,6 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check langgraph_memgpt tests benchmarks
-	$(BIN)/ruff format --check langgraph_memgpt tests benchmarks
+	$(BIN)/ruff check langgraph_memgpt tests benchmarks examples
+	$(BIN)/ruff format --check langgraph_memgpt tests benchmarks examples
 	$(BIN)/mypy --strict langgraph_memgpt
