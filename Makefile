@@ -15,7 +15,7 @@ export LANGSMITH_TRACING := false
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[local,serve,dev,postgres]'
+	$(BIN)/python -m pip install --quiet -e '.[local,serve,dev,postgres,compose]'
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -27,6 +27,6 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check langgraph_memgpt tests benchmarks
-	$(BIN)/ruff format --check langgraph_memgpt tests benchmarks
+	$(BIN)/ruff check langgraph_memgpt tests benchmarks examples
+	$(BIN)/ruff format --check langgraph_memgpt tests benchmarks examples
 	$(BIN)/mypy --strict langgraph_memgpt

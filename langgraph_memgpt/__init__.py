@@ -3,5 +3,14 @@
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.state import InputState, OutputState, State
+from langgraph_memgpt.tools import ToolFacts, declare_tool
 
-__all__ = ["Context", "InputState", "OutputState", "State", "build_graph"]
+__all__ = [
+    "Context",
+    "InputState",
+    "OutputState",
+    "State",
+    "ToolFacts",
+    "build_graph",
+    "declare_tool",
+]

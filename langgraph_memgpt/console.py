@@ -44,8 +44,8 @@ from langgraph_memgpt.server import (
 )
 from langgraph_memgpt.stores import DB_FILENAME, AgentMemory, list_agents, open_memory
 from langgraph_memgpt.stores.types import MemoryStoreError
+from langgraph_memgpt.tools import facts_of
 
-MEMORY_EDITS = {"core_memory_append", "core_memory_replace", "archival_memory_insert"}
 RESULT_PREVIEW_CHARS = 200
 """Longest excerpt of a tool result shown in the chat transcript."""
 SHUTDOWN_GRACE_S = 20.0
@@ -199,7 +199,7 @@ def show_update(console: Console, node: str, update: Mapping[str, Any] | None) -
             for call in message.tool_calls:
                 if call["name"] == "send_message":
                     continue
-                mark, style = ("✎", "yellow") if call["name"] in MEMORY_EDITS else ("⚙", "cyan")
+                mark, style = ("✎", "yellow") if facts_of(call["name"]).edits else ("⚙", "cyan")
                 console.print(f"[{style}]  {mark} {escape(_call_text(call))}[/]", soft_wrap=True)
             for bad in message.invalid_tool_calls:
                 console.print(

@@ -16,6 +16,7 @@ from langgraph_memgpt.state import State
 from langgraph_memgpt.stores import SqliteBackend
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.tokens import TokenCounter
+from langgraph_memgpt.tool_runner import UserTools
 from langgraph_memgpt.tools import tool_schemas
 
 R_co = TypeVar("R_co", covariant=True)
@@ -38,11 +39,17 @@ class Deps:
     embeddings: Embeddings | None = None
     user_tools: Mapping[str, BaseTool] = field(default_factory=dict)
     backend: MemoryBackend | None = None
+    agent_id: str | None = None
+    """The agent this graph always is (``build_graph(agent_id=...)``); None: the run
+    context's ``agent_id``. Two agents in one parent graph share the parent's context."""
     counter: TokenCounter = field(default_factory=TokenCounter)
     schemas: list[dict[str, Any]] = field(init=False)
     compact_schemas: list[dict[str, Any]] = field(init=False)
+    tools: UserTools = field(init=False)
+    """The user tools, run the way LangGraph's ``ToolNode`` runs them."""
 
     def __post_init__(self) -> None:
+        self.tools = UserTools(list(self.user_tools.values()))
         # Built once: converting pydantic models to JSON schema on every step was the
         # largest cost of an empty turn.
         self.schemas = tool_schemas(list(self.user_tools.values()))
@@ -64,6 +71,10 @@ class Deps:
         """The model that writes eviction summaries (the chat model unless one was given)."""
         return self.summary_model if self.summary_model is not None else self.chat_model(ctx)
 
+    def agent_of(self, ctx: Context) -> str:
+        """The agent whose memory this graph uses: its own, else the context's."""
+        return self.agent_id or ctx.agent_id
+
     def memory(self, ctx: Context, state: State | None = None) -> Memory:
         """The agent's memory tiers from the graph's backend, default core blocks ensured.
 
@@ -75,11 +86,12 @@ class Deps:
                 conversation: this agent would read it, and recording it would copy it
                 into this agent's long-term memory.
         """
+        agent_id = self.agent_of(ctx)
         owner = state.get("agent_id") if state is not None else None
-        if owner and owner != ctx.agent_id:
+        if owner and owner != agent_id:
             raise ValueError(
-                f"this thread belongs to agent {owner!r}, not {ctx.agent_id!r}: continue it "
-                f"with agent_id={owner!r}, or start a new thread for {ctx.agent_id!r}"
+                f"this thread belongs to agent {owner!r}, not {agent_id!r}: continue it "
+                f"with agent_id={owner!r}, or start a new thread for {agent_id!r}"
             )
         backend = self.backend or SqliteBackend(
             ctx.data_dir,
@@ -87,6 +99,6 @@ class Deps:
             embeddings=self.embeddings,
             core_block_limit=ctx.core_block_limit,
         )
-        memory = backend.open(ctx.agent_id)
+        memory = backend.open(agent_id)
         memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
         return memory

@@ -25,6 +25,7 @@ from langgraph_memgpt.nodes import (
     make_summarize_evict,
     make_think,
 )
+from langgraph_memgpt.nodes.call_memory_tool import DESTINATIONS
 from langgraph_memgpt.state import InputState, OutputState, State
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.threads import a_one_run, data_dir_of, one_run
@@ -82,6 +83,7 @@ def build_graph(
     tools: Sequence[BaseTool] = (),
     summary_model: BaseChatModel | None = None,
     memory: MemoryBackend | None = None,
+    agent_id: str | None = None,
 ) -> StateGraph[State, Context, InputState, OutputState]:
     """Return the uncompiled MemGPT graph; the caller compiles it with its own persistence.
 
@@ -89,10 +91,16 @@ def build_graph(
         model: chat model for ``think``; when None, ``Context.model`` picks one per run.
         embeddings: embeddings for recall and archival search; when None,
             ``Context.embedding_model`` picks them (the embedded MiniLM by default).
-        tools: extra tools the model may call; they run in ``call_memory_tool``.
+        tools: extra tools the model may call; they run in ``call_memory_tool`` the way
+            LangGraph's ``ToolNode`` runs them (injected state, store, tool call id and
+            runtime; async tools; a returned ``Command`` updates the state or, addressed to
+            the parent graph, hands control over). ``declare_tool`` says how the loop
+            treats one (e.g. a result that need not be read).
         summary_model: model that writes eviction summaries (defaults to ``model``).
         memory: where agents' memory lives (a ``MemoryBackend``: agent id -> memory);
             when None, the embedded SQLite + FAISS backend in ``Context.data_dir``.
+        agent_id: the agent this graph always is, whatever the run context says: two
+            agents in one parent graph share the parent's context.
     """
     return assemble(
         context_schema=Context,
@@ -101,6 +109,7 @@ def build_graph(
         tools=tools,
         summary_model=summary_model,
         memory=memory,
+        agent_id=agent_id,
     )
 
 
@@ -112,6 +121,7 @@ def assemble(
     tools: Sequence[BaseTool],
     summary_model: BaseChatModel | None,
     memory: MemoryBackend | None = None,
+    agent_id: str | None = None,
 ) -> StateGraph[State, Any, InputState, OutputState]:
     """The graph with ``context_schema``.
 
@@ -127,6 +137,7 @@ def assemble(
         embeddings=embeddings,
         user_tools={t.name: t for t in tools},
         backend=memory,
+        agent_id=agent_id,
     )
     builder = MemGPTStateGraph(
         State, input_schema=InputState, output_schema=OutputState, context_schema=context_schema
@@ -134,7 +145,7 @@ def assemble(
     builder.add_node("check_pressure", make_check_pressure(deps))
     builder.add_node("summarize_evict", make_summarize_evict(deps))
     builder.add_node("think", make_think(deps))
-    builder.add_node("call_memory_tool", make_call_memory_tool(deps))
+    builder.add_node("call_memory_tool", make_call_memory_tool(deps), destinations=DESTINATIONS)
     builder.add_node("respond", make_respond(deps))
     builder.add_edge(START, "check_pressure")
     builder.add_edge("respond", END)

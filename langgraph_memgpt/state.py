@@ -59,3 +59,7 @@ class State(InputState):
     """Set by ``think`` after a context-length error: evict even below the flush limit."""
     stop_reason: NotRequired[str]
     """Why the turn ended early (step cap, breaker), shown in the reply."""
+    handoff: NotRequired[dict[str, Any] | None]
+    """A tool's handoff to the parent graph (``goto`` and ``update`` of its ``Command``),
+    carried from ``call_memory_tool`` (whose results must reach this thread's state first)
+    to ``respond``, which hands control over. Cleared when the next run starts."""

@@ -3,7 +3,13 @@
 Each memory tool is a pydantic argument model plus a function over ``Memory``. The
 schemas are what the model sees; ``execute_tool_call`` validates arguments, runs the tool
 and turns *every* failure into a model-readable ``{"status": "Failed", ...}`` result, so a
-malformed call costs one more think step, never a crashed turn.
+malformed call costs one more think step, never a crashed turn. The caller's own tools run
+the way LangGraph's ``ToolNode`` runs them (`langgraph_memgpt.tool_runner`).
+
+What the loop must know about a tool (it replies, it searches memory, it edits memory,
+whether its result must be read before the turn ends) is a `ToolFacts`, declared beside the
+tool: in `MEMORY_TOOLS` for the memory tools, with `declare_tool` for the caller's tools,
+and read everywhere through `facts_of`.
 """
 
 from __future__ import annotations
@@ -12,12 +18,18 @@ import copy
 import functools
 import json
 import re
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langchain_core.messages import BaseMessage, ToolCall
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.errors import GraphBubbleUp
+from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_memgpt.context import Context
@@ -26,6 +38,7 @@ from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
 from langgraph_memgpt.stores.words import topic_stems
+from langgraph_memgpt.tool_runner import UserToolResult, UserTools
 
 HEARTBEAT_DESCRIPTION = "true: think again after this returns; false: end your turn."
 MAX_PAGE = 10_000
@@ -137,14 +150,87 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class ToolFacts:
+    """What the loop must know about one tool, declared beside the tool.
+
+    Attributes:
+        replies: its ``message`` argument is the user-visible reply (``send_message``).
+        reads: it looks memory up: a reply written beside it waits until its result was
+            read, and a model message made only of such calls is never found by a later
+            search (it would echo the query).
+        edits: it changes memory (the console marks it as an edit; a small model may write
+            it beside its reply).
+        must_read: its result must be read before the turn can end: the loop thinks again
+            after it. True for the caller's tools unless declared otherwise (an unknown
+            result may matter); for memory tools, the searches.
+    """
+
+    replies: bool = False
+    reads: bool = False
+    edits: bool = False
+    must_read: bool = True
+
+
+FACTS_KEY = "memgpt"
+"""Key of a user tool's `ToolFacts` in ``BaseTool.metadata`` (beside other libraries' keys,
+such as langgraph-swarm's handoff destination)."""
+
+
+def declare_tool(
+    tool: BaseTool,
+    *,
+    must_read: bool = True,
+    reads: bool = False,
+    edits: bool = False,
+    replies: bool = False,
+) -> BaseTool:
+    """Tell the loop how to treat one of your tools; returns the same tool.
+
+    Example: a tool whose result the model need not see before replying (a notifier)
+    does not cost another think step: ``declare_tool(notify, must_read=False)``.
+    """
+    facts = ToolFacts(replies=replies, reads=reads, edits=edits, must_read=must_read)
+    tool.metadata = {**(tool.metadata or {}), FACTS_KEY: facts}
+    return tool
+
+
+def facts_of(name: str, user_tools: Mapping[str, BaseTool] | UserTools | None = None) -> ToolFacts:
+    """The `ToolFacts` of the tool called ``name``: memory tool, declared user tool, default."""
+    if name in MEMORY_TOOLS:
+        return MEMORY_TOOLS[name].facts
+    tools = user_tools.by_name if isinstance(user_tools, UserTools) else user_tools or {}
+    tool = tools.get(name)
+    declared = (tool.metadata or {}).get(FACTS_KEY) if tool is not None else None
+    return declared if isinstance(declared, ToolFacts) else ToolFacts()
+
+
+@dataclass(frozen=True)
 class ToolOutcome:
-    """What one executed tool call produced and what it means for routing."""
+    """What one executed tool call produced and what it means for routing.
+
+    Attributes:
+        content: the result the model reads (``{"status": ..., "message": ...}``).
+        ok: the call succeeded.
+        heartbeat: the model must think again after it.
+        reply: the user-visible reply it carried (``send_message``).
+        core_changed: core memory changed (the state's mirror must follow).
+        artifact: a user tool's ``ToolMessage.artifact``, kept for the caller.
+        extra_messages: other messages a user tool's ``Command`` added to the queue.
+        update: other state keys a user tool's ``Command`` sets.
+        goto: where a user tool's ``Command`` routes inside this graph.
+        handoff: a user tool's ``Command`` for the parent graph (it hands control over).
+    """
 
     content: str
     ok: bool
     heartbeat: bool
     reply: str | None = None
     core_changed: bool = False
+    artifact: Any = None
+    extra_messages: tuple[BaseMessage, ...] = ()
+    update: Mapping[str, Any] = field(default_factory=dict)
+    goto: Any = None
+    handoff: Command[Any] | None = None
 
 
 ToolFn = Callable[[Any, Memory, Context, Provenance], tuple[str, bool]]
@@ -179,6 +265,13 @@ class MemoryTool:
     edits: bool = False
     compact_args: tuple[str, ...] = ()
     for_small_models: bool = True
+
+    @property
+    def facts(self) -> ToolFacts:
+        """What the loop knows about it (a search's result must be read)."""
+        return ToolFacts(
+            replies=self.replies, reads=self.reads, edits=self.edits, must_read=self.reads
+        )
 
 
 def _send_message(
@@ -500,22 +593,68 @@ def execute_tool_call(
     memory: Memory,
     ctx: Context,
     where: Provenance,
-    user_tools: Mapping[str, BaseTool],
+    user_tools: Mapping[str, BaseTool] | UserTools,
+    state: Mapping[str, Any] | None = None,
+    config: RunnableConfig | None = None,
+    runtime: Runtime[Any] | None = None,
 ) -> ToolOutcome:
-    """Run one tool call; never raises: failures come back as a Failed result with heartbeat."""
+    """Run one tool call; never raises: failures come back as a Failed result with heartbeat.
+
+    Args:
+        name: the tool the model called.
+        args: its arguments, as the model wrote them.
+        memory: the agent's memory tiers (memory tools work on them).
+        ctx: the run's context (result size limit, search page size).
+        where: the thread, turn and call id the call belongs to.
+        user_tools: the caller's tools, run the way ``ToolNode`` runs them.
+        state: the graph state a user tool sees as ``InjectedState`` (the queue).
+        config: the node's config (a user tool's ``ToolRuntime.config``).
+        runtime: the node's runtime (store, context, stream writer for user tools);
+            outside a graph, one holding ``ctx``.
+    """
     limit = ctx.result_char_limit
     if not isinstance(args, dict):
         return _failed(name, "arguments must be a JSON object", limit)
     if name in user_tools:
+        tools = (
+            user_tools if isinstance(user_tools, UserTools) else UserTools([*user_tools.values()])
+        )
+        call = _user_call(name, args, where)
         try:
-            output = user_tools[name].invoke(args)
+            result = tools.run(
+                call,
+                state or {"messages": []},
+                config=config,
+                runtime=runtime or Runtime(context=ctx),
+            )
+        except GraphBubbleUp:
+            raise  # an interrupt inside the tool is LangGraph's to handle
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the model
             return _failed(name, exc, limit)
-        text = output if isinstance(output, str) else json.dumps(output, default=str)
-        # A user tool's result is information for the model: it always gets to read it.
-        return ToolOutcome(tool_result(True, text, limit), ok=True, heartbeat=True)
+        return user_outcome(name, result, facts_of(name, tools), limit)
+    return run_memory_tool(name, args, memory=memory, ctx=ctx, where=where, user_tools=user_tools)
+
+
+def _user_call(name: str, args: dict[str, Any], where: Provenance) -> ToolCall:
+    """The call as ToolNode takes it (an id is needed: InjectedToolCallId is filled from it)."""
+    return ToolCall(name=name, args=args, id=where.call_id or f"call_{uuid.uuid4().hex[:24]}")
+
+
+def run_memory_tool(
+    name: str,
+    args: Any,
+    *,
+    memory: Memory,
+    ctx: Context,
+    where: Provenance,
+    user_tools: Mapping[str, BaseTool] | UserTools | None = None,
+) -> ToolOutcome:
+    """Run one memory tool call (blocking store I/O); unknown names fail readably."""
+    limit = ctx.result_char_limit
+    if not isinstance(args, dict):
+        return _failed(name, "arguments must be a JSON object", limit)
     if name not in MEMORY_TOOLS:
-        known = ", ".join([*MEMORY_TOOLS, *user_tools])
+        known = ", ".join([*MEMORY_TOOLS, *(user_tools or ())])
         return _failed(name, f"no tool named {name!r}; available tools: {known}", limit)
     tool = MEMORY_TOOLS[name]
     try:
@@ -530,9 +669,28 @@ def execute_tool_call(
     return ToolOutcome(
         tool_result(True, message, limit),
         ok=True,
-        heartbeat=tool.reads or bool(getattr(parsed, "request_heartbeat", False)),
+        heartbeat=tool.facts.must_read or bool(getattr(parsed, "request_heartbeat", False)),
         reply=reply,
         core_changed=core_changed,
+    )
+
+
+def user_outcome(name: str, result: UserToolResult, facts: ToolFacts, limit: int) -> ToolOutcome:
+    """A user tool's result as the loop reads it: wrapped like a memory tool's, effects kept."""
+    content = result.message.content
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    if not result.ok:
+        return _failed(name, text, limit)
+    return ToolOutcome(
+        tool_result(True, text, limit),
+        ok=True,
+        # A result may matter for the answer unless the tool was declared otherwise.
+        heartbeat=facts.must_read,
+        artifact=result.message.artifact,
+        extra_messages=result.extra_messages,
+        update=result.update,
+        goto=result.goto,
+        handoff=result.handoff,
     )
 
 

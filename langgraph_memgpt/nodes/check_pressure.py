@@ -110,7 +110,9 @@ def make_check_pressure(
         memory = deps.memory(ctx, state)
         queue = list(state["messages"])
         # A new thread becomes the agent's (see Deps.memory).
-        update: dict[str, Any] = {} if state.get("agent_id") else {"agent_id": ctx.agent_id}
+        update: dict[str, Any] = {} if state.get("agent_id") else {"agent_id": deps.agent_of(ctx)}
+        if state.get("handoff"):
+            update["handoff"] = None  # an earlier run handed control over; this one has it back
 
         user_index = latest_user_index(queue)
         turn = state.get("turn", 0)

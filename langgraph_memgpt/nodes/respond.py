@@ -3,6 +3,9 @@
 The reply is what the agent passed to ``send_message`` this turn (the user never sees inner
 monologue), a plain answer the model wrote without a tool, or the honest reason the turn
 was stopped. A parent graph reading the last AI message gets exactly what the user sees.
+
+When a tool handed control to another agent of the parent graph (``Command.PARENT``, see
+``call_memory_tool``), respond carries out that handoff instead of replying.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, Node
@@ -41,11 +45,16 @@ def sent_messages(state: State) -> list[str]:
     ]
 
 
-def make_respond(deps: Deps) -> Node[dict[str, Any]]:
+def make_respond(deps: Deps) -> Node[dict[str, Any] | Command[Any]]:
     """Build the node with the graph's dependencies."""
 
-    def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Emit the turn's reply as the last AI message."""
+    def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any] | Command[Any]:
+        """Emit the turn's reply as the last AI message, or hand control over."""
+        handoff = state.get("handoff")
+        if handoff:
+            # call_memory_tool already put every result in this thread's state and in
+            # recall; the parent graph continues from the messages the handoff carries.
+            return Command(graph=Command.PARENT, goto=handoff["goto"], update=handoff["update"])
         last = state["messages"][-1] if state["messages"] else None
         stop_reason = state.get("stop_reason")
         if not stop_reason and isinstance(last, AIMessage) and not last.tool_calls:

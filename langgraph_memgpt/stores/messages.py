@@ -14,9 +14,6 @@ from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.text import needs_cleaning, valid_json, valid_text
 from langgraph_memgpt.stores.types import RecallMessage
 
-# Tool calls that only look things up: a message made of these is the model searching,
-# and finding it again in a later search would be an echo, not a memory.
-SEARCH_TOOL_PREFIXES = ("conversation_search", "archival_memory_search")
 _REPLY_TOOL = "send_message"
 
 
@@ -53,9 +50,17 @@ def searchable_text(message: RecallMessage) -> str:
 
 
 def is_search_call(message: RecallMessage) -> bool:
-    """True for an assistant message whose tool calls are all memory searches."""
+    """True for an assistant message whose tool calls all look memory up.
+
+    Such a message is the model searching; finding it again in a later search would be an
+    echo, not a memory. Which tools search is declared once, beside them (``ToolFacts.reads``
+    in `langgraph_memgpt.tools`); imported here when first needed, since the tools module
+    itself builds on the stores.
+    """
+    from langgraph_memgpt.tools import facts_of
+
     names = [_call_name_and_args(c)[0] for c in message.tool_calls]
-    return bool(names) and all(n.startswith(SEARCH_TOOL_PREFIXES) for n in names)
+    return bool(names) and all(facts_of(n).reads for n in names)
 
 
 def is_searchable(message: RecallMessage, text: str | None = None) -> bool:
