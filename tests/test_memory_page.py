@@ -57,8 +57,18 @@ SCRIPT = [
     say("Saved your trip."),
     say("Hello in a small window."),
     say("Hi Bob."),
-    say("Still here."),
+    # Plain text answers both a turn (as the reply) and an eviction (as the summary), so
+    # the script holds however the long thread's turns and evictions interleave.
+    *[f"Bob told me about paper boats ({n})." for n in range(12)],
 ]
+LONG_TURNS = 5
+LONG_WINDOW = {"context_window": 4096, "evict_fraction": 0.75}
+"""Five turns of ~440 tokens overflow this window once; an eviction brings the prompt
+(about 2.4k of system prompt and tool schemas) down to 3072 tokens."""
+
+
+def long_message(turn: int) -> str:
+    return " ".join(f"Fact {turn}.{i}: Bob owns {i} paper boats." for i in range(40))
 
 
 def user(text: str) -> dict[str, Any]:
@@ -105,7 +115,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         )
         bobs = client.threads.create()["thread_id"]
         client.runs.wait(bobs, "memgpt", input=user("hi"), context={"agent_id": "bob"})
-        yield {"server": running, "client": client, "main": main, "small": small}
+        for turn in range(LONG_TURNS):
+            client.runs.wait(
+                bobs,
+                "memgpt",
+                input=user(long_message(turn)),
+                context={"agent_id": "bob", **LONG_WINDOW},
+            )
+        yield {"server": running, "client": client, "main": main, "small": small, "long": bobs}
 
 
 @pytest.fixture(scope="module")
@@ -320,6 +337,28 @@ def test_the_gauge_reflects_a_threads_queue(page: Any, world: dict[str, Any]) ->
     assert gauge(world["main"])[0] > used_main
     text = page.locator(f"[data-thread='{world['main']}'] [data-testid=gauge-text]").inner_text()
     assert f"{len(longer)} queued messages" in text
+
+
+def test_a_threads_summary_and_eviction_history_show_after_evictions(
+    page: Any, world: dict[str, Any]
+) -> None:
+    values = world["client"].threads.get_state(world["long"])["values"]
+    assert values["evicted_count"] > 0 and values["summary"]  # the graph did evict
+
+    page.locator("[data-testid=agent-picker]").select_option("bob")
+    page.wait_for_selector("body[data-loaded=core]")
+    page.get_by_role("button", name="Threads").click()
+    page.wait_for_selector("body[data-loaded=threads]")
+    card = page.locator(f"[data-thread='{world['long']}']")
+    assert card.get_by_test_id("summary").inner_text() == values["summary"]
+    assert f"Summary ({values['evicted_count']} messages evicted)" in card.inner_text()
+    evictions = card.get_by_test_id("eviction")
+    assert evictions.count() >= 1
+    assert values["summary"] in evictions.first.inner_text()  # newest first: the current one
+    # After the eviction the next prompt fits again.
+    meter = card.get_by_test_id("gauge")
+    assert int(meter.get_attribute("aria-valuenow")) < LONG_WINDOW["context_window"]
+    screenshot(page, "evictions")
 
 
 # --- who may see what ----------------------------------------------------------------------
