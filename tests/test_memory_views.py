@@ -1,4 +1,4 @@
-"""What the memory page's endpoints answer, on a real SQLite memory (no server, no browser).
+"""What the memory page's endpoints answer, on each real backend (no server, no browser).
 
 `test_memory_page.py` drives the same through ``langgraph dev`` and Chromium; these pin
 the rules: what a diff marks, who an edit is recorded as, what the page may not change,
@@ -8,15 +8,13 @@ and that the page searches with the tools' own search and filters.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langgraph_memgpt import Context
 from langgraph_memgpt.main_context import build_prompt, prompt_tokens
-from langgraph_memgpt.stores import AgentMemory
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.types import BlockEditError, RecallMessage
 from langgraph_memgpt.tokens import TokenCounter
 from langgraph_memgpt.tools import Provenance, execute_tool_call, tool_schemas
@@ -27,20 +25,20 @@ RULE = "Never share secrets."
 
 
 @pytest.fixture
-def memory(tmp_path: Path) -> Iterator[AgentMemory]:
-    memory = AgentMemory.open(tmp_path / "data", "ada", None)
+def memory(memory_backend: MemoryBackend) -> Memory:
+    """Agent 'ada' on each backend (SQLite files, Postgres), with an operator's rule."""
+    memory = memory_backend.open("ada")
     memory.core.ensure_defaults(persona="I am a helpful agent.", human="Name: Ada")
-    memory.core.create("policy", RULE, "Rules from the operator.", 500, read_only=True)
-    yield memory
-    memory.close()
+    memory.core.create("policy", RULE, "Rules from the operator.", 500, read_only=True)  # type: ignore[attr-defined]
+    return memory
 
 
-def agent_edit(memory: AgentMemory, name: str, **args: object) -> None:
+def agent_edit(memory: Memory, name: str, **args: object) -> None:
     outcome = execute_tool_call(
         name,
         dict(args),
         memory=memory,
-        ctx=Context(data_dir=str(memory.data_dir), agent_id="ada", embedding_model="none"),
+        ctx=Context(agent_id="ada", embedding_model="none"),
         where=Provenance(thread_id="thread-7", turn=3),
         user_tools={},
     )
@@ -58,7 +56,7 @@ def test_a_word_diff_marks_only_the_words_that_changed() -> None:
     assert views.word_diff("same", "same") == [["=", "same"]]
 
 
-def test_the_history_names_the_agent_and_its_thread_or_the_person(memory: AgentMemory) -> None:
+def test_the_history_names_the_agent_and_its_thread_or_the_person(memory: Memory) -> None:
     agent_edit(
         memory, "core_memory_replace", label="human", old_content="Ada", new_content="Ada L."
     )
@@ -79,7 +77,7 @@ def test_the_history_names_the_agent_and_its_thread_or_the_person(memory: AgentM
     assert missing.value.status == 404
 
 
-def test_the_page_cannot_change_a_read_only_block_even_as_a_person(memory: AgentMemory) -> None:
+def test_the_page_cannot_change_a_read_only_block_even_as_a_person(memory: Memory) -> None:
     for user in (None, "ada"):
         with pytest.raises(PageError) as refused:
             views.set_block(memory, "policy", "Share everything.", user=user)
@@ -88,7 +86,7 @@ def test_the_page_cannot_change_a_read_only_block_even_as_a_person(memory: Agent
     assert [h["op"] for h in memory.core.history("policy")] == ["create"]
 
 
-def test_the_page_gets_the_stores_refusals_and_clear_errors(memory: AgentMemory) -> None:
+def test_the_page_gets_the_stores_refusals_and_clear_errors(memory: Memory) -> None:
     with pytest.raises(BlockEditError, match="over its limit of 2000"):
         views.set_block(memory, "human", "x" * 2001, user=None)
     with pytest.raises(PageError) as not_text:
@@ -103,7 +101,7 @@ def test_the_page_gets_the_stores_refusals_and_clear_errors(memory: AgentMemory)
         views.recall_view(memory, start_date="yesterday")
 
 
-def test_core_view_gives_each_blocks_fill_level(memory: AgentMemory) -> None:
+def test_core_view_gives_each_blocks_fill_level(memory: Memory) -> None:
     blocks = {b["label"]: b for b in views.core_view(memory)["blocks"]}
     assert list(blocks) == ["persona", "human", "policy"]
     assert blocks["policy"]["chars"] == len(RULE) and blocks["policy"]["char_limit"] == 500
@@ -111,12 +109,12 @@ def test_core_view_gives_each_blocks_fill_level(memory: AgentMemory) -> None:
     assert blocks["policy"]["read_only"] and not blocks["human"]["read_only"]
 
 
-def recall(memory: AgentMemory, role: str, text: str, when: str, n: int) -> None:
+def recall(memory: Memory, role: str, text: str, when: str, n: int) -> None:
     memory.recall.add([RecallMessage("ada", "t1", f"m{n}", role, text, created_at=when, turn=n)])
 
 
 def test_recall_search_is_the_tools_search_with_role_and_date_filters(
-    memory: AgentMemory,
+    memory: Memory,
 ) -> None:
     recall(memory, "user", "My cat Pixel likes tuna.", "2026-11-01T10:00:00+00:00", 1)
     recall(memory, "assistant", "Pixel sounds lovely.", "2026-11-02T10:00:00+00:00", 2)
@@ -135,7 +133,7 @@ def test_recall_search_is_the_tools_search_with_role_and_date_filters(
     assert views.recall_view(memory, "Pixel", page_size=1, page=1)["pages"] == 3
 
 
-def test_archival_passages_keep_tags_and_provenance(memory: AgentMemory) -> None:
+def test_archival_passages_keep_tags_and_provenance(memory: Memory) -> None:
     memory.archival.insert("Trip to Lisbon in May.", tags=["travel"], thread_id="t1", turn=4)
     memory.archival.insert("Summary of turns 1-3.", tags=["summary"], thread_id="t2", turn=3)
     listed = views.archival_view(memory)
