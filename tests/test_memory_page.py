@@ -419,3 +419,49 @@ def test_with_auth_a_user_sees_only_their_own_agents(authed: DevServer) -> None:
     # The page itself holds no data: it loads, then asks for a token.
     with urllib.request.urlopen(f"{authed.url}/memory", timeout=30) as response:
         assert response.status == 200 and b"<title>Memory" in response.read()
+
+
+def test_with_auth_the_page_asks_for_a_token_then_shows_that_users_agents(
+    browser: Any, authed: DevServer
+) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.goto(f"{authed.url}/memory")
+        page.locator("#token").wait_for()  # 401: the page asks who you are
+        assert "asks who you are" in page.locator("#login").inner_text()
+        page.locator("#token").fill("token-bob")
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_selector("body[data-loaded=core]")
+        assert page.locator("[data-testid=agent-picker] option").all_inner_texts() == ["bob"]
+        assert page.locator("#who").inner_text() == "signed in as bob"
+        assert page.locator("#login").is_hidden()
+    finally:
+        context.close()
+
+
+@pytest.mark.timeout(180)
+def test_the_page_reads_an_agent_served_from_postgres(postgres_url: str, tmp_path: Path) -> None:
+    from langgraph_sdk import get_sync_client
+
+    (tmp_path / "script.json").write_text(json.dumps(SCRIPT[:2]))
+    server = DevServer(
+        tmp_path,
+        tmp_path / "data",
+        env={
+            "MEMGPT_MODEL": f"scripted:{tmp_path / 'script.json'}",
+            "MEMGPT_EMBEDDING_MODEL": "none",
+            "MEMGPT_DATABASE_URL": postgres_url,
+        },
+    )
+    for running in server.running():
+        client = get_sync_client(url=running.url)
+        thread = client.threads.create()["thread_id"]
+        client.runs.wait(thread, "memgpt", input=user("My cat is called Pixel."), context={})
+        assert get(running, "/memory/api/agents", None)[1]["agents"] == ["default"]
+        edits = get(running, "/memory/api/history?agent=default&label=human", None)[1]["edits"]
+        assert (edits[0]["actor"], edits[0]["thread_id"]) == ("agent", thread)
+        found = get(running, "/memory/api/recall?agent=default&query=Pixel&roles=user", None)[1]
+        assert found["messages"][0]["text"] == "My cat is called Pixel."
+        (shown,) = get(running, "/memory/api/threads?agent=default", None)[1]["threads"]
+        assert shown["thread_id"] == thread and shown["gauge"]["queue_messages"] > 0
