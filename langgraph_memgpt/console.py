@@ -430,6 +430,7 @@ def serve(
     console.print(
         f"\n[bold]Serving the '{GRAPH_ID}' agent at {url}[/] (data in {shown_root})\n"
         f"  Studio:   https://smith.langchain.com/studio/?baseUrl={url}\n"
+        f"  Memory:   {url}/memory (the agents' memory page)\n"
         f"  API docs: {url}/docs\n"
         "  Chat from Python:\n"
         "    from langgraph_sdk import get_sync_client\n"

@@ -60,6 +60,7 @@ def langgraph_config() -> dict[str, Any]:
         "dependencies": ["."],
         "graphs": {GRAPH_ID: "langgraph_memgpt.server:graph"},
         "checkpointer": {"path": "langgraph_memgpt.server.checkpointer"},
+        "http": {"app": "langgraph_memgpt.web:app"},
         "env": dict(OFFLINE_ENV),
     }
 

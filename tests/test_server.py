@@ -277,6 +277,10 @@ def test_serve_keeps_everything_in_the_data_dir_and_stops_cleanly_on_sigterm(
         printed = (tmp_path / "serve.log").read_text()
         assert f"https://smith.langchain.com/studio/?baseUrl=http://127.0.0.1:{port}" in printed
         assert f"langgraph-memgpt chat --data-dir {data_dir}" in printed
+        # The memory page's URL beside Studio's, and the page is there.
+        assert f"Memory:   http://127.0.0.1:{port}/memory" in printed
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/memory", timeout=10) as page:
+            assert b"<title>Memory" in page.read()
         assert json.loads((data_dir / "langgraph.json").read_text()) == langgraph_config()
 
         proc.send_signal(signal.SIGTERM)  # to serve only: it stops the server gracefully
