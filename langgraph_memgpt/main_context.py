@@ -29,6 +29,7 @@ from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.text import needs_cleaning, valid_json
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tokens import TokenCounter, content_text
+from langgraph_memgpt.tools import facts_of
 
 REPLY_FLAG = "memgpt_reply"
 """Marks the AI message ``respond`` adds: the reply is already in the queue as the
@@ -248,11 +249,21 @@ def to_recall(message: BaseMessage, agent_id: str, thread_id: str, turn: int) ->
         turn=turn,
         tool_calls=tool_calls,
         name=message.name if isinstance(message, ToolMessage) else None,
-        # The reply copy repeats the send_message call's text, which is already searchable.
-        searchable=False if message.additional_kwargs.get(REPLY_FLAG) else None,
+        # The reply copy repeats the send_message call's text, which is already searchable;
+        # a search call found again by a later search would only echo that search.
+        searchable=False
+        if message.additional_kwargs.get(REPLY_FLAG) or is_search_call(message)
+        else None,
         partial=message.additional_kwargs.get(CUT_FLAG) == len(content_text(message))
         or bool(message.additional_kwargs.get(CUT_CALLS_FLAG)),
     )
+
+
+def is_search_call(message: BaseMessage) -> bool:
+    """True for an AI message whose tool calls all look memory up (``ToolFacts.reads``)."""
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return False
+    return all(facts_of(call["name"]).reads for call in message.tool_calls)
 
 
 def cut_text(text: str, budget: int, counter: TokenCounter, note: str) -> str:

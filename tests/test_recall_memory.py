@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -257,15 +258,20 @@ def test_empty_query_lists_most_recent_first(recall: Recall) -> None:
 
 
 def test_tool_results_and_search_calls_are_never_found(recall: Recall) -> None:
+    """The recorder (``main_context.to_recall``) marks the model's search calls unsearchable:
+    which tools search is the tools' knowledge, not the store's."""
     search_call = {"name": "conversation_search", "args": {"query": "birthday"}, "id": "s1"}
     archival_call = {"name": "archival_memory_search", "args": {"query": "birthday"}, "id": "s2"}
     date_call = {"name": "conversation_search_date", "args": {"start_date": "2026-11-01"}}
+    searching = [
+        msg(2, "", role="assistant", tool_calls=[search_call]),
+        msg(3, "Let me search for the birthday.", role="assistant", tool_calls=[search_call]),
+        msg(4, "", role="assistant", tool_calls=[archival_call, date_call]),
+    ]
     recall.add(
         [
             msg(1, "My birthday is on March 3rd."),
-            msg(2, "", role="assistant", tool_calls=[search_call]),
-            msg(3, "Let me search for the birthday.", role="assistant", tool_calls=[search_call]),
-            msg(4, "", role="assistant", tool_calls=[archival_call, date_call]),
+            *(replace(m, searchable=False) for m in searching),
             msg(5, "Found: My birthday is on March 3rd.", role="tool", name="conversation_search"),
         ]
     )

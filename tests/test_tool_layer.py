@@ -23,9 +23,8 @@ from langgraph.types import Command
 
 from langgraph_memgpt import Context, build_graph, declare_tool
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.main_context import is_search_call, to_recall
 from langgraph_memgpt.stores import open_memory
-from langgraph_memgpt.stores.messages import is_search_call
-from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tools import MEMORY_TOOLS, ToolFacts, facts_of
 
 
@@ -259,16 +258,11 @@ def test_what_the_loop_knows_about_a_tool_is_declared_once_beside_it() -> None:
     assert facts_of("some_user_tool") == ToolFacts(), "unknown tools: result must be read"
     searches = {name for name, t in MEMORY_TOOLS.items() if t.reads}
     for name in MEMORY_TOOLS:
-        message = RecallMessage(
-            agent_id="a",
-            thread_id="t",
-            message_id=name,
-            role="assistant",
-            text="",
-            created_at="2026-01-01T00:00:00+00:00",
-            tool_calls=[{"name": name, "args": {}}],
-        )
+        message = AIMessage(content="", tool_calls=[{"name": name, "args": {}, "id": "c1"}])
         assert is_search_call(message) == (name in searches), name
+        # A search call is recorded as never to be found by a later search.
+        searchable = to_recall(message, "a", "t", 0).searchable
+        assert (searchable is False) == (name in searches), name
 
 
 def test_the_handoff_tools_own_metadata_is_kept_when_declared() -> None:

@@ -49,30 +49,14 @@ def searchable_text(message: RecallMessage) -> str:
     return "\n".join(parts)
 
 
-def is_search_call(message: RecallMessage) -> bool:
-    """True for an assistant message whose tool calls all look memory up.
-
-    Such a message is the model searching; finding it again in a later search would be an
-    echo, not a memory. Which tools search is declared once, beside them (``ToolFacts.reads``
-    in `langgraph_memgpt.tools`); imported here when first needed, since the tools module
-    itself builds on the stores.
-    """
-    from langgraph_memgpt.tools import facts_of
-
-    names = [_call_name_and_args(c)[0] for c in message.tool_calls]
-    return bool(names) and all(facts_of(n).reads for n in names)
-
-
 def is_searchable(message: RecallMessage, text: str | None = None) -> bool:
     """Whether search may return this message.
 
-    Not tool results, not the model's search calls (with or without inner monologue:
-    the monologue restates the query, and finding it would echo the search), and not
-    messages without words.
+    Not tool results, not what the recorder marked unsearchable (``searchable=False``: the
+    model's search calls, whose inner monologue restates the query, so finding them would
+    echo the search; see ``main_context.to_recall``), and not messages without words.
     """
     if message.role == "tool" or message.searchable is False:
-        return False
-    if message.role == "assistant" and is_search_call(message):
         return False
     return bool((searchable_text(message) if text is None else text).strip())
 

@@ -9,7 +9,8 @@ the message, BM25 over the message with its ±2 neighbours of the same thread
 "date: context". The context lets an answer such as "Biscuit!" be found by the question
 that preceded it ("what is your puppy's name?").
 
-Tool results and the model's own search calls are stored but never searchable, so a
+Tool results, and messages recorded with ``searchable=False`` (the model's own search
+calls: ``main_context.to_recall`` marks them), are stored but never searchable, so a
 search cannot find the results of earlier searches (recursive echoes).
 """
 
@@ -44,7 +45,6 @@ from langgraph_memgpt.stores.mentions import (
 )
 from langgraph_memgpt.stores.messages import (
     PreparedMessage,
-    is_search_call,
     is_searchable,
     message_from_row,
     prepare_message,
@@ -264,8 +264,8 @@ class RecallMemory:
 
         Filters (agent, roles, dates, excluded message ids) select the candidates first;
         ranking only ever sees candidates, so a narrow filter never comes back empty
-        because better matches outside it took the top places. Tool results and search
-        calls are never candidates.
+        because better matches outside it took the top places. Tool results and messages
+        recorded unsearchable (the model's search calls) are never candidates.
 
         Args:
             query: Free text; any characters are safe. An empty query (or one without
@@ -895,7 +895,6 @@ __all__ = [
     "RecallMessage",
     "RecallMemory",
     "SearchMode",
-    "is_search_call",
     "is_searchable",
     "searchable_text",
 ]
