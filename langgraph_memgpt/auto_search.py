@@ -65,6 +65,11 @@ _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd)
 
 
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+_LEAD = re.compile(
+    r"^\s*(hey|hi|hello|so|ok|okay|well|and|but|also|now|um|oh|quick question)( there)?"
+    r"(\s*[,!.:\-]+\s*|\s+)",
+    re.IGNORECASE,
+)
 
 
 def is_memory_question(text: str) -> bool:
@@ -76,6 +81,8 @@ def is_memory_question(text: str) -> bool:
     tips?"): it has a fact to save.
     """
     text = text.strip()
+    while (lead := _LEAD.match(text)) is not None and lead.end() < len(text):
+        text = text[lead.end() :]  # "Hey, what is my name?" asks what "What is my name?" asks
     return (
         bool(_QUESTION_START.match(text))
         and not _SENTENCE_BREAK.search(text)

@@ -175,7 +175,12 @@ def test_the_models_own_search_skips_what_is_in_view(tmp_path: Path) -> None:
         ("which city did we move to", True),
         ("Remind me what my cat is called", True),
         ("Do you remember my sister's name?", True),
+        ("Hey, what's my name?", True),
+        ("Hi! Where do I work?", True),
+        ("So which city did we move to?", True),
         ("How are you doing?", False),  # small talk
+        ("Hi, how are you?", False),
+        ("Hi!", False),
         ("What is the capital of Peru?", False),  # the world, not the user
         ("I moved to Lyon.", False),
         ("I adopted a dog! Any tips?", False),  # news to save, then a question
