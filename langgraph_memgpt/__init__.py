@@ -2,6 +2,7 @@
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.graph import build_graph
+from langgraph_memgpt.memory_tools import memory_prompt, memory_tools, recorder
 from langgraph_memgpt.state import InputState, OutputState, State
 from langgraph_memgpt.tools import ToolFacts, declare_tool
 
@@ -13,4 +14,7 @@ __all__ = [
     "ToolFacts",
     "build_graph",
     "declare_tool",
+    "memory_prompt",
+    "memory_tools",
+    "recorder",
 ]

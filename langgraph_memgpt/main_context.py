@@ -129,8 +129,22 @@ def render_system(
     statistics, so everything up to the first core block is the same in every call of
     every thread. ``legacy``: the layout before that, kept as the benchmark's baseline.
     """
-    blocks = core_mirror(memory)
     legacy = layout == "legacy"
+    blocks = core_mirror(memory)
+    core, statistics = _memory_parts(memory, blocks, queue_length, legacy=legacy)
+    if legacy:
+        return prompts.render_system_prompt(core, statistics), blocks
+    return f"{prompts.SYSTEM_INSTRUCTIONS}\n{prompts.render_memory(core, statistics)}", blocks
+
+
+def render_memory_view(memory: Memory, queue_length: int = 0) -> str:
+    """Core memory and the memory statistics, as the model reads them (no instructions)."""
+    return prompts.render_memory(*_memory_parts(memory, core_mirror(memory), queue_length))
+
+
+def _memory_parts(
+    memory: Memory, blocks: list[dict[str, Any]], queue_length: int, *, legacy: bool = False
+) -> tuple[str, str]:
     statistics = prompts.render_memory_statistics(
         recall_outside_queue=max(0, memory.recall.count() - queue_length),
         archival_count=memory.archival.count(),
@@ -138,10 +152,7 @@ def render_system(
         last_modified=memory.core.last_modified(),
         legacy=legacy,
     )
-    core = prompts.render_core_blocks(blocks, legacy=legacy)
-    if legacy:
-        return prompts.render_system_prompt(core, statistics), blocks
-    return f"{prompts.SYSTEM_INSTRUCTIONS}\n{prompts.render_memory(core, statistics)}", blocks
+    return prompts.render_core_blocks(blocks, legacy=legacy), statistics
 
 
 def system_message(system_prompt: str) -> SystemMessage:
