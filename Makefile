@@ -10,7 +10,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 export LANGSMITH_TRACING := false
 
-.PHONY: run test lint install
+.PHONY: run test lint install browser
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,15 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/langgraph-memgpt serve --port $(PORT)
 
-test: $(STAMP)
+# The memory page's browser tests drive Debian's Chromium through Playwright (Playwright's
+# own browser download needs the internet): installed here when missing and we are root.
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { test "$$(id -u)" = 0 && apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "no chromium: the memory page's browser tests will fail (apt-get install chromium)"
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
