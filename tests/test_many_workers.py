@@ -294,8 +294,7 @@ def test_runs_of_one_agent_on_many_threads_over_two_servers_lose_and_duplicate_n
         with ThreadPoolExecutor(threads_) as pool:
             list(pool.map(talk, range(threads_)))
         states = {
-            i: clients[SERVERS[i % 2]].threads.get_state(ids[i])["values"]
-            for i in range(threads_)
+            i: clients[SERVERS[i % 2]].threads.get_state(ids[i])["values"] for i in range(threads_)
         }
 
     runs = [f"{name}{k}" for name in SERVERS for k in range(per_server)]
