@@ -43,6 +43,8 @@ from langgraph_memgpt.stores.base import ThreadLocks
 THREAD_WAIT_SECONDS = 900.0
 """Longest a run waits for another run of its thread (an embedded-model turn takes minutes)."""
 _POLL_SECONDS = 0.02
+_SHARED_POLL_MAX_SECONDS = 0.5
+"""Longest pause between two tries of a shared claim: each try opens a database session."""
 _log = logging.getLogger(__name__)
 _local_locks: dict[str, threading.Lock] = {}
 _local_guard = threading.Lock()
@@ -75,6 +77,7 @@ class _Claim:
         self.path = path
         self.shared = shared
         self.release_shared: Callable[[], None] | None = None
+        self.shared_misses = 0
         key = str(path) if path is not None else f"thread:{thread_id}"
         with _local_guard:
             self.local = _local_locks.setdefault(key, threading.Lock())
@@ -94,9 +97,17 @@ class _Claim:
             self._unlock_local()
             raise
         if self.release_shared is None:
+            self.shared_misses += 1
             self._unlock_local()
             return False
         return True
+
+    def pause(self) -> float:
+        """Seconds to wait before the next try: backing off while another machine holds it."""
+        if not self.shared_misses:
+            return _POLL_SECONDS
+        backoff = _POLL_SECONDS * float(2 ** min(self.shared_misses, 10))
+        return min(_SHARED_POLL_MAX_SECONDS, backoff)
 
     def _try_file_lock(self) -> bool:
         assert self.path is not None
@@ -164,7 +175,7 @@ def one_run(
     while not claim.try_acquire():
         if time.monotonic() > deadline:
             raise claim.busy()
-        time.sleep(_POLL_SECONDS)
+        time.sleep(claim.pause())
     try:
         yield
     finally:
@@ -186,7 +197,7 @@ async def a_one_run(
     while not await asyncio.to_thread(claim.try_acquire):
         if time.monotonic() > deadline:
             raise claim.busy()
-        await asyncio.sleep(_POLL_SECONDS)
+        await asyncio.sleep(claim.pause())
     try:
         yield
     finally:
