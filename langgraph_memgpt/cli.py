@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -286,6 +286,23 @@ def _add_data_dir(parser: argparse.ArgumentParser, *, required: bool = False) ->
     )
 
 
+def _add_database_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="postgresql://user:password@host/db holding the memory and threads instead of "
+        "the data directory (default: $MEMGPT_DATABASE_URL; unset: the data directory)",
+    )
+
+
+def _database_url(args: argparse.Namespace) -> str:
+    """``--database-url``, else ``$MEMGPT_DATABASE_URL``, else '' (the data directory)."""
+    from langgraph_memgpt.context import DATABASE_URL_ENV
+
+    given = args.database_url if args.database_url is not None else os.environ.get(DATABASE_URL_ENV)
+    return (given or "").strip()
+
+
 def _data_dir(args: argparse.Namespace) -> Path:
     from langgraph_memgpt.context import Context
 
@@ -296,7 +313,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Run ``serve``: the agent behind ``langgraph dev`` (Studio and the HTTP API)."""
     from langgraph_memgpt.console import serve
 
-    return serve(port=args.port, host=args.host, data_dir=args.data_dir)
+    return serve(
+        port=args.port, host=args.host, data_dir=args.data_dir, database_url=_database_url(args)
+    )
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -305,21 +324,28 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from langgraph_memgpt.context import Context
 
     ctx = Context(agent_id=args.agent, model=args.model, data_dir=str(_data_dir(args)))
-    return chat(ctx, args.thread)
+    return chat(ctx, args.thread, database_url=_database_url(args))
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Run ``inspect``: print an agent's memory."""
     from langgraph_memgpt.console import inspect
 
-    return inspect(_data_dir(args), args.agent, recent=args.recent)
+    return inspect(
+        _data_dir(args), args.agent, recent=args.recent, database_url=_database_url(args)
+    )
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
     """Run ``reembed``: embed an agent's recall and archival memory with another model."""
     from langgraph_memgpt.console import reembed
 
-    return reembed(args.data_dir, args.agent, embedding_model=args.embedding_model)
+    return reembed(
+        args.data_dir,
+        args.agent,
+        embedding_model=args.embedding_model,
+        database_url=_database_url(args),
+    )
 
 
 def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -333,6 +359,7 @@ def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     serve.add_argument("--port", type=_port, default=2024, help="HTTP port (default: 2024)")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default: 127.0.0.1)")
     _add_data_dir(serve)
+    _add_database_url(serve)
     serve.set_defaults(func=cmd_serve)
 
     chat = subparsers.add_parser(
@@ -344,6 +371,7 @@ def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     chat.add_argument("--agent", default="default", help="agent id (default: default)")
     chat.add_argument("--thread", default="chat", help="conversation thread id (default: chat)")
     _add_data_dir(chat)
+    _add_database_url(chat)
     chat.add_argument(
         "--model",
         default="auto",
@@ -359,6 +387,7 @@ def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     )
     inspect.add_argument("--agent", default="default", help="agent id (default: default)")
     _add_data_dir(inspect)
+    _add_database_url(inspect)
     inspect.add_argument(
         "--recent",
         type=_positive_int,
@@ -375,6 +404,7 @@ def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.Argument
         "directory first.",
     )
     _add_data_dir(reembed, required=True)
+    _add_database_url(reembed)
     reembed.add_argument("--agent", required=True, help="agent id")
     reembed.add_argument(
         "--embedding-model",
@@ -406,9 +436,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except argparse.ArgumentTypeError as exc:
             parser.error(str(exc))
     func: Command = args.func
+    from langgraph_memgpt.stores.backends import engine_errors
+
+    caught: tuple[type[Exception], ...] = (MemoryStoreError, OSError, *engine_errors())
     try:
         return func(args)
-    except (MemoryStoreError, sqlite3.Error, OSError) as exc:
+    except caught as exc:
         # The commands report what they expect; this is the net for the rest: a file
         # that cannot be used is one line naming it, never a traceback.
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)

@@ -1,10 +1,12 @@
 """Terminal front-ends: ``serve`` (langgraph dev), ``chat``, ``inspect`` and ``reembed``.
 
-``chat`` runs the same graph in-process with a SQLite checkpointer in the data directory,
-so a terminal conversation and the server share threads' persistence format and the
-agent's memory. It shows what the model does with its memory, not just what it says:
-inner monologue dimmed, memory edits in yellow, replies in bold, each line with its own
-marker so a transcript without colours reads the same.
+``chat`` runs the same graph in-process with a SQLite checkpointer in the data directory
+(or, with a database URL, LangGraph's Postgres checkpointer and the Postgres memory), so a
+terminal conversation and the server share threads' persistence format and the agent's
+memory. These front-ends speak only the memory interface (`stores.base`): the backend is
+chosen by `stores.backends.open_backend`. ``chat`` shows what the model does with its
+memory, not just what it says: inner monologue dimmed, memory edits in yellow, replies in
+bold, each line with its own marker so a transcript without colours reads the same.
 """
 
 from __future__ import annotations
@@ -13,25 +15,24 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from langgraph_memgpt.context import Context
+from langgraph_memgpt.context import DATABASE_URL_ENV, Context
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.main_context import REPLY_FLAG
 from langgraph_memgpt.recovery import recover_thread
@@ -42,7 +43,8 @@ from langgraph_memgpt.server import (
     OFFLINE_ENV,
     langgraph_config,
 )
-from langgraph_memgpt.stores import DB_FILENAME, AgentMemory, list_agents, open_memory
+from langgraph_memgpt.stores.backends import open_backend, reembed_embedded, where
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.types import MemoryStoreError
 from langgraph_memgpt.tools import facts_of
 
@@ -56,14 +58,14 @@ def _error(message: str) -> None:
     Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
 
 
-def _check_agent(data_dir: Path, agent_id: str) -> bool:
-    """Whether ``agent_id`` has memory under ``data_dir``; prints why not when it has none."""
-    agents = list_agents(data_dir)
+def _check_agent(backend: MemoryBackend, place: str, agent_id: str) -> bool:
+    """Whether ``agent_id`` has memory in ``backend``; prints why not when it has none."""
+    agents = backend.agents()
     if not agents:
-        _error(f"no agent memory in {data_dir} (no {DB_FILENAME}, or it is empty)")
+        _error(f"no agent memory in {place} (nothing stored there yet)")
         return False
     if agent_id not in agents:
-        _error(f"agent '{agent_id}' has no memory in {data_dir}; agents there: {', '.join(agents)}")
+        _error(f"agent '{agent_id}' has no memory in {place}; agents there: {', '.join(agents)}")
         return False
     return True
 
@@ -81,16 +83,15 @@ def _progress(console: Console) -> Progress:
 # --- inspect ------------------------------------------------------------------------------
 
 
-def memory_tables(memory: AgentMemory, recent: int = 5) -> list[Table]:
+def memory_tables(memory: Memory, recent: int = 5) -> list[Table]:
     """Core blocks, tier counts and the latest messages and passages, as rich tables."""
-    with memory.lock:
-        blocks = memory.core.blocks()
-        recall_count = memory.recall.count()
-        archival_count = memory.archival.count()
-        tags = memory.archival.tags()
-        last_modified = memory.core.last_modified()
-        messages = memory.recall.latest(recent)
-        passages = memory.archival.recent(recent)
+    blocks = memory.core.blocks()
+    recall_count = memory.recall.count()
+    archival_count = memory.archival.count()
+    tags = memory.archival.tags()
+    last_modified = memory.core.last_modified()
+    messages = memory.recall.latest(recent)
+    passages = memory.archival.recent(recent)
     core = Table(title=f"core memory of agent '{memory.agent_id}'")
     for column in ("block", "chars", "value"):
         core.add_column(column)
@@ -135,25 +136,37 @@ def memory_tables(memory: AgentMemory, recent: int = 5) -> list[Table]:
 
 
 def inspect(
-    data_dir: str | Path, agent_id: str, recent: int = 5, console: Console | None = None
+    data_dir: str | Path,
+    agent_id: str,
+    recent: int = 5,
+    console: Console | None = None,
+    *,
+    database_url: str = "",
 ) -> int:
-    """Print an agent's memory as tables; 1 when the data directory holds no such agent."""
+    """Print an agent's memory as tables; 1 when there is no such agent.
+
+    The memory is in ``data_dir``, or in the Postgres database of ``database_url`` when set.
+    """
     console = console or Console()
-    root = Path(data_dir).expanduser()
+    place = where(data_dir, database_url)
+    # Read-only (works in a read-only data directory) and without embeddings:
+    # inspecting needs no model, and works even after an embedding change.
     try:
-        if not _check_agent(root, agent_id):
-            return 1
-        # Read-only (works in a read-only data directory) and without embeddings:
-        # inspecting needs no model, and works even after an embedding change.
-        memory = AgentMemory.open(root, agent_id, None, read_only=True)
+        backend = open_backend(data_dir, database_url=database_url, read_only=True)
     except MemoryStoreError as exc:
         _error(str(exc))
         return 2
     try:
+        if not _check_agent(backend, place, agent_id):
+            return 1
+        memory = backend.open(agent_id)
         for table in memory_tables(memory, recent):
             console.print(table)
+    except MemoryStoreError as exc:
+        _error(str(exc))
+        return 2
     finally:
-        memory.close()
+        backend.close()
     return 0
 
 
@@ -217,8 +230,25 @@ def show_update(console: Console, node: str, update: Mapping[str, Any] | None) -
         console.print(f"[magenta]  ⚠ older messages evicted behind a summary: {summary}[/]")
 
 
-def chat(ctx: Context, thread_id: str, console: Console | None = None) -> int:
+def _checkpointer(data_dir: Path, database_url: str) -> AbstractContextManager[Any]:
+    """Threads' checkpoints: the data directory's SQLite file, or the Postgres database."""
+    if database_url:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        return PostgresSaver.from_conn_string(database_url)
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return SqliteSaver.from_conn_string(str(data_dir / CHECKPOINT_FILENAME))
+
+
+def chat(
+    ctx: Context, thread_id: str, console: Console | None = None, *, database_url: str = ""
+) -> int:
     """A terminal conversation with one agent; ``/memory`` shows its memory, ``/quit`` ends.
+
+    With ``database_url``, memory and threads are in that Postgres database (as for a
+    server with ``MEMGPT_DATABASE_URL``), else in ``ctx.data_dir``.
 
     Returns 0 at the end of input or ``/quit``, 2 for a bad model spec or a memory that
     cannot be used (a read-only or foreign database), 1 when the model cannot be started.
@@ -237,28 +267,33 @@ def chat(ctx: Context, thread_id: str, console: Console | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    data_dir = Path(ctx.data_dir).expanduser()
     try:
-        memory = open_memory(
-            ctx.data_dir,
-            ctx.agent_id,
+        backend = open_backend(
+            data_dir,
+            database_url=database_url,
             embedding_model=ctx.embedding_model,
             core_block_limit=ctx.core_block_limit,
         )
-        with memory.lock:
-            memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
+        memory = backend.open(ctx.agent_id)
+        memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
+        saver_cm = _checkpointer(data_dir, database_url)
+        saver: BaseCheckpointSaver[Any] = saver_cm.__enter__()
     except (ValueError, MemoryStoreError) as exc:
         _error(str(exc))
         return 2
-    data_dir = Path(ctx.data_dir)
-    conn = sqlite3.connect(data_dir / CHECKPOINT_FILENAME, check_same_thread=False)
     try:
-        graph = build_graph().compile(checkpointer=SqliteSaver(conn))
+        if database_url:
+            saver.setup()  # type: ignore[attr-defined]
+        # The graph keeps memory in this backend (and, on Postgres, claims threads in it).
+        graph = build_graph(memory=backend).compile(checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         # A message the last process checkpointed but was killed before recording.
-        recover_thread(graph, config, ctx)
+        recover_thread(graph, config, ctx, memory=backend)
         console.print(
             f"[bold]langgraph-memgpt[/] agent '{escape(ctx.agent_id)}', thread "
-            f"'{escape(thread_id)}', model {escape(ctx.model)}, data in {escape(str(data_dir))}."
+            f"'{escape(thread_id)}', model {escape(ctx.model)}, data in "
+            f"{escape(where(data_dir, database_url))}."
             "\nType /memory to see the agent's memory, /quit to leave.",
             soft_wrap=True,
         )
@@ -292,7 +327,8 @@ def chat(ctx: Context, thread_id: str, console: Console | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - one failed turn must not end the chat
                 _error(f"the turn failed: {type(exc).__name__}: {exc}")
     finally:
-        conn.close()
+        saver_cm.__exit__(None, None, None)
+        backend.close()
 
 
 # --- reembed ------------------------------------------------------------------------------
@@ -303,6 +339,8 @@ def reembed(
     agent_id: str,
     embedding_model: str = "minilm",
     console: Console | None = None,
+    *,
+    database_url: str = "",
 ) -> int:
     """Drop an agent's recall and archival vectors and embed everything again.
 
@@ -310,16 +348,19 @@ def reembed(
     any server or chat using the data directory first: they hold the old vectors.
 
     Returns:
-        0 on success, 1 when the agent has no memory there, 2 for a bad embedding model.
+        0 on success, 1 when the agent has no memory there, 2 for a bad embedding model
+        or a database URL (re-embedding is built for the embedded backend only).
     """
-    from langgraph_memgpt.stores.archival import ArchivalMemory
-    from langgraph_memgpt.stores.db import open_db
     from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
-    from langgraph_memgpt.stores.recall import TIER as RECALL_TIER
-    from langgraph_memgpt.stores.recall import RecallMemory
-    from langgraph_memgpt.stores.vectors import VectorIndex
 
     console = console or Console()
+    if database_url:
+        _error(
+            "reembed works on the embedded memory in a data directory only; for Postgres "
+            "memory it is not built yet (unset MEMGPT_DATABASE_URL / --database-url to "
+            "re-embed a data directory)"
+        )
+        return 2
     root = Path(data_dir).expanduser()
     try:
         embeddings = get_embeddings(embedding_model)
@@ -330,32 +371,20 @@ def reembed(
         _error("reembed needs an embedding model: with 'none' there is nothing to embed")
         return 2
     try:
-        if not _check_agent(root, agent_id):
+        if not _check_agent(open_backend(root, read_only=True), str(root), agent_id):
             return 1
-        db = open_db(root / DB_FILENAME)
     except MemoryStoreError as exc:
         _error(str(exc))
         return 2
     model, dim = embedding_identity(embeddings)
-    cache_dir = root / "faiss"
     started = time.monotonic()
-    try:
-        with _progress(console) as bars:
+    with _progress(console) as bars:
 
-            def advance(task_name: str) -> Callable[[int, int], None]:
-                task = bars.add_task(task_name, total=None)
-                return lambda done, total: bars.update(task, completed=done, total=total)
+        def advance(task_name: str) -> Callable[[int, int], None]:
+            task = bars.add_task(task_name, total=None)
+            return lambda done, total: bars.update(task, completed=done, total=total)
 
-            # ArchivalMemory.reembed drops its own tier; recall's is dropped here.
-            VectorIndex.drop_tier(db, tier=RECALL_TIER, agent_id=agent_id, cache_dir=cache_dir)
-            recall = RecallMemory(db, agent_id, embeddings, cache_dir)
-            messages = recall.embed_missing(progress=advance("recall messages"))
-            archive = ArchivalMemory.reembed(
-                db, agent_id, embeddings, cache_dir, progress=advance("archival passages")
-            )
-            passages = archive.count()
-    finally:
-        db.conn.close()
+        messages, passages = reembed_embedded(root, agent_id, embeddings, advance)
     console.print(
         f"Re-embedded {messages} messages and {passages} passages of agent '{escape(agent_id)}' "
         f"with {escape(model)} (dim {dim}) in {time.monotonic() - started:.1f} s.",
@@ -393,13 +422,17 @@ def serve(
     host: str = "127.0.0.1",
     data_dir: str | Path | None = None,
     console: Console | None = None,
+    *,
+    database_url: str = "",
 ) -> int:
     """Run ``langgraph dev`` on the agent, with the embedded model unless an endpoint is set.
 
     Everything the server keeps (checkpoints, its thread list, the agent's memory) lives
     in ``data_dir`` (default ``$MEMGPT_DATA_DIR`` or ``./.memgpt``), so threads survive a
-    restart. Without OPENAI_API_KEY / OPENAI_BASE_URL the local llama.cpp model is started
-    here first; the server's worker finds it through its state file and shares it.
+    restart; with ``database_url`` (``MEMGPT_DATABASE_URL`` for the server) memory and
+    checkpoints live in that Postgres database instead. Without OPENAI_API_KEY /
+    OPENAI_BASE_URL the local llama.cpp model is started here first; the server's worker
+    finds it through its state file and shares it.
     """
     console = console or Console()
     langgraph = _langgraph_executable()
@@ -411,6 +444,8 @@ def serve(
     config_path = root / "langgraph.json"
     config_path.write_text(json.dumps(langgraph_config(), indent=2) + "\n", encoding="utf-8")
     env = {**os.environ, **OFFLINE_ENV, DATA_DIR_ENV: str(root)}
+    if database_url:
+        env[DATABASE_URL_ENV] = database_url
     if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
         console.print("Model: the OpenAI-compatible endpoint of OPENAI_API_KEY / OPENAI_BASE_URL.")
     else:

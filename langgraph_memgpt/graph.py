@@ -7,7 +7,7 @@ START → check_pressure → (summarize_evict →) think → call_memory_tool �
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import Any, Self
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -27,7 +27,7 @@ from langgraph_memgpt.nodes import (
 )
 from langgraph_memgpt.nodes.call_memory_tool import DESTINATIONS
 from langgraph_memgpt.state import InputState, OutputState, State
-from langgraph_memgpt.stores.base import MemoryBackend
+from langgraph_memgpt.stores.base import MemoryBackend, ThreadLocks
 from langgraph_memgpt.threads import a_one_run, data_dir_of, one_run
 from langgraph_memgpt.tools import MEMORY_TOOLS
 
@@ -44,22 +44,32 @@ class OneRunPerThread(CompiledStateGraph[Any, Any, Any, Any]):
     lock_data_dir: str | None = None
     """Where the thread locks live; None: the run context's ``data_dir`` (the served graph
     sets its server's, since a client's context names none)."""
+    thread_locks: ThreadLocks | None = None
+    """The memory backend's cross-machine thread claims (Postgres), taken after the file
+    lock; None for the embedded backend, whose file locks already cover every process."""
 
     def _lock_dir(self, kwargs: dict[str, Any]) -> str | None:
         return self.lock_data_dir or data_dir_of(kwargs.get("context"))
+
+    def copy(self, update: dict[str, Any] | None = None) -> Self:
+        """`Pregel.copy` keeping the locks (the server copies the graph for every run)."""
+        copied = super().copy(update)
+        copied.lock_data_dir = self.lock_data_dir
+        copied.thread_locks = self.thread_locks
+        return copied
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         """`CompiledStateGraph.stream`, one run per thread at a time."""
-        with one_run(config, self._lock_dir(kwargs)):
+        with one_run(config, self._lock_dir(kwargs), self.thread_locks):
             yield from super().stream(input, config, **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """`CompiledStateGraph.astream`, one run per thread at a time."""
-        async with a_one_run(config, self._lock_dir(kwargs)):
+        async with a_one_run(config, self._lock_dir(kwargs), self.thread_locks):
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk
 
@@ -67,12 +77,16 @@ class OneRunPerThread(CompiledStateGraph[Any, Any, Any, Any]):
 class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
     """The MemGPT loop's builder: ``compile`` returns a `OneRunPerThread` graph."""
 
+    thread_locks: ThreadLocks | None = None
+    """Handed to the compiled graph (`OneRunPerThread.thread_locks`)."""
+
     def compile(
         self, *args: Any, **kwargs: Any
     ) -> CompiledStateGraph[State, Any, InputState, OutputState]:
         """`StateGraph.compile`; the compiled graph serialises runs per thread."""
         compiled = super().compile(*args, **kwargs)
         compiled.__class__ = OneRunPerThread
+        compiled.thread_locks = self.thread_locks  # type: ignore[attr-defined]
         return compiled
 
 
@@ -142,6 +156,7 @@ def assemble(
     builder = MemGPTStateGraph(
         State, input_schema=InputState, output_schema=OutputState, context_schema=context_schema
     )
+    builder.thread_locks = memory if isinstance(memory, ThreadLocks) else None
     builder.add_node("check_pressure", make_check_pressure(deps))
     builder.add_node("summarize_evict", make_summarize_evict(deps))
     builder.add_node("think", make_think(deps))

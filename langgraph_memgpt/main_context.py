@@ -89,20 +89,13 @@ def system_key(memory: Memory, evicted_count: int, thread_id: str, layout: str) 
     In the ``cached`` layout, edits this thread made itself do not count: they are in its
     queue as tool calls, in view, and re-rendering for them would make the model re-read
     everything after the core blocks (on the embedded model ~25 ms a token). Edits by
-    anyone else (another thread of the agent, a person) and evictions do count.
+    anyone else (another thread of the agent, a person) and evictions do count. Asked
+    every step, so it is one indexed lookup (`CoreStore.latest_change_id`), not a read of
+    every block's history.
     """
     if layout == "legacy":
         return f"{memory.core.last_modified() or '-'}|{evicted_count}"
-    own = f"agent:{thread_id}"
-    latest = max(
-        (
-            int(change["id"])
-            for block in memory.core.blocks()
-            for change in memory.core.history(block.label)
-            if change["actor"] != own
-        ),
-        default=0,
-    )
+    latest = memory.core.latest_change_id(other_than=f"agent:{thread_id}") or 0
     return f"{latest}|{evicted_count}"
 
 

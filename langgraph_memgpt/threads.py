@@ -11,8 +11,15 @@ it when a process dies, so a killed run never leaves a thread locked), and a per
 lock when that folder cannot be written. A run that waits longer than
 ``THREAD_WAIT_SECONDS`` fails with `ThreadBusyError` naming the thread.
 
-The LangGraph server already runs one run per thread at a time (its multitask strategy);
-there the lock is always free.
+A file lock reaches the processes of one machine only. When the memory backend is shared
+by several machines (Postgres: `stores.base.ThreadLocks`), the run also claims the thread
+in that store (a Postgres advisory lock held by a session of its own), after the file
+lock, so two server workers on two machines serialise their runs of one thread as two
+processes on one machine do.
+
+One LangGraph server already runs one run per thread at a time (its multitask strategy);
+there the local locks are always free, and the shared one is what keeps two servers on one
+database from running a thread at once.
 """
 
 from __future__ import annotations
@@ -25,15 +32,19 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_memgpt.stores.base import ThreadLocks
+
 THREAD_WAIT_SECONDS = 900.0
 """Longest a run waits for another run of its thread (an embedded-model turn takes minutes)."""
 _POLL_SECONDS = 0.02
+_SHARED_POLL_MAX_SECONDS = 0.5
+"""Longest pause between two tries of a shared claim: each try opens a database session."""
 _log = logging.getLogger(__name__)
 _local_locks: dict[str, threading.Lock] = {}
 _local_guard = threading.Lock()
@@ -57,11 +68,16 @@ def _lock_path(data_dir: str | os.PathLike[str] | None, thread_id: str) -> Path 
 
 
 class _Claim:
-    """One attempt-at-a-time claim of a thread: the process lock, then the file lock."""
+    """One attempt-at-a-time claim of a thread: the process lock, the file lock, the store's."""
 
-    def __init__(self, thread_id: str, path: Path | None) -> None:
+    def __init__(
+        self, thread_id: str, path: Path | None, shared: ThreadLocks | None = None
+    ) -> None:
         self.thread_id = thread_id
         self.path = path
+        self.shared = shared
+        self.release_shared: Callable[[], None] | None = None
+        self.shared_misses = 0
         key = str(path) if path is not None else f"thread:{thread_id}"
         with _local_guard:
             self.local = _local_locks.setdefault(key, threading.Lock())
@@ -70,15 +86,37 @@ class _Claim:
     def try_acquire(self) -> bool:
         if not self.local.acquire(blocking=False):
             return False
-        if self.path is None:
+        if self.path is not None and not self._try_file_lock():
+            self.local.release()
+            return False
+        if self.shared is None:
             return True
+        try:
+            self.release_shared = self.shared.try_lock_thread(self.thread_id)
+        except BaseException:
+            self._unlock_local()
+            raise
+        if self.release_shared is None:
+            self.shared_misses += 1
+            self._unlock_local()
+            return False
+        return True
+
+    def pause(self) -> float:
+        """Seconds to wait before the next try: backing off while another machine holds it."""
+        if not self.shared_misses:
+            return _POLL_SECONDS
+        backoff = _POLL_SECONDS * float(2 ** min(self.shared_misses, 10))
+        return min(_SHARED_POLL_MAX_SECONDS, backoff)
+
+    def _try_file_lock(self) -> bool:
+        assert self.path is not None
         try:
             if self.fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self.local.release()
             return False
         except OSError as exc:
             # An unwritable data directory: other processes cannot be excluded, this one is.
@@ -90,10 +128,19 @@ class _Claim:
         return True
 
     def release(self) -> None:
+        release_shared, self.release_shared = self.release_shared, None
+        try:
+            if release_shared is not None:
+                release_shared()
+        finally:
+            self._unlock_local()
+            self._close()
+
+    def _unlock_local(self) -> None:
+        """Drop the file lock (keeping its descriptor for another try), then this process's."""
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 fcntl.flock(self.fd, fcntl.LOCK_UN)
-            self._close()
         self.local.release()
 
     def _close(self) -> None:
@@ -112,18 +159,23 @@ class _Claim:
 
 
 @contextlib.contextmanager
-def one_run(config: RunnableConfig | None, data_dir: str | None) -> Iterator[None]:
-    """Hold the thread's lock for the body (no lock without a thread id)."""
+def one_run(
+    config: RunnableConfig | None, data_dir: str | None, shared: ThreadLocks | None = None
+) -> Iterator[None]:
+    """Hold the thread's lock for the body (no lock without a thread id).
+
+    ``shared``: the memory backend's cross-machine thread locks, when it has them.
+    """
     thread_id = _thread_of(config)
     if thread_id is None:
         yield
         return
-    claim = _Claim(thread_id, _lock_path(data_dir, thread_id))
+    claim = _Claim(thread_id, _lock_path(data_dir, thread_id), shared)
     deadline = time.monotonic() + THREAD_WAIT_SECONDS
     while not claim.try_acquire():
         if time.monotonic() > deadline:
             raise claim.busy()
-        time.sleep(_POLL_SECONDS)
+        time.sleep(claim.pause())
     try:
         yield
     finally:
@@ -131,19 +183,21 @@ def one_run(config: RunnableConfig | None, data_dir: str | None) -> Iterator[Non
 
 
 @contextlib.asynccontextmanager
-async def a_one_run(config: RunnableConfig | None, data_dir: str | None) -> AsyncIterator[None]:
+async def a_one_run(
+    config: RunnableConfig | None, data_dir: str | None, shared: ThreadLocks | None = None
+) -> AsyncIterator[None]:
     """`one_run` for asyncio: waits without blocking the event loop."""
     thread_id = _thread_of(config)
     if thread_id is None:
         yield
         return
-    claim = _Claim(thread_id, _lock_path(data_dir, thread_id))
+    claim = _Claim(thread_id, _lock_path(data_dir, thread_id), shared)
     deadline = time.monotonic() + THREAD_WAIT_SECONDS
     # File work runs in a worker thread: the server's event loop must never block on it.
     while not await asyncio.to_thread(claim.try_acquire):
         if time.monotonic() > deadline:
             raise claim.busy()
-        await asyncio.sleep(_POLL_SECONDS)
+        await asyncio.sleep(claim.pause())
     try:
         yield
     finally:

@@ -211,12 +211,13 @@ def test_agent_cannot_read_or_edit_another_agents_core_blocks(
     assert "4711" not in str([h for h in bob.history("human")])
 
 
-def test_seeding_default_blocks_that_exist_takes_no_write_lock(
-    core: CoreMemory, tmp_data_dir: Path, backend_kind: str
-) -> None:
-    """Every graph step seeds the defaults; with them in place it must not wait on writers."""
-    if backend_kind != "sqlite":
-        pytest.skip("SQLite's file lock; Postgres writers lock rows, not the database")
+def test_seeding_default_blocks_that_exist_takes_no_write_lock(db: Any, tmp_data_dir: Path) -> None:
+    """SQLite only (its whole-file write lock): every graph step seeds the defaults; with
+    them in place it must not wait on writers. Postgres writers lock rows, not the database."""
+    from langgraph_memgpt.stores.core import CoreMemory as SqliteCore
+
+    core = SqliteCore(db, "agent-a")
+    core.ensure_defaults(persona="I am Sam, a helpful assistant.", human="")
     core.db.conn.execute("PRAGMA busy_timeout=50")
     writer = sqlite3.connect(tmp_data_dir / "memory.sqlite")
     writer.execute("BEGIN IMMEDIATE")
@@ -226,3 +227,35 @@ def test_seeding_default_blocks_that_exist_takes_no_write_lock(
         writer.rollback()
         writer.close()
     assert core.get("persona").value == "I am Sam, a helpful assistant."
+
+
+def test_latest_change_id_moves_only_for_other_actors_and_other_agents_never_show(
+    memory_backend: MemoryBackend,
+) -> None:
+    """The loop re-renders the prompt when this moves: never for its thread's own edits."""
+    core = memory_backend.open("agent-a").core
+    assert core.latest_change_id(other_than="agent:t1") is None
+    core.ensure_defaults()  # the creations are the system's
+    created = core.latest_change_id(other_than="agent:t1")
+    assert created is not None
+    for i in range(5):
+        core.append("human", f"own edit {i}", actor="agent:t1")
+    assert core.latest_change_id(other_than="agent:t1") == created
+    other = core.append("human", "from another thread", actor="agent:t2")
+    core.append("human", "own again", actor="agent:t1")
+    newest = core.latest_change_id(other_than="agent:t1")
+    assert newest is not None and newest > created
+    # The other thread sees t1's edits as someone else's: its id is the newest of all.
+    assert core.latest_change_id(other_than="agent:t2") == max(
+        int(h["id"]) for h in core.history("human")
+    )
+    assert other.value.endswith("from another thread")
+    core.set("persona", "edited by a person")  # actor "user"
+    person = core.latest_change_id(other_than="agent:t1")
+    assert person is not None and person > newest
+    # Another agent's edits are not this agent's changes.
+    bob = memory_backend.open("agent-b").core
+    bob.ensure_defaults()
+    bob.append("human", "bob's", actor="agent:t9")
+    assert core.latest_change_id(other_than="agent:t1") == person
+    assert bob.latest_change_id(other_than="agent:t9") not in (None, person)

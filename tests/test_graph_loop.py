@@ -1,11 +1,16 @@
-"""The MemGPT loop, driven by a scripted chat model over real stores in a temp folder."""
+"""The MemGPT loop, driven by a scripted chat model over real stores.
+
+Every test runs on both backends (the ``backend_kind`` parameter): the embedded SQLite +
+FAISS one in a temp folder, and Postgres on a real server, both with the real MiniLM.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -14,7 +19,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 
@@ -28,7 +34,9 @@ def step(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
 
 
 class Agent:
-    """A compiled graph with a scripted model, an in-memory saver and a temp data dir."""
+    """A compiled graph with a scripted model, an in-memory saver and the test's backend."""
+
+    backend: ClassVar[MemoryBackend | None] = None
 
     def __init__(
         self,
@@ -41,7 +49,7 @@ class Agent:
         self.model = ScriptedChatModel.from_steps(script)
         self.summarizer = ScriptedChatModel.from_steps(summaries or [])
         self.graph = build_graph(
-            model=self.model, summary_model=self.summarizer, tools=tools
+            model=self.model, summary_model=self.summarizer, tools=tools, memory=self.backend
         ).compile(checkpointer=InMemorySaver())
         self.ctx = Context(data_dir=str(data_dir), **ctx)
         self.config = {"configurable": {"thread_id": "t1"}}
@@ -55,8 +63,16 @@ class Agent:
         return self.graph.get_state(self.config).values
 
     @property
-    def memory(self):  # noqa: ANN201
-        return open_memory(self.ctx.data_dir, self.ctx.agent_id)
+    def memory(self) -> Memory:
+        assert self.backend is not None
+        return self.backend.open(self.ctx.agent_id)
+
+
+@pytest.fixture(autouse=True)
+def _on_each_backend(make_backend: Any, embeddings: MiniLMEmbeddings) -> Iterator[None]:
+    Agent.backend = make_backend(embeddings)
+    yield
+    Agent.backend = None
 
 
 def tool_results(state: dict[str, Any]) -> list[dict[str, Any]]:
@@ -520,9 +536,9 @@ def test_a_context_length_error_triggers_summarize_and_retry(tmp_path: Path) -> 
 
     agent = Agent(tmp_path, [], summaries=["I greeted the user."])
     agent.model = TooLong.from_steps(["first", "after retry"])
-    agent.graph = build_graph(model=agent.model, summary_model=agent.summarizer).compile(
-        checkpointer=InMemorySaver()
-    )
+    agent.graph = build_graph(
+        model=agent.model, summary_model=agent.summarizer, memory=agent.backend
+    ).compile(checkpointer=InMemorySaver())
     agent.say("hello")
     agent.model.fail_times = 1
     out = agent.say("again")

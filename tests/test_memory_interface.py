@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import threading
 from pathlib import Path
+from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -47,8 +48,32 @@ def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
             "langgraph_memgpt.stores.types",
             "langgraph_memgpt.stores.text",
             "langgraph_memgpt.stores.messages",
-            "langgraph_memgpt.stores.words",
+            "langgraph_memgpt.stores.words",  # engine-free query words
         }, f"{path.name} imports {stores}"
+
+
+CLI_MODULES = [PACKAGE / "cli.py", PACKAGE / "console.py"]
+
+
+def test_no_cli_module_imports_a_storage_engine() -> None:
+    """The command line picks its backend through ``stores.backends`` and speaks the interface."""
+    for path in CLI_MODULES:
+        engines = {m for m in imported_modules(path) if m.split(".")[0] in ENGINES}
+        assert not engines, f"{path.name} imports {engines}"
+
+
+def test_each_backend_lists_its_agents_and_nothing_of_another_store(
+    make_backend: Any,
+) -> None:
+    backend = make_backend()
+    assert backend.agents() == []
+    backend.open("bob").core.ensure_defaults()
+    backend.open("ada").recall.add(
+        [RecallMessage("ada", "t", "m1", "user", "hi", "2026-12-01T09:00:00Z")]
+    )
+    assert backend.agents() == ["ada", "bob"]
+    backend.close()
+    assert make_backend().agents() == ["ada", "bob"]  # a new backend on the same store
 
 
 def test_each_backend_meets_the_memory_protocol(memory_backend: MemoryBackend) -> None:

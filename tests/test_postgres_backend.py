@@ -113,9 +113,14 @@ def test_two_threads_of_one_agent_editing_core_memory_at_once_lose_no_edit(
     backend: PostgresBackend, tmp_path: Path
 ) -> None:
     edits = 12
+    # A content word of its own per line: a restated fact is not appended again.
+    words = (
+        "apricots canoes dahlias espresso falconry igloos jazz kayaks origami quilts tulips yodels"
+    )
+    facts = {name: [f"{name} likes {w}" for w in words.split()] for name in ("left", "right")}
 
     def run(name: str) -> None:
-        script = [remember(f"{name} fact {i}") for i in range(edits)] + [reply(f"{name} done")]
+        script = [remember(f) for f in facts[name]] + [reply(f"{name} done")]
         graph = build_graph(model=ScriptedChatModel.from_steps(script), memory=backend).compile(
             checkpointer=InMemorySaver()
         )
@@ -133,7 +138,7 @@ def test_two_threads_of_one_agent_editing_core_memory_at_once_lose_no_edit(
         thread.join()
 
     lines = backend.open("ada").core.get("human").value.splitlines()
-    expected = {f"{name} fact {i}" for name in ("left", "right") for i in range(edits)}
+    expected = {f for name in ("left", "right") for f in facts[name]}
     assert sorted(lines) == sorted(expected)
     history = backend.open("ada").core.history("human")
     assert [h["op"] for h in history] == ["create"] + ["append"] * (2 * edits)

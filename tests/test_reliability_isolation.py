@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import _with_database
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from rich.console import Console
@@ -64,11 +65,16 @@ def _fresh() -> Iterator[None]:
     forget_loaded_indexes()
 
 
-def run_agent(data_dir: Path, agent_id: str, steps: list[Any], message: str) -> list[Any]:
-    """One turn of ``agent_id`` on a fresh thread; returns the prompts the model was sent."""
+def run_agent(
+    data_dir: Path, agent_id: str, steps: list[Any], message: str, memory: Any = None
+) -> list[Any]:
+    """One turn of ``agent_id`` on a fresh thread; returns the prompts the model was sent.
+
+    ``memory``: a backend (Postgres); default the embedded one in ``data_dir``.
+    """
     model = ScriptedChatModel.from_steps(steps)
     graph = build_graph(
-        model=model, summary_model=ScriptedChatModel.from_steps(["I chatted."] * 3)
+        model=model, summary_model=ScriptedChatModel.from_steps(["I chatted."] * 3), memory=memory
     ).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": f"{agent_id}-{uuid.uuid4().hex[:6]}"}}
     # A window wide enough that the whole adversarial turn stays in view (no eviction).
@@ -83,7 +89,7 @@ def run_agent(data_dir: Path, agent_id: str, steps: list[Any], message: str) -> 
     return [*model.calls, out["messages"]]
 
 
-def make_alice(data_dir: Path) -> None:
+def make_alice(data_dir: Path, memory: Any = None) -> None:
     """Alice's memory: core edits, archival passages with tags, a conversation.
 
     Her FAISS caches are written when her memory is closed (``close_all``) afterwards.
@@ -112,7 +118,8 @@ def make_alice(data_dir: Path) -> None:
         ),
         send(f"Noted, Alice: {SECRETS[4]}."),
     ]
-    run_agent(data_dir, ALICE, steps, f"I am Alice; my {SECRETS[0]} and {SECRETS[4]} matter.")
+    text = f"I am Alice; my {SECRETS[0]} and {SECRETS[4]} matter."
+    run_agent(data_dir, ALICE, steps, text, memory)
 
 
 def snapshot(data_dir: Path, agent_id: str) -> dict[str, Any]:
@@ -226,13 +233,8 @@ def leaks(text: str) -> list[str]:
     return [s for s in SECRETS if s in text.lower()]
 
 
-@pytest.mark.parametrize("agent_b", B_AGENTS)
-def test_another_agent_cannot_read_or_change_anything_through_any_tool(
-    alice_dir: Path, agent_b: str
-) -> None:
-    before = snapshot(alice_dir, ALICE)
-    tables = schema(alice_dir)
-    prompts_and_queue = run_agent(alice_dir, agent_b, adversarial_steps(), "show me everything")
+def check_nothing_leaked(prompts_and_queue: list[Any]) -> None:
+    """No prompt, tool result or queue of B's holds anything of Alice's; B's own search works."""
     queue = prompts_and_queue[-1]
     results = [json.loads(m.content) for m in queue if isinstance(m, ToolMessage)]
     assert len(results) > 80
@@ -257,10 +259,97 @@ def test_another_agent_cannot_read_or_change_anything_through_any_tool(
     own = results[-2]
     assert own["status"] == "OK" and "Bob's own passage" in own["message"]
     assert "Alice" not in own["message"]
+
+
+@pytest.mark.parametrize("agent_b", B_AGENTS)
+def test_another_agent_cannot_read_or_change_anything_through_any_tool(
+    alice_dir: Path, agent_b: str
+) -> None:
+    before = snapshot(alice_dir, ALICE)
+    tables = schema(alice_dir)
+    check_nothing_leaked(run_agent(alice_dir, agent_b, adversarial_steps(), "show me everything"))
     close_all()
     forget_loaded_indexes()
     assert snapshot(alice_dir, ALICE) == before
     assert schema(alice_dir) == tables, "a table or index was dropped or added"
+
+
+# -- the same on Postgres ------------------------------------------------------------------
+
+PG_TABLES = (
+    "memgpt_core_blocks",
+    "memgpt_core_block_history",
+    "memgpt_recall",
+    "memgpt_archival",
+    "memgpt_embeddings",
+)
+
+
+def pg_snapshot(url: str, agent_id: str) -> dict[str, Any]:
+    """Every row of an agent's in every memory table, and the database's tables and indexes."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = {
+            table: [
+                tuple(str(v) for v in row)
+                for row in conn.execute(
+                    f"SELECT * FROM {table} WHERE agent_id = %s ORDER BY 1, 2", (agent_id,)
+                ).fetchall()
+            ]
+            for table in PG_TABLES
+        }
+        rows["schema"] = conn.execute(
+            "SELECT relkind::text, relname FROM pg_class "
+            "WHERE relnamespace = 'public'::regnamespace ORDER BY relname"
+        ).fetchall()
+    return rows
+
+
+@pytest.fixture(scope="module")
+def alice_on_postgres(
+    postgres_server: str, embeddings: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Any]]:
+    """Alice's memory in a database of its own, for the module; yields (url, backend)."""
+    import psycopg
+
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+
+    name = f"memgpt_isolation_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = _with_database(postgres_server, name)
+    backend = PostgresBackend(url, embeddings=embeddings)
+    try:
+        make_alice(tmp_path_factory.mktemp("pg-locks"), backend)
+        before = pg_snapshot(url, ALICE)
+        assert len(before["memgpt_archival"]) == 2, "Alice's memory was not built"
+        assert any(SECRETS[0] in str(r) for r in before["memgpt_core_blocks"])
+        yield url, backend
+    finally:
+        backend.close()
+        with psycopg.connect(postgres_server, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.mark.parametrize("agent_b", [a for a in B_AGENTS if "\x00" not in a])
+def test_on_postgres_another_agent_cannot_read_or_change_anything_through_any_tool(
+    alice_on_postgres: tuple[str, Any], agent_b: str, tmp_path: Path
+) -> None:
+    url, backend = alice_on_postgres
+    before = pg_snapshot(url, ALICE)
+    check_nothing_leaked(
+        run_agent(tmp_path, agent_b, adversarial_steps(), "show me everything", backend)
+    )
+    assert pg_snapshot(url, ALICE) == before
+
+
+def test_on_postgres_an_agent_id_postgres_cannot_hold_is_refused(
+    alice_on_postgres: tuple[str, Any],
+) -> None:
+    _, backend = alice_on_postgres
+    with pytest.raises(ValueError, match="not valid Unicode text"):
+        backend.open("alice\x00")
 
 
 def test_inspect_shows_only_the_agents_own_memory(alice_dir: Path) -> None:

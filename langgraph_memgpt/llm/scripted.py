@@ -14,6 +14,7 @@ should see, not paper over.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -27,7 +28,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 ScriptStep = AIMessage | Mapping[str, Any] | str
 """One scripted reply: an AIMessage, a dict ``{"content", "tool_calls"}``, or plain text."""
@@ -97,6 +98,8 @@ class ScriptedChatModel(BaseChatModel):
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     call_kwargs: list[dict[str, Any]] = Field(default_factory=list)
     bound_tools: list[dict[str, Any]] = Field(default_factory=list)
+    # A served graph calls one model from several runs' threads at once: each reply once.
+    _turn_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
     def from_steps(cls, steps: Sequence[ScriptStep]) -> ScriptedChatModel:
@@ -147,15 +150,16 @@ class ScriptedChatModel(BaseChatModel):
         return self.bind(tools=self.bound_tools, **kwargs)
 
     def _next_reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
-        index = len(self.calls)
-        if index >= len(self.script):
-            last = messages[-1].content if messages else ""
-            raise ScriptExhaustedError(
-                f"ScriptedChatModel was called {index + 1} times but its script has "
-                f"{len(self.script)} replies (last input: {str(last)[:200]!r})"
-            )
-        self.calls.append(list(messages))
-        self.call_kwargs.append(dict(kwargs))
+        with self._turn_lock:
+            index = len(self.calls)
+            if index >= len(self.script):
+                last = messages[-1].content if messages else ""
+                raise ScriptExhaustedError(
+                    f"ScriptedChatModel was called {index + 1} times but its script has "
+                    f"{len(self.script)} replies (last input: {str(last)[:200]!r})"
+                )
+            self.calls.append(list(messages))
+            self.call_kwargs.append(dict(kwargs))
         return self.script[index].model_copy(deep=True)
 
     def _generate(

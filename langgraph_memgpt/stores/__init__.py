@@ -207,9 +207,17 @@ class SqliteBackend:
     embedding_model: str = "minilm"
     embeddings: Embeddings | None = None
     core_block_limit: int = 2000
+    read_only: bool = False
+    """Open existing memory for reading only, without embeddings (``inspect``): works in a
+    read-only data directory and after an embedding model change; writes fail."""
+    _read_only_open: list[AgentMemory] = field(default_factory=list, compare=False, repr=False)
 
     def open(self, agent_id: str) -> AgentMemory:
         """The agent's memory, opened once per process and shared by its threads."""
+        if self.read_only:
+            memory = AgentMemory.open(self.data_dir, agent_id, None, read_only=True)
+            self._read_only_open.append(memory)
+            return memory
         return open_memory(
             self.data_dir,
             agent_id,
@@ -217,6 +225,15 @@ class SqliteBackend:
             embeddings=self.embeddings,
             core_block_limit=self.core_block_limit,
         )
+
+    def agents(self) -> list[str]:
+        """Ids of the agents with memory in ``data_dir`` (see `list_agents`)."""
+        return list_agents(self.data_dir)
+
+    def close(self) -> None:
+        """Close the read-only memories this backend opened (shared ones stay open)."""
+        while self._read_only_open:
+            self._read_only_open.pop().close()
 
 
 def close_all() -> None:

@@ -9,7 +9,7 @@ small surface to implement and one shared test suite to pass.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from langgraph_memgpt.stores.types import Block, Passage, RecallMessage, SearchPage
@@ -35,6 +35,14 @@ class CoreStore(Protocol):
 
     def last_modified(self) -> str | None:
         """When any block last changed (ISO-8601 UTC), or None."""
+        ...
+
+    def latest_change_id(self, other_than: str) -> int | None:
+        """Id of the newest change of any block made by an actor other than ``other_than``.
+
+        None when there is none. History ids only grow, so this changes exactly when
+        someone else edits a block; one indexed lookup, because the loop asks every step.
+        """
         ...
 
     def ensure_defaults(self, persona: str = "", human: str = "") -> None:
@@ -167,9 +175,34 @@ class Memory(Protocol):
         ...
 
 
+@runtime_checkable
+class ThreadLocks(Protocol):
+    """A backend shared by several machines that can claim a thread for one run.
+
+    The embedded backend lacks it (its file locks in the data directory already cover every
+    process that can open its files); a backend several servers share (Postgres) has it, so
+    two runs of one thread on two machines wait for each other (`langgraph_memgpt.threads`).
+    """
+
+    def try_lock_thread(self, thread_id: str) -> Callable[[], None] | None:
+        """Claim ``thread_id`` without waiting: the function that releases it, or None if taken.
+
+        A claim ends when released or when its process dies, never otherwise.
+        """
+        ...
+
+
 class MemoryBackend(Protocol):
     """Opens agents' memory: what ``build_graph(memory=...)`` takes."""
 
     def open(self, agent_id: str) -> Memory:
         """The memory of ``agent_id`` (created on first use; cheap to call every step)."""
+        ...
+
+    def agents(self) -> list[str]:
+        """Ids of the agents with any memory here, sorted (the CLI lists them)."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what this backend opened (connections); it may be opened again."""
         ...

@@ -51,6 +51,8 @@ CREATE TABLE IF NOT EXISTS core_block_history (
 );
 CREATE INDEX IF NOT EXISTS core_block_history_by_block
     ON core_block_history (agent_id, label, id);
+CREATE INDEX IF NOT EXISTS core_block_history_newest
+    ON core_block_history (agent_id, id, actor);
 """
 
 
@@ -112,6 +114,19 @@ class CoreMemory:
             "SELECT MAX(updated_at) FROM core_blocks WHERE agent_id = ?", (self.agent_id,)
         ).fetchone()
         return None if row is None or row[0] is None else str(row[0])
+
+    def latest_change_id(self, other_than: str) -> int | None:
+        """Return the id of the newest change of any block by an actor other than ``other_than``.
+
+        One walk back over the agent's changes in ``core_block_history_newest`` (which holds
+        the actor, so no row is read), stopping at the first change by someone else.
+        """
+        row = self.db.conn.execute(
+            "SELECT id FROM core_block_history "
+            "WHERE agent_id = ? AND actor <> ? ORDER BY id DESC LIMIT 1",
+            (self.agent_id, valid_text(other_than)),
+        ).fetchone()
+        return None if row is None else int(row[0])
 
     # -- creating --------------------------------------------------------------------
 

@@ -4,7 +4,9 @@
 returns a ``PostgresMemory`` whose ``core``, ``recall`` and ``archival`` meet the memory
 protocols. Several threads and several processes (server workers) may use one agent at
 once: every call takes its own pooled connection, core edits lock their row, recall adds
-are idempotent on (agent, thread, message id) and serialised per thread.
+are idempotent on (agent, thread, message id) and serialised per thread, and a run claims
+its thread with an advisory lock (`PostgresBackend.try_lock_thread`), so two servers on one
+database never run one thread at once.
 
 Needs the ``postgres`` extra (``pip install 'langgraph-memgpt[postgres]'``) and a server
 with the pgvector extension available (the schema runs ``CREATE EXTENSION IF NOT EXISTS
@@ -13,10 +15,13 @@ vector``).
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
@@ -50,6 +55,19 @@ class PostgresMemory:
     core: PgCoreMemory
     recall: PgRecallMemory
     archival: PgArchivalMemory
+
+
+_THREAD_LOCKS = 0x6D656D67  # advisory-lock class of thread claims ("memg"; any constant)
+
+
+def thread_lock_key(thread_id: str) -> int:
+    """The advisory-lock key of a thread: 32 bits of the id's SHA-256.
+
+    A collision only makes two threads wait for each other (never lets two runs of one
+    thread through): harmless, and rare at 2**-32 a pair.
+    """
+    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:4], "big", signed=True)
 
 
 class PostgresBackend:
@@ -174,6 +192,40 @@ class PostgresBackend:
                 "UNION SELECT agent_id FROM memgpt_archival ORDER BY 1"
             ).fetchall()
         return [str(r[0]) for r in rows]
+
+    def try_lock_thread(self, thread_id: str) -> Callable[[], None] | None:
+        """Claim ``thread_id`` for one run across every process on this database.
+
+        A session-level advisory lock, on a connection of its own (not the pool's: a run
+        holds it for minutes, and the pool serves the run's memory calls meanwhile). Returns
+        the function that unlocks and closes it, or None when another session holds the
+        thread. Postgres drops the lock with the session, so a killed server never leaves
+        a thread claimed.
+        """
+        self.pool()  # the schema (and a reachable server) first, with a clear error
+        conn = psycopg.connect(self.url, autocommit=True)
+        try:
+            row = conn.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (_THREAD_LOCKS, thread_lock_key(thread_id))
+            ).fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        if row is None or not row[0]:
+            conn.close()
+            return None
+
+        def release() -> None:
+            # Closing the session drops its locks even when the unlock itself fails.
+            try:
+                conn.execute(
+                    "SELECT pg_advisory_unlock(%s, %s)",
+                    (_THREAD_LOCKS, thread_lock_key(thread_id)),
+                )
+            finally:
+                conn.close()
+
+        return release
 
     def close(self) -> None:
         """Close the connection pool (the backend opens a new one if used again)."""

@@ -77,6 +77,16 @@ class PgCoreMemory:
             ).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
+    def latest_change_id(self, other_than: str) -> int | None:
+        """Id of the newest change of any block by an actor other than ``other_than``."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT id FROM memgpt_core_block_history WHERE agent_id = %s AND actor <> %s "
+                "ORDER BY id DESC LIMIT 1",
+                (self.agent_id, pg_text(other_than)),
+            ).fetchone()
+        return None if row is None else int(row[0])
+
     # -- creating --------------------------------------------------------------------
 
     def ensure_defaults(self, persona: str = "", human: str = "") -> None:

@@ -60,6 +60,10 @@ SCHEMA: tuple[str, ...] = (
     )""",
     """CREATE INDEX IF NOT EXISTS memgpt_core_block_history_by_block
         ON memgpt_core_block_history (agent_id, label, id)""",
+    # The newest change by someone else (`PgCoreMemory.latest_change_id`, every step): a
+    # backward index-only walk over the agent's changes, stopping at the first such one.
+    """CREATE INDEX IF NOT EXISTS memgpt_core_block_history_newest
+        ON memgpt_core_block_history (agent_id, id DESC) INCLUDE (actor)""",
     # Recall: one row per (agent, thread, message id). search_text is what search finds a
     # searchable message by (NULL for tool results and search calls); context is it with
     # its +-2 neighbours of the thread. Vectors have no fixed dimension here (agents may use

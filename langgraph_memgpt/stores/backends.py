@@ -1,0 +1,123 @@
+"""Which backend holds agents' memory: the embedded one in a folder, or a Postgres database.
+
+The command line (and anything else outside the graph) picks its backend here, from a
+data directory and an optional ``postgresql://`` URL, so it speaks only the memory
+interface (`stores.base`) and never opens an engine itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memgpt.stores import DB_FILENAME, SqliteBackend
+from langgraph_memgpt.stores.base import MemoryBackend
+from langgraph_memgpt.stores.types import StoreAccessError
+
+
+def engine_errors() -> tuple[type[Exception], ...]:
+    """The storage engines' own error types, for a command's last-resort error message."""
+    import sqlite3
+
+    errors: list[type[Exception]] = [sqlite3.Error]
+    try:
+        import psycopg
+    except ImportError:
+        pass
+    else:
+        errors.append(psycopg.Error)
+    return tuple(errors)
+
+
+class BackendSetupError(StoreAccessError):
+    """The chosen backend cannot be used as configured (the message says what to change)."""
+
+
+def open_backend(
+    data_dir: str | Path,
+    *,
+    database_url: str = "",
+    embedding_model: str = "minilm",
+    core_block_limit: int = 2000,
+    read_only: bool = False,
+) -> MemoryBackend:
+    """The backend of ``database_url`` (Postgres) when set, else the embedded one in ``data_dir``.
+
+    ``read_only``: for reading memory only (``inspect``), without an embedding model, so it
+    works after an embedding change and, on SQLite, in a read-only folder.
+
+    Raises:
+        BackendSetupError: the URL is not a ``postgresql://`` one, or the Postgres extra is
+            not installed.
+    """
+    url = database_url.strip()
+    if not url:
+        return SqliteBackend(
+            Path(data_dir).expanduser(),
+            embedding_model=embedding_model,
+            core_block_limit=core_block_limit,
+            read_only=read_only,
+        )
+    if not url.startswith(("postgresql://", "postgres://")):
+        shown = url.split("@")[-1]  # never echo a password
+        raise BackendSetupError(
+            f"database URL '...{shown}' is not a postgresql://user:password@host/db URL "
+            "(leave it unset for the embedded memory in the data directory)"
+        )
+    try:
+        from langgraph_memgpt.stores.postgres import PostgresBackend
+    except ImportError as exc:
+        raise BackendSetupError(
+            f"a database URL is set but {exc.name} is not installed: "
+            "pip install 'langgraph-memgpt[postgres]'"
+        ) from exc
+    return PostgresBackend(
+        url,
+        embedding_model="none" if read_only else embedding_model,
+        core_block_limit=core_block_limit,
+    )
+
+
+def where(data_dir: str | Path, database_url: str = "") -> str:
+    """Where memory lives, for messages: the folder, or the database without its password."""
+    if database_url.strip():
+        return f"the database at {database_url.split('@')[-1]}"
+    return str(Path(data_dir).expanduser())
+
+
+def reembed_embedded(
+    data_dir: str | Path,
+    agent_id: str,
+    embeddings: Embeddings,
+    progress_for: Callable[[str], Callable[[int, int], None]],
+) -> tuple[int, int]:
+    """Drop an agent's recall and archival vectors in ``data_dir`` and embed all again.
+
+    ``progress_for(task)`` returns the progress callback of one task (done, total).
+    Returns (messages embedded, passages in the archive).
+
+    Raises:
+        MemoryStoreError: the database cannot be used.
+    """
+    from langgraph_memgpt.stores.archival import ArchivalMemory
+    from langgraph_memgpt.stores.db import open_db
+    from langgraph_memgpt.stores.recall import TIER as RECALL_TIER
+    from langgraph_memgpt.stores.recall import RecallMemory
+    from langgraph_memgpt.stores.vectors import VectorIndex
+
+    root = Path(data_dir).expanduser()
+    db = open_db(root / DB_FILENAME)
+    cache_dir = root / "faiss"
+    try:
+        # ArchivalMemory.reembed drops its own tier; recall's is dropped here.
+        VectorIndex.drop_tier(db, tier=RECALL_TIER, agent_id=agent_id, cache_dir=cache_dir)
+        recall = RecallMemory(db, agent_id, embeddings, cache_dir)
+        messages = recall.embed_missing(progress=progress_for("recall messages"))
+        archive = ArchivalMemory.reembed(
+            db, agent_id, embeddings, cache_dir, progress=progress_for("archival passages")
+        )
+        return messages, archive.count()
+    finally:
+        db.conn.close()
