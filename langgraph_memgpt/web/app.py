@@ -91,7 +91,7 @@ class Agents:
 
         backend = server_memory(self.settings)
         if backend is not None:
-            return list(backend.agents())  # type: ignore[attr-defined]
+            return list(backend.agents())
         return list_agents(self.settings.data_dir)
 
     def open(self, agent_id: str) -> Memory:
