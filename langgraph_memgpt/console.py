@@ -43,6 +43,7 @@ from langgraph_memgpt.server import (
     langgraph_config,
 )
 from langgraph_memgpt.stores import DB_FILENAME, AgentMemory, list_agents, open_memory
+from langgraph_memgpt.stores.deletions import forgotten_agents
 from langgraph_memgpt.stores.types import MemoryStoreError
 
 MEMORY_EDITS = {"core_memory_append", "core_memory_replace", "archival_memory_insert"}
@@ -56,9 +57,15 @@ def _error(message: str) -> None:
     Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
 
 
-def _check_agent(data_dir: Path, agent_id: str) -> bool:
-    """Whether ``agent_id`` has memory under ``data_dir``; prints why not when it has none."""
+def _check_agent(data_dir: Path, agent_id: str, *, forgotten_ok: bool = False) -> bool:
+    """Whether ``agent_id`` has memory under ``data_dir``; prints why not when it has none.
+
+    With ``forgotten_ok`` an agent whose memory was deleted counts too (its deletion log
+    remains, for ``inspect``).
+    """
     agents = list_agents(data_dir)
+    if forgotten_ok and agent_id not in agents and agent_id in forgotten_agents(data_dir):
+        return True
     if not agents:
         _error(f"no agent memory in {data_dir} (no {DB_FILENAME}, or it is empty)")
         return False
@@ -91,6 +98,7 @@ def memory_tables(memory: AgentMemory, recent: int = 5) -> list[Table]:
         last_modified = memory.core.last_modified()
         messages = memory.recall.latest(recent)
         passages = memory.archival.recent(recent)
+        deletions = memory.deletions.entries(recent)
     core = Table(title=f"core memory of agent '{memory.agent_id}'")
     for column in ("block", "chars", "value"):
         core.add_column(column)
@@ -131,7 +139,19 @@ def memory_tables(memory: AgentMemory, recent: int = 5) -> list[Table]:
             escape(", ".join(passage.tags)),
             escape(passage.text[:RESULT_PREVIEW_CHARS]),
         )
-    return [core, counts, latest, archive]
+    forgotten = Table(title=f"latest {len(deletions)} deletions (what, never the content)")
+    for column in ("when", "what", "id", "thread", "by", "detail"):
+        forgotten.add_column(column)
+    for entry in deletions:
+        forgotten.add_row(
+            entry.deleted_at[:19],
+            entry.kind,
+            escape(entry.item_id),
+            escape(entry.thread_id or "-"),
+            escape(entry.actor),
+            escape(entry.detail),
+        )
+    return [core, counts, latest, archive, forgotten]
 
 
 def inspect(
@@ -141,7 +161,7 @@ def inspect(
     console = console or Console()
     root = Path(data_dir).expanduser()
     try:
-        if not _check_agent(root, agent_id):
+        if not _check_agent(root, agent_id, forgotten_ok=True):
             return 1
         # Read-only (works in a read-only data directory) and without embeddings:
         # inspecting needs no model, and works even after an embedding change.
