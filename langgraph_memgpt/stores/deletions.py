@@ -85,8 +85,9 @@ def forgotten_among(
     if not keys:
         return set()
     rows = db.conn.execute(
-        "SELECT f.thread_id, f.message_id FROM recall_forgotten AS f "
-        "JOIN json_each(?) AS k ON f.agent_id = ? "
+        # Keys outer, each a primary-key lookup (see RecallMemory._stored).
+        "SELECT f.thread_id, f.message_id FROM json_each(?) AS k "
+        "CROSS JOIN recall_forgotten AS f ON f.agent_id = ? "
         "AND f.thread_id = json_extract(k.value, '$[0]') "
         "AND f.message_id = json_extract(k.value, '$[1]')",
         (json.dumps([list(k) for k in keys]), agent_id),
