@@ -95,7 +95,7 @@ def _known_agent(data_dir: Path, agent_id: str) -> bool:
     agents = list_agents(data_dir)
     if agent_id in agents:
         return True
-    where = f"agents there: {', '.join(agents)}" if agents else f"no {DB_FILENAME} with memory"
+    where = f"agents there: {', '.join(agents)}" if agents else "no agent has memory there"
     _error(f"agent '{agent_id}' has no memory in {data_dir}; {where}")
     return False
 
