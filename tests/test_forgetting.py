@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import faiss
+import numpy as np
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -362,3 +363,34 @@ def test_a_deleted_vector_leaves_the_faiss_cache_file(
     for mode in MODES:
         assert SECRET not in archival_texts(reopened, "locker Greenbriar", mode)
         assert SECRET not in recall_texts(reopened, "locker Greenbriar", mode)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_a_purged_vector_is_nowhere_in_the_faiss_file(tmp_path: Path, kind: str) -> None:
+    from langgraph_memgpt.stores.db import open_db
+    from langgraph_memgpt.stores.vectors import VectorIndex
+
+    db = open_db(tmp_path / "memory.sqlite")
+    index = VectorIndex(
+        db,
+        tier="archival",
+        agent_id="ada",
+        cache_dir=tmp_path / "faiss",
+        model="m",
+        dim=8,
+        kind=kind,  # type: ignore[arg-type]
+    )
+    vectors = np.random.default_rng(3).standard_normal((40, 8)).astype("float32")
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index.upsert(list(range(40)), vectors)
+
+    index.delete([7])
+    index.purge()
+
+    stored = faiss.read_index(str(index.path))
+    inner = faiss.downcast_index(stored.index)
+    flat = faiss.downcast_index(inner.storage) if kind == "hnsw" else inner
+    rows = faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * 8).reshape(flat.ntotal, 8)
+    assert not np.isclose(rows @ vectors[7], 1.0, atol=1e-4).any()
+    assert 7 not in [item for item, _ in index.search(vectors[7], 40)]
+    db.conn.close()
