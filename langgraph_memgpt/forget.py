@@ -58,22 +58,24 @@ class ForgetReport:
 
     def describe(self) -> str:
         """One line for a person or the model: counts, never the forgotten text."""
-        parts = []
-        if self.blocks:
-            parts.append(f"{self.blocks} core blocks")
-        if self.message_count:
-            parts.append(f"{self.message_count} messages")
         passages = self.passage_count or len(self.passages)
-        if passages:
-            parts.append(f"{passages} passages")
-        if self.summaries:
-            parts.append(f"{len(self.summaries)} summaries written from them")
+        counts: list[tuple[int, str, str | None]] = [
+            (self.blocks, "core block", None),
+            (self.message_count, "message", None),
+            (passages, "passage", None),
+            (len(self.summaries), "summary written from them", "summaries written from them"),
+        ]
+        parts = [_plural(n, one, many) for n, one, many in counts if n]
         if self.checkpoints:
-            parts.append(f"the checkpoint of {len(self.checkpoints)} threads")
+            parts.append(f"the checkpoint of {_plural(len(self.checkpoints), 'thread')}")
         text = (
             "Forgot " + ", ".join(parts) + "." if parts else "Nothing matched: nothing was deleted."
         )
         return " ".join([text, *self.notes])
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def forget_passage(memory: Memory, passage_id: int, *, actor: str) -> ForgetReport:

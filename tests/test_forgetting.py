@@ -309,7 +309,7 @@ def test_the_forget_tool_deletes_only_from_its_own_agent(
         user_tools={},
     )
 
-    assert outcome.ok and "Forgot 1 passages" in outcome.content
+    assert outcome.ok and "Forgot 1 passage." in outcome.content
     assert ada.archival.count() == 0 and bob.archival.count() == 1
     assert ada.deletions.entries()[0].actor == "agent:t1"
 

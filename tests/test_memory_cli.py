@@ -60,7 +60,7 @@ def test_forget_a_message_then_inspect_shows_the_deletion_not_the_text(
 ) -> None:
     common = ["--agent", "ada", "--data-dir", str(data_dir), "--embedding-model", "none"]
     code, out, _ = run(capsys, "forget", *common, "--message", "secret-1")
-    assert code == 0 and "Forgot 1 messages" in out
+    assert code == 0 and "Forgot 1 message" in out
 
     code, out, _ = run(capsys, "inspect", "--agent", "ada", "--data-dir", str(data_dir))
     assert code == 0
@@ -78,7 +78,7 @@ def test_forget_a_thread_deletes_its_checkpoint(
 
     code, out, _ = run(capsys, "forget", *common, "--thread", "t1")
 
-    assert code == 0 and "the checkpoint of 1 threads" in out
+    assert code == 0 and "the checkpoint of 1 thread" in out
     assert not thread_has_checkpoint(data_dir, "t1") and thread_has_checkpoint(data_dir, "t2")
     assert SqliteBackend(data_dir, embedding_model="none").open("ada").recall.threads() == ["t2"]
 
