@@ -414,6 +414,117 @@ def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     reembed.set_defaults(func=cmd_reembed)
 
 
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Run ``forget``: delete a passage, a message, a thread or a whole agent."""
+    from langgraph_memgpt.manage import forget
+
+    return forget(
+        _data_dir(args),
+        args.agent,
+        passage=args.passage,
+        message=args.message,
+        thread=args.thread,
+        everything=args.all,
+        embedding_model=args.embedding_model,
+    )
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Run ``export``: write an agent's memory to one portable file."""
+    from langgraph_memgpt.manage import export
+
+    return export(_data_dir(args), args.agent, args.out)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Run ``import``: restore an exported memory under a new agent id."""
+    from langgraph_memgpt.manage import import_file
+
+    return import_file(
+        args.file,
+        _data_dir(args),
+        args.agent,
+        embedding_model=args.embedding_model,
+        progress=not args.no_progress,
+    )
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Run ``ingest``: put documents into an agent's archival memory."""
+    from langgraph_memgpt.manage import ingest
+
+    return ingest(
+        args.paths,
+        _data_dir(args),
+        args.agent,
+        embedding_model=args.embedding_model,
+        max_chars=args.chunk_chars,
+        progress=not args.no_progress,
+    )
+
+
+def _add_memory_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    embedding_help = "'minilm' (default, embedded), 'openai:<model>' or 'none'"
+    forget = subparsers.add_parser(
+        "forget",
+        help="delete a passage, a message, a thread or a whole agent from memory",
+        description="Delete from an agent's memory everywhere it lives (rows, full-text "
+        "index, vectors and FAISS caches, the eviction summaries written from a deleted "
+        "message, the thread's checkpoint). Each deletion is logged without its content; "
+        "`inspect` shows the log.",
+    )
+    forget.add_argument("--agent", required=True, help="agent id")
+    what = forget.add_mutually_exclusive_group(required=True)
+    what.add_argument("--passage", type=int, metavar="N", help="archival passage id")
+    what.add_argument("--message", metavar="ID", help="recall message id")
+    what.add_argument("--thread", metavar="T", help="thread id: its messages, passages, checkpoint")
+    what.add_argument("--all", action="store_true", help="everything the agent has")
+    _add_data_dir(forget)
+    forget.add_argument("--embedding-model", default="minilm", help=embedding_help)
+    forget.set_defaults(func=cmd_forget)
+
+    export = subparsers.add_parser(
+        "export",
+        help="write an agent's memory to one portable file (JSON Lines)",
+        description="Core blocks with their history, every recall message, every archival "
+        "passage (summaries included) and the embedding model's name; no vectors.",
+    )
+    export.add_argument("--agent", required=True, help="agent id")
+    export.add_argument("--out", required=True, type=Path, help="file to write")
+    _add_data_dir(export)
+    export.set_defaults(func=cmd_export)
+
+    restore = subparsers.add_parser(
+        "import",
+        help="restore an exported memory under an agent id",
+        description="Check the whole file, then restore it; idempotent (importing twice "
+        "adds nothing). Messages and passages are embedded with --embedding-model.",
+    )
+    restore.add_argument("file", type=Path, help="a file written by `export`")
+    restore.add_argument("--agent", required=True, help="agent id to restore into")
+    _add_data_dir(restore)
+    restore.add_argument("--embedding-model", default="minilm", help=embedding_help)
+    restore.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    restore.set_defaults(func=cmd_import)
+
+    ingest = subparsers.add_parser(
+        "ingest",
+        help="put text, Markdown or HTML documents into an agent's archival memory",
+        description="Chunk each file (whole paragraphs, about --chunk-chars characters) "
+        "into archival passages that name their source (file, chunk, character offsets). "
+        "Ingesting an unchanged file again adds nothing; a changed file replaces its chunks.",
+    )
+    ingest.add_argument("paths", nargs="+", help="files, or folders to read recursively")
+    ingest.add_argument("--agent", required=True, help="agent id")
+    _add_data_dir(ingest)
+    ingest.add_argument("--embedding-model", default="minilm", help=embedding_help)
+    ingest.add_argument(
+        "--chunk-chars", type=_positive_int, default=1200, help="chunk size (default: 1200)"
+    )
+    ingest.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    ingest.set_defaults(func=cmd_ingest)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
@@ -423,6 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_bench(subparsers)
     _add_agent_commands(subparsers)
+    _add_memory_commands(subparsers)
     return parser
 
 

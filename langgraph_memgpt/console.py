@@ -58,9 +58,17 @@ def _error(message: str) -> None:
     Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
 
 
-def _check_agent(backend: MemoryBackend, place: str, agent_id: str) -> bool:
-    """Whether ``agent_id`` has memory in ``backend``; prints why not when it has none."""
+def _check_agent(
+    backend: MemoryBackend, place: str, agent_id: str, *, forgotten_ok: bool = False
+) -> bool:
+    """Whether ``agent_id`` has memory in ``backend``; prints why not when it has none.
+
+    With ``forgotten_ok`` an agent whose memory was deleted counts too (its deletion log
+    remains, for ``inspect``).
+    """
     agents = backend.agents()
+    if forgotten_ok and agent_id not in agents and backend.open(agent_id).deletions.entries(1):
+        return True
     if not agents:
         _error(f"no agent memory in {place} (nothing stored there yet)")
         return False
@@ -92,6 +100,7 @@ def memory_tables(memory: Memory, recent: int = 5) -> list[Table]:
     last_modified = memory.core.last_modified()
     messages = memory.recall.latest(recent)
     passages = memory.archival.recent(recent)
+    deletions = memory.deletions.entries(recent)
     core = Table(title=f"core memory of agent '{memory.agent_id}'")
     for column in ("block", "chars", "value"):
         core.add_column(column)
@@ -132,7 +141,19 @@ def memory_tables(memory: Memory, recent: int = 5) -> list[Table]:
             escape(", ".join(passage.tags)),
             escape(passage.text[:RESULT_PREVIEW_CHARS]),
         )
-    return [core, counts, latest, archive]
+    forgotten = Table(title=f"latest {len(deletions)} deletions (what, never the content)")
+    for column in ("when", "what", "id", "thread", "by", "detail"):
+        forgotten.add_column(column)
+    for entry in deletions:
+        forgotten.add_row(
+            entry.deleted_at[:19],
+            entry.kind,
+            escape(entry.item_id),
+            escape(entry.thread_id or "-"),
+            escape(entry.actor),
+            escape(entry.detail),
+        )
+    return [core, counts, latest, archive, forgotten]
 
 
 def inspect(
@@ -157,7 +178,7 @@ def inspect(
         _error(str(exc))
         return 2
     try:
-        if not _check_agent(backend, place, agent_id):
+        if not _check_agent(backend, place, agent_id, forgotten_ok=True):
             return 1
         memory = backend.open(agent_id)
         for table in memory_tables(memory, recent):

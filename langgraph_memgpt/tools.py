@@ -33,6 +33,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_memgpt.context import Context
+from langgraph_memgpt.forget import forget_matching
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.text import valid_text
@@ -134,6 +135,17 @@ class ConversationSearchDateArgs(_HeartbeatArgs):
     start_date: str = Field(description="Inclusive, YYYY-MM-DD.")
     end_date: str = Field(description="Inclusive, YYYY-MM-DD.")
     page: int = Field(default=0, ge=0, le=MAX_PAGE, description="Result page, from 0.")
+
+
+class ForgetArgs(_HeartbeatArgs):
+    """Delete from your memory what the user asks you to forget (their own data only).
+
+    Deletes every saved passage and past message containing all the words you give, and
+    the summaries written from them. Only when the user asks you to forget something;
+    never to tidy up. Example: {"about": "<words naming what to forget>"}
+    """
+
+    about: str = Field(description="A few words the forgotten text contains, e.g. a name.")
 
 
 @dataclass(frozen=True)
@@ -437,6 +449,17 @@ def _conversation_search_date(
     return format_page(page, _message_line, ctx), False
 
 
+def _forget(args: ForgetArgs, memory: Memory, ctx: Context, where: Provenance) -> tuple[str, bool]:
+    report = forget_matching(memory, args.about, actor=f"agent:{where.thread_id}")
+    shown = report.messages and {m.message_id for m in report.messages} & where.in_view
+    note = (
+        " Some of them are in this conversation and stay in view until they leave the context."
+        if shown
+        else ""
+    )
+    return report.describe() + note, False
+
+
 _TOOLS = (
     MemoryTool(
         "send_message", SendMessageArgs, _send_message, replies=True, compact_args=("message",)
@@ -483,6 +506,10 @@ _TOOLS = (
         reads=True,
         compact_args=("start_date", "end_date"),
         for_small_models=False,
+    ),
+    # Not offered to the small model: not measured there, and a wrong call deletes memory.
+    MemoryTool(
+        "forget", ForgetArgs, _forget, edits=True, compact_args=("about",), for_small_models=False
     ),
 )
 

@@ -67,6 +67,7 @@ def tool_args(draw: st.DrawFn, name: str) -> Any:
     # Plausible values too, so calls also get past validation into the stores.
     plausible = {
         "query": TEXT,
+        "about": TEXT,
         "content": TEXT,
         "message": TEXT,
         "label": st.sampled_from(["human", "persona", "nope", ""]) | TEXT,

@@ -16,7 +16,7 @@ from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tools import MEMORY_TOOLS, Provenance, execute_tool_call, tool_schemas
 
 WHERE = Provenance(thread_id="t1", turn=1)
-EDITS = tuple(t.name for t in MEMORY_TOOLS.values() if t.edits)
+EDITS = tuple(t.name for t in MEMORY_TOOLS.values() if t.edits and t.for_small_models)
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from langgraph_memgpt.stores.archival import ArchivalMemory
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.core import CoreMemory
 from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.deletions import SqliteDeletionLog
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.recall import RecallMemory
 from langgraph_memgpt.stores.text import valid_text
@@ -85,6 +86,7 @@ class AgentMemory:
     core: CoreMemory
     recall: RecallMemory
     archival: ArchivalMemory
+    deletions: SqliteDeletionLog
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def close(self) -> None:
@@ -132,6 +134,7 @@ class AgentMemory:
             core=_locked(CoreMemory(db, agent_id, default_limit=core_block_limit), lock),
             recall=_locked(RecallMemory(db, agent_id, embeddings, cache_dir), lock),
             archival=_locked(ArchivalMemory(db, agent_id, embeddings, cache_dir), lock),
+            deletions=_locked(SqliteDeletionLog(db, agent_id), lock),
             lock=lock,
         )
 

@@ -21,6 +21,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import is_read_only, transaction
+from langgraph_memgpt.stores.deletions import LogRow, ensure_deletions_schema, log_deletions
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
 from langgraph_memgpt.stores.fts import bm25_scores
 from langgraph_memgpt.stores.passages import (
@@ -32,7 +33,7 @@ from langgraph_memgpt.stores.passages import (
 )
 from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
-from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
+from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 from langgraph_memgpt.stores.words import query_terms
 
 TIER = "archival"
@@ -146,6 +147,7 @@ class ArchivalMemory:
                 _ensure_key_column(db)
                 for statement in _SCHEMA:
                     db.conn.execute(statement)
+            ensure_deletions_schema(db)
         self.index: VectorIndex | None = None
         if embeddings is not None:
             self.index = VectorIndex.for_tier(
@@ -463,6 +465,76 @@ class ArchivalMemory:
         ).fetchone()
         return None if row is None else _passage(row)
 
+    def list_passages(
+        self, *, after: int = 0, limit: int = 1000, thread_id: str | None = None
+    ) -> list[tuple[Passage, str | None]]:
+        """Passages with their idempotency key, in id order after ``after`` (export, forget)."""
+        sql = f"SELECT {_COLUMNS}, b.key FROM archival AS b WHERE b.agent_id = ? AND b.id > ?"
+        params: list[object] = [self.agent_id, int(after)]
+        if thread_id is not None:
+            sql += " AND b.thread_id = ?"
+            params.append(thread_id)
+        rows = self.db.conn.execute(sql + " ORDER BY b.id LIMIT ?", [*params, max(1, limit)])
+        return [(_passage(row[:-1]), row[-1]) for row in rows.fetchall()]
+
+    def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
+        """Forget passages: row, tags, full-text entry and vector, purged from FAISS on disk.
+
+        Each deletion is logged (kind ``summary`` for an eviction summary, else
+        ``passage``; never the text). Unknown ids, and other agents' passages, are skipped.
+
+        Returns:
+            The deleted passages.
+        """
+        ids = sorted({int(i) for i in passage_ids})
+        if not ids:
+            return []
+        with transaction(self.db):
+            rows = self.db.conn.execute(
+                f"SELECT {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
+                "AND b.id IN (SELECT value FROM json_each(?)) ORDER BY b.id",
+                (self.agent_id, json.dumps(ids)),
+            ).fetchall()
+            deleted = [_passage(row) for row in rows]
+            log = [(_kind(p), str(p.id), p.thread_id, "") for p in deleted]
+            self._delete_rows([p.id for p in deleted], actor, log)
+        if self.index is not None:
+            self.index.purge()
+        return deleted
+
+    def delete_all(self, *, actor: str = "user") -> int:
+        """Forget every passage of the agent (one log entry, kind ``archival``)."""
+        with transaction(self.db):
+            ids = [
+                int(r[0])
+                for r in self.db.conn.execute(
+                    "SELECT id FROM archival WHERE agent_id = ?", (self.agent_id,)
+                )
+            ]
+            if not ids:
+                return 0
+            log = [("archival", self.agent_id, None, f"{len(ids)} passages")]
+            self._delete_rows(ids, actor, log)
+        if self.index is not None:
+            self.index.purge()
+        return len(ids)
+
+    def _delete_rows(self, ids: list[int], actor: str, log: Sequence[LogRow]) -> None:
+        """Delete passages in the caller's transaction (triggers drop words and counts)."""
+        if not ids:
+            return
+        self.db.conn.execute(
+            "DELETE FROM archival WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+            (self.agent_id, json.dumps(ids)),
+        )
+        if self.index is not None:
+            self.index.delete(ids)
+        else:
+            delete_items_without_model(
+                self.db, tier=TIER, agent_id=self.agent_id, cache_dir=self.cache_dir, item_ids=ids
+            )
+        log_deletions(self.db, self.agent_id, actor, log)
+
     def close(self) -> None:
         """Write any unsaved FAISS cache changes."""
         if self.index is not None:
@@ -568,6 +640,14 @@ class ArchivalMemory:
         ).fetchall()
         by_id = {int(row[0]): _passage(row) for row in rows}
         return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
+
+
+SUMMARY_TAG = "summary"
+"""The tag eviction writes its summaries with (``nodes.summarize_evict.SUMMARY_TAG``)."""
+
+
+def _kind(passage: Passage) -> str:
+    return "summary" if SUMMARY_TAG in passage.tags else "passage"
 
 
 def _ensure_key_column(db: sqlite_utils.Database) -> None:

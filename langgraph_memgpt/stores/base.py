@@ -9,10 +9,11 @@ small surface to implement and one shared test suite to pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from langgraph_memgpt.stores.types import Block, Passage, RecallMessage, SearchPage
+from langgraph_memgpt.stores.passages import NewPassage
+from langgraph_memgpt.stores.types import Block, Deletion, Passage, RecallMessage, SearchPage
 
 TagMatch = Literal["any", "all"]
 SearchMode = Literal["hybrid", "fts", "vector"]
@@ -61,6 +62,18 @@ class CoreStore(Protocol):
         """Overwrite ``label`` (a person's edit, from the CLI or a page)."""
         ...
 
+    def restore(self, blocks: Sequence[Block], history: Sequence[Mapping[str, Any]]) -> None:
+        """Put exported blocks back with their history (import), in one transaction.
+
+        Blocks are written as given; a history entry already present (same label, op,
+        actor, time and new value) is not added twice, so restoring twice changes nothing.
+        """
+        ...
+
+    def delete_all(self, *, actor: str = "user") -> int:
+        """Forget every block and its history (logged); returns how many blocks there were."""
+        ...
+
 
 class RecallStore(Protocol):
     """Every message of one agent, verbatim and searchable (write-ahead, idempotent)."""
@@ -102,6 +115,41 @@ class RecallStore(Protocol):
         """Searchable messages between two dates (inclusive), oldest first."""
         ...
 
+    def threads(self) -> list[str]:
+        """Ids of the threads the agent has messages in, sorted."""
+        ...
+
+    def list_messages(
+        self, *, after: int = 0, limit: int = 1000
+    ) -> list[tuple[int, RecallMessage]]:
+        """Every stored message in storage order, a page at a time (export).
+
+        Each message comes with an increasing position; pass the last one as ``after`` for
+        the next page. ``searchable`` is set as stored.
+        """
+        ...
+
+    def delete(
+        self, message_ids: Sequence[str], *, thread_id: str | None = None, actor: str = "user"
+    ) -> list[RecallMessage]:
+        """Forget messages everywhere they live; returns the ones deleted.
+
+        Rows, full-text entries and vectors go, the context of their neighbours is
+        recomputed without them, every deletion is logged (not its content), and a
+        deleted message is never recorded again (a replayed queue cannot bring it back).
+        Message ids are unique per thread: without ``thread_id`` every thread's message
+        with that id is deleted.
+        """
+        ...
+
+    def delete_thread(self, thread_id: str, *, actor: str = "user") -> int:
+        """Forget every message of a thread (as ``delete``, one log entry); returns how many."""
+        ...
+
+    def delete_all(self, *, actor: str = "user") -> int:
+        """Forget every message of the agent (as ``delete``, one log entry); returns how many."""
+        ...
+
 
 class ArchivalStore(Protocol):
     """Passages one agent chose to keep (and eviction summaries), searchable."""
@@ -120,6 +168,10 @@ class ArchivalStore(Protocol):
         With a ``key``, idempotent: when the agent already has a passage with that key (a
         replayed tool call or eviction), that passage is returned and nothing is written.
         """
+        ...
+
+    def insert_many(self, items: Sequence[str | NewPassage]) -> list[Passage]:
+        """Save many passages, embedding them in batches (each ``NewPassage`` keyed or not)."""
         ...
 
     def search(
@@ -149,6 +201,38 @@ class ArchivalStore(Protocol):
         """The newest ``n`` passages."""
         ...
 
+    def get(self, passage_id: int) -> Passage | None:
+        """One passage by id (None if absent or another agent's)."""
+        ...
+
+    def list_passages(
+        self, *, after: int = 0, limit: int = 1000, thread_id: str | None = None
+    ) -> list[tuple[Passage, str | None]]:
+        """Passages (with their idempotency key) in id order after ``after``, a page at a time."""
+        ...
+
+    def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
+        """Forget passages: rows, words and vectors (FAISS caches too), each deletion logged."""
+        ...
+
+    def delete_all(self, *, actor: str = "user") -> int:
+        """Forget every passage of the agent (one log entry); returns how many."""
+        ...
+
+
+class DeletionLog(Protocol):
+    """What was forgotten from one agent's memory, when and by whom (never the content)."""
+
+    def entries(self, limit: int = 50) -> list[Deletion]:
+        """The newest ``limit`` deletions, newest first."""
+        ...
+
+    def record(
+        self, kind: str, item_id: str, *, actor: str, thread_id: str | None = None, detail: str = ""
+    ) -> None:
+        """Log a deletion made outside the stores (a thread's checkpoint, a whole agent)."""
+        ...
+
 
 @runtime_checkable
 class Memory(Protocol):
@@ -172,6 +256,11 @@ class Memory(Protocol):
     @property
     def archival(self) -> ArchivalStore:
         """Archival memory."""
+        ...
+
+    @property
+    def deletions(self) -> DeletionLog:
+        """The log of what was forgotten."""
         ...
 
 

@@ -8,7 +8,8 @@ edits with the same words.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
@@ -131,3 +132,23 @@ def checked_value(block: Block, new_value: str) -> str:
 def _quote(text: str) -> str:
     shown = text if len(text) <= _QUOTE_LIMIT else text[:_QUOTE_LIMIT] + "..."
     return repr(shown)
+
+
+HistoryEntry = tuple[str, str | None, str, str, str, str]
+"""(label, old value, new value, actor, op, created_at) of a block change."""
+
+
+def restorable(entry: Mapping[str, Any]) -> HistoryEntry:
+    """An exported history entry as stored; raises ValueError naming what is missing."""
+    missing = [k for k in ("label", "new_value", "actor", "op", "created_at") if k not in entry]
+    if missing:
+        raise ValueError(f"a core history entry lacks {', '.join(missing)}")
+    old = entry.get("old_value")
+    return (
+        valid_text(str(entry["label"])),
+        None if old is None else valid_text(str(old)),
+        valid_text(str(entry["new_value"])),
+        valid_text(str(entry["actor"])),
+        str(entry["op"]),
+        str(entry["created_at"]),
+    )

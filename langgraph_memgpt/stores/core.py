@@ -7,6 +7,7 @@ made it, so a bad edit by the model can be seen and undone. Refusals are
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlite_utils
@@ -22,9 +23,11 @@ from langgraph_memgpt.stores.blocks import (
     checked_value,
     editable,
     replaced,
+    restorable,
     unknown_label,
 )
 from langgraph_memgpt.stores.db import is_read_only, transaction
+from langgraph_memgpt.stores.deletions import ensure_deletions_schema, log_deletions
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
@@ -75,6 +78,7 @@ class CoreMemory:
         if not is_read_only(db):
             with transaction(db):
                 db.executescript(_SCHEMA)
+            ensure_deletions_schema(db)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -210,6 +214,71 @@ class CoreMemory:
         with transaction(self.db):
             block = self._editable(label, actor)
             return self._write(block, value, actor, "set")
+
+    # -- import and forgetting ---------------------------------------------------------
+
+    def restore(self, blocks: Sequence[Block], history: Sequence[Mapping[str, Any]]) -> None:
+        """Put exported blocks back with their history (import), in one transaction.
+
+        Blocks are written as given (created, or overwritten); a history entry already
+        present (same label, op, actor, time and new value) is not added twice, so
+        restoring twice changes nothing.
+        """
+        entries = [restorable(entry) for entry in history]
+        with transaction(self.db):
+            for block in blocks:
+                last = (
+                    max((e[5] for e in entries if e[0] == block.label), default=None) or utc_now()
+                )
+                self.db.conn.execute(
+                    "INSERT INTO core_blocks "
+                    "(agent_id, label, value, description, char_limit, read_only, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, label) DO UPDATE SET "
+                    "value = excluded.value, description = excluded.description, "
+                    "char_limit = excluded.char_limit, read_only = excluded.read_only, "
+                    "updated_at = excluded.updated_at",
+                    (
+                        self.agent_id,
+                        valid_text(block.label),
+                        valid_text(block.value),
+                        valid_text(block.description),
+                        int(block.char_limit),
+                        int(block.read_only),
+                        last,
+                    ),
+                )
+            for label, old, new, actor, op, created_at in entries:
+                present = self.db.conn.execute(
+                    "SELECT 1 FROM core_block_history WHERE agent_id = ? AND label = ? "
+                    "AND op = ? AND actor = ? AND created_at = ? AND new_value = ?",
+                    (self.agent_id, label, op, actor, created_at, new),
+                ).fetchone()
+                if present is None:
+                    self.db.conn.execute(
+                        "INSERT INTO core_block_history "
+                        "(agent_id, label, old_value, new_value, actor, op, created_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (self.agent_id, label, old, new, actor, op, created_at),
+                    )
+
+    def delete_all(self, *, actor: str = "user") -> int:
+        """Forget every block and its history (one log entry, kind ``core``)."""
+        with transaction(self.db):
+            count = int(
+                self.db.conn.execute(
+                    "SELECT count(*) FROM core_blocks WHERE agent_id = ?", (self.agent_id,)
+                ).fetchone()[0]
+            )
+            edits = self.db.conn.execute(
+                "DELETE FROM core_block_history WHERE agent_id = ?", (self.agent_id,)
+            ).rowcount
+            self.db.conn.execute("DELETE FROM core_blocks WHERE agent_id = ?", (self.agent_id,))
+            if count or edits:
+                detail = f"{count} blocks, {edits} history entries"
+                log_deletions(
+                    self.db, self.agent_id, actor, [("core", self.agent_id, None, detail)]
+                )
+        return count
 
     # -- internals -------------------------------------------------------------------
 

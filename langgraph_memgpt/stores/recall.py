@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +29,13 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.dates import date_range_sql, day_after_iso, shift_day
 from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.deletions import (
+    LogRow,
+    ensure_deletions_schema,
+    forgotten_among,
+    log_deletions,
+    remember_forgotten,
+)
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
     embed_query,
@@ -54,7 +61,7 @@ from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.ranking import minmax_fuse
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
-from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex
+from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 from langgraph_memgpt.stores.words import query_terms, query_words
 
 SearchMode = Literal["hybrid", "fts", "vector"]
@@ -118,6 +125,7 @@ class RecallMemory:
         self.embeddings = embeddings
         self.cache_dir = Path(cache_dir)
         ensure_recall_schema(db)
+        ensure_deletions_schema(db)
         self._names: list[str] | None = None
         self._turn_index: VectorIndex | None = None
         self._context_index: VectorIndex | None = None
@@ -157,7 +165,7 @@ class RecallMemory:
         Raises:
             ValueError: A message belongs to another agent or has an unreadable created_at.
         """
-        prepared = [self._prepare(m) for m in messages]
+        prepared = self._not_forgotten([self._prepare(m) for m in messages])
         if not prepared:
             return 0
         return self._ingest(prepared)
@@ -186,7 +194,7 @@ class RecallMemory:
         """
         if chunk_size <= 0:
             raise ValueError(f"chunk_size must be positive, got {chunk_size}")
-        prepared = [self._prepare(m) for m in messages]
+        prepared = self._not_forgotten([self._prepare(m) for m in messages])
         # Stable sort: messages with equal timestamps keep their given order.
         prepared.sort(key=lambda p: (p.message.thread_id, p.created_at))
         added = 0
@@ -394,6 +402,160 @@ class RecallMemory:
         ).fetchall()
         return [_message(row) for row in reversed(rows)]
 
+    def threads(self) -> list[str]:
+        """Ids of the threads the agent has messages in, sorted."""
+        rows = self.db.conn.execute(
+            "SELECT DISTINCT thread_id FROM recall WHERE agent_id = ? ORDER BY thread_id",
+            (self.agent_id,),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def list_messages(
+        self, *, after: int = 0, limit: int = 1000
+    ) -> list[tuple[int, RecallMessage]]:
+        """Every stored message in storage order after position ``after`` (export).
+
+        ``searchable`` is set as stored, so an import makes the same messages searchable.
+        """
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS}, searchable FROM recall WHERE agent_id = ? AND id > ? "
+            "ORDER BY id LIMIT ?",
+            (self.agent_id, int(after), max(1, limit)),
+        ).fetchall()
+        return [(int(r[0]), replace(_message(r[:-1]), searchable=bool(r[-1]))) for r in rows]
+
+    # -- forgetting ------------------------------------------------------------------
+
+    def delete(
+        self, message_ids: Sequence[str], *, thread_id: str | None = None, actor: str = "user"
+    ) -> list[RecallMessage]:
+        """Forget messages: rows, both full-text indexes, every vector, neighbours' context.
+
+        Each deleted message is logged (kind ``message``, never its text) and its (thread,
+        message id) kept, so re-recording a queue that still holds it adds nothing. The
+        messages whose context (the ±2 window) held a deleted one get their context words
+        and vectors recomputed without it. Without ``thread_id``, the message with that
+        id in every thread is deleted.
+
+        Returns:
+            The deleted messages (unknown ids are skipped).
+        """
+        wanted = list(dict.fromkeys(str(m) for m in message_ids))
+        if not wanted:
+            return []
+        sql = (
+            f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? "
+            "AND message_id IN (SELECT value FROM json_each(?))"
+        )
+        params: list[object] = [self.agent_id, json.dumps(wanted)]
+        if thread_id is not None:
+            sql += " AND thread_id = ?"
+            params.append(thread_id)
+        with transaction(self.db):
+            rows = self.db.conn.execute(sql + " ORDER BY id", params).fetchall()
+            deleted = [_message(row) for row in rows]
+            log = [("message", m.message_id, m.thread_id, "") for m in deleted]
+            self._delete_rows([int(row[0]) for row in rows], deleted, actor, log)
+        self._purge_vectors()
+        return deleted
+
+    def delete_thread(self, thread_id: str, *, actor: str = "user") -> int:
+        """Forget every message of one thread (one log entry, kind ``thread``)."""
+        return self._delete_where("thread_id = ?", [thread_id], actor, "thread", thread_id)
+
+    def delete_all(self, *, actor: str = "user") -> int:
+        """Forget every message of the agent (one log entry, kind ``recall``)."""
+        return self._delete_where("1", [], actor, "recall", self.agent_id)
+
+    def _delete_where(
+        self, where: str, params: list[object], actor: str, kind: str, item: str
+    ) -> int:
+        with transaction(self.db):
+            rows = self.db.conn.execute(
+                f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? AND {where} ORDER BY id",
+                [self.agent_id, *params],
+            ).fetchall()
+            if not rows:
+                return 0
+            deleted = [_message(row) for row in rows]
+            threads = sorted({m.thread_id for m in deleted})
+            log = [
+                (
+                    kind,
+                    item,
+                    item if kind == "thread" else None,
+                    f"{len(rows)} messages"
+                    + ("" if kind == "thread" else f" in {len(threads)} threads"),
+                )
+            ]
+            self._delete_rows([int(row[0]) for row in rows], deleted, actor, log)
+        self._purge_vectors()
+        return len(rows)
+
+    def _delete_rows(
+        self,
+        rowids: list[int],
+        deleted: list[RecallMessage],
+        actor: str,
+        log: Sequence[LogRow],
+    ) -> None:
+        """Delete rows and everything derived from them (inside the caller's transaction)."""
+        if not rowids:
+            return
+        gone = set(rowids)
+        threads = sorted({m.thread_id for m in deleted})
+        # Messages whose context window held a deleted message must be recomputed.
+        windows = self._thread_windows(threads)
+        touched: dict[str, set[int]] = {}
+        thread_of = {i: m.thread_id for i, m in zip(rowids, deleted, strict=True)}
+        for item_id, window in windows.items():
+            if item_id not in gone and gone.intersection(window):
+                thread = next(thread_of[i] for i in window if i in gone)
+                touched.setdefault(thread, set()).add(item_id)
+        self.db.conn.execute(  # triggers remove both full-text entries
+            "DELETE FROM recall WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(rowids),),
+        )
+        remember_forgotten(self.db, self.agent_id, ((m.thread_id, m.message_id) for m in deleted))
+        log_deletions(self.db, self.agent_id, actor, log)
+        changed: list[_Row] = []
+        for thread, ids in touched.items():
+            changed.extend(self._refresh_contexts(thread, ids))
+        if self.embeddings is not None:
+            assert self._context_index is not None and self._tail_index is not None
+            self._forget_vectors(rowids)
+            # A refreshed window may move between the context and the tail index.
+            moved = [row.id for row in changed]
+            self._context_index.delete(moved)
+            self._tail_index.delete(moved)
+            self._store_vectors([], None, {row.id: row.window for row in changed})
+        else:
+            # Without a model the neighbours' context vectors (means that include the
+            # deleted message's vector) cannot be recomputed: they go, and the neighbours
+            # are found by their own vector and words until `reembed` pools them again.
+            stale = sorted(i for ids in touched.values() for i in ids)
+            for items, keys in ((rowids, None), (stale, ["context", "context_tail"])):
+                delete_items_without_model(
+                    self.db,
+                    tier=TIER,
+                    agent_id=self.agent_id,
+                    cache_dir=self.cache_dir,
+                    item_ids=items,
+                    keys=keys,
+                )
+        self._names = None  # a participant may be gone
+
+    def _purge_vectors(self) -> None:
+        """Drop deleted vectors from FAISS and its cache files (after the commit)."""
+        for index in (self._turn_index, self._context_index, self._tail_index):
+            if index is not None:
+                index.purge()
+
+    def _not_forgotten(self, prepared: list[PreparedMessage]) -> list[PreparedMessage]:
+        """The messages that were never deleted (a deleted one is never recorded again)."""
+        forgotten = forgotten_among(self.db, self.agent_id, [_key(p) for p in prepared])
+        return [p for p in prepared if _key(p) not in forgotten] if forgotten else prepared
+
     # -- internals: writing ----------------------------------------------------------
 
     def _prepare(self, message: RecallMessage) -> PreparedMessage:
@@ -473,11 +635,14 @@ class RecallMemory:
         keys = sorted({_key(item) for item in batch})
         if not keys:
             return {}
+        # CROSS JOIN keeps the keys as the outer loop, each one a lookup in the unique
+        # (agent, thread, message id) index. Left to the planner, it walked the agent's
+        # messages once per key: re-importing 1k messages took twice the first import.
         rows = self.db.conn.execute(
             "SELECT r.id, r.thread_id, r.message_id, r.role, r.name, r.text, r.tool_calls, "
-            "r.searchable FROM recall AS r JOIN json_each(?) AS k "
-            "ON r.thread_id = json_extract(k.value, '$[0]') "
-            "AND r.message_id = json_extract(k.value, '$[1]') WHERE r.agent_id = ?",
+            "r.searchable FROM json_each(?) AS k CROSS JOIN recall AS r "
+            "ON r.agent_id = ? AND r.thread_id = json_extract(k.value, '$[0]') "
+            "AND r.message_id = json_extract(k.value, '$[1]')",
             (json.dumps(keys), self.agent_id),
         ).fetchall()
         return {

@@ -74,6 +74,21 @@ class Passage:
 
 
 @dataclass(frozen=True)
+class Deletion:
+    """One entry of an agent's deletion log: what was forgotten, when and by whom.
+
+    Never the content: the log must not keep what the deletion removed.
+    """
+
+    kind: str  # "passage" | "summary" | "message" | "thread" | "core" | "recall" | "archival"
+    item_id: str  # passage id, message id, thread id, or the agent id for a whole tier
+    actor: str
+    deleted_at: str  # ISO-8601 UTC
+    thread_id: str | None = None
+    detail: str = ""  # why, or how many items (never their text)
+
+
+@dataclass(frozen=True)
 class Hit(Generic[T]):
     """A search result with its fused score (higher is better)."""
 

@@ -178,6 +178,17 @@ def check_embedding_identity(
     set_meta(db, _meta_key(tier, agent_id), json.dumps(wanted))
 
 
+def recorded_identity(db: sqlite_utils.Database, agent_id: str) -> dict[str, object] | None:
+    """The embedding model (``{"model", "dim"}``) an agent's vectors were made with, or None."""
+    for tier in ("archival", "recall"):
+        stored = get_meta(db, _meta_key(tier, agent_id))
+        if stored:
+            value = json.loads(stored)
+            if isinstance(value, dict):
+                return value
+    return None
+
+
 def _reembed_hint(db: sqlite_utils.Database, cache_dir: Path, agent_id: str, model: str) -> str:
     """How to re-embed an agent's memory with ``model``: the CLI command when it can."""
     data_dir = shlex.quote(str(_data_dir_of(db, cache_dir)))
@@ -215,6 +226,50 @@ def _remove_orphan_temp_files(*targets: Path) -> None:
                     tmp.unlink(missing_ok=True)
                 except OSError:  # a read-only cache folder: the file is harmless
                     pass
+
+
+def delete_items_without_model(
+    db: sqlite_utils.Database,
+    *,
+    tier: Tier,
+    agent_id: str,
+    cache_dir: Path | str,
+    item_ids: list[int],
+    keys: Sequence[str] | None = None,
+) -> None:
+    """Delete the vectors of items for a store opened without an embedding model.
+
+    The vectors an earlier model made still go (every key, or only ``keys``), and the
+    tier's FAISS cache files are removed (rebuilt from SQLite when a model is configured
+    again): a forgotten item leaves no vector behind. Call inside the deletion's
+    transaction.
+    """
+    if not item_ids:
+        return
+    exists = db.conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vectors'"
+    ).fetchone()
+    if not exists:
+        return
+    cursor = db.conn.execute(
+        "DELETE FROM vectors WHERE tier = ? AND agent_id = ? "
+        "AND item_id IN (SELECT value FROM json_each(?)) "
+        "AND (? IS NULL OR key IN (SELECT value FROM json_each(?)))",
+        (tier, agent_id, json.dumps(item_ids), None if keys is None else 1, json.dumps(keys or [])),
+    )
+    if cursor.rowcount <= 0:
+        return
+    db.conn.execute(
+        "UPDATE vector_state SET generation = ? WHERE tier = ? AND agent_id = ?",
+        (secrets.token_hex(8), tier, agent_id),
+    )
+    folder = agent_cache_dir(cache_dir, agent_id)
+    if folder.is_dir():
+        for path in folder.glob(f"{tier}.*"):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as err:
+                _warn_once(folder, err)
 
 
 class _IndexState:
@@ -427,6 +482,51 @@ class VectorIndex:
             state.unsaved += max(removed, 1)
         self.maybe_persist()
         return int(removed)
+
+    def purge(self) -> None:
+        """Remove deleted vectors from the FAISS index itself and rewrite its cache file.
+
+        After a deletion the removed vectors are tombstones: never returned by a search,
+        but their bytes stay inside FAISS (and its cache file) until a compaction. A
+        forgotten vector must not stay on disk, so an exact index drops them at once, and
+        an HNSW graph (which cannot delete, and takes ~0.5 ms per vector to rebuild: a
+        minute at 100k) has their stored vectors overwritten with zeros: the node stays a
+        skipped tombstone for the graph's navigation, holding nothing. When the cache
+        cannot be written, its file is removed instead (rebuilt on next open). Call after
+        the deletion committed.
+        """
+        state = self._state
+        with state.lock:
+            self._sync()
+            if state.tombstones:
+                if state.kind == "hnsw":
+                    self._scrub(sorted(state.tombstones))
+                else:
+                    dead = np.array(sorted(state.tombstones), dtype=np.int64)
+                    state.index.remove_ids(faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead)))
+                    state.tombstones = set()
+                state.unsaved = max(state.unsaved, 1)
+            if not state.unsaved:
+                return
+            try:
+                self._write_cache_files()
+            except OSError as err:
+                _warn_once(self.path.parent, err)
+                for path in (self.path, self.sidecar_path):
+                    try:
+                        path.unlink(missing_ok=True)
+                    except OSError:
+                        pass  # a sidecar that does not match its index is never trusted
+
+    def _scrub(self, labels: list[int]) -> None:
+        """Overwrite the stored vectors of ``labels`` in an HNSW index with zeros."""
+        index = self._state.index
+        graph: Any = faiss.downcast_index(index.index)
+        storage: Any = faiss.downcast_index(graph.storage)
+        total = int(storage.ntotal)
+        stored = faiss.rev_swig_ptr(storage.get_xb(), total * self.dim).reshape(total, self.dim)
+        positions = np.flatnonzero(np.isin(faiss.vector_to_array(index.id_map), labels))
+        stored[positions] = 0.0
 
     # ------------------------------------------------------------------ reads
 
@@ -880,6 +980,8 @@ __all__ = [
     "VectorIndex",
     "agent_cache_dir",
     "check_embedding_identity",
+    "delete_items_without_model",
     "ensure_schema",
     "forget_loaded_indexes",
+    "recorded_identity",
 ]

@@ -35,6 +35,7 @@ from langgraph_memgpt.stores.postgres.db import (
     ensure_schema,
     open_pool,
 )
+from langgraph_memgpt.stores.postgres.deletions import PgDeletionLog
 from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
@@ -55,6 +56,7 @@ class PostgresMemory:
     core: PgCoreMemory
     recall: PgRecallMemory
     archival: PgArchivalMemory
+    deletions: PgDeletionLog
 
 
 _THREAD_LOCKS = 0x6D656D67  # advisory-lock class of thread claims ("memg"; any constant)
@@ -158,6 +160,7 @@ class PostgresBackend:
                 archival=PgArchivalMemory(
                     pool, agent_id, embeddings, exact_scan_limit=self.exact_scan_limit
                 ),
+                deletions=PgDeletionLog(pool, agent_id),
             )
             self._open[agent_id] = memory
             return memory

@@ -14,6 +14,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.archival import SUMMARY_TAG
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts
@@ -24,6 +25,7 @@ from langgraph_memgpt.stores.passages import (
     prepare_passages,
 )
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
+from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.postgres.search import (
     Params,
     has_more_than,
@@ -268,6 +270,50 @@ class PgArchivalMemory:
             ).fetchone()
         return None if row is None else _passage(row)
 
+    def list_passages(
+        self, *, after: int = 0, limit: int = 1000, thread_id: str | None = None
+    ) -> list[tuple[Passage, str | None]]:
+        """Passages with their idempotency key, in id order after ``after`` (export, forget)."""
+        sql = f"SELECT {_COLUMNS}, b.key FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id > %s"
+        params: Params = [self.agent_id, int(after)]
+        if thread_id is not None:
+            sql += " AND b.thread_id = %s"
+            params.append(pg_text(thread_id))
+        with self.pool.connection() as conn:
+            rows = conn.execute(sql + " ORDER BY b.id LIMIT %s", [*params, max(1, limit)])
+            return [(_passage(row[:-1]), row[-1]) for row in rows.fetchall()]
+
+    def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
+        """Forget passages (row, words and vector live in one row), each deletion logged."""
+        ids = sorted({int(i) for i in passage_ids})
+        if not ids:
+            return []
+        with self.pool.connection() as conn, conn.transaction():
+            rows = conn.execute(
+                f"DELETE FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id = ANY(%s) "
+                f"RETURNING {_COLUMNS}",
+                (self.agent_id, ids),
+            ).fetchall()
+            deleted = sorted((_passage(row) for row in rows), key=lambda p: p.id)
+            log_deletions(
+                conn,
+                self.agent_id,
+                actor,
+                [(_kind(p), str(p.id), p.thread_id, "") for p in deleted],
+            )
+        return deleted
+
+    def delete_all(self, *, actor: str = "user") -> int:
+        """Forget every passage of the agent (one log entry, kind ``archival``)."""
+        with self.pool.connection() as conn, conn.transaction():
+            count = conn.execute(
+                f"DELETE FROM {TABLE} WHERE agent_id = %s", (self.agent_id,)
+            ).rowcount
+            if count:
+                log = [("archival", self.agent_id, None, f"{count} passages")]
+                log_deletions(conn, self.agent_id, actor, log)
+        return int(count)
+
     def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
         """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""
         if not self._large:
@@ -335,3 +381,7 @@ def _passage(row: Sequence[Any]) -> Passage:
         thread_id=row[5],
         turn=None if row[6] is None else int(row[6]),
     )
+
+
+def _kind(passage: Passage) -> str:
+    return "summary" if SUMMARY_TAG in passage.tags else "passage"

@@ -7,6 +7,7 @@ this one to commit and then reads its result, so no edit is lost.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -22,10 +23,12 @@ from langgraph_memgpt.stores.blocks import (
     checked_value,
     editable,
     replaced,
+    restorable,
     unknown_label,
 )
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.postgres.db import pg_text
+from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
 _BLOCK = "SELECT label, value, description, char_limit, read_only FROM memgpt_core_blocks "
@@ -130,6 +133,66 @@ class PgCoreMemory:
         with self.pool.connection() as conn, conn.transaction():
             block = self._editable(conn, label, actor)
             return self._write(conn, block, value, actor, "set")
+
+    # -- import and forgetting ---------------------------------------------------------
+
+    def restore(self, blocks: Sequence[Block], history: Sequence[Mapping[str, Any]]) -> None:
+        """Put exported blocks back with their history, once (as ``stores.core``)."""
+        entries = [restorable(entry) for entry in history]
+        with self.pool.connection() as conn, conn.transaction():
+            for block in blocks:
+                last = (
+                    max((e[5] for e in entries if e[0] == block.label), default=None)
+                    or to_utc_iso()
+                )
+                conn.execute(
+                    "INSERT INTO memgpt_core_blocks "
+                    "(agent_id, label, value, description, char_limit, read_only, updated_at) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent_id, label) DO UPDATE "
+                    "SET value = excluded.value, description = excluded.description, "
+                    "char_limit = excluded.char_limit, read_only = excluded.read_only, "
+                    "updated_at = excluded.updated_at",
+                    (
+                        self.agent_id,
+                        pg_text(block.label),
+                        pg_text(block.value),
+                        pg_text(block.description),
+                        int(block.char_limit),
+                        bool(block.read_only),
+                        last,
+                    ),
+                )
+            for label, old, new, actor, op, created_at in entries:
+                label, new, actor = pg_text(label), pg_text(new), pg_text(actor)
+                present = conn.execute(
+                    "SELECT 1 FROM memgpt_core_block_history WHERE agent_id = %s AND label = %s "
+                    "AND op = %s AND actor = %s AND created_at = %s AND new_value = %s",
+                    (self.agent_id, label, op, actor, created_at, new),
+                ).fetchone()
+                if present is None:
+                    self._log(
+                        conn,
+                        label,
+                        None if old is None else pg_text(old),
+                        new,
+                        actor,
+                        op,
+                        created_at,
+                    )
+
+    def delete_all(self, *, actor: str = "user") -> int:
+        """Forget every block and its history (one log entry, kind ``core``)."""
+        with self.pool.connection() as conn, conn.transaction():
+            edits = conn.execute(
+                "DELETE FROM memgpt_core_block_history WHERE agent_id = %s", (self.agent_id,)
+            ).rowcount
+            count = conn.execute(
+                "DELETE FROM memgpt_core_blocks WHERE agent_id = %s", (self.agent_id,)
+            ).rowcount
+            if count or edits:
+                detail = f"{count} blocks, {edits} history entries"
+                log_deletions(conn, self.agent_id, actor, [("core", self.agent_id, None, detail)])
+        return int(count)
 
     # -- internals -------------------------------------------------------------------
 

@@ -118,6 +118,25 @@ SCHEMA: tuple[str, ...] = (
         model text NOT NULL,
         dims integer NOT NULL
     )""",
+    # What was forgotten (never the content), and the ids of deleted messages, so a queue
+    # re-recorded at the next turn cannot bring one back (see stores.deletions).
+    """CREATE TABLE IF NOT EXISTS memgpt_deletions (
+        id bigserial PRIMARY KEY,
+        agent_id text NOT NULL,
+        kind text NOT NULL,
+        item_id text NOT NULL,
+        thread_id text,
+        actor text NOT NULL,
+        detail text NOT NULL DEFAULT '',
+        deleted_at text NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS memgpt_deletions_by_agent ON memgpt_deletions (agent_id, id)",
+    """CREATE TABLE IF NOT EXISTS memgpt_recall_forgotten (
+        agent_id text NOT NULL,
+        thread_id text NOT NULL,
+        message_id text NOT NULL,
+        PRIMARY KEY (agent_id, thread_id, message_id)
+    )""",
 )
 
 VECTOR_COLUMNS = (

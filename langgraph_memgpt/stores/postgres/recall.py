@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -37,6 +37,12 @@ from langgraph_memgpt.stores.messages import (
     prepare_message,
 )
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
+from langgraph_memgpt.stores.postgres.deletions import (
+    LogRow,
+    forgotten_among,
+    log_deletions,
+    remember_forgotten,
+)
 from langgraph_memgpt.stores.postgres.search import (
     Params,
     has_more_than,
@@ -103,14 +109,18 @@ class PgRecallMemory:
             return 0
         threads = sorted({pg_text(p.message.thread_id) for p in prepared})
         with self.pool.connection() as conn, conn.transaction():
-            for thread_id in threads:  # sorted: two writers never wait on each other in a cycle
-                conn.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                    (json.dumps([self.agent_id, thread_id]),),
-                )
+            self._lock_threads(conn, threads)
+            # A deleted message is never recorded again (a re-recorded queue still holds it).
+            forgotten = forgotten_among(
+                conn,
+                self.agent_id,
+                [(pg_text(p.message.thread_id), pg_text(p.message.message_id)) for p in prepared],
+            )
             new: list[tuple[int, PreparedMessage]] = []
             for item in prepared:
                 m = item.message
+                if (pg_text(m.thread_id), pg_text(m.message_id)) in forgotten:
+                    continue
                 row = conn.execute(
                     f"INSERT INTO {TABLE} (agent_id, thread_id, message_id, role, name, text, "
                     "tool_calls, created_at, turn, searchable, search_text) "
@@ -262,6 +272,156 @@ class PgRecallMemory:
                 (self.agent_id, n),
             ).fetchall()
         return [_message(row) for row in reversed(rows)]
+
+    def threads(self) -> list[str]:
+        """Ids of the threads the agent has messages in, sorted."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT DISTINCT thread_id FROM {TABLE} WHERE agent_id = %s ORDER BY thread_id",
+                (self.agent_id,),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def list_messages(
+        self, *, after: int = 0, limit: int = 1000
+    ) -> list[tuple[int, RecallMessage]]:
+        """Every stored message in storage order after position ``after`` (export)."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS}, b.searchable FROM {TABLE} AS b "
+                "WHERE b.agent_id = %s AND b.id > %s ORDER BY b.id LIMIT %s",
+                (self.agent_id, int(after), max(1, limit)),
+            ).fetchall()
+        return [(int(r[0]), replace(_message(r[:-1]), searchable=bool(r[-1]))) for r in rows]
+
+    # -- forgetting ------------------------------------------------------------------
+
+    def delete(
+        self, message_ids: Sequence[str], *, thread_id: str | None = None, actor: str = "user"
+    ) -> list[RecallMessage]:
+        """Forget messages as ``stores.recall.RecallMemory.delete`` does (row, words, vectors)."""
+        wanted = list(dict.fromkeys(pg_text(str(m)) for m in message_ids))
+        if not wanted:
+            return []
+        where = "message_id = ANY(%s)"
+        params: Params = [wanted]
+        if thread_id is not None:
+            where += " AND thread_id = %s"
+            params.append(pg_text(thread_id))
+        with self.pool.connection() as conn, conn.transaction():
+            deleted = self._delete_where(conn, where, params, actor, None)
+        return deleted
+
+    def delete_thread(self, thread_id: str, *, actor: str = "user") -> int:
+        """Forget every message of one thread (one log entry, kind ``thread``)."""
+        thread = pg_text(thread_id)
+        with self.pool.connection() as conn, conn.transaction():
+            deleted = self._delete_where(
+                conn, "thread_id = %s", [thread], actor, ("thread", thread)
+            )
+        return len(deleted)
+
+    def delete_all(self, *, actor: str = "user") -> int:
+        """Forget every message of the agent (one log entry, kind ``recall``)."""
+        with self.pool.connection() as conn, conn.transaction():
+            deleted = self._delete_where(conn, "true", [], actor, ("recall", self.agent_id))
+        return len(deleted)
+
+    def _lock_threads(self, conn: psycopg.Connection[Any], threads: Sequence[str]) -> None:
+        for thread_id in sorted(threads):  # sorted: two writers never wait in a cycle
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (json.dumps([self.agent_id, thread_id]),),
+            )
+
+    def _delete_where(
+        self,
+        conn: psycopg.Connection[Any],
+        where: str,
+        params: Params,
+        actor: str,
+        bulk: tuple[str, str] | None,
+    ) -> list[RecallMessage]:
+        """Delete the agent's rows matching ``where`` and re-context their neighbours.
+
+        ``bulk`` (kind, item) logs one entry for all of them; None logs each message.
+        """
+        found = conn.execute(
+            f"SELECT DISTINCT thread_id FROM {TABLE} WHERE agent_id = %s AND {where}",
+            [self.agent_id, *params],
+        ).fetchall()
+        threads = sorted(str(r[0]) for r in found)
+        if not threads:
+            return []
+        self._lock_threads(conn, threads)
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND {where} ORDER BY b.id",
+            [self.agent_id, *params],
+        ).fetchall()
+        gone = {int(r[0]) for r in rows}
+        deleted = [_message(r) for r in rows]
+        # Messages whose +-2 window held a deleted one, by thread (read before deleting).
+        touched: dict[str, list[int]] = {}
+        for thread in threads:
+            ids = [
+                int(r[0])
+                for r in conn.execute(
+                    f"SELECT id FROM {TABLE} WHERE agent_id = %s AND thread_id = %s "
+                    "AND searchable ORDER BY created_at, id",
+                    (self.agent_id, thread),
+                )
+            ]
+            for i, row_id in enumerate(ids):
+                window = ids[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1]
+                if row_id not in gone and gone.intersection(window):
+                    touched.setdefault(thread, []).append(row_id)
+        conn.execute(f"DELETE FROM {TABLE} WHERE id = ANY(%s)", (sorted(gone),))
+        remember_forgotten(conn, self.agent_id, ((m.thread_id, m.message_id) for m in deleted))
+        log: list[LogRow]
+        if bulk is None:
+            log = [("message", m.message_id, m.thread_id, "") for m in deleted]
+        else:
+            kind, item = bulk
+            detail = f"{len(deleted)} messages" + (
+                "" if kind == "thread" else f" in {len(threads)} threads"
+            )
+            log = [(kind, item, item if kind == "thread" else None, detail)]
+        log_deletions(conn, self.agent_id, actor, log)
+        windows: dict[int, tuple[int, ...]] = {}
+        for thread, ids in touched.items():
+            at = conn.execute(
+                f"SELECT id, created_at FROM {TABLE} WHERE id = ANY(%s)", (ids,)
+            ).fetchall()
+            windows.update(
+                self._refresh_contexts(conn, thread, [(int(r[0]), str(r[1])) for r in at])
+            )
+        if windows:
+            if self.embeddings is not None:
+                self._pool_contexts(conn, windows)
+            else:  # no model to pool with: the stale context vectors go
+                conn.execute(
+                    f"UPDATE {TABLE} SET context_embedding = NULL WHERE id = ANY(%s)",
+                    (sorted(windows),),
+                )
+        return deleted
+
+    def _pool_contexts(
+        self, conn: psycopg.Connection[Any], windows: Mapping[int, tuple[int, ...]]
+    ) -> None:
+        """Context vectors of ``windows`` from the stored message vectors (no model call)."""
+        wanted = sorted({i for w in windows.values() for i in w})
+        rows = conn.execute(
+            f"SELECT id, embedding FROM {TABLE} WHERE id = ANY(%s) AND embedding IS NOT NULL",
+            (wanted,),
+        ).fetchall()
+        known = {int(r[0]): np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows}
+        pooled = []
+        for item_id, window in windows.items():
+            parts = [known[i] for i in window if i in known]
+            vector = normalize(np.mean(parts, axis=0))[0] if parts else None
+            pooled.append((vector, item_id))
+        with conn.cursor() as cursor:
+            cursor.executemany(f"UPDATE {TABLE} SET context_embedding = %s WHERE id = %s", pooled)
 
     def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
         """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""

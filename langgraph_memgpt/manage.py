@@ -1,0 +1,297 @@
+"""Memory housekeeping from the terminal: ``forget``, ``export``, ``import`` and ``ingest``.
+
+Each works on the embedded memory in a data directory (``memory.sqlite`` and the FAISS
+caches beside it) and on the threads' checkpoints there (``checkpoints.sqlite``, what
+``chat`` and ``serve`` write), through the memory protocols and ``forget``/``transfer``,
+so the same operations run on any backend from Python. Messages go to stderr, results to
+stdout; a failure is one line and a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import getpass
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+
+from langgraph_memgpt.forget import (
+    ForgetReport,
+    NothingToForgetError,
+    forget_agent,
+    forget_messages,
+    forget_passage,
+    forget_thread,
+)
+from langgraph_memgpt.ingest import (
+    MAX_CHUNK_CHARS,
+    IngestError,
+    document_text,
+    expand_paths,
+    ingest_file,
+)
+from langgraph_memgpt.server import CHECKPOINT_FILENAME
+from langgraph_memgpt.stores import DB_FILENAME, AgentMemory, close_all, list_agents, open_memory
+from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.vectors import recorded_identity
+from langgraph_memgpt.transfer import ExportFormatError, export_agent, import_agent, read_export
+
+
+def _error(message: str) -> None:
+    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+
+
+def cli_actor() -> str:
+    """Who runs the command, as the deletion log records it (``user:<login>``)."""
+    try:
+        return f"user:{getpass.getuser()}"
+    except (KeyError, OSError):  # no login name (a container without a passwd entry)
+        return "user"
+
+
+@contextmanager
+def progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
+    """Progress bars on stderr, one per task name: ``advance(name, done, total)``."""
+    bars = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+    )
+    tasks: dict[str, TaskID] = {}
+
+    def advance(name: str, done: int, total: int) -> None:
+        if name not in tasks:
+            tasks[name] = bars.add_task(name, total=total)
+        bars.update(tasks[name], completed=done, total=total)
+
+    with bars:
+        yield advance
+
+
+@contextmanager
+def _checkpointer(data_dir: Path) -> Iterator[SqliteSaver | None]:
+    """The data directory's checkpointer, if it has one (None otherwise)."""
+    path = data_dir / CHECKPOINT_FILENAME
+    if not path.is_file():
+        yield None
+        return
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        yield SqliteSaver(conn)
+    finally:
+        conn.close()
+
+
+def _known_agent(data_dir: Path, agent_id: str) -> bool:
+    agents = list_agents(data_dir)
+    if agent_id in agents:
+        return True
+    where = f"agents there: {', '.join(agents)}" if agents else "no agent has memory there"
+    _error(f"agent '{agent_id}' has no memory in {data_dir}; {where}")
+    return False
+
+
+# -- forget ----------------------------------------------------------------------------
+
+
+def forget(
+    data_dir: str | Path,
+    agent_id: str,
+    *,
+    passage: int | None = None,
+    message: str | None = None,
+    thread: str | None = None,
+    everything: bool = False,
+    embedding_model: str = "minilm",
+    console: Console | None = None,
+) -> int:
+    """Delete one passage, one message, one thread or the whole agent.
+
+    The memory is opened with its embedding model, so the messages around a deleted one
+    get their context vectors recomputed (without a model they would lose them).
+
+    Returns:
+        0 when something was deleted, 1 when the agent or the item does not exist.
+    """
+    console = console or Console()
+    root = Path(data_dir).expanduser()
+    if sum(x is not None for x in (passage, message, thread)) + everything != 1:
+        _error("say what to forget: one of --passage, --message, --thread or --all")
+        return 2
+    if not _known_agent(root, agent_id):
+        return 1
+    try:
+        memory = open_memory(root, agent_id, embedding_model=embedding_model)
+    except ValueError as exc:  # an unknown embedding model
+        _error(str(exc))
+        return 2
+    actor = cli_actor()
+    try:
+        with _checkpointer(root) as saver:
+            report: ForgetReport
+            if passage is not None:
+                report = forget_passage(memory, passage, actor=actor)
+            elif message is not None:
+                graph = None
+                if saver is not None:
+                    from langgraph_memgpt.graph import build_graph
+
+                    graph = build_graph().compile(checkpointer=saver)
+                report = forget_messages(memory, [message], actor=actor, graph=graph)
+            elif thread is not None:
+                report = forget_thread(memory, thread, actor=actor, checkpointer=saver)
+            else:
+                report = forget_agent(memory, actor=actor, checkpointer=saver)
+    except NothingToForgetError as exc:
+        _error(str(exc))
+        return 1
+    finally:
+        close_all()  # writes the FAISS caches before the process ends
+    console.print(f"Agent '{escape(agent_id)}': {escape(report.describe())}", soft_wrap=True)
+    return 0
+
+
+# -- export / import -------------------------------------------------------------------
+
+
+def export(
+    data_dir: str | Path, agent_id: str, out: str | Path, console: Console | None = None
+) -> int:
+    """Write an agent's memory to one JSON Lines file; 1 when the agent has no memory."""
+    console = console or Console()
+    root = Path(data_dir).expanduser()
+    if not _known_agent(root, agent_id):
+        return 1
+    db = open_db(root / DB_FILENAME, read_only=True)
+    try:
+        embedding = recorded_identity(db, agent_id)
+    finally:
+        db.conn.close()
+    # Read-only and without a model: exporting needs no embeddings (vectors stay behind).
+    memory = AgentMemory.open(root, agent_id, None, read_only=True)
+    try:
+        counts = export_agent(memory, out, embedding=embedding)
+    finally:
+        memory.close()
+    model = f", vectors made with {embedding.get('model')}" if embedding else ""
+    console.print(
+        f"Exported agent '{escape(agent_id)}' to {escape(str(out))}: {counts['block']} core "
+        f"blocks ({counts['block_history']} edits), {counts['message']} messages, "
+        f"{counts['passage']} passages{escape(model)}.",
+        soft_wrap=True,
+    )
+    return 0
+
+
+def import_file(
+    path: str | Path,
+    data_dir: str | Path,
+    agent_id: str,
+    *,
+    embedding_model: str = "minilm",
+    progress: bool = True,
+    console: Console | None = None,
+) -> int:
+    """Restore an export under ``agent_id``; 1 for a bad file (the target is left untouched)."""
+    console = console or Console()
+    try:
+        read_export(path)  # checked before the memory (and its model) is even opened
+    except ExportFormatError as exc:
+        _error(f"{exc}; nothing was imported")
+        return 1
+    try:
+        memory = open_memory(Path(data_dir).expanduser(), agent_id, embedding_model=embedding_model)
+    except ValueError as exc:  # an unknown embedding model, an empty agent id
+        _error(str(exc))
+        return 2
+    target = _model_of(memory)
+    try:
+        with progress_bars(progress) as advance:
+            report = import_agent(memory, path, progress=advance)
+    finally:
+        close_all()  # writes the FAISS caches before the process ends
+    source = report.source_embedding or {}
+    embedded = f"embedded with {target}" if target else "no embedding model: words-only search"
+    if source.get("model") and target and source.get("model") != target:
+        embedded = f"re-embedded with {target} (the file was made with {source.get('model')})"
+    console.print(
+        f"Imported agent '{escape(report.source_agent)}' from {escape(str(path))} as "
+        f"'{escape(agent_id)}': {report.blocks} core blocks ({report.history} edits), "
+        f"{report.messages_new} of {report.messages_total} messages new, "
+        f"{report.passages_new} of {report.passages_total} passages new; {escape(embedded)}.",
+        soft_wrap=True,
+    )
+    return 0
+
+
+def _model_of(memory: AgentMemory) -> str | None:
+    from langgraph_memgpt.stores.embeddings import embedding_identity
+
+    embeddings: Any = memory.archival.embeddings
+    return None if embeddings is None else embedding_identity(embeddings)[0]
+
+
+# -- ingest ----------------------------------------------------------------------------
+
+
+def ingest(
+    paths: list[str | Path],
+    data_dir: str | Path,
+    agent_id: str,
+    *,
+    embedding_model: str = "minilm",
+    max_chars: int = MAX_CHUNK_CHARS,
+    progress: bool = True,
+    console: Console | None = None,
+) -> int:
+    """Put documents into an agent's archival memory; 1 when a file cannot be ingested.
+
+    Every file is read and chunked before anything is written, so a bad one among many
+    stops the command before it stored half of them.
+    """
+    console = console or Console()
+    if max_chars < 100:
+        _error(f"--chunk-chars must be at least 100, got {max_chars}")
+        return 2
+    try:
+        files = expand_paths(paths)
+        for path in files:
+            document_text(path)
+    except IngestError as exc:
+        _error(f"{exc}; nothing was ingested")
+        return 1
+    if not files:
+        _error("no text, Markdown or HTML files there; nothing was ingested")
+        return 1
+    try:
+        memory = open_memory(Path(data_dir).expanduser(), agent_id, embedding_model=embedding_model)
+    except ValueError as exc:
+        _error(str(exc))
+        return 2
+    try:
+        with progress_bars(progress) as advance:
+            reports = [
+                ingest_file(memory, path, max_chars=max_chars, actor=cli_actor(), progress=advance)
+                for path in files
+            ]
+    finally:
+        close_all()
+    for report in reports:
+        replaced = f", {report.replaced} old chunks replaced" if report.replaced else ""
+        console.print(
+            f"{escape(str(report.path))}: {report.chunks} chunks, {report.added} new{replaced}",
+            soft_wrap=True,
+        )
+    return 0
+
+
+__all__ = ["cli_actor", "export", "forget", "import_file", "ingest", "progress_bars"]

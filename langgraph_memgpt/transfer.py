@@ -1,0 +1,435 @@
+"""Export an agent's memory to one portable file, and import it under another agent id.
+
+The file is JSON Lines, one record per line: a ``header`` (format, version, source agent,
+the embedding model its vectors were made with), then ``block`` and ``block_history``
+(core memory with every edit), ``message`` (recall, verbatim, tool results included) and
+``passage`` (archival, eviction summaries included, with their idempotency keys), and an
+``end`` record with the count of each kind and the SHA-256 of every line before it. No
+vectors: the importing side embeds with its own model, so a file moves between machines,
+backends (SQLite and Postgres) and embedding models alike.
+
+Import reads and checks the whole file before writing anything: a malformed, truncated
+or altered file is refused with the line and the reason, and the target is left as it
+was. Writing is idempotent (messages are keyed by thread and message id, passages by
+their key, history entries by their content and time), so importing a file twice, or
+again after an interrupted import, adds nothing twice. Both sides speak only the memory
+protocols.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.dates import to_utc_iso
+from langgraph_memgpt.stores.messages import ROLES
+from langgraph_memgpt.stores.passages import NewPassage
+from langgraph_memgpt.stores.types import Block, RecallMessage
+
+FORMAT = "langgraph-memgpt-export"
+VERSION = 1
+KINDS = ("block", "block_history", "message", "passage")
+_PAGE = 1000
+_MESSAGE_CHUNK = 256
+_PASSAGE_CHUNK = 256
+
+Progress = Callable[[str, int, int], None]
+"""Called with (what, done so far, total) while importing."""
+
+
+class ExportFormatError(ValueError):
+    """The file is not a complete, intact export (the message names the line and the fix)."""
+
+
+@dataclass
+class AgentExport:
+    """The content of an export file, checked."""
+
+    agent_id: str
+    embedding: dict[str, Any] | None
+    exported_at: str
+    blocks: list[Block] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    passages: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ImportReport:
+    """What an import wrote (new items only: an item already there is not counted)."""
+
+    source_agent: str
+    blocks: int
+    history: int
+    messages_new: int
+    messages_total: int
+    passages_new: int
+    passages_total: int
+    source_embedding: dict[str, Any] | None
+
+
+# -- export ----------------------------------------------------------------------------
+
+
+def export_agent(
+    memory: Memory, out: str | Path, *, embedding: Mapping[str, Any] | None = None
+) -> dict[str, int]:
+    """Write the agent's memory to ``out`` (replaced atomically); returns the record counts.
+
+    Args:
+        memory: the agent's memory (any backend; read only).
+        out: the file to write.
+        embedding: ``{"model": ..., "dim": ...}`` the memory's vectors were made with,
+            recorded for the importing side (None: words-only memory or unknown).
+    """
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    counts = dict.fromkeys(KINDS, 0)
+    digest = hashlib.sha256()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+
+            def write(record: Mapping[str, Any]) -> None:
+                line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+                digest.update(line.encode("utf-8"))
+                handle.write(line)
+                kind = str(record["type"])
+                if kind in counts:
+                    counts[kind] += 1
+
+            write(
+                {
+                    "type": "header",
+                    "format": FORMAT,
+                    "version": VERSION,
+                    "agent_id": memory.agent_id,
+                    "exported_at": to_utc_iso(None),
+                    "embedding": dict(embedding) if embedding else None,
+                }
+            )
+            for block in memory.core.blocks():
+                write(
+                    {
+                        "type": "block",
+                        "label": block.label,
+                        "value": block.value,
+                        "description": block.description,
+                        "char_limit": block.char_limit,
+                        "read_only": block.read_only,
+                    }
+                )
+                for entry in memory.core.history(block.label):
+                    write(
+                        {
+                            "type": "block_history",
+                            **{k: entry[k] for k in _HISTORY_FIELDS},
+                        }
+                    )
+            after = 0
+            while page := memory.recall.list_messages(after=after, limit=_PAGE):
+                for _, m in page:
+                    write(
+                        {
+                            "type": "message",
+                            "thread_id": m.thread_id,
+                            "message_id": m.message_id,
+                            "role": m.role,
+                            "name": m.name,
+                            "text": m.text,
+                            "tool_calls": m.tool_calls,
+                            "created_at": m.created_at,
+                            "turn": m.turn,
+                            "searchable": bool(m.searchable),
+                        }
+                    )
+                after = page[-1][0]
+            after = 0
+            while passages := memory.archival.list_passages(after=after, limit=_PAGE):
+                for p, key in passages:
+                    write(
+                        {
+                            "type": "passage",
+                            "id": p.id,
+                            "text": p.text,
+                            "tags": p.tags,
+                            "thread_id": p.thread_id,
+                            "turn": p.turn,
+                            "created_at": p.created_at,
+                            "key": key,
+                        }
+                    )
+                after = passages[-1][0].id
+            end = {"type": "end", "counts": counts, "sha256": digest.hexdigest()}
+            handle.write(json.dumps(end, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return counts
+
+
+_HISTORY_FIELDS = ("label", "old_value", "new_value", "actor", "op", "created_at")
+
+
+# -- reading and checking ----------------------------------------------------------------
+
+
+def read_export(path: str | Path) -> AgentExport:
+    """Read and check a whole export file; nothing is written anywhere.
+
+    Raises:
+        ExportFormatError: the file is not an export, is truncated (no ``end`` record, or
+            fewer records than it counts), was altered (checksum), or a record is
+            malformed; the message names the line.
+        OSError: the file cannot be read.
+    """
+    path = Path(path)
+    digest = hashlib.sha256()
+    export: AgentExport | None = None
+    counts = dict.fromkeys(KINDS, 0)
+    ended = False
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"{path}, line {number}"
+            if ended:
+                raise ExportFormatError(f"{where}: data after the end record; the file was altered")
+            if not raw.endswith(b"\n"):
+                raise ExportFormatError(f"{where}: the line is cut short; the file is truncated")
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as err:
+                raise ExportFormatError(f"{where}: not a JSON record ({err})") from None
+            if not isinstance(record, dict):
+                raise ExportFormatError(f"{where}: a record must be a JSON object")
+            kind = record.get("type")
+            if number == 1:
+                export = _header(record, where)
+            elif export is None or kind == "header":
+                raise ExportFormatError(f"{where}: a second header; the file was altered")
+            elif kind == "end":
+                _check_end(record, counts, digest.hexdigest(), where)
+                ended = True
+                continue
+            else:
+                _add_record(export, record, where)
+                counts[str(kind)] += 1
+            digest.update(raw)
+    if export is None:
+        raise ExportFormatError(f"{path} is empty: not a langgraph-memgpt export")
+    if not ended:
+        raise ExportFormatError(
+            f"{path} ends without its end record: the file is truncated (an interrupted copy "
+            "or download); export the agent again"
+        )
+    return export
+
+
+def _header(record: Mapping[str, Any], where: str) -> AgentExport:
+    if record.get("type") != "header" or record.get("format") != FORMAT:
+        raise ExportFormatError(
+            f"{where}: not a langgraph-memgpt export (no '{FORMAT}' header); make one with "
+            "`langgraph-memgpt export`"
+        )
+    version = record.get("version")
+    if version != VERSION:
+        raise ExportFormatError(
+            f"{where}: export format version {version!r}; this langgraph-memgpt reads version "
+            f"{VERSION}: upgrade it to import this file"
+        )
+    agent = record.get("agent_id")
+    if not isinstance(agent, str) or not agent:
+        raise ExportFormatError(f"{where}: the header has no agent_id")
+    embedding = record.get("embedding")
+    if embedding is not None and not isinstance(embedding, dict):
+        raise ExportFormatError(f"{where}: the header's embedding must be an object or null")
+    return AgentExport(agent, embedding, str(record.get("exported_at", "")))
+
+
+def _check_end(
+    record: Mapping[str, Any], counts: Mapping[str, int], digest: str, where: str
+) -> None:
+    expected = record.get("counts")
+    if not isinstance(expected, dict) or any(expected.get(k) != counts[k] for k in KINDS):
+        raise ExportFormatError(
+            f"{where}: the file counts {expected} records but holds {dict(counts)}; it was "
+            "truncated or altered"
+        )
+    if record.get("sha256") != digest:
+        raise ExportFormatError(f"{where}: checksum mismatch; the file was altered or damaged")
+
+
+def _need(record: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], where: str) -> Any:
+    """``record[key]`` if present and of one of ``kinds`` (a bool is not an int here)."""
+    allowed = kinds if isinstance(kinds, tuple) else (kinds,)
+    value = record.get(key)
+    if (
+        key not in record
+        or not isinstance(value, allowed)
+        or (isinstance(value, bool) and bool not in allowed)
+    ):
+        wanted = " or ".join("null" if k is type(None) else k.__name__ for k in allowed)
+        raise ExportFormatError(f"{where}: {record.get('type')} field '{key}' must be {wanted}")
+    return value
+
+
+def _time(record: Mapping[str, Any], where: str) -> str:
+    value = _need(record, "created_at", str, where)
+    try:
+        return to_utc_iso(value)
+    except ValueError:
+        raise ExportFormatError(f"{where}: created_at {value!r} is not a timestamp") from None
+
+
+def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> None:
+    kind = record.get("type")
+    if kind == "block":
+        limit = _need(record, "char_limit", int, where)
+        if limit <= 0:
+            raise ExportFormatError(f"{where}: block char_limit must be positive")
+        export.blocks.append(
+            Block(
+                label=_need(record, "label", str, where),
+                value=_need(record, "value", str, where),
+                description=_need(record, "description", str, where),
+                char_limit=limit,
+                read_only=_need(record, "read_only", bool, where),
+            )
+        )
+    elif kind == "block_history":
+        entry = {
+            "label": _need(record, "label", str, where),
+            "old_value": _need(record, "old_value", (str, type(None)), where),
+            "new_value": _need(record, "new_value", str, where),
+            "actor": _need(record, "actor", str, where),
+            "op": _need(record, "op", str, where),
+            "created_at": _need(record, "created_at", str, where),
+        }
+        export.history.append(entry)
+    elif kind == "message":
+        role = _need(record, "role", str, where)
+        if role not in ROLES:
+            raise ExportFormatError(f"{where}: message role {role!r} is not one of {ROLES}")
+        calls = _need(record, "tool_calls", list, where)
+        if not all(isinstance(c, dict) for c in calls):
+            raise ExportFormatError(f"{where}: message tool_calls must be objects")
+        export.messages.append(
+            {
+                "thread_id": _need(record, "thread_id", str, where),
+                "message_id": _need(record, "message_id", str, where),
+                "role": role,
+                "name": _need(record, "name", (str, type(None)), where),
+                "text": _need(record, "text", str, where),
+                "tool_calls": calls,
+                "created_at": _time(record, where),
+                "turn": _need(record, "turn", int, where),
+                "searchable": _need(record, "searchable", bool, where),
+            }
+        )
+    elif kind == "passage":
+        text = _need(record, "text", str, where)
+        if not text.strip():
+            raise ExportFormatError(f"{where}: a passage needs text")
+        tags = _need(record, "tags", list, where)
+        if not all(isinstance(t, str) for t in tags):
+            raise ExportFormatError(f"{where}: passage tags must be strings")
+        export.passages.append(
+            {
+                "id": _need(record, "id", int, where),
+                "text": text,
+                "tags": tags,
+                "thread_id": _need(record, "thread_id", (str, type(None)), where),
+                "turn": _need(record, "turn", (int, type(None)), where),
+                "created_at": _time(record, where),
+                "key": _need(record, "key", (str, type(None)), where),
+            }
+        )
+    else:
+        raise ExportFormatError(f"{where}: unknown record type {kind!r}")
+
+
+# -- import ----------------------------------------------------------------------------
+
+
+def import_agent(
+    memory: Memory, path: str | Path, *, progress: Progress | None = None
+) -> ImportReport:
+    """Restore an export into ``memory`` (any agent id, any backend), idempotently.
+
+    The whole file is read and checked first (:func:`read_export`): a bad file raises
+    before anything is written. Messages and passages are embedded by the target's own
+    model, so a file made with another embedding model is re-embedded on the way in.
+
+    Raises:
+        ExportFormatError: the file is not a complete, intact export.
+    """
+    export = read_export(path)
+    report = ImportReport(
+        source_agent=export.agent_id,
+        blocks=len(export.blocks),
+        history=len(export.history),
+        messages_new=0,
+        messages_total=len(export.messages),
+        passages_new=0,
+        passages_total=len(export.passages),
+        source_embedding=export.embedding,
+    )
+    memory.core.restore(export.blocks, export.history)
+    # Thread by thread in time order (ties in stored order), as they were first recorded,
+    # so every message gets the same ±2 context window it had.
+    ordered = sorted(
+        enumerate(export.messages), key=lambda p: (p[1]["thread_id"], p[1]["created_at"], p[0])
+    )
+    done = 0
+    for start in range(0, len(ordered), _MESSAGE_CHUNK):
+        chunk = [
+            RecallMessage(agent_id=memory.agent_id, **fields)
+            for _, fields in ordered[start : start + _MESSAGE_CHUNK]
+        ]
+        report.messages_new += memory.recall.add(chunk)
+        done += len(chunk)
+        if progress is not None:
+            progress("recall messages", done, len(ordered))
+    before = memory.archival.count()
+    for start in range(0, len(export.passages), _PASSAGE_CHUNK):
+        batch = export.passages[start : start + _PASSAGE_CHUNK]
+        memory.archival.insert_many(
+            [
+                NewPassage(
+                    text=p["text"],
+                    tags=p["tags"],
+                    thread_id=p["thread_id"],
+                    turn=p["turn"],
+                    created_at=p["created_at"],
+                    # Unkeyed passages get a key from their source, so a second import
+                    # of the same file finds them instead of adding copies.
+                    key=p["key"] or f"import:{export.agent_id}:{p['id']}",
+                )
+                for p in batch
+            ]
+        )
+        if progress is not None:
+            progress("archival passages", start + len(batch), len(export.passages))
+    report.passages_new = memory.archival.count() - before
+    return report
+
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "AgentExport",
+    "ExportFormatError",
+    "ImportReport",
+    "export_agent",
+    "import_agent",
+    "read_export",
+]
