@@ -67,7 +67,7 @@ def _check_agent(
     remains, for ``inspect``).
     """
     agents = backend.agents()
-    if forgotten_ok and agent_id not in agents and backend.open(agent_id).deletions.entries(1):
+    if forgotten_ok and agent_id not in agents and _was_forgotten(backend, agent_id):
         return True
     if not agents:
         _error(f"no agent memory in {place} (nothing stored there yet)")
@@ -76,6 +76,14 @@ def _check_agent(
         _error(f"agent '{agent_id}' has no memory in {place}; agents there: {', '.join(agents)}")
         return False
     return True
+
+
+def _was_forgotten(backend: MemoryBackend, agent_id: str) -> bool:
+    """Whether ``agent_id``'s memory was deleted (its deletion log remains)."""
+    try:
+        return bool(backend.open(agent_id).deletions.entries(1))
+    except MemoryStoreError:  # nothing stored at all (e.g. a folder that does not exist)
+        return False
 
 
 def _progress(console: Console) -> Progress:

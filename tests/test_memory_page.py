@@ -122,7 +122,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 input=user(long_message(turn)),
                 context={"agent_id": "bob", **LONG_WINDOW},
             )
-        yield {"server": running, "client": client, "main": main, "small": small, "long": bobs}
+        yield {
+            "server": running,
+            "client": client,
+            "main": main,
+            "small": small,
+            "long": bobs,
+            "data": data,
+        }
 
 
 @pytest.fixture(scope="module")
@@ -289,6 +296,27 @@ def test_archival_passages_show_tags_provenance_and_search(
     page.wait_for_selector("body[data-loaded=archival-search]")
     assert "Trip to Lisbon planned for May." in page.get_by_test_id("passage").first.inner_text()
     screenshot(page, "archival")
+
+
+def test_a_passage_forgotten_on_the_page_is_gone_everywhere_and_logged(
+    page: Any, world: dict[str, Any]
+) -> None:
+    memory = AgentMemory.open(world["data"], "ada", None)
+    memory.archival.insert("Old locker code 1234.", tags=["note"])
+    memory.close()
+    page.on("dialog", lambda dialog: dialog.accept())  # "Forget passage #N ...?"
+    page.get_by_role("button", name="Archival").click()
+    page.wait_for_selector("body[data-loaded=archival]")
+    page.get_by_test_id("passage").filter(has_text="locker code 1234").get_by_test_id(
+        "forget"
+    ).click()
+    page.wait_for_function("() => !document.body.textContent.includes('locker code 1234')")
+    memory = AgentMemory.open(world["data"], "ada", None, read_only=True)
+    assert memory.archival.search("locker code", mode="fts").hits == []
+    entry = memory.deletions.entries(1)[0]
+    assert (entry.kind, entry.actor) == ("passage", "user")
+    assert "1234" not in entry.detail  # the log says what was deleted, never its content
+    memory.close()
 
 
 def test_the_gauge_reflects_a_threads_queue(page: Any, world: dict[str, Any]) -> None:

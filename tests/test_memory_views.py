@@ -148,6 +148,21 @@ def test_archival_passages_keep_tags_and_provenance(memory: Memory) -> None:
     assert views.evictions(memory, "t1") == []
 
 
+def test_a_passage_forgotten_from_the_page_is_gone_and_logged_as_the_user(
+    memory: Memory,
+) -> None:
+    kept = memory.archival.insert("Trip to Lisbon in May.", tags=["travel"])
+    gone = memory.archival.insert("Old locker code 1234.")
+    answer = views.forget_passage(memory, gone.id, "ada")
+    assert [p["id"] for p in answer["forgotten"]] == [gone.id]
+    assert [p["id"] for p in views.archival_view(memory)["passages"]] == [kept.id]
+    assert views.archival_view(memory, "locker code")["passages"] == []
+    assert memory.deletions.entries(1)[0].actor == "user:ada"
+    with pytest.raises(views.PageError, match="no passage") as missing:
+        views.forget_passage(memory, gone.id, None)
+    assert missing.value.status == 404
+
+
 def test_the_gauge_counts_the_prompt_check_pressure_counts() -> None:
     queue = [
         HumanMessage("hello", id="u1"),

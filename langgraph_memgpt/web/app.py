@@ -215,6 +215,10 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
     @_answer
     async def archival(request: Request) -> Response:
         memory = await memory_of(request)
+        if request.method == "DELETE":
+            passage = _int(request, "id", -1)
+            gone = await asyncio.to_thread(views.forget_passage, memory, passage, user_of(request))
+            return JSONResponse(gone)
         found = await asyncio.to_thread(
             views.archival_view,
             memory,
@@ -271,7 +275,7 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
         Route("/core", core, methods=["GET", "PUT"]),
         Route("/history", history),
         Route("/recall", recall),
-        Route("/archival", archival),
+        Route("/archival", archival, methods=["GET", "DELETE"]),
         Route("/threads", threads),
         Route("/thread", thread),
     ]

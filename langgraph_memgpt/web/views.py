@@ -258,6 +258,18 @@ def passage_view(passage: Passage, score: float | None = None) -> dict[str, Any]
     }
 
 
+def forget_passage(memory: Memory, passage_id: int, user: str | None) -> dict[str, Any]:
+    """Forget one passage everywhere it lives (rows, words, vectors), logged as the page's user.
+
+    Raises:
+        PageError: no such passage (404).
+    """
+    gone = memory.archival.delete([passage_id], actor=page_actor(user))
+    if not gone:
+        raise PageError(f"agent {memory.agent_id!r} has no passage {passage_id}", 404)
+    return {"forgotten": [passage_view(p) for p in gone]}
+
+
 def archival_view(
     memory: Memory,
     query: str = "",

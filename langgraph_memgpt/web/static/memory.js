@@ -191,10 +191,19 @@ async function loadArchival(page = 0) {
         el("time", { text: when(p.time) }),
         el("span", { "data-testid": "provenance", text: where }),
         ...p.tags.map((t) => el("span", { class: "tag", text: t })),
-        p.score !== null ? el("span", { text: "score " + p.score.toFixed(3) }) : null),
+        p.score !== null ? el("span", { text: "score " + p.score.toFixed(3) }) : null,
+        el("button", { "data-testid": "forget", onclick: () => forgetPassage(p.id) }, "Forget")),
       el("p", { class: "text", text: p.text })));
   }
   pager(document.getElementById("archival-pager"), data, (n) => loadArchival(n).catch(fail));
+}
+
+async function forgetPassage(id) {
+  if (!confirm(`Forget passage #${id} everywhere it lives? This cannot be undone.`)) return;
+  try {
+    await api("/archival", { agent: state.agent, id }, { method: "DELETE" });
+    await loadArchival(state.archivalPage);
+  } catch (err) { fail(err); }
 }
 
 // --- threads ------------------------------------------------------------------------------
