@@ -107,3 +107,28 @@ def has_more_than(
         (agent_id, limit + 1),
     ).fetchone()
     return row is not None and int(row[0]) > limit
+
+
+def term_matches(
+    conn: psycopg.Connection[Any],
+    table: str,
+    tsv_column: str,
+    terms: Sequence[str],
+    where: str,
+    params: Params,
+    *,
+    limit: int,
+) -> dict[str, set[int]]:
+    """For each term, the ids (at most ``limit + 1``) of the rows that hold it and pass ``where``.
+
+    As ``stores.fts.term_matches``: what tells a rare term from a common one.
+    """
+    out: dict[str, set[int]] = {}
+    for term in dict.fromkeys(terms):
+        rows = conn.execute(
+            f"SELECT b.id FROM {table} AS b WHERE b.{tsv_column} @@ plainto_tsquery('english', %s) "
+            f"AND ({where}) LIMIT %s",
+            (term, *params, limit + 1),
+        ).fetchall()
+        out[term] = {int(r[0]) for r in rows}
+    return out
