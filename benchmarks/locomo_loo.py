@@ -1,11 +1,11 @@
 """Per-conversation and leave-one-out figures for the hybrid ranking's levers on LoCoMo.
 
 A ranking lever is kept only if it holds on each dev conversation on its own, not only on
-their sum. For each setting of the levers (``stores.ranking.SIMILARITY_FLOOR`` and
-``RARE_MATCHES``) this scores hybrid recall search per conversation; then, leaving each
-conversation out in turn, it picks the setting best on the other two and scores it on the
-one left out. A leave-one-out figure far below the all-in one means the lever was fitted
-to the data, not found in it.
+their sum. For each setting of the levers (``stores.ranking.SIMILARITY_FLOOR``,
+``RARE_MATCHES``, ``RARE_SHARE``) this scores hybrid recall search per conversation; then,
+leaving each conversation out in turn, it picks the setting best on the other two and
+scores it on the one left out. A leave-one-out figure far below the all-in one means the
+lever was fitted to the data, not found in it.
 
 Run (the memory is ingested once into --data-dir and reused):
 
@@ -33,7 +33,7 @@ K = 10
 LEGACY = "legacy"  # min-max on every signal, no exact-match lift: the ranking before
 
 
-def _setting(floor: float | str, rare: int) -> None:
+def _setting(floor: float | str, rare: int, share: float) -> None:
     """Set the levers for the searches that follow (``floor`` "legacy" restores min-max)."""
     if floor == LEGACY:
         ranking.SIMILARITY_FLOOR = 0.0
@@ -43,6 +43,7 @@ def _setting(floor: float | str, rare: int) -> None:
         ranking.SIMILARITY_FLOOR = floor
         ranking.similarity_normalize = _SIMILARITY
     ranking.RARE_MATCHES = rare
+    ranking.RARE_SHARE = share
     recall_module.RARE_MATCHES = rare  # type: ignore[attr-defined]
 
 
@@ -60,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, required=True, help="memory stores (reused)")
     parser.add_argument("--floors", default="legacy,0.0,0.1,0.2,0.3")
     parser.add_argument("--rare", default="0,3,8,20")
+    parser.add_argument("--shares", default="0.5")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     floors: list[float | str] = [
@@ -68,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rares = [int(r) for r in args.rare.split(",") if r]
     embeddings = get_embeddings("minilm")
     conversations = load_locomo(args.data)
-    settings = list(itertools.product(floors, rares))
+    shares = [float(x) for x in args.shares.split(",") if x]
+    settings = list(itertools.product(floors, rares, shares))
     # figures[setting][conversation] = (recall_any@K, recall_all@K, questions)
     figures: dict[str, dict[str, tuple[float, float, int]]] = {}
     for conv in conversations:
@@ -77,15 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         recall = RecallMemory(db, conv.sample_id, embeddings, folder / "faiss")
         recall.add_many(recall_messages(conv, conv.sample_id))
         prefix = f"{conv.sample_id}:"
-        for floor, rare in settings:
-            _setting(floor, rare)
+        for floor, rare, share in settings:
+            _setting(floor, rare, share)
             acc = MetricAccumulator((K,))
             for q in conv.questions:
                 page = recall.search(q.question, mode="hybrid", page_size=K)
                 ranked = [h.item.message_id.removeprefix(prefix) for h in page.hits]
                 acc.add(q.category, ranked, q.evidence)
             overall = acc.overall()
-            figures.setdefault(f"floor={floor} rare={rare}", {})[conv.sample_id] = (
+            figures.setdefault(f"floor={floor} rare={rare} share={share}", {})[conv.sample_id] = (
                 overall[f"recall_any@{K}"],
                 overall[f"recall_all@{K}"],
                 acc.count,
@@ -126,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"hybrid recall_any@{K} / recall_all@{K} per conversation")
     for s, per in result["per_setting"].items():
         cells = "  ".join(f"{c} {a:.3f}/{b:.3f}" for c, (a, b) in per.items())
-        print(f"{s:24} {cells}")
+        print(f"{s:34} {cells}")
     for c, chosen in loo.items():
         a, b = chosen["scored"]
         print(f"leave out {c}: tuned on the others -> {chosen['chosen']}; {c} {a:.3f}/{b:.3f}")

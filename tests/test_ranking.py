@@ -118,13 +118,26 @@ def test_weak_similarity_stays_weak_instead_of_being_stretched() -> None:
 
 
 def test_rare_terms_are_those_few_results_hold() -> None:
-    matches = {"zx4417": {1}, "the": set(range(50)), "absent": set()}
-    assert rare_term_matches(matches, limit=8) == [{1}]
+    assert rare_term_matches({"zx4417": {1}, "code": set(range(50))}, limit=8) == [{1}]
+    assert rare_term_matches({"zx4417": {1, 2}, "absent": set()}, limit=8) == [{1, 2}]
+
+
+def test_a_question_in_ordinary_words_is_not_an_exact_lookup() -> None:
+    # One rare word among many common ones: the answer may paraphrase it, so no lift.
+    matches = {"research": {7}, "caroline": set(range(40)), "essay": set(range(12))}
+    assert rare_term_matches(matches, limit=8) == []
 
 
 def test_a_question_is_a_text_that_asks() -> None:
     assert is_question("what was ZX4417 again?")
     assert not is_question("The locker code is ZX4417.")
+
+
+def test_a_long_statement_that_also_asks_something_else_is_a_statement() -> None:
+    text = "Did you see the sunset? Oh, and the locker code is ZX4417. Anyway, how are you?"
+    assert not is_question(text, ["zx4417"])
+    assert is_question("Lovely day. What was ZX4417 again?", ["zx4417"])
+    assert not is_question("Nothing about it here?", ["zx4417"])
 
 
 keys = st.integers(0, 15)

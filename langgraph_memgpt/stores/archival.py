@@ -410,7 +410,7 @@ class ArchivalMemory:
             rare = rare_term_matches(matches)
             if rare:
                 holders = self._hits([(key, 0.0) for key in set.intersection(*map(set, rare))])
-                questions = {hit.item.id for hit in holders if is_question(hit.item.text)}
+                questions = {hit.item.id for hit in holders if is_question(hit.item.text, terms)}
         semantic: dict[int, float] = {}
         if mode in ("hybrid", "vector") and self.index is not None:
             assert self.embeddings is not None

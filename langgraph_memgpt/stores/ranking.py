@@ -20,9 +20,12 @@ Two things a plain sum gets wrong, which :func:`fuse` fixes:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
+
+from langgraph_memgpt.stores.words import query_words
 
 K = TypeVar("K", bound=Hashable)
 
@@ -38,6 +41,13 @@ the module docstring of ``benchmarks/needle.py`` and the README."""
 
 RARE_MATCHES = 8
 """A query word matching at most this many candidates is rare (see :func:`fuse`)."""
+
+RARE_SHARE = 0.5
+"""The exact-match lift applies when at least this share of the query's words are rare.
+
+A lookup by identifier ("ZX4417", "code ZX4417") is mostly rare words; a question in
+ordinary words ("what did Caroline research for her essay?") may hold one rare word that
+the answer paraphrases, and lifting the messages that repeat it cost LoCoMo recall."""
 
 
 @dataclass(frozen=True)
@@ -110,9 +120,21 @@ def minmax_fuse(
     return fuse([Signal(s, "rank", w) for s, w in zip(score_maps, weights, strict=True)])
 
 
-def is_question(text: str) -> bool:
-    """Whether a text asks something (holds a question mark): it names a fact, not states it."""
-    return "?" in text
+def is_question(text: str, terms: Collection[str] = ()) -> bool:
+    """Whether ``text`` asks about ``terms`` rather than states them.
+
+    It does when every sentence holding one of the terms is a question: a long message that
+    states a fact and also asks something else ("Did you see the sunset? ... the locker
+    code is ZX4417.") is a statement. Without ``terms``, any question mark counts.
+    """
+    if not terms:
+        return "?" in text
+    wanted = set(terms)
+    holding = [s for s in _SENTENCE.split(text) if wanted & set(query_words(s))]
+    return bool(holding) and all(s.rstrip().endswith("?") for s in holding)
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def rare_term_matches(
@@ -121,10 +143,14 @@ def rare_term_matches(
     """The match sets of the rare terms among ``term_matches`` (term -> keys holding it).
 
     A term is rare when at most ``limit`` (default :data:`RARE_MATCHES`) candidates hold
-    it and at least one does: a word nothing holds says nothing about any result.
+    it and at least one does: a word nothing holds says nothing about any result. Unless
+    :data:`RARE_SHARE` of the terms are rare, none is returned: the query is not a lookup.
     """
     cap = RARE_MATCHES if limit is None else limit
-    return [keys for keys in term_matches.values() if 0 < len(keys) <= cap]
+    rare = [keys for keys in term_matches.values() if 0 < len(keys) <= cap]
+    if len(rare) < RARE_SHARE * len(term_matches):
+        return []
+    return rare
 
 
 def fuse(

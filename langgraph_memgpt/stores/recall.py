@@ -333,7 +333,7 @@ class RecallMemory:
         if rare:
             holders = self._fetch_by_ids(sorted(set.intersection(*map(set, rare))))
             questions = {
-                key for key, found in holders.items() if is_question(searchable_text(found))
+                key for key, found in holders.items() if is_question(searchable_text(found), terms)
             }
         fused = fuse(signals, rare=rare, questions=questions)
         if total is None:

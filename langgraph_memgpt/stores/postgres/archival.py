@@ -205,7 +205,7 @@ class PgArchivalMemory:
                 if rare:
                     every = set.intersection(*map(set, rare))
                     holders = self._hits(conn, [(key, 0.0) for key in every])
-                    questions = {h.item.id for h in holders if is_question(h.item.text)}
+                    questions = {h.item.id for h in holders if is_question(h.item.text, terms)}
             semantic: dict[int, float] = {}
             if mode in ("hybrid", "vector") and self.embeddings is not None:
                 qvec = embed_query(self.embeddings, query)

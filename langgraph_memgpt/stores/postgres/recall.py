@@ -215,7 +215,9 @@ class PgRecallMemory:
             if rare:
                 every = sorted(set.intersection(*map(set, rare)))
                 holders = self._fetch_by_ids(conn, every)
-                questions = {k for k, m in holders.items() if is_question(searchable_text(m))}
+                questions = {
+                    k for k, m in holders.items() if is_question(searchable_text(m), terms)
+                }
             fused = fuse(signals, rare=rare, questions=questions)
             if total is None:
                 total = len(fused)
