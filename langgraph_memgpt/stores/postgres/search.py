@@ -5,7 +5,7 @@ term)`` and the terms are OR-ed, so any text is a valid query (never a tsquery s
 error); matches are scored with ``ts_rank`` (not BM25: see the README). Meaning: cosine
 similarity from pgvector. Both are computed over the rows that pass the search's filters
 (agent, roles, dates, tags), so ranking only ever sees candidates, and the caller fuses
-them with ``stores.ranking.minmax_fuse`` as the embedded backend does.
+them with ``stores.ranking.fuse`` as the embedded backend does.
 """
 
 from __future__ import annotations
