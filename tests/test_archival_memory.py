@@ -523,3 +523,28 @@ def test_search_survives_a_lost_faiss_cache(cache_dir: Path, sqlite_open_archive
     forget_loaded_indexes()
     reopened = open_archive()
     assert "Biscuit" in top_text(reopened, "what kind of puppy does she have?", mode="vector")
+
+
+# -- exact matches ---------------------------------------------------------------------------
+
+LONG_NOTE = (
+    "Notes from the weekend: we walked along the river, the kids fed the ducks, it rained "
+    "so we played cards and cooked far too much soup. The storage locker code is ZX4417. "
+    "My sister called about moving to the coast, and the neighbours are still drilling "
+    "every morning at eight, which is driving everyone a little mad."
+)
+
+
+def test_an_identifier_inside_a_long_passage_is_found_first(open_archive: Any) -> None:
+    memory = open_archive()
+    memory.insert_many(
+        [
+            NewPassage(LONG_NOTE),
+            NewPassage("Did you see the sunset yesterday?"),
+            NewPassage("The train was late again this morning."),
+            NewPassage("what was ZX4417 again?"),
+            NewPassage("can you remind me what ZX4417 is?"),
+        ]
+    )
+    for mode in ("hybrid", "fts"):
+        assert top_text(memory, "ZX4417", mode=mode) == LONG_NOTE

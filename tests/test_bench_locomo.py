@@ -285,6 +285,29 @@ def test_each_conversation_is_ranked_as_if_it_were_alone(tmp_path: Path) -> None
     assert first["modes"] == again["modes"]
 
 
+def test_figures_are_reported_per_conversation_too(tmp_path: Path) -> None:
+    # A ranking change is kept only if it holds on each conversation alone.
+    found = _one_session(
+        "conv-found",
+        ["I love my red hat.", "The kayak trip was fun."],
+        [{"question": "The kayak trip?", "answer": "x", "evidence": ["D1:2"], "category": 4}],
+    )
+    missed = _one_session(
+        "conv-missed",
+        ["I love my red hat.", "The kayak trip was fun."],
+        [{"question": "Which hat colour?", "answer": "x", "evidence": ["D1:2"], "category": 4}],
+    )
+    conversations = load_locomo(write_locomo(tmp_path, [found, missed]))
+    options = BenchOptions(modes=["fts"], ks=(1,), archival=True)
+    report = run_locomo(conversations, options, tmp_path / "data")
+    for key in ("fts", "archival:fts"):
+        per_conv = report["modes"][key]["per_conversation"]
+        assert per_conv["conv-found"]["recall_any@1"] == 1.0
+        assert per_conv["conv-missed"]["recall_any@1"] == 0.0
+        assert per_conv["conv-found"]["n"] == per_conv["conv-missed"]["n"] == 1
+    assert report["modes"]["fts"]["overall"]["recall_any@1"] == 0.5
+
+
 def test_archival_flag_also_scores_archival_search_of_turn_passages(tmp_path: Path) -> None:
     (conv,) = load_locomo(write_locomo(tmp_path, [_sample()]))
     options = BenchOptions(modes=["fts"], ks=(1, 5), archival=True)

@@ -671,3 +671,49 @@ def test_hypothesis_any_date_text_is_accepted_or_a_clear_value_error(
         memory.search_date(start, end)
     except ValueError as err:
         assert "YYYY-MM-DD" in str(err) or "is after end_date" in str(err)
+
+
+# -- exact matches and asking again ----------------------------------------------------------
+
+LONG_TALK = (
+    "The weekend went by too fast, we walked along the river and the kids fed the ducks, "
+    "then it rained so we played cards all afternoon and cooked far too much soup. "
+    "Oh, and before I forget, the storage locker code is ZX4417. "
+    "My sister called about moving to the coast next year, and the neighbours are still "
+    "drilling every morning at eight, which is driving everyone a little mad lately."
+)
+SHORT_TALK = [
+    "Did you see the sunset yesterday?",
+    "The train was late again this morning.",
+    "I baked bread for the first time.",
+    "We should try the noodle place near the river.",
+    "Work has been calm this week.",
+]
+
+
+def test_an_identifier_inside_a_long_message_is_found_first(hybrid: Recall) -> None:
+    hybrid.add([msg(0, LONG_TALK), *(msg(i + 1, t) for i, t in enumerate(SHORT_TALK))])
+    for mode in ("hybrid", "fts"):
+        assert ids(hybrid.search("ZX4417", mode=mode, page_size=3))[0] == "agent-a-t1-0"
+
+
+def test_asking_again_does_not_bury_the_statement(hybrid: Recall) -> None:
+    hybrid.add([msg(0, LONG_TALK), *(msg(i + 1, t) for i, t in enumerate(SHORT_TALK))])
+    questions = ["what was ZX4417 again?", "can you remind me what ZX4417 is?"] * 3
+    hybrid.add([msg(10 + i, q, thread="later") for i, q in enumerate(questions)])
+    for mode in ("hybrid", "fts"):
+        page = hybrid.search("ZX4417", mode=mode, page_size=7)
+        assert ids(page)[0] == "agent-a-t1-0"
+        assert len(ids(page)) == 7
+
+
+def test_a_message_without_words_is_never_a_hit(recall: Recall) -> None:
+    recall.add(
+        [
+            msg(0, "the storage locker code is ZX4417"),
+            msg(1, "", role="assistant", tool_calls=[{"name": "core_memory_append", "args": {}}]),
+            msg(2, "what about ZX4417 and the locker?"),
+        ]
+    )
+    page = recall.search("ZX4417 locker", page_size=10)
+    assert ids(page) == ["agent-a-t1-0", "agent-a-t1-2"]

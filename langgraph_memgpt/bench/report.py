@@ -106,6 +106,23 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
         table.add_section()
     console.print(table)
 
+    conv_rows = [(label, s["per_conversation"]) for label, s in systems if "per_conversation" in s]
+    if conv_rows:
+        table = Table(title=f"per conversation @{cut}", title_justify="left")
+        for col in ("system", "conversation", "n", "any", "all"):
+            table.add_column(col, justify="left" if col in ("system", "conversation") else "right")
+        for label, per_conv in conv_rows:
+            for sample_id, figures in per_conv.items():
+                table.add_row(
+                    label,
+                    sample_id,
+                    str(int(figures.get("n", 0))),
+                    _fmt(figures.get(f"recall_any@{cut}")),
+                    _fmt(figures.get(f"recall_all@{cut}")),
+                )
+            table.add_section()
+        console.print(table)
+
     ingest = report.get("ingest") or {}
     if ingest:
         rate = ingest.get("turns_per_second")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +149,8 @@ def run_locomo(
     timing = _Timing()
     keys = _score_keys(options, summaries=summarizer is not None)
     accs: dict[str, MetricAccumulator] = {m: MetricAccumulator(ks) for m in keys}
+    # Per conversation too: a ranking change is kept only if it holds on each one alone.
+    by_conv: dict[str, dict[str, MetricAccumulator]] = {m: {} for m in keys}
     total_turns = sum(c.turn_count for c in conversations)
     total_q = sum(len(c.questions) for c in conversations)
     total_answered = answerer.planned(conversations) if answerer is not None else 0
@@ -195,6 +197,8 @@ def run_locomo(
                         page = recall.search(q.question, mode=mode, page_size=max(ks))
                         ranked = [h.item.message_id.removeprefix(prefix) for h in page.hits]
                         accs[mode].add(q.category, ranked, q.evidence)
+                        conv_acc = by_conv[mode].setdefault(conv.sample_id, MetricAccumulator(ks))
+                        conv_acc.add(q.category, ranked, q.evidence)
                         if progress:
                             progress(f"search {mode}", 1, total_q)
                 if archival is not None:
@@ -203,6 +207,9 @@ def run_locomo(
                         for q in conv.questions:
                             ranked = archival(q.question, mode, max(ks))
                             accs[key].add(q.category, ranked, q.evidence)
+                            by_conv[key].setdefault(conv.sample_id, MetricAccumulator(ks)).add(
+                                q.category, ranked, q.evidence
+                            )
                             if progress:
                                 progress(f"search {key}", 1, total_q)
                 if summaries is not None:
@@ -226,7 +233,8 @@ def run_locomo(
         "dropped_questions": sum(c.dropped_questions for c in conversations),
         "ks": list(ks),
         "modes": {
-            key: _summary(acc, session_level=_is_session_level(key)) for key, acc in accs.items()
+            key: _summary(acc, session_level=_is_session_level(key), by_conv=by_conv[key])
+            for key, acc in accs.items()
         },
         "baseline": {"bm25": _summary(baseline)},
         "ingest": {
@@ -278,12 +286,21 @@ def _is_session_level(key: str) -> bool:
     return key.startswith(SUMMARIES_PREFIX)
 
 
-def _summary(acc: MetricAccumulator, *, session_level: bool = False) -> dict[str, Any]:
+def _summary(
+    acc: MetricAccumulator,
+    *,
+    session_level: bool = False,
+    by_conv: Mapping[str, MetricAccumulator] | None = None,
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "questions": acc.count,
         "overall": acc.overall(),
         "per_category": acc.per_category(),
     }
+    if by_conv:
+        out["per_conversation"] = {
+            sample_id: {**conv.overall(), "n": conv.count} for sample_id, conv in by_conv.items()
+        }
     if session_level:
         from langgraph_memgpt.bench.summaries import SESSION_LEVEL, SESSION_LEVEL_NOTE
 

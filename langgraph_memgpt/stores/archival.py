@@ -11,7 +11,7 @@ crowded out by closer passages it excludes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +23,7 @@ from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import is_read_only, transaction
 from langgraph_memgpt.stores.deletions import LogRow, ensure_deletions_schema, log_deletions
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
-from langgraph_memgpt.stores.fts import bm25_scores
+from langgraph_memgpt.stores.fts import bm25_scores, term_matches
 from langgraph_memgpt.stores.passages import (
     MAX_TAG_CHARS,
     NewPassage,
@@ -31,7 +31,13 @@ from langgraph_memgpt.stores.passages import (
     normalize_tags,
     prepare_passages,
 )
-from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.ranking import (
+    RARE_MATCHES,
+    Signal,
+    fuse,
+    is_question,
+    rare_term_matches,
+)
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 from langgraph_memgpt.stores.words import query_terms
@@ -396,8 +402,17 @@ class ArchivalMemory:
         pool = max(_POOL_MIN, (page + 1) * page_size * _POOL_PER_RESULT)
 
         lexical: dict[int, float] = {}
+        rare: list[Collection[int]] = []
+        questions: set[int] = set()
         if mode in ("hybrid", "fts"):
             lexical = bm25_scores(self.db, "archival_fts", "archival", terms, where, params)
+            matches = term_matches(
+                self.db, "archival_fts", "archival", terms, where, params, limit=RARE_MATCHES
+            )
+            rare = rare_term_matches(matches)
+            if rare:
+                holders = self._hits([(key, 0.0) for key in set.intersection(*map(set, rare))])
+                questions = {hit.item.id for hit in holders if is_question(hit.item.text, terms)}
         semantic: dict[int, float] = {}
         if mode in ("hybrid", "vector") and self.index is not None:
             assert self.embeddings is not None
@@ -413,13 +428,15 @@ class ArchivalMemory:
                 semantic.update(self.index.scores(qvec, missing))
 
         if mode == "fts":
-            ranked = sorted(lexical.items(), key=lambda pair: -pair[1])
+            ranked = fuse([Signal(lexical)], rare=rare, questions=questions)
             total = len(lexical)
         elif mode == "vector":
             ranked = sorted(semantic.items(), key=lambda pair: -pair[1])
             total = self._count_matching(where, params, with_vector=True)
         else:
-            ranked = minmax_fuse([lexical, semantic])
+            ranked = fuse(
+                [Signal(lexical), Signal(semantic, "similarity")], rare=rare, questions=questions
+            )
             total = self._count_matching(where, params, with_vector=True, plus_ids=lexical)
         hits = ranked[page * page_size : (page + 1) * page_size]
         return SearchPage(

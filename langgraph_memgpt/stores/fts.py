@@ -76,3 +76,29 @@ def bm25_scores(
         for rowid, score in db.conn.execute(sql, (match_phrase(term), *params, limit)):
             scores[rowid] = scores.get(rowid, 0.0) + float(score)
     return scores
+
+
+def term_matches(
+    db: sqlite_utils.Database,
+    fts_table: str,
+    base_table: str,
+    terms: Sequence[str],
+    where: str = "1",
+    params: Sequence[object] = (),
+    *,
+    limit: int,
+) -> dict[str, set[int]]:
+    """For each term, the ids (at most ``limit + 1``) of the rows holding it and passing ``where``.
+
+    What tells a rare term from a common one (``stores.ranking.rare_term_matches``): a term
+    with more than ``limit`` matches is not rare, and only its first ``limit + 1`` are read.
+    """
+    sql = (
+        f"SELECT f.rowid FROM {fts_table} AS f "
+        f"CROSS JOIN {base_table} AS b ON b.id = f.rowid "
+        f"WHERE {fts_table} MATCH ? AND ({where}) LIMIT ?"
+    )
+    return {
+        term: {int(r[0]) for r in db.conn.execute(sql, (match_phrase(term), *params, limit + 1))}
+        for term in dict.fromkeys(terms)
+    }

@@ -43,7 +43,7 @@ from langgraph_memgpt.stores.embeddings import (
     normalize,
 )
 from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
-from langgraph_memgpt.stores.fts import bm25_scores
+from langgraph_memgpt.stores.fts import bm25_scores, term_matches
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
     mentioned_dates,
@@ -58,7 +58,13 @@ from langgraph_memgpt.stores.messages import (
     searchable_text,
 )
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
-from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.ranking import (
+    RARE_MATCHES,
+    Signal,
+    fuse,
+    is_question,
+    rare_term_matches,
+)
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
@@ -308,10 +314,15 @@ class RecallMemory:
         if not use_words and not use_vectors:
             return self._listing(where, params, page, page_size, newest_first=True)
 
-        signals: list[Mapping[int, float]] = []
+        signals: list[Signal[int]] = []
+        rare: list[Collection[int]] = []
         if use_words:
             for table in ("recall_fts", "recall_context_fts"):
-                signals.append(bm25_scores(self.db, table, "recall", terms, where, params))
+                signals.append(Signal(bm25_scores(self.db, table, "recall", terms, where, params)))
+            matches = term_matches(
+                self.db, "recall_fts", "recall", terms, where, params, limit=RARE_MATCHES
+            )
+            rare = rare_term_matches(matches)
         total: int | None = None
         if use_vectors:
             k = max(VECTOR_CANDIDATES, (page + 1) * page_size)
@@ -320,11 +331,19 @@ class RecallMemory:
             if mode == "vector":  # every candidate with a vector matches by meaning
                 assert self._turn_index is not None
                 total = self._turn_index.count() if allowed is None else len(allowed)
-            signals.extend(self._vector_scores(self._topic_query(query, mode), k, allowed))
+            for scores in self._vector_scores(self._topic_query(query, mode), k, allowed):
+                signals.append(Signal(scores, "similarity"))
         if mode != "vector":
-            candidates = {key for signal in signals for key in signal}
-            signals.extend(self._mention_scores(query, where, params, candidates))
-        fused = minmax_fuse(signals)
+            candidates = {key for signal in signals for key in signal.scores}
+            for scores in self._mention_scores(query, where, params, candidates):
+                signals.append(Signal(scores))
+        questions: set[int] = set()
+        if rare:
+            holders = self._fetch_by_ids(sorted(set.intersection(*map(set, rare))))
+            questions = {
+                key for key, found in holders.items() if is_question(searchable_text(found), terms)
+            }
+        fused = fuse(signals, rare=rare, questions=questions)
         if total is None:
             total = len(fused)
         window = fused[page * page_size : (page + 1) * page_size]

@@ -6,7 +6,7 @@ filter (agent, tags, dates) applies before ranking. Tags are a ``text[]`` with a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,10 +30,17 @@ from langgraph_memgpt.stores.postgres.search import (
     Params,
     has_more_than,
     placeholders,
+    term_matches,
     vector_scores,
     word_scores,
 )
-from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.ranking import (
+    RARE_MATCHES,
+    Signal,
+    fuse,
+    is_question,
+    rare_term_matches,
+)
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
 from langgraph_memgpt.stores.words import query_terms
 
@@ -191,8 +198,16 @@ class PgArchivalMemory:
                 mode = "fts"
             pool = max(_POOL_MIN, (page + 1) * page_size * _POOL_PER_RESULT)
             lexical: dict[int, float] = {}
+            rare: list[Collection[int]] = []
+            questions: set[int] = set()
             if mode in ("hybrid", "fts"):
                 lexical = word_scores(conn, TABLE, "tsv", terms, where, params)
+                matches = term_matches(conn, TABLE, "tsv", terms, where, params, limit=RARE_MATCHES)
+                rare = rare_term_matches(matches)
+                if rare:
+                    every = set.intersection(*map(set, rare))
+                    holders = self._hits(conn, [(key, 0.0) for key in every])
+                    questions = {h.item.id for h in holders if is_question(h.item.text, terms)}
             semantic: dict[int, float] = {}
             if mode in ("hybrid", "vector") and self.embeddings is not None:
                 qvec = embed_query(self.embeddings, query)
@@ -211,13 +226,17 @@ class PgArchivalMemory:
                     ).fetchall()
                     semantic.update({int(r[0]): float(r[1]) for r in rows})
             if mode == "fts":
-                ranked = sorted(lexical.items(), key=lambda pair: -pair[1])
+                ranked = fuse([Signal(lexical)], rare=rare, questions=questions)
                 total = len(lexical)
             elif mode == "vector":
                 ranked = sorted(semantic.items(), key=lambda pair: -pair[1])
                 total = self._count(conn, f"({where}) AND b.embedding IS NOT NULL", params)
             else:
-                ranked = minmax_fuse([lexical, semantic])
+                ranked = fuse(
+                    [Signal(lexical), Signal(semantic, "similarity")],
+                    rare=rare,
+                    questions=questions,
+                )
                 total = self._count(
                     conn,
                     f"({where}) AND (b.embedding IS NOT NULL OR b.id = ANY(%s))",

@@ -35,6 +35,7 @@ from langgraph_memgpt.stores.messages import (
     message_from_row,
     normalise_role,
     prepare_message,
+    searchable_text,
 )
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import (
@@ -47,10 +48,17 @@ from langgraph_memgpt.stores.postgres.search import (
     Params,
     has_more_than,
     placeholders,
+    term_matches,
     vector_scores,
     word_scores,
 )
-from langgraph_memgpt.stores.ranking import minmax_fuse
+from langgraph_memgpt.stores.ranking import (
+    RARE_MATCHES,
+    Signal,
+    fuse,
+    is_question,
+    rare_term_matches,
+)
 from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS, VECTOR_CANDIDATES
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.words import query_terms, query_words
@@ -187,10 +195,15 @@ class PgRecallMemory:
         with self.pool.connection() as conn:
             if not use_words and not use_vectors:
                 return self._listing(conn, where, params, page, page_size, newest_first=True)
-            signals: list[Mapping[int, float]] = []
+            signals: list[Signal[int]] = []
+            rare: list[Collection[int]] = []
             if use_words:
                 for column in ("search_tsv", "context_tsv"):
-                    signals.append(word_scores(conn, TABLE, column, terms, where, params))
+                    signals.append(Signal(word_scores(conn, TABLE, column, terms, where, params)))
+                matches = term_matches(
+                    conn, TABLE, "search_tsv", terms, where, params, limit=RARE_MATCHES
+                )
+                rare = rare_term_matches(matches)
             total: int | None = None
             if use_vectors:
                 assert self.embeddings is not None
@@ -200,15 +213,22 @@ class PgRecallMemory:
                 vector = embed_query(self.embeddings, self._topic_query(conn, query, mode))
                 approximate = self._approximate(conn)
                 for column in ("embedding", "context_embedding"):
-                    signals.append(
-                        vector_scores(
-                            conn, TABLE, column, vector, k, where, params, approximate=approximate
-                        )
+                    scores = vector_scores(
+                        conn, TABLE, column, vector, k, where, params, approximate=approximate
                     )
+                    signals.append(Signal(scores, "similarity"))
             if mode != "vector":
-                candidates = {key for signal in signals for key in signal}
-                signals.extend(self._mention_scores(conn, query, where, params, candidates))
-            fused = minmax_fuse(signals)
+                candidates = {key for signal in signals for key in signal.scores}
+                for mentioned in self._mention_scores(conn, query, where, params, candidates):
+                    signals.append(Signal(mentioned))
+            questions: set[int] = set()
+            if rare:
+                every = sorted(set.intersection(*map(set, rare)))
+                holders = self._fetch_by_ids(conn, every)
+                questions = {
+                    k for k, m in holders.items() if is_question(searchable_text(m), terms)
+                }
+            fused = fuse(signals, rare=rare, questions=questions)
             if total is None:
                 total = len(fused)
             window = fused[page * page_size : (page + 1) * page_size]

@@ -5,7 +5,7 @@ term)`` and the terms are OR-ed, so any text is a valid query (never a tsquery s
 error); matches are scored with ``ts_rank`` (not BM25: see the README). Meaning: cosine
 similarity from pgvector. Both are computed over the rows that pass the search's filters
 (agent, roles, dates, tags), so ranking only ever sees candidates, and the caller fuses
-them with ``stores.ranking.minmax_fuse`` as the embedded backend does.
+them with ``stores.ranking.fuse`` as the embedded backend does.
 """
 
 from __future__ import annotations
@@ -107,3 +107,28 @@ def has_more_than(
         (agent_id, limit + 1),
     ).fetchone()
     return row is not None and int(row[0]) > limit
+
+
+def term_matches(
+    conn: psycopg.Connection[Any],
+    table: str,
+    tsv_column: str,
+    terms: Sequence[str],
+    where: str,
+    params: Params,
+    *,
+    limit: int,
+) -> dict[str, set[int]]:
+    """For each term, the ids (at most ``limit + 1``) of the rows that hold it and pass ``where``.
+
+    As ``stores.fts.term_matches``: what tells a rare term from a common one.
+    """
+    out: dict[str, set[int]] = {}
+    for term in dict.fromkeys(terms):
+        rows = conn.execute(
+            f"SELECT b.id FROM {table} AS b WHERE b.{tsv_column} @@ plainto_tsquery('english', %s) "
+            f"AND ({where}) LIMIT %s",
+            (term, *params, limit + 1),
+        ).fetchall()
+        out[term] = {int(r[0]) for r in rows}
+    return out
