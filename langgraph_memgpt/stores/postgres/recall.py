@@ -263,6 +263,45 @@ class PgRecallMemory:
             ).fetchall()
         return [_message(row) for row in reversed(rows)]
 
+    def since(self, position: int, limit: int = 200) -> list[tuple[int, RecallMessage]]:
+        """Up to ``limit`` messages recorded after ``position`` (a row id), oldest first.
+
+        Row ids come from one sequence. Two threads of one agent recording in the same
+        instant may commit out of id order, so a reader may see a later id before an
+        earlier one commits; the consolidator's next window starts after what it read.
+        """
+        if limit <= 0:
+            return []
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id > %s "
+                "ORDER BY b.id LIMIT %s",
+                (self.agent_id, int(position), int(limit)),
+            ).fetchall()
+        return [(int(row[0]), _message(row)) for row in rows]
+
+    def mark(self, name: str) -> int:
+        """The position saved under ``name`` (0 when never saved)."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT position FROM memgpt_recall_marks WHERE agent_id = %s AND name = %s",
+                (self.agent_id, pg_text(name)),
+            ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def set_mark(self, name: str, position: int) -> int:
+        """Save ``position`` under ``name``, never moving it back; returns the mark now."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "INSERT INTO memgpt_recall_marks (agent_id, name, position) VALUES (%s, %s, %s) "
+                "ON CONFLICT (agent_id, name) DO UPDATE SET "
+                "position = GREATEST(memgpt_recall_marks.position, excluded.position) "
+                "RETURNING position",
+                (self.agent_id, pg_text(name), int(position)),
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
+
     def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
         """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""
         if not self._large:
