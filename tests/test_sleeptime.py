@@ -361,3 +361,24 @@ def test_an_edit_landing_between_the_reread_and_the_write_is_not_lost(
     else:  # the text it read is gone: the rewrite is refused, the edit stands
         assert human == NOISY_HUMAN.replace("Works as a nurse", "Works as a doctor")
         assert memory.recall.mark(WATERMARK) == 0
+
+
+def test_studio_draws_the_consolidation_graph_with_its_real_edges() -> None:
+    from langgraph_memgpt.sleeptime.graph import graph
+
+    drawn = graph.get_graph()
+    assert set(drawn.nodes) == {
+        "__start__",
+        "read_new_messages",
+        "propose_rewrite",
+        "apply_rewrite",
+        "__end__",
+    }
+    assert {(e.source, e.target) for e in drawn.edges} == {
+        ("__start__", "read_new_messages"),
+        ("read_new_messages", "propose_rewrite"),
+        ("read_new_messages", "__end__"),
+        ("propose_rewrite", "apply_rewrite"),
+        ("propose_rewrite", "__end__"),
+        ("apply_rewrite", "__end__"),
+    }
