@@ -135,6 +135,10 @@ def test_a_noisy_memory_is_cleaned_as_the_model_proposes_by_the_consolidator(
         "persona": "rewritten",
     }
     assert out["archived"] == ["Ana started a pottery class"]
+    # What went is listed for review: the chatter, nothing that is still there.
+    dropped = out["proposal"]["dropped"]
+    assert {"hi there!", "thanks so much :)", "lol the weather is nice today"} <= set(dropped)
+    assert not {"Name: Ana", "Works as a nurse in Porto"} & set(dropped)
     found = memory.archival.search("pottery", tags=["consolidated"], mode="fts")
     assert [h.item.text for h in found.hits] == ["Ana started a pottery class"]
     assert memory.recall.mark(WATERMARK) == memory.recall.since(0)[-1][0]

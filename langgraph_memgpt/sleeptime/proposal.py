@@ -39,6 +39,19 @@ Put in "blocks" only the blocks you change. To empty a block on purpose, name it
 {"blocks": {"human": "Name: Ana\\nLikes hiking"}, "clear": [], "archive": ["Ana likes hiking"]}
 """
 
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "blocks": {"type": "object", "additionalProperties": {"type": "string"}},
+        "clear": {"type": "array", "items": {"type": "string"}},
+        "archive": {"type": "array", "items": {"type": "string"}, "maxItems": 12},
+    },
+    "required": ["blocks", "clear", "archive"],
+    "additionalProperties": False,
+}
+"""The answer's JSON schema: a constraint for models that decode by grammar (the embedded
+one); every model's answer is checked by `parse_proposal` whatever produced it."""
+
 
 def render_request(blocks: list[Block], transcript: list[str]) -> str:
     """The user message of the consolidation call: the blocks, then what happened since."""
@@ -66,10 +79,19 @@ class Proposal:
     """Facts to archive, stripped, de-duplicated, each at most `MAX_FACT_CHARS`."""
     problems: list[str] = field(default_factory=list)
     """One sentence per refused part."""
+    dropped: list[str] = field(default_factory=list)
+    """Lines of the rewritten blocks found nowhere in the result (blocks or archive):
+    chatter, or a fact the model lost. Nobody can tell which in general, so they are
+    listed for a person to review, not refused."""
 
     def as_state(self) -> dict[str, Any]:
         """The proposal as plain JSON for the graph's state."""
-        return {"blocks": dict(self.blocks), "clear": list(self.clear), "archive": self.archive}
+        return {
+            "blocks": dict(self.blocks),
+            "clear": list(self.clear),
+            "archive": self.archive,
+            "dropped": self.dropped,
+        }
 
 
 class MalformedAnswerError(ValueError):
@@ -164,7 +186,20 @@ def parse_proposal(text: str, blocks: Mapping[str, Block]) -> Proposal:
         elif fact.casefold() not in seen:
             seen.add(fact.casefold())
             proposal.archive.append(fact)
+    proposal.dropped = dropped_lines(blocks, proposal)
     return proposal
+
+
+def dropped_lines(blocks: Mapping[str, Block], proposal: Proposal) -> list[str]:
+    """Lines of the rewritten blocks whose text is in no block or fact afterwards."""
+    after = [proposal.blocks.get(label, block.value) for label, block in blocks.items()]
+    kept = _squash("\n".join(after + proposal.archive))
+    lines = (line for label in proposal.blocks for line in blocks[label].value.splitlines())
+    return list(dict.fromkeys(line.strip() for line in lines if _squash(line) not in kept))
+
+
+def _squash(text: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
 
 
 def _clip(text: str, limit: int = 160) -> str:

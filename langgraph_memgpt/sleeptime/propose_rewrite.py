@@ -17,8 +17,10 @@ from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel, response_format_for
 from langgraph_memgpt.main_context import context_of
 from langgraph_memgpt.sleeptime.proposal import (
+    ANSWER_SCHEMA,
     INSTRUCTIONS,
     MalformedAnswerError,
     parse_proposal,
@@ -51,7 +53,13 @@ def make_propose_rewrite(deps: Deps) -> Any:
             SystemMessage(INSTRUCTIONS),
             HumanMessage(render_request(blocks, state.get("transcript", []))),
         ]
-        answer = deps.chat_model(ctx).invoke(request)
+        model = deps.chat_model(ctx)
+        options: dict[str, Any] = {}
+        if isinstance(model, LocalToolCallingChatModel):
+            # The embedded 1.5B model often wraps JSON in prose: llama.cpp's grammar
+            # sampler keeps it to the object asked for (the checks still apply).
+            options["extra_body"] = {"response_format": response_format_for(ANSWER_SCHEMA)}
+        answer = model.invoke(request, **options)
         seen = {b.label: b.value for b in blocks}
         try:
             proposal = parse_proposal(answer_text(answer.content), {b.label: b for b in blocks})
