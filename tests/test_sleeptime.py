@@ -386,3 +386,52 @@ def test_studio_draws_the_consolidation_graph_with_its_real_edges() -> None:
         ("propose_rewrite", "__end__"),
         ("apply_rewrite", "__end__"),
     }
+
+
+def test_line_edits_drop_chatter_move_user_facts_and_merge_repeats(
+    memory_backend: MemoryBackend,
+) -> None:
+    """The answer a small model gives: line numbers, nothing rephrased, nothing else lost."""
+    memory = seeded(memory_backend)
+    model = ScriptedChatModel.from_steps(
+        [
+            json.dumps(
+                {
+                    "drop": [4, 6, 8],  # hi there!, thanks so much :), lol the weather ...
+                    "move": {"human": [2]},  # The user is allergic to peanuts.
+                    "add": {"human": ["Takes a pottery class"]},
+                    "archive": ["Ana started a pottery class"],
+                }
+            )
+        ]
+    )
+    out = consolidate(memory_backend, model)
+    prompt = str(model.calls[0][-1].content)
+    assert "[4] hi there!" in prompt and "[2] The user is allergic to peanuts." in prompt
+    assert memory.core.get("human").value == "\n".join(
+        [
+            "Name: Ana",
+            "Ana likes hiking",  # its repeat merged away
+            "Works as a nurse in Porto",
+            "The user is allergic to peanuts.",
+            "Takes a pottery class",
+        ]
+    )
+    assert memory.core.get("persona").value == "I am Sam, a helpful companion."
+    assert memory.core.history("human")[-1]["actor"] == ACTOR
+    assert out["problems"] == []
+
+
+def test_line_edits_that_name_no_line_or_empty_a_block_are_refused() -> None:
+    blocks = {
+        "persona": Block("persona", "I am Sam", "", 100),
+        "human": Block("human", "Name: Ana\nhi!", "", 100),
+    }
+    proposal = parse_proposal('{"drop": [1, 2, 3, 7]}', blocks)  # all of them, and line 7
+    assert proposal.blocks == {}
+    assert any("line 7 does not exist" in p for p in proposal.problems)
+    assert any("'persona' would be emptied" in p for p in proposal.problems)
+    assert any("'human' would be emptied" in p for p in proposal.problems)
+    assert parse_proposal('{"drop": [3]}', blocks).blocks == {"human": "Name: Ana"}
+    with pytest.raises(MalformedAnswerError, match="'drop' must be a list of line numbers"):
+        parse_proposal('{"drop": ["hi!"]}', blocks)

@@ -1,10 +1,11 @@
 """The consolidator's prompt, and the checks its answer must pass before memory changes.
 
-The model is asked for one JSON object: the core blocks it rewrites (whole new values),
-the blocks it deliberately empties, and short facts to archive. A small model often
-answers with prose, a truncated object, or a block it silently emptied; none of that may
-reach memory. `parse_proposal` turns the answer into a `Proposal` holding only the edits
-that passed, and says in words why anything was refused.
+The model is asked for one JSON object of line edits (lines to drop, lines to move to
+another block, facts to add, facts to archive), or whole new block values from a model
+that rewrites well. A small model often answers with prose, a truncated object, a line
+number that does not exist, or an edit that empties a block; none of that may reach
+memory. `parse_proposal` turns the answer into a `Proposal` holding only the edits that
+passed, and says in words why anything was refused.
 """
 
 from __future__ import annotations
@@ -23,44 +24,59 @@ MAX_FACT_CHARS = 500
 INSTRUCTIONS = """\
 You tend the long-term memory of a chat agent while it is idle.
 Core memory blocks are always in the agent's prompt, so they must be short and hold only
-lasting facts. Rewrite them:
-- merge duplicate lines into one;
-- drop chatter (greetings, thanks, small talk, remarks about the weather or the chat);
-- facts about the user belong in "human", not in "persona" ("persona" is who the agent is);
-- keep every lasting fact about the user or the agent;
-- stay within each block's character limit.
+lasting facts. Every line of a block is shown with its number, like [3].
+- drop chatter lines (greetings, thanks, small talk, remarks about the weather or the chat);
+- drop a line that repeats another one;
+- move facts about the user out of "persona" into "human" ("persona" is who the agent is);
+- add lasting facts about the user from the new messages to "human";
+- keep every lasting fact; stay within each block's character limit.
 Also list facts from the new messages worth keeping for later (one short sentence each).
 
 Answer with one JSON object and nothing else:
-{"blocks": {"<label>": "<the whole new text of the block>"}, "clear": [], \
-"archive": ["<fact>"]}
-Put in "blocks" only the blocks you change. To empty a block on purpose, name it in
-"clear" (an empty text without it is refused). Example:
-{"blocks": {"human": "Name: Ana\\nLikes hiking"}, "clear": [], "archive": ["Ana likes hiking"]}
+{"drop": [<line numbers>], "move": {"human": [<line numbers>]}, \
+"add": {"human": ["<new fact>"]}, "archive": ["<fact>"]}
+Example: {"drop": [2, 5], "move": {"human": [8]}, "add": {"human": ["Has a dog"]}, \
+"archive": ["The user got a dog in May"]}
+A model that rewrites whole blocks may instead give "blocks": {"<label>": "<new text>"};
+to empty a block on purpose, name it in "clear": ["<label>"].
 """
 
+_LINES = {"type": "array", "items": {"type": "integer"}}
+_TEXTS = {"type": "array", "items": {"type": "string"}}
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "blocks": {"type": "object", "additionalProperties": {"type": "string"}},
-        "clear": {"type": "array", "items": {"type": "string"}},
-        "archive": {"type": "array", "items": {"type": "string"}, "maxItems": 12},
+        "drop": _LINES,
+        "move": {"type": "object", "additionalProperties": _LINES},
+        "add": {"type": "object", "additionalProperties": _TEXTS},
+        "archive": {**_TEXTS, "maxItems": 12},
     },
-    "required": ["blocks", "clear", "archive"],
+    "required": ["drop", "move", "add", "archive"],
     "additionalProperties": False,
 }
-"""The answer's JSON schema: a constraint for models that decode by grammar (the embedded
-one); every model's answer is checked by `parse_proposal` whatever produced it."""
+"""The line-edit answer as a JSON schema: the grammar of models that decode by one (the
+embedded model: picking line numbers is within a 1.5B model's reach, rewriting whole
+blocks faithfully is not). Every answer is checked by `parse_proposal` all the same."""
+
+
+def numbered_lines(blocks: list[Block] | Mapping[str, Block]) -> dict[int, tuple[str, str]]:
+    """Every non-empty line of the blocks, numbered from 1 across blocks: n -> (label, line)."""
+    ordered = list(blocks.values()) if isinstance(blocks, Mapping) else blocks
+    lines = [(b.label, line) for b in ordered for line in b.value.splitlines() if line.strip()]
+    return {n: item for n, item in enumerate(lines, start=1)}
 
 
 def render_request(blocks: list[Block], transcript: list[str]) -> str:
-    """The user message of the consolidation call: the blocks, then what happened since."""
+    """The user message of the consolidation call: the numbered blocks, then what was said."""
+    numbers = numbered_lines(blocks)
     parts = ["Core memory blocks:"]
     for block in blocks:
         access = ", read-only: do not change" if block.read_only else ""
+        lines = [f"[{n}] {line}" for n, (label, line) in numbers.items() if label == block.label]
         parts.append(
             f'<block label="{block.label}" limit="{block.char_limit}"{access}>\n'
-            f"{block.value}\n</block>"
+            + "\n".join(lines)
+            + "\n</block>"
         )
     parts.append("New messages since the last consolidation:")
     parts.extend(transcript or ["(none)"])
@@ -134,22 +150,25 @@ def parse_proposal(text: str, blocks: Mapping[str, Block]) -> Proposal:
             of it is applied: a half-read answer could be a truncated one).
     """
     raw = answer_object(text)
-    unknown_keys = sorted(set(raw) - {"blocks", "clear", "archive"})
+    keys = {"blocks", "clear", "archive", "drop", "move", "add"}
+    unknown_keys = sorted(set(raw) - keys)
     if unknown_keys:
         raise MalformedAnswerError(
-            f"the answer has unknown keys {unknown_keys}; expected blocks, clear, archive"
+            f"the answer has unknown keys {unknown_keys}; expected some of {sorted(keys)}"
         )
-    new_blocks = raw.get("blocks") or {}
+    rewrites = raw.get("blocks") or {}
     clear = raw.get("clear") or []
     archive = raw.get("archive") or []
-    if not isinstance(new_blocks, dict) or not all(isinstance(v, str) for v in new_blocks.values()):
+    if not isinstance(rewrites, dict) or not all(isinstance(v, str) for v in rewrites.values()):
         raise MalformedAnswerError("'blocks' must map block labels to their new text")
     if not isinstance(clear, list) or not all(isinstance(c, str) for c in clear):
         raise MalformedAnswerError("'clear' must be a list of block labels")
     if not isinstance(archive, list):
         raise MalformedAnswerError("'archive' must be a list of facts")
+    problems: list[str] = []
+    new_blocks = {**line_edits(raw, blocks, problems), **rewrites}
 
-    proposal = Proposal()
+    proposal = Proposal(problems=problems)
     for label in clear:
         new_blocks.setdefault(label, "")
     for label, value in new_blocks.items():
@@ -188,6 +207,77 @@ def parse_proposal(text: str, blocks: Mapping[str, Block]) -> Proposal:
             proposal.archive.append(fact)
     proposal.dropped = dropped_lines(blocks, proposal)
     return proposal
+
+
+def line_edits(
+    raw: Mapping[str, Any], blocks: Mapping[str, Block], problems: list[str]
+) -> dict[str, str]:
+    """The blocks that the answer's line edits (and exact duplicates) change: label -> value.
+
+    ``drop`` removes lines, ``move`` takes lines to another block, ``add`` appends facts;
+    a line repeating one already in its block (case, spacing and punctuation ignored) is
+    merged away. Nothing is rephrased, so no fact is lost but the lines named in ``drop``.
+    Edits of read-only or unknown blocks, and unknown line numbers, become problems.
+
+    Raises:
+        MalformedAnswerError: ``drop``, ``move`` or ``add`` is not of the asked shape.
+    """
+    drop, move, add = raw.get("drop") or [], raw.get("move") or {}, raw.get("add") or {}
+    if not isinstance(drop, list) or not all(_is_int(n) for n in drop):
+        raise MalformedAnswerError("'drop' must be a list of line numbers")
+    if not isinstance(move, dict) or not all(
+        isinstance(v, list) and all(_is_int(n) for n in v) for v in move.values()
+    ):
+        raise MalformedAnswerError("'move' must map block labels to lists of line numbers")
+    if not isinstance(add, dict) or not all(
+        isinstance(v, list) and all(isinstance(t, str) for t in v) for v in add.values()
+    ):
+        raise MalformedAnswerError("'add' must map block labels to lists of new lines")
+    numbers = numbered_lines(blocks)
+    placed: dict[int, str | None] = {}  # line number -> its new block (None: dropped)
+    for n in drop:
+        placed[n] = None
+    for target, moved in move.items():
+        for n in moved:
+            placed[n] = target
+    lines: dict[str, list[str]] = {
+        b.label: [line for line in b.value.splitlines() if line.strip()] for b in blocks.values()
+    }
+    for n, target in placed.items():
+        if n not in numbers:
+            problems.append(f"line {n} does not exist; ignored")
+            continue
+        source, line = numbers[n]
+        if blocks[source].read_only:
+            problems.append(f"line {n} is in read-only block '{source}'; left as it is")
+            continue
+        if target is not None and (target not in blocks or blocks[target].read_only):
+            problems.append(f"line {n} cannot move to block '{target}'; left as it is")
+            continue
+        lines[source].remove(line)
+        if target is not None:
+            lines[target].append(line)
+    for target, facts in add.items():
+        if target not in blocks or blocks[target].read_only:
+            problems.append(f"cannot add to block '{target}'; ignored")
+            continue
+        lines[target].extend(" ".join(f.split()) for f in facts if f.strip())
+    changed: dict[str, str] = {}
+    for label, block in blocks.items():
+        if block.read_only:
+            continue
+        value = "\n".join(dict.fromkeys(lines[label]))  # exact repeats first
+        unique: dict[str, str] = {}
+        for line in value.splitlines():
+            unique.setdefault(_squash(line), line)
+        value = "\n".join(unique.values())
+        if value != "\n".join(line for line in block.value.splitlines() if line.strip()):
+            changed[label] = value
+    return changed
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def dropped_lines(blocks: Mapping[str, Block], proposal: Proposal) -> list[str]:

@@ -1,4 +1,4 @@
-"""propose_rewrite: ask the chat model for tidier core blocks and facts to archive.
+"""propose_rewrite: ask the chat model for line edits of the core blocks and facts to archive.
 
 The blocks are read here, and the values the model saw are kept in the state:
 ``apply_rewrite`` writes a block only if it still holds exactly that value. An answer

@@ -32,8 +32,8 @@ class SleepState(SleepInput, total=False):
     blocks: dict[str, str]
     """The core blocks as read before the model was asked (label -> value)."""
     proposal: dict[str, Any] | None
-    """The model's checked proposal: ``{"blocks": {label: value}, "clear": [...],
-    "archive": [...]}``; None when its answer was unusable."""
+    """The model's checked proposal: ``{"blocks": {label: new value}, "clear": [...],
+    "archive": [...], "dropped": [...]}``; None when its answer was unusable."""
     edits: list[dict[str, str]]
     """One entry per block the run considered: label, outcome (``rewritten``,
     ``unchanged``, ``kept``, ``skipped``) and the reason."""
