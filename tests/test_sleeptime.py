@@ -435,3 +435,36 @@ def test_line_edits_that_name_no_line_or_empty_a_block_are_refused() -> None:
     assert parse_proposal('{"drop": [3]}', blocks).blocks == {"human": "Name: Ana"}
     with pytest.raises(MalformedAnswerError, match="'drop' must be a list of line numbers"):
         parse_proposal('{"drop": ["hi!"]}', blocks)
+
+
+def test_sorted_lines_keep_user_facts_in_human_agent_facts_in_persona_and_drop_chatter(
+    memory_backend: MemoryBackend,
+) -> None:
+    """The embedded model's answer: one kind per numbered line (its grammar requires all)."""
+    memory = seeded(memory_backend)
+    kinds = {"1": "agent", "2": "user", "3": "user", "4": "chatter", "5": "user"}
+    kinds |= {"6": "chatter", "7": "user", "8": "chatter", "9": "user"}
+    reply = {"lines": kinds, "new_facts": ["Takes a pottery class"], "archive": []}
+    out = consolidate(memory_backend, ScriptedChatModel.from_steps([json.dumps(reply)]))
+    assert memory.core.get("persona").value == "I am Sam, a helpful companion."
+    assert memory.core.get("human").value == "\n".join(
+        [
+            "Name: Ana",
+            "Ana likes hiking",
+            "Works as a nurse in Porto",
+            "The user is allergic to peanuts.",
+            "Takes a pottery class",
+        ]
+    )
+    assert out["problems"] == []
+
+
+def test_the_embedded_model_is_held_to_one_kind_for_every_line() -> None:
+    from langgraph_memgpt.sleeptime.proposal import answer_schema
+
+    blocks = {"human": Block("human", "Name: Ana\nhi!", "", 100)}
+    lines = answer_schema(blocks)["properties"]["lines"]
+    assert lines["required"] == ["1", "2"]
+    assert lines["properties"]["2"] == {"enum": ["user", "agent", "chatter"]}
+    with pytest.raises(MalformedAnswerError, match="'lines' must map line numbers"):
+        parse_proposal('{"lines": {"1": "fact"}}', blocks)

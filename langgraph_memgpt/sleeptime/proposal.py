@@ -23,40 +23,51 @@ MAX_FACT_CHARS = 500
 
 INSTRUCTIONS = """\
 You tend the long-term memory of a chat agent while it is idle.
-Core memory blocks are always in the agent's prompt, so they must be short and hold only
-lasting facts. Every line of a block is shown with its number, like [3].
-- drop chatter lines (greetings, thanks, small talk, remarks about the weather or the chat);
-- drop a line that repeats another one;
-- move facts about the user out of "persona" into "human" ("persona" is who the agent is);
-- add lasting facts about the user from the new messages to "human";
-- keep every lasting fact; stay within each block's character limit.
-Also list facts from the new messages worth keeping for later (one short sentence each).
+Core memory blocks are always in the agent's prompt, so they must hold only lasting facts.
+Every line of a block is shown with its number, like [3]. Sort every line into one kind:
+- "user": a lasting fact about the user (name, job, family, likes, health, plans);
+- "agent": who the agent is or how it behaves;
+- "chatter": greetings, thanks, small talk, remarks about the weather or the chat.
+Lines about the user are kept in "human", lines about the agent in "persona", chatter is
+removed, and repeated lines are merged, so sort carefully: a fact sorted as chatter is lost.
+Then list lasting facts about the user found only in the new messages ("new_facts"), and
+facts worth keeping for later ("archive"), one short sentence each.
 
-Answer with one JSON object and nothing else:
-{"drop": [<line numbers>], "move": {"human": [<line numbers>]}, \
-"add": {"human": ["<new fact>"]}, "archive": ["<fact>"]}
-Example: {"drop": [2, 5], "move": {"human": [8]}, "add": {"human": ["Has a dog"]}, \
-"archive": ["The user got a dog in May"]}
-A model that rewrites whole blocks may instead give "blocks": {"<label>": "<new text>"};
-to empty a block on purpose, name it in "clear": ["<label>"].
+Answer with one JSON object and nothing else, for example:
+{"lines": {"1": "agent", "2": "user", "3": "chatter"}, \
+"new_facts": ["Has a dog called Rex"], "archive": ["The user got a dog in May"]}
 """
 
-_LINES = {"type": "array", "items": {"type": "integer"}}
+KINDS = ("user", "agent", "chatter")
+"""What a line can be: kept in ``human``, kept in ``persona``, or dropped."""
+HOME = {"user": "human", "agent": "persona"}
+
 _TEXTS = {"type": "array", "items": {"type": "string"}}
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "drop": _LINES,
-        "move": {"type": "object", "additionalProperties": _LINES},
-        "add": {"type": "object", "additionalProperties": _TEXTS},
-        "archive": {**_TEXTS, "maxItems": 12},
-    },
-    "required": ["drop", "move", "add", "archive"],
-    "additionalProperties": False,
-}
-"""The line-edit answer as a JSON schema: the grammar of models that decode by one (the
-embedded model: picking line numbers is within a 1.5B model's reach, rewriting whole
-blocks faithfully is not). Every answer is checked by `parse_proposal` all the same."""
+
+
+def answer_schema(blocks: list[Block] | Mapping[str, Block]) -> dict[str, Any]:
+    """The classification answer for these blocks as a JSON schema: one kind per line.
+
+    The grammar of models that decode by one (the embedded model): sorting numbered lines
+    is within a 1.5B model's reach, rewriting whole blocks faithfully is not, and with
+    every line required it cannot skip one. Every answer is checked by `parse_proposal`.
+    """
+    numbers = numbered_lines(blocks)
+    return {
+        "type": "object",
+        "properties": {
+            "lines": {
+                "type": "object",
+                "properties": {str(n): {"enum": list(KINDS)} for n in numbers},
+                "required": [str(n) for n in numbers],
+                "additionalProperties": False,
+            },
+            "new_facts": {**_TEXTS, "maxItems": 8},
+            "archive": {**_TEXTS, "maxItems": 8},
+        },
+        "required": ["lines", "new_facts", "archive"],
+        "additionalProperties": False,
+    }
 
 
 def numbered_lines(blocks: list[Block] | Mapping[str, Block]) -> dict[int, tuple[str, str]]:
@@ -150,7 +161,7 @@ def parse_proposal(text: str, blocks: Mapping[str, Block]) -> Proposal:
             of it is applied: a half-read answer could be a truncated one).
     """
     raw = answer_object(text)
-    keys = {"blocks", "clear", "archive", "drop", "move", "add"}
+    keys = {"blocks", "clear", "archive", "drop", "move", "add", "lines", "new_facts"}
     unknown_keys = sorted(set(raw) - keys)
     if unknown_keys:
         raise MalformedAnswerError(
@@ -233,6 +244,7 @@ def line_edits(
         isinstance(v, list) and all(isinstance(t, str) for t in v) for v in add.values()
     ):
         raise MalformedAnswerError("'add' must map block labels to lists of new lines")
+    drop, move, add = _sorted_lines(raw, blocks, list(drop), dict(move), dict(add))
     numbers = numbered_lines(blocks)
     placed: dict[int, str | None] = {}  # line number -> its new block (None: dropped)
     for n in drop:
@@ -274,6 +286,49 @@ def line_edits(
         if value != "\n".join(line for line in block.value.splitlines() if line.strip()):
             changed[label] = value
     return changed
+
+
+def _sorted_lines(
+    raw: Mapping[str, Any],
+    blocks: Mapping[str, Block],
+    drop: list[Any],
+    move: dict[str, Any],
+    add: dict[str, Any],
+) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+    """Fold the classification answer (``lines``, ``new_facts``) into drop / move / add.
+
+    A line of kind ``user`` belongs in ``human`` and one of kind ``agent`` in ``persona``
+    (when the agent has such a block; a line of another block stays where it is);
+    ``chatter`` is dropped. ``new_facts`` are added to ``human``.
+
+    Raises:
+        MalformedAnswerError: ``lines`` or ``new_facts`` is not of the asked shape.
+    """
+    kinds = raw.get("lines") or {}
+    new_facts = raw.get("new_facts") or []
+    if not isinstance(kinds, dict) or not all(k in KINDS for k in kinds.values()):
+        raise MalformedAnswerError(f"'lines' must map line numbers to one of {list(KINDS)}")
+    if not isinstance(new_facts, list) or not all(isinstance(f, str) for f in new_facts):
+        raise MalformedAnswerError("'new_facts' must be a list of facts")
+    numbers = numbered_lines(blocks)
+    for key, kind in kinds.items():
+        try:
+            n = int(key)
+        except ValueError:
+            raise MalformedAnswerError(f"'lines' key {key!r} is not a line number") from None
+        if kind == "chatter":
+            drop.append(n)
+            continue
+        home = HOME[kind]
+        if n in numbers and numbers[n][0] in HOME.values() and numbers[n][0] != home:
+            if home in blocks:
+                move.setdefault(home, []).append(n)
+    if new_facts:
+        if "human" in blocks:
+            add["human"] = [*add.get("human", []), *new_facts]
+        else:
+            raise MalformedAnswerError("'new_facts' were given but the agent has no 'human' block")
+    return drop, move, add
 
 
 def _is_int(value: Any) -> bool:

@@ -20,9 +20,9 @@ from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel, response_format_for
 from langgraph_memgpt.main_context import context_of
 from langgraph_memgpt.sleeptime.proposal import (
-    ANSWER_SCHEMA,
     INSTRUCTIONS,
     MalformedAnswerError,
+    answer_schema,
     parse_proposal,
     render_request,
 )
@@ -58,7 +58,8 @@ def make_propose_rewrite(deps: Deps) -> Any:
         if isinstance(model, LocalToolCallingChatModel):
             # The embedded 1.5B model often wraps JSON in prose: llama.cpp's grammar
             # sampler keeps it to the object asked for (the checks still apply).
-            options["extra_body"] = {"response_format": response_format_for(ANSWER_SCHEMA)}
+            schema = response_format_for(answer_schema(blocks))
+            options["extra_body"] = {"response_format": schema}
         answer = model.invoke(request, **options)
         seen = {b.label: b.value for b in blocks}
         try:
