@@ -7,7 +7,8 @@ graph with the chosen model, then, for the core blocks:
 
 * facts kept: each known fact (a few words that must appear) found in core memory, or
   in core or archival memory;
-* chatter dropped: chatter lines of the noisy blocks no longer in core memory;
+* chatter dropped: chatter lines of the noisy blocks no longer in core memory, and
+  lines holding no known fact (chatter the run itself may have added);
 * duplicates: lines appearing more than once in a block;
 * user facts left in ``persona``; characters per block; the run's problems and time.
 
@@ -108,11 +109,14 @@ def quality(memory: Memory) -> dict[str, Any]:
         name for name, words in FACTS.items() if all(w in core or w in archived for w in words)
     ]
     lines = [line.strip().casefold() for line in core.splitlines() if line.strip()]
+    probes = [w for words in FACTS.values() for w in words] + ["sam", "companion"]
+    noise = [line for line in lines if not any(w in line for w in probes)]
     return {
         "facts_in_core": f"{len(in_core)}/{len(FACTS)}",
         "facts_in_core_or_archival": f"{len(anywhere)}/{len(FACTS)}",
         "missing": sorted(set(FACTS) - set(anywhere)),
         "chatter_left": sum(1 for c in CHATTER if c.casefold() in lines),
+        "lines_without_a_known_fact": len(noise),
         "duplicate_lines": len(lines) - len(set(lines)),
         "user_facts_in_persona": int("peanut" in blocks.get("persona", "").casefold()),
         "chars": {label: len(value) for label, value in blocks.items()},
@@ -149,7 +153,13 @@ def main() -> None:
         "archived": out.get("archived"),
         "problems": out.get("problems"),
     }
-    for key in ("facts_in_core", "facts_in_core_or_archival", "chatter_left", "duplicate_lines"):
+    for key in (
+        "facts_in_core",
+        "facts_in_core_or_archival",
+        "chatter_left",
+        "lines_without_a_known_fact",
+        "duplicate_lines",
+    ):
         print(f"{key:28s} before {before[key]!s:>5}   after {after[key]!s:>5}")
     print(
         f"{'user_facts_in_persona':28s} before {before['user_facts_in_persona']!s:>5}   "

@@ -444,7 +444,8 @@ def test_sorted_lines_keep_user_facts_in_human_agent_facts_in_persona_and_drop_c
     memory = seeded(memory_backend)
     kinds = {"1": "agent", "2": "user", "3": "user", "4": "chatter", "5": "user"}
     kinds |= {"6": "chatter", "7": "user", "8": "chatter", "9": "user"}
-    reply = {"lines": kinds, "new_facts": ["Takes a pottery class"], "archive": []}
+    new_facts = ["Takes a pottery class", "Works as a nurse in Porto, Portugal"]  # 2nd: known
+    reply = {"lines": kinds, "new_facts": new_facts, "archive": []}
     out = consolidate(memory_backend, ScriptedChatModel.from_steps([json.dumps(reply)]))
     assert memory.core.get("persona").value == "I am Sam, a helpful companion."
     assert memory.core.get("human").value == "\n".join(
@@ -462,9 +463,13 @@ def test_sorted_lines_keep_user_facts_in_human_agent_facts_in_persona_and_drop_c
 def test_the_embedded_model_is_held_to_one_kind_for_every_line() -> None:
     from langgraph_memgpt.sleeptime.proposal import answer_schema
 
-    blocks = {"human": Block("human", "Name: Ana\nhi!", "", 100)}
+    blocks = {
+        "persona": Block("persona", "I am Sam", "", 100),
+        "human": Block("human", "Name: Ana\nhi!", "", 100),
+    }
     lines = answer_schema(blocks)["properties"]["lines"]
-    assert lines["required"] == ["1", "2"]
-    assert lines["properties"]["2"] == {"enum": ["user", "agent", "chatter"]}
+    assert lines["required"] == ["1", "2", "3"]
+    assert lines["properties"]["1"] == {"enum": ["user", "agent", "chatter"]}
+    assert lines["properties"]["3"] == {"enum": ["user", "chatter"]}  # never into persona
     with pytest.raises(MalformedAnswerError, match="'lines' must map line numbers"):
         parse_proposal('{"lines": {"1": "fact"}}', blocks)

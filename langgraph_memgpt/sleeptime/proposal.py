@@ -45,6 +45,16 @@ HOME = {"user": "human", "agent": "persona"}
 _TEXTS = {"type": "array", "items": {"type": "string"}}
 
 
+def _kinds_for(label: str) -> list[str]:
+    """The kinds a line of ``label`` may be given: ``human`` lines never move to ``persona``.
+
+    A small model sorting "I am Sam" as the user and the user's allergy as the agent
+    swapped the two blocks; only the move the consolidator is for (a user fact out of
+    ``persona``) is offered.
+    """
+    return ["user", "chatter"] if label == "human" else list(KINDS)
+
+
 def answer_schema(blocks: list[Block] | Mapping[str, Block]) -> dict[str, Any]:
     """The classification answer for these blocks as a JSON schema: one kind per line.
 
@@ -58,7 +68,9 @@ def answer_schema(blocks: list[Block] | Mapping[str, Block]) -> dict[str, Any]:
         "properties": {
             "lines": {
                 "type": "object",
-                "properties": {str(n): {"enum": list(KINDS)} for n in numbers},
+                "properties": {
+                    str(n): {"enum": _kinds_for(label)} for n, (label, _) in numbers.items()
+                },
                 "required": [str(n) for n in numbers],
                 "additionalProperties": False,
             },
@@ -273,7 +285,9 @@ def line_edits(
         if target not in blocks or blocks[target].read_only:
             problems.append(f"cannot add to block '{target}'; ignored")
             continue
-        lines[target].extend(" ".join(f.split()) for f in facts if f.strip())
+        for fact in (" ".join(f.split()) for f in facts if f.strip()):
+            if not any(_same_fact(fact, line) for line in lines[target]):
+                lines[target].append(fact)
     changed: dict[str, str] = {}
     for label, block in blocks.items():
         if block.read_only:
@@ -329,6 +343,17 @@ def _sorted_lines(
         else:
             raise MalformedAnswerError("'new_facts' were given but the agent has no 'human' block")
     return drop, move, add
+
+
+def _same_fact(a: str, b: str) -> bool:
+    """Whether two lines say much the same (most words of the shorter are in the other).
+
+    Keeps a block from gaining "Started a pottery class on Mondays" twice in two wordings.
+    """
+    words_a = {w for w in _squash(a).split() if len(w) > 2}
+    words_b = {w for w in _squash(b).split() if len(w) > 2}
+    shorter = min(len(words_a), len(words_b))
+    return shorter > 0 and len(words_a & words_b) / shorter >= 0.6
 
 
 def _is_int(value: Any) -> bool:
