@@ -267,7 +267,7 @@ def line_edits(
     lines: dict[str, list[str]] = {
         b.label: [line for line in b.value.splitlines() if line.strip()] for b in blocks.values()
     }
-    for n, target in placed.items():
+    for n, dest in placed.items():
         if n not in numbers:
             problems.append(f"line {n} does not exist; ignored")
             continue
@@ -275,12 +275,12 @@ def line_edits(
         if blocks[source].read_only:
             problems.append(f"line {n} is in read-only block '{source}'; left as it is")
             continue
-        if target is not None and (target not in blocks or blocks[target].read_only):
-            problems.append(f"line {n} cannot move to block '{target}'; left as it is")
+        if dest is not None and (dest not in blocks or blocks[dest].read_only):
+            problems.append(f"line {n} cannot move to block '{dest}'; left as it is")
             continue
         lines[source].remove(line)
-        if target is not None:
-            lines[target].append(line)
+        if dest is not None:
+            lines[dest].append(line)
     for target, facts in add.items():
         if target not in blocks or blocks[target].read_only:
             problems.append(f"cannot add to block '{target}'; ignored")
