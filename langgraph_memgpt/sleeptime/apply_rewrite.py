@@ -51,7 +51,10 @@ def make_apply_rewrite(deps: Deps) -> Any:
         retry = False
         for label, new in dict(proposal.get("blocks", {})).items():
             old = seen.get(label)
-            current = memory.core.get(label).value
+            try:
+                current: str | None = memory.core.get(label).value
+            except BlockEditError:  # the block was removed meanwhile
+                current = None
             if old is None or current != old:
                 retry = True
                 edits.append(_edit(label, "skipped", "changed by a conversation since it was read"))
