@@ -14,7 +14,8 @@ graph with the chosen model, then, for the core blocks:
 
 Run (embedded model; ~1 model call, minutes on 2 shared cores):
 ``PYTHONPATH=. .venv/bin/python benchmarks/sleeptime_quality.py --model local``
-Smoke run with a scripted answer: ``--model scripted:<file.json>``.
+The pipeline's ceiling, an ideal answer replayed:
+``--model scripted:benchmarks/sleeptime_ideal_answer.json``.
 """
 
 from __future__ import annotations
