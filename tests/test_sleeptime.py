@@ -473,3 +473,45 @@ def test_the_embedded_model_is_held_to_one_kind_for_every_line() -> None:
     assert lines["properties"]["3"] == {"enum": ["user", "chatter"]}  # never into persona
     with pytest.raises(MalformedAnswerError, match="'lines' must map line numbers"):
         parse_proposal('{"lines": {"1": "fact"}}', blocks)
+
+
+def test_on_postgres_a_read_waits_for_an_earlier_message_still_being_recorded(
+    postgres_url: str,
+) -> None:
+    """Ids can commit out of order; `since` must not hand out id N+1 while N is in flight."""
+    import threading
+
+    import psycopg
+
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+
+    backend = PostgresBackend(postgres_url, embedding_model="none")
+    try:
+        memory = backend.open(AGENT)
+        recall: Any = memory.recall
+        with psycopg.connect(postgres_url) as writer:  # a recording still in flight
+            writer.execute("SELECT pg_advisory_xact_lock_shared(%s)", (recall._writers_key(),))
+            writer.execute(
+                "INSERT INTO memgpt_recall (agent_id, thread_id, message_id, role, text, "
+                "created_at, searchable) VALUES (%s, 't1', 'early', 'user', 'I am first', "
+                "'2026-11-30T10:00:00+00:00', true)",
+                (AGENT,),
+            )
+            add_turns(memory, [("user", "I am second")], start=1)  # commits a larger id
+            read: list[Any] = []
+            reader = threading.Thread(target=lambda: read.extend(memory.recall.since(0)))
+            reader.start()
+            with psycopg.connect(postgres_url, autocommit=True) as watcher:
+                for _ in range(600):  # until the reader waits on the writers' lock
+                    waiting = watcher.execute(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                    ).fetchone()
+                    if waiting and waiting[0]:
+                        break
+                    reader.join(0.05)
+            assert reader.is_alive(), "the read did not wait for the message in flight"
+            writer.commit()
+        reader.join(30)
+        assert [m.text for _, m in read] == ["I am first", "I am second"]
+    finally:
+        backend.close()

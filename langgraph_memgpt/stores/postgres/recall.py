@@ -10,6 +10,7 @@ compute a neighbour's context from half of the other's messages.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -103,6 +104,8 @@ class PgRecallMemory:
             return 0
         threads = sorted({pg_text(p.message.thread_id) for p in prepared})
         with self.pool.connection() as conn, conn.transaction():
+            # Shared: writers of one agent run side by side; `since` waits for them all.
+            conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._writers_key(),))
             for thread_id in threads:  # sorted: two writers never wait on each other in a cycle
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
@@ -266,19 +269,27 @@ class PgRecallMemory:
     def since(self, position: int, limit: int = 200) -> list[tuple[int, RecallMessage]]:
         """Up to ``limit`` messages recorded after ``position`` (a row id), oldest first.
 
-        Row ids come from one sequence. Two threads of one agent recording in the same
-        instant may commit out of id order, so a reader may see a later id before an
-        earlier one commits; the consolidator's next window starts after what it read.
+        Row ids come from one sequence, but two threads of one agent recording at once may
+        commit out of id order: a reader seeing id 11 before id 10 commits would resume
+        after 11 and never see 10. So the read first takes the agent's writers' lock
+        exclusively: it waits until every write in flight has committed, and an id given
+        out after that is larger than any the reader can see.
         """
         if limit <= 0:
             return []
-        with self.pool.connection() as conn:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._writers_key(),))
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id > %s "
                 "ORDER BY b.id LIMIT %s",
                 (self.agent_id, int(position), int(limit)),
             ).fetchall()
         return [(int(row[0]), _message(row)) for row in rows]
+
+    def _writers_key(self) -> int:
+        """The advisory lock key of this agent's recall writers (see `since`)."""
+        digest = hashlib.blake2b(f"memgpt-recall-writers:{self.agent_id}".encode(), digest_size=8)
+        return int.from_bytes(digest.digest(), "big", signed=True)
 
     def mark(self, name: str) -> int:
         """The position saved under ``name`` (0 when never saved)."""
