@@ -58,7 +58,10 @@ def langgraph_config() -> dict[str, Any]:
     """The ``langgraph.json`` that serves the agent (the repository's file holds the same)."""
     return {
         "dependencies": ["."],
-        "graphs": {GRAPH_ID: "langgraph_memgpt.server:graph"},
+        "graphs": {
+            GRAPH_ID: "langgraph_memgpt.server:graph",
+            "memgpt_sleeptime": "langgraph_memgpt.sleeptime.server:graph",
+        },
         "checkpointer": {"path": "langgraph_memgpt.server.checkpointer"},
         "http": {"app": "langgraph_memgpt.web:app"},
         "env": dict(OFFLINE_ENV),

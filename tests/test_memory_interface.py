@@ -20,6 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "langgraph_memgpt"
 ENGINES = {"sqlite3", "sqlite_utils", "faiss", "psycopg"}
 SPEAKS_THE_INTERFACE = [
     *sorted((PACKAGE / "nodes").glob("*.py")),
+    *sorted((PACKAGE / "sleeptime").glob("*.py")),
     PACKAGE / "tools.py",
     PACKAGE / "auto_search.py",
     PACKAGE / "main_context.py",

@@ -150,6 +150,23 @@ class RecallStore(Protocol):
         """Forget every message of the agent (as ``delete``, one log entry); returns how many."""
         ...
 
+    def since(self, position: int, limit: int = 200) -> list[tuple[int, RecallMessage]]:
+        """Up to ``limit`` messages recorded after ``position``, in recording order.
+
+        Each comes with its own position (a number that only grows as messages are
+        recorded), so a reader such as the sleep-time consolidator can resume after the
+        last message it handled.
+        """
+        ...
+
+    def mark(self, name: str) -> int:
+        """The position saved under ``name`` by `set_mark` (0 when never saved)."""
+        ...
+
+    def set_mark(self, name: str, position: int) -> int:
+        """Save ``position`` under ``name``; never moves a mark back. Returns the mark now."""
+        ...
+
 
 class ArchivalStore(Protocol):
     """Passages one agent chose to keep (and eviction summaries), searchable."""

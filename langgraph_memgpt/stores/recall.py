@@ -66,6 +66,7 @@ from langgraph_memgpt.stores.ranking import (
     rare_term_matches,
 )
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
+from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 from langgraph_memgpt.stores.words import query_terms, query_words
@@ -574,6 +575,43 @@ class RecallMemory:
         """The messages that were never deleted (a deleted one is never recorded again)."""
         forgotten = forgotten_among(self.db, self.agent_id, [_key(p) for p in prepared])
         return [p for p in prepared if _key(p) not in forgotten] if forgotten else prepared
+
+    def since(self, position: int, limit: int = 200) -> list[tuple[int, RecallMessage]]:
+        """Up to ``limit`` messages recorded after ``position`` (a row id), oldest first.
+
+        Row ids grow with every insert, and SQLite has one writer at a time, so a reader
+        that resumes after the largest id it saw misses nothing recorded since.
+        """
+        if limit <= 0:
+            return []
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? AND id > ? ORDER BY id LIMIT ?",
+            (self.agent_id, int(position), int(limit)),
+        ).fetchall()
+        return [(int(row[0]), _message(row)) for row in rows]
+
+    def mark(self, name: str) -> int:
+        """The position saved under ``name`` (0 when never saved)."""
+        row = self.db.conn.execute(
+            "SELECT position FROM recall_marks WHERE agent_id = ? AND name = ?",
+            (self.agent_id, valid_text(name)),
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def set_mark(self, name: str, position: int) -> int:
+        """Save ``position`` under ``name``, never moving it back; returns the mark now.
+
+        Never back: two readers finishing out of order (an older run last) must not make
+        the next run read everything again.
+        """
+        with transaction(self.db):
+            self.db.conn.execute(
+                "INSERT INTO recall_marks (agent_id, name, position) VALUES (?, ?, ?) "
+                "ON CONFLICT (agent_id, name) DO UPDATE SET "
+                "position = MAX(position, excluded.position)",
+                (self.agent_id, valid_text(name), int(position)),
+            )
+        return self.mark(name)
 
     # -- internals: writing ----------------------------------------------------------
 

@@ -51,6 +51,14 @@ SCHEMA = (
         INSERT INTO recall_context_fts (rowid, context)
             SELECT new.id, new.context WHERE new.context IS NOT NULL;
     END""",
+    # Named positions in the agent's recall (a reader's watermark, e.g. the sleep-time
+    # consolidator's "read up to here"): `RecallMemory.mark` / `set_mark`.
+    """CREATE TABLE IF NOT EXISTS recall_marks (
+        agent_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (agent_id, name)
+    )""",
     """CREATE TRIGGER IF NOT EXISTS recall_delete AFTER DELETE ON recall BEGIN
         INSERT INTO recall_context_fts (recall_context_fts, rowid, context)
             SELECT 'delete', old.id, old.context WHERE old.context IS NOT NULL;

@@ -113,6 +113,14 @@ SCHEMA: tuple[str, ...] = (
     "ALTER TABLE memgpt_archival ADD COLUMN IF NOT EXISTS key text",
     """CREATE UNIQUE INDEX IF NOT EXISTS memgpt_archival_key
         ON memgpt_archival (agent_id, key) WHERE key IS NOT NULL""",
+    # Named positions in an agent's recall (a reader's watermark, e.g. the sleep-time
+    # consolidator's "read up to here"): PgRecallMemory.mark / set_mark.
+    """CREATE TABLE IF NOT EXISTS memgpt_recall_marks (
+        agent_id text NOT NULL,
+        name text NOT NULL,
+        position bigint NOT NULL,
+        PRIMARY KEY (agent_id, name)
+    )""",
     """CREATE TABLE IF NOT EXISTS memgpt_embeddings (
         agent_id text PRIMARY KEY,
         model text NOT NULL,

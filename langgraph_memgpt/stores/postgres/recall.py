@@ -10,6 +10,7 @@ compute a neighbour's context from half of the other's messages.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -117,6 +118,8 @@ class PgRecallMemory:
             return 0
         threads = sorted({pg_text(p.message.thread_id) for p in prepared})
         with self.pool.connection() as conn, conn.transaction():
+            # Shared: writers of one agent run side by side; `since` waits for them all.
+            conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._writers_key(),))
             self._lock_threads(conn, threads)
             # A deleted message is never recorded again (a re-recorded queue still holds it).
             forgotten = forgotten_among(
@@ -442,6 +445,53 @@ class PgRecallMemory:
             pooled.append((vector, item_id))
         with conn.cursor() as cursor:
             cursor.executemany(f"UPDATE {TABLE} SET context_embedding = %s WHERE id = %s", pooled)
+
+    def since(self, position: int, limit: int = 200) -> list[tuple[int, RecallMessage]]:
+        """Up to ``limit`` messages recorded after ``position`` (a row id), oldest first.
+
+        Row ids come from one sequence, but two threads of one agent recording at once may
+        commit out of id order: a reader seeing id 11 before id 10 commits would resume
+        after 11 and never see 10. So the read first takes the agent's writers' lock
+        exclusively: it waits until every write in flight has committed, and an id given
+        out after that is larger than any the reader can see.
+        """
+        if limit <= 0:
+            return []
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._writers_key(),))
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id > %s "
+                "ORDER BY b.id LIMIT %s",
+                (self.agent_id, int(position), int(limit)),
+            ).fetchall()
+        return [(int(row[0]), _message(row)) for row in rows]
+
+    def _writers_key(self) -> int:
+        """The advisory lock key of this agent's recall writers (see `since`)."""
+        digest = hashlib.blake2b(f"memgpt-recall-writers:{self.agent_id}".encode(), digest_size=8)
+        return int.from_bytes(digest.digest(), "big", signed=True)
+
+    def mark(self, name: str) -> int:
+        """The position saved under ``name`` (0 when never saved)."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT position FROM memgpt_recall_marks WHERE agent_id = %s AND name = %s",
+                (self.agent_id, pg_text(name)),
+            ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def set_mark(self, name: str, position: int) -> int:
+        """Save ``position`` under ``name``, never moving it back; returns the mark now."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "INSERT INTO memgpt_recall_marks (agent_id, name, position) VALUES (%s, %s, %s) "
+                "ON CONFLICT (agent_id, name) DO UPDATE SET "
+                "position = GREATEST(memgpt_recall_marks.position, excluded.position) "
+                "RETURNING position",
+                (self.agent_id, pg_text(name), int(position)),
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
 
     def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
         """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""

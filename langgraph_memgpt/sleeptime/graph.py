@@ -1,0 +1,80 @@
+"""Wires the sleep-time consolidation graph (``memgpt_sleeptime`` in ``langgraph.json``).
+
+START → read_new_messages ─┬─(nothing new said)──────────────→ END
+                           └→ propose_rewrite ─┬─(malformed answer)→ END
+                                               └→ apply_rewrite → END
+
+It tends one agent's memory between conversations (MemGPT's agent has no idle time;
+Letta's sleep-time agents do this in the background): the same `Context` as the chat
+graph picks the agent, the model and the memory, so it runs beside a conversation, in
+Studio, on a server cron, or mounted as a node of a parent graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.sleeptime.apply_rewrite import make_apply_rewrite
+from langgraph_memgpt.sleeptime.propose_rewrite import make_propose_rewrite
+from langgraph_memgpt.sleeptime.read_new_messages import make_read_new_messages
+from langgraph_memgpt.sleeptime.state import SleepInput, SleepState
+from langgraph_memgpt.stores.base import MemoryBackend
+
+GRAPH_ID = "memgpt_sleeptime"
+
+
+def build_sleeptime_graph(
+    *,
+    model: BaseChatModel | None = None,
+    embeddings: Embeddings | None = None,
+    memory: MemoryBackend | None = None,
+    agent_id: str | None = None,
+) -> StateGraph[SleepState, Context, SleepInput, SleepState]:
+    """Return the uncompiled consolidation graph; the caller compiles it.
+
+    Args:
+        model: chat model that proposes the rewrite; when None, ``Context.model``.
+        embeddings: embeddings for archival inserts; when None, ``Context.embedding_model``.
+        memory: the memory backend (as for ``build_graph``); when None, the embedded
+            SQLite + FAISS backend in ``Context.data_dir``.
+        agent_id: the agent this graph always tends; None: the run context's ``agent_id``.
+    """
+    return assemble_sleeptime(
+        context_schema=Context,
+        model=model,
+        embeddings=embeddings,
+        memory=memory,
+        agent_id=agent_id,
+    )
+
+
+def assemble_sleeptime(
+    *,
+    context_schema: type[Any],
+    model: BaseChatModel | None,
+    embeddings: Embeddings | None,
+    memory: MemoryBackend | None,
+    agent_id: str | None = None,
+) -> StateGraph[SleepState, Any, SleepInput, SleepState]:
+    """The graph with ``context_schema`` (`Context`, or a served graph's client schema)."""
+    deps = Deps(model=model, embeddings=embeddings, backend=memory, agent_id=agent_id)
+    builder: StateGraph[SleepState, Any, SleepInput, SleepState] = StateGraph(
+        SleepState, input_schema=SleepInput, output_schema=SleepState, context_schema=context_schema
+    )
+    builder.add_node("read_new_messages", make_read_new_messages(deps))
+    builder.add_node("propose_rewrite", make_propose_rewrite(deps))
+    builder.add_node("apply_rewrite", make_apply_rewrite(deps))
+    builder.add_edge(START, "read_new_messages")
+    builder.add_edge("apply_rewrite", END)
+    return builder
+
+
+graph = build_sleeptime_graph().compile(name=GRAPH_ID)
+"""The library graph, every Context field settable by the caller. Serve
+``langgraph_memgpt.sleeptime.server:graph`` (what ``langgraph.json`` names) instead."""

@@ -1,0 +1,59 @@
+"""The served consolidation graph (``langgraph_memgpt.sleeptime.server:graph``).
+
+Configured like the served chat graph (`langgraph_memgpt.server`): data directory, chat
+model, embeddings and database come from the server's environment; a client's run
+context may set only `CLIENT_FIELDS` (``agent_id`` above all), and a context that tries
+more is refused with the fields it may set.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph.state import CompiledStateGraph
+from langgraph_sdk.runtime import ServerRuntime
+
+from langgraph_memgpt.context import ServerSettings, check_client_context, client_context_schema
+from langgraph_memgpt.server import GraphFactory, server_memory
+from langgraph_memgpt.sleeptime.graph import GRAPH_ID, assemble_sleeptime
+from langgraph_memgpt.stores.base import MemoryBackend
+
+
+def served_sleeptime_graph(
+    settings: ServerSettings | None = None,
+    *,
+    model: BaseChatModel | None = None,
+    embeddings: Embeddings | None = None,
+    memory: MemoryBackend | None = None,
+) -> GraphFactory:
+    """A graph factory for ``langgraph.json``: the consolidator, configured by the server."""
+    settings = settings if settings is not None else ServerSettings.from_env()
+    compiled = assemble_sleeptime(
+        context_schema=client_context_schema(settings),
+        model=model,
+        embeddings=embeddings,
+        memory=memory if memory is not None else server_memory(settings, embeddings),
+    ).compile(name=GRAPH_ID)
+
+    def graph(runtime: ServerRuntime[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
+        execution = runtime.execution_runtime
+        if execution is not None:
+            check_client_context(execution.context, settings)
+        return compiled
+
+    return graph
+
+
+@functools.cache
+def _from_env() -> GraphFactory:
+    return served_sleeptime_graph()
+
+
+# The annotation is resolved at run time: LangGraph passes the ServerRuntime only to a
+# factory whose parameter is annotated with it.
+def graph(runtime: ServerRuntime[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The served consolidation graph, built from the environment on first use."""
+    return _from_env()(runtime)
