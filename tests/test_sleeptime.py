@@ -8,6 +8,7 @@ losing an edit a conversation made meanwhile. Run on both memory backends.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -116,6 +117,22 @@ def test_recall_gives_messages_after_a_position_and_keeps_marks(
     assert memory.recall.mark("reader") == positions[2]
     assert memory_backend.open("bob").recall.mark("reader") == 0  # per agent
     assert memory_backend.open("bob").recall.since(0) == []
+
+
+def test_a_message_recorded_after_the_newest_was_forgotten_is_still_after_the_mark(
+    memory_backend: MemoryBackend,
+) -> None:
+    """Deleting the newest messages must not hand their positions out again: a reader
+    resuming after its mark would skip the next message for good."""
+    memory = seeded(memory_backend)
+    rows = memory.recall.since(0)
+    top, newest = rows[-1]
+    memory.recall.set_mark("reader", top)
+    memory.recall.delete([newest.message_id], thread_id=newest.thread_id)
+    memory.recall.add([replace(newest, message_id="after-forget", text="New fact after.")])
+    after = memory.recall.since(memory.recall.mark("reader"))
+    assert [m.text for _, m in after] == ["New fact after."]
+    assert after[0][0] > top
 
 
 def test_a_noisy_memory_is_cleaned_as_the_model_proposes_by_the_consolidator(

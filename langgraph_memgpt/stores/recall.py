@@ -28,7 +28,7 @@ import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.dates import date_range_sql, day_after_iso, shift_day
-from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
 from langgraph_memgpt.stores.deletions import (
     LogRow,
     ensure_deletions_schema,
@@ -74,6 +74,8 @@ from langgraph_memgpt.stores.words import query_terms, query_words
 SearchMode = Literal["hybrid", "fts", "vector"]
 
 TIER = "recall"
+_ID_FLOOR = "recall_id_floor"
+"""Meta key: the largest recall row id ever given out, once the newest rows were deleted."""
 CONTEXT_RADIUS = 2
 """Neighbours on each side that make up a message's context (measured best: 2)."""
 VECTOR_CANDIDATES = 50
@@ -536,6 +538,7 @@ class RecallMemory:
             "DELETE FROM recall WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(rowids),),
         )
+        self._never_reuse(max(rowids))
         remember_forgotten(self.db, self.agent_id, ((m.thread_id, m.message_id) for m in deleted))
         log_deletions(self.db, self.agent_id, actor, log)
         changed: list[_Row] = []
@@ -717,13 +720,35 @@ class RecallMemory:
         vectors = embed_texts(self.embeddings, ordered)
         return dict(zip(ordered, vectors, strict=True))
 
+    def _never_reuse(self, deleted_top: int) -> None:
+        """Keep row ids growing after the newest rows were deleted.
+
+        SQLite gives a new row the largest id + 1, so deleting the newest rows would hand
+        their ids out again: a reader resuming after a position (`since`, the sleep-time
+        watermark) would skip the new message, and a vector cache keyed by id could hold a
+        stale entry for it. The largest id ever given out is kept as a floor instead.
+        """
+        if deleted_top > self._top_id():
+            set_meta(self.db, _ID_FLOOR, str(max(deleted_top, self._id_floor())))
+
+    def _top_id(self) -> int:
+        row = self.db.conn.execute("SELECT COALESCE(MAX(id), 0) FROM recall").fetchone()
+        return int(row[0])
+
+    def _id_floor(self) -> int:
+        return int(get_meta(self.db, _ID_FLOOR) or 0)
+
     def _insert_row(self, item: PreparedMessage) -> int:
         m = item.message
+        floor = self._id_floor()
+        # Above the floor of deleted ids (see `_never_reuse`); NULL: SQLite's own next id.
+        explicit = floor + 1 if floor and floor >= self._top_id() else None
         cursor = self.db.conn.execute(
-            "INSERT INTO recall (agent_id, thread_id, message_id, role, name, "
+            "INSERT INTO recall (id, agent_id, thread_id, message_id, role, name, "
             "text, tool_calls, created_at, turn, searchable) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
+                explicit,
                 self.agent_id,
                 m.thread_id,
                 m.message_id,
