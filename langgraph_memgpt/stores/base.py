@@ -46,6 +46,20 @@ class CoreStore(Protocol):
         """
         ...
 
+    def attach(self, label: str, owner_id: str) -> Block:
+        """Show agent ``owner_id``'s block ``label`` in this agent's core memory (shared).
+
+        One block for every agent it is attached to: an edit by any of them is what all of
+        them read on their next turn; its history holds every edit; its ``read_only`` flag
+        holds for all. Nothing else of the owner's memory becomes visible. Refused (a
+        ``BlockEditError``) when the owner has no such block or this agent has its own.
+        """
+        ...
+
+    def detach(self, label: str) -> None:
+        """Stop showing a shared block here (the block itself stays with its owner)."""
+        ...
+
     def ensure_defaults(self, persona: str = "", human: str = "") -> None:
         """Create the ``persona`` and ``human`` blocks if missing (idempotent)."""
         ...

@@ -56,6 +56,23 @@ CREATE INDEX IF NOT EXISTS core_block_history_by_block
     ON core_block_history (agent_id, label, id);
 CREATE INDEX IF NOT EXISTS core_block_history_newest
     ON core_block_history (agent_id, id, actor);
+CREATE TABLE IF NOT EXISTS core_block_links (
+    agent_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    owner_id TEXT NOT NULL,
+    PRIMARY KEY (agent_id, label)
+);
+CREATE INDEX IF NOT EXISTS core_block_links_by_owner ON core_block_links (owner_id, label);
+"""
+_BLOCK_COLUMNS = "b.label, b.value, b.description, b.char_limit, b.read_only"
+# This agent's blocks, then the blocks shared with it (attached), each in creation order.
+_VISIBLE = f"""
+SELECT {_BLOCK_COLUMNS}, b.agent_id, 0 AS shared, b.rowid AS n FROM core_blocks AS b
+WHERE b.agent_id = :agent
+UNION ALL
+SELECT {_BLOCK_COLUMNS}, b.agent_id, 1 AS shared, l.rowid AS n FROM core_block_links AS l
+JOIN core_blocks AS b ON b.agent_id = l.owner_id AND b.label = l.label
+WHERE l.agent_id = :agent
 """
 
 
@@ -83,13 +100,11 @@ class CoreMemory:
     # -- reading ---------------------------------------------------------------------
 
     def blocks(self) -> list[Block]:
-        """Return every block of the agent, in creation order."""
+        """Return every block of the agent (its own, then those shared with it), in order."""
         rows = self.db.conn.execute(
-            "SELECT label, value, description, char_limit, read_only FROM core_blocks "
-            "WHERE agent_id = ? ORDER BY rowid",
-            (self.agent_id,),
+            f"SELECT * FROM ({_VISIBLE}) ORDER BY shared, n", {"agent": self.agent_id}
         ).fetchall()
-        return [_block(row) for row in rows]
+        return [_block(row[:5]) for row in rows]
 
     def get(self, label: str) -> Block:
         """Return the block called ``label``.
@@ -103,11 +118,14 @@ class CoreMemory:
         return block
 
     def history(self, label: str) -> list[dict[str, Any]]:
-        """Return every change of block ``label``, oldest first (empty for an unknown label)."""
+        """Return every change of block ``label``, oldest first (empty for an unknown label).
+
+        A shared block's history is the block's own: every attached agent's edits.
+        """
         cursor = self.db.conn.execute(
             "SELECT id, label, old_value, new_value, actor, op, created_at "
             "FROM core_block_history WHERE agent_id = ? AND label = ? ORDER BY id",
-            (self.agent_id, label),
+            (self._owner(label), label),
         )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -115,7 +133,10 @@ class CoreMemory:
     def last_modified(self) -> str | None:
         """Return when any block of the agent last changed (ISO-8601 UTC), or None if none exist."""
         row = self.db.conn.execute(
-            "SELECT MAX(updated_at) FROM core_blocks WHERE agent_id = ?", (self.agent_id,)
+            "SELECT MAX(updated_at) FROM core_blocks AS b WHERE b.agent_id = :agent "
+            "OR EXISTS (SELECT 1 FROM core_block_links AS l WHERE l.agent_id = :agent "
+            "AND l.owner_id = b.agent_id AND l.label = b.label)",
+            {"agent": self.agent_id},
         ).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
@@ -125,12 +146,67 @@ class CoreMemory:
         One walk back over the agent's changes in ``core_block_history_newest`` (which holds
         the actor, so no row is read), stopping at the first change by someone else.
         """
+        actor = valid_text(other_than)
         row = self.db.conn.execute(
             "SELECT id FROM core_block_history "
             "WHERE agent_id = ? AND actor <> ? ORDER BY id DESC LIMIT 1",
-            (self.agent_id, valid_text(other_than)),
+            (self.agent_id, actor),
         ).fetchone()
-        return None if row is None else int(row[0])
+        newest = None if row is None else int(row[0])
+        for owner, label in self._links():  # a shared block changes by other agents too
+            row = self.db.conn.execute(
+                "SELECT MAX(id) FROM core_block_history "
+                "WHERE agent_id = ? AND label = ? AND actor <> ?",
+                (owner, label, actor),
+            ).fetchone()
+            if row is not None and row[0] is not None:
+                newest = max(newest or 0, int(row[0]))
+        return newest
+
+    # -- sharing ---------------------------------------------------------------------
+
+    def attach(self, label: str, owner_id: str) -> Block:
+        """Show agent ``owner_id``'s block ``label`` in this agent's core memory (shared).
+
+        One block, seen by every agent it is attached to: an edit by any of them (or by
+        its owner) is what all of them see on their next turn, and its history holds every
+        edit. Its ``read_only`` flag applies to all. Attaching again changes nothing.
+
+        Raises:
+            BlockEditError: the owner has no such block, or this agent has its own block
+                with that label.
+        """
+        with transaction(self.db):
+            own = self.db.conn.execute(
+                "SELECT 1 FROM core_blocks WHERE agent_id = ? AND label = ?",
+                (self.agent_id, label),
+            ).fetchone()
+            if own is not None and owner_id != self.agent_id:
+                raise BlockEditError(
+                    f"Attach failed: agent '{self.agent_id}' has its own block '{label}'."
+                )
+            block = self.db.conn.execute(
+                "SELECT label, value, description, char_limit, read_only FROM core_blocks "
+                "WHERE agent_id = ? AND label = ?",
+                (owner_id, label),
+            ).fetchone()
+            if block is None:
+                raise BlockEditError(f"Attach failed: agent '{owner_id}' has no block '{label}'.")
+            if owner_id != self.agent_id:
+                self.db.conn.execute(
+                    "INSERT INTO core_block_links (agent_id, label, owner_id) VALUES (?, ?, ?) "
+                    "ON CONFLICT (agent_id, label) DO UPDATE SET owner_id = excluded.owner_id",
+                    (self.agent_id, label, owner_id),
+                )
+            return _block(block)
+
+    def detach(self, label: str) -> None:
+        """Stop showing a shared block in this agent's core memory (the block stays)."""
+        with transaction(self.db):
+            self.db.conn.execute(
+                "DELETE FROM core_block_links WHERE agent_id = ? AND label = ?",
+                (self.agent_id, label),
+            )
 
     # -- creating --------------------------------------------------------------------
 
@@ -273,6 +349,11 @@ class CoreMemory:
                 "DELETE FROM core_block_history WHERE agent_id = ?", (self.agent_id,)
             ).rowcount
             self.db.conn.execute("DELETE FROM core_blocks WHERE agent_id = ?", (self.agent_id,))
+            # Its links, and other agents' links to its (now deleted) blocks.
+            self.db.conn.execute(
+                "DELETE FROM core_block_links WHERE agent_id = :agent OR owner_id = :agent",
+                {"agent": self.agent_id},
+            )
             if count or edits:
                 detail = f"{count} blocks, {edits} history entries"
                 log_deletions(
@@ -284,11 +365,24 @@ class CoreMemory:
 
     def _find(self, label: str) -> Block | None:
         row = self.db.conn.execute(
-            "SELECT label, value, description, char_limit, read_only FROM core_blocks "
-            "WHERE agent_id = ? AND label = ?",
-            (self.agent_id, valid_text(label)),
+            f"SELECT * FROM ({_VISIBLE}) WHERE label = :label ORDER BY shared LIMIT 1",
+            {"agent": self.agent_id, "label": valid_text(label)},
         ).fetchone()
-        return None if row is None else _block(row)
+        return None if row is None else _block(row[:5])
+
+    def _owner(self, label: str) -> str:
+        """Whose row block ``label`` is for this agent: its own, or the sharing owner's."""
+        row = self.db.conn.execute(
+            f"SELECT agent_id FROM ({_VISIBLE}) WHERE label = :label ORDER BY shared LIMIT 1",
+            {"agent": self.agent_id, "label": valid_text(label)},
+        ).fetchone()
+        return self.agent_id if row is None else str(row[0])
+
+    def _links(self) -> list[tuple[str, str]]:
+        rows = self.db.conn.execute(
+            "SELECT owner_id, label FROM core_block_links WHERE agent_id = ?", (self.agent_id,)
+        ).fetchall()
+        return [(str(owner), str(label)) for owner, label in rows]
 
     def _unknown_label(self, label: str, verb: str) -> str:
         return unknown_label(label, verb, [b.label for b in self.blocks()])
@@ -299,11 +393,12 @@ class CoreMemory:
     def _write(self, block: Block, new_value: str, actor: str, op: str) -> Block:
         new_value = checked_value(block, new_value)
         now = utc_now()
+        owner = self._owner(block.label)
         self.db.conn.execute(
             "UPDATE core_blocks SET value = ?, updated_at = ? WHERE agent_id = ? AND label = ?",
-            (new_value, now, self.agent_id, block.label),
+            (new_value, now, owner, block.label),
         )
-        self._log(block.label, block.value, new_value, actor, op, now)
+        self._log(block.label, block.value, new_value, actor, op, now, owner=owner)
         return Block(
             label=block.label,
             value=new_value,
@@ -333,13 +428,21 @@ class CoreMemory:
         return Block(label, value, description, char_limit, read_only)
 
     def _log(
-        self, label: str, old: str | None, new: str, actor: str, op: str, created_at: str
+        self,
+        label: str,
+        old: str | None,
+        new: str,
+        actor: str,
+        op: str,
+        created_at: str,
+        *,
+        owner: str | None = None,
     ) -> None:
         self.db.conn.execute(
             "INSERT INTO core_block_history "
             "(agent_id, label, old_value, new_value, actor, op, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (self.agent_id, label, old, new, valid_text(actor), op, created_at),
+            (owner or self.agent_id, label, old, new, valid_text(actor), op, created_at),
         )
 
 

@@ -32,6 +32,18 @@ from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
 _BLOCK = "SELECT label, value, description, char_limit, read_only FROM memgpt_core_blocks "
+# This agent's blocks, then the blocks shared with it (attached), each in creation order.
+_VISIBLE = """
+SELECT b.label, b.value, b.description, b.char_limit, b.read_only, b.agent_id,
+       0 AS shared, b.id AS n
+FROM memgpt_core_blocks AS b WHERE b.agent_id = %(agent)s
+UNION ALL
+SELECT b.label, b.value, b.description, b.char_limit, b.read_only, b.agent_id,
+       1 AS shared, l.id AS n
+FROM memgpt_core_block_links AS l
+JOIN memgpt_core_blocks AS b ON b.agent_id = l.owner_id AND b.label = l.label
+WHERE l.agent_id = %(agent)s
+"""
 
 
 class PgCoreMemory:
@@ -66,7 +78,7 @@ class PgCoreMemory:
             cursor = conn.execute(
                 "SELECT id, label, old_value, new_value, actor, op, created_at "
                 "FROM memgpt_core_block_history WHERE agent_id = %s AND label = %s ORDER BY id",
-                (self.agent_id, pg_text(label)),
+                (self._owner(conn, label), pg_text(label)),
             )
             names = [d.name for d in cursor.description or ()]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -75,20 +87,65 @@ class PgCoreMemory:
         """When any block of the agent last changed (ISO-8601 UTC), or None."""
         with self.pool.connection() as conn:
             row = conn.execute(
-                "SELECT max(updated_at) FROM memgpt_core_blocks WHERE agent_id = %s",
-                (self.agent_id,),
+                f"SELECT max(v.updated_at) FROM ({_VISIBLE}) AS s JOIN memgpt_core_blocks AS v "
+                "ON v.agent_id = s.agent_id AND v.label = s.label",
+                {"agent": self.agent_id},
             ).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
     def latest_change_id(self, other_than: str) -> int | None:
         """Id of the newest change of any block by an actor other than ``other_than``."""
         with self.pool.connection() as conn:
+            actor = pg_text(other_than)
             row = conn.execute(
                 "SELECT id FROM memgpt_core_block_history WHERE agent_id = %s AND actor <> %s "
                 "ORDER BY id DESC LIMIT 1",
-                (self.agent_id, pg_text(other_than)),
+                (self.agent_id, actor),
             ).fetchone()
-        return None if row is None else int(row[0])
+            newest = None if row is None else int(row[0])
+            shared = conn.execute(  # a shared block changes by other agents too
+                "SELECT max(h.id) FROM memgpt_core_block_links AS l "
+                "JOIN memgpt_core_block_history AS h ON h.agent_id = l.owner_id "
+                "AND h.label = l.label WHERE l.agent_id = %s AND h.actor <> %s",
+                (self.agent_id, actor),
+            ).fetchone()
+        if shared is not None and shared[0] is not None:
+            newest = max(newest or 0, int(shared[0]))
+        return newest
+
+    # -- sharing ---------------------------------------------------------------------
+
+    def attach(self, label: str, owner_id: str) -> Block:
+        """Show agent ``owner_id``'s block ``label`` here, shared (as ``stores.core``)."""
+        with self.pool.connection() as conn, conn.transaction():
+            own = conn.execute(
+                _BLOCK + "WHERE agent_id = %s AND label = %s", (self.agent_id, pg_text(label))
+            ).fetchone()
+            if own is not None and owner_id != self.agent_id:
+                raise BlockEditError(
+                    f"Attach failed: agent '{self.agent_id}' has its own block '{label}'."
+                )
+            row = conn.execute(
+                _BLOCK + "WHERE agent_id = %s AND label = %s", (pg_text(owner_id), pg_text(label))
+            ).fetchone()
+            if row is None:
+                raise BlockEditError(f"Attach failed: agent '{owner_id}' has no block '{label}'.")
+            if owner_id != self.agent_id:
+                conn.execute(
+                    "INSERT INTO memgpt_core_block_links (agent_id, label, owner_id) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (agent_id, label) "
+                    "DO UPDATE SET owner_id = excluded.owner_id",
+                    (self.agent_id, pg_text(label), pg_text(owner_id)),
+                )
+            return _block(row)
+
+    def detach(self, label: str) -> None:
+        """Stop showing a shared block in this agent's core memory (the block stays)."""
+        with self.pool.connection() as conn:
+            conn.execute(
+                "DELETE FROM memgpt_core_block_links WHERE agent_id = %s AND label = %s",
+                (self.agent_id, pg_text(label)),
+            )
 
     # -- creating --------------------------------------------------------------------
 
@@ -99,7 +156,8 @@ class PgCoreMemory:
                 ("persona", persona, PERSONA_DESCRIPTION),
                 ("human", human, HUMAN_DESCRIPTION),
             ):
-                self._insert(conn, label, value, description, self.default_limit, False)
+                if self._find(conn, label) is None:  # a shared block of that label counts
+                    self._insert(conn, label, value, description, self.default_limit, False)
 
     def create(
         self, label: str, value: str, description: str, char_limit: int, read_only: bool = False
@@ -189,6 +247,11 @@ class PgCoreMemory:
             count = conn.execute(
                 "DELETE FROM memgpt_core_blocks WHERE agent_id = %s", (self.agent_id,)
             ).rowcount
+            # Its links, and other agents' links to its (now deleted) blocks.
+            conn.execute(
+                "DELETE FROM memgpt_core_block_links WHERE agent_id = %(a)s OR owner_id = %(a)s",
+                {"a": self.agent_id},
+            )
             if count or edits:
                 detail = f"{count} blocks, {edits} history entries"
                 log_deletions(conn, self.agent_id, actor, [("core", self.agent_id, None, detail)])
@@ -197,15 +260,27 @@ class PgCoreMemory:
     # -- internals -------------------------------------------------------------------
 
     def _blocks(self, conn: psycopg.Connection[Any]) -> list[Block]:
-        rows = conn.execute(_BLOCK + "WHERE agent_id = %s ORDER BY id", (self.agent_id,)).fetchall()
-        return [_block(row) for row in rows]
+        rows = conn.execute(
+            f"SELECT * FROM ({_VISIBLE}) AS v ORDER BY shared, n", {"agent": self.agent_id}
+        ).fetchall()
+        return [_block(row[:5]) for row in rows]
+
+    def _owner(self, conn: psycopg.Connection[Any], label: str) -> str:
+        """Whose row block ``label`` is for this agent: its own, or the sharing owner's."""
+        row = conn.execute(
+            f"SELECT agent_id FROM ({_VISIBLE}) AS v WHERE label = %(label)s "
+            "ORDER BY shared LIMIT 1",
+            {"agent": self.agent_id, "label": pg_text(label)},
+        ).fetchone()
+        return self.agent_id if row is None else str(row[0])
 
     def _find(
         self, conn: psycopg.Connection[Any], label: str, *, for_update: bool = False
     ) -> Block | None:
+        owner = self._owner(conn, label)
         row = conn.execute(
             _BLOCK + "WHERE agent_id = %s AND label = %s" + (" FOR UPDATE" if for_update else ""),
-            (self.agent_id, pg_text(label)),
+            (owner, pg_text(label)),
         ).fetchone()
         return None if row is None else _block(row)
 
@@ -218,12 +293,13 @@ class PgCoreMemory:
     ) -> Block:
         new_value = pg_text(checked_value(block, new_value))
         now = to_utc_iso()
+        owner = self._owner(conn, block.label)
         conn.execute(
             "UPDATE memgpt_core_blocks SET value = %s, updated_at = %s "
             "WHERE agent_id = %s AND label = %s",
-            (new_value, now, self.agent_id, block.label),
+            (new_value, now, owner, block.label),
         )
-        self._log(conn, block.label, block.value, new_value, actor, op, now)
+        self._log(conn, block.label, block.value, new_value, actor, op, now, owner=owner)
         return Block(block.label, new_value, block.description, block.char_limit, block.read_only)
 
     def _insert(
@@ -259,12 +335,14 @@ class PgCoreMemory:
         actor: str,
         op: str,
         created_at: str,
+        *,
+        owner: str | None = None,
     ) -> None:
         conn.execute(
             "INSERT INTO memgpt_core_block_history "
             "(agent_id, label, old_value, new_value, actor, op, created_at) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (self.agent_id, label, old, new, pg_text(actor), op, created_at),
+            (owner or self.agent_id, label, old, new, pg_text(actor), op, created_at),
         )
 
 

@@ -64,6 +64,16 @@ SCHEMA: tuple[str, ...] = (
     # backward index-only walk over the agent's changes, stopping at the first such one.
     """CREATE INDEX IF NOT EXISTS memgpt_core_block_history_newest
         ON memgpt_core_block_history (agent_id, id DESC) INCLUDE (actor)""",
+    # Shared blocks: agent_id sees owner_id's block `label` (`PgCoreMemory.attach`).
+    """CREATE TABLE IF NOT EXISTS memgpt_core_block_links (
+        id bigserial NOT NULL,
+        agent_id text NOT NULL,
+        label text NOT NULL,
+        owner_id text NOT NULL,
+        PRIMARY KEY (agent_id, label)
+    )""",
+    """CREATE INDEX IF NOT EXISTS memgpt_core_block_links_by_owner
+        ON memgpt_core_block_links (owner_id, label)""",
     # Recall: one row per (agent, thread, message id). search_text is what search finds a
     # searchable message by (NULL for tool results and search calls); context is it with
     # its +-2 neighbours of the thread. Vectors have no fixed dimension here (agents may use
