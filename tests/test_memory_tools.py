@@ -80,6 +80,7 @@ def test_the_model_sees_the_memory_arguments_and_nothing_injected(ctx: Context) 
         "archival_memory_search",
         "conversation_search",
         "conversation_search_date",
+        "forget",
     }
     append = tools["core_memory_append"]
     assert set(append["parameters"]["properties"]) >= {"label", "content"}

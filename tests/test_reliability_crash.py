@@ -88,11 +88,11 @@ SAVE_SISTER = step(
     call("archival_memory_insert", content="Ada's sister is called Grace"),
     call("send_message", message="Noted."),
 )
-EVICTING = {  # the second message fills the 3,000-token window: the first is evicted
+EVICTING = {  # the second message fills the 3,200-token window: the first is evicted
     "messages": [long_message(i) for i in range(3)],
     "script": [send(f"noted part {i}") for i in range(3)],
     "summaries": [f"I heard parts of the user's story ({i})." for i in range(3)],
-    "context": {"context_window": 3000},
+    "context": {"context_window": 3200},
     "arm_from": 1,
 }
 
