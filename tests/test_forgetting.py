@@ -394,3 +394,24 @@ def test_a_purged_vector_is_nowhere_in_the_faiss_file(tmp_path: Path, kind: str)
     assert not np.isclose(rows @ vectors[7], 1.0, atol=1e-4).any()
     assert 7 not in [item for item, _ in index.search(vectors[7], 40)]
     db.conn.close()
+
+
+def test_an_eviction_summary_never_restates_a_message_forgotten_while_in_view(
+    memory_backend: Any,
+) -> None:
+    """The forget tool deletes messages still in the queue; the summary written when they
+    leave it must not bring them back (it is archived, so searchable)."""
+    from langchain_core.messages import AIMessage
+
+    from langgraph_memgpt.main_context import record
+    from langgraph_memgpt.nodes.summarize_evict import remembered
+
+    memory = memory_backend.open("ada")
+    queue = [
+        HumanMessage("My address is 12 Rose Street.", id="m1"),
+        AIMessage("Noted.", id="m2"),
+        HumanMessage("Please forget my address.", id="m3"),
+    ]
+    record(memory, queue, "t1", 1)
+    forget_matching(memory, "Rose Street", actor="agent:t1")
+    assert [m.id for m in remembered(memory, queue)] == ["m2", "m3"]

@@ -40,6 +40,7 @@ from langgraph_memgpt.main_context import (
     thread_of,
 )
 from langgraph_memgpt.state import State
+from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.tokens import TokenCounter, content_text
 
 TRANSCRIPT_LINE_CHARS = 600
@@ -99,6 +100,18 @@ def transcript(messages: Sequence[AnyMessage]) -> str:
             text = text[:TRANSCRIPT_LINE_CHARS] + "…"
         lines.append(f"{role}: {text}")
     return "\n".join(lines)
+
+
+def remembered(memory: Memory, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The messages recall still holds, in order.
+
+    Every queue message is recorded before it is checkpointed, so one missing from recall
+    was forgotten (the ``forget`` tool deletes messages that may still be in view): the
+    summary must not restate it, or it would be searchable again in archival memory.
+    """
+    ids = [str(m.id) for m in messages if m.id]
+    kept = {m.message_id for m in memory.recall.get(ids)} if ids else set()
+    return [m for m in messages if str(m.id) in kept]
 
 
 def summary_token_budget(ctx: Context) -> int:
@@ -254,7 +267,11 @@ def make_summarize_evict(
                 },
             )
         new_summary = write_summary(
-            deps.summarizer(ctx), summary, transcript(evicted), summary_budget, deps.counter
+            deps.summarizer(ctx),
+            summary,
+            transcript(remembered(memory, evicted)),
+            summary_budget,
+            deps.counter,
         )
         new_summary = new_summary or clip_tokens(summary, summary_budget, deps.counter)
         after = cost_after(cut) - summary_budget + deps.counter.text(new_summary)
