@@ -11,13 +11,9 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
 from langgraph_memgpt.stores.types import MemoryStoreError
 
@@ -42,28 +38,6 @@ def _parse_ks(values: Sequence[str]) -> list[int]:
                 raise argparse.ArgumentTypeError(f"--k values must be positive, got {k}")
             ks.append(k)
     return sorted(set(ks))
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
-    """A rich progress bar on stderr (stdout stays clean for ``--json``), one bar per task."""
-    bars = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not enabled,
-    )
-    tasks: dict[str, TaskID] = {}
-
-    def advance(name: str, step: int, total: int) -> None:
-        if name not in tasks:
-            tasks[name] = bars.add_task(name, total=total)
-        bars.advance(tasks[name], step)
-
-    with bars:
-        yield advance
 
 
 def _locomo_answerer(args: argparse.Namespace) -> AnswerRun | None:
@@ -153,7 +127,9 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="memgpt-locomo-") as tmp:
         data_dir = Path(args.data_dir) if args.data_dir else Path(tmp)
         try:
-            with _progress(not args.no_progress) as progress:
+            from langgraph_memgpt.manage import progress_bars
+
+            with progress_bars(not args.no_progress, increments=True) as progress:
                 report = run_locomo(
                     conversations,
                     options,

@@ -56,8 +56,14 @@ def cli_actor() -> str:
 
 
 @contextmanager
-def progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
-    """Progress bars on stderr, one per task name: ``advance(name, done, total)``."""
+def progress_bars(
+    enabled: bool = True, *, increments: bool = False
+) -> Iterator[Callable[[str, int, int], None]]:
+    """Progress bars on stderr (stdout stays clean for ``--json``), one per task name.
+
+    Yields ``advance(name, done, total)``; with ``increments`` the second number is how far
+    the task moved since the last call (the benchmark runner's contract), not how far it is.
+    """
     bars = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -71,7 +77,10 @@ def progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int, int], No
     def advance(name: str, done: int, total: int) -> None:
         if name not in tasks:
             tasks[name] = bars.add_task(name, total=total)
-        bars.update(tasks[name], completed=done, total=total)
+        if increments:
+            bars.advance(tasks[name], done)
+        else:
+            bars.update(tasks[name], completed=done, total=total)
 
     with bars:
         yield advance

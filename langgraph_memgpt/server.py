@@ -212,12 +212,22 @@ def served_graph(
     ).compile(name=GRAPH_ID)
     # Thread locks beside the server's memory (a client's context names no data dir).
     compiled.lock_data_dir = settings.data_dir  # type: ignore[attr-defined]
+    return checked_factory(compiled, settings)
+
+
+def checked_factory(
+    compiled: CompiledStateGraph[Any, Any, Any, Any], settings: ServerSettings
+) -> GraphFactory:
+    """The factory ``langgraph.json`` names: ``compiled``, for runs whose context passes.
+
+    Each run's client context is checked as sent (assistant context merged in), before
+    LangGraph drops the keys the schema lacks: a field the server decides, an unknown one
+    or a bad value is refused rather than ignored.
+    """
 
     def graph(runtime: ServerRuntime[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
         execution = runtime.execution_runtime
         if execution is not None:
-            # The client's context as sent (assistant context merged in), before LangGraph
-            # drops the keys the schema lacks: refuse rather than ignore.
             check_client_context(execution.context, settings)
         return compiled
 

@@ -16,8 +16,8 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 
-from langgraph_memgpt.context import ServerSettings, check_client_context, client_context_schema
-from langgraph_memgpt.server import GraphFactory, server_memory
+from langgraph_memgpt.context import ServerSettings, client_context_schema
+from langgraph_memgpt.server import GraphFactory, checked_factory, server_memory
 from langgraph_memgpt.sleeptime.graph import GRAPH_ID, assemble_sleeptime
 from langgraph_memgpt.stores.base import MemoryBackend
 
@@ -37,14 +37,7 @@ def served_sleeptime_graph(
         embeddings=embeddings,
         memory=memory if memory is not None else server_memory(settings, embeddings),
     ).compile(name=GRAPH_ID)
-
-    def graph(runtime: ServerRuntime[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
-        execution = runtime.execution_runtime
-        if execution is not None:
-            check_client_context(execution.context, settings)
-        return compiled
-
-    return graph
+    return checked_factory(compiled, settings)
 
 
 @functools.cache
