@@ -3,7 +3,7 @@
 MemGPT's second external tier: facts, documents and summaries the agent chose to keep
 (``archival_memory_insert``) or that eviction produced. Rows live in SQLite (the source of
 truth) with an FTS5 index over the text and one vector per passage (``VectorIndex``, tier
-``"archival"``, key ``"text"``). Search fuses BM25 and cosine similarity by min-max scores;
+``"archival"``, key ``"text"``). Search fuses BM25 and cosine similarity (``stores.ranking.fuse``);
 every filter (agent, tags, dates) is applied before ranking, so a narrow filter cannot be
 crowded out by closer passages it excludes.
 """
@@ -377,8 +377,8 @@ class ArchivalMemory:
             end_date: ``YYYY-MM-DD`` (the whole day) or ISO-8601, inclusive.
             page: zero-based page number.
             page_size: results per page.
-            mode: ``"hybrid"`` (BM25 + cosine, min-max fused), ``"fts"`` or ``"vector"``;
-                without embeddings every mode searches words only.
+            mode: ``"hybrid"`` (BM25 + cosine, fused by ``ranking.fuse``), ``"fts"`` or
+                ``"vector"``; without embeddings every mode searches words only.
 
         Returns:
             One page of hits (best first) and ``total``: passages that passed the filters

@@ -1,6 +1,7 @@
 """Archival memory in Postgres: tagged passages, searched as ``stores.archival`` searches.
 
-Words (full-text search over the text) and meaning (pgvector cosine) are min-max fused; every
+Words (full-text search over the text) and meaning (pgvector cosine) are fused by
+``stores.ranking.fuse``; every
 filter (agent, tags, dates) applies before ranking. Tags are a ``text[]`` with a GIN index.
 """
 

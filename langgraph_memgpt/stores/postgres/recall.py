@@ -1,6 +1,7 @@
 """Recall memory in Postgres: every message, verbatim, idempotent, searched as ``stores.recall``.
 
-The same four signals as the embedded backend, min-max fused: words of the message and of
+The same four signals as the embedded backend, fused by ``stores.ranking.fuse``: words of
+the message and of
 its context (the message with its +-2 neighbours of the thread), cosine similarity of the
 message's vector and of its context vector (the mean of the window's message vectors), plus
 the date and participant a query names. Writes of one thread are serialised by a
