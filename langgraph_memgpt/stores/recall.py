@@ -297,8 +297,9 @@ class RecallMemory:
             exclude_ids: Message ids to leave out (e.g. those already in the prompt).
 
         Returns:
-            The page, with ``total`` = candidates that matched any signal (every
-            candidate in "vector" mode and for a listing). In hybrid mode each vector
+            The page, with ``total`` = candidates that matched any signal (a word, a
+            mention, or a vector above ``ranking.SIMILARITY_FLOOR``; every candidate in
+            "vector" mode and for a listing). A candidate nothing matched is no result. In hybrid mode each vector
             signal contributes its ``max(50, (page + 1) * page_size)`` nearest candidates,
             and each query word at most its 250 newest matches (``words.TERM_MATCH_CAP``),
             so with very common words the total is a lower bound.
@@ -347,7 +348,7 @@ class RecallMemory:
             questions = {
                 key for key, found in holders.items() if is_question(searchable_text(found), terms)
             }
-        fused = fuse(signals, rare=rare, questions=questions)
+        fused = fuse(signals, rare=rare, questions=questions, matches_only=mode != "vector")
         if total is None:
             total = len(fused)
         window = fused[page * page_size : (page + 1) * page_size]

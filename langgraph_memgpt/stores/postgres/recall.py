@@ -232,7 +232,7 @@ class PgRecallMemory:
                 questions = {
                     k for k, m in holders.items() if is_question(searchable_text(m), terms)
                 }
-            fused = fuse(signals, rare=rare, questions=questions)
+            fused = fuse(signals, rare=rare, questions=questions, matches_only=mode != "vector")
             if total is None:
                 total = len(fused)
             window = fused[page * page_size : (page + 1) * page_size]
