@@ -299,10 +299,11 @@ class RecallMemory:
         Returns:
             The page, with ``total`` = candidates that matched any signal (a word, a
             mention, or a vector above ``ranking.SIMILARITY_FLOOR``; every candidate in
-            "vector" mode and for a listing). A candidate nothing matched is no result. In hybrid mode each vector
-            signal contributes its ``max(50, (page + 1) * page_size)`` nearest candidates,
-            and each query word at most its 250 newest matches (``words.TERM_MATCH_CAP``),
-            so with very common words the total is a lower bound.
+            "vector" mode and for a listing). A candidate nothing matched is no result.
+            In hybrid mode each vector signal contributes its
+            ``max(50, (page + 1) * page_size)`` nearest candidates, and each query word
+            at most its 250 newest matches (``words.TERM_MATCH_CAP``), so with very
+            common words the total is a lower bound.
 
         Raises:
             ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
