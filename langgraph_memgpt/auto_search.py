@@ -11,18 +11,19 @@ So for such models the loop runs that search itself when the user asks about the
 (`is_memory_question`) and core memory does not seem to hold the answer: a
 ``conversation_search`` call with the question as its query, and its result, enter the
 queue as if the model had made the call (flagged ``AUTO_FLAG``), and the model's first
-step already reads them. The call is an ordinary one
-in every other way: in the queue (Studio shows it), recorded in recall, never a search
-candidate itself. Hosted models keep deciding for themselves (``Context.auto_search``).
+step already reads them. The call is an ordinary one in every other way: in the queue
+(Studio shows it), recorded in recall, never a search candidate itself. Its results are
+what the user stated (their messages that are not questions), and the note under them says
+so: earlier questions and the agent's earlier replies shaped like the new question were
+what a small model answered from when the answer was nowhere. Hosted models keep deciding
+for themselves (``Context.auto_search``).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import replace
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -31,14 +32,21 @@ from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.main_context import latest_user_index
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.ranking import is_question
+from langgraph_memgpt.stores.types import SearchPage
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.tokens import content_text
-from langgraph_memgpt.tools import Provenance, execute_tool_call, tool_result
+from langgraph_memgpt.tools import format_page, message_line, tool_result
 
 AUTO_FLAG = "memgpt_auto_search"
 """Marks the AI message of a search the loop made on the model's behalf."""
 AUTO_PAGE_SIZE = 3
-"""Results the loop's own search shows (the model's searches show ``search_page_size``)."""
+"""Results the loop's own search shows (the model's searches show ``search_page_size``).
+
+A short page: every line is prompt the model reads before it can answer (~25 ms a token on
+the embedded model); the model can still search further itself."""
+AUTO_POOL = 3 * AUTO_PAGE_SIZE
+"""Results fetched to fill the page once the user's questions are left out."""
 
 _QUESTION_START = re.compile(
     r"^\s*(what|who|whom|whose|where|when|which|why|how|do|does|did|is|are|am|was|were|can|"
@@ -49,8 +57,9 @@ _QUESTION_START = re.compile(
 # Words that say when, not what: in a question they are a date filter, and matching them
 # against core memory ("this year") would take any dated fact for the answer.
 _WHEN_WORDS = frozenset(
-    """ago day days today tonight tomorrow yesterday week weeks month months year years
-    last next this morning evening night time recently still ever""".split()
+    """ago day days today tonight tomorrow yesterday week weeks weekend month months year
+    years last next this morning evening night time recently still ever spring summer
+    autumn winter monday tuesday wednesday thursday friday saturday sunday""".split()
 )
 
 
@@ -109,9 +118,7 @@ def core_covers(question: str, memory: Memory) -> bool:
     return bool(asked & held)
 
 
-def search_messages(
-    queue: Sequence[AnyMessage], memory: Memory, ctx: Context, *, thread_id: str, turn: int
-) -> list[AnyMessage]:
+def search_messages(queue: Sequence[AnyMessage], memory: Memory, ctx: Context) -> list[AnyMessage]:
     """The search call and its result to put before the model's first step, or nothing.
 
     Nothing unless the newest message of the queue is the user's question, core memory
@@ -126,7 +133,21 @@ def search_messages(
     in_view = frozenset(str(m.id) for m in queue if m.id)
     if memory.recall.count(exclude_message_ids=in_view) == 0:
         return []
-    return _search_call(question, memory, ctx, thread_id=thread_id, turn=turn, in_view=in_view)
+    return _search_call(without_when_words(question), memory, ctx, in_view=in_view)
+
+
+_WHEN_WORD = re.compile(rf"\b({'|'.join(sorted(_WHEN_WORDS))})\b", re.IGNORECASE)
+
+
+def without_when_words(question: str) -> str:
+    """The question without the words that say when ("this week"), if any words are left.
+
+    They are a date, not a topic: as search words they find whatever mentions a week
+    ("Ugh, what a week.") before the message that answers ("Someone stole my bike").
+    """
+    stripped = " ".join(_WHEN_WORD.sub(" ", question).split())
+    stripped = re.sub(r"\s+([?.!,])", r"\1", stripped)
+    return stripped if topic_stems(stripped) else question
 
 
 def _search_call(
@@ -134,30 +155,23 @@ def _search_call(
     memory: Memory,
     ctx: Context,
     *,
-    thread_id: str,
-    turn: int,
     in_view: Collection[str],
 ) -> list[AnyMessage]:
     call_id = f"call_auto_{uuid.uuid4().hex[:20]}"
     args = {"query": query}
-    outcome = execute_tool_call(
-        "conversation_search",
-        args,
-        memory=memory,
-        # A short page: every line is prompt the model reads before it can answer (~25 ms
-        # a token on the embedded model); the model can still search further itself.
-        ctx=replace(ctx, search_page_size=min(ctx.search_page_size, AUTO_PAGE_SIZE)),
-        where=Provenance(
-            thread_id=thread_id, turn=turn, call_id=call_id, in_view=frozenset(in_view)
-        ),
-        user_tools={},
-    )
-    content = outcome.content
-    if outcome.ok:
-        # The results are the nearest messages, about the question or not: a small model
-        # otherwise answers "What is my dog's name?" from a message about a sister.
-        found = json.loads(content)["message"]
-        content = tool_result(True, f"{found}\n{prompts.AUTO_SEARCH_NOTE}", ctx.result_char_limit)
+    try:
+        found = memory.recall.search(
+            query, roles=["user"], page_size=AUTO_POOL, exclude_ids=in_view
+        )
+    except ValueError:
+        return []  # only a help: the model can still search itself
+    # What the user stated, not what they asked: an earlier question ("What is my name?")
+    # shares the form of a new one ("What is the name of my dog?"), and a small model
+    # answers the new one from it, or from its own earlier reply, right or wrong.
+    stated = [hit for hit in found.hits if not is_question(hit.item.text)][:AUTO_PAGE_SIZE]
+    page = SearchPage(hits=stated, total=len(stated), page=0, page_size=AUTO_PAGE_SIZE)
+    shown = format_page(page, message_line, ctx)
+    content = tool_result(True, f"{shown}\n{prompts.AUTO_SEARCH_NOTE}", ctx.result_char_limit)
     call = AIMessage(
         content="",
         tool_calls=[{"name": "conversation_search", "args": args, "id": call_id}],
@@ -168,7 +182,7 @@ def _search_call(
         content,
         tool_call_id=call_id,
         name="conversation_search",
-        status="success" if outcome.ok else "error",
+        status="success",
         id=str(uuid.uuid4()),
     )
     return [call, result]

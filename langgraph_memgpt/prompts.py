@@ -237,7 +237,8 @@ REPLY_HELD_BACK = (
 )
 
 AUTO_SEARCH_NOTE = (
-    "(Searched for the user's question. If no result above is about it, say you do not know.)"
+    "(Searched what the user told you for their question; their questions are left out. "
+    "If no result above answers it, say you do not know.)"
 )
 
 REPLY_ECHO = (

@@ -408,7 +408,7 @@ def _conversation_search(
             exclude_ids=where.in_view,
         )
 
-    return _search_with_filters(search, filters, _message_line, ctx), False
+    return _search_with_filters(search, filters, message_line, ctx), False
 
 
 def _filters(**values: Any) -> str:
@@ -446,7 +446,7 @@ def _conversation_search_date(
     page = memory.recall.search_date(
         args.start_date, args.end_date, page=args.page, page_size=ctx.search_page_size
     )
-    return format_page(page, _message_line, ctx), False
+    return format_page(page, message_line, ctx), False
 
 
 def _forget(args: ForgetArgs, memory: Memory, ctx: Context, where: Provenance) -> tuple[str, bool]:
@@ -570,7 +570,8 @@ def _passage_line(hit: Hit[Passage], limit: int) -> str:
     return f"- ({passage.created_at[:19]}){tags} {_clip(passage.text, limit)}"
 
 
-def _message_line(hit: Hit[RecallMessage], limit: int) -> str:
+def message_line(hit: Hit[RecallMessage], limit: int) -> str:
+    """One recall hit as a result line: when, who, what (clipped to ``limit``)."""
     message = hit.item
     text = searchable_text(message)
     return f"- ({message.created_at[:19]}) {message.role}: {_clip(text, limit)}"

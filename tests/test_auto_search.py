@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph, prompts
-from langgraph_memgpt.auto_search import AUTO_FLAG, is_memory_question
+from langgraph_memgpt.auto_search import AUTO_FLAG, is_memory_question, without_when_words
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores import open_memory
 
@@ -78,6 +78,42 @@ def test_a_question_in_a_new_thread_is_searched_before_the_first_step(told: Agen
     assert isinstance(queue[index + 1], ToolMessage)
     assert queue[index + 1].tool_call_id == auto[0].tool_calls[0]["id"]
     assert out["messages"][-1].content == "-"
+
+
+def test_the_search_shows_what_the_user_stated_not_earlier_questions_or_replies(
+    tmp_path: Path,
+) -> None:
+    # An earlier question and the agent's (wrong) reply share the new question's words;
+    # shown to a small model, they become its answer. Only the user's statements are shown.
+    script = ["Nice to meet you, Mira!", "Your name is Mira.", "My dog's name is Mira.", "-"]
+    agent = Agent(tmp_path, [reply(text) for text in script])
+    agent.say("Hi! My name is Mira, I play the harp.", thread="first")
+    agent.say("What is my name?", thread="second")
+    agent.say("What is the name of my dog?", thread="third")
+    [shown] = agent.seen_results(2)
+    assert "My name is Mira, I play the harp." in shown
+    assert "What is my name?" not in shown and "Your name is Mira" not in shown
+    agent.say("What is the name of my cat?", thread="fourth")
+    [shown] = agent.seen_results(3)
+    assert "dog's name is Mira" not in shown and "name of my dog" not in shown
+
+
+@pytest.mark.parametrize(
+    ("question", "query"),
+    [
+        ("What was stolen from me this week?", "What was stolen from me?"),
+        ("Where did I go on holiday last summer?", "Where did I go on holiday?"),
+        (
+            "Which instrument did I start learning this year?",
+            "Which instrument did I start learning?",
+        ),
+        # Nothing but when: the question stays whole.
+        ("What did I do yesterday?", "What did I do yesterday?"),
+    ],
+)
+def test_the_search_looks_for_what_not_when(question: str, query: str) -> None:
+    # "this week" is a date: as search words it finds "Ugh, what a week." first.
+    assert without_when_words(question) == query
 
 
 def test_the_search_is_recorded_in_recall_and_never_found_itself(told: Agent) -> None:

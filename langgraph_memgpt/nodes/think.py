@@ -71,9 +71,7 @@ def make_think(
         chat = deps.chat_model(ctx)
         searched: list[AnyMessage] = []
         if steps == 0 and auto_search.wanted(ctx, chat):
-            searched = auto_search.search_messages(
-                queue, memory, ctx, thread_id=thread_id, turn=state.get("turn", 0)
-            )
+            searched = auto_search.search_messages(queue, memory, ctx)
         schemas = deps.schemas_for(chat)
         summary, evicted = state.get("summary", ""), state.get("evicted_count", 0)
         prompt = build_prompt(system_prompt, summary, evicted, [*queue, *searched])
