@@ -513,7 +513,7 @@ def test_a_message_the_forget_tool_deleted_in_view_is_left_out_of_its_eviction_s
     the user asked to forget.
     """
     secret = "My door code is 4471 at Larkspur Lane."
-    n = 10
+    n = 5
     agent = Agent(
         tmp_path,
         [
