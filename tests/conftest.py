@@ -87,19 +87,29 @@ def postgres_server() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture
-def postgres_url(postgres_server: str) -> Iterator[str]:
-    """A fresh, empty database on the session's server, dropped after the test."""
+def _scratch_database(server: str) -> Iterator[str]:
     import psycopg
 
     name = f"memgpt_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_server, autocommit=True) as conn:
+    with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield _with_database(postgres_server, name)
+        yield _with_database(server, name)
     finally:
-        with psycopg.connect(postgres_server, autocommit=True) as conn:
+        with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh, empty database on the session's server, dropped after the test."""
+    yield from _scratch_database(postgres_server)
+
+
+@pytest.fixture(scope="module")
+def module_postgres_url(postgres_server: str) -> Iterator[str]:
+    """A database shared by one module's tests (each keeps to agents of its own)."""
+    yield from _scratch_database(postgres_server)
 
 
 # -- both backends ---------------------------------------------------------------------
@@ -157,3 +167,14 @@ def make_backend(
 def memory_backend(make_backend: BackendFactory) -> MemoryBackend:
     """A fresh backend (no embeddings), once per backend in ``BACKENDS``."""
     return make_backend()
+
+
+@pytest.fixture(params=BACKENDS)
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """Where this test's memory and threads live (`checkpointers.Place`), once per backend:
+    a fresh folder, or a fresh Postgres database."""
+    from checkpointers import place_for
+
+    opened = place_for(str(request.param), tmp_path, request, "postgres_url")
+    yield opened
+    opened.close()

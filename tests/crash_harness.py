@@ -2,7 +2,9 @@
 
 Usage: python crash_harness.py PLAN_JSON
 
-The plan is a JSON object: ``data_dir``, ``checkpoint_db``, ``thread_id``, ``script`` (the
+The plan is a JSON object: ``data_dir``, ``checkpoint_db`` (a SQLite file, or a
+``postgresql://`` URL: then memory lives in that database too, through `PostgresBackend`,
+and threads in ``PostgresSaver``), ``thread_id``, ``script`` (the
 chat model's replies), ``summaries`` (the summarizer's), ``messages`` (one user message
 per turn), ``context`` (extra ``Context`` fields) and ``durability`` (LangGraph's: "sync"
 writes each step's checkpoint before the next step starts; None, LangGraph's default
@@ -17,6 +19,9 @@ message on (default: the last one):
   LangGraph checkpointed the run's input (the message is in the thread, not yet in recall);
 - ``recall_write:<role>``: right after recall memory committed a new message of that
   role, before the node returns (so before the checkpoint that would hold it);
+- ``recall_embedding:user``: while recall memory embeds the user's new message (on
+  Postgres inside the write transaction: the rows are inserted, nothing is committed; the
+  embedded backend embeds before its transaction, so nothing is written yet);
 - ``summarize``: inside the summarizer's model call (``summarize_evict``);
 - ``summary_archived``: right after the eviction summary was committed to archival memory;
 - ``faiss_index_write`` / ``faiss_sidecar_write``: halfway through writing the temporary
@@ -32,23 +37,24 @@ import json
 import os
 import secrets
 import signal
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
+from checkpointers import memory_backend, open_saver
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores import archival as archival_module
 from langgraph_memgpt.stores import recall as recall_module
 from langgraph_memgpt.stores import vectors as vectors_module
+from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 
 CRASH_AT = os.environ.get("MEMGPT_CRASH_AT", "")
 ARMED = False
+RECORDING_USER = False  # recall is recording a new user message (for recall_embedding)
 
 
 def die() -> None:
@@ -74,25 +80,49 @@ class CrashingSummarizer(ScriptedChatModel):
         return super()._generate(messages, stop, run_manager, **kwargs)
 
 
-def install_kill_points() -> None:
-    """Wrap the store functions at the kill points (no-ops unless armed)."""
-    original_add = recall_module.RecallMemory.add
+def _recall_classes() -> list[Any]:
+    classes: list[Any] = [recall_module.RecallMemory]
+    try:
+        from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
+    except ImportError:  # no postgres extra: the embedded backend only
+        return classes
+    return [*classes, PgRecallMemory]
+
+
+def _archival_classes() -> list[Any]:
+    classes: list[Any] = [archival_module.ArchivalMemory]
+    try:
+        from langgraph_memgpt.stores.postgres.archival import PgArchivalMemory
+    except ImportError:
+        return classes
+    return [*classes, PgArchivalMemory]
+
+
+def _wrap_recall_add(cls: Any) -> None:
+    original_add = cls.add
 
     def add(self: Any, messages: Any) -> int:
+        global RECORDING_USER
         stored = {m.message_id for m in self.get([m.message_id for m in messages])}
-        if ARMED and CRASH_AT == "input_checkpointed":
-            if any(m.role == "user" and m.message_id not in stored for m in messages):
-                die()
-        added = original_add(self, messages)  # committed when this returns
+        new_user = any(m.role == "user" and m.message_id not in stored for m in messages)
+        if ARMED and CRASH_AT == "input_checkpointed" and new_user:
+            die()
+        RECORDING_USER = new_user
+        try:
+            added = original_add(self, messages)  # committed when this returns
+        finally:
+            RECORDING_USER = False
         if ARMED and CRASH_AT.startswith("recall_write:"):
             role = CRASH_AT.split(":", 1)[1]
             if any(m.role == role and m.message_id not in stored for m in messages):
                 die()
         return added
 
-    recall_module.RecallMemory.add = add  # type: ignore[method-assign]
+    cls.add = add
 
-    original_insert = archival_module.ArchivalMemory.insert
+
+def _wrap_archival_insert(cls: Any) -> None:
+    original_insert = cls.insert
 
     def insert(self: Any, text: str, tags: Any = (), *args: Any, **kwargs: Any) -> Any:
         passage = original_insert(self, text, tags, *args, **kwargs)
@@ -100,7 +130,24 @@ def install_kill_points() -> None:
             die()
         return passage
 
-    archival_module.ArchivalMemory.insert = insert  # type: ignore[method-assign]
+    cls.insert = insert
+
+
+def install_kill_points() -> None:
+    """Wrap the store functions at the kill points (no-ops unless armed)."""
+    for recall_class in _recall_classes():
+        _wrap_recall_add(recall_class)
+    for archival_class in _archival_classes():
+        _wrap_archival_insert(archival_class)
+
+    original_embed = MiniLMEmbeddings.embed_array
+
+    def embed_array(self: Any, texts: Any) -> Any:
+        if ARMED and CRASH_AT == "recall_embedding:user" and RECORDING_USER:
+            die()
+        return original_embed(self, texts)
+
+    MiniLMEmbeddings.embed_array = embed_array  # type: ignore[method-assign]
 
     original_write = vectors_module.write_atomic
 
@@ -125,10 +172,11 @@ def main() -> None:
     install_kill_points()
     model = ScriptedChatModel.from_steps(plan["script"])
     summarizer = CrashingSummarizer.from_steps(plan.get("summaries", []))
-    saver = SqliteSaver(sqlite3.connect(plan["checkpoint_db"], check_same_thread=False))
-    graph = build_graph(model=model, summary_model=summarizer, tools=[weather]).compile(
-        checkpointer=saver
-    )
+    saver, _ = open_saver(plan["checkpoint_db"])
+    memory = memory_backend(plan["checkpoint_db"])
+    graph = build_graph(
+        model=model, summary_model=summarizer, tools=[weather], memory=memory
+    ).compile(checkpointer=saver)
     config = {"configurable": {"thread_id": plan["thread_id"]}}
     ctx = Context(data_dir=plan["data_dir"], **plan.get("context", {}))
     messages = plan["messages"]

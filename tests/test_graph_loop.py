@@ -504,6 +504,43 @@ def test_eviction_summarizes_and_keeps_the_prompt_under_the_window(tmp_path: Pat
         assert counter.messages(prompt) + counter.tools(tool_schemas()) <= 4000
 
 
+def test_a_message_the_forget_tool_deleted_in_view_is_left_out_of_its_eviction_summary(
+    tmp_path: Path,
+) -> None:
+    """Forgotten while still in the queue, then evicted: the summarizer never reads it.
+
+    The summary is archived (searchable), so restating the message would bring back what
+    the user asked to forget.
+    """
+    secret = "My door code is 4471 at Larkspur Lane."
+    n = 5
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("forget", about="Larkspur door code", request_heartbeat=True)),
+            step(call("send_message", message="Forgotten.")),
+            *[step(call("send_message", message=f"reply {i}")) for i in range(1, n)],
+        ],
+        summaries=[f"I talked with the user (summary {i})." for i in range(n)],
+        context_window=4000,
+    )
+    agent.say(secret)
+    forgot = [r for r in tool_results(agent.state()) if "Forgot" in r["message"]]
+    assert forgot and "stay in view" in forgot[0]["message"], tool_results(agent.state())
+    assert secret in [m.content for m in agent.state()["messages"]]  # still in view
+    for i in range(1, n):
+        agent.say(_long(i))
+
+    state = agent.state()
+    assert secret not in [m.content for m in state["messages"]], "the secret was never evicted"
+    transcripts = [str(call_messages[1].content) for call_messages in agent.summarizer.calls]
+    # The eviction that took the first turn out of view: it holds the forget call itself.
+    [first] = [t for t in transcripts if "forget(" in t]
+    assert "Forgotten." in first and "message 1:" in first  # the rest of it is summarized
+    assert not [t for t in transcripts if "4471" in t or "Larkspur Lane" in t]
+    assert agent.memory.recall.search("4471 Larkspur", mode="fts").total == 0
+
+
 def test_eviction_never_splits_a_tool_call_from_its_result() -> None:
     from langgraph_memgpt.nodes.summarize_evict import choose_cut
 

@@ -1,4 +1,8 @@
-"""Threads survive a killed process; long threads keep a bounded checkpoint; composition."""
+"""Threads survive a killed process; long threads keep a bounded checkpoint; composition.
+
+The killed-process test runs on both backends (`place`: a folder, or Postgres with
+``PostgresSaver``); the others say why they stay on the embedded backend.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, TypedDict
 
+from checkpointers import Place
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -23,16 +28,17 @@ from langgraph_memgpt.stores import open_memory
 HERE = Path(__file__).parent
 
 
-def run_turn(tmp_path: Path, replies: list[Any], message: str) -> dict[str, Any]:
+def run_turn(place: Place, replies: list[Any], message: str) -> dict[str, Any]:
     """One turn in a fresh process, killed with SIGKILL once it has answered."""
-    script = tmp_path / f"script-{message}.json"
+    script = place.data_dir / f"script-{message}.json"
     script.write_text(json.dumps(replies))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
     proc = subprocess.Popen(
         [
             sys.executable,
             str(HERE / "agent_process.py"),
-            str(tmp_path / "data"),
-            str(tmp_path / "checkpoints.sqlite"),
+            str(place.data_dir / "data"),
+            place.threads,
             "thread-1",
             str(script),
             message,
@@ -41,6 +47,7 @@ def run_turn(tmp_path: Path, replies: list[Any], message: str) -> dict[str, Any]
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -50,18 +57,22 @@ def run_turn(tmp_path: Path, replies: list[Any], message: str) -> dict[str, Any]
     return json.loads(line)
 
 
-def test_a_thread_continues_after_its_process_is_killed(tmp_path: Path) -> None:
+def test_a_thread_continues_after_its_process_is_killed(place: Place) -> None:
     def send(text: str) -> dict[str, Any]:
         return {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": text}}]}
 
-    first = run_turn(tmp_path, [send("Hi Ada")], "I am Ada")
+    first = run_turn(place, [send("Hi Ada")], "I am Ada")
     assert first["reply"] == "Hi Ada" and first["turn"] == 1
-    second = run_turn(tmp_path, [send("You are Ada")], "who am I?")
+    second = run_turn(place, [send("You are Ada")], "who am I?")
     assert second["reply"] == "You are Ada"
     assert second["turn"] == 2
     assert second["queue"][0] == "I am Ada", "the queue came back from the checkpoint"
-    memory = open_memory(tmp_path / "data", "default")
-    assert memory.recall.search("Ada", mode="fts").total >= 3
+    stored = Place(place.kind, place.data_dir / "data", place.url)  # the processes' memory
+    try:
+        memory = stored.open(embedding_model="minilm")
+        assert memory.recall.search("Ada", mode="fts").total >= 3
+    finally:
+        stored.close()
 
 
 def _checkpoint_bytes(path: Path, thread_id: str) -> int:
@@ -80,6 +91,9 @@ def _checkpoint_bytes(path: Path, thread_id: str) -> int:
 
 
 def test_a_500_turn_thread_keeps_a_bounded_checkpoint(tmp_path: Path) -> None:
+    """SQLite only: the checkpoint holds the queue, which the loop bounds whatever backend
+    holds memory (eviction on Postgres: test_graph_loop); 500 turns on Postgres would add
+    about a minute to the suite for the same queue."""
     turns = 500
     model = ScriptedChatModel.from_steps([f"reply number {i} " + "ok " * 20 for i in range(turns)])
     summarizer = ScriptedChatModel.from_steps([f"I chatted a lot ({i})." for i in range(turns)])
@@ -108,6 +122,7 @@ def test_a_500_turn_thread_keeps_a_bounded_checkpoint(tmp_path: Path) -> None:
 
 
 def test_the_graph_mounts_as_a_node_of_a_parent_graph(tmp_path: Path, monkeypatch: Any) -> None:
+    """SQLite only: about composing graphs, not memory (the default backend is enough)."""
     monkeypatch.setenv("MEMGPT_DATA_DIR", str(tmp_path))
     child = build_graph(model=ScriptedChatModel.from_steps(["child says hi"])).compile()
     parent = StateGraph(MessagesState)
@@ -120,6 +135,8 @@ def test_the_graph_mounts_as_a_node_of_a_parent_graph(tmp_path: Path, monkeypatc
 
 
 def test_the_graph_runs_as_a_wrapped_call_from_a_parent_with_another_schema(tmp_path: Path) -> None:
+    """SQLite only: about composing graphs, not memory (the default backend is enough)."""
+
     class Ticket(TypedDict):
         question: str
         answer: str

@@ -9,29 +9,35 @@ From users: empty messages, messages larger than the whole window, control chara
 lone surrogates, very long tags, any search query or date text. Each is kept in recall
 (surrogates become U+FFFD), every prompt stays within the window, and the conversation
 goes on.
+
+Every test runs on both backends: the embedded SQLite one and Postgres (memory through
+`PostgresBackend`, threads through ``PostgresSaver`` where a test keeps a thread), on the
+session's server. The property tests draw fewer examples on Postgres (`examples`): each
+example is a round trip to a server, and the inputs that matter are the same.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpointers import Place, is_postgres, open_saver, place_for
+from conftest import BACKENDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import AgentMemory, close_all, open_memory
+from langgraph_memgpt.stores import AgentMemory, close_all
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 from langgraph_memgpt.tokens import TokenCounter
@@ -102,14 +108,50 @@ def weather(city: str) -> str:
     return f"sunny in {city}"
 
 
+POSTGRES_EXAMPLES = 0.1
+"""Share of a property test's examples drawn on Postgres (at least 5): each is a round trip
+to a server, and the suite's time is budgeted."""
+
+
+def examples(kind: str, n: int, **extra: Any) -> Callable[[Any], Any]:
+    """Hypothesis settings for ``n`` examples on SQLite (fewer on Postgres)."""
+    count = n if kind == "sqlite" else max(5, int(n * POSTGRES_EXAMPLES))
+    return settings(
+        max_examples=count,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+        **extra,
+    )
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_place(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Place:
+    """One folder or database per module and backend (property tests' examples share it)."""
+    opened = place_for(
+        str(request.param), tmp_path_factory.mktemp("fuzz"), request, "module_postgres_url"
+    )
+    yield opened
+    opened.close()
+
+
 @pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentMemory]:
-    # Its own connection (not the process-wide one close_all() closes between tests).
-    memory = AgentMemory.open(tmp_path_factory.mktemp("fuzz"), "fuzz", None)
-    memory.core.ensure_defaults(persona="I am a test agent.", human="Name: Ada")
-    memory.archival.insert("Ada likes green tea", tags=["drinks"])
-    yield memory
-    memory.close()
+def memory(module_place: Place) -> Iterator[Memory]:
+    """One agent's memory with a block set and a passage saved, for the tool and search fuzz."""
+    if module_place.kind == "sqlite":
+        # Its own connection (not the process-wide one close_all() closes between tests).
+        opened: Any = AgentMemory.open(module_place.data_dir, "fuzz", None)
+        backend = None
+    else:
+        backend = module_place.backend()
+        assert backend is not None
+        opened = backend.open("fuzz")
+    opened.core.ensure_defaults(persona="I am a test agent.", human="Name: Ada")
+    opened.archival.insert("Ada likes green tea", tags=["drinks"])
+    yield opened
+    if backend is None:
+        opened.close()
+    else:
+        backend.close()
 
 
 def assert_readable(content: str, name: str) -> dict[str, Any]:
@@ -126,29 +168,33 @@ def assert_readable(content: str, name: str) -> dict[str, Any]:
 # -- from the model ----------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(call=tool_calls())
 def test_any_tool_call_gets_a_readable_result_and_never_raises(
-    memory: AgentMemory, call: tuple[str, Any]
+    memory: Memory, module_place: Place
 ) -> None:
-    name, args = call
-    ctx = Context(data_dir=str(memory.data_dir), agent_id="fuzz", embedding_model="none")
-    outcome = execute_tool_call(
-        name,
-        args,
-        memory=memory,
-        ctx=ctx,
-        where=Provenance(thread_id="t", turn=1),
-        user_tools={"weather": weather},
-    )
-    result = assert_readable(outcome.content, name)
-    assert outcome.ok == (result["status"] == "OK")
-    if not outcome.ok:
-        assert outcome.heartbeat, "a failure must give the model another step to fix it"
-    if name not in TOOL_NAMES or not isinstance(args, dict):
-        assert not outcome.ok
-    # One result can never flood the window (the JSON wrapper and escapes aside).
-    assert len(json.loads(outcome.content)["message"]) <= ctx.result_char_limit
+    ctx = Context(data_dir=str(module_place.data_dir), agent_id="fuzz", embedding_model="none")
+
+    @examples(module_place.kind, 300)
+    @given(call=tool_calls())
+    def check(call: tuple[str, Any]) -> None:
+        name, args = call
+        outcome = execute_tool_call(
+            name,
+            args,
+            memory=memory,
+            ctx=ctx,
+            where=Provenance(thread_id="t", turn=1),
+            user_tools={"weather": weather},
+        )
+        result = assert_readable(outcome.content, name)
+        assert outcome.ok == (result["status"] == "OK")
+        if not outcome.ok:
+            assert outcome.heartbeat, "a failure must give the model another step to fix it"
+        if name not in TOOL_NAMES or not isinstance(args, dict):
+            assert not outcome.ok
+        # One result can never flood the window (the JSON wrapper and escapes aside).
+        assert len(json.loads(outcome.content)["message"]) <= ctx.result_char_limit
+
+    check()
 
 
 @st.composite
@@ -175,15 +221,30 @@ def model_steps(draw: st.DrawFn) -> list[AIMessage]:
 
 
 def run_turn(
-    data_dir: Path, steps: list[AIMessage], max_steps: int, embedding_model: str
+    place: Place,
+    steps: list[AIMessage],
+    max_steps: int,
+    embedding_model: str,
+    backend: MemoryBackend | None = None,
 ) -> tuple[ScriptedChatModel, list[Any]]:
+    """One turn on a fresh thread; ``backend`` (Postgres) defaults to the place's own."""
     model = ScriptedChatModel(script=steps)
+    memory = backend or place.backend(embedding_model)
     graph = build_graph(
-        model=model, summary_model=ScriptedChatModel(script=[]), tools=[weather]
+        model=model, summary_model=ScriptedChatModel(script=[]), tools=[weather], memory=memory
     ).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(data_dir=str(data_dir), max_steps=max_steps, embedding_model=embedding_model)
-    out = graph.invoke({"messages": [HumanMessage("go")]}, config, context=ctx)
+    ctx = Context(
+        data_dir=str(place.data_dir),
+        max_steps=max_steps,
+        embedding_model=embedding_model,
+        agent_id=f"default-{embedding_model}",  # one embedding model per agent
+    )
+    try:
+        out = graph.invoke({"messages": [HumanMessage("go")]}, config, context=ctx)
+    finally:
+        if memory is not None and backend is None:
+            memory.close()
     return model, out["messages"]
 
 
@@ -209,44 +270,47 @@ def assert_turn_well_formed(queue: list[Any], model: ScriptedChatModel, max_step
             json.dumps(message.model_dump(), ensure_ascii=False, default=str).encode("utf-8")
 
 
-@pytest.fixture(scope="module")
-def graph_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield tmp_path_factory.mktemp("graph-fuzz")
-    close_all()
+def _model_fuzz(place: Place, n: int, embedding_model: str) -> None:
+    backend = place.backend(embedding_model)  # one for every example
+
+    @examples(place.kind, n)
+    @given(steps=model_steps())
+    def check(steps: list[AIMessage]) -> None:
+        # The script holds exactly max_steps replies: one model call too many would raise.
+        model, queue = run_turn(place, steps, len(steps), embedding_model, backend)
+        assert_turn_well_formed(queue, model, len(steps))
+
+    try:
+        check()
+    finally:
+        if backend is not None:
+            backend.close()
+        close_all()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=model_steps())
 def test_any_model_output_never_crashes_the_loop_and_the_step_cap_ends_the_turn(
-    graph_data_dir: Path, steps: list[AIMessage]
+    module_place: Place,
 ) -> None:
-    # The script holds exactly max_steps replies: one model call too many would raise.
-    model, queue = run_turn(graph_data_dir, steps, max_steps=len(steps), embedding_model="none")
-    assert_turn_well_formed(queue, model, len(steps))
+    _model_fuzz(module_place, 150, "none")
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=model_steps())
-def test_any_model_output_with_real_embeddings(
-    graph_data_dir: Path, steps: list[AIMessage]
-) -> None:
-    model, queue = run_turn(graph_data_dir, steps, max_steps=len(steps), embedding_model="minilm")
-    assert_turn_well_formed(queue, model, len(steps))
+def test_any_model_output_with_real_embeddings(module_place: Place) -> None:
+    _model_fuzz(module_place, 20, "minilm")
 
 
-def test_a_model_that_never_stops_calling_tools_is_stopped_by_the_step_cap(tmp_path: Path) -> None:
+def test_a_model_that_never_stops_calling_tools_is_stopped_by_the_step_cap(place: Place) -> None:
     steps = [
         AIMessage("", tool_calls=[{"name": "no_such_tool", "args": {"i": i}, "id": f"c{i}"}])
         for i in range(5)
     ]
-    model, queue = run_turn(tmp_path, steps, max_steps=5, embedding_model="none")
+    model, queue = run_turn(place, steps, max_steps=5, embedding_model="none")
     assert "stopped working on this after 5 steps" in queue[-1].content
     assert model.remaining == 0
     assert_turn_well_formed(queue, model, 5)
 
 
 def test_an_integer_too_big_for_the_checkpoint_is_a_readable_error_not_a_crash(
-    tmp_path: Path,
+    place: Place,
 ) -> None:
     # json.loads of a model's "page": 1000000000000000000000000000000 gives a Python int
     # that msgpack (the checkpointer's format) cannot hold: the step would fail to save.
@@ -261,7 +325,7 @@ def test_an_integer_too_big_for_the_checkpoint_is_a_readable_error_not_a_crash(
             },
         ],
     )
-    model, queue = run_turn(tmp_path, [huge], max_steps=1, embedding_model="none")
+    model, queue = run_turn(place, [huge], max_steps=1, embedding_model="none")
     assert_turn_well_formed(queue, model, 1)
     results = {m.tool_call_id: json.loads(m.content) for m in queue if isinstance(m, ToolMessage)}
     assert results["c1"]["status"] == "Failed" and "page" in results["c1"]["message"]
@@ -271,11 +335,26 @@ def test_an_integer_too_big_for_the_checkpoint_is_a_readable_error_not_a_crash(
 # -- from users --------------------------------------------------------------------------
 
 
-class Chat:
-    """One thread on a SQLite checkpointer, with a model that always says "ok"."""
+def stored(place: Place, text: str) -> str:
+    """What recall keeps of ``text``: all of it; on Postgres, whose text type cannot hold
+    NUL (U+0000), each NUL becomes U+FFFD (the queue keeps the text as sent)."""
+    return text.replace("\x00", "\ufffd") if place.url else text
 
-    def __init__(self, tmp_path: Path, window: int = 8192, replies: int = 10) -> None:
-        self.tmp_path = tmp_path
+
+class Chat:
+    """One thread on a checkpointer (SQLite file or Postgres), a model that always says "ok"."""
+
+    def __init__(
+        self,
+        place: Place,
+        window: int = 8192,
+        replies: int = 10,
+        agent_id: str = "default",
+        shared: tuple[Any, Any] | None = None,
+    ) -> None:
+        """``shared``: a (saver, backend) pair to use instead of opening its own."""
+        self.place = place
+        self.agent_id = agent_id
         self.model = ScriptedChatModel.from_steps(
             [
                 {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "ok"}}]}
@@ -283,15 +362,26 @@ class Chat:
             ]
         )
         self.summarizer = ScriptedChatModel.from_steps([f"summary {i}" for i in range(replies)])
-        self.conn = sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False)
-        self.graph = build_graph(model=self.model, summary_model=self.summarizer).compile(
-            checkpointer=SqliteSaver(self.conn)
-        )
-        self.config = {"configurable": {"thread_id": "t"}}
+        if shared is None:
+            saver, self._close_saver = open_saver(place.threads)
+            self.backend = place.backend()
+            self._owned = True
+        else:
+            (saver, self.backend), self._owned = shared, False
+        self.graph = build_graph(
+            model=self.model, summary_model=self.summarizer, memory=self.backend
+        ).compile(checkpointer=saver)
+        self.config = {"configurable": {"thread_id": f"t-{agent_id}"}}
         self.ctx = Context(
-            data_dir=str(tmp_path / "data"), context_window=window, embedding_model="none"
+            data_dir=str(place.data_dir / "data"),
+            context_window=window,
+            embedding_model="none",
+            agent_id=agent_id,
         )
         self.counter = TokenCounter()
+        Chat.opened.append(self)
+
+    opened: list[Chat] = []  # closed after each test
 
     def say(self, text: str) -> str:
         out = self.graph.invoke({"messages": [HumanMessage(text)]}, self.config, context=self.ctx)
@@ -301,14 +391,15 @@ class Chat:
         return self.graph.get_state(self.config).values
 
     @property
-    def memory(self) -> AgentMemory:
-        return open_memory(self.ctx.data_dir, "default", embedding_model="none")
+    def memory(self) -> Memory:
+        if self.backend is not None:
+            return self.backend.open(self.agent_id)
+        return Place("sqlite", Path(self.ctx.data_dir)).open(self.agent_id)
 
     def user_messages_in_recall(self) -> list[str]:
-        rows = self.memory.db.conn.execute(
-            "SELECT text FROM recall WHERE agent_id = 'default' AND role = 'user' ORDER BY id"
-        )
-        return [str(r[0]) for r in rows]
+        """The user's messages as recall stored them, in the order they were recorded."""
+        stored = self.memory.recall.list_messages(limit=10_000)
+        return [m.text for _, m in stored if m.role == "user"]
 
     def assert_prompts_fit(self) -> None:
         schemas = tool_schemas()
@@ -318,10 +409,20 @@ class Chat:
             for message in prompt:
                 str(message.content).encode("utf-8")
 
+    def close(self) -> None:
+        if self in Chat.opened:
+            Chat.opened.remove(self)
+            if self._owned:
+                self._close_saver()
+                if self.backend is not None:
+                    self.backend.close()
+
 
 @pytest.fixture(autouse=True)
 def _fresh_stores() -> Iterator[None]:
     yield
+    for chat in list(Chat.opened):
+        chat.close()
     close_all()
     forget_loaded_indexes()
 
@@ -338,11 +439,11 @@ def _fresh_stores() -> Iterator[None]:
     ],
     ids=["empty", "whitespace", "control characters", "NUL", "emoji and RTL", "SQL"],
 )
-def test_odd_user_messages_are_kept_verbatim_and_answered(tmp_path: Path, text: str) -> None:
-    chat = Chat(tmp_path)
+def test_odd_user_messages_are_kept_verbatim_and_answered(place: Place, text: str) -> None:
+    chat = Chat(place)
     assert chat.say(text) == "ok"
     assert chat.say("and now a normal message") == "ok"
-    assert chat.user_messages_in_recall() == [text, "and now a normal message"]
+    assert chat.user_messages_in_recall() == [stored(place, text), "and now a normal message"]
     assert chat.state()["messages"][0].content == text  # the queue holds it as sent
     chat.assert_prompts_fit()
 
@@ -357,35 +458,47 @@ def test_odd_user_messages_are_kept_verbatim_and_answered(tmp_path: Path, text: 
     ],
 )
 def test_lone_surrogates_become_replacement_characters_and_nothing_is_lost(
-    tmp_path: Path, text: str, kept: str
+    place: Place, text: str, kept: str
 ) -> None:
-    chat = Chat(tmp_path)
+    chat = Chat(place)
     assert chat.say(text) == "ok"
     assert chat.user_messages_in_recall() == [kept]
     # The queue and every prompt hold the cleaned text, so any provider can be sent it...
     assert chat.state()["messages"][0].content == kept
     chat.assert_prompts_fit()
     # ...and the thread goes on, from the checkpoint, in a fresh graph.
-    chat.conn.close()
+    chat.close()
     close_all()
-    again = Chat(tmp_path)
+    again = Chat(place)
     assert again.say("still there?") == "ok"
     assert again.user_messages_in_recall() == [kept, "still there?"]
+    again.close()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=TEXT)
-def test_any_user_text_is_kept_and_answered(
-    tmp_path_factory: pytest.TempPathFactory, text: str
-) -> None:
-    chat = Chat(tmp_path_factory.mktemp("any-text"))
+def test_any_user_text_is_kept_and_answered(module_place: Place) -> None:
+    saver, close_saver = open_saver(module_place.threads)
+    backend = module_place.backend()
+
+    @examples(module_place.kind, 40)
+    @given(text=TEXT)
+    def check(text: str) -> None:
+        # A new agent (and thread) per example: its recall holds this text only.
+        agent = f"any-text-{uuid.uuid4().hex[:8]}"
+        chat = Chat(module_place, agent_id=agent, shared=(saver, backend))
+        try:
+            assert chat.say(text) == "ok"
+            assert chat.user_messages_in_recall() == [stored(module_place, valid_text(text))]
+            chat.assert_prompts_fit()
+        finally:
+            chat.close()
+            close_all()
+
     try:
-        assert chat.say(text) == "ok"
-        assert chat.user_messages_in_recall() == [valid_text(text)]
-        chat.assert_prompts_fit()
+        check()
     finally:
-        chat.conn.close()
-        close_all()
+        close_saver()
+        if backend is not None:
+            backend.close()
 
 
 def _huge(kind: str) -> str:
@@ -403,10 +516,10 @@ def _huge(kind: str) -> str:
 
 @pytest.mark.parametrize("kind", ["words", "one long token", "CJK", "dense head"])
 def test_a_message_larger_than_the_whole_window_is_kept_whole_and_the_queue_fits(
-    tmp_path: Path, kind: str
+    place: Place, kind: str
 ) -> None:
     text = _huge(kind)
-    chat = Chat(tmp_path, window=3500)
+    chat = Chat(place, window=3500)
     assert chat.counter.text(text) > 3 * 3500
     assert chat.say(text) == "ok", "the model must see the (cut) message, not an overflow"
     assert chat.say("did you get it?") == "ok"
@@ -416,12 +529,12 @@ def test_a_message_larger_than_the_whole_window_is_kept_whole_and_the_queue_fits
 
 
 def test_a_huge_message_still_reaches_the_model_when_core_memory_fills_most_of_the_window(
-    tmp_path: Path,
+    place: Place,
 ) -> None:
     # A quarter of the window is more than the room full core blocks and tools leave: the
     # message is cut to that room (and the time it was sent), not to a fixed fraction, so
     # it never ends the turn with "please send a shorter message".
-    chat = Chat(tmp_path, window=4000)
+    chat = Chat(place, window=4000)
     assert chat.say("hello") == "ok"  # the agent's blocks exist from its first turn
     chat.memory.core.append("human", "Ada keeps bees and writes long letters. " * 40)
     chat.memory.core.append("persona", "I answer in full sentences and keep notes. " * 20)
@@ -432,7 +545,7 @@ def test_a_huge_message_still_reaches_the_model_when_core_memory_fills_most_of_t
     chat.assert_prompts_fit()
 
 
-def test_a_very_long_tag_is_a_clear_error_and_never_bricks_the_agent(tmp_path: Path) -> None:
+def test_a_very_long_tag_is_a_clear_error_and_never_bricks_the_agent(place: Place) -> None:
     insert = {
         "content": "",
         "tool_calls": [
@@ -443,51 +556,76 @@ def test_a_very_long_tag_is_a_clear_error_and_never_bricks_the_agent(tmp_path: P
         ],
     }
     model = ScriptedChatModel.from_steps([insert, "I will use a shorter tag."])
-    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
-    ctx = Context(data_dir=str(tmp_path), embedding_model="none")
+    backend = place.backend()
+    graph = build_graph(model=model, memory=backend).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(place.data_dir), embedding_model="none")
     config = {"configurable": {"thread_id": "a"}}
     graph.invoke({"messages": [HumanMessage("save it")]}, config, context=ctx)
     result = json.loads(model.calls[1][-1].content)
     assert result["status"] == "Failed" and "at most 100" in result["message"]
-    # Tags stored anyway (before tags were bounded, or straight into SQLite) cannot flood
-    # the system prompt either: a new thread still gets an answer.
-    memory = open_memory(tmp_path, "default", embedding_model="none")
+    # Tags stored anyway (before tags were bounded, or straight into the database) cannot
+    # flood the system prompt either: a new thread still gets an answer.
+    memory = place.open()
     passage = memory.archival.insert("a passage", tags=[f"tag{i}" for i in range(500)])
-    with memory.db.conn:
-        memory.db.conn.execute(
-            "INSERT INTO archival_tags (passage_id, agent_id, tag) VALUES (?, 'default', ?)",
-            (passage.id, "a" + "y" * 50_000),
-        )
+    _store_tag_unchecked(place, passage.id, "a" + "y" * 50_000)
     fresh = ScriptedChatModel.from_steps(["hello"])
-    graph = build_graph(model=fresh).compile(checkpointer=InMemorySaver())
+    graph = build_graph(model=fresh, memory=backend).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "b"}}
     out = graph.invoke({"messages": [HumanMessage("hi")]}, config, context=ctx)
     assert out["messages"][-1].content == "hello"
     system = fresh.calls[0][0].text
     assert "y" * 100 not in system and "(+481 more)" in system
+    if backend is not None:
+        backend.close()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(query=TEXT, start=st.none() | TEXT, end=st.none() | TEXT, tags=st.lists(TEXT, max_size=3))
+def _store_tag_unchecked(place: Place, passage_id: int, tag: str) -> None:
+    """Add a tag to agent "default"'s passage straight in the database, past every check."""
+    if place.url:
+        import psycopg
+
+        with psycopg.connect(place.url) as conn:
+            conn.execute(
+                "UPDATE memgpt_archival SET tags = tags || %s::text WHERE id = %s",
+                (tag, passage_id),
+            )
+        return
+    memory: Any = place.open()
+    with memory.db.conn:
+        memory.db.conn.execute(
+            "INSERT INTO archival_tags (passage_id, agent_id, tag) VALUES (?, 'default', ?)",
+            (passage_id, tag),
+        )
+
+
 def test_any_search_text_is_a_result_or_a_clear_value_error(
-    memory: AgentMemory, query: str, start: str | None, end: str | None, tags: list[str]
+    memory: Memory, module_place: Place
 ) -> None:
-    for search in (
-        lambda: memory.recall.search(query, start_date=start, end_date=end),
-        lambda: memory.recall.search(query, mode="fts"),
-        lambda: memory.recall.search_date(start, end),
-        lambda: memory.archival.search(query, tags=tags, start_date=start, end_date=end),
-    ):
-        try:
-            page = search()
-        except ValueError as err:  # a bad date: the message says which and how to fix it
-            assert "date" in str(err)
-        else:
-            assert page.total >= len(page.hits)
+    @examples(module_place.kind, 150)
+    @given(
+        query=TEXT, start=st.none() | TEXT, end=st.none() | TEXT, tags=st.lists(TEXT, max_size=3)
+    )
+    def check(query: str, start: str | None, end: str | None, tags: list[str]) -> None:
+        for search in (
+            lambda: memory.recall.search(query, start_date=start, end_date=end),
+            lambda: memory.recall.search(query, mode="fts"),
+            lambda: memory.recall.search_date(start, end),
+            lambda: memory.archival.search(query, tags=tags, start_date=start, end_date=end),
+        ):
+            try:
+                page = search()
+            except ValueError as err:  # a bad date: the message says which and how to fix it
+                assert "date" in str(err)
+            else:
+                assert page.total >= len(page.hits)
+
+    check()
 
 
-def test_search_with_real_embeddings_survives_surrogates_and_fts_syntax(tmp_path: Path) -> None:
-    memory = open_memory(tmp_path, "fuzz", embedding_model="minilm")
+def test_search_with_real_embeddings_survives_surrogates_and_fts_syntax(
+    make_backend: Any, embeddings: Any
+) -> None:
+    memory = make_backend(embeddings).open("fuzz")
     memory.archival.insert("Ada likes green tea \ud800", tags=["drinks\udfff"])
     for query in ["\ud800", 'tea" OR 1=1 --', "NEAR(tea", "*", "(((", "\x00", ""]:
         memory.archival.search(query)
@@ -498,7 +636,7 @@ def test_search_with_real_embeddings_survives_surrogates_and_fts_syntax(tmp_path
 
 @pytest.mark.parametrize(("chars", "stored"), [(400_000, True), (2_000_000, False)])
 def test_huge_tool_arguments_are_cut_in_the_queue_while_recall_and_archival_keep_what_ran(
-    tmp_path: Path, chars: int, stored: bool
+    place: Place, chars: int, stored: bool
 ) -> None:
     content = ("Ada's notes, word for word. " * (chars // 28 + 1))[:chars]
     insert = {
@@ -506,15 +644,17 @@ def test_huge_tool_arguments_are_cut_in_the_queue_while_recall_and_archival_keep
         "tool_calls": [{"name": "archival_memory_insert", "args": {"content": content}}],
     }
     model = ScriptedChatModel.from_steps([insert, "Saved.", "ok"])
-    conn = sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False)
-    graph = build_graph(model=model).compile(checkpointer=SqliteSaver(conn))
-    ctx = Context(data_dir=str(tmp_path), embedding_model="none", context_window=4096)
+    where = place.threads
+    saver, close_saver = open_saver(where)
+    backend = place.backend()
+    graph = build_graph(model=model, memory=backend).compile(checkpointer=saver)
+    ctx = Context(data_dir=str(place.data_dir), embedding_model="none", context_window=4096)
     config = {"configurable": {"thread_id": "a"}}
     graph.invoke({"messages": [HumanMessage("keep my notes")]}, config, context=ctx)
     graph.invoke({"messages": [HumanMessage("thanks")]}, config, context=ctx)
 
     # The queue (every checkpoint) holds a bounded copy of the call, with a note.
-    biggest = conn.execute("SELECT max(length(checkpoint)) FROM checkpoints").fetchone()[0]
+    biggest = _biggest_checkpoint(where)
     assert biggest < 100_000, f"a checkpoint of {biggest:,} bytes"
     [call_message] = [
         m for m in graph.get_state(config).values["messages"] if getattr(m, "tool_calls", None)
@@ -526,7 +666,7 @@ def test_huge_tool_arguments_are_cut_in_the_queue_while_recall_and_archival_keep
     for prompt in model.calls:
         assert counter.messages(prompt) < 4096
     # What ran is what the model wrote: recall keeps the whole call, archival the passage.
-    memory = open_memory(tmp_path, "default", embedding_model="none")
+    memory = place.open()
     [recorded] = memory.recall.get([str(call_message.id)])
     assert recorded.tool_calls[0]["args"]["content"] == content
     [result] = [json.loads(m.content) for m in model.calls[1] if isinstance(m, ToolMessage)]
@@ -537,4 +677,25 @@ def test_huge_tool_arguments_are_cut_in_the_queue_while_recall_and_archival_keep
     else:  # an absurd size: a readable refusal, nothing saved
         assert result["status"] == "Failed" and "at most 1,000,000" in result["message"]
         assert passages == []
-    conn.close()
+    close_saver()
+    if backend is not None:
+        backend.close()
+
+
+def _biggest_checkpoint(where: str) -> int:
+    """Bytes of the largest stored checkpoint (Postgres: with its largest channel value)."""
+    if is_postgres(where):
+        import psycopg
+
+        with psycopg.connect(where) as conn:
+            row = conn.execute(
+                "SELECT (SELECT max(octet_length(checkpoint::text)) FROM checkpoints), "
+                "(SELECT coalesce(max(octet_length(blob)), 0) FROM checkpoint_blobs), "
+                "(SELECT coalesce(max(octet_length(blob)), 0) FROM checkpoint_writes)"
+            ).fetchone()
+        assert row is not None
+        return int(row[0]) + int(row[1]) + int(row[2])
+    import sqlite3
+
+    with sqlite3.connect(where) as conn:
+        return int(conn.execute("SELECT max(length(checkpoint)) FROM checkpoints").fetchone()[0])

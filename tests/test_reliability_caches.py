@@ -5,6 +5,11 @@ rows reuse the old vector ids) must be rebuilt, not matched by id; a cache folde
 cannot be written must not fail a turn. Also the process-wide pieces around the stores:
 the memory cache is bounded, FAISS's thread count is set once, and a locked database is
 an error, not "no metadata". Real SQLite files, real FAISS, real MiniLM.
+
+Every test here stays on the embedded backend: each is about one of its own pieces (FAISS
+cache files, the process's cache of open SQLite memories, FAISS threads, SQLite locks),
+which the Postgres backend does not have (vectors live in their rows, connections in a
+pool). Each test names its piece.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ def _fresh() -> Iterator[None]:
 def test_a_cache_built_from_a_replaced_database_is_rebuilt_not_trusted(
     tmp_path: Path, embeddings: MiniLMEmbeddings
 ) -> None:
+    """SQLite only: about FAISS cache files next to a replaced memory.sqlite."""
     data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
     for folder, texts in ((data, ANIMALS), (elsewhere, COOKING)):
         memory = AgentMemory.open(folder, "ada", embeddings)
@@ -108,6 +114,7 @@ CACHE_BLOCKS = [
 def test_an_unwritable_cache_never_fails_a_turn_nor_loses_the_users_message(
     tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """SQLite only: about the FAISS cache folder (Postgres writes no cache files)."""
     data = tmp_path / "data"
     _block_cache(data, how)
     steps = [
@@ -144,6 +151,7 @@ def test_an_unwritable_cache_never_fails_a_turn_nor_loses_the_users_message(
 def test_the_process_keeps_a_bounded_number_of_memories_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """SQLite only: about the process cache of open SQLite memories (Postgres: one pool)."""
     monkeypatch.setattr(stores_module, "MAX_OPEN_MEMORIES", 3)
     held = open_memory(tmp_path, "agent-0", embedding_model="none")
     for n in range(1, 8):
@@ -166,6 +174,7 @@ def test_the_process_keeps_a_bounded_number_of_memories_open(
 def test_searches_from_several_threads_never_touch_faiss_thread_count(
     tmp_path: Path, embeddings: MiniLMEmbeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """SQLite only: about FAISS's OpenMP threads (Postgres searches in the server)."""
     memory = AgentMemory.open(tmp_path, "ada", embeddings)
     memory.archival.insert_many(ANIMALS + COOKING)
     memory.archival.search("pasta", mode="vector")
@@ -188,7 +197,11 @@ def test_searches_from_several_threads_never_touch_faiss_thread_count(
 
 
 def test_a_locked_database_is_an_error_not_missing_metadata(tmp_path: Path) -> None:
-    """A lock read as "no value" made the embedding check overwrite the recorded model."""
+    """A lock read as "no value" made the embedding check overwrite the recorded model.
+
+    SQLite only: about SQLite's file locks and its meta table (Postgres keeps each agent's
+    model in a row, `test_postgres_backend::test_an_agent_keeps_its_embedding_model`).
+    """
     path = tmp_path / "memory.sqlite"
     # A rollback-journal database, where a writer's exclusive lock stops readers too.
     db = sqlite_utils.Database(sqlite3.connect(path, timeout=0.05))

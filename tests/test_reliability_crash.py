@@ -13,6 +13,11 @@ reopens the same data directory and thread from scratch (``stores.close_all()`` 
   and no half-written temporary file is left behind;
 - the queue is well formed (every tool call has exactly one result);
 - the conversation continues: another turn completes, and the checks hold again.
+
+The kill points that are about memory and the loop also run on Postgres (memory through
+`PostgresBackend`, the thread through langgraph-checkpoint-postgres's ``PostgresSaver``, on
+the session's server): there the same promises hold with pgvector in place of FAISS. What
+stays SQLite-only says why beside it (FAISS cache files, a damaged SQLite file).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpointers import is_postgres, memory_backend, open_saver
 from crash_harness import weather
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -40,6 +46,7 @@ from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.recovery import recover_thread
 from langgraph_memgpt.stores import close_all, open_memory
+from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.types import StoreCorruptError
 from langgraph_memgpt.stores.vectors import agent_cache_dir, forget_loaded_indexes
 
@@ -109,6 +116,12 @@ SCENARIOS = {
     "after the user message reached recall, before the checkpoint": Scenario(
         "recall_write:user", ["hello", "my name is Ada"], [send("hi"), send("never")], completed=1
     ),
+    "while recall embeds the user message (Postgres: inside its write transaction)": Scenario(
+        "recall_embedding:user",
+        ["hello", "my name is Ada"],
+        [send("hi"), send("never")],
+        completed=1,
+    ),
     "after the model's reply reached recall, before the checkpoint": Scenario(
         "recall_write:assistant",
         ["hello", "my name is Ada"],
@@ -142,12 +155,13 @@ def fresh_process_state() -> Iterator[None]:
 
 
 def write_plan(
-    tmp_path: Path, scenario: Scenario, durability: str | None = "sync"
+    tmp_path: Path, scenario: Scenario, durability: str | None = "sync", database_url: str = ""
 ) -> dict[str, Any]:
+    """The harness's plan; with ``database_url``, memory and the thread live in Postgres."""
     plan = {
         "durability": durability,
         "data_dir": str(tmp_path / "data"),
-        "checkpoint_db": str(tmp_path / "checkpoints.sqlite"),
+        "checkpoint_db": database_url or str(tmp_path / "checkpoints.sqlite"),
         "thread_id": "thread-1",
         "script": scenario.script,
         "summaries": scenario.summaries,
@@ -162,6 +176,10 @@ def run_harness(tmp_path: Path, scenario: Scenario) -> subprocess.CompletedProce
     env = {**os.environ, "MEMGPT_CRASH_AT": scenario.point}
     if scenario.arm_from is not None:
         env["MEMGPT_CRASH_FROM_TURN"] = str(scenario.arm_from)
+    # The harness imports its helper module (checkpointers) from this folder.
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(HARNESS.parent), env.get("PYTHONPATH", "")) if p
+    )
     return subprocess.run(
         [sys.executable, str(HARNESS), str(tmp_path / "plan.json")],
         capture_output=True,
@@ -189,17 +207,19 @@ class Reopened:
         close_all()
         forget_loaded_indexes()
         self.plan = plan
-        self.conn = sqlite3.connect(plan["checkpoint_db"], check_same_thread=False)
+        saver, self._close_saver = open_saver(plan["checkpoint_db"])
+        self.backend = memory_backend(plan["checkpoint_db"])
         self.model = ScriptedChatModel.from_steps(list(script))
         self.graph = build_graph(
             model=self.model,
             summary_model=ScriptedChatModel.from_steps(list(summaries)),
             tools=[weather],
-        ).compile(checkpointer=SqliteSaver(self.conn))
+            memory=self.backend,
+        ).compile(checkpointer=saver)
         self.config = {"configurable": {"thread_id": plan["thread_id"]}}
         self.ctx = Context(data_dir=plan["data_dir"], **plan["context"])
         if recover:
-            recover_thread(self.graph, self.config, self.ctx)
+            recover_thread(self.graph, self.config, self.ctx, memory=self.backend)
 
     def say(self, text: str) -> str:
         out = self.graph.invoke({"messages": [HumanMessage(text)]}, self.config, context=self.ctx)
@@ -217,7 +237,44 @@ class Reopened:
         return found
 
     def close(self) -> None:
-        self.conn.close()
+        self._close_saver()
+        if self.backend is not None:
+            self.backend.close()
+
+
+class Tiers:
+    """The agent's memory of a plan, opened afresh (``with Tiers(plan) as memory``)."""
+
+    def __init__(self, plan: dict[str, Any]) -> None:
+        self.backend = memory_backend(plan["checkpoint_db"])
+        self.data_dir = plan["data_dir"]
+
+    def __enter__(self) -> Memory:
+        if self.backend is None:
+            return open_memory(self.data_dir, AGENT)
+        memory: Memory = self.backend.open(AGENT)
+        return memory
+
+    def __exit__(self, *exc: object) -> None:
+        if self.backend is not None:
+            self.backend.close()
+        close_all()
+
+
+def _all_messages(memory: Memory) -> list[Any]:
+    rows, after = [], 0
+    while page := memory.recall.list_messages(after=after, limit=500):
+        rows += [m for _, m in page]
+        after = page[-1][0]
+    return rows
+
+
+def _all_passages(memory: Memory) -> list[tuple[Any, str | None]]:
+    rows, after = [], 0
+    while page := memory.archival.list_passages(after=after, limit=500):
+        rows += page
+        after = page[-1][0].id
+    return rows
 
 
 def assert_memory_consistent(plan: dict[str, Any], *, settled: bool = True) -> None:
@@ -232,74 +289,85 @@ def assert_memory_consistent(plan: dict[str, Any], *, settled: bool = True) -> N
     finally:
         reopened.close()
     assert checkpointed, "the checkpoint did not load"
-    memory = open_memory(plan["data_dir"], AGENT)
+    with Tiers(plan) as memory:
+        # Recall: every checkpointed message, exactly once.
+        counts = Counter(m.message_id for m in _all_messages(memory))
+        missing = sorted(set(checkpointed) - set(counts))
+        assert not missing, f"checkpointed messages missing from recall: {missing}"
+        assert all(n == 1 for n in counts.values()), counts
+        for message_id, message in checkpointed.items():
+            if isinstance(message, HumanMessage) and "[message truncated" not in message.content:
+                assert memory.recall.get([message_id])[0].text == message.content
+
+        # The queue: every tool call answered exactly once, every result after its call.
+        # Until the next turn, the call a kill interrupted (the last AI message's) may be
+        # unanswered.
+        calls_seen: set[str] = set()
+        answers: Counter[str] = Counter()
+        last_calls: set[str] = set()
+        for message in queue:
+            if isinstance(message, AIMessage):
+                last_calls = {str(c["id"]) for c in message.tool_calls}
+                calls_seen |= last_calls
+            if isinstance(message, ToolMessage):
+                assert message.tool_call_id in calls_seen, (
+                    "tool result before (or without) its call"
+                )
+                answers[message.tool_call_id] += 1
+        unanswered = calls_seen - set(answers)
+        assert set(answers.values()) <= {1}, answers
+        assert not unanswered or (not settled and unanswered <= last_calls), unanswered
+
+        passages = [p for p, _ in _all_passages(memory)]
+        # No duplicates: a replayed archival_memory_insert or eviction writes nothing twice.
+        provenance = Counter((p.text, p.thread_id, p.turn) for p in passages)
+        assert all(n == 1 for n in provenance.values()), f"duplicated passages: {provenance}"
+        if settled:  # every archived summary is the one its eviction put in the thread
+            archived = [p.text for p in passages if "summary" in p.tags]
+            orphans = [text for text in archived if text not in summaries]
+            assert not orphans, f"summaries of an eviction that was replayed: {orphans}"
+        # Every passage has its vector: vector search returns each one.
+        same_text = Counter(p.text for p in passages)
+        for passage in passages:
+            page = memory.archival.search(
+                passage.text, mode="vector", page_size=same_text[passage.text]
+            )
+            assert passage.id in [hit.item.id for hit in page.hits], passage.text
+        if is_postgres(plan["checkpoint_db"]):
+            _assert_postgres_vectors(plan["checkpoint_db"])
+        else:
+            _assert_sqlite_and_faiss_agree(plan, memory, len(passages))
+    if not is_postgres(plan["checkpoint_db"]):
+        _assert_faiss_files_intact(plan)
+
+
+def _assert_postgres_vectors(url: str) -> None:
+    """Every passage and every searchable message has its vector (one row holds both)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        bare = conn.execute(
+            "SELECT (SELECT count(*) FROM memgpt_archival WHERE agent_id = %s "
+            "AND embedding IS NULL), (SELECT count(*) FROM memgpt_recall WHERE agent_id = %s "
+            "AND searchable AND embedding IS NULL)",
+            (AGENT, AGENT),
+        ).fetchone()
+    assert bare == (0, 0), f"(passages, messages) without their vector: {bare}"
+
+
+def _assert_sqlite_and_faiss_agree(plan: dict[str, Any], memory: Any, passages: int) -> None:
+    """Archival and FAISS agree, whatever state the cache file was left in."""
     conn = memory.db.conn
-
-    # Recall: every checkpointed message, exactly once.
-    counts = dict(
-        conn.execute(
-            "SELECT message_id, count(*) FROM recall WHERE agent_id = ? GROUP BY message_id",
-            (AGENT,),
-        ).fetchall()
-    )
-    missing = sorted(set(checkpointed) - set(counts))
-    assert not missing, f"checkpointed messages missing from recall: {missing}"
-    assert all(n == 1 for n in counts.values()), counts
-    for message_id, message in checkpointed.items():
-        if isinstance(message, HumanMessage) and "[message truncated" not in message.content:
-            assert memory.recall.get([message_id])[0].text == message.content
-
-    # The queue: every tool call answered exactly once, every result after its call. Until
-    # the next turn, the call a kill interrupted (the last AI message's) may be unanswered.
-    calls_seen: set[str] = set()
-    answers: Counter[str] = Counter()
-    last_calls: set[str] = set()
-    for message in queue:
-        if isinstance(message, AIMessage):
-            last_calls = {str(c["id"]) for c in message.tool_calls}
-            calls_seen |= last_calls
-        if isinstance(message, ToolMessage):
-            assert message.tool_call_id in calls_seen, "tool result before (or without) its call"
-            answers[message.tool_call_id] += 1
-    unanswered = calls_seen - set(answers)
-    assert set(answers.values()) <= {1}, answers
-    assert not unanswered or (not settled and unanswered <= last_calls), unanswered
-
-    # Archival and FAISS agree, whatever state the cache file was left in.
-    passages = conn.execute(
-        "SELECT id, text FROM archival WHERE agent_id = ? ORDER BY id", (AGENT,)
-    ).fetchall()
+    ids = {row[0] for row in conn.execute("SELECT id FROM archival WHERE agent_id = ?", (AGENT,))}
     vectors = {
         row[0]
         for row in conn.execute(
             "SELECT item_id FROM vectors WHERE tier = 'archival' AND agent_id = ?", (AGENT,)
         )
     }
-    assert vectors == {pid for pid, _ in passages}, "a passage without its vector (or the reverse)"
-    # No duplicates: a replayed archival_memory_insert or eviction writes nothing twice.
-    provenance = Counter(
-        conn.execute(
-            "SELECT text, thread_id, turn FROM archival WHERE agent_id = ?", (AGENT,)
-        ).fetchall()
-    )
-    assert all(n == 1 for n in provenance.values()), f"duplicated passages: {provenance}"
-    if settled:  # every archived summary is the one its eviction put in the thread
-        archived = [
-            row[0]
-            for row in conn.execute(
-                "SELECT b.text FROM archival AS b JOIN archival_tags AS t ON t.passage_id = b.id "
-                "WHERE b.agent_id = ? AND t.tag = 'summary'",
-                (AGENT,),
-            )
-        ]
-        orphans = [text for text in archived if text not in summaries]
-        assert not orphans, f"summaries of an eviction that was replayed: {orphans}"
+    assert vectors == ids, "a passage without its vector (or the reverse)"
     assert memory.archival.index is not None
-    assert memory.archival.index.count() == len(passages)
-    same_text = Counter(text for _, text in passages)
-    for passage_id, text in passages:
-        page = memory.archival.search(text, mode="vector", page_size=same_text[text])
-        assert passage_id in [hit.item.id for hit in page.hits], text
+    assert memory.archival.index.count() == passages
     searchable = conn.execute(
         "SELECT count(*) FROM recall WHERE agent_id = ? AND searchable = 1", (AGENT,)
     ).fetchone()[0]
@@ -307,6 +375,8 @@ def assert_memory_consistent(plan: dict[str, Any], *, settled: bool = True) -> N
     assert memory.recall._turn_index.count() == searchable
     memory.close()  # writes the caches: they must come out intact
 
+
+def _assert_faiss_files_intact(plan: dict[str, Any]) -> None:
     folder = agent_cache_dir(Path(plan["data_dir"]) / "faiss", AGENT)
     leftovers = [p.name for p in folder.glob(".*.tmp")]
     assert not leftovers, f"half-written temporary files left behind: {leftovers}"
@@ -317,6 +387,7 @@ def assert_memory_consistent(plan: dict[str, Any], *, settled: bool = True) -> N
     forget_loaded_indexes()
 
 
+FAISS_POINTS = ("faiss_index_write", "faiss_sidecar_write")
 CASES = [(where, "sync") for where in SCENARIOS] + [
     # LangGraph's default: a step's checkpoint is written while the next step runs, so the
     # kill may also land before the previous checkpoint reached the disk.
@@ -324,14 +395,43 @@ CASES = [(where, "sync") for where in SCENARIOS] + [
     ("halfway through writing a FAISS index file", None),
     ("inside the summarizer call of summarize_evict", None),
 ]
+# Postgres: a kill inside recall's write transaction (rows inserted, nothing committed),
+# right after a commit (a tool result), inside a user tool and inside the summarizer; the
+# eviction summary's commit and the checkpointed input are killed and replayed below. Not
+# the FAISS cache files (Postgres keeps vectors in their rows: no cache file to tear), nor
+# the kill points that test nothing more of Postgres than a listed one (the user message
+# and the reply commit like the tool result; LangGraph's default durability is LangGraph's
+# own, the same on either checkpointer), to keep the suite's time in budget.
+POSTGRES_POINTS = {
+    ("tool", "sync"),
+    ("recall_embedding:user", "sync"),
+    ("recall_write:tool", "sync"),
+    ("summarize", "sync"),
+}
+BOTH_BACKENDS = [
+    pytest.param(where, d, "sqlite", id=f"{where}-{d}-sqlite") for where, d in CASES
+] + [
+    pytest.param(where, d, "postgres", id=f"{where}-{d}-postgres")
+    for where, d in CASES
+    if (SCENARIOS[where].point, d) in POSTGRES_POINTS
+]
 
 
-@pytest.mark.parametrize(("where", "durability"), CASES)
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """Where a replay test's memory and thread live: "" (a SQLite folder), or Postgres."""
+    if request.param == "sqlite":
+        return ""
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.mark.parametrize(("where", "durability", "backend"), BOTH_BACKENDS)
 def test_a_killed_agent_loses_nothing_and_the_conversation_continues(
-    tmp_path: Path, where: str, durability: str | None
+    tmp_path: Path, where: str, durability: str | None, backend: str, request: pytest.FixtureRequest
 ) -> None:
     scenario = SCENARIOS[where]
-    plan = write_plan(tmp_path, scenario, durability)
+    url = str(request.getfixturevalue("postgres_url")) if backend == "postgres" else ""
+    plan = write_plan(tmp_path, scenario, durability, url)
     proc = run_harness(tmp_path, scenario)
     assert proc.returncode == -signal.SIGKILL, (
         f"the kill point {scenario.point!r} was never reached:\n{proc.stdout}\n{proc.stderr}"
@@ -366,7 +466,11 @@ def test_a_killed_agent_loses_nothing_and_the_conversation_continues(
 
 
 def test_the_interrupted_turn_can_also_be_resumed_where_it_stopped(tmp_path: Path) -> None:
-    """Resuming (``invoke(None)``) instead of sending a new message runs the pending node."""
+    """Resuming (``invoke(None)``) instead of sending a new message runs the pending node.
+
+    SQLite only: resuming is LangGraph's (the pending node rerun from the checkpoint); the
+    Postgres replays below resume the same way and check what the backend must add.
+    """
     scenario = SCENARIOS["during a tool call"]
     plan = write_plan(tmp_path, scenario)
     assert run_harness(tmp_path, scenario).returncode == -signal.SIGKILL
@@ -382,10 +486,12 @@ def test_the_interrupted_turn_can_also_be_resumed_where_it_stopped(tmp_path: Pat
     assert_memory_consistent(plan)
 
 
-def test_an_interrupted_insert_replayed_adds_no_second_passage(tmp_path: Path) -> None:
+def test_an_interrupted_insert_replayed_adds_no_second_passage(
+    tmp_path: Path, database_url: str
+) -> None:
     """Killed after archival_memory_insert ran, before its result was checkpointed; resumed."""
     scenario = SCENARIOS["after a tool result reached recall, before the checkpoint"]
-    plan = write_plan(tmp_path, scenario)
+    plan = write_plan(tmp_path, scenario, database_url=database_url)
     assert run_harness(tmp_path, scenario).returncode == -signal.SIGKILL
     reopened = Reopened(plan, script=[send("Noted, again.")])
     try:
@@ -394,16 +500,16 @@ def test_an_interrupted_insert_replayed_adds_no_second_passage(tmp_path: Path) -
     finally:
         reopened.close()
     assert json.loads(results[-1].content)["status"] == "OK"
-    memory = open_memory(plan["data_dir"], AGENT)
-    saved = memory.archival.search("", page_size=50).hits
+    with Tiers(plan) as memory:
+        saved = memory.archival.search("", page_size=50).hits
     assert [hit.item.text for hit in saved] == ["Ada likes green tea"]
     assert_memory_consistent(plan)
 
 
-def test_a_replayed_eviction_archives_no_second_summary(tmp_path: Path) -> None:
+def test_a_replayed_eviction_archives_no_second_summary(tmp_path: Path, database_url: str) -> None:
     """Killed after the eviction summary was archived; the turn is resumed, then goes on."""
     scenario = SCENARIOS["after the eviction summary reached archival, before the checkpoint"]
-    plan = write_plan(tmp_path, scenario)
+    plan = write_plan(tmp_path, scenario, database_url=database_url)
     assert run_harness(tmp_path, scenario).returncode == -signal.SIGKILL
     replayed = [f"I heard the user's story (replayed {i})." for i in range(3)]
     reopened = Reopened(plan, script=[send("noted part 1")], summaries=replayed)
@@ -412,24 +518,23 @@ def test_a_replayed_eviction_archives_no_second_summary(tmp_path: Path) -> None:
         summary = reopened.graph.get_state(reopened.config).values["summary"]
     finally:
         reopened.close()
-    memory = open_memory(plan["data_dir"], AGENT)
-    archived = [h.item.text for h in memory.archival.search("", tags=["summary"]).hits]
+    with Tiers(plan) as memory:
+        archived = [h.item.text for h in memory.archival.search("", tags=["summary"]).hits]
     assert archived == [summary] == ["I heard parts of the user's story (0)."]
     assert_memory_consistent(plan)
 
 
 def test_a_message_checkpointed_before_recall_is_recorded_at_restart_in_its_own_turn(
-    tmp_path: Path,
+    tmp_path: Path, database_url: str
 ) -> None:
     """Killed after LangGraph checkpointed the input, before the write-ahead; never continued."""
     scenario = SCENARIOS[
         "after LangGraph checkpointed the input, before the user message reached recall"
     ]
-    plan = write_plan(tmp_path, scenario)
+    plan = write_plan(tmp_path, scenario, database_url=database_url)
     assert run_harness(tmp_path, scenario).returncode == -signal.SIGKILL
-    memory = open_memory(plan["data_dir"], AGENT)
-    assert [m.text for m in memory.recall.latest(10) if m.role == "user"] == ["hello"]
-    close_all()
+    with Tiers(plan) as memory:
+        assert [m.text for m in memory.recall.latest(10) if m.role == "user"] == ["hello"]
 
     reopened = Reopened(plan)  # a restart: nothing is sent on the thread
     try:
@@ -437,17 +542,20 @@ def test_a_message_checkpointed_before_recall_is_recorded_at_restart_in_its_own_
     finally:
         reopened.close()
     orphan = snapshot.values["messages"][-1]
-    memory = open_memory(plan["data_dir"], AGENT)
-    [recorded] = memory.recall.get([str(orphan.id)])
+    with Tiers(plan) as memory:
+        [recorded] = memory.recall.get([str(orphan.id)])
     assert recorded.text == "my name is Ada"
     assert recorded.turn == 2  # the turn it would have opened, not a later one
-    arrived = min(
-        s.created_at
-        for s in Reopened(plan).graph.get_state_history(reopened.config)
-        if orphan.id in {m.id for m in s.values.get("messages", [])}
-    )
+    again = Reopened(plan)
+    try:
+        arrived = min(
+            s.created_at
+            for s in again.graph.get_state_history(again.config)
+            if orphan.id in {m.id for m in s.values.get("messages", [])}
+        )
+    finally:
+        again.close()
     assert recorded.created_at == arrived  # when it was checkpointed, not when recovered
-    close_all()
 
     # The next message opens the turn after it; the orphan keeps its turn and time.
     reopened = Reopened(plan, script=[send("Hi Ada!")])
@@ -457,16 +565,19 @@ def test_a_message_checkpointed_before_recall_is_recorded_at_restart_in_its_own_
     finally:
         reopened.close()
     assert state["turn"] == 3
-    memory = open_memory(plan["data_dir"], AGENT)
-    users = sorted((m.turn, m.text) for m in memory.recall.latest(20) if m.role == "user")
-    assert users == [(1, "hello"), (2, "my name is Ada"), (3, "are you there?")]
-    assert memory.recall.get([str(orphan.id)])[0].created_at == arrived
+    with Tiers(plan) as memory:
+        users = sorted((m.turn, m.text) for m in memory.recall.latest(20) if m.role == "user")
+        assert users == [(1, "hello"), (2, "my name is Ada"), (3, "are you there?")]
+        assert memory.recall.get([str(orphan.id)])[0].created_at == arrived
     assert_memory_consistent(plan)
 
 
 def test_the_server_records_every_threads_unrecorded_messages_when_it_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """SQLite only: `recover_at_start` reads the server's checkpoint file. With Postgres the
+    server recovers its threads through the same `recover_threads` in `server.checkpointer`
+    (test_postgres_backend), and the recovery itself runs on Postgres above."""
     from langgraph_memgpt.server import recover_at_start
 
     data_dir, checkpoints = tmp_path / "data", tmp_path / "checkpoints.sqlite"
@@ -491,6 +602,8 @@ def test_the_server_records_every_threads_unrecorded_messages_when_it_starts(
 
 
 # -- damaged files ---------------------------------------------------------------------
+# SQLite only: these damage the embedded backend's own files (FAISS caches, memory.sqlite).
+# Postgres keeps vectors in their rows and its files are the server's business.
 
 
 def _agent_with_passages(tmp_path: Path) -> dict[str, Any]:

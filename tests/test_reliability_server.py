@@ -3,6 +3,9 @@
 The runs share one server process (its thread pool runs the sync nodes side by side) and
 one data directory. Every run must complete, and each agent's memory must hold exactly
 its own two threads' messages and passages, nothing of the other agent's.
+
+It runs on both backends (`place`): the server's data directory, or Postgres through
+``MEMGPT_DATABASE_URL`` (memory in `PostgresBackend`, threads in ``AsyncPostgresSaver``).
 """
 
 from __future__ import annotations
@@ -14,26 +17,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpointers import Place
 from served_per_message import SCRIPTS_ENV
 from test_server import DevServer
 
 from langgraph_memgpt.server import langgraph_config
-from langgraph_memgpt.stores import open_memory
 
 AGENTS = ("ada", "bob")
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[DevServer]:
+def server(place: Place, tmp_path: Path) -> Iterator[DevServer]:
     """The agent served with a model that replays one script per user message (the served
     graph takes its model from the server, so runs cannot bring their own scripts)."""
     config = langgraph_config()
     config["graphs"]["memgpt"] = f"{Path(__file__).parent / 'served_per_message.py'}:graph"
     path = tmp_path / "langgraph.json"
     path.write_text(json.dumps(config))
-    yield from DevServer(
-        tmp_path, tmp_path / "data", config=path, env={SCRIPTS_ENV: str(tmp_path / "scripts.json")}
-    ).running()
+    env = {SCRIPTS_ENV: str(tmp_path / "scripts.json")}
+    if place.url:
+        env["MEMGPT_DATABASE_URL"] = place.url
+    yield from DevServer(tmp_path, tmp_path / "data", config=path, env=env).running()
 
 
 def script_for(agent: str, n: int) -> list[dict[str, Any]]:
@@ -62,8 +66,7 @@ def script_for(agent: str, n: int) -> list[dict[str, Any]]:
 @pytest.mark.server
 @pytest.mark.timeout(240)
 def test_four_parallel_runs_of_two_agents_complete_and_stay_apart(
-    server: DevServer,
-    tmp_path: Path,
+    server: DevServer, place: Place, tmp_path: Path
 ) -> None:
     from langgraph_sdk import get_sync_client
 
@@ -101,13 +104,12 @@ def test_four_parallel_runs_of_two_agents_complete_and_stay_apart(
         values = setup.threads.get_state(job["thread_id"])["values"]
         assert values["messages"][-1]["content"] == f"{job['agent']} reply {job['n']}"
 
+    stored = Place(place.kind, data_dir, place.url)  # the server's memory
     for agent in AGENTS:
         other = next(a for a in AGENTS if a != agent)
         threads = {job["thread_id"] for job in jobs if job["agent"] == agent}
-        memory = open_memory(data_dir, agent)
-        rows = memory.db.conn.execute(
-            "SELECT thread_id, role, text FROM recall WHERE agent_id = ?", (agent,)
-        ).fetchall()
+        memory = stored.open(agent, "minilm")
+        rows = [(m.thread_id, m.role, m.text) for _, m in memory.recall.list_messages(limit=1000)]
         assert {row[0] for row in rows} == threads
         users = sorted(row[2] for row in rows if row[1] == "user")
         assert users == [f"{agent} message 0", f"{agent} message 1"]
@@ -117,3 +119,4 @@ def test_four_parallel_runs_of_two_agents_complete_and_stay_apart(
             f"{agent} fact from run 0",
             f"{agent} fact from run 1",
         ]
+    stored.close()

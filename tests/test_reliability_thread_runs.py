@@ -4,27 +4,34 @@ Two runs of one thread that overlap both start from the same checkpoint; without
 thread lock (``langgraph_memgpt.threads``) the last to write dropped the other's messages.
 Real concurrent runs: ``ainvoke``s on one event loop, ``invoke``s on several threads, and
 two processes sharing the checkpoint file and the data directory.
+
+Each runs on both backends (`place`): memory and threads in a folder (SQLite), or in one
+Postgres database (`PostgresBackend`; ``PostgresSaver``, ``AsyncPostgresSaver`` for
+``ainvoke``), where a run also claims its thread with an advisory lock.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
+import os
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpointers import Place, open_saver
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 from thread_runner import SlowModel, reply
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.stores import close_all, open_memory
+from langgraph_memgpt.stores import close_all
 from langgraph_memgpt.threads import ThreadBusyError, one_run
 
 RUNNER = Path(__file__).parent / "thread_runner.py"
@@ -42,56 +49,87 @@ def _said(values: dict[str, Any]) -> tuple[list[str], list[str]]:
     return users, replies
 
 
-def test_two_ainvokes_of_one_thread_at_once_keep_both_turns(tmp_path: Path) -> None:
+@asynccontextmanager
+async def async_saver(place: Place) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """An async checkpointer of the place: Postgres's own, or (SQLite) an in-memory one."""
+    if not place.url:
+        yield InMemorySaver()
+        return
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    async with AsyncPostgresSaver.from_conn_string(place.url) as saver:
+        await saver.setup()
+        yield saver
+
+
+def test_two_ainvokes_of_one_thread_at_once_keep_both_turns(place: Place) -> None:
     model = SlowModel.from_steps([reply("first answer"), reply("second answer")])
-    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t1"}}
-    ctx = Context(data_dir=str(tmp_path), embedding_model="none")
+    ctx = Context(data_dir=str(place.data_dir), embedding_model="none")
+    backend = place.backend()
 
-    async def both() -> None:
-        await asyncio.gather(
-            graph.ainvoke({"messages": [HumanMessage("hello from A")]}, config, context=ctx),
-            graph.ainvoke({"messages": [HumanMessage("hello from B")]}, config, context=ctx),
-        )
+    async def both() -> dict[str, Any]:
+        async with async_saver(place) as saver:
+            graph = build_graph(model=model, memory=backend).compile(checkpointer=saver)
+            await asyncio.gather(
+                graph.ainvoke({"messages": [HumanMessage("hello from A")]}, config, context=ctx),
+                graph.ainvoke({"messages": [HumanMessage("hello from B")]}, config, context=ctx),
+            )
+            return (await graph.aget_state(config)).values
 
-    asyncio.run(both())
-    values = graph.get_state(config).values
+    try:
+        values = asyncio.run(both())
+    finally:
+        if backend is not None:
+            backend.close()
     users, _ = _said(values)
     assert sorted(users) == ["hello from A", "hello from B"]
     assert sum("answer" in r for r in _said(values)[1]) >= 2
     assert values["turn"] == 2
 
 
-def test_invokes_of_one_thread_from_several_threads_keep_every_turn(tmp_path: Path) -> None:
+def test_invokes_of_one_thread_from_several_threads_keep_every_turn(place: Place) -> None:
     model = SlowModel.from_steps([reply(f"answer {i}") for i in range(4)])
-    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    saver, close_saver = open_saver(place.threads)
+    backend = place.backend()
+    graph = build_graph(model=model, memory=backend).compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "t1"}}
-    ctx = Context(data_dir=str(tmp_path), embedding_model="none")
-    with ThreadPoolExecutor(4) as pool:
-        list(
-            pool.map(
-                lambda i: graph.invoke(
-                    {"messages": [HumanMessage(f"message {i}")]}, config, context=ctx
-                ),
-                range(4),
+    ctx = Context(data_dir=str(place.data_dir), embedding_model="none")
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(
+                pool.map(
+                    lambda i: graph.invoke(
+                        {"messages": [HumanMessage(f"message {i}")]}, config, context=ctx
+                    ),
+                    range(4),
+                )
             )
-        )
-    users, _ = _said(graph.get_state(config).values)
+        users, _ = _said(graph.get_state(config).values)
+    finally:
+        close_saver()
+        if backend is not None:
+            backend.close()
     assert sorted(users) == [f"message {i}" for i in range(4)]
+    stored = place.open().recall.list_messages(limit=100)
+    assert sorted(m.text for _, m in stored if m.role == "user") == sorted(users)
 
 
-def test_two_processes_running_one_thread_keep_every_turn(tmp_path: Path) -> None:
-    data_dir, checkpoints, go = tmp_path / "data", tmp_path / "checkpoints.sqlite", tmp_path / "go"
+def test_two_processes_running_one_thread_keep_every_turn(place: Place, tmp_path: Path) -> None:
+    data_dir, checkpoints, go = tmp_path / "data", place.threads, tmp_path / "go"
     turns = 3
-    with sqlite3.connect(checkpoints) as conn:  # created once, not raced for
-        SqliteSaver(conn).setup()
+    saver, close_saver = open_saver(checkpoints)  # tables created once, not raced for
+    saver.setup()  # type: ignore[attr-defined]
+    close_saver()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(RUNNER.parent), *sys.path])}
     procs = [
         subprocess.Popen(
-            [sys.executable, str(RUNNER), str(data_dir), str(checkpoints), "shared", name]
+            [sys.executable, str(RUNNER), str(data_dir), checkpoints, "shared", name]
             + [str(turns), str(go)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
         )
         for name in ("p1", "p2")
     ]
@@ -103,23 +141,29 @@ def test_two_processes_running_one_thread_keep_every_turn(tmp_path: Path) -> Non
         out, err = proc.communicate(timeout=240)
         assert proc.returncode == 0 and out.strip() == "done", err
 
-    conn = sqlite3.connect(checkpoints, check_same_thread=False)
-    graph = build_graph().compile(checkpointer=SqliteSaver(conn))
+    saver, close_saver = open_saver(checkpoints)
+    graph = build_graph().compile(checkpointer=saver)
     values = graph.get_state({"configurable": {"thread_id": "shared"}}).values
-    conn.close()
+    close_saver()
     users, replies = _said(values)
     expected = sorted(f"{name} {i}" for name in ("p1", "p2") for i in range(turns))
     assert sorted(users) == expected
     assert sorted(r for r in replies if "reply" in r) == sorted(
         f"{name} reply {i}" for name in ("p1", "p2") for i in range(turns)
     )
-    memory = open_memory(data_dir, "default", embedding_model="none")
-    assert sorted(m.text for m in memory.recall.latest(100) if m.role == "user") == expected
+    stored = Place(place.kind, data_dir, place.url)  # the processes' data directory
+    try:
+        recall = stored.open().recall
+        assert sorted(m.text for m in recall.latest(100) if m.role == "user") == expected
+    finally:
+        stored.close()
 
 
 def test_a_thread_held_too_long_is_a_clear_error_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """SQLite only: the thread is held by the data directory's file lock. On Postgres a
+    thread another worker holds is test_many_workers' clear-error test."""
     from langgraph_memgpt import threads
 
     monkeypatch.setattr(threads, "THREAD_WAIT_SECONDS", 0.2)

@@ -2,6 +2,9 @@
 
 Usage: python thread_runner.py DATA_DIR CHECKPOINT_DB THREAD_ID NAME TURNS GO_FILE
 
+CHECKPOINT_DB is a SQLite file, or a ``postgresql://`` URL: then memory lives in that
+database too (`PostgresBackend`) and threads in ``PostgresSaver``.
+
 Prints ``ready``, waits for GO_FILE, then sends TURNS messages ``NAME i`` to the thread
 with a scripted model that takes its time (so the other process's runs overlap), and
 prints ``done``.
@@ -9,14 +12,13 @@ prints ``done``.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from checkpointers import memory_backend, open_saver
 from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
@@ -37,8 +39,10 @@ def reply(text: str) -> dict[str, Any]:
 def main() -> None:
     data_dir, checkpoint_db, thread_id, name, turns, go = sys.argv[1:7]
     model = SlowModel.from_steps([reply(f"{name} reply {i}") for i in range(int(turns))])
-    conn = sqlite3.connect(checkpoint_db, check_same_thread=False, timeout=30)
-    graph = build_graph(model=model).compile(checkpointer=SqliteSaver(conn))
+    saver, _ = open_saver(checkpoint_db)
+    graph = build_graph(model=model, memory=memory_backend(checkpoint_db, "none")).compile(
+        checkpointer=saver
+    )
     config = {"configurable": {"thread_id": thread_id}}
     ctx = Context(data_dir=data_dir, embedding_model="none")
     print("ready", flush=True)
