@@ -48,22 +48,17 @@ from langgraph_memgpt.stores.postgres.deletions import (
 )
 from langgraph_memgpt.stores.postgres.search import (
     Params,
+    bm25_scores,
     has_more_than,
     placeholders,
+    similarities,
     term_matches,
     vector_scores,
-    word_scores,
 )
-from langgraph_memgpt.stores.ranking import (
-    RARE_MATCHES,
-    Signal,
-    fuse,
-    is_question,
-    rare_term_matches,
-)
-from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS, VECTOR_CANDIDATES
+from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS
+from langgraph_memgpt.stores.search import check_mode, hybrid_search
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
-from langgraph_memgpt.stores.words import query_terms, query_words
+from langgraph_memgpt.stores.words import query_words
 
 TABLE = "memgpt_recall"
 _COLUMNS = (
@@ -187,58 +182,21 @@ class PgRecallMemory:
 
         Same arguments, totals and errors as ``stores.recall.RecallMemory.search``.
         """
-        if mode not in ("hybrid", "fts", "vector"):
-            raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
+        check_mode(mode)
         if mode == "vector" and self.embeddings is None:
             raise ValueError("vector search needs an embedding model; this recall has none")
         check_page(page, page_size)
         where, params = self._filters(roles, start_date, end_date, exclude_ids)
-        terms = query_terms(query)
-        use_vectors = self.embeddings is not None and mode != "fts" and bool(query.strip())
-        use_words = bool(terms) and mode != "vector"
         with self.pool.connection() as conn:
-            if not use_words and not use_vectors:
-                return self._listing(conn, where, params, page, page_size, newest_first=True)
-            signals: list[Signal[int]] = []
-            rare: list[Collection[int]] = []
-            if use_words:
-                for column in ("search_tsv", "context_tsv"):
-                    signals.append(Signal(word_scores(conn, TABLE, column, terms, where, params)))
-                matches = term_matches(
-                    conn, TABLE, "search_tsv", terms, where, params, limit=RARE_MATCHES
-                )
-                rare = rare_term_matches(matches)
-            total: int | None = None
-            if use_vectors:
-                assert self.embeddings is not None
-                k = max(VECTOR_CANDIDATES, (page + 1) * page_size)
-                if mode == "vector":  # every candidate with a vector matches by meaning
-                    total = self._count(conn, f"{where} AND b.embedding IS NOT NULL", params)
-                vector = embed_query(self.embeddings, self._topic_query(conn, query, mode))
-                approximate = self._approximate(conn)
-                for column in ("embedding", "context_embedding"):
-                    scores = vector_scores(
-                        conn, TABLE, column, vector, k, where, params, approximate=approximate
-                    )
-                    signals.append(Signal(scores, "similarity"))
-            if mode != "vector":
-                candidates = {key for signal in signals for key in signal.scores}
-                for mentioned in self._mention_scores(conn, query, where, params, candidates):
-                    signals.append(Signal(mentioned))
-            questions: set[int] = set()
-            if rare:
-                every = sorted(set.intersection(*map(set, rare)))
-                holders = self._fetch_by_ids(conn, every)
-                questions = {
-                    k for k, m in holders.items() if is_question(searchable_text(m), terms)
-                }
-            fused = fuse(signals, rare=rare, questions=questions)
-            if total is None:
-                total = len(fused)
-            window = fused[page * page_size : (page + 1) * page_size]
-            found = self._fetch_by_ids(conn, [item for item, _ in window])
-        hits = [Hit(found[item], score) for item, score in window if item in found]
-        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+            source = _PgRecallSignals(self, conn, where, params)
+            return hybrid_search(
+                source,
+                query,
+                mode=mode,
+                vectors=self.embeddings is not None,
+                page=page,
+                page_size=page_size,
+            )
 
     def search_date(
         self, start_date: str | None, end_date: str | None, *, page: int = 0, page_size: int = 5
@@ -698,6 +656,86 @@ class PgRecallMemory:
             ).fetchall()
             out.append({int(r[0]): 1.0 for r in rows})
         return out
+
+
+_WORDS = {"search_tsv": "search_len", "context_tsv": "context_len"}
+"""The word signals of recall (message, context): tsvector column -> length column."""
+_VECTORS = ("embedding", "context_embedding")
+"""The vector signals of recall (message, context)."""
+
+
+class _PgRecallSignals:
+    """The signals of one recall search in Postgres (``stores.search.SignalSource``).
+
+    Words: BM25 over the message's and the context's ``tsvector``. Meaning: pgvector
+    cosine of the message vector and of the context vector. Named: the day and the
+    participant a query names.
+    """
+
+    def __init__(
+        self, memory: PgRecallMemory, conn: psycopg.Connection[Any], where: str, params: Params
+    ) -> None:
+        self.memory = memory
+        self.conn = conn
+        self.where = where
+        self.params = params
+
+    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        agent = self.memory.agent_id
+        return [
+            bm25_scores(self.conn, TABLE, columns, agent, terms, self.where, self.params)
+            for columns in _WORDS.items()
+        ]
+
+    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
+        return term_matches(
+            self.conn, TABLE, "search_tsv", terms, self.where, self.params, limit=limit
+        )
+
+    def vector_text(self, query: str, mode: SearchMode) -> str:
+        return self.memory._topic_query(self.conn, query, mode)
+
+    def embed(self, text: str) -> FloatArray:
+        assert self.memory.embeddings is not None
+        return embed_query(self.memory.embeddings, text)
+
+    def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
+        approximate = self.memory._approximate(self.conn)
+        return [
+            vector_scores(
+                self.conn,
+                TABLE,
+                column,
+                vector,
+                k,
+                self.where,
+                self.params,
+                approximate=approximate,
+            )
+            for column in _VECTORS
+        ]
+
+    def similarities(self, vector: FloatArray, ids: Collection[int]) -> list[dict[int, float]]:
+        agent = self.memory.agent_id
+        return [similarities(self.conn, TABLE, column, vector, agent, ids) for column in _VECTORS]
+
+    def vector_total(self) -> int:
+        where = f"{self.where} AND b.embedding IS NOT NULL"
+        return self.memory._count(self.conn, where, self.params)
+
+    def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
+        return self.memory._mention_scores(self.conn, query, self.where, self.params, candidates)
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
+        return self.memory._fetch_by_ids(self.conn, ids)
+
+    def text_of(self, item: RecallMessage) -> str:
+        return searchable_text(item)
+
+    def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
+        return self.memory._listing(
+            self.conn, self.where, self.params, page, page_size, newest_first=True
+        )
 
 
 def _message(row: Sequence[Any]) -> RecallMessage:

@@ -1,0 +1,218 @@
+"""Hybrid search for every backend and tier: signals in, fused page out.
+
+Recall and archival, on SQLite (FTS5 + FAISS) and on Postgres (full-text search +
+pgvector), search the same way; only the queries that produce the raw signals differ. A
+backend hands :func:`hybrid_search` a :class:`SignalSource` for one search (its filters
+already applied: agent, roles, dates, tags, excluded ids) and this module does the rest
+identically everywhere:
+
+- which signals a mode uses (``fts``: words; ``vector``: meaning; ``hybrid``: both; with
+  words, also what the query names, e.g. a date or a participant, where the tier knows
+  such things);
+- how many candidates each vector signal contributes (:func:`vector_pool`), and the true
+  similarity of the best word matches that fell outside that pool (so a strong word match
+  is not scored as if its meaning were unrelated);
+- exact-match handling: the rare query terms and which of their holders are questions
+  (``stores.ranking.fuse``);
+- fusion (``stores.ranking.fuse``), paging and the total.
+
+The total is the number of candidates ranked: every word match (at most
+``words.TERM_MATCH_CAP`` newest per term) plus each vector signal's pool, so with very
+common words or many vectors it is a lower bound; in ``vector`` mode every candidate with
+a vector matches by meaning, and the total counts them all. A query without words lists
+the candidates newest first (the tier's listing) in every mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+from langgraph_memgpt.stores.base import SearchMode
+from langgraph_memgpt.stores.ranking import (
+    RARE_MATCHES,
+    Signal,
+    fuse,
+    is_question,
+    rare_term_matches,
+)
+from langgraph_memgpt.stores.types import Hit, SearchPage
+from langgraph_memgpt.stores.words import query_terms
+
+T = TypeVar("T")
+
+POOL_MIN = 100
+"""Candidates each vector signal contributes at least (both tiers, both backends)."""
+POOL_PER_RESULT = 10
+"""...and at least this many per result up to the end of the asked page: the page is
+always inside the pool, with room for the other signals to reorder it."""
+
+MODES: tuple[SearchMode, ...] = ("hybrid", "fts", "vector")
+
+
+def vector_pool(page: int, page_size: int) -> int:
+    """How many nearest candidates each vector signal contributes to a ranking."""
+    return max(POOL_MIN, (page + 1) * page_size * POOL_PER_RESULT)
+
+
+def check_mode(mode: str) -> None:
+    """Refuse an unknown mode with a message naming the allowed ones."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
+
+
+class SignalSource(Protocol[T]):
+    """What a backend supplies for one search of one tier, its filters already applied.
+
+    Every method sees only the candidates (the rows passing the search's filters); ids are
+    the backend's row ids. Scores are raw: higher is better.
+    """
+
+    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        """One ``{id: BM25}`` map per word signal (e.g. the message, its context)."""
+        ...
+
+    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
+        """For each term, the ids (at most ``limit + 1``) of the candidates holding it."""
+        ...
+
+    def vector_text(self, query: str, mode: SearchMode) -> str:
+        """The text to embed for ``query`` (recall leaves out participants' names)."""
+        ...
+
+    def embed(self, text: str) -> Any:
+        """The query vector of ``text``."""
+        ...
+
+    def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
+        """One ``{id: cosine}`` map per vector signal: its ``k`` nearest candidates."""
+        ...
+
+    def similarities(self, vector: Any, ids: Collection[int]) -> list[dict[int, float]]:
+        """One map per vector signal (same order as `nearest`): the cosine of ``ids``."""
+        ...
+
+    def vector_total(self) -> int:
+        """How many candidates have a vector (all of them match in ``vector`` mode)."""
+        ...
+
+    def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
+        """Signals from what the query names (a date, a participant); [] if none."""
+        ...
+
+    def fetch(self, ids: Sequence[int]) -> Mapping[int, T]:
+        """The items with these ids (missing ones left out)."""
+        ...
+
+    def text_of(self, item: T) -> str:
+        """The text an item is found by (to tell a question from a statement)."""
+        ...
+
+    def listing(self, page: int, page_size: int) -> SearchPage[T]:
+        """The candidates newest first, with their count (a query without words)."""
+        ...
+
+
+class _Search(Generic[T]):
+    """One search: the signals gathered from a source, then fused and paged."""
+
+    def __init__(self, source: SignalSource[T], query: str, terms: list[str]) -> None:
+        self.source = source
+        self.query = query
+        self.terms = terms
+        self.signals: list[Signal[int]] = []
+        self.rare: list[Collection[int]] = []
+
+    def add_words(self) -> list[dict[int, float]]:
+        words = self.source.word_signals(self.terms)
+        self.signals += [Signal(scores) for scores in words]
+        matches = self.source.term_matches(self.terms, RARE_MATCHES)
+        self.rare = rare_term_matches(matches)
+        return words
+
+    def add_vectors(self, mode: SearchMode, k: int, words: Sequence[Mapping[int, float]]) -> None:
+        vector = self.source.embed(self.source.vector_text(self.query, mode))
+        nearest = self.source.nearest(vector, k)
+        # Word matches outside a vector signal's pool still deserve their true cosine:
+        # the best ``k`` of them by their summed word scores.
+        summed: dict[int, float] = {}
+        for scores in words:
+            for key, value in scores.items():
+                summed[key] = summed.get(key, 0.0) + value
+        best = sorted(summed, key=lambda key: -summed[key])[:k]
+        missing = {key for key in best if any(key not in scores for scores in nearest)}
+        if missing:
+            extra = self.source.similarities(vector, missing)
+            for scores, found in zip(nearest, extra, strict=True):
+                for key, value in found.items():
+                    scores.setdefault(key, value)
+        self.signals += [Signal(scores, "similarity") for scores in nearest]
+
+    def questions(self) -> set[int]:
+        """Holders of every rare term that only ask about it (see ``ranking.fuse``)."""
+        if not self.rare:
+            return set()
+        every = sorted(set.intersection(*map(set, self.rare)))
+        holders = self.source.fetch(every)
+        return {
+            key
+            for key, item in holders.items()
+            if is_question(self.source.text_of(item), self.terms)
+        }
+
+
+def hybrid_search(
+    source: SignalSource[T],
+    query: str,
+    *,
+    mode: SearchMode,
+    vectors: bool,
+    page: int,
+    page_size: int,
+) -> SearchPage[T]:
+    """Rank the candidates of ``source`` for ``query`` and return one page, best first.
+
+    Args:
+        source: the backend's signals for this search (filters applied).
+        query: any text.
+        mode: ``"hybrid"``, ``"fts"`` or ``"vector"`` (checked by the caller, with the
+            tier's own rule for ``"vector"`` without an embedding model).
+        vectors: whether the tier has an embedding model (no vector signal without one).
+        page: page number, from 0.
+        page_size: results per page.
+
+    Returns:
+        The page; ``total`` as the module docstring says.
+    """
+    terms = query_terms(query)
+    if not terms:
+        return source.listing(page, page_size)
+    search = _Search(source, query, terms)
+    words: list[dict[int, float]] = []
+    if mode != "vector":
+        words = search.add_words()
+    total: int | None = None
+    if vectors and mode != "fts":
+        search.add_vectors(mode, vector_pool(page, page_size), words)
+        if mode == "vector":
+            total = source.vector_total()
+    if mode != "vector":
+        candidates = {key for signal in search.signals for key in signal.scores}
+        search.signals += [Signal(s) for s in source.named_signals(query, candidates)]
+    fused = fuse(search.signals, rare=search.rare, questions=search.questions())
+    total = len(fused) if total is None else max(total, len(fused))
+    window = fused[page * page_size : (page + 1) * page_size]
+    found = source.fetch([key for key, _ in window])
+    hits = [Hit(found[key], score) for key, score in window if key in found]
+    return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+
+
+__all__ = [
+    "MODES",
+    "POOL_MIN",
+    "POOL_PER_RESULT",
+    "SignalSource",
+    "check_mode",
+    "hybrid_search",
+    "vector_pool",
+]
