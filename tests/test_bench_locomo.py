@@ -324,3 +324,45 @@ def test_cli_explains_an_unknown_embedding_model(
     argv = ["bench", "locomo", "--data", str(path), "--embedding-model", "bogus", "--no-progress"]
     assert main(argv) == 2
     assert "Unknown embedding model 'bogus'" in capsys.readouterr().err
+
+
+def test_the_benchmark_runs_on_postgres_with_the_same_figures(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    # Each conversation is its own agent in one database: its BM25 statistics are its own,
+    # so conv-a's question is answered as it is on SQLite (one database per conversation).
+    conv_a = _one_session(
+        "conv-a",
+        ["I love my red hat.", "Red shoes too.", "The kayak trip was fun.", "Hello."],
+        [{"question": "The red kayak?", "answer": "x", "evidence": ["D1:3"], "category": 4}],
+    )
+    conv_b = _one_session(
+        "conv-b",
+        [f"Kayak day {n}, another kayak." for n in range(8)],
+        [{"question": "Which kayak?", "answer": "x", "evidence": ["D1:1"], "category": 2}],
+    )
+    conversations = load_locomo(write_locomo(tmp_path, [conv_b, conv_a]))
+    options = BenchOptions(modes=["fts"], ks=(1, 5), archival=True)
+    lite = run_locomo(conversations, options, tmp_path / "sqlite")
+    options.database_url = postgres_url
+    postgres = run_locomo(conversations, options, tmp_path / "postgres")
+    assert postgres["ingest"]["backend"] == "postgres" and lite["ingest"]["backend"] == "sqlite"
+    assert postgres["modes"]["fts"]["per_category"]["4"]["recall_any@1"] == 1.0
+    assert postgres["modes"] == lite["modes"]
+    assert not (tmp_path / "postgres").exists() or not any(
+        (tmp_path / "postgres").rglob("*.sqlite")
+    )
+
+
+def test_cli_takes_a_database_url(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_locomo(tmp_path, [_sample("conv-a")])
+    code = main(
+        ["bench", "locomo", "--data", str(path), "--modes", "fts", "--json", "--no-progress",
+         "--k", "1,5", "--database-url", postgres_url]
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ingest"]["backend"] == "postgres"
+    assert report["modes"]["fts"]["overall"]["recall_any@5"] == 1.0

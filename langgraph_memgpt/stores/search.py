@@ -47,6 +47,9 @@ POOL_PER_RESULT = 10
 """...and at least this many per result up to the end of the asked page: the page is
 always inside the pool, with room for the other signals to reorder it."""
 
+FILL_IN = True
+"""Whether the best word matches outside a vector signal's pool get their true cosine."""
+
 MODES: tuple[SearchMode, ...] = ("hybrid", "fts", "vector")
 
 
@@ -139,7 +142,7 @@ class _Search(Generic[T]):
         for scores in words:
             for key, value in scores.items():
                 summed[key] = summed.get(key, 0.0) + value
-        best = sorted(summed, key=lambda key: -summed[key])[:k]
+        best = sorted(summed, key=lambda key: -summed[key])[:k] if FILL_IN else []
         missing = {key for key in best if any(key not in scores for scores in nearest)}
         if missing:
             extra = self.source.similarities(vector, missing)
