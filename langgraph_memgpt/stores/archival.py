@@ -31,7 +31,7 @@ from langgraph_memgpt.stores.passages import (
     normalize_tags,
     prepare_passages,
 )
-from langgraph_memgpt.stores.search import check_mode, hybrid_search
+from langgraph_memgpt.stores.search import ARCHIVAL_POOL, check_mode, hybrid_search
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
@@ -388,7 +388,13 @@ class ArchivalMemory:
             mode = "fts"
         source = _ArchivalSignals(self, where, params)
         return hybrid_search(
-            source, query, mode=mode, vectors=self.index is not None, page=page, page_size=page_size
+            source,
+            query,
+            mode=mode,
+            vectors=self.index is not None,
+            pool=ARCHIVAL_POOL,
+            page=page,
+            page_size=page_size,
         )
 
     def count(self) -> int:

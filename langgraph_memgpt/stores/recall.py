@@ -60,7 +60,7 @@ from langgraph_memgpt.stores.messages import (
 )
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
-from langgraph_memgpt.stores.search import check_mode, hybrid_search
+from langgraph_memgpt.stores.search import RECALL_POOL, check_mode, hybrid_search
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
@@ -291,7 +291,7 @@ class RecallMemory:
         Returns:
             The page, ranked and counted by ``stores.search.hybrid_search`` (the same
             for archival and for Postgres): ``total`` = candidates ranked (each vector
-            signal contributes its ``search.vector_pool`` nearest, each query word at
+            signal contributes its ``search.RECALL_POOL`` nearest, each query word at
             most its 250 newest matches, so it can be a lower bound); every candidate
             with a vector in "vector" mode, and every candidate for a listing.
 
@@ -309,6 +309,7 @@ class RecallMemory:
             query,
             mode=mode,
             vectors=self.embeddings is not None,
+            pool=RECALL_POOL,
             page=page,
             page_size=page_size,
         )

@@ -18,7 +18,7 @@ from psycopg_pool import ConnectionPool
 from langgraph_memgpt.stores.archival import SUMMARY_TAG
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.embeddings import embed_query, embed_texts
+from langgraph_memgpt.stores.embeddings import embed_texts
 from langgraph_memgpt.stores.passages import (
     NewPassage,
     PreparedPassage,
@@ -29,14 +29,11 @@ from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.postgres.search import (
     Params,
-    bm25_scores,
+    TableSignals,
     has_more_than,
     placeholders,
-    similarities,
-    term_matches,
-    vector_scores,
 )
-from langgraph_memgpt.stores.search import check_mode, hybrid_search
+from langgraph_memgpt.stores.search import ARCHIVAL_POOL, check_mode, hybrid_search
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
 
 TABLE = "memgpt_archival"
@@ -188,7 +185,13 @@ class PgArchivalMemory:
             source = _PgArchivalSignals(self, conn, where, params)
             vectors = self.embeddings is not None
             return hybrid_search(
-                source, query, mode=mode, vectors=vectors, page=page, page_size=page_size
+                source,
+                query,
+                mode=mode,
+                vectors=vectors,
+                pool=ARCHIVAL_POOL,
+                page=page,
+                page_size=page_size,
             )
 
     def count(self) -> int:
@@ -335,56 +338,31 @@ class PgArchivalMemory:
         return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
 
 
-class _PgArchivalSignals:
+class _PgArchivalSignals(TableSignals):
     """The signals of one archival search in Postgres (``stores.search.SignalSource``).
 
     Words: BM25 over the passage's ``tsvector``. Meaning: pgvector cosine of its vector.
     """
 
+    table = TABLE
+    words = (("tsv", "text_len"),)
+    vectors = ("embedding",)
+
     def __init__(
         self, memory: PgArchivalMemory, conn: psycopg.Connection[Any], where: str, params: Params
     ) -> None:
+        super().__init__(
+            conn,
+            memory.agent_id,
+            memory.embeddings,
+            where,
+            params,
+            approximate=memory._approximate,
+        )
         self.memory = memory
-        self.conn = conn
-        self.where = where
-        self.params = params
-
-    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        agent = self.memory.agent_id
-        columns = ("tsv", "text_len")
-        return [bm25_scores(self.conn, TABLE, columns, agent, terms, self.where, self.params)]
-
-    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
-        return term_matches(self.conn, TABLE, "tsv", terms, self.where, self.params, limit=limit)
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
         return query
-
-    def embed(self, text: str) -> Any:
-        assert self.memory.embeddings is not None
-        return embed_query(self.memory.embeddings, text)
-
-    def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
-        approximate = self.memory._approximate(self.conn)
-        return [
-            vector_scores(
-                self.conn,
-                TABLE,
-                "embedding",
-                vector,
-                k,
-                self.where,
-                self.params,
-                approximate=approximate,
-            )
-        ]
-
-    def similarities(self, vector: Any, ids: Collection[int]) -> list[dict[int, float]]:
-        return [similarities(self.conn, TABLE, "embedding", vector, self.memory.agent_id, ids)]
-
-    def vector_total(self) -> int:
-        where = f"({self.where}) AND b.embedding IS NOT NULL"
-        return self.memory._count(self.conn, where, self.params)
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         return []

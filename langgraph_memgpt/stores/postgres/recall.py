@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.embeddings import FloatArray, embed_query, embed_texts, normalize
+from langgraph_memgpt.stores.embeddings import FloatArray, embed_texts, normalize
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
     mentioned_dates,
@@ -48,15 +48,12 @@ from langgraph_memgpt.stores.postgres.deletions import (
 )
 from langgraph_memgpt.stores.postgres.search import (
     Params,
-    bm25_scores,
+    TableSignals,
     has_more_than,
     placeholders,
-    similarities,
-    term_matches,
-    vector_scores,
 )
 from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS
-from langgraph_memgpt.stores.search import check_mode, hybrid_search
+from langgraph_memgpt.stores.search import RECALL_POOL, check_mode, hybrid_search
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.words import query_words
 
@@ -194,6 +191,7 @@ class PgRecallMemory:
                 query,
                 mode=mode,
                 vectors=self.embeddings is not None,
+                pool=RECALL_POOL,
                 page=page,
                 page_size=page_size,
             )
@@ -658,13 +656,7 @@ class PgRecallMemory:
         return out
 
 
-_WORDS = {"search_tsv": "search_len", "context_tsv": "context_len"}
-"""The word signals of recall (message, context): tsvector column -> length column."""
-_VECTORS = ("embedding", "context_embedding")
-"""The vector signals of recall (message, context)."""
-
-
-class _PgRecallSignals:
+class _PgRecallSignals(TableSignals):
     """The signals of one recall search in Postgres (``stores.search.SignalSource``).
 
     Words: BM25 over the message's and the context's ``tsvector``. Meaning: pgvector
@@ -672,56 +664,25 @@ class _PgRecallSignals:
     participant a query names.
     """
 
+    table = TABLE
+    words = (("search_tsv", "search_len"), ("context_tsv", "context_len"))
+    vectors = ("embedding", "context_embedding")
+
     def __init__(
         self, memory: PgRecallMemory, conn: psycopg.Connection[Any], where: str, params: Params
     ) -> None:
-        self.memory = memory
-        self.conn = conn
-        self.where = where
-        self.params = params
-
-    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        agent = self.memory.agent_id
-        return [
-            bm25_scores(self.conn, TABLE, columns, agent, terms, self.where, self.params)
-            for columns in _WORDS.items()
-        ]
-
-    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
-        return term_matches(
-            self.conn, TABLE, "search_tsv", terms, self.where, self.params, limit=limit
+        super().__init__(
+            conn,
+            memory.agent_id,
+            memory.embeddings,
+            where,
+            params,
+            approximate=memory._approximate,
         )
+        self.memory = memory
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
         return self.memory._topic_query(self.conn, query, mode)
-
-    def embed(self, text: str) -> FloatArray:
-        assert self.memory.embeddings is not None
-        return embed_query(self.memory.embeddings, text)
-
-    def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
-        approximate = self.memory._approximate(self.conn)
-        return [
-            vector_scores(
-                self.conn,
-                TABLE,
-                column,
-                vector,
-                k,
-                self.where,
-                self.params,
-                approximate=approximate,
-            )
-            for column in _VECTORS
-        ]
-
-    def similarities(self, vector: FloatArray, ids: Collection[int]) -> list[dict[int, float]]:
-        agent = self.memory.agent_id
-        return [similarities(self.conn, TABLE, column, vector, agent, ids) for column in _VECTORS]
-
-    def vector_total(self) -> int:
-        where = f"{self.where} AND b.embedding IS NOT NULL"
-        return self.memory._count(self.conn, where, self.params)
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         return self.memory._mention_scores(self.conn, query, self.where, self.params, candidates)

@@ -12,13 +12,15 @@ fuses and pages them as it does for the embedded backend.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import psycopg
+from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
 Params = list[object]
@@ -234,3 +236,96 @@ def term_matches(
         ).fetchall()
         out[term] = {int(r[0]) for r in rows}
     return out
+
+
+class TableSignals:
+    """The engine part of one search of one table: BM25 words and pgvector meaning.
+
+    Subclasses (one per tier) name their table and columns and add what only the tier
+    knows (the text to embed, named signals, fetching, listing); ``stores.search`` does
+    the rest.
+
+    Args:
+        conn: the search's connection.
+        agent_id: whose rows; BM25 statistics are over them.
+        embeddings: the embedding model, or None.
+        where: the search's condition over ``b`` (filters); ``params`` its parameters.
+        params: the parameters of ``where``.
+        approximate: whether vector search goes through HNSW (the agent is large); asked
+            only when a vector signal is.
+    """
+
+    table: str
+    words: tuple[tuple[str, str], ...]
+    """(tsvector column, length column) of each word signal; the first finds rare terms."""
+    vectors: tuple[str, ...]
+    """The vector column of each vector signal."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        agent_id: str,
+        embeddings: Embeddings | None,
+        where: str,
+        params: Params,
+        *,
+        approximate: Callable[[psycopg.Connection[Any]], bool],
+    ) -> None:
+        self.conn = conn
+        self.agent_id = agent_id
+        self.embeddings = embeddings
+        self.where = where
+        self.params = params
+        self.approximate = approximate
+
+    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        """BM25 of each word signal's column."""
+        return [
+            bm25_scores(
+                self.conn, self.table, columns, self.agent_id, terms, self.where, self.params
+            )
+            for columns in self.words
+        ]
+
+    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
+        """The rows holding each term, in the first word column."""
+        tsv = self.words[0][0]
+        return term_matches(self.conn, self.table, tsv, terms, self.where, self.params, limit=limit)
+
+    def embed(self, text: str) -> Any:
+        """The query vector."""
+        assert self.embeddings is not None
+        return embed_query(self.embeddings, text)
+
+    def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
+        """The ``k`` nearest candidates of each vector column."""
+        approximate = self.approximate(self.conn)
+        return [
+            vector_scores(
+                self.conn,
+                self.table,
+                column,
+                vector,
+                k,
+                self.where,
+                self.params,
+                approximate=approximate,
+            )
+            for column in self.vectors
+        ]
+
+    def similarities(self, vector: Any, ids: Collection[int]) -> list[dict[int, float]]:
+        """The cosine of ``ids`` in each vector column."""
+        return [
+            similarities(self.conn, self.table, column, vector, self.agent_id, ids)
+            for column in self.vectors
+        ]
+
+    def vector_total(self) -> int:
+        """Candidates with a vector (in the first vector column)."""
+        row = self.conn.execute(
+            f"SELECT count(*) FROM {self.table} AS b WHERE ({self.where}) "
+            f"AND b.{self.vectors[0]} IS NOT NULL",
+            self.params,
+        ).fetchone()
+        return int(row[0]) if row else 0
