@@ -633,9 +633,6 @@ class _ArchivalSignals:
             allowed = [int(row[0]) for row in rows]
         return [dict(self._index().search(vector, k, allowed_ids=allowed))]
 
-    def similarities(self, vector: Any, ids: Collection[int]) -> list[dict[int, float]]:
-        return [self._index().scores(vector, ids)]
-
     def vector_total(self) -> int:
         return self.memory._count_with_vector(self.where, self.params)
 

@@ -1086,12 +1086,6 @@ class _RecallSignals:
         best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
         return [turns, dict(best)]
 
-    def similarities(self, vector: FloatArray, ids: Collection[int]) -> list[dict[int, float]]:
-        turn, context, tail = self._indexes()
-        contexts = context.scores(vector, ids)
-        contexts.update(tail.scores(vector, ids))
-        return [turn.scores(vector, ids), contexts]
-
     def vector_total(self) -> int:
         allowed = self.allowed()
         return self._indexes()[0].count() if allowed is None else len(allowed)

@@ -12,7 +12,7 @@ fuses and pages them as it does for the embedded backend.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,25 +137,6 @@ def bm25_scores(
                 value = bm25_term(float(tf), df, float(size or 0), stats)
                 scores[int(item)] = scores.get(int(item), 0.0) + value
     return scores
-
-
-def similarities(
-    conn: psycopg.Connection[Any],
-    table: str,
-    column: str,
-    vector: np.ndarray[Any, Any],
-    agent_id: str,
-    ids: Collection[int],
-) -> dict[int, float]:
-    """The cosine similarity of ``vector`` with each of the rows ``ids`` that has a vector."""
-    if not ids:
-        return {}
-    rows = conn.execute(
-        f"SELECT id, 1 - ({column} <=> %s) FROM {table} "
-        f"WHERE agent_id = %s AND id = ANY(%s) AND {column} IS NOT NULL",
-        (vector, agent_id, sorted(ids)),
-    ).fetchall()
-    return {int(r[0]): float(r[1]) for r in rows}
 
 
 def vector_scores(
@@ -311,13 +292,6 @@ class TableSignals:
                 self.params,
                 approximate=approximate,
             )
-            for column in self.vectors
-        ]
-
-    def similarities(self, vector: Any, ids: Collection[int]) -> list[dict[int, float]]:
-        """The cosine of ``ids`` in each vector column."""
-        return [
-            similarities(self.conn, self.table, column, vector, self.agent_id, ids)
             for column in self.vectors
         ]
 
