@@ -31,8 +31,8 @@ from langgraph_memgpt.stores.passages import (
     normalize_tags,
     prepare_passages,
 )
-from langgraph_memgpt.stores.search import ARCHIVAL_POOL, check_mode, hybrid_search
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
+from langgraph_memgpt.stores.search import ARCHIVAL, hybrid_search
+from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
 TIER = "archival"
@@ -379,23 +379,11 @@ class ArchivalMemory:
             ValueError: a bad date, page, page size, mode or tag_match, with a message
                 the model can act on.
         """
-        check_page(page, page_size)
-        check_mode(mode)
         if tag_match not in ("any", "all"):
             raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
         where, params = self._filters(tags, tag_match, start_date, end_date)
-        if self.index is None:
-            mode = "fts"
         source = _ArchivalSignals(self, where, params)
-        return hybrid_search(
-            source,
-            query,
-            mode=mode,
-            vectors=self.index is not None,
-            pool=ARCHIVAL_POOL,
-            page=page,
-            page_size=page_size,
-        )
+        return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
 
     def count(self) -> int:
         """Number of passages this agent has."""
@@ -602,6 +590,7 @@ class _ArchivalSignals:
         self.db = memory.db
         self.where = where
         self.params = params
+        self.has_vectors = memory.index is not None
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         return [bm25_scores(self.db, "archival_fts", "archival", terms, self.where, self.params)]

@@ -60,7 +60,7 @@ from langgraph_memgpt.stores.messages import (
 )
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
-from langgraph_memgpt.stores.search import RECALL_POOL, check_mode, hybrid_search
+from langgraph_memgpt.stores.search import RECALL, hybrid_search
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
@@ -298,20 +298,9 @@ class RecallMemory:
         Raises:
             ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
         """
-        check_mode(mode)
-        if mode == "vector" and self.embeddings is None:
-            raise ValueError("vector search needs an embedding model; this recall has none")
-        check_page(page, page_size)
         where, params = self._filters(roles, start_date, end_date, exclude_ids)
-        source = _RecallSignals(self, where, params)
         return hybrid_search(
-            source,
-            query,
-            mode=mode,
-            vectors=self.embeddings is not None,
-            pool=RECALL_POOL,
-            page=page,
-            page_size=page_size,
+            RECALL, _RecallSignals(self, where, params), query, mode, page, page_size
         )
 
     def search_date(
@@ -1031,6 +1020,7 @@ class _RecallSignals:
         self.db = memory.db
         self.where = where
         self.params = params
+        self.has_vectors = memory.embeddings is not None
         self._allowed: list[int] | None = None
         self._allowed_read = False
 

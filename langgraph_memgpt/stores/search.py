@@ -37,7 +37,7 @@ from langgraph_memgpt.stores.ranking import (
     is_question,
     rare_term_matches,
 )
-from langgraph_memgpt.stores.types import Hit, SearchPage
+from langgraph_memgpt.stores.types import Hit, SearchPage, check_page
 from langgraph_memgpt.stores.words import query_terms
 
 T = TypeVar("T")
@@ -82,12 +82,32 @@ def check_mode(mode: str) -> None:
         raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
 
 
+@dataclass(frozen=True)
+class Tier:
+    """What differs between recall and archival search, on every backend."""
+
+    name: str
+    pool: Pool
+    refuse_vector_mode: bool
+    """Without an embedding model, "vector" mode is an error (recall) or searches words
+    (archival, whose tool the model calls with a mode less carefully)."""
+
+
+RECALL = Tier("recall", RECALL_POOL, refuse_vector_mode=True)
+ARCHIVAL = Tier("archival", ARCHIVAL_POOL, refuse_vector_mode=False)
+
+
 class SignalSource(Protocol[T]):
     """What a backend supplies for one search of one tier, its filters already applied.
 
     Every method sees only the candidates (the rows passing the search's filters); ids are
     the backend's row ids. Scores are raw: higher is better.
     """
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether the tier has an embedding model (no vector signal without one)."""
+        ...
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """One ``{id: BM25}`` map per word signal (e.g. the message, its context)."""
@@ -167,30 +187,33 @@ class _Search(Generic[T]):
 
 
 def hybrid_search(
-    source: SignalSource[T],
-    query: str,
-    *,
-    mode: SearchMode,
-    vectors: bool,
-    pool: Pool,
-    page: int,
-    page_size: int,
+    tier: Tier, source: SignalSource[T], query: str, mode: SearchMode, page: int, page_size: int
 ) -> SearchPage[T]:
     """Rank the candidates of ``source`` for ``query`` and return one page, best first.
 
     Args:
+        tier: :data:`RECALL` or :data:`ARCHIVAL`.
         source: the backend's signals for this search (filters applied).
         query: any text.
-        mode: ``"hybrid"``, ``"fts"`` or ``"vector"`` (checked by the caller, with the
-            tier's own rule for ``"vector"`` without an embedding model).
-        vectors: whether the tier has an embedding model (no vector signal without one).
-        pool: the tier's :class:`Pool` (:data:`RECALL_POOL` or :data:`ARCHIVAL_POOL`).
+        mode: ``"hybrid"``, ``"fts"`` or ``"vector"``.
         page: page number, from 0.
         page_size: results per page.
 
     Returns:
         The page; ``total`` as the module docstring says.
+
+    Raises:
+        ValueError: an unknown mode, a bad page, or recall's "vector" mode without an
+            embedding model.
     """
+    check_mode(mode)
+    check_page(page, page_size)
+    vectors = source.has_vectors
+    if not vectors and mode == "vector":
+        if tier.refuse_vector_mode:
+            raise ValueError(f"vector search needs an embedding model; this {tier.name} has none")
+        mode = "fts"
+    pool = tier.pool
     terms = query_terms(query)
     if not terms:
         return source.listing(page, page_size)
@@ -214,9 +237,12 @@ def hybrid_search(
 
 
 __all__ = [
+    "ARCHIVAL",
     "ARCHIVAL_POOL",
     "MODES",
+    "RECALL",
     "RECALL_POOL",
+    "Tier",
     "Pool",
     "SignalSource",
     "check_mode",

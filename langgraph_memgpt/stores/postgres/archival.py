@@ -33,8 +33,8 @@ from langgraph_memgpt.stores.postgres.search import (
     has_more_than,
     placeholders,
 )
-from langgraph_memgpt.stores.search import ARCHIVAL_POOL, check_mode, hybrid_search
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
+from langgraph_memgpt.stores.search import ARCHIVAL, hybrid_search
+from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 
 TABLE = "memgpt_archival"
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
@@ -174,25 +174,12 @@ class PgArchivalMemory:
 
         Same arguments, totals and errors as ``stores.archival.ArchivalMemory.search``.
         """
-        check_page(page, page_size)
-        check_mode(mode)
         if tag_match not in ("any", "all"):
             raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
         where, params = self._filters(tags, tag_match, start_date, end_date)
-        if self.embeddings is None:
-            mode = "fts"
         with self.pool.connection() as conn:
             source = _PgArchivalSignals(self, conn, where, params)
-            vectors = self.embeddings is not None
-            return hybrid_search(
-                source,
-                query,
-                mode=mode,
-                vectors=vectors,
-                pool=ARCHIVAL_POOL,
-                page=page,
-                page_size=page_size,
-            )
+            return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
 
     def count(self) -> int:
         """How many passages the agent has."""
@@ -351,14 +338,7 @@ class _PgArchivalSignals(TableSignals):
     def __init__(
         self, memory: PgArchivalMemory, conn: psycopg.Connection[Any], where: str, params: Params
     ) -> None:
-        super().__init__(
-            conn,
-            memory.agent_id,
-            memory.embeddings,
-            where,
-            params,
-            approximate=memory._approximate,
-        )
+        super().__init__(memory, conn, where, params)
         self.memory = memory
 
     def vector_text(self, query: str, mode: SearchMode) -> str:

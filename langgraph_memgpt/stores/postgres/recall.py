@@ -53,7 +53,7 @@ from langgraph_memgpt.stores.postgres.search import (
     placeholders,
 )
 from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS
-from langgraph_memgpt.stores.search import RECALL_POOL, check_mode, hybrid_search
+from langgraph_memgpt.stores.search import RECALL, hybrid_search
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.words import query_words
 
@@ -179,22 +179,10 @@ class PgRecallMemory:
 
         Same arguments, totals and errors as ``stores.recall.RecallMemory.search``.
         """
-        check_mode(mode)
-        if mode == "vector" and self.embeddings is None:
-            raise ValueError("vector search needs an embedding model; this recall has none")
-        check_page(page, page_size)
         where, params = self._filters(roles, start_date, end_date, exclude_ids)
         with self.pool.connection() as conn:
             source = _PgRecallSignals(self, conn, where, params)
-            return hybrid_search(
-                source,
-                query,
-                mode=mode,
-                vectors=self.embeddings is not None,
-                pool=RECALL_POOL,
-                page=page,
-                page_size=page_size,
-            )
+            return hybrid_search(RECALL, source, query, mode, page, page_size)
 
     def search_date(
         self, start_date: str | None, end_date: str | None, *, page: int = 0, page_size: int = 5
@@ -671,14 +659,7 @@ class _PgRecallSignals(TableSignals):
     def __init__(
         self, memory: PgRecallMemory, conn: psycopg.Connection[Any], where: str, params: Params
     ) -> None:
-        super().__init__(
-            conn,
-            memory.agent_id,
-            memory.embeddings,
-            where,
-            params,
-            approximate=memory._approximate,
-        )
+        super().__init__(memory, conn, where, params)
         self.memory = memory
 
     def vector_text(self, query: str, mode: SearchMode) -> str:

@@ -12,9 +12,9 @@ fuses and pages them as it does for the embedded backend.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
@@ -219,6 +219,15 @@ def term_matches(
     return out
 
 
+class PgTier(Protocol):
+    """What a search needs of a Postgres tier (``PgRecallMemory``, ``PgArchivalMemory``)."""
+
+    agent_id: str
+    embeddings: Embeddings | None
+
+    def _approximate(self, conn: psycopg.Connection[Any]) -> bool: ...
+
+
 class TableSignals:
     """The engine part of one search of one table: BM25 words and pgvector meaning.
 
@@ -227,13 +236,11 @@ class TableSignals:
     the rest.
 
     Args:
+        memory: the tier searched: its agent (BM25 statistics are over the agent's rows),
+            embedding model, and whether its vector search goes through HNSW.
         conn: the search's connection.
-        agent_id: whose rows; BM25 statistics are over them.
-        embeddings: the embedding model, or None.
-        where: the search's condition over ``b`` (filters); ``params`` its parameters.
+        where: the search's condition over ``b`` (filters).
         params: the parameters of ``where``.
-        approximate: whether vector search goes through HNSW (the agent is large); asked
-            only when a vector signal is.
     """
 
     table: str
@@ -243,21 +250,15 @@ class TableSignals:
     """The vector column of each vector signal."""
 
     def __init__(
-        self,
-        conn: psycopg.Connection[Any],
-        agent_id: str,
-        embeddings: Embeddings | None,
-        where: str,
-        params: Params,
-        *,
-        approximate: Callable[[psycopg.Connection[Any]], bool],
+        self, memory: PgTier, conn: psycopg.Connection[Any], where: str, params: Params
     ) -> None:
         self.conn = conn
-        self.agent_id = agent_id
-        self.embeddings = embeddings
+        self.agent_id = memory.agent_id
+        self.embeddings = memory.embeddings
+        self.has_vectors = memory.embeddings is not None
         self.where = where
         self.params = params
-        self.approximate = approximate
+        self.approximate = memory._approximate
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of each word signal's column."""
