@@ -28,7 +28,7 @@ from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.text import needs_cleaning, valid_json
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.tokens import TokenCounter, content_text
+from langgraph_memgpt.tokens import MESSAGE_OVERHEAD, TokenCounter, content_text
 from langgraph_memgpt.tools import facts_of
 
 REPLY_FLAG = "memgpt_reply"
@@ -204,6 +204,39 @@ def prompt_tokens(
 ) -> int:
     """Tokens of a prompt plus the tool schemas sent with it."""
     return counter.messages(prompt) + counter.tools(tool_schemas)
+
+
+def summary_token_budget(ctx: Context) -> int:
+    """Most tokens the recursive summary may take: ``summary_fraction`` of the window."""
+    return int(ctx.context_window * ctx.summary_fraction)
+
+
+def message_budget(
+    ctx: Context,
+    counter: TokenCounter,
+    tool_schemas: Sequence[dict[str, Any]],
+    system_prompt: str,
+    evicted_count: int,
+) -> int:
+    """Most tokens one new message may keep in the queue.
+
+    ``max_message_fraction`` of the window, and never more than the room the parts of the
+    prompt that always stay leave it (instructions, tools, core memory, a summary at its
+    full budget): once everything older is evicted the message must fit on its own, or the
+    turn could only end with "please send a shorter message". With a small window and many
+    tools that room is the tighter bound.
+    """
+    placeholder = "x" if ctx.summary_fraction > 0 else ""
+    fixed = prompt_tokens(
+        counter, build_prompt(system_prompt, placeholder, evicted_count, []), tool_schemas
+    )
+    room = (
+        int(ctx.flush_fraction * ctx.context_window)
+        - fixed
+        - summary_token_budget(ctx)
+        - MESSAGE_OVERHEAD
+    )
+    return max(0, min(int(ctx.context_window * ctx.max_message_fraction), room))
 
 
 def _role(message: BaseMessage) -> str:

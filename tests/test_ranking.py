@@ -117,6 +117,17 @@ def test_weak_similarity_stays_weak_instead_of_being_stretched() -> None:
     assert similarity_normalize({}) == {}
 
 
+def test_with_matches_only_a_key_no_signal_matched_is_no_result() -> None:
+    words = Signal({"worded": 0.4})
+    meaning = Signal(
+        {"close": 0.6, "worded": 0.1, "nearest_of_nothing": SIMILARITY_FLOOR}, "similarity"
+    )
+    ranked = fuse([words, meaning], matches_only=True)
+    assert [key for key, _ in ranked] == ["worded", "close"]
+    # Without it (a "vector" listing), every candidate of the pool is ranked.
+    assert len(fuse([words, meaning])) == 3
+
+
 def test_rare_terms_are_those_few_results_hold() -> None:
     assert rare_term_matches({"zx4417": {1}, "code": set(range(50))}, limit=8) == [{1}]
     assert rare_term_matches({"zx4417": {1, 2}, "absent": set()}, limit=8) == [{1, 2}]

@@ -547,6 +547,17 @@ def test_vector_search_finds_meaning_without_shared_words(hybrid: Recall) -> Non
     assert ids(hybrid.search("automobile purchase", page_size=1)) == ["agent-a-t0-0"]
 
 
+def test_a_question_about_something_never_said_finds_nothing(hybrid: Recall) -> None:
+    # The vector pool holds the nearest messages whatever they are; none of them matches
+    # (no shared word, cosine under the floor), so none is offered as an answer.
+    said = ["Hi! I'm Mira. Nice to meet you.", "Thanks for telling me!", "Talk soon!"]
+    hybrid.add([msg(i, text) for i, text in enumerate(said)])
+    page = hybrid.search("What is my favourite football team?")
+    assert (page.total, page.hits) == (0, [])
+    assert hybrid.search("What is my favourite football team?", mode="vector").total == 3
+    assert ids(hybrid.search("Nice to meet you"))[0] == "agent-a-t1-0"
+
+
 def test_hybrid_ranks_an_exact_word_match_first(hybrid: Recall) -> None:
     hybrid.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
     page = hybrid.search("wasabi")

@@ -415,6 +415,23 @@ def test_a_message_larger_than_the_whole_window_is_kept_whole_and_the_queue_fits
     chat.assert_prompts_fit()
 
 
+def test_a_huge_message_still_reaches_the_model_when_core_memory_fills_most_of_the_window(
+    tmp_path: Path,
+) -> None:
+    # A quarter of the window is more than the room full core blocks and tools leave: the
+    # message is cut to that room (and the time it was sent), not to a fixed fraction, so
+    # it never ends the turn with "please send a shorter message".
+    chat = Chat(tmp_path, window=4000)
+    assert chat.say("hello") == "ok"  # the agent's blocks exist from its first turn
+    chat.memory.core.append("human", "Ada keeps bees and writes long letters. " * 40)
+    chat.memory.core.append("persona", "I answer in full sentences and keep notes. " * 20)
+    text = _huge("words")
+    assert chat.say(text) == "ok", "the model must see the (cut) message, not an overflow"
+    assert chat.say("x" * 200_000) == "ok"
+    assert chat.user_messages_in_recall()[1] == text
+    chat.assert_prompts_fit()
+
+
 def test_a_very_long_tag_is_a_clear_error_and_never_bricks_the_agent(tmp_path: Path) -> None:
     insert = {
         "content": "",

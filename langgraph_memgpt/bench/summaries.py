@@ -28,10 +28,10 @@ from langchain_core.language_models import BaseChatModel
 from langgraph_memgpt.bench.answer import describe_model, percentiles
 from langgraph_memgpt.bench.locomo import Conversation, Question, Session, turn_text
 from langgraph_memgpt.context import Context
+from langgraph_memgpt.main_context import summary_token_budget
 from langgraph_memgpt.nodes.summarize_evict import (
     SUMMARY_TAG,
     TRANSCRIPT_LINE_CHARS,
-    summary_token_budget,
     summary_word_limit,
     write_summary,
 )

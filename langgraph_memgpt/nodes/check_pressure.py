@@ -38,11 +38,13 @@ from langgraph_memgpt.main_context import (
     cut_text,
     is_user_message,
     latest_user_index,
+    message_budget,
     prompt_tokens,
     record,
     stamped,
     thread_of,
     valid_message,
+    with_time,
 )
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tokens import TokenCounter, content_text
@@ -50,8 +52,13 @@ from langgraph_memgpt.tools import error_text, tool_result
 
 
 def _fit(message: AnyMessage, budget: int, counter: TokenCounter) -> AnyMessage | None:
-    """A copy of ``message`` cut to ``budget`` tokens, or None when it already fits."""
+    """A copy of ``message`` cut to ``budget`` tokens as the model reads it, or None if it fits.
+
+    The model reads a user message after the time it was sent (``with_time``): the stamp's
+    tokens come out of the budget, and they vary with the time.
+    """
     text = content_text(message)
+    budget -= counter.text(content_text(with_time(message.model_copy(update={"content": ""}))))
     if counter.text(text) <= budget:
         return None
     note = prompts.TRUNCATED_NOTE.format(chars=len(text), message_id=message.id)
@@ -115,6 +122,7 @@ def make_check_pressure(
             update["handoff"] = None  # an earlier run handed control over; this one has it back
 
         user_index = latest_user_index(queue)
+        system: tuple[str, dict[str, Any]] | None = None
         turn = state.get("turn", 0)
         new_turn = user_index is not None and queue[user_index].id != state.get("turn_user_id")
         if user_index is not None and new_turn:
@@ -153,7 +161,17 @@ def make_check_pressure(
             opened = {queue[i].id for i in waiting}
             rest = [m for m in repaired or queue if m.id not in opened]
             record(memory, rest, thread_of(runtime), turn)
-            budget = int(ctx.context_window * ctx.max_message_fraction)
+            system = current_system(
+                state,
+                memory,
+                len(repaired or queue),
+                ctx,
+                mid_turn=False,
+                thread_id=thread_of(runtime),
+            )
+            budget = message_budget(
+                ctx, deps.counter, deps.schemas, system[0], state.get("evicted_count", 0)
+            )
             changed: dict[str | None, AnyMessage] = {}
             for index, message in enumerate(queue):
                 admitted = arrived.get(index) or valid_message(message)
@@ -170,9 +188,11 @@ def make_check_pressure(
                 queue = [changed.get(m.id, m) for m in queue]
 
         mid_turn = not new_turn and state.get("steps", 0) > 0
-        system_prompt, system_update = current_system(
-            state, memory, len(queue), ctx, mid_turn=mid_turn, thread_id=thread_of(runtime)
-        )
+        if system is None:
+            system = current_system(
+                state, memory, len(queue), ctx, mid_turn=mid_turn, thread_id=thread_of(runtime)
+            )
+        system_prompt, system_update = system
         update.update(system_update)
         prompt = build_prompt(
             system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue

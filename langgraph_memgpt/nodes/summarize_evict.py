@@ -37,6 +37,7 @@ from langgraph_memgpt.main_context import (
     current_system,
     latest_user_index,
     prompt_tokens,
+    summary_token_budget,
     thread_of,
 )
 from langgraph_memgpt.state import State
@@ -112,11 +113,6 @@ def remembered(memory: Memory, messages: Sequence[AnyMessage]) -> list[AnyMessag
     ids = [str(m.id) for m in messages if m.id]
     kept = {m.message_id for m in memory.recall.get(ids)} if ids else set()
     return [m for m in messages if str(m.id) in kept]
-
-
-def summary_token_budget(ctx: Context) -> int:
-    """Most tokens the recursive summary may take: ``summary_fraction`` of the window."""
-    return int(ctx.context_window * ctx.summary_fraction)
 
 
 def summary_word_limit(summary_budget: int) -> int:

@@ -159,6 +159,7 @@ def fuse(
     *,
     rare: Sequence[Collection[K]] = (),
     questions: Collection[K] = (),
+    matches_only: bool = False,
 ) -> list[tuple[K, float]]:
     """Fuse signals into one ranking: the weighted sum of normalised scores, then exact matches.
 
@@ -170,6 +171,11 @@ def fuse(
         questions: keys of results that are questions. Among results holding every rare
             term, statements come first: the question that asked about a fact must not
             outrank the statement of it.
+        matches_only: leave out keys no signal matched: in no "rank" signal and at or
+            below :data:`SIMILARITY_FLOOR` in every "similarity" one. A vector pool is
+            filled with the nearest items whatever they are; shown as results, they pass
+            for an answer (asked "what is my dog's name?" with no dog in memory, a small
+            model answered from the nearest small talk).
 
     Returns:
         ``(key, fused score)`` pairs, best first. Ties keep first-seen key order (keys of
@@ -184,6 +190,14 @@ def fuse(
             normalised = minmax_normalize(signal.scores)
         for key, value in normalised.items():
             fused[key] = fused.get(key, 0.0) + signal.weight * value
+    if matches_only:
+        matched = {
+            key
+            for signal in signals
+            for key, value in signal.scores.items()
+            if signal.kind == "rank" or value > SIMILARITY_FLOOR
+        }
+        fused = {key: value for key, value in fused.items() if key in matched}
     order = {key: i for i, key in enumerate(fused)}
     if not rare:
         # sorted() is stable, so equal scores keep the first-seen order of their keys.

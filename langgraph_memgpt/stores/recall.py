@@ -290,10 +290,12 @@ class RecallMemory:
 
         Returns:
             The page, ranked and counted by ``stores.search.hybrid_search`` (the same
-            for archival and for Postgres): ``total`` = candidates ranked (each vector
-            signal contributes its ``search.RECALL_POOL`` nearest, each query word at
-            most its 250 newest matches, so it can be a lower bound); every candidate
-            with a vector in "vector" mode, and every candidate for a listing.
+            for archival and for Postgres): ``total`` = candidates that matched any
+            signal (a word, a mention, or a vector above ``ranking.SIMILARITY_FLOOR``: a
+            candidate nothing matched is no result; each vector signal contributes its
+            ``search.RECALL_POOL`` nearest, each query word at most its 250 newest
+            matches, so it can be a lower bound); every candidate with a vector in
+            "vector" mode, and every candidate for a listing.
 
         Raises:
             ValueError: Bad date, role, mode or page; "vector" mode without embeddings.

@@ -17,7 +17,8 @@ identically everywhere:
 - fusion (``stores.ranking.fuse``), paging and the total.
 
 The total is the number of candidates ranked: every word match (at most
-``words.TERM_MATCH_CAP`` newest per term) plus each vector signal's pool, so with very
+``words.TERM_MATCH_CAP`` newest per term) plus each vector signal's pool (recall: only
+those above ``ranking.SIMILARITY_FLOOR``, see :attr:`Tier.matches_only`), so with very
 common words or many vectors it is a lower bound; in ``vector`` mode every candidate with
 a vector matches by meaning, and the total counts them all. A query without words lists
 the candidates newest first (the tier's listing) in every mode.
@@ -91,10 +92,15 @@ class Tier:
     refuse_vector_mode: bool
     """Without an embedding model, "vector" mode is an error (recall) or searches words
     (archival, whose tool the model calls with a mode less carefully)."""
+    matches_only: bool
+    """In "hybrid" and "fts" mode, leave out candidates no signal matched
+    (``ranking.fuse(matches_only=True)``). Recall: a question about something never said
+    otherwise got a page of the nearest small talk, which a small model answered from.
+    Archival keeps ranking its whole vector pool: dropping it was not measured there."""
 
 
-RECALL = Tier("recall", RECALL_POOL, refuse_vector_mode=True)
-ARCHIVAL = Tier("archival", ARCHIVAL_POOL, refuse_vector_mode=False)
+RECALL = Tier("recall", RECALL_POOL, refuse_vector_mode=True, matches_only=True)
+ARCHIVAL = Tier("archival", ARCHIVAL_POOL, refuse_vector_mode=False, matches_only=False)
 
 
 class SignalSource(Protocol[T]):
@@ -228,7 +234,12 @@ def hybrid_search(
     if mode != "vector":
         candidates = {key for signal in search.signals for key in signal.scores}
         search.signals += [Signal(s) for s in source.named_signals(query, candidates)]
-    fused = fuse(search.signals, rare=search.rare, questions=search.questions())
+    fused = fuse(
+        search.signals,
+        rare=search.rare,
+        questions=search.questions(),
+        matches_only=tier.matches_only and mode != "vector",
+    )
     total = len(fused) if total is None else max(total, len(fused))
     window = fused[page * page_size : (page + 1) * page_size]
     found = source.fetch([key for key, _ in window])
