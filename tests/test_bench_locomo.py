@@ -341,7 +341,7 @@ def test_the_benchmark_runs_on_postgres_with_the_same_figures(
     lite = run_locomo(conversations, options, tmp_path / "sqlite")
     options.database_url = postgres_url
     postgres = run_locomo(conversations, options, tmp_path / "postgres")
-    assert postgres["ingest"]["backend"] == "postgres" and lite["ingest"]["backend"] == "sqlite"
+    assert postgres["backend"] == "postgres" and lite["backend"] == "sqlite"
     assert postgres["modes"]["fts"]["per_category"]["4"]["recall_any@1"] == 1.0
     assert postgres["modes"] == lite["modes"]
     assert not (tmp_path / "postgres").exists() or not any(
@@ -359,5 +359,5 @@ def test_cli_takes_a_database_url(
     )  # fmt: skip
     assert code == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["ingest"]["backend"] == "postgres"
+    assert report["backend"] == "postgres"
     assert report["modes"]["fts"]["overall"]["recall_any@5"] == 1.0

@@ -132,8 +132,9 @@ def run_locomo(
             level under ``archival-summaries:<mode>`` (``--archival-summaries``).
 
     Returns:
-        The report as a JSON-ready dict: ``default_mode``, ``questions``, ``modes``
-        (per mode ``overall`` and ``per_category``), ``baseline`` and ``ingest``; plus
+        The report as a JSON-ready dict: ``default_mode``, ``backend`` ("sqlite" or
+        "postgres"), ``questions``, ``modes`` (per mode ``overall`` and
+        ``per_category``), ``baseline`` and ``ingest``; plus
         ``answer`` (see `AnswerRun.report`) with an ``answerer``; with a
         ``summarizer``, ``ingest.archival_summaries`` (see `SessionSummarizer.report`) and
         session-level entries in ``modes`` marked ``"level": "session"``.
@@ -215,6 +216,7 @@ def run_locomo(
         model = embedding_identity(embeddings)[0]
     report: dict[str, Any] = {
         "default_mode": DEFAULT_MODE,
+        "backend": "postgres" if options.database_url else "sqlite",
         "questions": total_q,
         "conversations": len(conversations),
         "dropped_questions": sum(c.dropped_questions for c in conversations),
@@ -231,7 +233,6 @@ def run_locomo(
             if timing.ingest_seconds
             else None,
             "embedding_model": model,
-            "backend": "postgres" if options.database_url else "sqlite",
             "archival": options.archival,
             "archival_seconds": round(timing.archival_seconds, 3) if options.archival else None,
         },
