@@ -117,7 +117,14 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         archival=args.archival,
         embedding_model=args.embedding_model,
+        database_url=_database_url(args),
     )
+    if options.database_url and args.archival_summaries:
+        print(
+            "error: --archival-summaries keeps its summaries in SQLite; not with a database URL",
+            file=sys.stderr,
+        )
+        return 2
     try:
         answerer = _locomo_answerer(args)
         summarizer = _locomo_summarizer(args)
@@ -229,6 +236,7 @@ def _add_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=None,
         help="retrieved turns put into the answer prompt (default: 10)",
     )
+    _add_database_url(locomo)
     locomo.add_argument("--json", action="store_true", help="print one JSON object")
     locomo.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     locomo.set_defaults(func=cmd_bench_locomo)

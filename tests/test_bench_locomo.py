@@ -261,10 +261,8 @@ def _one_session(sample_id: str, texts: list[str], qa: list[dict[str, Any]]) -> 
     )
 
 
-def test_each_conversation_is_ranked_as_if_it_were_alone(tmp_path: Path) -> None:
-    # In conv-a "kayak" is the rarer word, so the kayak turn answers best; conv-b says
-    # "kayak" everywhere. Were the two in one database, conv-b's ingest would make
-    # "kayak" common and the red-hat turn would win conv-a's question.
+def _kayak_conversations() -> list[dict[str, Any]]:
+    """conv-b says "kayak" everywhere; in conv-a it is the rare word that answers."""
     conv_a = _one_session(
         "conv-a",
         ["I love my red hat.", "Red shoes too.", "The kayak trip was fun.", "Hello."],
@@ -275,7 +273,14 @@ def test_each_conversation_is_ranked_as_if_it_were_alone(tmp_path: Path) -> None
         [f"Kayak day {n}, another kayak." for n in range(8)],
         [{"question": "Which kayak?", "answer": "x", "evidence": ["D1:1"], "category": 2}],
     )
-    conversations = load_locomo(write_locomo(tmp_path, [conv_b, conv_a]))
+    return [conv_b, conv_a]
+
+
+def test_each_conversation_is_ranked_as_if_it_were_alone(tmp_path: Path) -> None:
+    # In conv-a "kayak" is the rarer word, so the kayak turn answers best; conv-b says
+    # "kayak" everywhere. Were the two in one database, conv-b's ingest would make
+    # "kayak" common and the red-hat turn would win conv-a's question.
+    conversations = load_locomo(write_locomo(tmp_path, _kayak_conversations()))
     options = BenchOptions(modes=["fts"], ks=(1,))
     first = run_locomo(conversations, options, tmp_path / "data")
     again = run_locomo(conversations, options, tmp_path / "data")  # reused data dir
@@ -324,3 +329,35 @@ def test_cli_explains_an_unknown_embedding_model(
     argv = ["bench", "locomo", "--data", str(path), "--embedding-model", "bogus", "--no-progress"]
     assert main(argv) == 2
     assert "Unknown embedding model 'bogus'" in capsys.readouterr().err
+
+
+def test_the_benchmark_runs_on_postgres_with_the_same_figures(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    # Each conversation is its own agent in one database: its BM25 statistics are its own,
+    # so conv-a's question is answered as it is on SQLite (one database per conversation).
+    conversations = load_locomo(write_locomo(tmp_path, _kayak_conversations()))
+    options = BenchOptions(modes=["fts"], ks=(1, 5), archival=True)
+    lite = run_locomo(conversations, options, tmp_path / "sqlite")
+    options.database_url = postgres_url
+    postgres = run_locomo(conversations, options, tmp_path / "postgres")
+    assert postgres["backend"] == "postgres" and lite["backend"] == "sqlite"
+    assert postgres["modes"]["fts"]["per_category"]["4"]["recall_any@1"] == 1.0
+    assert postgres["modes"] == lite["modes"]
+    assert not (tmp_path / "postgres").exists() or not any(
+        (tmp_path / "postgres").rglob("*.sqlite")
+    )
+
+
+def test_cli_takes_a_database_url(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_locomo(tmp_path, [_sample("conv-a")])
+    code = main(
+        ["bench", "locomo", "--data", str(path), "--modes", "fts", "--json", "--no-progress",
+         "--k", "1,5", "--database-url", postgres_url]
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["backend"] == "postgres"
+    assert report["modes"]["fts"]["overall"]["recall_any@5"] == 1.0

@@ -50,6 +50,7 @@ class BenchOptions:
     archival: bool = False  # also ingest turns as archival passages and score that search
     embedding_model: str = "minilm"
     speaker_prefix: bool = True
+    database_url: str = ""  # postgresql://...: the stores in Postgres; "": SQLite in data_dir
 
 
 @dataclass
@@ -131,15 +132,14 @@ def run_locomo(
             level under ``archival-summaries:<mode>`` (``--archival-summaries``).
 
     Returns:
-        The report as a JSON-ready dict: ``default_mode``, ``questions``, ``modes``
-        (per mode ``overall`` and ``per_category``), ``baseline`` and ``ingest``; plus
+        The report as a JSON-ready dict: ``default_mode``, ``backend`` ("sqlite" or
+        "postgres"), ``questions``, ``modes`` (per mode ``overall`` and
+        ``per_category``), ``baseline`` and ``ingest``; plus
         ``answer`` (see `AnswerRun.report`) with an ``answerer``; with a
         ``summarizer``, ``ingest.archival_summaries`` (see `SessionSummarizer.report`) and
         session-level entries in ``modes`` marked ``"level": "session"``.
     """
-    from langgraph_memgpt.stores.db import open_db
     from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
-    from langgraph_memgpt.stores.recall import RecallMemory
 
     ks = tuple(sorted(set(options.ks)))
     # Answering uses the agent's hybrid search, which uses vectors when there are any.
@@ -155,72 +155,60 @@ def run_locomo(
     total_q = sum(len(c.questions) for c in conversations)
     total_answered = answerer.planned(conversations) if answerer is not None else 0
     total_sessions = sum(len(c.sessions) for c in conversations)
-    for conv in conversations:
-        # One database per conversation: FTS5's BM25 statistics (document frequencies,
-        # average length) are per database, so conversations sharing one would rank each
-        # other's turns differently depending on which were ingested first, and a
-        # reused --data-dir would change the figures.
-        folder = data_dir / _folder_name(conv.sample_id)
-        db = open_db(folder / "memory.sqlite")
-        cache_dir = folder / "faiss"
-        summaries: SummaryArchive | None = None
-        try:
-            agent_id = conv.sample_id
-            recall = RecallMemory(db, agent_id, embeddings, cache_dir)
-            messages = recall_messages(conv, agent_id, speaker_prefix=options.speaker_prefix)
-            done = 0
-
-            def step(n: int) -> None:
-                nonlocal done
-                if progress:
-                    progress("ingest recall", n - done, total_turns)
-                done = n
-
-            start = time.perf_counter()
-            recall.add_many(messages, progress=step)
-            timing.ingest_seconds += time.perf_counter() - start
-            archival = None
-            if options.archival:
-                start = time.perf_counter()
-                archival = _ingest_archival(db, agent_id, embeddings, cache_dir, conv, options)
-                timing.archival_seconds += time.perf_counter() - start
-            if summarizer is not None:
-                summaries = summarizer.ingest(
-                    conv, folder, embeddings, progress=progress, total=total_sessions
+    backend = _postgres_backend(options, embeddings)
+    try:
+        for conv in conversations:
+            with _conversation_stores(conv, data_dir, embeddings, backend) as stores:
+                folder, recall, open_archival = stores
+                messages = recall_messages(
+                    conv, conv.sample_id, speaker_prefix=options.speaker_prefix
                 )
-            timing.turns += len(messages)
+                done = 0
 
-            prefix = f"{conv.sample_id}:"
-            for mode in options.modes:
-                with _clock(timing.search_seconds, mode):
-                    for q in conv.questions:
-                        page = recall.search(q.question, mode=mode, page_size=max(ks))
-                        ranked = [h.item.message_id.removeprefix(prefix) for h in page.hits]
-                        accs[mode].add(q.category, ranked, q.evidence)
-                        conv_acc = by_conv[mode].setdefault(conv.sample_id, MetricAccumulator(ks))
-                        conv_acc.add(q.category, ranked, q.evidence)
-                        if progress:
-                            progress(f"search {mode}", 1, total_q)
-                if archival is not None:
-                    key = ARCHIVAL_PREFIX + mode
-                    with _clock(timing.search_seconds, key):
-                        for q in conv.questions:
-                            ranked = archival(q.question, mode, max(ks))
-                            accs[key].add(q.category, ranked, q.evidence)
-                            by_conv[key].setdefault(conv.sample_id, MetricAccumulator(ks)).add(
-                                q.category, ranked, q.evidence
-                            )
-                            if progress:
-                                progress(f"search {key}", 1, total_q)
-                if summaries is not None:
-                    _score_summaries(conv, summaries, mode, ks, accs, timing, progress, total_q)
-            if answerer is not None:
-                answerer.run_conversation(conv, recall, progress=progress, total=total_answered)
-            recall.close()
-        finally:
-            if summaries is not None:
-                summaries.close()
-            db.conn.close()
+                def step(n: int) -> None:
+                    nonlocal done
+                    if progress:
+                        progress("ingest recall", n - done, total_turns)
+                    done = n
+
+                start = time.perf_counter()
+                _add_all(recall, messages, step)
+                timing.ingest_seconds += time.perf_counter() - start
+                archival = None
+                if options.archival:
+                    start = time.perf_counter()
+                    archival = _ingest_archival(open_archival(), conv, options)
+                    timing.archival_seconds += time.perf_counter() - start
+                summaries: SummaryArchive | None = None
+                try:
+                    if summarizer is not None:
+                        summaries = summarizer.ingest(
+                            conv, folder, embeddings, progress=progress, total=total_sessions
+                        )
+                    timing.turns += len(messages)
+                    _score_conversation(
+                        conv,
+                        recall,
+                        archival,
+                        summaries,
+                        options,
+                        ks,
+                        accs,
+                        by_conv,
+                        timing,
+                        progress,
+                        total_q,
+                    )
+                    if answerer is not None:
+                        answerer.run_conversation(
+                            conv, recall, progress=progress, total=total_answered
+                        )
+                finally:
+                    if summaries is not None:
+                        summaries.close()
+    finally:
+        if backend is not None:
+            backend.close()
     baseline = bm25_baseline(conversations, ks, progress)
 
     model = None
@@ -228,6 +216,7 @@ def run_locomo(
         model = embedding_identity(embeddings)[0]
     report: dict[str, Any] = {
         "default_mode": DEFAULT_MODE,
+        "backend": "postgres" if options.database_url else "sqlite",
         "questions": total_q,
         "conversations": len(conversations),
         "dropped_questions": sum(c.dropped_questions for c in conversations),
@@ -257,6 +246,103 @@ def run_locomo(
     if answerer is not None:
         report["answer"] = answerer.report()
     return report
+
+
+def _postgres_backend(options: BenchOptions, embeddings: Embeddings | None) -> Any:
+    """The Postgres backend of ``options.database_url``, or None for SQLite."""
+    if not options.database_url:
+        return None
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+
+    model = options.embedding_model if embeddings is not None else "none"
+    return PostgresBackend(options.database_url, embedding_model=model, embeddings=embeddings)
+
+
+@contextmanager
+def _conversation_stores(
+    conv: Conversation, data_dir: Path, embeddings: Embeddings | None, backend: Any
+) -> Iterator[tuple[Path, Any, Callable[[], Any]]]:
+    """A conversation's own agent: ``(folder, recall, open archival)``, closed afterwards.
+
+    SQLite: one database per conversation, since FTS5's BM25 statistics (document
+    frequencies, average length) are per database; conversations sharing one would rank
+    each other's turns differently depending on which were ingested first, and a reused
+    --data-dir would change the figures. Postgres: one database for all, one agent per
+    conversation (its BM25 statistics are the agent's own rows).
+    """
+    from langgraph_memgpt.stores.archival import ArchivalMemory
+    from langgraph_memgpt.stores.db import open_db
+    from langgraph_memgpt.stores.recall import RecallMemory
+
+    folder = data_dir / _folder_name(conv.sample_id)
+    agent_id = conv.sample_id
+    if backend is not None:
+        memory = backend.open(agent_id)
+        yield folder, memory.recall, lambda: memory.archival
+        return
+    db = open_db(folder / "memory.sqlite")
+    cache_dir = folder / "faiss"
+    try:
+        recall = RecallMemory(db, agent_id, embeddings, cache_dir)
+        yield folder, recall, lambda: ArchivalMemory(db, agent_id, embeddings, cache_dir)
+        recall.close()
+    finally:
+        db.conn.close()
+
+
+INGEST_CHUNK = 256
+"""Messages per ``add`` call where the store has no bulk ingest (Postgres)."""
+
+
+def _add_all(recall: Any, messages: Sequence[Any], step: Callable[[int], None]) -> None:
+    """Ingest every message: the store's bulk ingest, else ``add`` in chunks in order."""
+    if hasattr(recall, "add_many"):
+        recall.add_many(messages, progress=step)
+        return
+    ordered = sorted(messages, key=lambda m: (m.thread_id, m.created_at))
+    for start in range(0, len(ordered), INGEST_CHUNK):
+        recall.add(ordered[start : start + INGEST_CHUNK])
+        step(min(len(ordered), start + INGEST_CHUNK))
+
+
+def _score_conversation(
+    conv: Conversation,
+    recall: Any,
+    archival: Callable[[str, str, int], list[str]] | None,
+    summaries: SummaryArchive | None,
+    options: BenchOptions,
+    ks: tuple[int, ...],
+    accs: dict[str, MetricAccumulator],
+    by_conv: dict[str, dict[str, MetricAccumulator]],
+    timing: _Timing,
+    progress: ProgressFn | None,
+    total_q: int,
+) -> None:
+    """Search every question of ``conv`` in each mode (recall, archival, summaries); score."""
+    prefix = f"{conv.sample_id}:"
+    for mode in options.modes:
+        with _clock(timing.search_seconds, mode):
+            for q in conv.questions:
+                page = recall.search(q.question, mode=mode, page_size=max(ks))
+                ranked = [h.item.message_id.removeprefix(prefix) for h in page.hits]
+                accs[mode].add(q.category, ranked, q.evidence)
+                conv_acc = by_conv[mode].setdefault(conv.sample_id, MetricAccumulator(ks))
+                conv_acc.add(q.category, ranked, q.evidence)
+                if progress:
+                    progress(f"search {mode}", 1, total_q)
+        if archival is not None:
+            key = ARCHIVAL_PREFIX + mode
+            with _clock(timing.search_seconds, key):
+                for q in conv.questions:
+                    ranked = archival(q.question, mode, max(ks))
+                    accs[key].add(q.category, ranked, q.evidence)
+                    by_conv[key].setdefault(conv.sample_id, MetricAccumulator(ks)).add(
+                        q.category, ranked, q.evidence
+                    )
+                    if progress:
+                        progress(f"search {key}", 1, total_q)
+        if summaries is not None:
+            _score_summaries(conv, summaries, mode, ks, accs, timing, progress, total_q)
 
 
 def _folder_name(sample_id: str) -> str:
@@ -331,21 +417,15 @@ def _score_summaries(
 
 
 def _ingest_archival(
-    db: Any,
-    agent_id: str,
-    embeddings: Embeddings | None,
-    cache_dir: Path,
-    conv: Conversation,
-    options: BenchOptions,
+    archival: Any, conv: Conversation, options: BenchOptions
 ) -> Callable[[str, str, int], list[str]]:
     """Insert every turn as an archival passage; return a ``(query, mode, k) -> dia ids`` search.
 
     Passages keep their provenance (thread = session, turn = position), which is how a hit
     is mapped back to its turn.
     """
-    from langgraph_memgpt.stores.archival import ArchivalMemory, NewPassage
+    from langgraph_memgpt.stores.archival import NewPassage
 
-    archival = ArchivalMemory(db, agent_id, embeddings, cache_dir)
     dia_of: dict[tuple[str, int], str] = {}
     rows: list[NewPassage] = []
     for session in conv.sessions:
@@ -365,7 +445,7 @@ def _ingest_archival(
         archival.insert_many(rows)
 
     def search(query: str, mode: str, k: int) -> list[str]:
-        page = archival.search(query, mode=mode, page_size=k)  # type: ignore[arg-type]
+        page = archival.search(query, mode=mode, page_size=k)
         return [
             dia_of[(p.item.thread_id or "", p.item.turn or 0)]
             for p in page.hits

@@ -31,26 +31,15 @@ from langgraph_memgpt.stores.passages import (
     normalize_tags,
     prepare_passages,
 )
-from langgraph_memgpt.stores.ranking import (
-    RARE_MATCHES,
-    Signal,
-    fuse,
-    is_question,
-    rare_term_matches,
-)
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
+from langgraph_memgpt.stores.search import ARCHIVAL, hybrid_search
+from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
-from langgraph_memgpt.stores.words import query_terms
 
 TIER = "archival"
 VECTOR_KEY = "text"
 SearchMode = Literal["hybrid", "fts", "vector"]
 TagMatch = Literal["any", "all"]
 
-# Each signal contributes its best candidates to the fusion: enough that the requested
-# page is always inside the pool, with room for the other signal to reorder it.
-_POOL_MIN = 100
-_POOL_PER_RESULT = 10
 _EMBED_BATCH = 256
 
 _SCHEMA = (
@@ -381,67 +370,20 @@ class ArchivalMemory:
                 ``"vector"``; without embeddings every mode searches words only.
 
         Returns:
-            One page of hits (best first) and ``total``: passages that passed the filters
-            and matched (every filtered passage with a vector matches by meaning).
+            One page of hits (best first), ranked and counted by
+            ``stores.search.hybrid_search`` as recall is: ``total`` = passages ranked
+            (word matches and each vector signal's pool); every filtered passage with a
+            vector in "vector" mode; every filtered passage for a listing.
 
         Raises:
             ValueError: a bad date, page, page size, mode or tag_match, with a message
                 the model can act on.
         """
-        check_page(page, page_size)
-        if mode not in ("hybrid", "fts", "vector"):
-            raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
         if tag_match not in ("any", "all"):
             raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
         where, params = self._filters(tags, tag_match, start_date, end_date)
-        terms = query_terms(query or "")
-        if not terms:
-            return self._newest(where, params, page, page_size)
-        if self.index is None:
-            mode = "fts"
-        pool = max(_POOL_MIN, (page + 1) * page_size * _POOL_PER_RESULT)
-
-        lexical: dict[int, float] = {}
-        rare: list[Collection[int]] = []
-        questions: set[int] = set()
-        if mode in ("hybrid", "fts"):
-            lexical = bm25_scores(self.db, "archival_fts", "archival", terms, where, params)
-            matches = term_matches(
-                self.db, "archival_fts", "archival", terms, where, params, limit=RARE_MATCHES
-            )
-            rare = rare_term_matches(matches)
-            if rare:
-                holders = self._hits([(key, 0.0) for key in set.intersection(*map(set, rare))])
-                questions = {hit.item.id for hit in holders if is_question(hit.item.text, terms)}
-        semantic: dict[int, float] = {}
-        if mode in ("hybrid", "vector") and self.index is not None:
-            assert self.embeddings is not None
-            # The index holds this agent's vectors only: with no filter beyond the agent
-            # (its one parameter) there is nothing to restrict.
-            allowed = None if len(params) == 1 else self._candidate_ids(where, params)
-            qvec = embed_query(self.embeddings, query)
-            semantic = dict(self.index.search(qvec, pool, allowed_ids=allowed))
-            if lexical:
-                # Word matches outside the semantic pool still deserve their true cosine.
-                top_lexical = sorted(lexical, key=lambda i: -lexical[i])[:pool]
-                missing = [i for i in top_lexical if i not in semantic]
-                semantic.update(self.index.scores(qvec, missing))
-
-        if mode == "fts":
-            ranked = fuse([Signal(lexical)], rare=rare, questions=questions)
-            total = len(lexical)
-        elif mode == "vector":
-            ranked = sorted(semantic.items(), key=lambda pair: -pair[1])
-            total = self._count_matching(where, params, with_vector=True)
-        else:
-            ranked = fuse(
-                [Signal(lexical), Signal(semantic, "similarity")], rare=rare, questions=questions
-            )
-            total = self._count_matching(where, params, with_vector=True, plus_ids=lexical)
-        hits = ranked[page * page_size : (page + 1) * page_size]
-        return SearchPage(
-            hits=self._hits(hits), total=max(total, len(ranked)), page=page, page_size=page_size
-        )
+        source = _ArchivalSignals(self, where, params)
+        return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
 
     def count(self) -> int:
         """Number of passages this agent has."""
@@ -589,19 +531,9 @@ class ArchivalMemory:
         params += date_params
         return " AND ".join(conditions), params
 
-    def _candidate_ids(self, where: str, params: Sequence[object]) -> list[int]:
-        rows = self.db.conn.execute(f"SELECT b.id FROM archival AS b WHERE {where}", params)
-        return [int(row[0]) for row in rows]
-
-    def _count_matching(
-        self,
-        where: str,
-        params: Sequence[object],
-        *,
-        with_vector: bool,
-        plus_ids: Iterable[int] = (),
-    ) -> int:
-        if with_vector and self.index is not None and self.index.count() >= self.count():
+    def _count_with_vector(self, where: str, params: Sequence[object]) -> int:
+        """Filtered passages that have a vector."""
+        if self.index is not None and self.index.count() >= self.count():
             # Every passage has a vector, so every filtered passage matches: a plain count.
             # The per-row EXISTS probe below cost ~65 ms of an 80 ms search at 100k.
             if len(params) == 1:  # no filter but the agent
@@ -610,23 +542,11 @@ class ArchivalMemory:
                 f"SELECT count(*) FROM archival AS b WHERE ({where})", list(params)
             ).fetchone()
             return int(row[0])
-        conditions = []
-        extra: list[object] = []
-        if with_vector:
-            conditions.append(
-                "EXISTS (SELECT 1 FROM vectors AS v WHERE v.tier = ? AND v.agent_id = b.agent_id "
-                "AND v.key = ? AND v.item_id = b.id)"
-            )
-            extra += [TIER, VECTOR_KEY]
-        ids = list(plus_ids)
-        if ids:
-            conditions.append("b.id IN (SELECT value FROM json_each(?))")
-            extra.append(json.dumps(ids))
-        if not conditions:
-            return 0
         row = self.db.conn.execute(
-            f"SELECT count(*) FROM archival AS b WHERE ({where}) AND ({' OR '.join(conditions)})",
-            [*params, *extra],
+            f"SELECT count(*) FROM archival AS b WHERE ({where}) AND EXISTS (SELECT 1 "
+            "FROM vectors AS v WHERE v.tier = ? AND v.agent_id = b.agent_id AND v.key = ? "
+            "AND v.item_id = b.id)",
+            [*params, TIER, VECTOR_KEY],
         ).fetchone()
         return int(row[0])
 
@@ -657,6 +577,65 @@ class ArchivalMemory:
         ).fetchall()
         by_id = {int(row[0]): _passage(row) for row in rows}
         return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
+
+
+class _ArchivalSignals:
+    """The signals of one archival search in SQLite (``stores.search.SignalSource``).
+
+    Words: FTS5 BM25 over the passage. Meaning: FAISS cosine of its one vector.
+    """
+
+    def __init__(self, memory: ArchivalMemory, where: str, params: list[object]) -> None:
+        self.memory = memory
+        self.db = memory.db
+        self.where = where
+        self.params = params
+        self.has_vectors = memory.index is not None
+
+    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        return [bm25_scores(self.db, "archival_fts", "archival", terms, self.where, self.params)]
+
+    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
+        return term_matches(
+            self.db, "archival_fts", "archival", terms, self.where, self.params, limit=limit
+        )
+
+    def vector_text(self, query: str, mode: SearchMode) -> str:
+        return query
+
+    def embed(self, text: str) -> Any:
+        assert self.memory.embeddings is not None
+        return embed_query(self.memory.embeddings, text)
+
+    def _index(self) -> VectorIndex:
+        assert self.memory.index is not None
+        return self.memory.index
+
+    def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
+        # The index holds this agent's vectors only: with no filter beyond the agent
+        # (its one parameter) there is nothing to restrict.
+        allowed = None
+        if len(self.params) > 1:
+            rows = self.db.conn.execute(
+                f"SELECT b.id FROM archival AS b WHERE {self.where}", self.params
+            )
+            allowed = [int(row[0]) for row in rows]
+        return [dict(self._index().search(vector, k, allowed_ids=allowed))]
+
+    def vector_total(self) -> int:
+        return self.memory._count_with_vector(self.where, self.params)
+
+    def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
+        return []
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, Passage]:
+        return {hit.item.id: hit.item for hit in self.memory._hits([(i, 0.0) for i in ids])}
+
+    def text_of(self, item: Passage) -> str:
+        return item.text
+
+    def listing(self, page: int, page_size: int) -> SearchPage[Passage]:
+        return self.memory._newest(self.where, self.params, page, page_size)
 
 
 SUMMARY_TAG = "summary"

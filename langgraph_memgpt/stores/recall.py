@@ -59,18 +59,12 @@ from langgraph_memgpt.stores.messages import (
     searchable_text,
 )
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
-from langgraph_memgpt.stores.ranking import (
-    RARE_MATCHES,
-    Signal,
-    fuse,
-    is_question,
-    rare_term_matches,
-)
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
+from langgraph_memgpt.stores.search import RECALL, hybrid_search
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
-from langgraph_memgpt.stores.words import query_terms, query_words
+from langgraph_memgpt.stores.words import query_words
 
 SearchMode = Literal["hybrid", "fts", "vector"]
 
@@ -79,8 +73,6 @@ _ID_FLOOR = "recall_id_floor"
 """Meta key: the largest recall row id ever given out, once the newest rows were deleted."""
 CONTEXT_RADIUS = 2
 """Neighbours on each side that make up a message's context (measured best: 2)."""
-VECTOR_CANDIDATES = 50
-"""Nearest neighbours each vector signal contributes to a hybrid ranking (at least)."""
 DATE_REACH_DAYS = 7
 """A day named in a query still lifts messages this many days away (linearly less)."""
 INGEST_CHUNK = 256
@@ -286,8 +278,8 @@ class RecallMemory:
         recorded unsearchable (the model's search calls) are never candidates.
 
         Args:
-            query: Free text; any characters are safe. An empty query (or one without
-                words when there are no vectors to compare) lists the most recent first.
+            query: Free text; any characters are safe. A query without words lists the
+                most recent first.
             roles: Keep only these roles ("user", "assistant", "system").
             start_date: Earliest time, "YYYY-MM-DD" or ISO-8601 (inclusive).
             end_date: Latest time (inclusive); a bare date covers that whole day.
@@ -297,65 +289,21 @@ class RecallMemory:
             exclude_ids: Message ids to leave out (e.g. those already in the prompt).
 
         Returns:
-            The page, with ``total`` = candidates that matched any signal (a word, a
-            mention, or a vector above ``ranking.SIMILARITY_FLOOR``; every candidate in
-            "vector" mode and for a listing). A candidate nothing matched is no result.
-            In hybrid mode each vector signal contributes its
-            ``max(50, (page + 1) * page_size)`` nearest candidates, and each query word
-            at most its 250 newest matches (``words.TERM_MATCH_CAP``), so with very
-            common words the total is a lower bound.
+            The page, ranked and counted by ``stores.search.hybrid_search`` (the same
+            for archival and for Postgres): ``total`` = candidates that matched any
+            signal (a word, a mention, or a vector above ``ranking.SIMILARITY_FLOOR``: a
+            candidate nothing matched is no result; each vector signal contributes its
+            ``search.RECALL_POOL`` nearest, each query word at most its 250 newest
+            matches, so it can be a lower bound); every candidate with a vector in
+            "vector" mode, and every candidate for a listing.
 
         Raises:
             ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
         """
-        if mode not in ("hybrid", "fts", "vector"):
-            raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
-        if mode == "vector" and self.embeddings is None:
-            raise ValueError("vector search needs an embedding model; this recall has none")
-        check_page(page, page_size)
         where, params = self._filters(roles, start_date, end_date, exclude_ids)
-        terms = query_terms(query)
-        use_vectors = self.embeddings is not None and mode != "fts" and bool(query.strip())
-        use_words = bool(terms) and mode != "vector"
-        if not use_words and not use_vectors:
-            return self._listing(where, params, page, page_size, newest_first=True)
-
-        signals: list[Signal[int]] = []
-        rare: list[Collection[int]] = []
-        if use_words:
-            for table in ("recall_fts", "recall_context_fts"):
-                signals.append(Signal(bm25_scores(self.db, table, "recall", terms, where, params)))
-            matches = term_matches(
-                self.db, "recall_fts", "recall", terms, where, params, limit=RARE_MATCHES
-            )
-            rare = rare_term_matches(matches)
-        total: int | None = None
-        if use_vectors:
-            k = max(VECTOR_CANDIDATES, (page + 1) * page_size)
-            # params[0] is the agent id; anything after it is a user-chosen filter.
-            allowed = self._candidate_ids(where, params, filtered=len(params) > 1)
-            if mode == "vector":  # every candidate with a vector matches by meaning
-                assert self._turn_index is not None
-                total = self._turn_index.count() if allowed is None else len(allowed)
-            for scores in self._vector_scores(self._topic_query(query, mode), k, allowed):
-                signals.append(Signal(scores, "similarity"))
-        if mode != "vector":
-            candidates = {key for signal in signals for key in signal.scores}
-            for scores in self._mention_scores(query, where, params, candidates):
-                signals.append(Signal(scores))
-        questions: set[int] = set()
-        if rare:
-            holders = self._fetch_by_ids(sorted(set.intersection(*map(set, rare))))
-            questions = {
-                key for key, found in holders.items() if is_question(searchable_text(found), terms)
-            }
-        fused = fuse(signals, rare=rare, questions=questions, matches_only=mode != "vector")
-        if total is None:
-            total = len(fused)
-        window = fused[page * page_size : (page + 1) * page_size]
-        found = self._fetch_by_ids([item for item, _ in window])
-        hits = [Hit(found[item], score) for item, score in window if item in found]
-        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+        return hybrid_search(
+            RECALL, _RecallSignals(self, where, params), query, mode, page, page_size
+        )
 
     def search_date(
         self,
@@ -1028,36 +976,6 @@ class RecallMemory:
         row = self.db.conn.execute(f"SELECT COUNT(*) FROM recall AS b WHERE {where}", params)
         return int(row.fetchone()[0])
 
-    def _candidate_ids(
-        self, where: str, params: Sequence[object], *, filtered: bool
-    ) -> list[int] | None:
-        """Ids passing the filters, or None when only the agent filter applies.
-
-        The vector indexes hold only this agent's searchable messages, so without other
-        filters every vector is a candidate and FAISS needs no id list.
-        """
-        if not filtered:
-            return None
-        rows = self.db.conn.execute(f"SELECT b.id FROM recall AS b WHERE {where}", params)
-        return [int(r[0]) for r in rows]
-
-    def _vector_scores(
-        self, query: str, k: int, allowed: list[int] | None
-    ) -> list[dict[int, float]]:
-        assert self.embeddings is not None
-        assert self._turn_index is not None
-        assert self._context_index is not None and self._tail_index is not None
-        if allowed is not None and not allowed:
-            return [{}, {}]
-        vector = embed_query(self.embeddings, query)
-        turns = dict(self._turn_index.search(vector, k, allowed_ids=allowed))
-        # One context signal over both context indexes (the tail's newer vector wins for a
-        # message a database from before the split holds in both).
-        contexts = dict(self._context_index.search(vector, k, allowed_ids=allowed))
-        contexts.update(self._tail_index.search(vector, k, allowed_ids=allowed))
-        best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
-        return [turns, dict(best)]
-
     def _listing(
         self,
         where: str,
@@ -1089,6 +1007,92 @@ class RecallMemory:
             (self.agent_id, json.dumps(list(ids))),
         ).fetchall()
         return {int(row[0]): _message(row) for row in rows}
+
+
+class _RecallSignals:
+    """The signals of one recall search in SQLite (``stores.search.SignalSource``).
+
+    Words: FTS5 BM25 over the message and over its context. Meaning: FAISS cosine of the
+    message vector and of the context vector (the context and tail indexes together).
+    Named: the day and the participant a query names.
+    """
+
+    def __init__(self, memory: RecallMemory, where: str, params: list[object]) -> None:
+        self.memory = memory
+        self.db = memory.db
+        self.where = where
+        self.params = params
+        self.has_vectors = memory.embeddings is not None
+        self._allowed: list[int] | None = None
+        self._allowed_read = False
+
+    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        return [
+            bm25_scores(self.db, table, "recall", terms, self.where, self.params)
+            for table in ("recall_fts", "recall_context_fts")
+        ]
+
+    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
+        return term_matches(
+            self.db, "recall_fts", "recall", terms, self.where, self.params, limit=limit
+        )
+
+    def vector_text(self, query: str, mode: SearchMode) -> str:
+        return self.memory._topic_query(query, mode)
+
+    def embed(self, text: str) -> FloatArray:
+        assert self.memory.embeddings is not None
+        return embed_query(self.memory.embeddings, text)
+
+    def _indexes(self) -> tuple[VectorIndex, VectorIndex, VectorIndex]:
+        memory = self.memory
+        assert memory._turn_index is not None
+        assert memory._context_index is not None and memory._tail_index is not None
+        return memory._turn_index, memory._context_index, memory._tail_index
+
+    def allowed(self) -> list[int] | None:
+        """Ids passing the filters, or None when only the agent filter applies.
+
+        The vector indexes hold only this agent's searchable messages, so without other
+        filters (``params[0]`` is the agent id) every vector is a candidate and FAISS
+        needs no id list.
+        """
+        if not self._allowed_read and len(self.params) > 1:
+            rows = self.db.conn.execute(
+                f"SELECT b.id FROM recall AS b WHERE {self.where}", self.params
+            )
+            self._allowed = [int(r[0]) for r in rows]
+        self._allowed_read = True
+        return self._allowed
+
+    def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
+        allowed = self.allowed()
+        if allowed is not None and not allowed:
+            return [{}, {}]
+        turn, context, tail = self._indexes()
+        turns = dict(turn.search(vector, k, allowed_ids=allowed))
+        # One context signal over both context indexes (the tail's newer vector wins for a
+        # message a database from before the split holds in both).
+        contexts = dict(context.search(vector, k, allowed_ids=allowed))
+        contexts.update(tail.search(vector, k, allowed_ids=allowed))
+        best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
+        return [turns, dict(best)]
+
+    def vector_total(self) -> int:
+        allowed = self.allowed()
+        return self._indexes()[0].count() if allowed is None else len(allowed)
+
+    def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
+        return self.memory._mention_scores(query, self.where, self.params, candidates)
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
+        return self.memory._fetch_by_ids(ids)
+
+    def text_of(self, item: RecallMessage) -> str:
+        return searchable_text(item)
+
+    def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
+        return self.memory._listing(self.where, self.params, page, page_size, newest_first=True)
 
 
 @dataclass(frozen=True)

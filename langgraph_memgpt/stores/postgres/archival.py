@@ -18,7 +18,7 @@ from psycopg_pool import ConnectionPool
 from langgraph_memgpt.stores.archival import SUMMARY_TAG
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.embeddings import embed_query, embed_texts
+from langgraph_memgpt.stores.embeddings import embed_texts
 from langgraph_memgpt.stores.passages import (
     NewPassage,
     PreparedPassage,
@@ -29,26 +29,15 @@ from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.postgres.search import (
     Params,
+    TableSignals,
     has_more_than,
     placeholders,
-    term_matches,
-    vector_scores,
-    word_scores,
 )
-from langgraph_memgpt.stores.ranking import (
-    RARE_MATCHES,
-    Signal,
-    fuse,
-    is_question,
-    rare_term_matches,
-)
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage, check_page
-from langgraph_memgpt.stores.words import query_terms
+from langgraph_memgpt.stores.search import ARCHIVAL, hybrid_search
+from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 
 TABLE = "memgpt_archival"
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
-_POOL_MIN = 100
-_POOL_PER_RESULT = 10
 _EMBED_BATCH = 256
 
 
@@ -185,67 +174,12 @@ class PgArchivalMemory:
 
         Same arguments, totals and errors as ``stores.archival.ArchivalMemory.search``.
         """
-        check_page(page, page_size)
-        if mode not in ("hybrid", "fts", "vector"):
-            raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
         if tag_match not in ("any", "all"):
             raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
         where, params = self._filters(tags, tag_match, start_date, end_date)
-        terms = query_terms(query or "")
         with self.pool.connection() as conn:
-            if not terms:
-                return self._newest(conn, where, params, page, page_size)
-            if self.embeddings is None:
-                mode = "fts"
-            pool = max(_POOL_MIN, (page + 1) * page_size * _POOL_PER_RESULT)
-            lexical: dict[int, float] = {}
-            rare: list[Collection[int]] = []
-            questions: set[int] = set()
-            if mode in ("hybrid", "fts"):
-                lexical = word_scores(conn, TABLE, "tsv", terms, where, params)
-                matches = term_matches(conn, TABLE, "tsv", terms, where, params, limit=RARE_MATCHES)
-                rare = rare_term_matches(matches)
-                if rare:
-                    every = set.intersection(*map(set, rare))
-                    holders = self._hits(conn, [(key, 0.0) for key in every])
-                    questions = {h.item.id for h in holders if is_question(h.item.text, terms)}
-            semantic: dict[int, float] = {}
-            if mode in ("hybrid", "vector") and self.embeddings is not None:
-                qvec = embed_query(self.embeddings, query)
-                approximate = self._approximate(conn)
-                semantic = vector_scores(
-                    conn, TABLE, "embedding", qvec, pool, where, params, approximate=approximate
-                )
-                missing = [i for i in sorted(lexical, key=lambda i: -lexical[i])[:pool]]
-                missing = [i for i in missing if i not in semantic]
-                if missing:
-                    # Word matches outside the semantic pool still deserve their true cosine.
-                    rows = conn.execute(
-                        f"SELECT id, 1 - (embedding <=> %s) FROM {TABLE} "
-                        "WHERE agent_id = %s AND id = ANY(%s) AND embedding IS NOT NULL",
-                        (qvec, self.agent_id, missing),
-                    ).fetchall()
-                    semantic.update({int(r[0]): float(r[1]) for r in rows})
-            if mode == "fts":
-                ranked = fuse([Signal(lexical)], rare=rare, questions=questions)
-                total = len(lexical)
-            elif mode == "vector":
-                ranked = sorted(semantic.items(), key=lambda pair: -pair[1])
-                total = self._count(conn, f"({where}) AND b.embedding IS NOT NULL", params)
-            else:
-                ranked = fuse(
-                    [Signal(lexical), Signal(semantic, "similarity")],
-                    rare=rare,
-                    questions=questions,
-                )
-                total = self._count(
-                    conn,
-                    f"({where}) AND (b.embedding IS NOT NULL OR b.id = ANY(%s))",
-                    [*params, list(lexical)],
-                )
-            window = ranked[page * page_size : (page + 1) * page_size]
-            hits = self._hits(conn, window)
-        return SearchPage(hits=hits, total=max(total, len(ranked)), page=page, page_size=page_size)
+            source = _PgArchivalSignals(self, conn, where, params)
+            return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
 
     def count(self) -> int:
         """How many passages the agent has."""
@@ -389,6 +323,39 @@ class PgArchivalMemory:
         ).fetchall()
         by_id = {int(row[0]): _passage(row) for row in rows}
         return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
+
+
+class _PgArchivalSignals(TableSignals):
+    """The signals of one archival search in Postgres (``stores.search.SignalSource``).
+
+    Words: BM25 over the passage's ``tsvector``. Meaning: pgvector cosine of its vector.
+    """
+
+    table = TABLE
+    words = (("tsv", "text_len"),)
+    vectors = ("embedding",)
+
+    def __init__(
+        self, memory: PgArchivalMemory, conn: psycopg.Connection[Any], where: str, params: Params
+    ) -> None:
+        super().__init__(memory, conn, where, params)
+        self.memory = memory
+
+    def vector_text(self, query: str, mode: SearchMode) -> str:
+        return query
+
+    def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
+        return []
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, Passage]:
+        hits = self.memory._hits(self.conn, [(i, 0.0) for i in ids])
+        return {hit.item.id: hit.item for hit in hits}
+
+    def text_of(self, item: Passage) -> str:
+        return item.text
+
+    def listing(self, page: int, page_size: int) -> SearchPage[Passage]:
+        return self.memory._newest(self.conn, self.where, self.params, page, page_size)
 
 
 def _passage(row: Sequence[Any]) -> Passage:

@@ -33,6 +33,11 @@ SCHEMA: tuple[str, ...] = (
         RETURN to_tsvector(
             'english', regexp_replace(coalesce($1, ''), '[[:punct:]]+', ' ', 'g')
         )""",
+    # A text's length in words as SQLite FTS5 counts it for BM25 (every run of letters and
+    # digits, stop words included; NULL for no text), kept per row (`search.bm25_scores`).
+    """CREATE OR REPLACE FUNCTION memgpt_token_count(text) RETURNS integer
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+        RETURN regexp_count($1, '[^[:space:][:punct:]]+')""",
     """CREATE TABLE IF NOT EXISTS memgpt_schema (
         name text PRIMARY KEY,
         version integer NOT NULL
@@ -104,6 +109,13 @@ SCHEMA: tuple[str, ...] = (
         ON memgpt_recall (agent_id, thread_id, searchable, created_at, id)""",
     "CREATE INDEX IF NOT EXISTS memgpt_recall_search_tsv ON memgpt_recall USING gin (search_tsv)",
     "CREATE INDEX IF NOT EXISTS memgpt_recall_context_tsv ON memgpt_recall USING gin (context_tsv)",
+    # BM25's document lengths, and an index that sums them per agent without reading rows.
+    """ALTER TABLE memgpt_recall ADD COLUMN IF NOT EXISTS search_len integer
+        GENERATED ALWAYS AS (memgpt_token_count(search_text)) STORED""",
+    """ALTER TABLE memgpt_recall ADD COLUMN IF NOT EXISTS context_len integer
+        GENERATED ALWAYS AS (memgpt_token_count(context)) STORED""",
+    """CREATE INDEX IF NOT EXISTS memgpt_recall_lengths
+        ON memgpt_recall (agent_id) INCLUDE (search_len, context_len)""",
     """CREATE TABLE IF NOT EXISTS memgpt_archival (
         id bigserial PRIMARY KEY,
         agent_id text NOT NULL,
@@ -119,6 +131,10 @@ SCHEMA: tuple[str, ...] = (
         ON memgpt_archival (agent_id, created_at, id)""",
     "CREATE INDEX IF NOT EXISTS memgpt_archival_tsv ON memgpt_archival USING gin (tsv)",
     "CREATE INDEX IF NOT EXISTS memgpt_archival_tags ON memgpt_archival USING gin (tags)",
+    """ALTER TABLE memgpt_archival ADD COLUMN IF NOT EXISTS text_len integer
+        GENERATED ALWAYS AS (memgpt_token_count(text)) STORED""",
+    """CREATE INDEX IF NOT EXISTS memgpt_archival_lengths
+        ON memgpt_archival (agent_id) INCLUDE (text_len)""",
     # Idempotency key of a passage (a replayed tool call or eviction finds its passage).
     "ALTER TABLE memgpt_archival ADD COLUMN IF NOT EXISTS key text",
     """CREATE UNIQUE INDEX IF NOT EXISTS memgpt_archival_key

@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.embeddings import FloatArray, embed_query, embed_texts, normalize
+from langgraph_memgpt.stores.embeddings import FloatArray, embed_texts, normalize
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
     mentioned_dates,
@@ -48,22 +48,14 @@ from langgraph_memgpt.stores.postgres.deletions import (
 )
 from langgraph_memgpt.stores.postgres.search import (
     Params,
+    TableSignals,
     has_more_than,
     placeholders,
-    term_matches,
-    vector_scores,
-    word_scores,
 )
-from langgraph_memgpt.stores.ranking import (
-    RARE_MATCHES,
-    Signal,
-    fuse,
-    is_question,
-    rare_term_matches,
-)
-from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS, VECTOR_CANDIDATES
+from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS
+from langgraph_memgpt.stores.search import RECALL, hybrid_search
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
-from langgraph_memgpt.stores.words import query_terms, query_words
+from langgraph_memgpt.stores.words import query_words
 
 TABLE = "memgpt_recall"
 _COLUMNS = (
@@ -187,58 +179,10 @@ class PgRecallMemory:
 
         Same arguments, totals and errors as ``stores.recall.RecallMemory.search``.
         """
-        if mode not in ("hybrid", "fts", "vector"):
-            raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
-        if mode == "vector" and self.embeddings is None:
-            raise ValueError("vector search needs an embedding model; this recall has none")
-        check_page(page, page_size)
         where, params = self._filters(roles, start_date, end_date, exclude_ids)
-        terms = query_terms(query)
-        use_vectors = self.embeddings is not None and mode != "fts" and bool(query.strip())
-        use_words = bool(terms) and mode != "vector"
         with self.pool.connection() as conn:
-            if not use_words and not use_vectors:
-                return self._listing(conn, where, params, page, page_size, newest_first=True)
-            signals: list[Signal[int]] = []
-            rare: list[Collection[int]] = []
-            if use_words:
-                for column in ("search_tsv", "context_tsv"):
-                    signals.append(Signal(word_scores(conn, TABLE, column, terms, where, params)))
-                matches = term_matches(
-                    conn, TABLE, "search_tsv", terms, where, params, limit=RARE_MATCHES
-                )
-                rare = rare_term_matches(matches)
-            total: int | None = None
-            if use_vectors:
-                assert self.embeddings is not None
-                k = max(VECTOR_CANDIDATES, (page + 1) * page_size)
-                if mode == "vector":  # every candidate with a vector matches by meaning
-                    total = self._count(conn, f"{where} AND b.embedding IS NOT NULL", params)
-                vector = embed_query(self.embeddings, self._topic_query(conn, query, mode))
-                approximate = self._approximate(conn)
-                for column in ("embedding", "context_embedding"):
-                    scores = vector_scores(
-                        conn, TABLE, column, vector, k, where, params, approximate=approximate
-                    )
-                    signals.append(Signal(scores, "similarity"))
-            if mode != "vector":
-                candidates = {key for signal in signals for key in signal.scores}
-                for mentioned in self._mention_scores(conn, query, where, params, candidates):
-                    signals.append(Signal(mentioned))
-            questions: set[int] = set()
-            if rare:
-                every = sorted(set.intersection(*map(set, rare)))
-                holders = self._fetch_by_ids(conn, every)
-                questions = {
-                    k for k, m in holders.items() if is_question(searchable_text(m), terms)
-                }
-            fused = fuse(signals, rare=rare, questions=questions, matches_only=mode != "vector")
-            if total is None:
-                total = len(fused)
-            window = fused[page * page_size : (page + 1) * page_size]
-            found = self._fetch_by_ids(conn, [item for item, _ in window])
-        hits = [Hit(found[item], score) for item, score in window if item in found]
-        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+            source = _PgRecallSignals(self, conn, where, params)
+            return hybrid_search(RECALL, source, query, mode, page, page_size)
 
     def search_date(
         self, start_date: str | None, end_date: str | None, *, page: int = 0, page_size: int = 5
@@ -698,6 +642,42 @@ class PgRecallMemory:
             ).fetchall()
             out.append({int(r[0]): 1.0 for r in rows})
         return out
+
+
+class _PgRecallSignals(TableSignals):
+    """The signals of one recall search in Postgres (``stores.search.SignalSource``).
+
+    Words: BM25 over the message's and the context's ``tsvector``. Meaning: pgvector
+    cosine of the message vector and of the context vector. Named: the day and the
+    participant a query names.
+    """
+
+    table = TABLE
+    words = (("search_tsv", "search_len"), ("context_tsv", "context_len"))
+    vectors = ("embedding", "context_embedding")
+
+    def __init__(
+        self, memory: PgRecallMemory, conn: psycopg.Connection[Any], where: str, params: Params
+    ) -> None:
+        super().__init__(memory, conn, where, params)
+        self.memory = memory
+
+    def vector_text(self, query: str, mode: SearchMode) -> str:
+        return self.memory._topic_query(self.conn, query, mode)
+
+    def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
+        return self.memory._mention_scores(self.conn, query, self.where, self.params, candidates)
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
+        return self.memory._fetch_by_ids(self.conn, ids)
+
+    def text_of(self, item: RecallMessage) -> str:
+        return searchable_text(item)
+
+    def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
+        return self.memory._listing(
+            self.conn, self.where, self.params, page, page_size, newest_first=True
+        )
 
 
 def _message(row: Sequence[Any]) -> RecallMessage:

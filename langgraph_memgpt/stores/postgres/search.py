@@ -2,20 +2,25 @@
 
 Words: each query term (``stores.words.query_terms``) becomes ``plainto_tsquery('english',
 term)`` and the terms are OR-ed, so any text is a valid query (never a tsquery syntax
-error); matches are scored with ``ts_rank`` (not BM25: see the README). Meaning: cosine
-similarity from pgvector. Both are computed over the rows that pass the search's filters
-(agent, roles, dates, tags), so ranking only ever sees candidates, and the caller fuses
-them with ``stores.ranking.fuse`` as the embedded backend does.
+error); matches are scored with BM25 exactly as SQLite FTS5 scores them
+(:func:`bm25_scores`), so both backends rank words alike. Meaning: cosine similarity from
+pgvector. Both are computed over the rows that pass the search's filters
+(agent, roles, dates, tags), so ranking only ever sees candidates; ``stores.search``
+fuses and pages them as it does for the embedded backend.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
+from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
 Params = list[object]
@@ -26,32 +31,112 @@ def placeholders(conditions: Sequence[str]) -> list[str]:
     return [c.replace("?", "%s") for c in conditions]
 
 
-def word_scores(
+BM25_K1 = 1.2
+"""BM25's term-frequency saturation, as SQLite FTS5's ``bm25()`` uses it."""
+BM25_B = 0.75
+"""BM25's length normalisation, as SQLite FTS5's ``bm25()`` uses it."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """BM25's collection statistics of one text column of one agent: documents and length."""
+
+    documents: int
+    tokens: int
+
+    @property
+    def average_length(self) -> float:
+        """Tokens per document (1.0 for an empty corpus, which has no matches anyway)."""
+        return self.tokens / self.documents if self.documents and self.tokens else 1.0
+
+
+def corpus(conn: psycopg.Connection[Any], table: str, length: str, agent_id: str) -> Corpus:
+    """The documents (rows whose ``length`` column is set) and tokens of one agent.
+
+    An index-only scan of the ``(agent_id) INCLUDE (lengths)`` index: the agent's rows are
+    read, not their text.
+    """
+    row = conn.execute(
+        f"SELECT count({length}), coalesce(sum({length}), 0) FROM {table} WHERE agent_id = %s",
+        (agent_id,),
+    ).fetchone()
+    return Corpus(0, 0) if row is None else Corpus(int(row[0]), int(row[1]))
+
+
+def bm25_term(tf: float, df: int, length: float, stats: Corpus) -> float:
+    """One query term's BM25 in one document, exactly as SQLite FTS5's ``bm25()`` scores it.
+
+    ``idf = ln((N - df + 0.5) / (df + 0.5))``, floored at 1e-6 (a term in more than half
+    the documents still counts a little), times ``tf (k1 + 1) / (tf + k1 (1 - b + b
+    length / avgdl))``.
+    """
+    idf = math.log((stats.documents - df + 0.5) / (df + 0.5))
+    if idf <= 0.0:
+        idf = 1e-6
+    norm = 1.0 - BM25_B + BM25_B * length / stats.average_length
+    return idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
+
+
+def bm25_scores(
     conn: psycopg.Connection[Any],
     table: str,
-    tsv_column: str,
+    columns: tuple[str, str],
+    agent_id: str,
     terms: Sequence[str],
     where: str,
     params: Params,
 ) -> dict[int, float]:
-    """``{id: ts_rank}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
+    """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
-    Scores at most the ``TERM_MATCH_CAP`` newest matches per term, as the embedded backend
-    does, so a very common word costs a bounded amount.
+    The OR-query's BM25 as SQLite FTS5 computes it (see ``stores.fts.bm25_scores``): the
+    sum over the terms of :func:`bm25_term`, with the agent's rows as the collection
+    (document count, average length, each term's document frequency), whatever the
+    search's other filters; FTS5 uses the whole database file, which the embedded backend
+    keeps to one agent per benchmark conversation. A term's frequency in a document is
+    the number of its positions in the ``tsvector``; a document's length is its count of
+    words (``memgpt_token_count``, stop words included, as FTS5 counts them). Each term
+    scores at most its ``TERM_MATCH_CAP`` newest matches, as in the embedded backend.
+
+    Args:
+        conn: a connection.
+        table: the table (a trusted name).
+        columns: its ``tsvector`` column and the column holding each row's length.
+        agent_id: whose rows the statistics are over.
+        terms: words from ``stores.words.query_terms``.
+        where: the search's condition over ``b``.
+        params: the parameters of ``where``.
     """
     if not terms:
         return {}
-    query = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))
-    # Pick the newest matches first, then rank only those: ts_rank reads each row's
-    # tsvector, and computing it for every match before the LIMIT cost most of a search.
-    rows = conn.execute(
-        f"WITH q AS (SELECT {query} AS q) "
-        f"SELECT m.id, ts_rank(m.tsv, q.q) FROM q, LATERAL ("
-        f"SELECT b.id, b.{tsv_column} AS tsv FROM {table} AS b "
-        f"WHERE b.{tsv_column} @@ q.q AND ({where}) ORDER BY b.id DESC LIMIT %s) AS m",
-        (*terms, *params, TERM_MATCH_CAP * len(terms)),
-    ).fetchall()
-    return {int(r[0]): float(r[1]) for r in rows}
+    tsv, length = columns
+    stats = corpus(conn, table, length, agent_id)
+    scores: dict[int, float] = {}
+    for term in dict.fromkeys(terms):
+        row = conn.execute(
+            f"SELECT count(*) FROM {table} AS b "
+            f"WHERE b.agent_id = %s AND b.{tsv} @@ plainto_tsquery('english', %s)",
+            (agent_id, term),
+        ).fetchone()
+        df = 0 if row is None else int(row[0])
+        if not df:
+            continue
+        # The newest matches first, then their term frequency: reading each match's
+        # tsvector before the LIMIT would cost most of a search for a common word.
+        rows = conn.execute(
+            f"WITH q AS (SELECT plainto_tsquery('english', %s) AS q, "
+            f"array(SELECT lexeme FROM unnest(memgpt_words(%s))) AS lexemes) "
+            f"SELECT m.id, m.length, (SELECT coalesce(sum(coalesce("
+            f"array_length(u.positions, 1), 1)), 0) FROM unnest(m.tsv) AS u "
+            f"WHERE u.lexeme = ANY(q.lexemes)) FROM q, LATERAL ("
+            f"SELECT b.id, b.{tsv} AS tsv, b.{length} AS length FROM {table} AS b "
+            f"WHERE b.{tsv} @@ q.q AND ({where}) ORDER BY b.id DESC LIMIT %s) AS m",
+            (term, term, *params, TERM_MATCH_CAP),
+        ).fetchall()
+        for item, size, tf in rows:
+            if tf:
+                value = bm25_term(float(tf), df, float(size or 0), stats)
+                scores[int(item)] = scores.get(int(item), 0.0) + value
+    return scores
 
 
 def vector_scores(
@@ -132,3 +217,90 @@ def term_matches(
         ).fetchall()
         out[term] = {int(r[0]) for r in rows}
     return out
+
+
+class PgTier(Protocol):
+    """What a search needs of a Postgres tier (``PgRecallMemory``, ``PgArchivalMemory``)."""
+
+    agent_id: str
+    embeddings: Embeddings | None
+
+    def _approximate(self, conn: psycopg.Connection[Any]) -> bool: ...
+
+
+class TableSignals:
+    """The engine part of one search of one table: BM25 words and pgvector meaning.
+
+    Subclasses (one per tier) name their table and columns and add what only the tier
+    knows (the text to embed, named signals, fetching, listing); ``stores.search`` does
+    the rest.
+
+    Args:
+        memory: the tier searched: its agent (BM25 statistics are over the agent's rows),
+            embedding model, and whether its vector search goes through HNSW.
+        conn: the search's connection.
+        where: the search's condition over ``b`` (filters).
+        params: the parameters of ``where``.
+    """
+
+    table: str
+    words: tuple[tuple[str, str], ...]
+    """(tsvector column, length column) of each word signal; the first finds rare terms."""
+    vectors: tuple[str, ...]
+    """The vector column of each vector signal."""
+
+    def __init__(
+        self, memory: PgTier, conn: psycopg.Connection[Any], where: str, params: Params
+    ) -> None:
+        self.conn = conn
+        self.agent_id = memory.agent_id
+        self.embeddings = memory.embeddings
+        self.has_vectors = memory.embeddings is not None
+        self.where = where
+        self.params = params
+        self.approximate = memory._approximate
+
+    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        """BM25 of each word signal's column."""
+        return [
+            bm25_scores(
+                self.conn, self.table, columns, self.agent_id, terms, self.where, self.params
+            )
+            for columns in self.words
+        ]
+
+    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
+        """The rows holding each term, in the first word column."""
+        tsv = self.words[0][0]
+        return term_matches(self.conn, self.table, tsv, terms, self.where, self.params, limit=limit)
+
+    def embed(self, text: str) -> Any:
+        """The query vector."""
+        assert self.embeddings is not None
+        return embed_query(self.embeddings, text)
+
+    def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
+        """The ``k`` nearest candidates of each vector column."""
+        approximate = self.approximate(self.conn)
+        return [
+            vector_scores(
+                self.conn,
+                self.table,
+                column,
+                vector,
+                k,
+                self.where,
+                self.params,
+                approximate=approximate,
+            )
+            for column in self.vectors
+        ]
+
+    def vector_total(self) -> int:
+        """Candidates with a vector (in the first vector column)."""
+        row = self.conn.execute(
+            f"SELECT count(*) FROM {self.table} AS b WHERE ({self.where}) "
+            f"AND b.{self.vectors[0]} IS NOT NULL",
+            self.params,
+        ).fetchone()
+        return int(row[0]) if row else 0

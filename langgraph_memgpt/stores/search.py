@@ -1,0 +1,261 @@
+"""Hybrid search for every backend and tier: signals in, fused page out.
+
+Recall and archival, on SQLite (FTS5 + FAISS) and on Postgres (full-text search +
+pgvector), search the same way; only the queries that produce the raw signals differ. A
+backend hands :func:`hybrid_search` a :class:`SignalSource` for one search (its filters
+already applied: agent, roles, dates, tags, excluded ids) and this module does the rest
+identically everywhere:
+
+- which signals a mode uses (``fts``: words; ``vector``: meaning; ``hybrid``: both; with
+  words, also what the query names, e.g. a date or a participant, where the tier knows
+  such things);
+- how many candidates each vector signal contributes (:class:`Pool`: one per tier, the
+  same on every backend; why the two sizes differ is measured at :data:`RECALL_POOL`
+  and :data:`ARCHIVAL_POOL`);
+- exact-match handling: the rare query terms and which of their holders are questions
+  (``stores.ranking.fuse``);
+- fusion (``stores.ranking.fuse``), paging and the total.
+
+The total is the number of candidates ranked: every word match (at most
+``words.TERM_MATCH_CAP`` newest per term) plus each vector signal's pool (recall: only
+those above ``ranking.SIMILARITY_FLOOR``, see :attr:`Tier.matches_only`), so with very
+common words or many vectors it is a lower bound; in ``vector`` mode every candidate with
+a vector matches by meaning, and the total counts them all. A query without words lists
+the candidates newest first (the tier's listing) in every mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from langgraph_memgpt.stores.base import SearchMode
+from langgraph_memgpt.stores.ranking import (
+    RARE_MATCHES,
+    Signal,
+    fuse,
+    is_question,
+    rare_term_matches,
+)
+from langgraph_memgpt.stores.types import Hit, SearchPage, check_page
+from langgraph_memgpt.stores.words import query_terms
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """How many nearest candidates each vector signal contributes to a ranking.
+
+    ``max(minimum, (page + 1) * page_size * per_result)``: the asked page is always
+    inside the pool, with room for the other signals to reorder it.
+    """
+
+    minimum: int
+    per_result: int
+
+    def size(self, page: int, page_size: int) -> int:
+        """The pool for a search asking for ``page`` of ``page_size`` results."""
+        return max(self.minimum, (page + 1) * page_size * self.per_result)
+
+
+RECALL_POOL = Pool(minimum=50, per_result=1)
+"""Recall's pool, on every backend. Recall has two vector signals (the message, its ±2
+context) beside two word signals, and a larger pool lets more weak neighbours into the
+fusion. Measured on the LoCoMo dev file (hybrid recall_any@10 / recall_all@10, per
+conversation): archival's pool for recall lowered conv-30 from 0.852/0.778 to 0.840/0.753
+(the other two unchanged) and the needle benchmark's long-message topic lookups (hit@1)
+from 0.708 to 0.667."""
+
+ARCHIVAL_POOL = Pool(minimum=100, per_result=10)
+"""Archival's pool, on every backend: one word and one vector signal. Measured on the
+LoCoMo dev file (``--archival``, hybrid): recall's pool for archival lowered every
+conversation (0.720/0.633 -> 0.700/0.593, 0.741/0.654 -> 0.716/0.630, 0.816/0.697 ->
+0.776/0.664)."""
+
+MODES: tuple[SearchMode, ...] = ("hybrid", "fts", "vector")
+
+
+def check_mode(mode: str) -> None:
+    """Refuse an unknown mode with a message naming the allowed ones."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be 'hybrid', 'fts' or 'vector', got {mode!r}")
+
+
+@dataclass(frozen=True)
+class Tier:
+    """What differs between recall and archival search, on every backend."""
+
+    name: str
+    pool: Pool
+    refuse_vector_mode: bool
+    """Without an embedding model, "vector" mode is an error (recall) or searches words
+    (archival, whose tool the model calls with a mode less carefully)."""
+    matches_only: bool
+    """In "hybrid" and "fts" mode, leave out candidates no signal matched
+    (``ranking.fuse(matches_only=True)``). Recall: a question about something never said
+    otherwise got a page of the nearest small talk, which a small model answered from.
+    Archival keeps ranking its whole vector pool: dropping it was not measured there."""
+
+
+RECALL = Tier("recall", RECALL_POOL, refuse_vector_mode=True, matches_only=True)
+ARCHIVAL = Tier("archival", ARCHIVAL_POOL, refuse_vector_mode=False, matches_only=False)
+
+
+class SignalSource(Protocol[T]):
+    """What a backend supplies for one search of one tier, its filters already applied.
+
+    Every method sees only the candidates (the rows passing the search's filters); ids are
+    the backend's row ids. Scores are raw: higher is better.
+    """
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether the tier has an embedding model (no vector signal without one)."""
+        ...
+
+    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        """One ``{id: BM25}`` map per word signal (e.g. the message, its context)."""
+        ...
+
+    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
+        """For each term, the ids (at most ``limit + 1``) of the candidates holding it."""
+        ...
+
+    def vector_text(self, query: str, mode: SearchMode) -> str:
+        """The text to embed for ``query`` (recall leaves out participants' names)."""
+        ...
+
+    def embed(self, text: str) -> Any:
+        """The query vector of ``text``."""
+        ...
+
+    def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
+        """One ``{id: cosine}`` map per vector signal: its ``k`` nearest candidates."""
+        ...
+
+    def vector_total(self) -> int:
+        """How many candidates have a vector (all of them match in ``vector`` mode)."""
+        ...
+
+    def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
+        """Signals from what the query names (a date, a participant); [] if none."""
+        ...
+
+    def fetch(self, ids: Sequence[int]) -> Mapping[int, T]:
+        """The items with these ids (missing ones left out)."""
+        ...
+
+    def text_of(self, item: T) -> str:
+        """The text an item is found by (to tell a question from a statement)."""
+        ...
+
+    def listing(self, page: int, page_size: int) -> SearchPage[T]:
+        """The candidates newest first, with their count (a query without words)."""
+        ...
+
+
+class _Search(Generic[T]):
+    """One search: the signals gathered from a source, then fused and paged."""
+
+    def __init__(self, source: SignalSource[T], query: str, terms: list[str]) -> None:
+        self.source = source
+        self.query = query
+        self.terms = terms
+        self.signals: list[Signal[int]] = []
+        self.rare: list[Collection[int]] = []
+
+    def add_words(self) -> None:
+        self.signals += [Signal(scores) for scores in self.source.word_signals(self.terms)]
+        matches = self.source.term_matches(self.terms, RARE_MATCHES)
+        self.rare = rare_term_matches(matches)
+
+    def add_vectors(self, mode: SearchMode, k: int) -> None:
+        vector = self.source.embed(self.source.vector_text(self.query, mode))
+        # A word match outside a vector pool scores 0 there. Giving the best of them their
+        # true cosine (archival did) changed no LoCoMo figure of archival and none of
+        # recall at recall's pool, so there is no such step.
+        nearest = self.source.nearest(vector, k)
+        self.signals += [Signal(scores, "similarity") for scores in nearest]
+
+    def questions(self) -> set[int]:
+        """Holders of every rare term that only ask about it (see ``ranking.fuse``)."""
+        if not self.rare:
+            return set()
+        every = sorted(set.intersection(*map(set, self.rare)))
+        holders = self.source.fetch(every)
+        return {
+            key
+            for key, item in holders.items()
+            if is_question(self.source.text_of(item), self.terms)
+        }
+
+
+def hybrid_search(
+    tier: Tier, source: SignalSource[T], query: str, mode: SearchMode, page: int, page_size: int
+) -> SearchPage[T]:
+    """Rank the candidates of ``source`` for ``query`` and return one page, best first.
+
+    Args:
+        tier: :data:`RECALL` or :data:`ARCHIVAL`.
+        source: the backend's signals for this search (filters applied).
+        query: any text.
+        mode: ``"hybrid"``, ``"fts"`` or ``"vector"``.
+        page: page number, from 0.
+        page_size: results per page.
+
+    Returns:
+        The page; ``total`` as the module docstring says.
+
+    Raises:
+        ValueError: an unknown mode, a bad page, or recall's "vector" mode without an
+            embedding model.
+    """
+    check_mode(mode)
+    check_page(page, page_size)
+    vectors = source.has_vectors
+    if not vectors and mode == "vector":
+        if tier.refuse_vector_mode:
+            raise ValueError(f"vector search needs an embedding model; this {tier.name} has none")
+        mode = "fts"
+    pool = tier.pool
+    terms = query_terms(query)
+    if not terms:
+        return source.listing(page, page_size)
+    search = _Search(source, query, terms)
+    if mode != "vector":
+        search.add_words()
+    total: int | None = None
+    if vectors and mode != "fts":
+        search.add_vectors(mode, pool.size(page, page_size))
+        if mode == "vector":
+            total = source.vector_total()
+    if mode != "vector":
+        candidates = {key for signal in search.signals for key in signal.scores}
+        search.signals += [Signal(s) for s in source.named_signals(query, candidates)]
+    fused = fuse(
+        search.signals,
+        rare=search.rare,
+        questions=search.questions(),
+        matches_only=tier.matches_only and mode != "vector",
+    )
+    total = len(fused) if total is None else max(total, len(fused))
+    window = fused[page * page_size : (page + 1) * page_size]
+    found = source.fetch([key for key, _ in window])
+    hits = [Hit(found[key], score) for key, score in window if key in found]
+    return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+
+
+__all__ = [
+    "ARCHIVAL",
+    "ARCHIVAL_POOL",
+    "MODES",
+    "RECALL",
+    "RECALL_POOL",
+    "Tier",
+    "Pool",
+    "SignalSource",
+    "check_mode",
+    "hybrid_search",
+]
