@@ -66,7 +66,8 @@ was before this benchmark: the old prompt layout, and no search made for the mod
 DONT_KNOW = re.compile(
     r"don'?t (know|have|recall|remember)|do not (know|have|recall)|not sure|no (information|record|"
     r"mention)|haven'?t (told|mentioned|said)|didn'?t (tell|mention|say)|not (mentioned|told)|"
-    r"couldn'?t find|could not find|can'?t find|cannot find|unknown",
+    r"couldn'?t find|could not find|can'?t find|cannot find|unknown|did not know|didn'?t know|"
+    r"have nothing (about|on)",
     re.IGNORECASE,
 )
 
