@@ -101,6 +101,14 @@ def _locomo_summarizer(args: argparse.Namespace) -> SessionSummarizer | None:
 
 def cmd_bench_locomo(args: argparse.Namespace) -> int:
     """Run ``bench locomo``: the agent's memory search on LoCoMo (and answers, with --answer)."""
+    # Imported here, never at module level: the benchmarks are the `bench` extra.
+    from langgraph_memgpt.bench import BenchExtraMissing, require_extra
+
+    try:
+        require_extra()
+    except BenchExtraMissing as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from langgraph_memgpt.bench.locomo import LocomoFormatError, load_locomo
     from langgraph_memgpt.bench.report import print_report
     from langgraph_memgpt.bench.runner import BenchOptions, parse_modes, run_locomo
