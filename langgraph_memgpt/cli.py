@@ -167,7 +167,8 @@ def _add_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Ingest each LoCoMo conversation into a fresh agent's recall memory "
         "and score the agent's own search on every question outside category 5 "
         "(LongMemEval's recall_any@k, recall_all@k, ndcg_any@k), next to a plain BM25 "
-        "baseline.",
+        "baseline (the bm25s library's). Needs the 'bench' extra: "
+        "pip install 'langgraph-memgpt[bench]'.",
     )
     locomo.add_argument("--data", required=True, type=Path, help="LoCoMo JSON file")
     locomo.add_argument(
