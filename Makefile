@@ -15,7 +15,7 @@ export LANGSMITH_TRACING := false
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[local,serve,dev,postgres,compose]'
+	$(BIN)/python -m pip install --quiet -e '.[local,serve,dev,postgres,compose,bench]'
 	@touch $(STAMP)
 
 install: $(STAMP)

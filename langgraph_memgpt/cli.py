@@ -101,6 +101,14 @@ def _locomo_summarizer(args: argparse.Namespace) -> SessionSummarizer | None:
 
 def cmd_bench_locomo(args: argparse.Namespace) -> int:
     """Run ``bench locomo``: the agent's memory search on LoCoMo (and answers, with --answer)."""
+    # Imported here, never at module level: the benchmarks are the `bench` extra.
+    from langgraph_memgpt.bench import BenchExtraMissing, require_extra
+
+    try:
+        require_extra()
+    except BenchExtraMissing as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from langgraph_memgpt.bench.locomo import LocomoFormatError, load_locomo
     from langgraph_memgpt.bench.report import print_report
     from langgraph_memgpt.bench.runner import BenchOptions, parse_modes, run_locomo
@@ -166,7 +174,8 @@ def _add_bench(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Ingest each LoCoMo conversation into a fresh agent's recall memory "
         "and score the agent's own search on every question outside category 5 "
         "(LongMemEval's recall_any@k, recall_all@k, ndcg_any@k), next to a plain BM25 "
-        "baseline.",
+        "baseline (the bm25s library's). Needs the 'bench' extra: "
+        "pip install 'langgraph-memgpt[bench]'.",
     )
     locomo.add_argument("--data", required=True, type=Path, help="LoCoMo JSON file")
     locomo.add_argument(

@@ -21,10 +21,10 @@ from langgraph_memgpt.bench.answer import (
     multi_answer_f1,
     normalize_answer,
     percentiles,
+    stem,
 )
 from langgraph_memgpt.bench.judge import JUDGE_RESPONSE_FORMAT, parse_judgement
 from langgraph_memgpt.bench.locomo import load_locomo
-from langgraph_memgpt.bench.porter import stem
 from langgraph_memgpt.bench.runner import BenchOptions, run_locomo
 from langgraph_memgpt.cli import main
 from langgraph_memgpt.llm.factory import clear_model_cache, resolve_model
@@ -51,7 +51,8 @@ def test_normalisation_drops_case_punctuation_articles_and_commas() -> None:
 
 @pytest.mark.parametrize(
     ("word", "expected"),
-    [  # NLTK's PorterStemmer().stem of each word, the stems LoCoMo's F1 compares
+    [  # PorterStemmer().stem in NLTK's default mode, the one LoCoMo's F1 uses ("skies",
+        # "dying", "faithfully", "geology" stem otherwise in Porter's original algorithm)
         ("caresses", "caress"),
         ("ponies", "poni"),
         ("dies", "die"),
@@ -61,6 +62,8 @@ def test_normalisation_drops_case_punctuation_articles_and_commas() -> None:
         ("geology", "geolog"),
         ("faithfully", "faith"),
         ("sky", "sky"),
+        ("skies", "sky"),
+        ("dying", "die"),
         ("agreed", "agre"),
         ("hopping", "hop"),
         ("sized", "size"),
@@ -76,7 +79,7 @@ def test_normalisation_drops_case_punctuation_articles_and_commas() -> None:
         ("is", "is"),
     ],
 )
-def test_porter_stems_match_nltk(word: str, expected: str) -> None:
+def test_porter_stems_are_nltks_default_mode(word: str, expected: str) -> None:
     assert stem(word) == expected
 
 

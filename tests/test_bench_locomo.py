@@ -31,7 +31,9 @@ from langgraph_memgpt.bench.runner import BenchOptions, parse_modes, run_locomo
 from langgraph_memgpt.cli import main
 
 DEV_FILE = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev.json"
-BM25_FLOOR_RECALL_ANY_10 = 0.627
+#: bm25s with its own tokenizer and Lucene's English stop words on the dev file (0.627 in the
+#: data's README is a BM25 with a longer stop-word list that drops question words).
+BM25_FLOOR_RECALL_ANY_10 = 0.577
 
 
 # -- metrics -----------------------------------------------------------------------
@@ -188,11 +190,14 @@ def test_loader_explains_files_that_are_not_locomo(tmp_path: Path) -> None:
 
 
 def test_bm25_ranks_rare_shared_words_first_and_ignores_stop_words() -> None:
-    assert tokenize("What did the Dog eat?") == ["dog", "eat"]
+    assert tokenize("Is the Dog in a house?") == ["dog", "house"]  # Lucene's stop words
     index = BM25(["the cat sat", "a dog barked at the cat", "pottery class on monday"])
     assert index.rank("when is the pottery class")[0] == 2
     assert index.rank("dog")[0] == 1
+    assert index.rank("cat") == [0, 1, 2]  # the shorter of two matches first
     assert index.scores("the of and") == [0.0, 0.0, 0.0]
+    assert index.rank("zebra") == [0, 1, 2]  # no match: corpus order
+    assert BM25([]).rank("dog") == []
 
 
 def test_modes_are_parsed_and_unknown_modes_refused() -> None:

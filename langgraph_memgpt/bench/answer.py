@@ -10,6 +10,7 @@ time is reported on its own, since a deployed agent never pays it).
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import time
@@ -22,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from nltk.stem import PorterStemmer
 
 from langgraph_memgpt.bench.judge import JUDGE_RESPONSE_FORMAT, judge_messages, parse_judgement
 from langgraph_memgpt.bench.locomo import Conversation, Question
-from langgraph_memgpt.bench.porter import stem
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tokens import TokenCounter, content_text
 
@@ -68,6 +69,15 @@ class AnswerModelError(RuntimeError):
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
+#: LoCoMo's evaluation stems with ``nltk.stem.PorterStemmer()``: NLTK's own class in its
+#: default mode (``NLTK_EXTENSIONS``), which needs no NLTK data download.
+_STEMMER = PorterStemmer()
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """NLTK's Porter stem of a word, as LoCoMo's F1 compares it (cached: answers repeat)."""
+    return str(_STEMMER.stem(word))
 
 
 def normalize_answer(text: str) -> str:
