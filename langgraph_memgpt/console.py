@@ -43,7 +43,12 @@ from langgraph_memgpt.server import (
     OFFLINE_ENV,
     langgraph_config,
 )
-from langgraph_memgpt.stores.backends import open_backend, reembed_embedded, where
+from langgraph_memgpt.stores.backends import (
+    open_backend,
+    reembed_database,
+    reembed_embedded,
+    where,
+)
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.types import MemoryStoreError
 from langgraph_memgpt.tools import facts_of
@@ -373,23 +378,20 @@ def reembed(
 ) -> int:
     """Drop an agent's recall and archival vectors and embed everything again.
 
-    The way out of an ``EmbeddingMismatchError`` after the embedding model changed. Stop
-    any server or chat using the data directory first: they hold the old vectors.
+    The way out of an ``EmbeddingMismatchError`` after the embedding model changed. The
+    memory is in ``data_dir``, or in the Postgres database of ``database_url`` when set.
+    Data directory: stop any server or chat using it first (they hold the old vectors).
+    Postgres: the new vectors are switched in with the new model in one transaction, while
+    servers keep running; restart them with the new model (the old one's writes are
+    refused from then on).
 
     Returns:
         0 on success, 1 when the agent has no memory there, 2 for a bad embedding model
-        or a database URL (re-embedding is built for the embedded backend only).
+        or an unusable database.
     """
     from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
 
     console = console or Console()
-    if database_url:
-        _error(
-            "reembed works on the embedded memory in a data directory only; for Postgres "
-            "memory it is not built yet (unset MEMGPT_DATABASE_URL / --database-url to "
-            "re-embed a data directory)"
-        )
-        return 2
     root = Path(data_dir).expanduser()
     try:
         embeddings = get_embeddings(embedding_model)
@@ -400,8 +402,12 @@ def reembed(
         _error("reembed needs an embedding model: with 'none' there is nothing to embed")
         return 2
     try:
-        if not _check_agent(open_backend(root, read_only=True), str(root), agent_id):
-            return 1
+        backend = open_backend(root, database_url=database_url, read_only=True)
+        try:
+            if not _check_agent(backend, where(root, database_url), agent_id):
+                return 1
+        finally:
+            backend.close()
     except MemoryStoreError as exc:
         _error(str(exc))
         return 2
@@ -413,7 +419,10 @@ def reembed(
             task = bars.add_task(task_name, total=None)
             return lambda done, total: bars.update(task, completed=done, total=total)
 
-        messages, passages = reembed_embedded(root, agent_id, embeddings, advance)
+        if database_url:
+            messages, passages = reembed_database(database_url, agent_id, embeddings, advance)
+        else:
+            messages, passages = reembed_embedded(root, agent_id, embeddings, advance)
     console.print(
         f"Re-embedded {messages} messages and {passages} passages of agent '{escape(agent_id)}' "
         f"with {escape(model)} (dim {dim}) in {time.monotonic() - started:.1f} s.",

@@ -15,7 +15,6 @@ import pytest
 
 from langgraph_memgpt.cli import main
 from langgraph_memgpt.stores.postgres import PostgresBackend
-from langgraph_memgpt.stores.types import RecallMessage
 
 
 @pytest.fixture(autouse=True)
@@ -135,21 +134,3 @@ def test_inspect_with_a_database_url_that_is_not_postgres_says_what_to_use(
     )
     assert code == 2
     assert "postgresql://user:password@host/db" in err and "secret" not in err
-
-
-def test_reembed_on_postgres_is_refused_clearly(
-    postgres_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    memory = PostgresBackend(postgres_url, embedding_model="none").open("ada")
-    memory.recall.add([RecallMessage("ada", "t", "m1", "user", "hi", "2026-12-01T09:00:00Z")])
-    code, _, err = run(
-        capsys,
-        "reembed",
-        "--data-dir",
-        str(tmp_path),
-        "--agent",
-        "ada",
-        "--database-url",
-        postgres_url,
-    )
-    assert code == 2 and "not built yet" in err

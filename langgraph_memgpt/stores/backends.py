@@ -87,6 +87,31 @@ def where(data_dir: str | Path, database_url: str = "") -> str:
     return str(Path(data_dir).expanduser())
 
 
+def reembed_database(
+    database_url: str,
+    agent_id: str,
+    embeddings: Embeddings,
+    progress_for: Callable[[str], Callable[[int, int], None]],
+) -> tuple[int, int]:
+    """Re-embed an agent's memory in the Postgres database at ``database_url``.
+
+    New vectors are written aside and switched in one transaction with the agent's new
+    model (``stores.postgres.reembed``): a crash halfway leaves the old ones. Returns
+    (messages embedded, passages embedded).
+
+    Raises:
+        BackendSetupError: the URL is not a ``postgresql://`` one, or the extra is missing.
+        MemoryStoreError: the database cannot be used.
+    """
+    backend = open_backend("", database_url=database_url, read_only=True)
+    from langgraph_memgpt.stores.postgres.reembed import reembed_postgres
+
+    try:
+        return reembed_postgres(backend, agent_id, embeddings, progress_for)
+    finally:
+        backend.close()
+
+
 def reembed_embedded(
     data_dir: str | Path,
     agent_id: str,

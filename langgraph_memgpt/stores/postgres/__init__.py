@@ -36,9 +36,9 @@ from langgraph_memgpt.stores.postgres.db import (
     open_pool,
 )
 from langgraph_memgpt.stores.postgres.deletions import PgDeletionLog
+from langgraph_memgpt.stores.postgres.models import claim_model
 from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
 from langgraph_memgpt.stores.text import valid_text
-from langgraph_memgpt.stores.types import EmbeddingMismatchError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -171,21 +171,8 @@ class PostgresBackend:
         if self._identity is None:
             self._identity = embedding_identity(embeddings)
             ensure_hnsw(pool, self._identity[1])
-        model, dims = self._identity
         with pool.connection() as conn:
-            conn.execute(
-                "INSERT INTO memgpt_embeddings (agent_id, model, dims) VALUES (%s, %s, %s) "
-                "ON CONFLICT (agent_id) DO NOTHING",
-                (agent_id, model, dims),
-            )
-            row = conn.execute(
-                "SELECT model, dims FROM memgpt_embeddings WHERE agent_id = %s", (agent_id,)
-            ).fetchone()
-        if row is not None and (str(row[0]), int(row[1])) != (model, dims):
-            raise EmbeddingMismatchError(
-                f"agent {agent_id!r}'s memory in Postgres was embedded with {row[0]} "
-                f"({row[1]} dimensions), not {model} ({dims}): configure that model again"
-            )
+            claim_model(conn, agent_id, self._identity)
 
     def agents(self) -> list[str]:
         """Ids of the agents with any memory in this database."""

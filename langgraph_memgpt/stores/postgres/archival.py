@@ -18,7 +18,7 @@ from psycopg_pool import ConnectionPool
 from langgraph_memgpt.stores.archival import SUMMARY_TAG
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.embeddings import embed_texts
+from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
 from langgraph_memgpt.stores.passages import (
     NewPassage,
     PreparedPassage,
@@ -27,6 +27,7 @@ from langgraph_memgpt.stores.passages import (
 )
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
+from langgraph_memgpt.stores.postgres.models import hold_model
 from langgraph_memgpt.stores.postgres.search import (
     Params,
     TableSignals,
@@ -65,6 +66,7 @@ class PgArchivalMemory:
         self.embeddings = embeddings
         self.exact_scan_limit = exact_scan_limit
         self._large = False  # past exact_scan_limit once, always: agents' vectors only grow
+        self._identity: tuple[str, int] | None = None
 
     # -- writing ---------------------------------------------------------------------
 
@@ -113,6 +115,9 @@ class PgArchivalMemory:
         )
         passages: list[Passage] = []
         with self.pool.connection() as conn, conn.transaction():
+            if self.embeddings is not None:  # the model cannot switch before this commits
+                self._identity = self._identity or embedding_identity(self.embeddings)
+                hold_model(conn, self.agent_id, self._identity)
             for n, (text, tags, thread_id, turn, created_at, key) in enumerate(batch):
                 text, tags = pg_text(text), pg_texts(tags)
                 thread_id = None if thread_id is None else pg_text(thread_id)

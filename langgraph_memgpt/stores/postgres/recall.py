@@ -25,7 +25,12 @@ from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.embeddings import FloatArray, embed_texts, normalize
+from langgraph_memgpt.stores.embeddings import (
+    FloatArray,
+    embed_texts,
+    embedding_identity,
+    normalize,
+)
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
     mentioned_dates,
@@ -46,6 +51,7 @@ from langgraph_memgpt.stores.postgres.deletions import (
     log_deletions,
     remember_forgotten,
 )
+from langgraph_memgpt.stores.postgres.models import hold_model
 from langgraph_memgpt.stores.postgres.search import (
     Params,
     TableSignals,
@@ -95,6 +101,7 @@ class PgRecallMemory:
         self.embeddings = embeddings
         self.exact_scan_limit = exact_scan_limit
         self._large = False  # past exact_scan_limit once, always: agents' vectors only grow
+        self._identity: tuple[str, int] | None = None
 
     # -- writing ---------------------------------------------------------------------
 
@@ -113,6 +120,7 @@ class PgRecallMemory:
         with self.pool.connection() as conn, conn.transaction():
             # Shared: writers of one agent run side by side; `since` waits for them all.
             conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._writers_key(),))
+            self._hold_model(conn)
             self._lock_threads(conn, threads)
             # A deleted message is never recorded again (a re-recorded queue still holds it).
             forgotten = forgotten_among(
@@ -295,6 +303,12 @@ class PgRecallMemory:
             deleted = self._delete_where(conn, "true", [], actor, ("recall", self.agent_id))
         return len(deleted)
 
+    def _hold_model(self, conn: psycopg.Connection[Any]) -> None:
+        """Writing vectors: keep the agent's model from switching until commit, and check it."""
+        if self.embeddings is not None:
+            self._identity = self._identity or embedding_identity(self.embeddings)
+            hold_model(conn, self.agent_id, self._identity)
+
     def _lock_threads(self, conn: psycopg.Connection[Any], threads: Sequence[str]) -> None:
         for thread_id in sorted(threads):  # sorted: two writers never wait in a cycle
             conn.execute(
@@ -314,6 +328,7 @@ class PgRecallMemory:
 
         ``bulk`` (kind, item) logs one entry for all of them; None logs each message.
         """
+        self._hold_model(conn)  # context vectors are re-pooled below
         found = conn.execute(
             f"SELECT DISTINCT thread_id FROM {TABLE} WHERE agent_id = %s AND {where}",
             [self.agent_id, *params],
@@ -413,8 +428,7 @@ class PgRecallMemory:
 
     def _writers_key(self) -> int:
         """The advisory lock key of this agent's recall writers (see `since`)."""
-        digest = hashlib.blake2b(f"memgpt-recall-writers:{self.agent_id}".encode(), digest_size=8)
-        return int.from_bytes(digest.digest(), "big", signed=True)
+        return writers_key(self.agent_id)
 
     def mark(self, name: str) -> int:
         """The position saved under ``name`` (0 when never saved)."""
@@ -642,6 +656,12 @@ class PgRecallMemory:
             ).fetchall()
             out.append({int(r[0]): 1.0 for r in rows})
         return out
+
+
+def writers_key(agent_id: str) -> int:
+    """The advisory lock key of an agent's recall writers (see `PgRecallMemory.since`)."""
+    digest = hashlib.blake2b(f"memgpt-recall-writers:{agent_id}".encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 class _PgRecallSignals(TableSignals):
