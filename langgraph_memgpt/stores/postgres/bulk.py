@@ -38,7 +38,7 @@ from langgraph_memgpt.stores.passages import NewPassage, prepare_passages
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import forgotten_among
 from langgraph_memgpt.stores.postgres.models import hold_model
-from langgraph_memgpt.stores.postgres.recall import writers_key
+from langgraph_memgpt.stores.postgres.recall import MESSAGE_COLUMNS, message_row, writers_key
 from langgraph_memgpt.stores.recall import CONTEXT_RADIUS
 from langgraph_memgpt.stores.types import RecallMessage
 
@@ -145,27 +145,15 @@ def load_messages(
             for i, members in context_windows.items():
                 pooled[i] = normalize(np.mean([vectors[j] for j in members], axis=0))[0]
         with conn.cursor() as cursor:
+            columns = [*MESSAGE_COLUMNS, "context", "embedding", "context_embedding"]
             with cursor.copy(
-                "COPY memgpt_recall (agent_id, thread_id, message_id, role, name, text, "
-                "tool_calls, created_at, turn, searchable, search_text, context, embedding, "
-                "context_embedding) FROM STDIN (FORMAT BINARY)"
+                f"COPY memgpt_recall ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
             ) as copy:
                 copy.set_types([*["text"] * 8, "int4", "bool", "text", "text", *["vector"] * 2])
                 for i, item in enumerate(items):
-                    m = item.message
                     copy.write_row(
                         (
-                            agent_id,
-                            pg_text(m.thread_id),
-                            pg_text(m.message_id),
-                            m.role,
-                            None if m.name is None else pg_text(m.name),
-                            pg_text(m.text),
-                            pg_text(json.dumps(m.tool_calls, default=str)),
-                            item.created_at,
-                            m.turn,
-                            item.searchable,
-                            pg_text(item.text) if item.searchable else None,
+                            *message_row(agent_id, item),
                             pg_text(contexts[i]) if i in contexts else None,
                             vectors.get(i),
                             pooled.get(i),

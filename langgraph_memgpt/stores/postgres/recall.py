@@ -134,23 +134,10 @@ class PgRecallMemory:
                 if (pg_text(m.thread_id), pg_text(m.message_id)) in forgotten:
                     continue
                 row = conn.execute(
-                    f"INSERT INTO {TABLE} (agent_id, thread_id, message_id, role, name, text, "
-                    "tool_calls, created_at, turn, searchable, search_text) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    f"INSERT INTO {TABLE} ({', '.join(MESSAGE_COLUMNS)}) "
+                    f"VALUES ({', '.join(['%s'] * len(MESSAGE_COLUMNS))}) "
                     "ON CONFLICT (agent_id, thread_id, message_id) DO NOTHING RETURNING id",
-                    (
-                        self.agent_id,
-                        pg_text(m.thread_id),
-                        pg_text(m.message_id),
-                        m.role,
-                        None if m.name is None else pg_text(m.name),
-                        pg_text(m.text),
-                        pg_text(json.dumps(m.tool_calls, default=str)),
-                        item.created_at,
-                        m.turn,
-                        item.searchable,
-                        pg_text(item.text) if item.searchable else None,
-                    ),
+                    message_row(self.agent_id, item),
                 ).fetchone()
                 if row is not None:
                     new.append((int(row[0]), item))
@@ -656,6 +643,40 @@ class PgRecallMemory:
             ).fetchall()
             out.append({int(r[0]): 1.0 for r in rows})
         return out
+
+
+MESSAGE_COLUMNS = (
+    "agent_id",
+    "thread_id",
+    "message_id",
+    "role",
+    "name",
+    "text",
+    "tool_calls",
+    "created_at",
+    "turn",
+    "searchable",
+    "search_text",
+)
+"""The columns of a recorded message that ``add`` and the bulk loader both write."""
+
+
+def message_row(agent_id: str, item: PreparedMessage) -> tuple[Any, ...]:
+    """One message's values for :data:`MESSAGE_COLUMNS` (text made storable: no NUL)."""
+    m = item.message
+    return (
+        agent_id,
+        pg_text(m.thread_id),
+        pg_text(m.message_id),
+        m.role,
+        None if m.name is None else pg_text(m.name),
+        pg_text(m.text),
+        pg_text(json.dumps(m.tool_calls, default=str)),
+        item.created_at,
+        m.turn,
+        item.searchable,
+        pg_text(item.text) if item.searchable else None,
+    )
 
 
 def writers_key(agent_id: str) -> int:
