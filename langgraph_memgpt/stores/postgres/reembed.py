@@ -148,19 +148,15 @@ def _stage_archival(
 def _switch_recall(conn: psycopg.Connection[Any], agent_id: str, embeddings: Embeddings) -> int:
     """New vectors into the agent's recall rows; returns how many messages have one."""
     # Messages recorded since their thread was staged: embed them now.
-    late = conn.execute(
+    _stage_late(
+        conn,
         f"SELECT r.id, r.search_text FROM memgpt_recall AS r LEFT JOIN {_RECALL_STAGE} AS s "
         "ON s.id = r.id WHERE r.agent_id = %s AND r.searchable AND s.id IS NULL",
-        (agent_id,),
-    ).fetchall()
-    if late:
-        vectors = _embed(embeddings, [str(r[1]) for r in late])
-        _copy(
-            conn,
-            _RECALL_STAGE,
-            ["int8", "vector", "text", "vector"],
-            [(int(r[0]), v, None, None) for r, v in zip(late, vectors, strict=True)],
-        )
+        agent_id,
+        embeddings,
+        _RECALL_STAGE,
+        ["int8", "vector", "text", "vector"],
+    )
     conn.execute(
         f"UPDATE memgpt_recall AS r SET embedding = s.embedding, context_embedding = "
         "CASE WHEN s.context IS NOT DISTINCT FROM r.context THEN s.context_embedding END "
@@ -190,41 +186,59 @@ def _switch_recall(conn: psycopg.Connection[Any], agent_id: str, embeddings: Emb
             cursor.executemany(
                 "UPDATE memgpt_recall SET context_embedding = %s WHERE id = %s", updates
             )
-    row = conn.execute(
-        "SELECT count(*) FROM memgpt_recall WHERE agent_id = %s AND embedding IS NOT NULL",
-        (agent_id,),
-    ).fetchone()
-    return int(row[0]) if row else 0
+    return _with_vectors(conn, "memgpt_recall", agent_id)
 
 
 def _switch_archival(conn: psycopg.Connection[Any], agent_id: str, embeddings: Embeddings) -> int:
     """New vectors into the agent's passages; returns how many passages have one."""
-    late = conn.execute(
+    _stage_late(
+        conn,
         f"SELECT a.id, a.text FROM memgpt_archival AS a LEFT JOIN {_ARCHIVAL_STAGE} AS s "
         "ON s.id = a.id WHERE a.agent_id = %s AND s.id IS NULL",
-        (agent_id,),
-    ).fetchall()
-    if late:
-        vectors = _embed(embeddings, [str(r[1]) for r in late])
-        _copy(
-            conn,
-            _ARCHIVAL_STAGE,
-            ["int8", "vector"],
-            [(int(r[0]), v) for r, v in zip(late, vectors, strict=True)],
-        )
+        agent_id,
+        embeddings,
+        _ARCHIVAL_STAGE,
+        ["int8", "vector"],
+    )
     conn.execute(
         f"UPDATE memgpt_archival AS a SET embedding = s.embedding FROM {_ARCHIVAL_STAGE} AS s "
         "WHERE a.id = s.id AND a.agent_id = %s",
         (agent_id,),
     )
-    row = conn.execute(
-        "SELECT count(*) FROM memgpt_archival WHERE agent_id = %s AND embedding IS NOT NULL",
-        (agent_id,),
-    ).fetchone()
-    return int(row[0]) if row else 0
+    return _with_vectors(conn, "memgpt_archival", agent_id)
 
 
 # -- helpers --------------------------------------------------------------------------
+
+
+def _stage_late(
+    conn: psycopg.Connection[Any],
+    sql: str,
+    agent_id: str,
+    embeddings: Embeddings,
+    stage: str,
+    types: list[str],
+) -> None:
+    """Embed and stage the rows ``sql`` finds (id, text): those written since staging began.
+
+    A staged row holds its id and new vector; the stage's other columns (a recall
+    context and its vector) stay empty, so the switch recomputes them.
+    """
+    late = conn.execute(sql, (agent_id,)).fetchall()
+    if late:
+        vectors = _embed(embeddings, [str(r[1]) for r in late])
+        blanks = (None,) * (len(types) - 2)
+        rows = [(int(r[0]), v, *blanks) for r, v in zip(late, vectors, strict=True)]
+        _copy(conn, stage, types, rows)
+
+
+def _with_vectors(conn: psycopg.Connection[Any], table: str, agent_id: str) -> int:
+    """How many of the agent's rows in ``table`` have a vector."""
+    row = conn.execute(
+        f"SELECT count(*) FROM {table} WHERE agent_id = %s AND embedding IS NOT NULL",
+        (agent_id,),
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _embed(embeddings: Embeddings, texts: Sequence[str]) -> FloatArray:
