@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -32,12 +32,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from langgraph_memgpt.checkpoints import open_checkpointer
 from langgraph_memgpt.context import DATABASE_URL_ENV, Context
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.main_context import REPLY_FLAG
 from langgraph_memgpt.recovery import recover_thread
 from langgraph_memgpt.server import (
-    CHECKPOINT_FILENAME,
     DATA_DIR_ENV,
     GRAPH_ID,
     OFFLINE_ENV,
@@ -264,18 +264,6 @@ def show_update(console: Console, node: str, update: Mapping[str, Any] | None) -
         console.print(f"[magenta]  ⚠ older messages evicted behind a summary: {summary}[/]")
 
 
-def _checkpointer(data_dir: Path, database_url: str) -> AbstractContextManager[Any]:
-    """Threads' checkpoints: the data directory's SQLite file, or the Postgres database."""
-    if database_url:
-        from langgraph.checkpoint.postgres import PostgresSaver
-
-        return PostgresSaver.from_conn_string(database_url)
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    return SqliteSaver.from_conn_string(str(data_dir / CHECKPOINT_FILENAME))
-
-
 def chat(
     ctx: Context, thread_id: str, console: Console | None = None, *, database_url: str = ""
 ) -> int:
@@ -311,7 +299,7 @@ def chat(
         )
         memory = backend.open(ctx.agent_id)
         memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
-        saver_cm = _checkpointer(data_dir, database_url)
+        saver_cm = open_checkpointer(data_dir, database_url)
         saver: BaseCheckpointSaver[Any] = saver_cm.__enter__()
     except (ValueError, MemoryStoreError) as exc:
         _error(str(exc))

@@ -10,17 +10,16 @@ stdout; a failure is one line and a non-zero exit code.
 from __future__ import annotations
 
 import getpass
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.sqlite import SqliteSaver
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
+from langgraph_memgpt.checkpoints import existing_checkpointer
 from langgraph_memgpt.forget import (
     ForgetReport,
     NothingToForgetError,
@@ -36,7 +35,6 @@ from langgraph_memgpt.ingest import (
     expand_paths,
     ingest_file,
 )
-from langgraph_memgpt.server import CHECKPOINT_FILENAME
 from langgraph_memgpt.stores import DB_FILENAME, AgentMemory, close_all, list_agents, open_memory
 from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.vectors import recorded_identity
@@ -86,20 +84,6 @@ def progress_bars(
         yield advance
 
 
-@contextmanager
-def _checkpointer(data_dir: Path) -> Iterator[SqliteSaver | None]:
-    """The data directory's checkpointer, if it has one (None otherwise)."""
-    path = data_dir / CHECKPOINT_FILENAME
-    if not path.is_file():
-        yield None
-        return
-    conn = sqlite3.connect(path, check_same_thread=False)
-    try:
-        yield SqliteSaver(conn)
-    finally:
-        conn.close()
-
-
 def _known_agent(data_dir: Path, agent_id: str) -> bool:
     agents = list_agents(data_dir)
     if agent_id in agents:
@@ -145,7 +129,7 @@ def forget(
         return 2
     actor = cli_actor()
     try:
-        with _checkpointer(root) as saver:
+        with existing_checkpointer(root) as saver:
             report: ForgetReport
             if passage is not None:
                 report = forget_passage(memory, passage, actor=actor)

@@ -33,6 +33,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 
+from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME
 from langgraph_memgpt.context import ContextError, ServerSettings, check_client_context
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
     from langgraph_memgpt.stores.base import MemoryBackend
 
-CHECKPOINT_FILENAME = "checkpoints.sqlite"
 DATA_DIR_ENV = "MEMGPT_DATA_DIR"
 GRAPH_ID = "memgpt"
 OFFLINE_ENV = {
@@ -115,23 +115,17 @@ def recover_at_start(path: Path) -> int:
 
     Never fatal: a failure is logged and the server serves on. Returns the messages recorded.
     """
-    import sqlite3
-
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
+    from langgraph_memgpt.checkpoints import sqlite_checkpointer
     from langgraph_memgpt.context import Context
     from langgraph_memgpt.graph import build_graph
     from langgraph_memgpt.recovery import recover_threads
 
     try:
         settings = ServerSettings.from_env()
-        conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
-        try:
-            graph = build_graph().compile(checkpointer=SqliteSaver(conn))
+        with sqlite_checkpointer(path) as saver:
+            graph = build_graph().compile(checkpointer=saver)
             ctx = Context(data_dir=settings.data_dir, embedding_model=settings.embedding_model)
             return recover_threads(graph, ctx)
-        finally:
-            conn.close()
     except Exception:  # noqa: BLE001 - recovery must never stop the server
         logging.getLogger(__name__).exception("recovering threads' messages into recall failed")
         return 0

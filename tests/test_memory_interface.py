@@ -54,11 +54,19 @@ def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
         }, f"{path.name} imports {stores}"
 
 
-CLI_MODULES = [PACKAGE / "cli.py", PACKAGE / "console.py"]
+CLI_MODULES = [
+    PACKAGE / "cli.py",
+    PACKAGE / "console.py",
+    PACKAGE / "manage.py",
+    PACKAGE / "server.py",
+]
 
 
 def test_no_cli_module_imports_a_storage_engine() -> None:
-    """The command line picks its backend through ``stores.backends`` and speaks the interface."""
+    """The command line picks its backend through ``stores.backends`` and speaks the interface.
+
+    Threads' checkpoints too are opened in one place (``checkpoints``), not by each command.
+    """
     for path in CLI_MODULES:
         engines = {m for m in imported_modules(path) if m.split(".")[0] in ENGINES}
         assert not engines, f"{path.name} imports {engines}"
