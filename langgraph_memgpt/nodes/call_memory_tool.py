@@ -34,11 +34,9 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
-from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import NS_SEP
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.errors import GraphBubbleUp
-from langgraph.runtime import Runtime
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command
 
 from langgraph_memgpt import prompts
@@ -69,6 +67,11 @@ from langgraph_memgpt.tools import (
 )
 
 DESTINATIONS = ("check_pressure", "respond")
+NAMESPACE_SEPARATOR = "|"
+"""Between a parent graph's and a subgraph's part of a checkpoint namespace.
+
+LangGraph's own constant for it is internal (``langgraph._internal``); the format is what
+LangGraph shows in every state snapshot's ``checkpoint_ns`` ("parent:task|node:task")."""
 """Where the node routes: think again (through check_pressure) or end the turn."""
 
 
@@ -94,13 +97,14 @@ class _Step:
     outcomes: list[ToolOutcome] = field(default_factory=list)
 
 
-def make_call_memory_tool(deps: Deps) -> RunnableCallable:
+def make_call_memory_tool(deps: Deps) -> RunnableLambda[State, Command[Any]]:
     """Build the node with the graph's dependencies: a sync and an async implementation.
 
     LangGraph runs the sync one under ``invoke``/``stream`` and the async one under
     ``ainvoke``/``astream``, so async tools run on the caller's event loop; the memory
     tools' store I/O then runs in a worker thread (blocking calls on the loop are refused
-    by ``langgraph dev``).
+    by ``langgraph dev``). Both are public LangChain/LangGraph API: a ``RunnableLambda``
+    with a sync and an async body, the run's `Runtime` from ``get_runtime``.
     """
 
     def begin(state: State, config: RunnableConfig, runtime: Runtime[Context]) -> _Step | None:
@@ -125,7 +129,8 @@ def make_call_memory_tool(deps: Deps) -> RunnableCallable:
             searching=any(facts_of(c["name"], deps.tools).reads for c in last.tool_calls),
             # A handoff needs a graph to hand control to. A node's checkpoint namespace is
             # "node:task" at the root and "parent:task|node:task" inside another graph.
-            in_subgraph=NS_SEP in str(config.get("configurable", {}).get("checkpoint_ns", "")),
+            in_subgraph=NAMESPACE_SEPARATOR
+            in str(config.get("configurable", {}).get("checkpoint_ns", "")),
         )
 
     def held_back(step: _Step, call: ToolCall) -> bool:
@@ -152,9 +157,10 @@ def make_call_memory_tool(deps: Deps) -> RunnableCallable:
         return _checked(call, outcome, step)
 
     def call_memory_tool(
-        state: State, config: RunnableConfig, runtime: Runtime[Context]
+        state: State, config: RunnableConfig
     ) -> Command[Literal["check_pressure", "respond"]]:
         """Execute the pending tool calls; heartbeat or failure -> think again, else respond."""
+        runtime: Runtime[Context] = get_runtime(Context)
         step = begin(state, config, runtime)
         if step is None:
             return Command(goto="respond")
@@ -175,9 +181,10 @@ def make_call_memory_tool(deps: Deps) -> RunnableCallable:
         return finish(step)
 
     async def acall_memory_tool(
-        state: State, config: RunnableConfig, runtime: Runtime[Context]
+        state: State, config: RunnableConfig
     ) -> Command[Literal["check_pressure", "respond"]]:
         """`call_memory_tool` on the caller's event loop."""
+        runtime: Runtime[Context] = get_runtime(Context)
         step = await asyncio.to_thread(begin, state, config, runtime)
         if step is None:
             return Command(goto="respond")
@@ -197,7 +204,7 @@ def make_call_memory_tool(deps: Deps) -> RunnableCallable:
             _add(step, call, outcome)
         return await asyncio.to_thread(finish, step)
 
-    return RunnableCallable(call_memory_tool, acall_memory_tool, name="call_memory_tool")
+    return RunnableLambda(call_memory_tool, afunc=acall_memory_tool, name="call_memory_tool")
 
 
 def _failed(name: str, exc: BaseException | str, ctx: Context) -> ToolOutcome:
