@@ -36,7 +36,7 @@ from langgraph_memgpt.stores.ranking import is_question
 from langgraph_memgpt.stores.types import SearchPage
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.tokens import content_text
-from langgraph_memgpt.tools import format_page, message_line, tool_result
+from langgraph_memgpt.tools import core_lines_about, format_page, message_line, tool_result
 
 AUTO_FLAG = "memgpt_auto_search"
 """Marks the AI message of a search the loop made on the model's behalf."""
@@ -111,11 +111,7 @@ def core_covers(question: str, memory: Memory) -> bool:
     Then the answer is most likely in view, and the instructions tell the model to answer
     from core memory first; a search would only cost prompt tokens.
     """
-    asked = topic_stems(question, skip=_WHEN_WORDS)
-    if not asked:
-        return False
-    held = set().union(*(topic_stems(b.value, skip=_WHEN_WORDS) for b in memory.core.blocks()))
-    return bool(asked & held)
+    return bool(core_lines_about(question, memory, skip=_WHEN_WORDS))
 
 
 def search_messages(queue: Sequence[AnyMessage], memory: Memory, ctx: Context) -> list[AnyMessage]:

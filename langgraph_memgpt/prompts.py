@@ -236,6 +236,9 @@ REPLY_HELD_BACK = (
     "then call send_message with your answer."
 )
 
+CORE_MEMORY_HAS = "But your core memory, in view above, has this about it:"
+"""After an empty search result whose topic words are in core memory (`tools`)."""
+
 AUTO_SEARCH_NOTE = (
     "(Searched what the user told you for their question; their questions are left out. "
     "If no result above answers it, say you do not know.)"

@@ -32,6 +32,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
+from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.forget import forget_matching
 from langgraph_memgpt.stores.base import Memory
@@ -389,7 +390,8 @@ def _archival_search(
             page_size=ctx.search_page_size,
         )
 
-    return _search_with_filters(search, filters, _passage_line, ctx), False
+    found = _search_with_filters(search, filters, _passage_line, ctx)
+    return _or_core_memory(found, args.query, memory), False
 
 
 def _conversation_search(
@@ -408,7 +410,8 @@ def _conversation_search(
             exclude_ids=where.in_view,
         )
 
-    return _search_with_filters(search, filters, message_line, ctx), False
+    found = _search_with_filters(search, filters, message_line, ctx)
+    return _or_core_memory(found, args.query, memory), False
 
 
 def _filters(**values: Any) -> str:
@@ -438,6 +441,37 @@ def _search_with_filters(
         "matches. The best of them:"
     )
     return note + "\n" + format_page(unfiltered, line, ctx)
+
+
+def core_lines_about(
+    query: str, memory: Memory, skip: frozenset[str] = frozenset()
+) -> list[tuple[str, str]]:
+    """The core memory lines (block label, line) that share a topic word with ``query``."""
+    asked = topic_stems(query, skip=skip)
+    if not asked:
+        return []
+    return [
+        (block.label, line.strip())
+        for block in memory.core.blocks()
+        for line in block.value.splitlines()
+        if line.strip() and asked & topic_stems(line, skip=skip)
+    ]
+
+
+def _or_core_memory(found: str, query: str, memory: Memory) -> str:
+    """An empty result that points at the core memory lines about the query, if any.
+
+    The embedded model searches for facts that sit in its own core memory ("allergy" with
+    "Allergic to peanuts." in `human`), reads "No results" and answers that it does not
+    know: a search must not say "nothing" about what the agent has in view.
+    """
+    if not found.startswith("No results"):
+        return found
+    lines = core_lines_about(query, memory)
+    if not lines:
+        return found
+    shown = "\n".join(f"- {label}: {line}" for label, line in lines[:CORE_LINES_SHOWN])
+    return f"{found} {prompts.CORE_MEMORY_HAS}\n{shown}"
 
 
 def _conversation_search_date(
@@ -575,6 +609,10 @@ def message_line(hit: Hit[RecallMessage], limit: int) -> str:
     message = hit.item
     text = searchable_text(message)
     return f"- ({message.created_at[:19]}) {message.role}: {_clip(text, limit)}"
+
+
+CORE_LINES_SHOWN = 3
+"""Core memory lines an empty search result points at (the whole block is in view anyway)."""
 
 
 def format_page(page: SearchPage[Any], line: Callable[[Any, int], str], ctx: Context) -> str:

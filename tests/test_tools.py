@@ -203,6 +203,23 @@ def test_a_search_with_no_match_anywhere_says_no_results(memory: AgentMemory) ->
     assert result["message"].startswith("No results")
 
 
+def test_an_empty_search_for_what_core_memory_holds_points_at_it(memory: AgentMemory) -> None:
+    """Seen on the embedded model: 'allergy' searched with 'Allergic to peanuts.' in view."""
+    memory.core.append("human", "Allergic to peanuts.")
+    for tool in ("archival_memory_search", "conversation_search"):
+        message = run(memory, tool, query="allergy")["message"]
+        assert message.startswith("No results"), tool
+        assert "core memory" in message and "- human: Allergic to peanuts." in message, tool
+
+
+def test_an_empty_search_about_nothing_in_core_memory_says_only_no_results(
+    memory: AgentMemory,
+) -> None:
+    memory.core.append("human", "Allergic to peanuts.")
+    message = run(memory, "archival_memory_search", query="football team")["message"]
+    assert message == "No results (page 0, 0 matches in all)."
+
+
 def test_an_archival_tag_filter_that_hides_every_match_says_so(memory: AgentMemory) -> None:
     memory.archival.insert("Ada's trip plan: Lisbon in May.", tags=["travel"])
     result = run(memory, "archival_memory_search", query="Lisbon trip", tags=["work"])
