@@ -11,9 +11,15 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph, prompts
-from langgraph_memgpt.auto_search import AUTO_FLAG, is_memory_question, without_when_words
+from langgraph_memgpt.auto_search import (
+    AUTO_FLAG,
+    close_to_best,
+    is_memory_question,
+    without_when_words,
+)
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.stores.types import Hit
 
 
 class SmallScriptedModel(ScriptedChatModel):
@@ -114,6 +120,17 @@ def test_the_search_shows_what_the_user_stated_not_earlier_questions_or_replies(
 def test_the_search_looks_for_what_not_when(question: str, query: str) -> None:
     # "this week" is a date: as search words it finds "Ugh, what a week." first.
     assert without_when_words(question) == query
+
+
+def test_the_search_shows_only_results_that_compete_with_the_best() -> None:
+    # Seen on the embedded model: the answer first and two distant small-talk lines under
+    # it got "I don't know"; the answer alone got the answer.
+    hits = [Hit("Someone stole my bike.", 1.83), Hit("Ugh, what a week.", 1.0), Hit("Bye.", 0.8)]
+    assert [h.item for h in close_to_best(hits)] == ["Someone stole my bike."]
+    close = [Hit("Harp on Monday.", 2.0), Hit("Harp recital in May.", 1.9), Hit("Hi.", 0.4)]
+    assert [h.item for h in close_to_best(close)] == ["Harp on Monday.", "Harp recital in May."]
+    assert len(close_to_best([Hit(str(n), 1.0) for n in range(9)])) == 3
+    assert close_to_best([]) == []
 
 
 def test_the_search_is_recorded_in_recall_and_never_found_itself(told: Agent) -> None:
