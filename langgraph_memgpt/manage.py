@@ -223,6 +223,14 @@ def import_file(
         f"{report.passages_new} of {report.passages_total} passages new; {escape(embedded)}.",
         soft_wrap=True,
     )
+    for label, owner in report.attached.items():
+        console.print(f"Block '{escape(label)}' is shared again: attached from '{escape(owner)}'.")
+    for label, owner in report.copied.items():
+        console.print(
+            f"Block '{escape(label)}' was shared from '{escape(owner)}', who has no such block "
+            "here: imported as the agent's own copy.",
+            soft_wrap=True,
+        )
     return 0
 
 

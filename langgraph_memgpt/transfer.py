@@ -2,7 +2,8 @@
 
 The file is JSON Lines, one record per line: a ``header`` (format, version, source agent,
 the embedding model its vectors were made with), then ``block`` and ``block_history``
-(core memory with every edit), ``message`` (recall, verbatim, tool results included) and
+(core memory with every edit; a block attached from another agent names that agent in
+``shared_from``), ``message`` (recall, verbatim, tool results included) and
 ``passage`` (archival, eviction summaries included, with their idempotency keys), and an
 ``end`` record with the count of each kind and the SHA-256 of every line before it. No
 vectors: the importing side embeds with its own model, so a file moves between machines,
@@ -12,7 +13,9 @@ Import reads and checks the whole file before writing anything: a malformed, tru
 or altered file is refused with the line and the reason, and the target is left as it
 was. Writing is idempotent (messages are keyed by thread and message id, passages by
 their key, history entries by their content and time), so importing a file twice, or
-again after an interrupted import, adds nothing twice. Both sides speak only the memory
+again after an interrupted import, adds nothing twice. A shared block is attached again
+when the target store has its owner's block (its history is the owner's and stays there),
+and copied, history included, when it does not. Both sides speak only the memory
 protocols.
 """
 
@@ -31,7 +34,7 @@ from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.messages import ROLES
 from langgraph_memgpt.stores.passages import NewPassage
-from langgraph_memgpt.stores.types import Block, RecallMessage
+from langgraph_memgpt.stores.types import Block, BlockEditError, RecallMessage
 
 FORMAT = "langgraph-memgpt-export"
 VERSION = 1
@@ -57,6 +60,8 @@ class AgentExport:
     exported_at: str
     blocks: list[Block] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
+    shared: dict[str, str] = field(default_factory=dict)
+    """Label -> the agent the block was attached from (absent: the agent's own block)."""
     messages: list[dict[str, Any]] = field(default_factory=list)
     passages: list[dict[str, Any]] = field(default_factory=list)
 
@@ -73,6 +78,10 @@ class ImportReport:
     passages_new: int
     passages_total: int
     source_embedding: dict[str, Any] | None
+    attached: dict[str, str] = field(default_factory=dict)
+    """Shared blocks attached again: label -> owner."""
+    copied: dict[str, str] = field(default_factory=dict)
+    """Shared blocks whose owner the target lacks, restored as the agent's own: label -> owner."""
 
 
 # -- export ----------------------------------------------------------------------------
@@ -116,6 +125,7 @@ def export_agent(
                 }
             )
             for block in memory.core.blocks():
+                owner = memory.core.owner(block.label)
                 write(
                     {
                         "type": "block",
@@ -124,6 +134,7 @@ def export_agent(
                         "description": block.description,
                         "char_limit": block.char_limit,
                         "read_only": block.read_only,
+                        **({"shared_from": owner} if owner != memory.agent_id else {}),
                     }
                 )
                 for entry in memory.core.history(block.label):
@@ -296,9 +307,12 @@ def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> N
         limit = _need(record, "char_limit", int, where)
         if limit <= 0:
             raise ExportFormatError(f"{where}: block char_limit must be positive")
+        label = _need(record, "label", str, where)
+        if "shared_from" in record:
+            export.shared[label] = _need(record, "shared_from", str, where)
         export.blocks.append(
             Block(
-                label=_need(record, "label", str, where),
+                label=label,
                 value=_need(record, "value", str, where),
                 description=_need(record, "description", str, where),
                 char_limit=limit,
@@ -360,6 +374,24 @@ def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> N
 # -- import ----------------------------------------------------------------------------
 
 
+def _attach_shared(memory: Memory, export: AgentExport) -> dict[str, str]:
+    """Attach each shared block whose owner the target has; returns label -> owner attached.
+
+    Refused (the owner lacks the block, or the agent has a block of its own by that
+    label): the block is restored as a copy instead, so nothing the agent saw is lost.
+    """
+    attached: dict[str, str] = {}
+    for label, owner in export.shared.items():
+        if owner == memory.agent_id:
+            continue  # imported under its owner's id: the block is its own
+        try:
+            memory.core.attach(label, owner)
+        except BlockEditError:
+            continue
+        attached[label] = owner
+    return attached
+
+
 def import_agent(
     memory: Memory, path: str | Path, *, progress: Progress | None = None
 ) -> ImportReport:
@@ -383,7 +415,12 @@ def import_agent(
         passages_total=len(export.passages),
         source_embedding=export.embedding,
     )
-    memory.core.restore(export.blocks, export.history)
+    report.attached = _attach_shared(memory, export)
+    report.copied = {k: v for k, v in export.shared.items() if k not in report.attached}
+    memory.core.restore(
+        [b for b in export.blocks if b.label not in report.attached],
+        [e for e in export.history if e["label"] not in report.attached],
+    )
     # Thread by thread in time order (ties in stored order), as they were first recorded,
     # so every message gets the same ±2 context window it had.
     ordered = sorted(

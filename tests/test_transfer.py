@@ -186,6 +186,49 @@ def bad_file(tmp_path: Path, how: str) -> Path:
     return path
 
 
+def test_a_shared_block_is_attached_again_where_its_owner_is(
+    make_backend: Any, tmp_path: Path
+) -> None:
+    backend = make_backend()
+    team = backend.open("team")
+    team.core.create("project", "Launch on Friday.", "The team's plan.", 500)
+    ada = backend.open("ada")
+    ada.core.ensure_defaults(persona="I am Ada's helper.", human="Name: Ada.")
+    ada.core.attach("project", "team")
+    path = tmp_path / "ada.jsonl"
+    export_agent(ada, path)
+    assert read_export(path).shared == {"project": "team"}
+
+    report = import_agent(backend.open("ada-copy"), path)
+
+    copy = backend.open("ada-copy")
+    assert report.attached == {"project": "team"} and report.copied == {}
+    assert copy.core.owner("project") == "team" and copy.core.owner("human") == "ada-copy"
+    team.core.append("project", "Demo on Thursday.", actor="user")
+    assert "Demo on Thursday." in copy.core.get("project").value  # one block, not a copy
+
+
+def test_a_shared_block_whose_owner_is_missing_is_imported_as_a_copy(
+    make_backend: Any, tmp_path: Path
+) -> None:
+    source = make_backend()
+    source.open("team").core.create("project", "Launch on Friday.", "The plan.", 500)
+    ada = source.open("ada")
+    ada.core.ensure_defaults(persona="", human="Name: Ada.")
+    ada.core.attach("project", "team")
+    path = tmp_path / "ada.jsonl"
+    export_agent(ada, path)
+
+    elsewhere = SqliteBackend(tmp_path / "elsewhere", embedding_model="none")  # no "team"
+    report = import_agent(elsewhere.open("ada"), path)
+
+    moved = elsewhere.open("ada")
+    assert report.copied == {"project": "team"} and report.attached == {}
+    assert moved.core.owner("project") == "ada"
+    assert moved.core.get("project").value == "Launch on Friday."
+    assert [e["new_value"] for e in moved.core.history("project")] == ["Launch on Friday."]
+
+
 @pytest.mark.parametrize(
     ("how", "says"),
     [

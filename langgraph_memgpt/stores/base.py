@@ -60,6 +60,10 @@ class CoreStore(Protocol):
         """Stop showing a shared block here (the block itself stays with its owner)."""
         ...
 
+    def owner(self, label: str) -> str:
+        """The agent whose block ``label`` is: this agent, or the owner it is attached from."""
+        ...
+
     def ensure_defaults(self, persona: str = "", human: str = "") -> None:
         """Create the ``persona`` and ``human`` blocks if missing (idempotent)."""
         ...

@@ -125,7 +125,7 @@ class CoreMemory:
         cursor = self.db.conn.execute(
             "SELECT id, label, old_value, new_value, actor, op, created_at "
             "FROM core_block_history WHERE agent_id = ? AND label = ? ORDER BY id",
-            (self._owner(label), label),
+            (self.owner(label), label),
         )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -370,7 +370,7 @@ class CoreMemory:
         ).fetchone()
         return None if row is None else _block(row[:5])
 
-    def _owner(self, label: str) -> str:
+    def owner(self, label: str) -> str:
         """Whose row block ``label`` is for this agent: its own, or the sharing owner's."""
         row = self.db.conn.execute(
             f"SELECT agent_id FROM ({_VISIBLE}) WHERE label = :label ORDER BY shared LIMIT 1",
@@ -393,7 +393,7 @@ class CoreMemory:
     def _write(self, block: Block, new_value: str, actor: str, op: str) -> Block:
         new_value = checked_value(block, new_value)
         now = utc_now()
-        owner = self._owner(block.label)
+        owner = self.owner(block.label)
         self.db.conn.execute(
             "UPDATE core_blocks SET value = ?, updated_at = ? WHERE agent_id = ? AND label = ?",
             (new_value, now, owner, block.label),

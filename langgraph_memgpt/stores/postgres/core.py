@@ -265,6 +265,11 @@ class PgCoreMemory:
         ).fetchall()
         return [_block(row[:5]) for row in rows]
 
+    def owner(self, label: str) -> str:
+        """The agent whose block ``label`` is: this agent, or the owner it is attached from."""
+        with self.pool.connection() as conn:
+            return self._owner(conn, label)
+
     def _owner(self, conn: psycopg.Connection[Any], label: str) -> str:
         """Whose row block ``label`` is for this agent: its own, or the sharing owner's."""
         row = conn.execute(
