@@ -117,12 +117,18 @@ def asks_memory_question(queue: Sequence[AnyMessage]) -> bool:
 
 
 def core_covers(question: str, memory: Memory) -> bool:
-    """True when core memory shares a topic word with the question.
+    """True when one line of core memory holds most of the question's topic words.
 
     Then the answer is most likely in view, and the instructions tell the model to answer
-    from core memory first; a search would only cost prompt tokens.
+    from core memory first; a search would only cost prompt tokens. One shared word is not
+    enough: "Sister Keiko is getting married in June." shares "sister" with "What is my
+    sister's job?" and answers nothing about it.
     """
-    return bool(core_lines_about(question, memory, skip=_WHEN_WORDS))
+    asked = topic_stems(question, skip=_WHEN_WORDS)
+    return any(
+        2 * len(asked & topic_stems(line, skip=_WHEN_WORDS)) > len(asked)
+        for _, line in core_lines_about(question, memory, skip=_WHEN_WORDS)
+    )
 
 
 def search_messages(queue: Sequence[AnyMessage], memory: Memory, ctx: Context) -> list[AnyMessage]:

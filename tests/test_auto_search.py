@@ -145,9 +145,16 @@ def test_the_search_is_recorded_in_recall_and_never_found_itself(told: Agent) ->
 
 def test_a_question_core_memory_covers_is_not_searched(told: Agent) -> None:
     memory = open_memory(told.ctx.data_dir, told.ctx.agent_id)
-    memory.core.append("human", "Plays the harp.", actor="user")
-    told.say("Which instrument do I play, the harp?", thread="second")
+    memory.core.append("human", "Sister Keiko is getting married in June.", actor="user")
+    told.say("Who in my family is getting married in June?", thread="second")
     assert told.seen_results(1) == []
+
+
+def test_one_shared_word_with_core_memory_is_not_coverage(told: Agent) -> None:
+    memory = open_memory(told.ctx.data_dir, told.ctx.agent_id)
+    memory.core.append("human", "Sister Keiko is getting married in June.", actor="user")
+    told.say("What is my sister's job?", thread="second")
+    assert len(told.seen_results(1)) == 1  # searched: the wedding line says nothing of a job
 
 
 def test_a_statement_is_not_searched(told: Agent) -> None:
