@@ -298,7 +298,9 @@ def chat(
             core_block_limit=ctx.core_block_limit,
         )
         memory = backend.open(ctx.agent_id)
-        memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
+        memory.core.ensure_defaults(
+            persona=ctx.persona, human=ctx.human, char_limit=ctx.core_block_limit
+        )
         saver_cm = open_checkpointer(data_dir, database_url)
         saver: BaseCheckpointSaver[Any] = saver_cm.__enter__()
     except (ValueError, MemoryStoreError) as exc:

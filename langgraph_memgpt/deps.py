@@ -100,5 +100,7 @@ class Deps:
             core_block_limit=ctx.core_block_limit,
         )
         memory = backend.open(agent_id)
-        memory.core.ensure_defaults(persona=ctx.persona, human=ctx.human)
+        memory.core.ensure_defaults(
+            persona=ctx.persona, human=ctx.human, char_limit=ctx.core_block_limit
+        )
         return memory

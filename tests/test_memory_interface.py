@@ -117,6 +117,24 @@ def test_the_graph_keeps_memory_in_the_backend_it_is_given(
     assert [b.label for b in memory.core.blocks()] == ["persona", "human"]
 
 
+def test_a_runs_core_block_limit_holds_on_every_backend(
+    memory_backend: MemoryBackend, tmp_path: Path
+) -> None:
+    """The served graph's backend is built once, with its own default; the run's setting wins."""
+    model = ScriptedChatModel.from_steps(
+        [{"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "Hi"}}]}]
+    )
+    graph = build_graph(model=model, memory=memory_backend).compile(checkpointer=InMemorySaver())
+    ctx = Context(agent_id="ada", data_dir=str(tmp_path), core_block_limit=500)
+
+    graph.invoke(
+        {"messages": [HumanMessage("Hello")]}, {"configurable": {"thread_id": "t"}}, context=ctx
+    )
+
+    limits = {b.label: b.char_limit for b in memory_backend.open("ada").core.blocks()}
+    assert limits == {"persona": 500, "human": 500}
+
+
 def test_the_graph_keeps_memory_where_its_backend_says(tmp_path: Path) -> None:
     backend = SqliteBackend(tmp_path / "backend", embedding_model="none")
     model = ScriptedChatModel.from_steps(

@@ -64,8 +64,14 @@ class CoreStore(Protocol):
         """The agent whose block ``label`` is: this agent, or the owner it is attached from."""
         ...
 
-    def ensure_defaults(self, persona: str = "", human: str = "") -> None:
-        """Create the ``persona`` and ``human`` blocks if missing (idempotent)."""
+    def ensure_defaults(
+        self, persona: str = "", human: str = "", char_limit: int | None = None
+    ) -> None:
+        """Create the ``persona`` and ``human`` blocks if missing (idempotent).
+
+        ``char_limit`` is the new blocks' limit (None: the backend's default); the loop
+        passes ``Context.core_block_limit``, so a run's setting holds on any backend.
+        """
         ...
 
     def append(self, label: str, content: str, actor: str = "agent") -> Block:

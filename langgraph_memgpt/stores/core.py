@@ -210,24 +210,28 @@ class CoreMemory:
 
     # -- creating --------------------------------------------------------------------
 
-    def ensure_defaults(self, persona: str = "", human: str = "") -> None:
+    def ensure_defaults(
+        self, persona: str = "", human: str = "", char_limit: int | None = None
+    ) -> None:
         """Create the ``persona`` and ``human`` blocks if the agent has no such blocks yet.
 
         Existing blocks are left as they are: the initial texts only seed a new agent.
         Initial text longer than the limit is stored anyway (a block over its limit still
         loads; the agent can only shorten it). Every graph step calls this, so when both
         blocks exist it only reads: taking the write lock each time made every step wait
-        behind any other writer of the file.
+        behind any other writer of the file. ``char_limit``: the new blocks' limit (None:
+        the store's default).
         """
         if self._find("persona") is not None and self._find("human") is not None:
             return
+        limit = self.default_limit if char_limit is None else char_limit
         with transaction(self.db):
             for label, value, description in (
                 ("persona", persona, PERSONA_DESCRIPTION),
                 ("human", human, HUMAN_DESCRIPTION),
             ):
                 if self._find(label) is None:
-                    self._insert(label, value, description, self.default_limit, False, "system")
+                    self._insert(label, value, description, limit, False, "system")
 
     def create(
         self,

@@ -149,15 +149,21 @@ class PgCoreMemory:
 
     # -- creating --------------------------------------------------------------------
 
-    def ensure_defaults(self, persona: str = "", human: str = "") -> None:
-        """Create the ``persona`` and ``human`` blocks if missing (never overwrites)."""
+    def ensure_defaults(
+        self, persona: str = "", human: str = "", char_limit: int | None = None
+    ) -> None:
+        """Create the ``persona`` and ``human`` blocks if missing (never overwrites).
+
+        ``char_limit``: the new blocks' limit (None: the backend's default).
+        """
+        limit = self.default_limit if char_limit is None else char_limit
         with self.pool.connection() as conn, conn.transaction():
             for label, value, description in (
                 ("persona", persona, PERSONA_DESCRIPTION),
                 ("human", human, HUMAN_DESCRIPTION),
             ):
                 if self._find(conn, label) is None:  # a shared block of that label counts
-                    self._insert(conn, label, value, description, self.default_limit, False)
+                    self._insert(conn, label, value, description, limit, False)
 
     def create(
         self, label: str, value: str, description: str, char_limit: int, read_only: bool = False
