@@ -21,6 +21,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.embeddings import embed_query
+from langgraph_memgpt.stores.postgres.word_stats import field_name
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
 Params = list[object]
@@ -50,17 +51,48 @@ class Corpus:
         return self.tokens / self.documents if self.documents and self.tokens else 1.0
 
 
-def corpus(conn: psycopg.Connection[Any], table: str, length: str, agent_id: str) -> Corpus:
-    """The documents (rows whose ``length`` column is set) and tokens of one agent.
+def term_statistics(
+    conn: psycopg.Connection[Any], table: str, tsv: str, agent_id: str, terms: Sequence[str]
+) -> tuple[Corpus, dict[str, int]]:
+    """The agent's corpus of one text column and each term's document frequency.
 
-    An index-only scan of the ``(agent_id) INCLUDE (lengths)`` index: the agent's rows are
-    read, not their text.
+    Looked up in the tables ``stores.postgres.word_stats`` keeps (one query, whatever the
+    agent's size). A term is matched as ``plainto_tsquery('english', term)``: one lexeme
+    (nearly every word) is a row of ``memgpt_word_df``; none (a stop word) matches nothing;
+    several (a word Postgres' parser splits) are counted in the agent's rows, as before
+    the tables existed.
     """
-    row = conn.execute(
-        f"SELECT count({length}), coalesce(sum({length}), 0) FROM {table} WHERE agent_id = %s",
-        (agent_id,),
-    ).fetchone()
-    return Corpus(0, 0) if row is None else Corpus(int(row[0]), int(row[1]))
+    field = field_name(table, tsv)
+    rows = conn.execute(
+        "WITH t AS (SELECT x.term, x.n, plainto_tsquery('english', x.term) AS q, "
+        "array(SELECT lexeme FROM unnest(memgpt_words(x.term))) AS lexemes "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS x(term, n)) "
+        "SELECT t.term, numnode(t.q) = 0, cardinality(t.lexemes) = 1 "
+        "AND t.q = quote_literal(t.lexemes[1])::tsquery, "
+        "(SELECT w.documents FROM memgpt_word_df AS w WHERE w.agent_id = %s "
+        "AND w.field = %s AND w.lexeme = t.lexemes[1]), "
+        "(SELECT c.documents FROM memgpt_word_corpus AS c WHERE c.agent_id = %s "
+        "AND c.field = %s), "
+        "(SELECT c.tokens FROM memgpt_word_corpus AS c WHERE c.agent_id = %s AND c.field = %s) "
+        "FROM t ORDER BY t.n",
+        (list(terms), agent_id, field, agent_id, field, agent_id, field),
+    ).fetchall()
+    stats = Corpus(0, 0)
+    frequencies: dict[str, int] = {}
+    for term, empty, single, documents, total_documents, total_tokens in rows:
+        stats = Corpus(int(total_documents or 0), int(total_tokens or 0))
+        if empty:
+            frequencies[term] = 0
+        elif single:
+            frequencies[term] = int(documents or 0)
+        else:
+            row = conn.execute(
+                f"SELECT count(*) FROM {table} AS b "
+                f"WHERE b.agent_id = %s AND b.{tsv} @@ plainto_tsquery('english', %s)",
+                (agent_id, term),
+            ).fetchone()
+            frequencies[term] = 0 if row is None else int(row[0])
+    return stats, frequencies
 
 
 def bm25_term(tf: float, df: int, length: float, stats: Corpus) -> float:
@@ -92,7 +124,9 @@ def bm25_scores(
     sum over the terms of :func:`bm25_term`, with the agent's rows as the collection
     (document count, average length, each term's document frequency), whatever the
     search's other filters; FTS5 uses the whole database file, which the embedded backend
-    keeps to one agent per benchmark conversation. A term's frequency in a document is
+    keeps to one agent per benchmark conversation. The collection statistics are looked up
+    in the tables ``stores.postgres.word_stats`` keeps (:func:`term_statistics`), not
+    counted per search. A term's frequency in a document is
     the number of its positions in the ``tsvector``; a document's length is its count of
     words (``memgpt_token_count``, stop words included, as FTS5 counts them). Each term
     scores at most its ``TERM_MATCH_CAP`` newest matches, as in the embedded backend.
@@ -109,15 +143,9 @@ def bm25_scores(
     if not terms:
         return {}
     tsv, length = columns
-    stats = corpus(conn, table, length, agent_id)
+    stats, frequencies = term_statistics(conn, table, tsv, agent_id, list(dict.fromkeys(terms)))
     scores: dict[int, float] = {}
-    for term in dict.fromkeys(terms):
-        row = conn.execute(
-            f"SELECT count(*) FROM {table} AS b "
-            f"WHERE b.agent_id = %s AND b.{tsv} @@ plainto_tsquery('english', %s)",
-            (agent_id, term),
-        ).fetchone()
-        df = 0 if row is None else int(row[0])
+    for term, df in frequencies.items():
         if not df:
             continue
         # The newest matches first, then their term frequency: reading each match's
