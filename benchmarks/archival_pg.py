@@ -185,6 +185,9 @@ def run_size(n: int, url: str, args: argparse.Namespace) -> list[list[object]]:
         conn.execute(
             f'ALTER DATABASE "{name}" SET max_parallel_maintenance_workers = {args.build_workers}'
         )
+        # pgvector says the graph outgrew maintenance_work_mem as a NOTICE: log those too,
+        # so the build's watcher can find it in the server log.
+        conn.execute(f"ALTER DATABASE \"{name}\" SET log_min_messages = 'notice'")
         conn.execute("VACUUM ANALYZE memgpt_archival")
     pool.close()
     backend.close()
