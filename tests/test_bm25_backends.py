@@ -136,3 +136,48 @@ def test_postgres_word_statistics_are_the_agents_own(tmp_path: Path, postgres_ur
         assert after == before
     finally:
         backend.close()
+
+
+def test_postgres_bm25_of_a_common_term_equals_fts5_bm25(tmp_path: Path, postgres_url: str) -> None:
+    """A term in most rows is read newest-first (``search.walk_newest``): same scores, same cap."""
+    from langgraph_memgpt.stores.fts import bm25_scores as sqlite_bm25
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+    from langgraph_memgpt.stores.postgres.search import bm25_scores as postgres_bm25
+    from langgraph_memgpt.stores.postgres.search import walk_newest
+    from langgraph_memgpt.stores.words import TERM_MATCH_CAP
+
+    texts = [
+        f"tomatoes note {i}" + (" garden" if i % 3 == 0 else "") + (" tomatoes" * (i % 4))
+        for i in range(600)
+    ]
+    assert walk_newest(600, 600) and not walk_newest(200, 600)
+    close_all()
+    lite = SqliteBackend(tmp_path / "memory", embedding_model="none").open("ada").archival
+    backend = PostgresBackend(postgres_url, embedding_model="none")
+    try:
+        pg = backend.open("ada").archival
+        lite.insert_many(texts)
+        pg.insert_many(texts)
+        for query in ("tomatoes", "garden tomatoes"):
+            sqlite_scores = sqlite_bm25(
+                lite.db, "archival_fts", "archival", [*query.split()], "b.agent_id = ?", ["ada"]
+            )
+            with pg.pool.connection() as conn:
+                pg_scores = postgres_bm25(
+                    conn,
+                    "memgpt_archival",
+                    ("tsv", "text_len"),
+                    "ada",
+                    [*query.split()],
+                    "b.agent_id = %s",
+                    ["ada"],
+                )
+            by_text = {lite.get(i).text: s for i, s in sqlite_scores.items()}
+            pg_by_text = {pg.get(i).text: s for i, s in pg_scores.items()}
+            assert len(by_text) >= TERM_MATCH_CAP
+            assert pg_by_text.keys() == by_text.keys()
+            for text, score in by_text.items():
+                assert pg_by_text[text] == pytest.approx(score, rel=1e-9), text
+    finally:
+        backend.close()
+        close_all()

@@ -17,6 +17,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.postgres.word_stats import ensure_word_stats
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import MemoryStoreError
 
@@ -109,13 +110,19 @@ SCHEMA: tuple[str, ...] = (
         ON memgpt_recall (agent_id, thread_id, searchable, created_at, id)""",
     "CREATE INDEX IF NOT EXISTS memgpt_recall_search_tsv ON memgpt_recall USING gin (search_tsv)",
     "CREATE INDEX IF NOT EXISTS memgpt_recall_context_tsv ON memgpt_recall USING gin (context_tsv)",
-    # BM25's document lengths, and an index that sums them per agent without reading rows.
+    # BM25's document lengths (their sums per agent are kept by `word_stats`).
     """ALTER TABLE memgpt_recall ADD COLUMN IF NOT EXISTS search_len integer
         GENERATED ALWAYS AS (memgpt_token_count(search_text)) STORED""",
     """ALTER TABLE memgpt_recall ADD COLUMN IF NOT EXISTS context_len integer
         GENERATED ALWAYS AS (memgpt_token_count(context)) STORED""",
-    """CREATE INDEX IF NOT EXISTS memgpt_recall_lengths
-        ON memgpt_recall (agent_id) INCLUDE (search_len, context_len)""",
+    # Summed the lengths per search before `word_stats` kept them; nothing reads it now.
+    "DROP INDEX IF EXISTS memgpt_recall_lengths",
+    # A term's newest matches, walked newest first within the agent (`search.walk_newest`).
+    "CREATE INDEX IF NOT EXISTS memgpt_recall_newest ON memgpt_recall (agent_id, id)",
+    # The agent's named participants (`PgRecallMemory._participants`, every search): a
+    # handful of index probes, one per name, instead of reading every searchable row.
+    """CREATE INDEX IF NOT EXISTS memgpt_recall_speakers ON memgpt_recall (agent_id, name)
+        WHERE searchable AND name IS NOT NULL AND role IN ('user', 'assistant')""",
     """CREATE TABLE IF NOT EXISTS memgpt_archival (
         id bigserial PRIMARY KEY,
         agent_id text NOT NULL,
@@ -133,8 +140,8 @@ SCHEMA: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS memgpt_archival_tags ON memgpt_archival USING gin (tags)",
     """ALTER TABLE memgpt_archival ADD COLUMN IF NOT EXISTS text_len integer
         GENERATED ALWAYS AS (memgpt_token_count(text)) STORED""",
-    """CREATE INDEX IF NOT EXISTS memgpt_archival_lengths
-        ON memgpt_archival (agent_id) INCLUDE (text_len)""",
+    "DROP INDEX IF EXISTS memgpt_archival_lengths",
+    "CREATE INDEX IF NOT EXISTS memgpt_archival_newest ON memgpt_archival (agent_id, id)",
     # Idempotency key of a passage (a replayed tool call or eviction finds its passage).
     "ALTER TABLE memgpt_archival ADD COLUMN IF NOT EXISTS key text",
     """CREATE UNIQUE INDEX IF NOT EXISTS memgpt_archival_key
@@ -207,6 +214,7 @@ def ensure_schema(url: str) -> None:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             for statement in SCHEMA:
                 conn.execute(statement)
+            ensure_word_stats(conn)
             conn.execute(
                 "INSERT INTO memgpt_schema (name, version) VALUES ('memory', %s) "
                 "ON CONFLICT (name) DO NOTHING",
