@@ -16,6 +16,7 @@ import sqlite_utils
 from conftest import BackendFactory
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores import search
 from langgraph_memgpt.stores.archival import ArchivalMemory, NewPassage
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.types import EmbeddingMismatchError, Passage
@@ -351,6 +352,20 @@ def test_words_only_search_when_there_are_no_embeddings(open_archive: Any) -> No
     page = memory.search("typewriters")
     assert page.total == 1 and "typewriters" in page.hits[0].item.text
     assert memory.search("typewriters", mode="vector").total == 1
+
+
+def test_a_vector_search_counts_its_total_only_up_to_the_cap(
+    archive: ArchivalMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a million passages counting every vector cost most of a search: a lower bound."""
+    archive.insert_many([NewPassage(f"Shopping list number {n}: eggs.") for n in range(120)])
+    everything = len(FACTS) + 120
+    assert archive.search("pets", mode="vector").total == everything
+    monkeypatch.setattr(search, "VECTOR_TOTAL_CAP", 2)
+    page = archive.search("pets", mode="vector", page_size=5)
+    # Still every candidate ranked (the pool), never fewer than the page shows.
+    assert page.total == search.ARCHIVAL_POOL.size(0, 5) < everything
+    assert len(page.hits) == 5
 
 
 def test_passages_saved_without_embeddings_are_embedded_later(

@@ -622,8 +622,8 @@ class _ArchivalSignals:
             allowed = [int(row[0]) for row in rows]
         return [dict(self._index().search(vector, k, allowed_ids=allowed))]
 
-    def vector_total(self) -> int:
-        return self.memory._count_with_vector(self.where, self.params)
+    def vector_total(self, at_most: int) -> int:
+        return min(at_most, self.memory._count_with_vector(self.where, self.params))
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         return []

@@ -1078,9 +1078,9 @@ class _RecallSignals:
         best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
         return [turns, dict(best)]
 
-    def vector_total(self) -> int:
+    def vector_total(self, at_most: int) -> int:
         allowed = self.allowed()
-        return self._indexes()[0].count() if allowed is None else len(allowed)
+        return min(at_most, self._indexes()[0].count() if allowed is None else len(allowed))
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         return self.memory._mention_scores(query, self.where, self.params, candidates)

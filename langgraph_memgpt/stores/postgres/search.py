@@ -359,11 +359,11 @@ class TableSignals:
             for column in self.vectors
         ]
 
-    def vector_total(self) -> int:
-        """Candidates with a vector (in the first vector column)."""
+    def vector_total(self, at_most: int) -> int:
+        """Candidates with a vector (in the first vector column), counted up to ``at_most``."""
         row = self.conn.execute(
-            f"SELECT count(*) FROM {self.table} AS b WHERE ({self.where}) "
-            f"AND b.{self.vectors[0]} IS NOT NULL",
-            self.params,
+            f"SELECT count(*) FROM (SELECT 1 FROM {self.table} AS b WHERE ({self.where}) "
+            f"AND b.{self.vectors[0]} IS NOT NULL LIMIT %s) AS capped",
+            [*self.params, at_most],
         ).fetchone()
         return int(row[0]) if row else 0
