@@ -16,8 +16,8 @@ What is measured, through the package's Postgres archival store:
    ``max_parallel_maintenance_workers`` (``--build-workers``) set for the build.
 3. search latency p50/p95, one query at a time, k=10: the vector query path
    (``stores.postgres.search.vector_scores``, approximate: HNSW with the iterative scan and
-   ``ef_search`` 128, as the store runs it past ``exact_scan_limit``) vs the exact scan
-   (the same function, ``approximate=False``), and the whole store call
+   ``ef_search`` as the store runs it, ``HNSW_EF_SEARCH``, past ``exact_scan_limit``) vs
+   the exact scan (the same function, ``approximate=False``), and the whole store call
    ``PgArchivalMemory.search(mode="vector", page_size=10)`` (query embedding from the
    lookup table, the vector path, the total count, fetching the rows).
 4. recall@10 of the approximate path against the exact top 10 (NumPy over the same
@@ -153,7 +153,7 @@ def run_size(n: int, url: str, args: argparse.Namespace) -> list[list[object]]:
     from langgraph_memgpt.stores.postgres import PostgresBackend
     from langgraph_memgpt.stores.postgres.bulk import load_passages
     from langgraph_memgpt.stores.postgres.db import ensure_hnsw
-    from langgraph_memgpt.stores.postgres.search import vector_scores
+    from langgraph_memgpt.stores.postgres.search import HNSW_EF_SEARCH, vector_scores
 
     data = clustered_vectors(n, seed=1)
     queries = clustered_vectors(args.queries, seed=2)
@@ -284,7 +284,7 @@ def run_size(n: int, url: str, args: argparse.Namespace) -> list[list[object]]:
         [f"{n:,}", f"exact scan ({exact_count} queries)", p(exact_t), "1.000", "1x"],
         [
             f"{n:,}",
-            "HNSW vector path (ef_search 128)",
+            f"HNSW vector path (ef_search {HNSW_EF_SEARCH})",
             p(hnsw_t),
             f"{recall_at_k(hnsw_found, truth):.3f}",
             ratio(percentile(hnsw_t, 50), percentile(exact_t, 50)),
