@@ -17,6 +17,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.postgres.parts import SCHEMA as PARTS_SCHEMA
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import MemoryStoreError
 
@@ -205,7 +206,7 @@ def ensure_schema(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for statement in SCHEMA:
+            for statement in (*SCHEMA, *PARTS_SCHEMA):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO memgpt_schema (name, version) VALUES ('memory', %s) "
