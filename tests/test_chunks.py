@@ -145,3 +145,46 @@ def test_a_forgotten_passage_or_message_takes_its_parts_along(memory: Any) -> No
     assert _part_count(memory, "recall") == before[1] - len(parts_of(LONG))
     for mode in ("vector", "hybrid"):
         assert [h.item.id for h in memory.archival.search(TOPIC, mode=mode).hits] == [kept.id]
+
+
+def test_reembedding_an_agent_embeds_the_parts_again(
+    make_backend: Any, backend_kind: str, embeddings: Any, tmp_path: Any
+) -> None:
+    backend = make_backend(embeddings=embeddings)
+    memory = backend.open("ada")
+    memory.archival.insert_many([*NEAR_MISSES, LONG])
+    memory.recall.add(_messages("ada", [*NEAR_MISSES, LONG]))
+    if backend_kind == "postgres":
+        from langgraph_memgpt.stores.postgres.reembed import reembed_postgres
+
+        reembed_postgres(backend, "ada", embeddings)
+    else:
+        from langgraph_memgpt.stores import close_all
+        from langgraph_memgpt.stores.backends import reembed_embedded
+
+        close_all()
+        reembed_embedded(tmp_path / "memory", "ada", embeddings, lambda _: lambda d, t: None)
+        memory = make_backend(embeddings=embeddings).open("ada")
+    assert _part_count(memory, "archival") == len(parts_of(LONG))
+    assert _part_count(memory, "recall") == len(parts_of(LONG))
+    assert memory.archival.search(TOPIC, mode="vector").hits[0].item.text == LONG
+    assert memory.recall.search(TOPIC, mode="vector").hits[0].item.text == LONG
+
+
+def test_a_postgres_bulk_load_stores_the_parts_of_long_texts(
+    postgres_url: str, embeddings: Any
+) -> None:
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+    from langgraph_memgpt.stores.postgres.bulk import load_messages, load_passages
+
+    backend = PostgresBackend(postgres_url, embeddings=embeddings)
+    try:
+        load_passages(backend.pool(), "ada", embeddings, [*NEAR_MISSES, LONG])
+        load_messages(backend.pool(), "ada", embeddings, _messages("ada", [*NEAR_MISSES, LONG]))
+        memory = backend.open("ada")
+        assert _part_count(memory, "archival") == len(parts_of(LONG))
+        assert _part_count(memory, "recall") == len(parts_of(LONG))
+        assert memory.archival.search(TOPIC, mode="vector").hits[0].item.text == LONG
+        assert memory.recall.search(TOPIC, mode="vector").hits[0].item.text == LONG
+    finally:
+        backend.close()
