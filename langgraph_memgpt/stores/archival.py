@@ -3,7 +3,8 @@
 MemGPT's second external tier: facts, documents and summaries the agent chose to keep
 (``archival_memory_insert``) or that eviction produced. Rows live in SQLite (the source of
 truth) with an FTS5 index over the text and one vector per passage (``VectorIndex``, tier
-``"archival"``, key ``"text"``). Search fuses BM25 and cosine similarity (``stores.ranking.fuse``);
+``"archival"``, key ``"text"``), plus one per part of a long passage (``stores.chunks``,
+key ``"text.parts"``). Search fuses BM25 and cosine similarity (``stores.ranking.fuse``);
 every filter (agent, tags, dates) is applied before ranking, so a narrow filter cannot be
 crowded out by closer passages it excludes.
 """
@@ -19,6 +20,12 @@ from typing import Any, Literal
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.chunks import (
+    PartIndex,
+    delete_parts_without_model,
+    embed_parts,
+    nearest_items,
+)
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import is_read_only, transaction
 from langgraph_memgpt.stores.deletions import LogRow, ensure_deletions_schema, log_deletions
@@ -144,6 +151,7 @@ class ArchivalMemory:
                     db.conn.execute(statement)
             ensure_deletions_schema(db)
         self.index: VectorIndex | None = None
+        self.parts: PartIndex | None = None
         if embeddings is not None:
             self.index = VectorIndex.for_tier(
                 db,
@@ -154,6 +162,7 @@ class ArchivalMemory:
                 key=VECTOR_KEY,
                 kind=index_kind,
             )
+            self.parts = PartIndex(self.index)
 
     # ------------------------------------------------------------------ writes
 
@@ -240,6 +249,11 @@ class ArchivalMemory:
             if self.embeddings is not None and todo
             else None
         )
+        parts = (
+            embed_parts(self.embeddings, [row[0] for row in todo])
+            if self.embeddings is not None and todo
+            else None
+        )
         fresh: list[Passage | None] = []
         with transaction(self.db):
             conn = self.db.conn
@@ -276,8 +290,11 @@ class ArchivalMemory:
                 stored = [(i, p.id) for i, p in enumerate(fresh) if p is not None]
                 if stored:
                     self.index.upsert([pid for _, pid in stored], vectors[[i for i, _ in stored]])
-        if self.index is not None:
+                    if self.parts is not None and parts is not None:
+                        self.parts.store([pid for _, pid in stored], [parts[i] for i, _ in stored])
+        if self.index is not None and self.parts is not None:
             self.index.maybe_persist()  # committed now: the cache file may be written
+            self.parts.maybe_persist()
         # Unkeyed passages in order; keyed ones (new or replayed) are found by key.
         new = iter(p for row, p in zip(todo, fresh, strict=True) if row[5] is None and p)
         return [
@@ -333,13 +350,20 @@ class ArchivalMemory:
             ).fetchall()
             if not rows:
                 break
-            vectors = embed_texts(self.embeddings, [str(text) for _, text in rows])
-            self.index.upsert([int(i) for i, _ in rows], vectors)
+            texts = [str(text) for _, text in rows]
+            vectors = embed_texts(self.embeddings, texts)
+            parts = embed_parts(self.embeddings, texts)
+            with transaction(self.db):
+                self.index.upsert([int(i) for i, _ in rows], vectors)
+                assert self.parts is not None
+                self.parts.store([int(i) for i, _ in rows], parts)
             done += len(rows)
             last_id = int(rows[-1][0])
             if progress is not None:
                 progress(done, max(done, total))
         self.index.close()
+        if self.parts is not None:
+            self.parts.close()
         return done
 
     # ------------------------------------------------------------------ reads
@@ -457,8 +481,7 @@ class ArchivalMemory:
             deleted = [_passage(row) for row in rows]
             log = [(_kind(p), str(p.id), p.thread_id, "") for p in deleted]
             self._delete_rows([p.id for p in deleted], actor, log)
-        if self.index is not None:
-            self.index.purge()
+        self._purge()
         return deleted
 
     def delete_all(self, *, actor: str = "user") -> int:
@@ -474,9 +497,14 @@ class ArchivalMemory:
                 return 0
             log = [("archival", self.agent_id, None, f"{len(ids)} passages")]
             self._delete_rows(ids, actor, log)
-        if self.index is not None:
-            self.index.purge()
+        self._purge()
         return len(ids)
+
+    def _purge(self) -> None:
+        """Drop deleted vectors (whole and parts) from FAISS and its files, after the commit."""
+        if self.index is not None and self.parts is not None:
+            self.index.purge()
+            self.parts.purge()
 
     def _delete_rows(self, ids: list[int], actor: str, log: Sequence[LogRow]) -> None:
         """Delete passages in the caller's transaction (triggers drop words and counts)."""
@@ -486,9 +514,19 @@ class ArchivalMemory:
             "DELETE FROM archival WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
             (self.agent_id, json.dumps(ids)),
         )
-        if self.index is not None:
+        if self.index is not None and self.parts is not None:
             self.index.delete(ids)
+            self.parts.delete(ids)
         else:
+            # Parts first: they are found through the whole vectors' key.
+            delete_parts_without_model(
+                self.db,
+                tier=TIER,
+                agent_id=self.agent_id,
+                cache_dir=self.cache_dir,
+                item_ids=ids,
+                key=VECTOR_KEY,
+            )
             delete_items_without_model(
                 self.db, tier=TIER, agent_id=self.agent_id, cache_dir=self.cache_dir, item_ids=ids
             )
@@ -496,8 +534,9 @@ class ArchivalMemory:
 
     def close(self) -> None:
         """Write any unsaved FAISS cache changes."""
-        if self.index is not None:
+        if self.index is not None and self.parts is not None:
             self.index.close()
+            self.parts.close()
 
     # ------------------------------------------------------------------ internals
 
@@ -582,7 +621,8 @@ class ArchivalMemory:
 class _ArchivalSignals:
     """The signals of one archival search in SQLite (``stores.search.SignalSource``).
 
-    Words: FTS5 BM25 over the passage. Meaning: FAISS cosine of its one vector.
+    Words: FTS5 BM25 over the passage. Meaning: FAISS cosine of its best vector, the
+    whole passage's or one of its parts' (``stores.chunks``).
     """
 
     def __init__(self, memory: ArchivalMemory, where: str, params: list[object]) -> None:
@@ -620,7 +660,11 @@ class _ArchivalSignals:
                 f"SELECT b.id FROM archival AS b WHERE {self.where}", self.params
             )
             allowed = [int(row[0]) for row in rows]
-        return [dict(self._index().search(vector, k, allowed_ids=allowed))]
+        # A passage's similarity is its best part's (``stores.chunks``).
+        whole = dict(self._index().search(vector, k, allowed_ids=allowed))
+        assert self.memory.parts is not None
+        parts = self.memory.parts.nearest(vector, k, allowed)
+        return [nearest_items(whole, parts, k)]
 
     def vector_total(self, at_most: int) -> int:
         return min(at_most, self.memory._count_with_vector(self.where, self.params))

@@ -28,6 +28,12 @@ import numpy as np
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.chunks import (
+    PartIndex,
+    delete_parts_without_model,
+    embed_parts,
+    nearest_items,
+)
 from langgraph_memgpt.stores.dates import date_range_sql, day_after_iso, shift_day
 from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
 from langgraph_memgpt.stores.deletions import (
@@ -132,6 +138,7 @@ class RecallMemory:
         self._turn_index: VectorIndex | None = None
         self._context_index: VectorIndex | None = None
         self._tail_index: VectorIndex | None = None
+        self._parts: PartIndex | None = None
         if embeddings is not None:
             identity = _identity(embeddings)
             self._turn_index, self._context_index, self._tail_index = (
@@ -146,6 +153,8 @@ class RecallMemory:
                 )
                 for key, kind in _VECTOR_KINDS.items()
             )
+            # Parts of long messages (``stores.chunks``): the message vector is its best part's.
+            self._parts = PartIndex(self._turn_index)
 
     # -- writing ---------------------------------------------------------------------
 
@@ -238,9 +247,13 @@ class RecallMemory:
         for start in range(0, len(rows), chunk_size):
             chunk = rows[start : start + chunk_size]
             ids = [int(r[0]) for r in chunk]
-            vectors = embed_texts(self.embeddings, [str(r[1]) for r in chunk])
+            texts = [str(r[1]) for r in chunk]
+            vectors = embed_texts(self.embeddings, texts)
+            parts = embed_parts(self.embeddings, texts)
             with transaction(self.db):
                 self._store_vectors(ids, vectors, {})
+                assert self._parts is not None
+                self._parts.store(ids, parts)
             if progress is not None:
                 progress(start + len(chunk), len(rows))
         # Context vectors are means of message vectors: pool once every message has one.
@@ -255,6 +268,8 @@ class RecallMemory:
         for index in (self._turn_index, self._context_index, self._tail_index):
             if index is not None:
                 index.close()
+        if self._parts is not None:
+            self._parts.close()
 
     # -- searching -------------------------------------------------------------------
 
@@ -508,6 +523,14 @@ class RecallMemory:
             # deleted message's vector) cannot be recomputed: they go, and the neighbours
             # are found by their own vector and words until `reembed` pools them again.
             stale = sorted(i for ids in touched.values() for i in ids)
+            delete_parts_without_model(
+                self.db,
+                tier=TIER,
+                agent_id=self.agent_id,
+                cache_dir=self.cache_dir,
+                item_ids=rowids,
+                key="turn",
+            )
             for items, keys in ((rowids, None), (stale, ["context", "context_tail"])):
                 delete_items_without_model(
                     self.db,
@@ -524,6 +547,8 @@ class RecallMemory:
         for index in (self._turn_index, self._context_index, self._tail_index):
             if index is not None:
                 index.purge()
+        if self._parts is not None:
+            self._parts.purge()
 
     def _not_forgotten(self, prepared: list[PreparedMessage]) -> list[PreparedMessage]:
         """The messages that were never deleted (a deleted one is never recorded again)."""
@@ -589,6 +614,7 @@ class RecallMemory:
             if item.searchable and _differs(stored.get(_key(item)), item)
         }
         vectors = self._embed(wanted)
+        parts = self._embed_parts(wanted)
         with transaction(self.db):
             # Read again under the write lock: another writer may have come in between.
             stored = self._stored(batch)
@@ -624,12 +650,17 @@ class RecallMemory:
                 self._forget_vectors([rowid for rowid, _ in dropped])
                 missing = {item.text for _, item in searchable} - set(vectors)
                 vectors.update(self._embed(missing))  # only when another writer raced us
+                parts.update(self._embed_parts(missing))
                 self._store_vectors(
                     [rowid for rowid, _ in searchable],
                     np.stack([vectors[item.text] for _, item in searchable])
                     if searchable
                     else None,
                     {row.id: row.window for row in changed},
+                )
+                assert self._parts is not None
+                self._parts.store(
+                    [rowid for rowid, _ in searchable], [parts[item.text] for _, item in searchable]
                 )
             if self._names is not None:
                 # Extend the cached participants instead of re-reading every message:
@@ -670,6 +701,13 @@ class RecallMemory:
         ordered = sorted(texts)
         vectors = embed_texts(self.embeddings, ordered)
         return dict(zip(ordered, vectors, strict=True))
+
+    def _embed_parts(self, texts: Collection[str]) -> dict[str, FloatArray]:
+        """The part vectors of ``texts`` (``stores.chunks.embed_parts``), keyed by text."""
+        if self.embeddings is None or not texts:
+            return {}
+        ordered = sorted(texts)
+        return dict(zip(ordered, embed_parts(self.embeddings, ordered), strict=True))
 
     def _never_reuse(self, deleted_top: int) -> None:
         """Keep row ids growing after the newest rows were deleted.
@@ -751,6 +789,8 @@ class RecallMemory:
             for index in (self._turn_index, self._context_index, self._tail_index):
                 assert index is not None
                 index.delete(rowids)
+            assert self._parts is not None
+            self._parts.delete(rowids)
 
     def _refresh_contexts(self, thread_id: str, new_ids: set[int]) -> list[_Row]:
         """Recompute the context of the new messages and of their ±2 neighbours.
@@ -1013,7 +1053,8 @@ class _RecallSignals:
     """The signals of one recall search in SQLite (``stores.search.SignalSource``).
 
     Words: FTS5 BM25 over the message and over its context. Meaning: FAISS cosine of the
-    message vector and of the context vector (the context and tail indexes together).
+    message (its best vector: whole or one of its parts, ``stores.chunks``) and of the
+    context vector (the context and tail indexes together).
     Named: the day and the participant a query names.
     """
 
@@ -1070,7 +1111,13 @@ class _RecallSignals:
         if allowed is not None and not allowed:
             return [{}, {}]
         turn, context, tail = self._indexes()
-        turns = dict(turn.search(vector, k, allowed_ids=allowed))
+        # A message's similarity is its best part's (``stores.chunks``).
+        assert self.memory._parts is not None
+        turns = nearest_items(
+            dict(turn.search(vector, k, allowed_ids=allowed)),
+            self.memory._parts.nearest(vector, k, allowed),
+            k,
+        )
         # One context signal over both context indexes (the tail's newer vector wins for a
         # message a database from before the split holds in both).
         contexts = dict(context.search(vector, k, allowed_ids=allowed))

@@ -17,6 +17,7 @@ from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.archival import SUMMARY_TAG
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
+from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
 from langgraph_memgpt.stores.passages import (
@@ -28,6 +29,7 @@ from langgraph_memgpt.stores.passages import (
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.postgres.models import hold_model
+from langgraph_memgpt.stores.postgres.parts import store_parts
 from langgraph_memgpt.stores.postgres.search import (
     Params,
     TableSignals,
@@ -113,6 +115,11 @@ class PgArchivalMemory:
             if self.embeddings is not None
             else None
         )
+        parts = (
+            embed_parts(self.embeddings, [text for text, *_ in batch])
+            if self.embeddings is not None
+            else None
+        )
         passages: list[Passage] = []
         with self.pool.connection() as conn, conn.transaction():
             if self.embeddings is not None:  # the model cannot switch before this commits
@@ -159,6 +166,8 @@ class PgArchivalMemory:
                 passages.append(
                     Passage(int(row[0]), self.agent_id, text, tags, created_at, thread_id, turn)
                 )
+                if parts is not None:
+                    store_parts(conn, TABLE, self.agent_id, [int(row[0])], [parts[n]])
         return passages
 
     # -- reading ---------------------------------------------------------------------
@@ -333,7 +342,8 @@ class PgArchivalMemory:
 class _PgArchivalSignals(TableSignals):
     """The signals of one archival search in Postgres (``stores.search.SignalSource``).
 
-    Words: BM25 over the passage's ``tsvector``. Meaning: pgvector cosine of its vector.
+    Words: BM25 over the passage's ``tsvector``. Meaning: pgvector cosine of its best
+    vector, the whole passage's or one of its parts' (``stores.postgres.parts``).
     """
 
     table = TABLE

@@ -24,9 +24,11 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.chunks import embed_parts, parts_of
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
     embed_texts,
@@ -38,6 +40,7 @@ from langgraph_memgpt.stores.passages import NewPassage, prepare_passages
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import forgotten_among
 from langgraph_memgpt.stores.postgres.models import hold_model
+from langgraph_memgpt.stores.postgres.parts import store_parts
 from langgraph_memgpt.stores.postgres.recall import MESSAGE_COLUMNS, message_row, writers_key
 from langgraph_memgpt.stores.recall import CONTEXT_RADIUS
 from langgraph_memgpt.stores.types import RecallMessage
@@ -159,7 +162,39 @@ def load_messages(
                             pooled.get(i),
                         )
                     )
+        if embeddings is not None:
+            _load_message_parts(conn, agent_id, embeddings, threads, items, sorted(contexts))
     return len(items)
+
+
+def _load_message_parts(
+    conn: psycopg.Connection[Any],
+    agent_id: str,
+    embeddings: Embeddings,
+    threads: list[str],
+    items: Sequence[PreparedMessage],
+    searchable: Sequence[int],
+) -> None:
+    """The part vectors of the long messages just copied (``stores.chunks``).
+
+    The threads are new and locked by this transaction, so their rows are this load's.
+    """
+    long = [i for i in searchable if parts_of(items[i].text)]
+    if not long:
+        return
+    ids = {
+        (str(r[1]), str(r[2])): int(r[0])
+        for r in conn.execute(
+            "SELECT id, thread_id, message_id FROM memgpt_recall WHERE agent_id = %s "
+            "AND thread_id = ANY(%s)",
+            (agent_id, threads),
+        )
+    }
+    keys = [
+        (pg_text(items[i].message.thread_id), pg_text(items[i].message.message_id)) for i in long
+    ]
+    per_text = embed_parts(embeddings, [items[i].text for i in long])
+    store_parts(conn, "memgpt_recall", agent_id, [ids[key] for key in keys], per_text)
 
 
 def load_passages(
@@ -192,8 +227,10 @@ def load_passages(
     for start in range(0, len(prepared), batch):
         chunk = prepared[start : start + batch]
         vectors = None
+        parts: list[FloatArray] = []
         if embeddings is not None:
             vectors = _embed_all(embeddings, [text for text, *_ in chunk])
+            parts = embed_parts(embeddings, [text for text, *_ in chunk])
         with pool.connection() as conn, conn.transaction():
             if embeddings is not None:
                 hold_model(conn, agent_id, embedding_identity(embeddings))
@@ -207,13 +244,24 @@ def load_passages(
                         (agent_id, keys),
                     )
                 }
+            # Ids taken up front (in order, as COPY would give them), so the long passages'
+            # parts know their row.
+            ids = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT nextval(pg_get_serial_sequence('memgpt_archival', 'id')) "
+                    "FROM generate_series(1, %s) ORDER BY 1",
+                    (len(chunk),),
+                )
+            ]
+            copied: list[int] = []
             with conn.cursor() as cursor:
                 with cursor.copy(
-                    "COPY memgpt_archival (agent_id, text, tags, thread_id, turn, created_at, "
+                    "COPY memgpt_archival (id, agent_id, text, tags, thread_id, turn, created_at, "
                     "embedding, key) FROM STDIN (FORMAT BINARY)"
                 ) as copy:
                     copy.set_types(
-                        ["text", "text", "text[]", "text", "int4", "text", "vector", "text"]
+                        ["int8", "text", "text", "text[]", "text", "int4", "text", "vector", "text"]
                     )
                     for n, (text, item_tags, thread, item_turn, at, key) in enumerate(chunk):
                         key = None if key is None else pg_text(key)
@@ -223,6 +271,7 @@ def load_passages(
                             used.add(key)
                         copy.write_row(
                             (
+                                ids[n],
                                 agent_id,
                                 pg_text(text),
                                 pg_texts(item_tags),
@@ -233,7 +282,16 @@ def load_passages(
                                 key,
                             )
                         )
+                        copied.append(n)
                         written += 1
+            if parts:
+                store_parts(
+                    conn,
+                    "memgpt_archival",
+                    agent_id,
+                    [ids[n] for n in copied],
+                    [parts[n] for n in copied],
+                )
         if progress is not None:
             progress(min(len(prepared), start + batch), len(prepared))
     return written

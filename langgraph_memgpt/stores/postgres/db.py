@@ -17,6 +17,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.postgres.parts import SCHEMA as PARTS_SCHEMA
 from langgraph_memgpt.stores.postgres.word_stats import ensure_word_stats
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import MemoryStoreError
@@ -212,7 +213,7 @@ def ensure_schema(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for statement in SCHEMA:
+            for statement in (*SCHEMA, *PARTS_SCHEMA):
                 conn.execute(statement)
             ensure_word_stats(conn)
             conn.execute(

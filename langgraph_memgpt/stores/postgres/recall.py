@@ -24,6 +24,7 @@ from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.base import SearchMode
+from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
@@ -52,6 +53,7 @@ from langgraph_memgpt.stores.postgres.deletions import (
     remember_forgotten,
 )
 from langgraph_memgpt.stores.postgres.models import hold_model
+from langgraph_memgpt.stores.postgres.parts import store_parts
 from langgraph_memgpt.stores.postgres.search import (
     Params,
     TableSignals,
@@ -511,6 +513,13 @@ class PgRecallMemory:
         """Message vectors of the new rows; a context vector is the mean of its window's."""
         assert self.embeddings is not None
         vectors = embed_texts(self.embeddings, [item.text for _, item in new])
+        store_parts(
+            conn,
+            TABLE,
+            self.agent_id,
+            [rowid for rowid, _ in new],
+            embed_parts(self.embeddings, [item.text for _, item in new]),
+        )
         fresh: dict[int, FloatArray] = {
             rowid: v for (rowid, _), v in zip(new, vectors, strict=True)
         }
@@ -700,7 +709,8 @@ class _PgRecallSignals(TableSignals):
     """The signals of one recall search in Postgres (``stores.search.SignalSource``).
 
     Words: BM25 over the message's and the context's ``tsvector``. Meaning: pgvector
-    cosine of the message vector and of the context vector. Named: the day and the
+    cosine of the message vector (its best: whole or one of its parts,
+    ``stores.postgres.parts``) and of the context vector. Named: the day and the
     participant a query names.
     """
 

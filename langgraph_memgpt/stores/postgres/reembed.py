@@ -23,6 +23,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from pgvector.psycopg import register_vector
 
+from langgraph_memgpt.stores.chunks import embed_parts, parts_of
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
     embed_texts,
@@ -32,12 +33,15 @@ from langgraph_memgpt.stores.embeddings import (
 from langgraph_memgpt.stores.postgres.bulk import EMBED_BATCH, windows
 from langgraph_memgpt.stores.postgres.db import ensure_hnsw
 from langgraph_memgpt.stores.postgres.models import model_lock_key
+from langgraph_memgpt.stores.postgres.parts import PARTS_OF, part_rows
 
 Progress = Callable[[int, int], None]
 ProgressFor = Callable[[str], Progress]
 
 _RECALL_STAGE = "memgpt_reembed_recall"
 _ARCHIVAL_STAGE = "memgpt_reembed_archival"
+_PARTS_STAGE = "memgpt_reembed_parts"
+"""New part vectors of long messages and passages (``stores.postgres.parts``), by table."""
 
 
 def reembed_postgres(
@@ -63,12 +67,18 @@ def reembed_postgres(
         conn.execute(
             f"CREATE TEMP TABLE {_ARCHIVAL_STAGE} (id bigint PRIMARY KEY, embedding vector)"
         )
+        conn.execute(
+            f"CREATE TEMP TABLE {_PARTS_STAGE} (tbl text NOT NULL, item_id bigint NOT NULL, "
+            "n integer NOT NULL, embedding vector NOT NULL)"
+        )
         _stage_recall(conn, agent_id, embeddings, progress_for("recall messages"))
         _stage_archival(conn, agent_id, embeddings, progress_for("archival passages"))
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (model_lock_key(agent_id),))
             messages = _switch_recall(conn, agent_id, embeddings)
             passages = _switch_archival(conn, agent_id, embeddings)
+            for table in PARTS_OF:
+                _switch_parts(conn, agent_id, table)
             conn.execute(
                 "INSERT INTO memgpt_embeddings (agent_id, model, dims) VALUES (%s, %s, %s) "
                 "ON CONFLICT (agent_id) DO UPDATE SET model = excluded.model, dims = excluded.dims",
@@ -109,6 +119,7 @@ def _stage_recall(
             pooled = normalize(np.mean([vectors[j] for j in window], axis=0))[0]
             staged.append((int(rows[i][0]), vectors[i], rows[i][2], pooled))
         _copy(conn, _RECALL_STAGE, ["int8", "vector", "text", "vector"], staged)
+        _stage_parts(conn, "memgpt_recall", embeddings, rows)
         done += len(rows)
         progress(done, total)
 
@@ -137,6 +148,7 @@ def _stage_archival(
             ["int8", "vector"],
             [(int(r[0]), v) for r, v in zip(rows, vectors, strict=True)],
         )
+        _stage_parts(conn, "memgpt_archival", embeddings, rows)
         after = int(rows[-1][0])
         done += len(rows)
         progress(done, total)
@@ -156,6 +168,7 @@ def _switch_recall(conn: psycopg.Connection[Any], agent_id: str, embeddings: Emb
         embeddings,
         _RECALL_STAGE,
         ["int8", "vector", "text", "vector"],
+        "memgpt_recall",
     )
     conn.execute(
         f"UPDATE memgpt_recall AS r SET embedding = s.embedding, context_embedding = "
@@ -199,6 +212,7 @@ def _switch_archival(conn: psycopg.Connection[Any], agent_id: str, embeddings: E
         embeddings,
         _ARCHIVAL_STAGE,
         ["int8", "vector"],
+        "memgpt_archival",
     )
     conn.execute(
         f"UPDATE memgpt_archival AS a SET embedding = s.embedding FROM {_ARCHIVAL_STAGE} AS s "
@@ -218,6 +232,7 @@ def _stage_late(
     embeddings: Embeddings,
     stage: str,
     types: list[str],
+    table: str,
 ) -> None:
     """Embed and stage the rows ``sql`` finds (id, text): those written since staging began.
 
@@ -230,6 +245,37 @@ def _stage_late(
         blanks = (None,) * (len(types) - 2)
         rows = [(int(r[0]), v, *blanks) for r, v in zip(late, vectors, strict=True)]
         _copy(conn, stage, types, rows)
+        _stage_parts(conn, table, embeddings, late)
+
+
+def _stage_parts(
+    conn: psycopg.Connection[Any],
+    table: str,
+    embeddings: Embeddings,
+    rows: Sequence[tuple[Any, ...]],
+) -> None:
+    """Stage the new part vectors of the long texts among ``rows`` (id, text, ...)."""
+    long = [r for r in rows if parts_of(str(r[1]))]
+    if not long:
+        return
+    per_text = embed_parts(embeddings, [str(r[1]) for r in long])
+    staged = [
+        (table, item, n, vector)
+        for item, n, _, vector in part_rows("", [int(r[0]) for r in long], per_text)
+    ]
+    _copy(conn, _PARTS_STAGE, ["text", "int8", "int4", "vector"], staged)
+
+
+def _switch_parts(conn: psycopg.Connection[Any], agent_id: str, table: str) -> None:
+    """The agent's parts of ``table`` replaced by the staged ones (of rows still there)."""
+    parts = PARTS_OF[table]
+    conn.execute(f"DELETE FROM {parts} WHERE agent_id = %s", (agent_id,))
+    conn.execute(
+        f"INSERT INTO {parts} (item_id, n, agent_id, embedding) "
+        f"SELECT s.item_id, s.n, b.agent_id, s.embedding FROM {_PARTS_STAGE} AS s "
+        f"JOIN {table} AS b ON b.id = s.item_id WHERE s.tbl = %s AND b.agent_id = %s",
+        (table, agent_id),
+    )
 
 
 def _with_vectors(conn: psycopg.Connection[Any], table: str, agent_id: str) -> int:

@@ -20,7 +20,9 @@ import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
+from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
 from langgraph_memgpt.stores.postgres.word_stats import field_name
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
@@ -352,9 +354,13 @@ class TableSignals:
         return embed_query(self.embeddings, text)
 
     def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
-        """The ``k`` nearest candidates of each vector column."""
+        """The ``k`` nearest candidates of each vector column.
+
+        The first column is the row's own vector: a long text's similarity there is its
+        best vector's, the whole text's or one of its parts' (``stores.chunks``).
+        """
         approximate = self.approximate(self.conn)
-        return [
+        signals = [
             vector_scores(
                 self.conn,
                 self.table,
@@ -367,6 +373,10 @@ class TableSignals:
             )
             for column in self.vectors
         ]
+        if self.table in PARTS_OF:
+            parts = nearest_parts(self.conn, self.table, vector, k, self.where, self.params)
+            signals[0] = nearest_items(signals[0], parts, k)
+        return signals
 
     def vector_total(self, at_most: int) -> int:
         """Candidates with a vector (in the first vector column), counted up to ``at_most``."""
