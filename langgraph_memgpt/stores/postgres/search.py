@@ -247,13 +247,16 @@ def vector_scores(
     return {int(r[0]): float(r[1]) for r in rows}
 
 
-HNSW_EF_SEARCH = 400
+HNSW_EF_SEARCH = 256
 """The HNSW candidate list per search (pgvector's ``hnsw.ef_search``; its default is 40).
 
 Measured at 1M archival passages (the clustered vectors of ``benchmarks/archival_pg.py``,
 200 queries, recall@10 against the exact scan, LIMIT 100 as the archival pool asks, load
-~2): 128 gave 0.842 at 29 ms p50, 256 gave 0.901 at 27 ms, 400 gave 0.921 at 37 ms. A
-buried memory costs more than 10 ms."""
+~2): 128 gave 0.842 at 29 ms p50, 256 gave 0.901 at 27 ms, 400 gave 0.921 at 37 ms. But a
+recall turn runs several such scans: at 100k messages (``benchmarks/per_turn.py --backend
+postgres --embeddings minilm``, load ~1.5) a search turn's p50 was 461 / 467 / 626 ms and a
+chat turn's 153 / 167 / 247 ms with 128 / 256 / 400. 256 buys the recall for nothing
+measurable; 400 costs every turn."""
 
 
 def has_more_than(
