@@ -390,8 +390,7 @@ def _archival_search(
             page_size=ctx.search_page_size,
         )
 
-    found = _search_with_filters(search, filters, _passage_line, ctx)
-    return _or_core_memory(found, args.query, memory), False
+    return _search_with_filters(search, filters, _passage_line, ctx, args.query, memory), False
 
 
 def _conversation_search(
@@ -410,8 +409,7 @@ def _conversation_search(
             exclude_ids=where.in_view,
         )
 
-    found = _search_with_filters(search, filters, message_line, ctx)
-    return _or_core_memory(found, args.query, memory), False
+    return _search_with_filters(search, filters, message_line, ctx, args.query, memory), False
 
 
 def _filters(**values: Any) -> str:
@@ -424,18 +422,21 @@ def _search_with_filters(
     filters: str,
     line: Callable[[Any, int], str],
     ctx: Context,
+    query: str,
+    memory: Memory,
 ) -> str:
     """Run a search; when its filters hide every match, say so and show the unfiltered best.
 
     A small model invents filters (dates of the wrong year, a role); "no results" would then
-    tell it that it knows nothing about what it has.
+    tell it that it knows nothing about what it has. An empty page points at core memory
+    (`_or_core_memory`).
     """
     page = search(True)
     if page.hits or not filters or page.page > 0:
-        return format_page(page, line, ctx)
+        return _or_core_memory(page, line, ctx, query, memory)
     unfiltered = search(False)
     if not unfiltered.hits:
-        return format_page(page, line, ctx)
+        return _or_core_memory(page, line, ctx, query, memory)
     note = (
         f"No match with the filters {filters}; without them there are {unfiltered.total} "
         "matches. The best of them:"
@@ -458,20 +459,27 @@ def core_lines_about(
     ]
 
 
-def _or_core_memory(found: str, query: str, memory: Memory) -> str:
-    """An empty result that points at the core memory lines about the query, if any.
+def _or_core_memory(
+    page: SearchPage[Any],
+    line: Callable[[Any, int], str],
+    ctx: Context,
+    query: str,
+    memory: Memory,
+) -> str:
+    """The page; when it is empty, followed by the core memory lines about the query, if any.
 
     The embedded model searches for facts that sit in its own core memory ("allergy" with
     "Allergic to peanuts." in `human`), reads "No results" and answers that it does not
     know: a search must not say "nothing" about what the agent has in view.
     """
-    if not found.startswith("No results"):
-        return found
+    shown = format_page(page, line, ctx)
+    if page.hits:
+        return shown
     lines = core_lines_about(query, memory)
     if not lines:
-        return found
-    shown = "\n".join(f"- {label}: {line}" for label, line in lines[:CORE_LINES_SHOWN])
-    return f"{found} {prompts.CORE_MEMORY_HAS}\n{shown}"
+        return shown
+    listed = "\n".join(f"- {label}: {text}" for label, text in lines[:CORE_LINES_SHOWN])
+    return f"{shown} {prompts.CORE_MEMORY_HAS}\n{listed}"
 
 
 def _conversation_search_date(
