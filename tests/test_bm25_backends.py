@@ -138,27 +138,49 @@ def test_postgres_word_statistics_are_the_agents_own(tmp_path: Path, postgres_ur
         backend.close()
 
 
-def test_postgres_bm25_of_a_common_term_equals_fts5_bm25(tmp_path: Path, postgres_url: str) -> None:
-    """A term in most rows is read newest-first (``search.walk_newest``): same scores, same cap."""
-    from langgraph_memgpt.stores.fts import bm25_scores as sqlite_bm25
-    from langgraph_memgpt.stores.postgres import PostgresBackend
-    from langgraph_memgpt.stores.postgres.search import bm25_scores as postgres_bm25
-    from langgraph_memgpt.stores.postgres.search import walk_newest
-    from langgraph_memgpt.stores.words import TERM_MATCH_CAP
-
-    texts = [
-        f"tomatoes note {i}" + (" garden" if i % 3 == 0 else "") + (" tomatoes" * (i % 4))
+def _common_term_corpus() -> list[str]:
+    """600 notes all holding "tomatoes" (some several times), every third "garden", and
+    "basil" only in the oldest 100: a term rarer lately than overall."""
+    return [
+        f"tomatoes note {i}"
+        + (" garden" if i % 3 == 0 else "")
+        + (" basil" if i < 100 else "")
+        + (" tomatoes" * (i % 4))
         for i in range(600)
     ]
-    assert walk_newest(600, 600) and not walk_newest(200, 600)
+
+
+@pytest.mark.parametrize("way", ["index", "walk", "window", "short window"])
+def test_postgres_bm25_of_common_terms_equals_fts5_bm25_whichever_way_they_are_read(
+    tmp_path: Path, postgres_url: str, way: str
+) -> None:
+    """A term's newest matches are the same whether read through the index, by walking
+    the rows newest first, or within a window of the newest rows, also when the window
+    holds too few of them (``search.term_reading``): same scores, same cap as FTS5."""
+    from langgraph_memgpt.stores.fts import bm25_scores as sqlite_bm25
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+    from langgraph_memgpt.stores.postgres.search import Reading
+    from langgraph_memgpt.stores.postgres.search import bm25_scores as postgres_bm25
+    from langgraph_memgpt.stores.words import TERM_MATCH_CAP
+
+    reading = {
+        "index": Reading("index"),
+        "walk": Reading("walk"),
+        "window": Reading("window", 400),
+        "short window": Reading("window", 20),
+    }[way]
+    texts = _common_term_corpus()
     close_all()
     lite = SqliteBackend(tmp_path / "memory", embedding_model="none").open("ada").archival
     backend = PostgresBackend(postgres_url, embedding_model="none")
     try:
         pg = backend.open("ada").archival
+        backend.open("bob").archival.insert_many(texts[:50])  # another agent's ids between
         lite.insert_many(texts)
-        pg.insert_many(texts)
-        for query in ("tomatoes", "garden tomatoes"):
+        pg.insert_many(texts[:300])
+        backend.open("bob").archival.insert_many(texts[:50])
+        pg.insert_many(texts[300:])
+        for query in ("tomatoes", "garden tomatoes", "basil garden"):
             sqlite_scores = sqlite_bm25(
                 lite.db, "archival_fts", "archival", [*query.split()], "b.agent_id = ?", ["ada"]
             )
@@ -171,6 +193,7 @@ def test_postgres_bm25_of_a_common_term_equals_fts5_bm25(tmp_path: Path, postgre
                     [*query.split()],
                     "b.agent_id = %s",
                     ["ada"],
+                    reading=lambda df, documents: reading,
                 )
             by_text = {lite.get(i).text: s for i, s in sqlite_scores.items()}
             pg_by_text = {pg.get(i).text: s for i, s in pg_scores.items()}
@@ -181,3 +204,17 @@ def test_postgres_bm25_of_a_common_term_equals_fts5_bm25(tmp_path: Path, postgre
     finally:
         backend.close()
         close_all()
+
+
+def test_a_term_is_read_the_cheapest_way_for_its_frequency() -> None:
+    """Rare terms through the index; very common ones by walking the newest rows; those
+    in between, whose newest matches lie too far apart to walk to, within a window."""
+    from langgraph_memgpt.stores.postgres.search import WINDOW_FROM_WALK, term_reading
+
+    assert term_reading(200, 600).way == "index"  # fewer matches than the cap
+    assert term_reading(600, 600).way == "walk"
+    assert term_reading(1_000, 100_000).way == "index"
+    assert term_reading(30_000, 100_000).way == "walk"
+    middling = term_reading(3_000, 100_000)
+    assert middling.way == "window"
+    assert middling.rows > WINDOW_FROM_WALK

@@ -96,7 +96,7 @@ class PgRecallMemory:
         agent_id: str,
         embeddings: Embeddings | None,
         *,
-        exact_scan_limit: int = 20_000,
+        exact_scan_limit: int = 5_000,
     ) -> None:
         self.pool = pool
         self.agent_id = agent_id

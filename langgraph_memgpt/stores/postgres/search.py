@@ -12,7 +12,7 @@ fuses and pages them as it does for the embedded backend.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -128,20 +128,87 @@ walk reads the newest rows, contiguous and recently written, the index's matches
 over the table. Measured at 100k messages here: 5 us a row walked (13 us for a context,
 whose ``tsvector`` is out of line) against 10-45 us a match read through the index."""
 
+WINDOW_FROM_WALK = 4000
+"""Walks longer than this many rows read a window of the newest rows instead.
 
-def walk_newest(df: int, documents: int) -> bool:
-    """Whether a term's newest matches are cheaper found by walking rows newest first.
+A term in a few thousand of 100k messages is the worst case for both other ways: its GIN
+matches are too many to read and sort (2.5k, 25-50 ms), its newest 250 too far apart to
+walk to (10k rows, 48 ms for a context). Intersecting its GIN matches with a range of the
+agent's newest ids (a bitmap AND of the GIN and ``(agent_id, id)`` indexes) reads only the
+matches in the range: 5-9 ms for those terms (``/tmp`` probe over the 22 queries of
+``benchmarks/per_turn.py`` at 100k messages, quiet machine). Below ~4k rows walked the
+walk was as fast or faster (a common term's window still builds its whole GIN bitmap)."""
 
-    Two ways to the ``TERM_MATCH_CAP`` newest rows holding a term: read all ``df`` of its
-    matches through the GIN index and sort them, or walk the agent's rows newest first,
+WINDOW_MARGIN = 2
+"""A window spans the rows expected to hold this many times ``TERM_MATCH_CAP`` matches."""
+
+GAP_SAMPLE = 1000
+"""The newest rows whose ids tell how far apart ids are (ids have gaps: a re-recorded
+queue consumes sequence values), which turns a window's rows into an id range."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a term's newest ``TERM_MATCH_CAP`` matches are read.
+
+    ``index``: all its matches through the GIN index, sorted. ``walk``: the agent's rows
+    newest first, each tested. ``window``: the GIN matches among the newest ``rows`` rows;
+    when those hold fewer than ``TERM_MATCH_CAP`` (the term is rarer lately than overall),
+    the term is read again without the window, so the result never depends on the choice.
+    """
+
+    way: str
+    rows: int = 0
+
+
+def term_reading(df: int, documents: int) -> Reading:
+    """The cheapest way to a term's newest matches, from its exact document frequency.
+
+    Read all ``df`` matches through the index, or walk the agent's rows newest first,
     testing each (about ``TERM_MATCH_CAP * documents / df`` rows, at
-    :data:`WALK_ROW_COST` each). The exact ``df`` decides, not the planner's estimate: at
-    100k messages it walked 14.6k rows (187 ms) for a context term in 1,832 of them,
-    which the index reads in 17 ms; a term in 7k messages is the other way round (walk
-    3.4k rows, 17 ms; index 7k matches, 300 ms).
+    :data:`WALK_ROW_COST` each), or, for a walk longer than :data:`WINDOW_FROM_WALK`,
+    intersect the matches with the newest rows. The exact ``df`` decides, not the
+    planner's estimate: at 100k messages it walked 14.6k rows (187 ms) for a context term
+    in 1,832 of them, which the index reads in 17 ms; a term in 7k messages is the other
+    way round (walk 3.4k rows, 17 ms; index 7k matches, 300 ms).
     """
     walked = TERM_MATCH_CAP * max(documents, df) / max(df, 1)
-    return df > TERM_MATCH_CAP and walked * WALK_ROW_COST < df
+    if df <= TERM_MATCH_CAP or walked * WALK_ROW_COST >= df:
+        return Reading("index")
+    if walked > WINDOW_FROM_WALK:
+        return Reading("window", math.ceil(walked * WINDOW_MARGIN))
+    return Reading("walk")
+
+
+class NewestIds:
+    """Turns "the newest ``rows`` rows of the agent" into an id bound, looked up once.
+
+    From the ids of the agent's newest :data:`GAP_SAMPLE` rows: the newest, and the
+    average gap between ids lately. An estimate: the window it gives may hold more or
+    fewer rows than asked, which costs time, never a different result (see
+    :class:`Reading`).
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], table: str, agent_id: str) -> None:
+        self.conn, self.table, self.agent_id = conn, table, agent_id
+        self._sample: tuple[int, int, float] | None = None
+
+    def above(self, rows: int) -> int | None:
+        """An id below about the newest ``rows`` rows; None when that is every row."""
+        if self._sample is None:
+            found = self.conn.execute(
+                f"SELECT max(b.id), min(b.id), count(*) FROM (SELECT id FROM {self.table} "
+                "WHERE agent_id = %s ORDER BY id DESC LIMIT %s) AS b",
+                (self.agent_id, GAP_SAMPLE),
+            ).fetchone()
+            newest, oldest, count = found if found and found[0] is not None else (0, 0, 0)
+            gap = (int(newest) - int(oldest)) / (int(count) - 1) if int(count) > 1 else 0.0
+            self._sample = (int(newest), int(count), gap)
+        newest, count, gap = self._sample
+        if count < GAP_SAMPLE and rows >= count:
+            return None  # the sample is the whole agent, and the window would hold it all
+        bound = newest - math.ceil(rows * gap)
+        return bound if bound > 0 else None
 
 
 def bm25_scores(
@@ -152,6 +219,8 @@ def bm25_scores(
     terms: Sequence[str],
     where: str,
     params: Params,
+    *,
+    reading: Callable[[int, int], Reading] = term_reading,
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
@@ -174,11 +243,13 @@ def bm25_scores(
         terms: words from ``stores.words.query_terms``.
         where: the search's condition over ``b``.
         params: the parameters of ``where``.
+        reading: how each term's matches are read (:func:`term_reading`; tests force one).
     """
     if not terms:
         return {}
     tsv, length = columns
     stats, frequencies = term_statistics(conn, table, tsv, agent_id, list(dict.fromkeys(terms)))
+    newest = NewestIds(conn, table, agent_id)
     scores: dict[int, float] = {}
     for term, found in frequencies.items():
         if not found.documents:
@@ -186,22 +257,43 @@ def bm25_scores(
         # The newest matches, then their term frequency: the term's positions picked out
         # by C functions (its lexemes weighted A, the rest filtered away), not by
         # unnesting every lexeme of every match. `id + 0` hides the id order from the
-        # planner, which then reads the term's matches through its GIN index and sorts
-        # them; see `walk_newest` for when it may walk the rows newest first instead.
-        order = "b.id" if walk_newest(found.documents, stats.documents) else "b.id + 0"
-        rows = conn.execute(
-            f"SELECT b.id, b.{length}, (SELECT coalesce(sum(coalesce("
-            f"array_length(u.positions, 1), 1)), 0) FROM unnest(ts_filter(setweight("
-            f"b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u) FROM {table} AS b "
-            f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({where}) "
-            f"ORDER BY {order} DESC LIMIT %s",
-            (found.lexemes, term, *params, TERM_MATCH_CAP),
-        ).fetchall()
+        # planner, which then reads the term's matches through its GIN index (within the
+        # window, if any) and sorts them; `b.id` lets it walk the rows newest first.
+        way = reading(found.documents, stats.documents)
+        bound = newest.above(way.rows) if way.way == "window" else None
+        rows = _newest_matches(conn, table, columns, found, term, where, params, way.way, bound)
+        if bound is not None and len(rows) < TERM_MATCH_CAP:
+            rows = _newest_matches(conn, table, columns, found, term, where, params, "walk", None)
         for item, size, tf in rows:
             if tf:
                 value = bm25_term(float(tf), found.documents, float(size or 0), stats)
                 scores[int(item)] = scores.get(int(item), 0.0) + value
     return scores
+
+
+def _newest_matches(
+    conn: psycopg.Connection[Any],
+    table: str,
+    columns: tuple[str, str],
+    found: TermStats,
+    term: str,
+    where: str,
+    params: Params,
+    way: str,
+    bound: int | None,
+) -> list[tuple[Any, ...]]:
+    """``(id, length, term frequency)`` of a term's newest matches, read ``way``."""
+    tsv, length = columns
+    order = "b.id" if way == "walk" else "b.id + 0"
+    window, extra = ("AND b.id > %s", [bound]) if bound is not None else ("", [])
+    return conn.execute(
+        f"SELECT b.id, b.{length}, (SELECT coalesce(sum(coalesce("
+        f"array_length(u.positions, 1), 1)), 0) FROM unnest(ts_filter(setweight("
+        f"b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u) FROM {table} AS b "
+        f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({where}) {window} "
+        f"ORDER BY {order} DESC LIMIT %s",
+        (found.lexemes, term, *params, *extra, TERM_MATCH_CAP),
+    ).fetchall()
 
 
 def vector_scores(
