@@ -152,9 +152,10 @@ class Reading:
     """How a term's newest ``TERM_MATCH_CAP`` matches are read.
 
     ``index``: all its matches through the GIN index, sorted. ``walk``: the agent's rows
-    newest first, each tested. ``window``: the GIN matches among the newest ``rows`` rows;
-    when those hold fewer than ``TERM_MATCH_CAP`` (the term is rarer lately than overall),
-    the term is read again without the window, so the result never depends on the choice.
+    newest first, each tested. ``window``: the GIN matches among the newest ``rows`` rows,
+    then in ever longer windows further back while they hold fewer than
+    ``TERM_MATCH_CAP`` (the term is rarer lately than overall, or the filter leaves few):
+    the result never depends on the choice.
     """
 
     way: str
@@ -221,6 +222,7 @@ def bm25_scores(
     params: Params,
     *,
     reading: Callable[[int, int], Reading] = term_reading,
+    matched: dict[str, list[int]] | None = None,
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
@@ -244,6 +246,8 @@ def bm25_scores(
         where: the search's condition over ``b``.
         params: the parameters of ``where``.
         reading: how each term's matches are read (:func:`term_reading`; tests force one).
+        matched: filled with each term's matches read, newest first (all of them when
+            fewer than ``TERM_MATCH_CAP``): what tells a rare term, with no query more.
     """
     if not terms:
         return {}
@@ -253,6 +257,8 @@ def bm25_scores(
     scores: dict[int, float] = {}
     for term, found in frequencies.items():
         if not found.documents:
+            if matched is not None:
+                matched[term] = []
             continue
         # The newest matches, then their term frequency: the term's positions picked out
         # by C functions (its lexemes weighted A, the rest filtered away), not by
@@ -260,10 +266,13 @@ def bm25_scores(
         # planner, which then reads the term's matches through its GIN index (within the
         # window, if any) and sorts them; `b.id` lets it walk the rows newest first.
         way = reading(found.documents, stats.documents)
-        bound = newest.above(way.rows) if way.way == "window" else None
-        rows = _newest_matches(conn, table, columns, found, term, where, params, way.way, bound)
-        if bound is not None and len(rows) < TERM_MATCH_CAP:
-            rows = _newest_matches(conn, table, columns, found, term, where, params, "walk", None)
+        query = _TermQuery(conn, table, columns, found, term, where, params)
+        if way.way == "window":
+            rows = _in_windows(query, newest, way.rows)
+        else:
+            rows = query.newest(way.way, None, None, TERM_MATCH_CAP)
+        if matched is not None:
+            matched[term] = [int(row[0]) for row in rows]
         for item, size, tf in rows:
             if tf:
                 value = bm25_term(float(tf), found.documents, float(size or 0), stats)
@@ -271,29 +280,63 @@ def bm25_scores(
     return scores
 
 
-def _newest_matches(
-    conn: psycopg.Connection[Any],
-    table: str,
-    columns: tuple[str, str],
-    found: TermStats,
-    term: str,
-    where: str,
-    params: Params,
-    way: str,
-    bound: int | None,
-) -> list[tuple[Any, ...]]:
-    """``(id, length, term frequency)`` of a term's newest matches, read ``way``."""
-    tsv, length = columns
-    order = "b.id" if way == "walk" else "b.id + 0"
-    window, extra = ("AND b.id > %s", [bound]) if bound is not None else ("", [])
-    return conn.execute(
-        f"SELECT b.id, b.{length}, (SELECT coalesce(sum(coalesce("
-        f"array_length(u.positions, 1), 1)), 0) FROM unnest(ts_filter(setweight("
-        f"b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u) FROM {table} AS b "
-        f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({where}) {window} "
-        f"ORDER BY {order} DESC LIMIT %s",
-        (found.lexemes, term, *params, *extra, TERM_MATCH_CAP),
-    ).fetchall()
+@dataclass(frozen=True)
+class _TermQuery:
+    """One term's matches in one text column under a search's filter."""
+
+    conn: psycopg.Connection[Any]
+    table: str
+    columns: tuple[str, str]
+    found: TermStats
+    term: str
+    where: str
+    params: Params
+
+    def newest(
+        self, way: str, above: int | None, up_to: int | None, limit: int
+    ) -> list[tuple[Any, ...]]:
+        """The ``limit`` newest matches with an id in ``(above, up_to]``, read ``way``.
+
+        Rows of ``(id, length, term frequency)``; a None bound is no bound.
+        """
+        tsv, length = self.columns
+        order = "b.id" if way == "walk" else "b.id + 0"
+        bounds, extra = "", list[int]()
+        if above is not None:
+            bounds, extra = bounds + " AND b.id > %s", [*extra, above]
+        if up_to is not None:
+            bounds, extra = bounds + " AND b.id <= %s", [*extra, up_to]
+        return self.conn.execute(
+            f"SELECT b.id, b.{length}, (SELECT coalesce(sum(coalesce("
+            f"array_length(u.positions, 1), 1)), 0) FROM unnest(ts_filter(setweight("
+            f"b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u) FROM {self.table} AS b "
+            f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({self.where}){bounds} "
+            f"ORDER BY {order} DESC LIMIT %s",
+            (self.found.lexemes, self.term, *self.params, *extra, limit),
+        ).fetchall()
+
+
+WINDOW_GROWTH = 4
+"""Each further window reaches this many times further back than the one before."""
+
+
+def _in_windows(query: _TermQuery, newest: NewestIds, rows: int) -> list[tuple[Any, ...]]:
+    """A term's newest matches read window by window, newest first, until the cap.
+
+    The first window spans ``rows`` rows; when the filter or the term's history leaves
+    fewer matches there, the next reaches :data:`WINDOW_GROWTH` times further back
+    (without re-reading the first), and the last has no lower bound: the matches are
+    those of one unwindowed read, in a few index reads however the term is spread.
+    """
+    found: list[tuple[Any, ...]] = []
+    up_to: int | None = None
+    while len(found) < TERM_MATCH_CAP:
+        above = newest.above(rows)
+        found += query.newest("index", above, up_to, TERM_MATCH_CAP - len(found))
+        if above is None:
+            break
+        up_to, rows = above, rows * WINDOW_GROWTH
+    return found
 
 
 def vector_scores(
@@ -428,18 +471,34 @@ class TableSignals:
         self.where = where
         self.params = params
         self.approximate = memory._approximate
+        self._matched: dict[str, list[int]] | None = None
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of each word signal's column."""
+        self._matched = {}
         return [
             bm25_scores(
-                self.conn, self.table, columns, self.agent_id, terms, self.where, self.params
+                self.conn,
+                self.table,
+                columns,
+                self.agent_id,
+                terms,
+                self.where,
+                self.params,
+                matched=self._matched if i == 0 else None,
             )
-            for columns in self.words
+            for i, columns in enumerate(self.words)
         ]
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
-        """The rows holding each term, in the first word column."""
+        """The rows holding each term, in the first word column.
+
+        Taken from the matches its word signal read when it has run (a term read in full
+        below ``TERM_MATCH_CAP``, or more than ``limit`` anyway), else looked up.
+        """
+        known = self._matched or {}
+        if limit < TERM_MATCH_CAP and all(term in known for term in terms):
+            return {term: set(known[term][: limit + 1]) for term in dict.fromkeys(terms)}
         tsv = self.words[0][0]
         return term_matches(self.conn, self.table, tsv, terms, self.where, self.params, limit=limit)
 
