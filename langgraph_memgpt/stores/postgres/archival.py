@@ -201,11 +201,10 @@ class PgArchivalMemory:
             return self._count(conn, "b.agent_id = %s", [self.agent_id])
 
     def tags(self) -> list[str]:
-        """Every tag the agent has used, sorted."""
+        """Every tag the agent's passages carry, sorted (``stores.postgres.tag_counts``)."""
         with self.pool.connection() as conn:
             rows = conn.execute(
-                f"SELECT DISTINCT unnest(tags) AS tag FROM {TABLE} "
-                "WHERE agent_id = %s ORDER BY tag",
+                "SELECT tag FROM memgpt_archival_tag_counts WHERE agent_id = %s ORDER BY tag",
                 (self.agent_id,),
             ).fetchall()
         return [str(row[0]) for row in rows]

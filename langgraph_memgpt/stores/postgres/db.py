@@ -18,6 +18,7 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.postgres.parts import SCHEMA as PARTS_SCHEMA
+from langgraph_memgpt.stores.postgres.tag_counts import ensure_tag_counts
 from langgraph_memgpt.stores.postgres.word_stats import ensure_word_stats
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import MemoryStoreError
@@ -221,6 +222,7 @@ def ensure_schema(url: str) -> None:
             for statement in (*SCHEMA, *PARTS_SCHEMA):
                 conn.execute(statement)
             ensure_word_stats(conn)
+            ensure_tag_counts(conn)
             conn.execute(
                 "INSERT INTO memgpt_schema (name, version) VALUES ('memory', %s) "
                 "ON CONFLICT (name) DO NOTHING",
