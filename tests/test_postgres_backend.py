@@ -266,6 +266,28 @@ class Letters(Embeddings):
         return vector
 
 
+
+def test_a_process_starting_beside_writers_locks_no_table(postgres_url: str) -> None:
+    """With the schema current, opening memory runs no DDL: a transaction that has read
+    the tables (as a writer checking what is stored does) never waits for a new worker,
+    nor the worker for it (``ALTER TABLE ... IF NOT EXISTS`` locks even when it changes
+    nothing, and such a pair deadlocked in CI)."""
+    from langgraph_memgpt.stores.postgres.db import ensure_schema
+
+    backend = PostgresBackend(postgres_url, embeddings=Letters())
+    backend.open("ada").archival.insert("seeded")  # schema and HNSW indexes exist
+    backend.close()
+    impatient = f"{postgres_url}&options=-c%20lock_timeout%3D1000"
+    with psycopg.connect(postgres_url) as reader:
+        for table in ("memgpt_recall", "memgpt_archival", "memgpt_core_blocks"):
+            reader.execute(f"SELECT 1 FROM {table} LIMIT 1")  # held until the end
+        ensure_schema(impatient)
+        worker = PostgresBackend(impatient, embeddings=Letters())
+        try:
+            assert worker.open("ada").archival.count() == 1
+        finally:
+            worker.close()
+
 def test_an_agent_keeps_its_embedding_model(
     postgres_url: str, embeddings: MiniLMEmbeddings
 ) -> None:

@@ -10,6 +10,7 @@ and the shared date filters (``stores.dates``) compare them as text.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,9 +18,8 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.postgres import tag_counts, word_stats
 from langgraph_memgpt.stores.postgres.parts import SCHEMA as PARTS_SCHEMA
-from langgraph_memgpt.stores.postgres.tag_counts import ensure_tag_counts
-from langgraph_memgpt.stores.postgres.word_stats import ensure_word_stats
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import MemoryStoreError
 
@@ -210,31 +210,59 @@ def pg_texts(texts: Sequence[str]) -> list[str]:
     return [pg_text(t) for t in texts]
 
 
+def schema_fingerprint() -> int:
+    """A number that changes whenever any statement `ensure_schema` runs changes."""
+    text = "\n".join([*SCHEMA, *PARTS_SCHEMA, word_stats.ddl(), tag_counts.ddl()])
+    return zlib.crc32(text.encode()) & 0x7FFFFFFF
+
+
 def ensure_schema(url: str) -> None:
     """Create (or check) the memory schema at ``url``; safe to run from many processes.
+
+    The statements run only when the database does not hold this package's schema yet
+    (``ddl`` in ``memgpt_schema`` is not :func:`schema_fingerprint`): idempotent as they
+    are, ``ALTER TABLE ... IF NOT EXISTS`` and ``CREATE INDEX IF NOT EXISTS`` still lock
+    their tables, so a worker starting beside others' writes stalled them, and a writer
+    that had read the table before inserting deadlocked with it (seen in CI with four
+    processes writing one database).
 
     Raises:
         SchemaVersionError: the database holds a newer schema than this package knows.
     """
+    fingerprint = schema_fingerprint()
     with psycopg.connect(url, autocommit=True) as conn:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for statement in (*SCHEMA, *PARTS_SCHEMA):
-                conn.execute(statement)
-            ensure_word_stats(conn)
-            ensure_tag_counts(conn)
-            conn.execute(
-                "INSERT INTO memgpt_schema (name, version) VALUES ('memory', %s) "
-                "ON CONFLICT (name) DO NOTHING",
-                (SCHEMA_VERSION,),
-            )
-            row = conn.execute("SELECT version FROM memgpt_schema WHERE name = 'memory'").fetchone()
-        version = int(row[0]) if row else SCHEMA_VERSION
+        if _stored_version(conn, "ddl") != fingerprint:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                for statement in (*SCHEMA, *PARTS_SCHEMA):
+                    conn.execute(statement)
+                word_stats.ensure_word_stats(conn)
+                tag_counts.ensure_tag_counts(conn)
+                conn.execute(
+                    "INSERT INTO memgpt_schema (name, version) VALUES ('memory', %s) "
+                    "ON CONFLICT (name) DO NOTHING",
+                    (SCHEMA_VERSION,),
+                )
+                conn.execute(
+                    "INSERT INTO memgpt_schema (name, version) VALUES ('ddl', %s) "
+                    "ON CONFLICT (name) DO UPDATE SET version = excluded.version",
+                    (fingerprint,),
+                )
+        version = _stored_version(conn, "memory") or SCHEMA_VERSION
         if version > SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"the memory schema in this database is version {version}, newer than this "
                 f"package's {SCHEMA_VERSION}: upgrade langgraph-memgpt"
             )
+
+
+def _stored_version(conn: psycopg.Connection[Any], name: str) -> int | None:
+    """``memgpt_schema``'s version of ``name``; None when absent (or no schema yet)."""
+    exists = conn.execute("SELECT to_regclass('memgpt_schema') IS NOT NULL").fetchone()
+    if not exists or not exists[0]:
+        return None
+    row = conn.execute("SELECT version FROM memgpt_schema WHERE name = %s", (name,)).fetchone()
+    return int(row[0]) if row else None
 
 
 def ensure_hnsw(pool: ConnectionPool[Any], dims: int) -> None:
@@ -244,6 +272,16 @@ def ensure_hnsw(pool: ConnectionPool[Any], dims: int) -> None:
     plain ``embedding <=> q`` of an exact scan never matches it, so only the searches that
     ask for it (large agents, `VectorSearch`) walk the graph.
     """
+    names = [f"{table}_{column}_hnsw_{int(dims)}" for table, column in VECTOR_COLUMNS]
+    with pool.connection() as conn:
+        # Checked first: CREATE INDEX IF NOT EXISTS locks the table against writers even
+        # when the index exists, and every process opening an agent comes here.
+        found = conn.execute(
+            "SELECT count(*) FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NOT NULL",
+            (names,),
+        ).fetchone()
+        if found and int(found[0]) == len(names):
+            return
     with pool.connection() as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
         for table, column in VECTOR_COLUMNS:

@@ -120,6 +120,10 @@ class PgRecallMemory:
             return 0
         threads = sorted({pg_text(p.message.thread_id) for p in prepared})
         with self.pool.connection() as conn, conn.transaction():
+            # The lock the inserts take, taken before the reads below: a read first and a
+            # schema change queued between it and the insert deadlock (the insert's lock
+            # waits for the change, which waits for the read).
+            conn.execute(f"LOCK TABLE {TABLE} IN ROW EXCLUSIVE MODE")
             # Shared: writers of one agent run side by side; `since` waits for them all.
             conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._writers_key(),))
             self._hold_model(conn)

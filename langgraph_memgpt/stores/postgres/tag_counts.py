@@ -104,6 +104,11 @@ _TRIGGERS = (
 )
 
 
+def ddl() -> str:
+    """Every statement `ensure_tag_counts` may run, as one text (the schema's fingerprint)."""
+    return "\n".join([_TABLE, _APPLY, *_FUNCTIONS, *_TRIGGERS, _pairs("memgpt_archival", 1)])
+
+
 def ensure_tag_counts(conn: psycopg.Connection[Any]) -> None:
     """Create the table, function and triggers, and fill the table once per database.
 

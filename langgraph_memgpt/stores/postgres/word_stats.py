@@ -183,6 +183,14 @@ def _backfill() -> list[str]:
     ]
 
 
+def ddl() -> str:
+    """Every statement `ensure_word_stats` may run, as one text (the schema's fingerprint)."""
+    tables = sorted({table for table, _, _ in FIELDS})
+    functions = [f for t in tables for f in _trigger_functions(t)]
+    triggers = [t for table in tables for t in _triggers(table)]
+    return "\n".join([*_TABLES, _APPLY, *functions, *triggers, *_backfill()])
+
+
 def ensure_word_stats(conn: psycopg.Connection[Any]) -> None:
     """Create the tables, functions and triggers, and fill the tables once per database.
 
