@@ -266,7 +266,6 @@ class Letters(Embeddings):
         return vector
 
 
-
 def test_a_process_starting_beside_writers_locks_no_table(postgres_url: str) -> None:
     """With the schema current, opening memory runs no DDL: a transaction that has read
     the tables (as a writer checking what is stored does) never waits for a new worker,
@@ -287,6 +286,7 @@ def test_a_process_starting_beside_writers_locks_no_table(postgres_url: str) -> 
             assert worker.open("ada").archival.count() == 1
         finally:
             worker.close()
+
 
 def test_an_agent_keeps_its_embedding_model(
     postgres_url: str, embeddings: MiniLMEmbeddings
