@@ -50,7 +50,8 @@ from langgraph_memgpt.stores.embeddings import (
     normalize,
 )
 from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
-from langgraph_memgpt.stores.fts import bm25_scores, term_matches
+from langgraph_memgpt.stores.fts import term_matches
+from langgraph_memgpt.stores.fts_parts import bm25_with_parts
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
     mentioned_dates,
@@ -1068,9 +1069,28 @@ class _RecallSignals:
         self._allowed_read = False
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        # The message scores as its best part where that is higher (``stores.bm25``); the
+        # context, the message with its neighbours, as a whole.
         return [
-            bm25_scores(self.db, table, "recall", terms, self.where, self.params)
-            for table in ("recall_fts", "recall_context_fts")
+            bm25_with_parts(
+                self.db,
+                "recall_fts",
+                "recall",
+                ("recall_fts", "rowid", "text"),
+                terms,
+                self.where,
+                self.params,
+            ),
+            bm25_with_parts(
+                self.db,
+                "recall_context_fts",
+                "recall",
+                ("recall", "id", "context"),
+                terms,
+                self.where,
+                self.params,
+                gate=("recall_fts", "rowid", "text"),
+            ),
         ]
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:

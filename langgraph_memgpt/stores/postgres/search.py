@@ -20,6 +20,7 @@ import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.bm25 import Corpus, bm25_term
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
@@ -32,25 +33,6 @@ Params = list[object]
 def placeholders(conditions: Sequence[str]) -> list[str]:
     """Conditions written with ``?`` (as ``stores.dates`` writes them) in psycopg's ``%s``."""
     return [c.replace("?", "%s") for c in conditions]
-
-
-BM25_K1 = 1.2
-"""BM25's term-frequency saturation, as SQLite FTS5's ``bm25()`` uses it."""
-BM25_B = 0.75
-"""BM25's length normalisation, as SQLite FTS5's ``bm25()`` uses it."""
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """BM25's collection statistics of one text column of one agent: documents and length."""
-
-    documents: int
-    tokens: int
-
-    @property
-    def average_length(self) -> float:
-        """Tokens per document (1.0 for an empty corpus, which has no matches anyway)."""
-        return self.tokens / self.documents if self.documents and self.tokens else 1.0
 
 
 @dataclass(frozen=True)
@@ -106,20 +88,6 @@ def term_statistics(
             df = 0 if row is None else int(row[0])
         frequencies[term] = TermStats(df, list(lexemes))
     return stats, frequencies
-
-
-def bm25_term(tf: float, df: int, length: float, stats: Corpus) -> float:
-    """One query term's BM25 in one document, exactly as SQLite FTS5's ``bm25()`` scores it.
-
-    ``idf = ln((N - df + 0.5) / (df + 0.5))``, floored at 1e-6 (a term in more than half
-    the documents still counts a little), times ``tf (k1 + 1) / (tf + k1 (1 - b + b
-    length / avgdl))``.
-    """
-    idf = math.log((stats.documents - df + 0.5) / (df + 0.5))
-    if idf <= 0.0:
-        idf = 1e-6
-    norm = 1.0 - BM25_B + BM25_B * length / stats.average_length
-    return idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
 
 
 WALK_ROW_COST = 1 / 6
