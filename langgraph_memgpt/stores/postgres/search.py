@@ -20,11 +20,12 @@ import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.bm25 import Corpus, bm25_term
+from langgraph_memgpt.stores.bm25 import bm25_term
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
+from langgraph_memgpt.stores.postgres.part_words import with_best_parts
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
-from langgraph_memgpt.stores.postgres.word_stats import field_name
+from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
 Params = list[object]
@@ -33,61 +34,6 @@ Params = list[object]
 def placeholders(conditions: Sequence[str]) -> list[str]:
     """Conditions written with ``?`` (as ``stores.dates`` writes them) in psycopg's ``%s``."""
     return [c.replace("?", "%s") for c in conditions]
-
-
-@dataclass(frozen=True)
-class TermStats:
-    """A query term as one text column of one agent holds it."""
-
-    documents: int
-    """Its document frequency."""
-    lexemes: list[str]
-    """Its lexemes (``memgpt_words``): what its frequency in a document counts."""
-
-
-def term_statistics(
-    conn: psycopg.Connection[Any], table: str, tsv: str, agent_id: str, terms: Sequence[str]
-) -> tuple[Corpus, dict[str, TermStats]]:
-    """The agent's corpus of one text column and each term's document frequency.
-
-    Looked up in the tables ``stores.postgres.word_stats`` keeps (one query, whatever the
-    agent's size). A term is matched as ``plainto_tsquery('english', term)``: one lexeme
-    (nearly every word) is a row of ``memgpt_word_df``; none (a stop word) matches nothing;
-    several (a word Postgres' parser splits) are counted in the agent's rows, as before
-    the tables existed.
-    """
-    field = field_name(table, tsv)
-    rows = conn.execute(
-        "WITH t AS (SELECT x.term, x.n, plainto_tsquery('english', x.term) AS q, "
-        "array(SELECT lexeme FROM unnest(memgpt_words(x.term))) AS lexemes "
-        "FROM unnest(%s::text[]) WITH ORDINALITY AS x(term, n)) "
-        "SELECT t.term, t.lexemes, numnode(t.q) = 0, cardinality(t.lexemes) = 1 "
-        "AND t.q = quote_literal(t.lexemes[1])::tsquery, "
-        "(SELECT w.documents FROM memgpt_word_df AS w WHERE w.agent_id = %s "
-        "AND w.field = %s AND w.lexeme = t.lexemes[1]), "
-        "(SELECT c.documents FROM memgpt_word_corpus AS c WHERE c.agent_id = %s "
-        "AND c.field = %s), "
-        "(SELECT c.tokens FROM memgpt_word_corpus AS c WHERE c.agent_id = %s AND c.field = %s) "
-        "FROM t ORDER BY t.n",
-        (list(terms), agent_id, field, agent_id, field, agent_id, field),
-    ).fetchall()
-    stats = Corpus(0, 0)
-    frequencies: dict[str, TermStats] = {}
-    for term, lexemes, empty, single, documents, total_documents, total_tokens in rows:
-        stats = Corpus(int(total_documents or 0), int(total_tokens or 0))
-        if empty:
-            df = 0
-        elif single:
-            df = int(documents or 0)
-        else:
-            row = conn.execute(
-                f"SELECT count(*) FROM {table} AS b "
-                f"WHERE b.agent_id = %s AND b.{tsv} @@ plainto_tsquery('english', %s)",
-                (agent_id, term),
-            ).fetchone()
-            df = 0 if row is None else int(row[0])
-        frequencies[term] = TermStats(df, list(lexemes))
-    return stats, frequencies
 
 
 WALK_ROW_COST = 1 / 6
@@ -442,10 +388,15 @@ class TableSignals:
         self._matched: dict[str, list[int]] | None = None
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        """BM25 of each word signal's column."""
+        """BM25 of each word signal's column, a long text's raised to its best part's.
+
+        See ``stores.bm25`` and ``part_words.with_best_parts``.
+        """
         self._matched = {}
-        return [
-            bm25_scores(
+        signals = []
+        for i, columns in enumerate(self.words):
+            matched: dict[str, list[int]] = self._matched if i == 0 else {}
+            whole = bm25_scores(
                 self.conn,
                 self.table,
                 columns,
@@ -453,10 +404,12 @@ class TableSignals:
                 terms,
                 self.where,
                 self.params,
-                matched=self._matched if i == 0 else None,
+                matched=matched,
             )
-            for i, columns in enumerate(self.words)
-        ]
+            signals.append(
+                with_best_parts(self.conn, self.table, columns[0], self.agent_id, whole, matched)
+            )
+        return signals
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         """The rows holding each term, in the first word column.
