@@ -25,6 +25,7 @@ from langgraph_memgpt.stores.fts_parts import (
     occurrences,
     term_documents,
 )
+from langgraph_memgpt.stores.recall import SEARCH_TEXTS
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 
@@ -216,7 +217,7 @@ def test_postgres_scores_parts_like_sqlite(both: dict[str, Any], query: str) -> 
         db,
         "recall_fts",
         "recall",
-        ("recall_fts", "rowid", "text"),
+        SEARCH_TEXTS,
         terms,
         "b.agent_id = ?",
         ["ada"],
@@ -229,7 +230,7 @@ def test_postgres_scores_parts_like_sqlite(both: dict[str, Any], query: str) -> 
         terms,
         "b.agent_id = ?",
         ["ada"],
-        gate=("recall_fts", "rowid", "text"),
+        gate=SEARCH_TEXTS,
     )
     ids = {int(r[0]): str(r[1]) for r in db.conn.execute("SELECT id, message_id FROM recall")}
     with pg.recall.pool.connection() as conn:

@@ -12,9 +12,9 @@ table, with nothing stored for it:
   exactly the table's, and the search's own connection, and its transaction, is left
   alone.
 
-Only the long texts among a search's word matches are split (those of at least
-``bm25.LONG_CHARS`` characters are read, then ``chunks.parts_of`` decides), so a memory of
-short texts reads nothing more.
+Only the long texts among a search's word matches are read and split (the database picks
+them, ``bm25.long_text_sql``, then ``chunks.parts_of`` decides), so a memory of short
+texts reads nothing more. A term held by a part costs one count of its matching rows.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import sqlite_utils
 
-from langgraph_memgpt.stores.bm25 import LONG_CHARS, Corpus, PartWords, best_part_scores
+from langgraph_memgpt.stores.bm25 import Corpus, PartWords, best_part_scores, long_text_sql
 from langgraph_memgpt.stores.chunks import parts_of
 from langgraph_memgpt.stores.fts import bm25_scores, match_phrase
 
@@ -142,8 +142,8 @@ def long_texts(
     table, key, column = source
     rows = db.conn.execute(
         f"SELECT t.{key}, t.{column} FROM json_each(?) AS j CROSS JOIN {table} AS t "
-        f"ON t.{key} = j.value WHERE length(t.{column}) >= ?",
-        (json.dumps(sorted(ids)), LONG_CHARS),
+        f"ON t.{key} = j.value WHERE {long_text_sql(f't.{column}', 'char')}",
+        (json.dumps(sorted(ids)),),
     ).fetchall()
     return {int(r[0]): str(r[1]) for r in rows if r[1] is not None}
 

@@ -1050,6 +1050,12 @@ class RecallMemory:
         return {int(row[0]): _message(row) for row in rows}
 
 
+SEARCH_TEXTS = ("recall_fts_content", "id", "c0")
+"""Where a message's search text is read by id: ``recall_fts``'s content table (FTS5 keeps
+a table's one column there as ``c0``), read directly since a lookup through the FTS5 table
+costs ~4 us a row (1.1 ms against 0.45 ms for the ~300 matches of a LoCoMo question)."""
+
+
 class _RecallSignals:
     """The signals of one recall search in SQLite (``stores.search.SignalSource``).
 
@@ -1069,14 +1075,14 @@ class _RecallSignals:
         self._allowed_read = False
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        # The message scores as its best part where that is higher (``stores.bm25``); the
-        # context, the message with its neighbours, as a whole.
+        # The message scores as its best part where that is higher (``stores.bm25``); so
+        # does the context (the message with its neighbours) of a long message.
         return [
             bm25_with_parts(
                 self.db,
                 "recall_fts",
                 "recall",
-                ("recall_fts", "rowid", "text"),
+                SEARCH_TEXTS,
                 terms,
                 self.where,
                 self.params,
@@ -1089,7 +1095,7 @@ class _RecallSignals:
                 terms,
                 self.where,
                 self.params,
-                gate=("recall_fts", "rowid", "text"),
+                gate=SEARCH_TEXTS,
             ),
         ]
 

@@ -8,9 +8,9 @@ are: nothing is stored), and a term counted in a part only if the part matches i
 would (``@@ plainto_tsquery``). So both backends give a part the same score, as they do
 whole texts (tests/test_part_words.py).
 
-Only the long texts among a search's word matches are read (those of at least
-``bm25.LONG_CHARS`` characters, then ``chunks.parts_of`` decides): a memory of short
-texts reads nothing more.
+Only the long texts among a search's word matches are read (the database picks them,
+``bm25.long_text_sql``, then ``chunks.parts_of`` decides): a memory of short texts reads
+nothing more.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 
-from langgraph_memgpt.stores.bm25 import LONG_CHARS, PartWords, best_part_scores
+from langgraph_memgpt.stores.bm25 import PartWords, best_part_scores, long_text_sql
 from langgraph_memgpt.stores.chunks import parts_of
 from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
 
@@ -43,8 +43,8 @@ def long_texts(
     if not ids:
         return {}
     rows = conn.execute(
-        f"SELECT id, {column} FROM {table} WHERE id = ANY(%s) AND length({column}) >= %s",
-        (list(ids), LONG_CHARS),
+        f"SELECT id, {column} FROM {table} WHERE id = ANY(%s) AND {long_text_sql(column, 'chr')}",
+        (list(ids),),
     ).fetchall()
     return {int(r[0]): str(r[1]) for r in rows if r[1] is not None}
 
