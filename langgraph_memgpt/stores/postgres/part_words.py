@@ -8,14 +8,16 @@ are: nothing is stored), and a term counted in a part only if the part matches i
 would (``@@ plainto_tsquery``). So both backends give a part the same score, as they do
 whole texts (tests/test_part_words.py).
 
-Only the long texts among a search's word matches are read (the database picks them,
-``bm25.long_text_sql``, then ``chunks.parts_of`` decides): a memory of short texts reads
-nothing more.
+Only the long texts among a search's word matches are read: the term queries of
+``search.bm25_scores`` flag them on the rows they read anyway (``bm25.long_text_sql``),
+then ``chunks.parts_of`` decides. A memory of short texts costs no query more; reading
+them by id after the term queries instead cost the word search a third of its time
+(``benchmarks/pg_search_sizes.py`` at 10k messages: recall 10-11 -> 13-18 ms p50).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -34,6 +36,11 @@ TEXT_OF = {
 GATE = {("memgpt_recall", "context_tsv"): "search_text"}
 """Columns split only for rows whose other text has parts: a message's context (the
 message with its neighbours) only for a long message, as in the embedded backend."""
+
+
+def long_column(table: str, tsv: str) -> str | None:
+    """The column telling whether a row of ``tsv`` may be split: its text, or the gate's."""
+    return GATE.get((table, tsv)) or TEXT_OF.get((table, tsv))
 
 
 def long_texts(
@@ -94,15 +101,18 @@ def with_best_parts(
     agent_id: str,
     whole: dict[int, float],
     matched: Mapping[str, Sequence[int]],
+    long: Collection[int],
 ) -> dict[int, float]:
     """``whole`` (``search.bm25_scores`` of ``tsv``) with each long text's best part's score.
 
-    ``matched``: each term's matches ``whole`` was scored for.
+    ``matched``: each term's matches ``whole`` was scored for; ``long``: those whose
+    :func:`long_column` may have parts (``bm25_scores(long=...)`` told them, from the rows
+    it read): with none, as for a memory of short texts, this costs no query.
     """
     column = TEXT_OF.get((table, tsv))
-    if column is None or not whole:
+    ids = [item for item in long if item in whole]
+    if column is None or not ids:
         return whole
-    ids = list(whole)
     gate = GATE.get((table, tsv))
     if gate is not None:
         ids = [i for i, text in long_texts(conn, table, gate, ids).items() if parts_of(text)]
@@ -117,4 +127,4 @@ def with_best_parts(
     return best_part_scores(whole, matched, parts, corpus, documents)
 
 
-__all__ = ["GATE", "TEXT_OF", "long_texts", "part_words", "with_best_parts"]
+__all__ = ["GATE", "TEXT_OF", "long_column", "long_texts", "part_words", "with_best_parts"]

@@ -20,10 +20,10 @@ import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.bm25 import bm25_term
+from langgraph_memgpt.stores.bm25 import bm25_term, long_text_sql
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
-from langgraph_memgpt.stores.postgres.part_words import with_best_parts
+from langgraph_memgpt.stores.postgres.part_words import long_column, with_best_parts
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
 from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
@@ -137,6 +137,7 @@ def bm25_scores(
     *,
     reading: Callable[[int, int], Reading] = term_reading,
     matched: dict[str, list[int]] | None = None,
+    long: tuple[str, set[int]] | None = None,
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
@@ -162,6 +163,9 @@ def bm25_scores(
         reading: how each term's matches are read (:func:`term_reading`; tests force one).
         matched: filled with each term's matches read, newest first (all of them when
             fewer than ``TERM_MATCH_CAP``): what tells a rare term, with no query more.
+        long: (a text column, a set) whose set is filled with the matches whose column
+            may have parts (``stores.bm25.long_text_sql``), tested on the rows the term's
+            query reads anyway (``part_words.with_best_parts``).
     """
     if not terms:
         return {}
@@ -180,14 +184,17 @@ def bm25_scores(
         # planner, which then reads the term's matches through its GIN index (within the
         # window, if any) and sorts them; `b.id` lets it walk the rows newest first.
         way = reading(found.documents, stats.documents)
-        query = _TermQuery(conn, table, columns, found, term, where, params)
+        flag = "false" if long is None else long_text_sql(f"b.{long[0]}", "chr")
+        query = _TermQuery(conn, table, columns, found, term, where, params, flag)
         if way.way == "window":
             rows = _in_windows(query, newest, way.rows)
         else:
             rows = query.newest(way.way, None, None, TERM_MATCH_CAP)
         if matched is not None:
             matched[term] = [int(row[0]) for row in rows]
-        for item, size, tf in rows:
+        for item, size, tf, is_long in rows:
+            if is_long and long is not None:
+                long[1].add(int(item))
             if tf:
                 value = bm25_term(float(tf), found.documents, float(size or 0), stats)
                 scores[int(item)] = scores.get(int(item), 0.0) + value
@@ -205,13 +212,15 @@ class _TermQuery:
     term: str
     where: str
     params: Params
+    flag: str = "false"
+    """A condition over ``b`` returned with each match (trusted SQL)."""
 
     def newest(
         self, way: str, above: int | None, up_to: int | None, limit: int
     ) -> list[tuple[Any, ...]]:
         """The ``limit`` newest matches with an id in ``(above, up_to]``, read ``way``.
 
-        Rows of ``(id, length, term frequency)``; a None bound is no bound.
+        Rows of ``(id, length, term frequency, flag)``; a None bound is no bound.
         """
         tsv, length = self.columns
         order = "b.id" if way == "walk" else "b.id + 0"
@@ -223,7 +232,7 @@ class _TermQuery:
         return self.conn.execute(
             f"SELECT b.id, b.{length}, (SELECT coalesce(sum(coalesce("
             f"array_length(u.positions, 1), 1)), 0) FROM unnest(ts_filter(setweight("
-            f"b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u) FROM {self.table} AS b "
+            f"b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u), {self.flag} FROM {self.table} AS b "
             f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({self.where}){bounds} "
             f"ORDER BY {order} DESC LIMIT %s",
             (self.found.lexemes, self.term, *self.params, *extra, limit),
@@ -396,6 +405,8 @@ class TableSignals:
         signals = []
         for i, columns in enumerate(self.words):
             matched: dict[str, list[int]] = self._matched if i == 0 else {}
+            long: set[int] = set()
+            text = long_column(self.table, columns[0])
             whole = bm25_scores(
                 self.conn,
                 self.table,
@@ -405,9 +416,12 @@ class TableSignals:
                 self.where,
                 self.params,
                 matched=matched,
+                long=None if text is None else (text, long),
             )
             signals.append(
-                with_best_parts(self.conn, self.table, columns[0], self.agent_id, whole, matched)
+                with_best_parts(
+                    self.conn, self.table, columns[0], self.agent_id, whole, matched, long
+                )
             )
         return signals
 
