@@ -25,7 +25,7 @@ from langgraph_memgpt.stores.fts_parts import (
     occurrences,
     term_documents,
 )
-from langgraph_memgpt.stores.recall import SEARCH_TEXTS
+from langgraph_memgpt.stores.recall import _RecallSignals
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 
@@ -213,25 +213,7 @@ def test_postgres_scores_parts_like_sqlite(both: dict[str, Any], query: str) -> 
         assert by_text[text] == pytest.approx(score, rel=1e-9), text
 
     db = lite.recall.db
-    message = bm25_with_parts(
-        db,
-        "recall_fts",
-        "recall",
-        SEARCH_TEXTS,
-        terms,
-        "b.agent_id = ?",
-        ["ada"],
-    )
-    context = bm25_with_parts(
-        db,
-        "recall_context_fts",
-        "recall",
-        ("recall", "id", "context"),
-        terms,
-        "b.agent_id = ?",
-        ["ada"],
-        gate=SEARCH_TEXTS,
-    )
+    message, context = _RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
     ids = {int(r[0]): str(r[1]) for r in db.conn.execute("SELECT id, message_id FROM recall")}
     with pg.recall.pool.connection() as conn:
         signals = _recall_signals(TableSignals, pg.recall, conn)
@@ -268,3 +250,19 @@ def test_postgres_a_long_text_outranks_the_near_miss(both: dict[str, Any]) -> No
     pg = both["postgres"]
     assert pg.archival.search(QUERY, mode="fts").hits[0].item.text == LONG
     assert pg.recall.search(QUERY, mode="fts").hits[0].item.text == LONG
+
+
+def test_sqlite_only_a_long_messages_context_is_split(lite: Any) -> None:
+    """The contexts of the long message's neighbours hold it too, yet score as before."""
+    terms = query_terms("bike lock combination river")
+    _, context = _RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
+    db = lite.recall.db
+    plain = bm25_scores(db, "recall_context_fts", "recall", terms, "b.agent_id = ?", ["ada"])
+    (long_id,) = [
+        int(r[0]) for r in db.conn.execute("SELECT id FROM recall WHERE text = ?", (LONG,))
+    ]
+    assert context.keys() == plain.keys()
+    assert context[long_id] > plain[long_id]
+    for item, score in plain.items():
+        if item != long_id:
+            assert context[item] == score

@@ -148,29 +148,18 @@ def long_texts(
     return {int(r[0]): str(r[1]) for r in rows if r[1] is not None}
 
 
-def bm25_with_parts(
+def with_best_parts(
     db: sqlite_utils.Database,
     fts_table: str,
-    base_table: str,
-    source: tuple[str, str, str],
-    terms: Sequence[str],
-    where: str,
-    params: Sequence[object],
-    *,
-    gate: tuple[str, str, str] | None = None,
+    whole: dict[int, float],
+    matched: Mapping[str, Sequence[int]],
+    texts: Mapping[int, str],
 ) -> dict[int, float]:
-    """``fts.bm25_scores``, each long text scoring as its best part where that is higher.
+    """``whole`` (``fts.bm25_scores`` of ``fts_table``) with each long text's best part's.
 
-    ``source`` is where the scored texts are read: (table, id column, text column).
-    ``gate``, if given, is another text of the same rows that must have parts for a row's
-    text to be split (a message's context is split only for a long message).
+    ``matched``: each term's rows ``whole`` was scored for; ``texts``: the long texts among
+    them (:func:`long_texts`), scored as rows of ``fts_table`` would be.
     """
-    matched: dict[str, list[int]] = {}
-    whole = bm25_scores(db, fts_table, base_table, terms, where, params, matched=matched)
-    ids = list(whole)
-    if gate is not None:
-        ids = [item for item, text in long_texts(db, gate, ids).items() if parts_of(text)]
-    texts = long_texts(db, source, ids)
     parts = part_words(texts, list(matched))
     if not parts:
         return whole
@@ -184,6 +173,24 @@ def bm25_with_parts(
     )
 
 
+def bm25_with_parts(
+    db: sqlite_utils.Database,
+    fts_table: str,
+    base_table: str,
+    source: tuple[str, str, str],
+    terms: Sequence[str],
+    where: str,
+    params: Sequence[object],
+) -> dict[int, float]:
+    """``fts.bm25_scores``, each long text scoring as its best part where that is higher.
+
+    ``source`` is where the scored texts are read: (table, id column, text column).
+    """
+    matched: dict[str, list[int]] = {}
+    whole = bm25_scores(db, fts_table, base_table, terms, where, params, matched=matched)
+    return with_best_parts(db, fts_table, whole, matched, long_texts(db, source, list(whole)))
+
+
 __all__ = [
     "TOKENIZE",
     "bm25_with_parts",
@@ -193,4 +200,5 @@ __all__ = [
     "occurrences",
     "part_words",
     "term_documents",
+    "with_best_parts",
 ]

@@ -33,6 +33,7 @@ from langgraph_memgpt.stores.chunks import (
     delete_parts_without_model,
     embed_parts,
     nearest_items,
+    parts_of,
 )
 from langgraph_memgpt.stores.dates import date_range_sql, day_after_iso, shift_day
 from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
@@ -50,8 +51,8 @@ from langgraph_memgpt.stores.embeddings import (
     normalize,
 )
 from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
-from langgraph_memgpt.stores.fts import term_matches
-from langgraph_memgpt.stores.fts_parts import bm25_with_parts
+from langgraph_memgpt.stores.fts import bm25_scores, term_matches
+from langgraph_memgpt.stores.fts_parts import long_texts, with_best_parts
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
     mentioned_dates,
@@ -1075,28 +1076,42 @@ class _RecallSignals:
         self._allowed_read = False
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        # The message scores as its best part where that is higher (``stores.bm25``); so
-        # does the context (the message with its neighbours) of a long message.
+        """BM25 of the message and of its context, a long message's raised to its best part's.
+
+        Where that is higher (``stores.bm25``); so is a long message's context.
+
+        The long messages among both signals' matches are read in one query (the
+        database picks them, ``bm25.long_text_sql``): nothing more is read in a memory of
+        short messages.
+        """
+        by_message: dict[str, list[int]] = {}
+        by_context: dict[str, list[int]] = {}
+        message = bm25_scores(
+            self.db, "recall_fts", "recall", terms, self.where, self.params, matched=by_message
+        )
+        context = bm25_scores(
+            self.db,
+            "recall_context_fts",
+            "recall",
+            terms,
+            self.where,
+            self.params,
+            matched=by_context,
+        )
+        found = long_texts(self.db, SEARCH_TEXTS, list(message.keys() | context.keys()))
+        long = {item: text for item, text in found.items() if parts_of(text)}
+        contexts = long_texts(
+            self.db, ("recall", "id", "context"), [i for i in long if i in context]
+        )
         return [
-            bm25_with_parts(
+            with_best_parts(
                 self.db,
                 "recall_fts",
-                "recall",
-                SEARCH_TEXTS,
-                terms,
-                self.where,
-                self.params,
+                message,
+                by_message,
+                {i: long[i] for i in long if i in message},
             ),
-            bm25_with_parts(
-                self.db,
-                "recall_context_fts",
-                "recall",
-                ("recall", "id", "context"),
-                terms,
-                self.where,
-                self.params,
-                gate=SEARCH_TEXTS,
-            ),
+            with_best_parts(self.db, "recall_context_fts", context, by_context, contexts),
         ]
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
