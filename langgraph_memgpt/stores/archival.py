@@ -30,7 +30,8 @@ from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import is_read_only, transaction
 from langgraph_memgpt.stores.deletions import LogRow, ensure_deletions_schema, log_deletions
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
-from langgraph_memgpt.stores.fts import bm25_scores, term_matches
+from langgraph_memgpt.stores.fts import term_matches
+from langgraph_memgpt.stores.fts_parts import bm25_with_parts
 from langgraph_memgpt.stores.passages import (
     MAX_TAG_CHARS,
     NewPassage,
@@ -633,7 +634,13 @@ class _ArchivalSignals:
         self.has_vectors = memory.index is not None
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        return [bm25_scores(self.db, "archival_fts", "archival", terms, self.where, self.params)]
+        # A long passage scores as its best part where that is higher (``stores.bm25``).
+        source = ("archival", "id", "text")
+        return [
+            bm25_with_parts(
+                self.db, "archival_fts", "archival", source, terms, self.where, self.params
+            )
+        ]
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         return term_matches(

@@ -12,6 +12,9 @@ the best similarity among its whole vector and its parts (:func:`best_of`). Shor
 most of a conversation, have no parts: nothing changes for them, and no stored vector of an
 existing memory changes meaning (the whole-text vector is kept as it was).
 
+Words too: a text with parts scores on words as its best part where that is higher
+(``stores.bm25``, computed from the part texts at search time, nothing stored).
+
 Part vectors live beside the whole-text vectors of the same tier, in a vector store keyed
 ``<key>.parts`` (SQLite + FAISS: :class:`PartIndex`, with ids :func:`part_id`; Postgres:
 ``stores.postgres.parts``). Everything that removes a text removes its parts too. Parts

@@ -33,6 +33,7 @@ def bm25_scores(
     params: Sequence[object] = (),
     *,
     term_cap: int | None = TERM_MATCH_CAP,
+    matched: dict[str, list[int]] | None = None,
 ) -> dict[int, float]:
     """Return ``{rowid: BM25 score}`` of the rows of ``base_table`` that match and pass ``where``.
 
@@ -59,6 +60,8 @@ def bm25_scores(
         where: A parameterised SQL condition over ``b`` (e.g. ``"b.agent_id = ?"``).
         params: The parameters of ``where``.
         term_cap: Most matches scored per term; None scores every match.
+        matched: filled with each term's rows scored, newest first (what a long text's
+            parts may score for, ``stores.bm25.best_part_scores``).
     """
     # CROSS JOIN fixes the join order: match in the index first, then look each match up
     # by id. Left to itself the planner may walk the filter's index and run the MATCH
@@ -73,7 +76,10 @@ def bm25_scores(
     limit = -1 if term_cap is None else term_cap
     scores: dict[int, float] = {}
     for term in dict.fromkeys(terms):
-        for rowid, score in db.conn.execute(sql, (match_phrase(term), *params, limit)):
+        rows = db.conn.execute(sql, (match_phrase(term), *params, limit)).fetchall()
+        if matched is not None:
+            matched[term] = [int(rowid) for rowid, _ in rows]
+        for rowid, score in rows:
             scores[rowid] = scores.get(rowid, 0.0) + float(score)
     return scores
 

@@ -20,10 +20,12 @@ import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.bm25 import bm25_term, long_text_sql
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
+from langgraph_memgpt.stores.postgres.part_words import long_column, with_best_parts
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
-from langgraph_memgpt.stores.postgres.word_stats import field_name
+from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
 Params = list[object]
@@ -32,94 +34,6 @@ Params = list[object]
 def placeholders(conditions: Sequence[str]) -> list[str]:
     """Conditions written with ``?`` (as ``stores.dates`` writes them) in psycopg's ``%s``."""
     return [c.replace("?", "%s") for c in conditions]
-
-
-BM25_K1 = 1.2
-"""BM25's term-frequency saturation, as SQLite FTS5's ``bm25()`` uses it."""
-BM25_B = 0.75
-"""BM25's length normalisation, as SQLite FTS5's ``bm25()`` uses it."""
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """BM25's collection statistics of one text column of one agent: documents and length."""
-
-    documents: int
-    tokens: int
-
-    @property
-    def average_length(self) -> float:
-        """Tokens per document (1.0 for an empty corpus, which has no matches anyway)."""
-        return self.tokens / self.documents if self.documents and self.tokens else 1.0
-
-
-@dataclass(frozen=True)
-class TermStats:
-    """A query term as one text column of one agent holds it."""
-
-    documents: int
-    """Its document frequency."""
-    lexemes: list[str]
-    """Its lexemes (``memgpt_words``): what its frequency in a document counts."""
-
-
-def term_statistics(
-    conn: psycopg.Connection[Any], table: str, tsv: str, agent_id: str, terms: Sequence[str]
-) -> tuple[Corpus, dict[str, TermStats]]:
-    """The agent's corpus of one text column and each term's document frequency.
-
-    Looked up in the tables ``stores.postgres.word_stats`` keeps (one query, whatever the
-    agent's size). A term is matched as ``plainto_tsquery('english', term)``: one lexeme
-    (nearly every word) is a row of ``memgpt_word_df``; none (a stop word) matches nothing;
-    several (a word Postgres' parser splits) are counted in the agent's rows, as before
-    the tables existed.
-    """
-    field = field_name(table, tsv)
-    rows = conn.execute(
-        "WITH t AS (SELECT x.term, x.n, plainto_tsquery('english', x.term) AS q, "
-        "array(SELECT lexeme FROM unnest(memgpt_words(x.term))) AS lexemes "
-        "FROM unnest(%s::text[]) WITH ORDINALITY AS x(term, n)) "
-        "SELECT t.term, t.lexemes, numnode(t.q) = 0, cardinality(t.lexemes) = 1 "
-        "AND t.q = quote_literal(t.lexemes[1])::tsquery, "
-        "(SELECT w.documents FROM memgpt_word_df AS w WHERE w.agent_id = %s "
-        "AND w.field = %s AND w.lexeme = t.lexemes[1]), "
-        "(SELECT c.documents FROM memgpt_word_corpus AS c WHERE c.agent_id = %s "
-        "AND c.field = %s), "
-        "(SELECT c.tokens FROM memgpt_word_corpus AS c WHERE c.agent_id = %s AND c.field = %s) "
-        "FROM t ORDER BY t.n",
-        (list(terms), agent_id, field, agent_id, field, agent_id, field),
-    ).fetchall()
-    stats = Corpus(0, 0)
-    frequencies: dict[str, TermStats] = {}
-    for term, lexemes, empty, single, documents, total_documents, total_tokens in rows:
-        stats = Corpus(int(total_documents or 0), int(total_tokens or 0))
-        if empty:
-            df = 0
-        elif single:
-            df = int(documents or 0)
-        else:
-            row = conn.execute(
-                f"SELECT count(*) FROM {table} AS b "
-                f"WHERE b.agent_id = %s AND b.{tsv} @@ plainto_tsquery('english', %s)",
-                (agent_id, term),
-            ).fetchone()
-            df = 0 if row is None else int(row[0])
-        frequencies[term] = TermStats(df, list(lexemes))
-    return stats, frequencies
-
-
-def bm25_term(tf: float, df: int, length: float, stats: Corpus) -> float:
-    """One query term's BM25 in one document, exactly as SQLite FTS5's ``bm25()`` scores it.
-
-    ``idf = ln((N - df + 0.5) / (df + 0.5))``, floored at 1e-6 (a term in more than half
-    the documents still counts a little), times ``tf (k1 + 1) / (tf + k1 (1 - b + b
-    length / avgdl))``.
-    """
-    idf = math.log((stats.documents - df + 0.5) / (df + 0.5))
-    if idf <= 0.0:
-        idf = 1e-6
-    norm = 1.0 - BM25_B + BM25_B * length / stats.average_length
-    return idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
 
 
 WALK_ROW_COST = 1 / 6
@@ -223,6 +137,7 @@ def bm25_scores(
     *,
     reading: Callable[[int, int], Reading] = term_reading,
     matched: dict[str, list[int]] | None = None,
+    long: tuple[str, set[int]] | None = None,
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
@@ -248,6 +163,9 @@ def bm25_scores(
         reading: how each term's matches are read (:func:`term_reading`; tests force one).
         matched: filled with each term's matches read, newest first (all of them when
             fewer than ``TERM_MATCH_CAP``): what tells a rare term, with no query more.
+        long: (a text column, a set) whose set is filled with the matches whose column
+            may have parts (``stores.bm25.long_text_sql``), tested on the rows the term's
+            query reads anyway (``part_words.with_best_parts``).
     """
     if not terms:
         return {}
@@ -266,14 +184,17 @@ def bm25_scores(
         # planner, which then reads the term's matches through its GIN index (within the
         # window, if any) and sorts them; `b.id` lets it walk the rows newest first.
         way = reading(found.documents, stats.documents)
-        query = _TermQuery(conn, table, columns, found, term, where, params)
+        flag = "false" if long is None else long_text_sql(f"b.{long[0]}", "chr")
+        query = _TermQuery(conn, table, columns, found, term, where, params, flag)
         if way.way == "window":
             rows = _in_windows(query, newest, way.rows)
         else:
             rows = query.newest(way.way, None, None, TERM_MATCH_CAP)
         if matched is not None:
             matched[term] = [int(row[0]) for row in rows]
-        for item, size, tf in rows:
+        for item, size, tf, is_long in rows:
+            if is_long and long is not None:
+                long[1].add(int(item))
             if tf:
                 value = bm25_term(float(tf), found.documents, float(size or 0), stats)
                 scores[int(item)] = scores.get(int(item), 0.0) + value
@@ -291,13 +212,15 @@ class _TermQuery:
     term: str
     where: str
     params: Params
+    flag: str = "false"
+    """A condition over ``b`` returned with each match (trusted SQL)."""
 
     def newest(
         self, way: str, above: int | None, up_to: int | None, limit: int
     ) -> list[tuple[Any, ...]]:
         """The ``limit`` newest matches with an id in ``(above, up_to]``, read ``way``.
 
-        Rows of ``(id, length, term frequency)``; a None bound is no bound.
+        Rows of ``(id, length, term frequency, flag)``; a None bound is no bound.
         """
         tsv, length = self.columns
         order = "b.id" if way == "walk" else "b.id + 0"
@@ -309,7 +232,7 @@ class _TermQuery:
         return self.conn.execute(
             f"SELECT b.id, b.{length}, (SELECT coalesce(sum(coalesce("
             f"array_length(u.positions, 1), 1)), 0) FROM unnest(ts_filter(setweight("
-            f"b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u) FROM {self.table} AS b "
+            f"b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u), {self.flag} FROM {self.table} AS b "
             f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({self.where}){bounds} "
             f"ORDER BY {order} DESC LIMIT %s",
             (self.found.lexemes, self.term, *self.params, *extra, limit),
@@ -474,10 +397,17 @@ class TableSignals:
         self._matched: dict[str, list[int]] | None = None
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        """BM25 of each word signal's column."""
+        """BM25 of each word signal's column, a long text's raised to its best part's.
+
+        See ``stores.bm25`` and ``part_words.with_best_parts``.
+        """
         self._matched = {}
-        return [
-            bm25_scores(
+        signals = []
+        for i, columns in enumerate(self.words):
+            matched: dict[str, list[int]] = self._matched if i == 0 else {}
+            long: set[int] = set()
+            text = long_column(self.table, columns[0])
+            whole = bm25_scores(
                 self.conn,
                 self.table,
                 columns,
@@ -485,10 +415,15 @@ class TableSignals:
                 terms,
                 self.where,
                 self.params,
-                matched=self._matched if i == 0 else None,
+                matched=matched,
+                long=None if text is None else (text, long),
             )
-            for i, columns in enumerate(self.words)
-        ]
+            signals.append(
+                with_best_parts(
+                    self.conn, self.table, columns[0], self.agent_id, whole, matched, long
+                )
+            )
+        return signals
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         """The rows holding each term, in the first word column.

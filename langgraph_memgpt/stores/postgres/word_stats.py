@@ -24,9 +24,13 @@ against writers so no change is counted twice or missed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+
+from langgraph_memgpt.stores.bm25 import Corpus
 
 WORD_STATS_VERSION = 1
 _LOCK_CLASS = 0x6D777374  # advisory-lock class of an agent's word statistics ("mwst")
@@ -222,3 +226,58 @@ def ensure_word_stats(conn: psycopg.Connection[Any]) -> None:
         "ON CONFLICT (name) DO UPDATE SET version = excluded.version",
         (WORD_STATS_VERSION,),
     )
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """A query term as one text column of one agent holds it."""
+
+    documents: int
+    """Its document frequency."""
+    lexemes: list[str]
+    """Its lexemes (``memgpt_words``): what its frequency in a document counts."""
+
+
+def term_statistics(
+    conn: psycopg.Connection[Any], table: str, tsv: str, agent_id: str, terms: Sequence[str]
+) -> tuple[Corpus, dict[str, TermStats]]:
+    """The agent's corpus of one text column and each term's document frequency.
+
+    Looked up in the tables ``stores.postgres.word_stats`` keeps (one query, whatever the
+    agent's size). A term is matched as ``plainto_tsquery('english', term)``: one lexeme
+    (nearly every word) is a row of ``memgpt_word_df``; none (a stop word) matches nothing;
+    several (a word Postgres' parser splits) are counted in the agent's rows, as before
+    the tables existed.
+    """
+    field = field_name(table, tsv)
+    rows = conn.execute(
+        "WITH t AS (SELECT x.term, x.n, plainto_tsquery('english', x.term) AS q, "
+        "array(SELECT lexeme FROM unnest(memgpt_words(x.term))) AS lexemes "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS x(term, n)) "
+        "SELECT t.term, t.lexemes, numnode(t.q) = 0, cardinality(t.lexemes) = 1 "
+        "AND t.q = quote_literal(t.lexemes[1])::tsquery, "
+        "(SELECT w.documents FROM memgpt_word_df AS w WHERE w.agent_id = %s "
+        "AND w.field = %s AND w.lexeme = t.lexemes[1]), "
+        "(SELECT c.documents FROM memgpt_word_corpus AS c WHERE c.agent_id = %s "
+        "AND c.field = %s), "
+        "(SELECT c.tokens FROM memgpt_word_corpus AS c WHERE c.agent_id = %s AND c.field = %s) "
+        "FROM t ORDER BY t.n",
+        (list(terms), agent_id, field, agent_id, field, agent_id, field),
+    ).fetchall()
+    stats = Corpus(0, 0)
+    frequencies: dict[str, TermStats] = {}
+    for term, lexemes, empty, single, documents, total_documents, total_tokens in rows:
+        stats = Corpus(int(total_documents or 0), int(total_tokens or 0))
+        if empty:
+            df = 0
+        elif single:
+            df = int(documents or 0)
+        else:
+            row = conn.execute(
+                f"SELECT count(*) FROM {table} AS b "
+                f"WHERE b.agent_id = %s AND b.{tsv} @@ plainto_tsquery('english', %s)",
+                (agent_id, term),
+            ).fetchone()
+            df = 0 if row is None else int(row[0])
+        frequencies[term] = TermStats(df, list(lexemes))
+    return stats, frequencies

@@ -1,0 +1,146 @@
+"""BM25 as SQLite FTS5 scores it, and long texts scored on words by their best part.
+
+Both backends rank words with the same BM25 (``stores.fts`` asks FTS5's ``bm25()``;
+``stores.postgres.search`` computes it with :func:`bm25_term` from kept statistics).
+
+BM25 normalises by length: a 120-word message whose one sentence holds every topic word
+of a lookup ("... my bike lock combination is 123456 ...") scored below a short near-miss
+sharing one or two of them ("I bought a new bike lock because the old one rusted shut.").
+So a text with parts (``stores.chunks.parts_of``: over ``LONG_WORDS`` words) scores on
+words as its best part would, when that is better than its whole: each part is scored as
+if it were one more row of the same corpus (the same document count, average length and
+each term's document frequency, its own term frequencies and length), which is what the
+same fact said in a short message of its own scores. Short texts, most of a conversation
+(no LoCoMo turn has parts), score exactly as before. Needle benchmark (long messages
+looked up by topic words, hit@1, hybrid): see the README's "Long texts" paragraph.
+
+A part counts a term only if the whole text was scored for it: a common term scores its
+newest ``words.TERM_MATCH_CAP`` matches only, and an older long text stays out of that
+term's score whole and in parts alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from langgraph_memgpt.stores.chunks import LONG_WORDS
+
+BM25_K1 = 1.2
+"""BM25's term-frequency saturation, as SQLite FTS5's ``bm25()`` uses it."""
+BM25_B = 0.75
+"""BM25's length normalisation, as SQLite FTS5's ``bm25()`` uses it."""
+
+LONG_CHARS = 2 * LONG_WORDS + 1
+"""The fewest characters of a text with parts (more than ``LONG_WORDS`` words, each a
+character at least, with a separator between)."""
+
+SEPARATORS = (32, 10, 9, 13)
+"""The code points of space, newline, tab and carriage return: what separates words in
+nearly every text (``str.split`` knows a few more, such as the no-break space)."""
+
+
+def long_text_sql(column: str, chr_function: str) -> str:
+    """A SQL condition true for every ``column`` with parts, and for few others.
+
+    At least :data:`LONG_CHARS` characters and ``LONG_WORDS`` separators
+    (:data:`SEPARATORS`): the database leaves out the short texts among a search's
+    matches itself, so they are never read into Python nor split. Reading and splitting
+    every match of at least 181 characters cost LoCoMo's fts search 3-5 ms a query
+    (7-8 ms without parts). A text whose words are separated by other whitespace only
+    scores as its whole, as before. The same condition on both backends (``chr_function``:
+    SQLite ``char``, Postgres ``chr``), so they split the same texts.
+    """
+    stripped = column
+    for code in SEPARATORS:
+        stripped = f"replace({stripped}, {chr_function}({code}), '')"
+    return (
+        f"length({column}) >= {LONG_CHARS} "
+        f"AND length({column}) - length({stripped}) >= {LONG_WORDS}"
+    )
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """BM25's collection statistics of one text column: documents and their total length."""
+
+    documents: int
+    tokens: int
+
+    @property
+    def average_length(self) -> float:
+        """Tokens per document (1.0 for an empty corpus, which has no matches anyway)."""
+        return self.tokens / self.documents if self.documents and self.tokens else 1.0
+
+
+def bm25_term(tf: float, df: int, length: float, stats: Corpus) -> float:
+    """One query term's BM25 in one document, exactly as SQLite FTS5's ``bm25()`` scores it.
+
+    ``idf = ln((N - df + 0.5) / (df + 0.5))``, floored at 1e-6 (a term in more than half
+    the documents still counts a little), times ``tf (k1 + 1) / (tf + k1 (1 - b + b
+    length / avgdl))``.
+    """
+    idf = math.log((stats.documents - df + 0.5) / (df + 0.5))
+    if idf <= 0.0:
+        idf = 1e-6
+    norm = 1.0 - BM25_B + BM25_B * length / stats.average_length
+    return idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
+
+
+@dataclass(frozen=True)
+class PartWords:
+    """One part of a long text as BM25 sees it: its length and each term's frequency."""
+
+    length: int
+    frequencies: Mapping[str, int]
+    """Term -> occurrences in the part (terms it does not hold are left out)."""
+
+
+def best_part_scores(
+    whole: Mapping[int, float],
+    matched: Mapping[str, Collection[int]],
+    parts: Mapping[int, Sequence[PartWords]],
+    corpus: Corpus,
+    documents: Mapping[str, int],
+) -> dict[int, float]:
+    """``whole`` with each long text's score raised to its best part's, where higher.
+
+    Args:
+        whole: ``{id: BM25}`` of the whole texts (the OR-query's sum over terms).
+        matched: each term's matches the whole scores were computed for.
+        parts: the parts of the long texts among ``whole``.
+        corpus: the statistics of the texts' column (what ``whole`` was scored with).
+        documents: each term's document frequency in that column.
+    """
+    holders = {term: set(ids) for term, ids in matched.items()}
+    out = dict(whole)
+    for item, pieces in parts.items():
+        terms = [term for term, ids in holders.items() if item in ids]
+        best = max(
+            (
+                sum(
+                    bm25_term(float(piece.frequencies[term]), documents[term], piece.length, corpus)
+                    for term in terms
+                    if piece.frequencies.get(term)
+                )
+                for piece in pieces
+            ),
+            default=0.0,
+        )
+        if best > out.get(item, 0.0):
+            out[item] = best
+    return out
+
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "LONG_CHARS",
+    "SEPARATORS",
+    "Corpus",
+    "PartWords",
+    "best_part_scores",
+    "bm25_term",
+    "long_text_sql",
+]

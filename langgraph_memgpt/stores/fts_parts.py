@@ -1,0 +1,204 @@
+"""Long texts scored on words by their best part in SQLite FTS5 (``stores.bm25``).
+
+A part's score is what FTS5's ``bm25()`` would give it as one more row of the text's FTS5
+table, with nothing stored for it:
+
+- the table's statistics, read as ``bm25()`` reads them: the row count and total length
+  from FTS5's averages record (the first record of its ``_data`` table: varints, the rows
+  then each column's tokens; one lookup whatever the table's size), and each term's
+  document frequency as the number of rows matching it (``bm25()`` counts the same);
+- the part's own tokens from FTS5's own tokenizer (:data:`TOKENIZE`, the tables'), in a
+  private in-memory database (:func:`fts5_tokens`), so stemming and word boundaries are
+  exactly the table's, and the search's own connection, and its transaction, is left
+  alone.
+
+Only the long texts among a search's word matches are read and split (the database picks
+them, ``bm25.long_text_sql``, then ``chunks.parts_of`` decides), so a memory of short
+texts reads nothing more. A term held by a part costs one count of its matching rows.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+
+import sqlite_utils
+
+from langgraph_memgpt.stores.bm25 import Corpus, PartWords, best_part_scores, long_text_sql
+from langgraph_memgpt.stores.chunks import parts_of
+from langgraph_memgpt.stores.fts import bm25_scores, match_phrase
+
+TOKENIZE = "porter unicode61"
+"""The tokenizer of every FTS5 table of the package (``recall_fts``, ``recall_context_fts``,
+``archival_fts``): parts are tokenized with it."""
+
+_local = threading.local()
+
+
+def _tokenizer() -> sqlite3.Connection:
+    """This thread's in-memory FTS5 table with :data:`TOKENIZE`, and its token list."""
+    conn: sqlite3.Connection | None = getattr(_local, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{TOKENIZE}')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+        _local.conn = conn
+    return conn
+
+
+def fts5_tokens(texts: Sequence[str]) -> list[list[str]]:
+    """The tokens FTS5 indexes for each text, in order (stemmed, as :data:`TOKENIZE` makes them)."""
+    conn = _tokenizer()
+    conn.execute("DELETE FROM t")
+    conn.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)", enumerate(texts, start=1))
+    tokens: list[list[str]] = [[] for _ in texts]
+    for doc, term in conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+        tokens[int(doc) - 1].append(str(term))
+    conn.execute("DELETE FROM t")
+    return tokens
+
+
+def occurrences(tokens: Sequence[str], phrase: Sequence[str]) -> int:
+    """How often ``phrase`` (a term's tokens: nearly always one) occurs in ``tokens``."""
+    if not phrase:
+        return 0
+    n = len(phrase)
+    first = phrase[0]
+    return sum(
+        1
+        for i, token in enumerate(tokens[: len(tokens) - n + 1])
+        if token == first and list(tokens[i : i + n]) == list(phrase)
+    )
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """SQLite's varint at ``at`` (big-endian 7-bit groups, a 9th byte of 8 bits) and the end."""
+    value = 0
+    for i in range(8):
+        byte = data[at + i]
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value, at + i + 1
+    return (value << 8) | data[at + 8], at + 9
+
+
+def fts_corpus(db: sqlite_utils.Database, fts_table: str) -> Corpus:
+    """The row count and total tokens ``bm25()`` uses for ``fts_table`` (a trusted name).
+
+    From FTS5's averages record (id 1 of ``<table>_data``): the rows, then each column's
+    total tokens (every table here has one column). FTS5 writes the record when a
+    transaction commits: inside one that changed the table, it is the one from before
+    (empty for a new table: no rows).
+    """
+    row = db.conn.execute(f"SELECT block FROM {fts_table}_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return Corpus(0, 0)
+    data = bytes(row[0])
+    rows, at = _varint(data, 0)
+    tokens, _ = _varint(data, at)
+    return Corpus(rows, tokens)
+
+
+def term_documents(db: sqlite_utils.Database, fts_table: str, term: str) -> int:
+    """The rows of ``fts_table`` matching ``term``: its document frequency for ``bm25()``."""
+    row = db.conn.execute(
+        f"SELECT count(*) FROM {fts_table} WHERE {fts_table} MATCH ?", (match_phrase(term),)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def part_words(texts: Mapping[int, str], terms: Sequence[str]) -> dict[int, list[PartWords]]:
+    """The parts of each long text with their FTS5 length and terms' frequencies."""
+    split = {item: parts_of(text) for item, text in texts.items()}
+    split = {item: parts for item, parts in split.items() if parts}
+    flat = [part for parts in split.values() for part in parts]
+    if not flat:
+        return {}
+    unique = list(dict.fromkeys(terms))
+    tokens = fts5_tokens([*unique, *flat])
+    phrases = dict(zip(unique, tokens[: len(unique)], strict=True))
+    out: dict[int, list[PartWords]] = {}
+    at = len(unique)
+    for item, parts in split.items():
+        out[item] = []
+        for part_tokens in tokens[at : at + len(parts)]:
+            counts = {term: occurrences(part_tokens, phrase) for term, phrase in phrases.items()}
+            out[item].append(PartWords(len(part_tokens), {t: c for t, c in counts.items() if c}))
+        at += len(parts)
+    return out
+
+
+def long_texts(
+    db: sqlite_utils.Database, source: tuple[str, str, str], ids: Sequence[int]
+) -> dict[int, str]:
+    """``{id: text}`` of the rows among ``ids`` long enough to have parts.
+
+    ``source`` is (table, id column, text column), trusted names.
+    """
+    if not ids:
+        return {}
+    table, key, column = source
+    rows = db.conn.execute(
+        f"SELECT t.{key}, t.{column} FROM json_each(?) AS j CROSS JOIN {table} AS t "
+        f"ON t.{key} = j.value WHERE {long_text_sql(f't.{column}', 'char')}",
+        (json.dumps(sorted(ids)),),
+    ).fetchall()
+    return {int(r[0]): str(r[1]) for r in rows if r[1] is not None}
+
+
+def with_best_parts(
+    db: sqlite_utils.Database,
+    fts_table: str,
+    whole: dict[int, float],
+    matched: Mapping[str, Sequence[int]],
+    texts: Mapping[int, str],
+) -> dict[int, float]:
+    """``whole`` (``fts.bm25_scores`` of ``fts_table``) with each long text's best part's.
+
+    ``matched``: each term's rows ``whole`` was scored for; ``texts``: the long texts among
+    them (:func:`long_texts`), scored as rows of ``fts_table`` would be.
+    """
+    parts = part_words(texts, list(matched))
+    if not parts:
+        return whole
+    held = {term for pieces in parts.values() for piece in pieces for term in piece.frequencies}
+    documents = {term: term_documents(db, fts_table, term) for term in held}
+    corpus = fts_corpus(db, fts_table)
+    if any(df > corpus.documents for df in documents.values()):
+        return whole  # the statistics predate this transaction's writes (see fts_corpus)
+    return best_part_scores(
+        whole, {t: ids for t, ids in matched.items() if t in held}, parts, corpus, documents
+    )
+
+
+def bm25_with_parts(
+    db: sqlite_utils.Database,
+    fts_table: str,
+    base_table: str,
+    source: tuple[str, str, str],
+    terms: Sequence[str],
+    where: str,
+    params: Sequence[object],
+) -> dict[int, float]:
+    """``fts.bm25_scores``, each long text scoring as its best part where that is higher.
+
+    ``source`` is where the scored texts are read: (table, id column, text column).
+    """
+    matched: dict[str, list[int]] = {}
+    whole = bm25_scores(db, fts_table, base_table, terms, where, params, matched=matched)
+    return with_best_parts(db, fts_table, whole, matched, long_texts(db, source, list(whole)))
+
+
+__all__ = [
+    "TOKENIZE",
+    "bm25_with_parts",
+    "fts5_tokens",
+    "fts_corpus",
+    "long_texts",
+    "occurrences",
+    "part_words",
+    "term_documents",
+    "with_best_parts",
+]

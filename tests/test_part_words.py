@@ -1,0 +1,268 @@
+"""A long text is found on words by its best part, alike on both backends (``stores.bm25``).
+
+A 120-word message whose one sentence holds every topic word of a lookup scored below a
+short near-miss sharing two of them: BM25's length normalisation. Scored as its best part
+(a row of the same corpus: the same statistics, the part's own words and length), it comes
+first, in SQLite and in Postgres, with the same scores; short texts score as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langgraph_memgpt.stores import SqliteBackend, close_all
+from langgraph_memgpt.stores.bm25 import bm25_term
+from langgraph_memgpt.stores.chunks import parts_of
+from langgraph_memgpt.stores.fts import bm25_scores
+from langgraph_memgpt.stores.fts_parts import (
+    bm25_with_parts,
+    fts5_tokens,
+    fts_corpus,
+    occurrences,
+    term_documents,
+)
+from langgraph_memgpt.stores.recall import _RecallSignals
+from langgraph_memgpt.stores.types import RecallMessage
+from langgraph_memgpt.stores.words import query_terms
+
+TALK = [
+    "I finally got the tomatoes to ripen on the balcony, it only took all summer.",
+    "The train was late again this morning, so I read half a novel on the platform.",
+    "We should try that noodle place near the river, everyone keeps talking about it.",
+    "My sister called, she is thinking about moving closer to the coast next year.",
+    "Honestly the weekend went by too fast, I barely unpacked the groceries.",
+    "I started running again, just short loops around the park before work.",
+    "The neighbours are renovating, there has been drilling since eight every day.",
+    "I baked bread for the first time and it came out flat but tasty.",
+    "Work has been calm this week, which feels suspicious after last month.",
+]
+FACT = "Oh and before I forget, my bike lock combination is 123456."
+LONG = " ".join([*TALK[:4], FACT, *TALK[4:]])
+NEAR_MISS = "I bought a new bike lock because the old one rusted shut."
+QUERY = "bike lock combination"
+CORPUS = [
+    *[f"The bike ride {i} went along the river past the mill." for i in range(10)],
+    *[f"The door lock {i} was stiff again this cold morning." for i in range(10)],
+    NEAR_MISS,
+    *TALK,
+    LONG,
+    "Nothing much happened today.",
+]
+""""bike" and "lock" are common (no exact-match lift, ``ranking.RARE_SHARE``); only the
+long message holds "combination"."""
+
+
+def _messages(agent: str) -> list[RecallMessage]:
+    return [
+        RecallMessage(
+            agent_id=agent,
+            thread_id="t1",
+            message_id=f"m{i:02d}",
+            role="user" if i % 2 == 0 else "assistant",
+            text=text,
+            created_at=f"2026-03-01T10:{i:02d}:00+00:00",
+        )
+        for i, text in enumerate(CORPUS)
+    ]
+
+
+@pytest.fixture
+def lite(tmp_path: Path) -> Iterator[Any]:
+    close_all()
+    memory = SqliteBackend(tmp_path / "memory", embedding_model="none").open("ada")
+    memory.recall.add(_messages("ada"))
+    memory.archival.insert_many(CORPUS)
+    yield memory
+    close_all()
+
+
+def test_the_corpus_needs_parts_a_long_text_loses_to_a_near_miss_whole() -> None:
+    assert parts_of(LONG) and not any(parts_of(t) for t in CORPUS if t != LONG)
+    assert FACT in parts_of(LONG)
+
+
+def _sqlite_archival(memory: Any, parts: bool) -> dict[str, float]:
+    archival = memory.archival
+    terms = query_terms(QUERY)
+    if parts:
+        source = ("archival", "id", "text")
+        scores = bm25_with_parts(
+            archival.db, "archival_fts", "archival", source, terms, "b.agent_id = ?", ["ada"]
+        )
+    else:
+        scores = bm25_scores(
+            archival.db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"]
+        )
+    return {archival.get(i).text: s for i, s in scores.items()}
+
+
+def test_sqlite_a_long_text_scores_as_its_best_part_and_outranks_the_near_miss(lite: Any) -> None:
+    whole = _sqlite_archival(lite, parts=False)
+    best = _sqlite_archival(lite, parts=True)
+    assert whole[NEAR_MISS] > whole[LONG]  # what BM25 of the whole text did
+    assert best[LONG] > best[NEAR_MISS] and best[LONG] > whole[LONG]
+    # Only the text with parts changes.
+    assert {t: s for t, s in best.items() if t != LONG} == {
+        t: s for t, s in whole.items() if t != LONG
+    }
+    for page in (
+        lite.archival.search(QUERY, mode="fts").hits,
+        lite.archival.search(QUERY, mode="hybrid").hits,
+    ):
+        assert page[0].item.text == LONG
+    assert lite.recall.search(QUERY, mode="fts").hits[0].item.text == LONG
+
+
+def test_sqlite_part_statistics_and_tokens_are_fts5s_own(lite: Any) -> None:
+    """Scored with what a part is scored with (the table's averages record, document
+    frequencies, FTS5's tokenizer), every whole row gets exactly FTS5's bm25()."""
+    db = lite.archival.db
+    corpus = fts_corpus(db, "archival_fts")
+    assert corpus.documents == len(CORPUS)
+    for term in ["bike", "lock", "combination", "river", "morning", "tomatoes", "running"]:
+        phrase = fts5_tokens([term])[0]
+        df = term_documents(db, "archival_fts", term)
+        exact = bm25_scores(db, "archival_fts", "archival", [term], term_cap=None)
+        assert exact
+        for rowid, score in exact.items():
+            tokens = fts5_tokens([lite.archival.get(rowid).text])[0]
+            ours = bm25_term(occurrences(tokens, phrase), df, len(tokens), corpus)
+            assert ours == pytest.approx(score, rel=1e-12)
+
+
+def test_sqlite_texts_without_parts_score_exactly_as_before(lite: Any) -> None:
+    db = lite.archival.db
+    source = ("archival", "id", "text")
+    for query in ["river morning", "tomatoes balcony", "lock", "bike ride", QUERY]:
+        terms = query_terms(query)
+        plain = bm25_scores(db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"])
+        parts = bm25_with_parts(
+            db, "archival_fts", "archival", source, terms, "b.agent_id = ?", ["ada"]
+        )
+        assert parts.keys() == plain.keys()
+        for rowid, score in plain.items():
+            if lite.archival.get(rowid).text == LONG:
+                assert parts[rowid] >= score
+            else:
+                assert parts[rowid] == score
+
+
+def test_sqlite_inside_a_writing_transaction_parts_never_fail(tmp_path: Path) -> None:
+    """FTS5 writes its statistics at commit: a search between a first write and its commit
+    scores the whole texts (no part scored with statistics that miss those rows)."""
+    from langgraph_memgpt.stores.db import transaction
+
+    close_all()
+    try:
+        archival = SqliteBackend(tmp_path / "memory", embedding_model="none").open("ada").archival
+        with transaction(archival.db):
+            archival.db.conn.execute(
+                "INSERT INTO archival (agent_id, text, tags, created_at) "
+                "VALUES ('ada', ?, '[]', '2026-03-01T10:00:00.000000+00:00')",
+                (LONG,),
+            )
+            scores = bm25_with_parts(
+                archival.db,
+                "archival_fts",
+                "archival",
+                ("archival", "id", "text"),
+                query_terms(QUERY),
+                "b.agent_id = ?",
+                ["ada"],
+            )
+            assert len(scores) == 1
+    finally:
+        close_all()
+
+
+@pytest.fixture
+def both(lite: Any, postgres_url: str) -> Iterator[dict[str, Any]]:
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+
+    postgres = PostgresBackend(postgres_url, embedding_model="none")
+    memory = postgres.open("ada")
+    memory.recall.add(_messages("ada"))
+    memory.archival.insert_many(CORPUS)
+    yield {"sqlite": lite, "postgres": memory}
+    postgres.close()
+
+
+@pytest.mark.parametrize("query", [QUERY, "bike lock", "combination 123456", "river morning"])
+def test_postgres_scores_parts_like_sqlite(both: dict[str, Any], query: str) -> None:
+    """The raw word signals, with parts, text by text: archival, and recall's message and
+    context signals (a long message's context is scored by its parts too)."""
+    from langgraph_memgpt.stores.postgres.search import TableSignals
+
+    terms = query_terms(query)
+    lite, pg = both["sqlite"], both["postgres"]
+    source = ("archival", "id", "text")
+    sqlite_scores = bm25_with_parts(
+        lite.archival.db, "archival_fts", "archival", source, terms, "b.agent_id = ?", ["ada"]
+    )
+    expected = {lite.archival.get(i).text: s for i, s in sqlite_scores.items()}
+    with pg.archival.pool.connection() as conn:
+        signals = _archival_signals(TableSignals, pg.archival, conn)
+        (got,) = signals.word_signals(terms)
+    by_text = {pg.archival.get(i).text: s for i, s in got.items()}
+    assert by_text.keys() == expected.keys()
+    for text, score in expected.items():
+        assert by_text[text] == pytest.approx(score, rel=1e-9), text
+
+    db = lite.recall.db
+    message, context = _RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
+    ids = {int(r[0]): str(r[1]) for r in db.conn.execute("SELECT id, message_id FROM recall")}
+    with pg.recall.pool.connection() as conn:
+        signals = _recall_signals(TableSignals, pg.recall, conn)
+        pg_message, pg_context = signals.word_signals(terms)
+        rows = conn.execute("SELECT id, message_id FROM memgpt_recall").fetchall()
+    pg_ids = {int(r[0]): str(r[1]) for r in rows}
+    for ours, theirs in ((message, pg_message), (context, pg_context)):
+        a = {ids[i]: s for i, s in ours.items()}
+        b = {pg_ids[i]: s for i, s in theirs.items()}
+        assert a.keys() == b.keys()
+        for key, score in a.items():
+            assert b[key] == pytest.approx(score, rel=1e-9), key
+
+
+def _archival_signals(base: Any, memory: Any, conn: Any) -> Any:
+    class Signals(base):  # type: ignore[misc]
+        table = "memgpt_archival"
+        words = (("tsv", "text_len"),)
+        vectors = ()
+
+    return Signals(memory, conn, "b.agent_id = %s", ["ada"])
+
+
+def _recall_signals(base: Any, memory: Any, conn: Any) -> Any:
+    class Signals(base):  # type: ignore[misc]
+        table = "memgpt_recall"
+        words = (("search_tsv", "search_len"), ("context_tsv", "context_len"))
+        vectors = ()
+
+    return Signals(memory, conn, "b.agent_id = %s", ["ada"])
+
+
+def test_postgres_a_long_text_outranks_the_near_miss(both: dict[str, Any]) -> None:
+    pg = both["postgres"]
+    assert pg.archival.search(QUERY, mode="fts").hits[0].item.text == LONG
+    assert pg.recall.search(QUERY, mode="fts").hits[0].item.text == LONG
+
+
+def test_sqlite_only_a_long_messages_context_is_split(lite: Any) -> None:
+    """The contexts of the long message's neighbours hold it too, yet score as before."""
+    terms = query_terms("bike lock combination river")
+    _, context = _RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
+    db = lite.recall.db
+    plain = bm25_scores(db, "recall_context_fts", "recall", terms, "b.agent_id = ?", ["ada"])
+    (long_id,) = [
+        int(r[0]) for r in db.conn.execute("SELECT id FROM recall WHERE text = ?", (LONG,))
+    ]
+    assert context.keys() == plain.keys()
+    assert context[long_id] > plain[long_id]
+    for item, score in plain.items():
+        if item != long_id:
+            assert context[item] == score
