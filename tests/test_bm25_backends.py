@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import one_thread
 
 from langgraph_memgpt.stores import SqliteBackend, close_all
 from langgraph_memgpt.stores.types import RecallMessage
@@ -44,17 +45,7 @@ QUERIES = [
 
 
 def _messages(agent: str) -> list[RecallMessage]:
-    return [
-        RecallMessage(
-            agent_id=agent,
-            thread_id="t1",
-            message_id=f"m{i:02d}",
-            role="user" if i % 2 == 0 else "assistant",
-            text=text,
-            created_at=f"2026-03-01T10:{i:02d}:00+00:00",
-        )
-        for i, text in enumerate(CORPUS)
-    ]
+    return one_thread(agent, CORPUS)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from corpora import TALK
 
 from langgraph_memgpt.stores.chunks import (
     LONG_WORDS,
@@ -24,16 +25,6 @@ from langgraph_memgpt.stores.chunks import (
 )
 from langgraph_memgpt.stores.types import RecallMessage
 
-TALK = [
-    "I finally got the tomatoes to ripen on the balcony, it only took all summer.",
-    "The train was late again this morning, so I read half a novel on the platform.",
-    "We should try that noodle place near the river, everyone keeps talking about it.",
-    "My sister called, she is thinking about moving closer to the coast next year.",
-    "Honestly the weekend went by too fast, I barely unpacked the groceries.",
-    "I started running again, just short loops around the park before work.",
-    "The neighbours are renovating, there has been drilling since eight every day.",
-    "I baked bread for the first time and it came out flat but tasty.",
-]
 FACT = "Oh, and before I forget, the code for the storage locker is ZX4417."
 LONG = " ".join([*TALK[:4], FACT, *TALK[4:]])
 NEAR_MISSES = [

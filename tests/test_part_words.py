@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import TALK as EVERYDAY
+from corpora import one_thread
 
 from langgraph_memgpt.stores import SqliteBackend, close_all
 from langgraph_memgpt.stores.bm25 import bm25_term
@@ -30,14 +32,7 @@ from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 
 TALK = [
-    "I finally got the tomatoes to ripen on the balcony, it only took all summer.",
-    "The train was late again this morning, so I read half a novel on the platform.",
-    "We should try that noodle place near the river, everyone keeps talking about it.",
-    "My sister called, she is thinking about moving closer to the coast next year.",
-    "Honestly the weekend went by too fast, I barely unpacked the groceries.",
-    "I started running again, just short loops around the park before work.",
-    "The neighbours are renovating, there has been drilling since eight every day.",
-    "I baked bread for the first time and it came out flat but tasty.",
+    *EVERYDAY,
     "Work has been calm this week, which feels suspicious after last month.",
 ]
 FACT = "Oh and before I forget, my bike lock combination is 123456."
@@ -57,17 +52,7 @@ long message holds "combination"."""
 
 
 def _messages(agent: str) -> list[RecallMessage]:
-    return [
-        RecallMessage(
-            agent_id=agent,
-            thread_id="t1",
-            message_id=f"m{i:02d}",
-            role="user" if i % 2 == 0 else "assistant",
-            text=text,
-            created_at=f"2026-03-01T10:{i:02d}:00+00:00",
-        )
-        for i, text in enumerate(CORPUS)
-    ]
+    return one_thread(agent, CORPUS)
 
 
 @pytest.fixture
