@@ -138,6 +138,7 @@ def bm25_scores(
     reading: Callable[[int, int], Reading] = term_reading,
     matched: dict[str, list[int]] | None = None,
     long: tuple[str, set[int]] | None = None,
+    newest: NewestIds | None = None,
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
@@ -166,12 +167,14 @@ def bm25_scores(
         long: (a text column, a set) whose set is filled with the matches whose column
             may have parts (``stores.bm25.long_text_sql``), tested on the rows the term's
             query reads anyway (``part_words.with_best_parts``).
+        newest: the agent's newest ids in ``table``, when the caller scores several of its
+            columns (one lookup for all of them); else looked up here if a window needs it.
     """
     if not terms:
         return {}
     tsv, length = columns
     stats, frequencies = term_statistics(conn, table, tsv, agent_id, list(dict.fromkeys(terms)))
-    newest = NewestIds(conn, table, agent_id)
+    newest = newest or NewestIds(conn, table, agent_id)
     scores: dict[int, float] = {}
     for term, found in frequencies.items():
         if not found.documents:
@@ -402,6 +405,7 @@ class TableSignals:
         See ``stores.bm25`` and ``part_words.with_best_parts``.
         """
         self._matched = {}
+        newest = NewestIds(self.conn, self.table, self.agent_id)  # shared by the columns
         signals = []
         for i, columns in enumerate(self.words):
             matched: dict[str, list[int]] = self._matched if i == 0 else {}
@@ -417,6 +421,7 @@ class TableSignals:
                 self.params,
                 matched=matched,
                 long=None if text is None else (text, long),
+                newest=newest,
             )
             signals.append(
                 with_best_parts(
