@@ -1,0 +1,108 @@
+"""Where a Postgres turn's SQL time goes, statement by statement, at two memory sizes.
+
+Runs ``per_turn.py``'s search turns (scripted model: ``conversation_search`` ->
+``archival_memory_search`` -> ``send_message``) on the databases ``per_turn.py --backend
+postgres --data-dir DIR`` seeded, the agents of both sizes in rotation, and times every
+``execute`` of psycopg per statement text. Prints, per size, the turn's p50, its SQL time,
+and the statements that cost most per turn; the baseline is the smaller size in the same
+run (the ratio column). This is how the 100k search turn's extra time was found (the
+middling-frequency terms, ``recall.get`` by message id, the tags in use).
+
+    python benchmarks/pg_turn_sql.py --data-dir DIR [--sizes 1000 100000] [--embeddings none]
+        [--turns 20] [--shared-buffers 2GB]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import per_turn
+import psycopg
+from _common import Vocabulary, print_header
+
+WARMUP = 3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="per_turn.py's cluster")
+    parser.add_argument("--sizes", type=int, nargs=2, default=[1000, 100_000])
+    parser.add_argument("--embeddings", choices=["none", "minilm"], default="none")
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--top", type=int, default=12, help="statements shown per size")
+    parser.add_argument("--shared-buffers", help="the server's shared_buffers, e.g. 2GB")
+    args = parser.parse_args()
+    print_header("pg_turn_sql: SQL time of a search turn per statement, two sizes")
+
+    times: dict[int, dict[str, list[float]]] = collections.defaultdict(
+        lambda: collections.defaultdict(list)
+    )
+    current: list[int | None] = [None]
+    execute = psycopg.Connection.execute
+
+    def timed(self: psycopg.Connection[Any], query: Any, params: Any = None, **kw: Any) -> Any:
+        start = time.perf_counter()
+        cursor = execute(self, query, params, **kw)
+        if current[0] is not None:
+            key = re.sub(r"\s+", " ", query if isinstance(query, str) else str(query))[:100]
+            times[current[0]][key].append((time.perf_counter() - start) * 1000)
+        return cursor
+
+    psycopg.Connection.execute = timed  # type: ignore[method-assign]
+
+    urls, seeded = per_turn.kept_postgres_databases(args.sizes, args.data_dir, args.shared_buffers)
+    missing = [n for n in args.sizes if n not in seeded]
+    if missing:
+        raise SystemExit(f"not seeded in {args.data_dir}: {missing} (per_turn.py --seed-only)")
+    vocab = Vocabulary()
+    total = args.turns + WARMUP
+    users = vocab.texts(np.random.default_rng(2024), total, 15, 45)
+    queries = vocab.queries(np.random.default_rng(2025), total)
+    if args.embeddings == "minilm":
+        from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+
+        MiniLMEmbeddings().embed_query("load the model before timing")
+    root = Path(tempfile.mkdtemp(prefix="memgpt-turn-sql-"))
+    lanes = {
+        n: per_turn.memgpt_lane(root / str(n), args.embeddings, "search", users, queries, urls[n])
+        for n in args.sizes
+    }
+    walls: dict[int, list[float]] = collections.defaultdict(list)
+    for i, text in enumerate(users):
+        for n, lane in lanes.items():
+            current[0] = n if i >= WARMUP else None
+            start = time.perf_counter()
+            lane.invoke(text)
+            if i >= WARMUP:
+                walls[n].append((time.perf_counter() - start) * 1000)
+            current[0] = None
+    for backend in per_turn._OPEN_BACKENDS:
+        backend.close()
+
+    small = args.sizes[0]
+    for n in args.sizes:
+        turns = len(walls[n])
+        sql = sum(sum(v) for v in times[n].values()) / turns
+        print(
+            f"\nN={n:,}: turn p50 {np.median(walls[n]):.0f} ms "
+            f"({np.median(walls[n]) / np.median(walls[small]):.2f}x N={small:,}), "
+            f"SQL {sql:.0f} ms a turn"
+        )
+        ranked = sorted(times[n].items(), key=lambda kv: -sum(kv[1]))[: args.top]
+        for statement, spent in ranked:
+            base = sum(times[small].get(statement, [])) / len(walls[small])
+            print(
+                f"  {sum(spent) / turns:6.1f} ms/turn (N={small:,}: {base:5.1f})  "
+                f"{len(spent) / turns:4.1f}/turn  p50 {np.median(spent):6.2f} ms  {statement}"
+            )
+
+
+if __name__ == "__main__":
+    main()
