@@ -563,3 +563,64 @@ def test_an_identifier_inside_a_long_passage_is_found_first(open_archive: Any) -
     )
     for mode in ("hybrid", "fts"):
         assert top_text(memory, "ZX4417", mode=mode) == LONG_NOTE
+
+
+# ------------------------------------- what surrounds a passage, what a query names
+
+CHAT = [  # one conversation, saved a turn at a time, as a model archives what it hears
+    "How did the move to the new flat go?",
+    "Smooth, the van came early and nothing broke.",
+    "What did you end up calling the puppy?",
+    "We went with Biscuit, after the cookie jar.",
+    "Cute. Are you still cycling to work?",
+    "Most days, unless it rains.",
+]
+
+
+def _archive_chat(memory: ArchivalMemory, tags: list[list[str]] | None = None) -> list[Passage]:
+    return [
+        memory.insert(text, tags=tags[i] if tags else (), thread_id="chat", turn=i + 1)
+        for i, text in enumerate(CHAT)
+    ]
+
+
+def test_a_passage_is_found_by_the_question_asked_just_before_it(open_archive: Any) -> None:
+    """Its neighbours' words count for it, two turns each way, as recall's context does."""
+    memory = open_archive()
+    passages = _archive_chat(memory)
+    memory.insert("The puppy class starts in June.")  # no thread: no neighbours
+    found = texts([h.item for h in memory.search("puppy", mode="fts", page_size=10).hits])
+    assert found[0] in {CHAT[2], "The puppy class starts in June."}
+    assert CHAT[3] in found  # the answer, which never says "puppy"
+    assert CHAT[5] not in found  # three turns after the question
+    assert {p.text for p in passages[:5]} <= set(found)
+
+
+def test_neighbours_outside_the_search_filters_are_not_pulled_in(open_archive: Any) -> None:
+    memory = open_archive()
+    tags = [["chat"]] * len(CHAT)
+    tags[3] = ["private"]
+    _archive_chat(memory, tags)
+    page = memory.search("puppy", mode="fts", tags=["chat"], page_size=10)
+    found = texts([h.item for h in page.hits])
+    assert CHAT[2] in found and CHAT[4] in found
+    assert CHAT[3] not in found
+
+
+def test_a_day_the_query_names_lifts_the_passages_of_that_day(open_archive: Any) -> None:
+    memory = open_archive()
+    for day in ("2026-03-01", "2026-03-04", "2026-03-05", "2026-04-20"):
+        memory.insert("We walked along the beach at low tide.", created_at=f"{day}T10:00:00Z")
+    hits = memory.search("beach walk on 5 March 2026", mode="fts").hits
+    days = [h.item.created_at[:10] for h in hits]
+    assert days[:2] == ["2026-03-05", "2026-03-04"]  # a day off: still lifted, less
+
+
+def test_a_tag_the_query_names_lifts_the_passages_carrying_it(open_archive: Any) -> None:
+    memory = open_archive()
+    memory.insert("Dinner was lovely, we should book that place again.", tags=["joanna"])
+    memory.insert("Dinner was lovely, we should book that place again.", tags=["okafor"])
+    for name in ("Okafor", "Joanna"):  # whichever was saved first
+        hits = memory.search(f"dinner with {name}", mode="fts").hits
+        assert hits[0].item.tags == [name.lower()]
+        assert len(hits) == 2

@@ -32,6 +32,7 @@ from langgraph_memgpt.stores.deletions import LogRow, ensure_deletions_schema, l
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
 from langgraph_memgpt.stores.fts import term_matches
 from langgraph_memgpt.stores.fts_parts import bm25_with_parts
+from langgraph_memgpt.stores.mentions import date_scores, mentioned_names, topic_of
 from langgraph_memgpt.stores.passages import (
     MAX_TAG_CHARS,
     NewPassage,
@@ -62,6 +63,8 @@ _SCHEMA = (
         key TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS archival_agent_created ON archival (agent_id, created_at, id)",
+    # A passage's neighbours in its thread (search reads them, ``stores.search``).
+    "CREATE INDEX IF NOT EXISTS archival_agent_thread ON archival (agent_id, thread_id, turn, id)",
     # One passage per key and agent: a replayed tool call or eviction finds its passage.
     "CREATE UNIQUE INDEX IF NOT EXISTS archival_agent_key ON archival (agent_id, key) "
     "WHERE key IS NOT NULL",
@@ -632,15 +635,16 @@ class _ArchivalSignals:
         self.where = where
         self.params = params
         self.has_vectors = memory.index is not None
+        self._word_matches: set[int] = set()
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         # A long passage scores as its best part where that is higher (``stores.bm25``).
         source = ("archival", "id", "text")
-        return [
-            bm25_with_parts(
-                self.db, "archival_fts", "archival", source, terms, self.where, self.params
-            )
-        ]
+        scores = bm25_with_parts(
+            self.db, "archival_fts", "archival", source, terms, self.where, self.params
+        )
+        self._word_matches = set(scores)
+        return [scores]
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         return term_matches(
@@ -648,7 +652,26 @@ class _ArchivalSignals:
         )
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
-        return query
+        """In hybrid mode, the query without the tags it names (``mentions.topic_of``).
+
+        A named tag is left to the words and the tag signal (:meth:`named_signals`), as
+        recall leaves a named participant to its words and speaker signals; only the tags
+        of the word matches are looked at (an agent may have thousands).
+        """
+        if mode != "hybrid":
+            return query
+        return topic_of(query, self._tags_of(self._word_matches))
+
+    def _tags_of(self, ids: Collection[int]) -> list[str]:
+        """The tags these passages carry (a search's candidates: never every tag)."""
+        if not ids:
+            return []
+        rows = self.db.conn.execute(
+            "SELECT DISTINCT tag FROM archival_tags "
+            "WHERE passage_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(ids)),),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def embed(self, text: str) -> Any:
         assert self.memory.embeddings is not None
@@ -677,7 +700,52 @@ class _ArchivalSignals:
         return min(at_most, self.memory._count_with_vector(self.where, self.params))
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
-        return []
+        """A day the query names (``created_at``) and one tag it names, as recall's are.
+
+        The tag lifts only passages another signal found, as recall's speaker does.
+        """
+        out: list[dict[int, float]] = []
+        days = date_scores(
+            query,
+            lambda low, high: self.db.conn.execute(
+                f"SELECT b.id, b.created_at FROM archival AS b WHERE {self.where} "
+                "AND b.created_at >= ? AND b.created_at < ?",
+                (*self.params, low, high),
+            ).fetchall(),
+        )
+        if days is not None:
+            out.append(days)
+        named = mentioned_names(query, self._tags_of(candidates))
+        if len(named) == 1:
+            rows = self.db.conn.execute(
+                "SELECT passage_id FROM archival_tags WHERE agent_id = ? AND tag = ? "
+                "AND passage_id IN (SELECT value FROM json_each(?))",
+                (self.memory.agent_id, next(iter(named)), json.dumps(sorted(candidates))),
+            ).fetchall()
+            out.append({int(r[0]): 1.0 for r in rows})
+        return out
+
+    def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
+        """Two index range reads per passage with a thread (SQLite runs them in-process)."""
+        conn = self.db.conn
+        places = conn.execute(
+            "SELECT id, thread_id, turn FROM archival WHERE id IN (SELECT value FROM json_each(?)) "
+            "AND thread_id IS NOT NULL AND turn IS NOT NULL",
+            (json.dumps(list(ids)),),
+        ).fetchall()
+        near = (
+            f"SELECT b.id FROM archival AS b WHERE {self.where} AND b.thread_id = ? "
+            "AND (b.turn {0} ? OR (b.turn = ? AND b.id {0} ?)) "
+            "ORDER BY b.turn {1}, b.id {1} LIMIT ?"
+        )
+        before, after = near.format("<", "DESC"), near.format(">", "ASC")
+        out: dict[int, list[int]] = {}
+        for item, thread, turn in places:
+            args = (*self.params, thread, turn, turn, item, reach)
+            earlier = [int(r[0]) for r in conn.execute(before, args)]
+            later = [int(r[0]) for r in conn.execute(after, args)]
+            out[int(item)] = [*reversed(earlier), int(item), *later]
+        return out
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Passage]:
         return {hit.item.id: hit.item for hit in self.memory._hits([(i, 0.0) for i in ids])}

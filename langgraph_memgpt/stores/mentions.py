@@ -2,16 +2,23 @@
 
 A question such as "what did Maria start on 3 June, 2023?" names the day it is about; one
 such as "what does Melanie think ...?" names who said it. Both are facts recall memory
-stores next to every message (``created_at``, ``name``), so search can use them as
-signals of their own instead of hoping the words match.
+stores next to every message (``created_at``, ``name``), and archival next to every
+passage (``created_at``, its tags), so search can use them as signals of their own instead
+of hoping the words match.
 """
 
 from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date
+
+from langgraph_memgpt.stores.dates import day_after_iso, shift_day
+from langgraph_memgpt.stores.words import query_words
+
+DATE_REACH_DAYS = 7
+"""A day named in a query still lifts items this many days away (linearly less)."""
 
 MONTHS = {  # month name or abbreviation -> number (shared with the LoCoMo loader)
     name: number
@@ -117,3 +124,34 @@ def without_names(text: str, names: Iterable[str]) -> str:
             pattern = rf"(?<!\w){re.escape(name.strip())}(?:['\u2019]s)?(?!\w)"
             text = re.sub(pattern, " ", text, flags=re.I)
     return " ".join(text.split())
+
+
+def date_scores(
+    query: str, created_between: Callable[[str, str], Iterable[tuple[int, str]]]
+) -> dict[int, float] | None:
+    """How close each item's day is to the days ``query`` names; None when it names none.
+
+    ``created_between(low, high)`` returns ``(id, created_at)`` of the candidates created
+    from ``low`` up to (not including) ``high``, both ISO text: the named days widened by
+    :data:`DATE_REACH_DAYS`.
+    """
+    ranges = mentioned_dates(query)
+    if not ranges:
+        return None
+    low = shift_day(min(r[0] for r in ranges), -DATE_REACH_DAYS)
+    high = shift_day(max(r[1] for r in ranges), DATE_REACH_DAYS)
+    scores = {
+        int(key): date_closeness(date.fromisoformat(str(created)[:10]), ranges, DATE_REACH_DAYS)
+        for key, created in created_between(low.isoformat(), day_after_iso(high))
+    }
+    return {key: value for key, value in scores.items() if value > 0}
+
+
+def topic_of(query: str, names: Iterable[str]) -> str:
+    """``query`` without the ``names`` it mentions, to embed; the query itself if nothing is left.
+
+    See :func:`without_names`: on LoCoMo this lifted hybrid recall (participants' names)
+    and archival (the speaker tags of conversation passages) alike.
+    """
+    topic = without_names(query, mentioned_names(query, names))
+    return topic if query_words(topic) else query

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,7 +34,7 @@ from langgraph_memgpt.stores.chunks import (
     nearest_items,
     parts_of,
 )
-from langgraph_memgpt.stores.dates import date_range_sql, day_after_iso, shift_day
+from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
 from langgraph_memgpt.stores.deletions import (
     LogRow,
@@ -54,10 +53,9 @@ from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
 from langgraph_memgpt.stores.fts import bm25_scores, term_matches
 from langgraph_memgpt.stores.fts_parts import long_texts, with_best_parts
 from langgraph_memgpt.stores.mentions import (
-    date_closeness,
-    mentioned_dates,
+    date_scores,
     mentioned_names,
-    without_names,
+    topic_of,
 )
 from langgraph_memgpt.stores.messages import (
     PreparedMessage,
@@ -72,7 +70,6 @@ from langgraph_memgpt.stores.search import RECALL, hybrid_search
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
-from langgraph_memgpt.stores.words import query_words
 
 SearchMode = Literal["hybrid", "fts", "vector"]
 
@@ -81,8 +78,6 @@ _ID_FLOOR = "recall_id_floor"
 """Meta key: the largest recall row id ever given out, once the newest rows were deleted."""
 CONTEXT_RADIUS = 2
 """Neighbours on each side that make up a message's context (measured best: 2)."""
-DATE_REACH_DAYS = 7
-"""A day named in a query still lifts messages this many days away (linearly less)."""
 INGEST_CHUNK = 256
 """Messages per transaction (and per embedding call) in :meth:`RecallMemory.add_many`."""
 _VECTOR_KINDS: dict[str, IndexKind] = {"turn": "auto", "context": "auto", "context_tail": "flat"}
@@ -939,19 +934,16 @@ class RecallMemory:
         to 0.883 and the speaker signal from 0.854 to 0.883.
         """
         out: list[dict[int, float]] = []
-        ranges = mentioned_dates(query)
-        if ranges:
-            reach = DATE_REACH_DAYS
-            low = shift_day(min(r[0] for r in ranges), -reach)
-            high = shift_day(max(r[1] for r in ranges), reach)
-            rows = self.db.conn.execute(
+        days = date_scores(
+            query,
+            lambda low, high: self.db.conn.execute(
                 f"SELECT b.id, b.created_at FROM recall AS b WHERE {where} "
                 "AND b.created_at >= ? AND b.created_at < ?",
-                (*params, low.isoformat(), day_after_iso(high)),
-            ).fetchall()
-            days = {int(r[0]): date.fromisoformat(str(r[1])[:10]) for r in rows}
-            scores = {k: date_closeness(d, ranges, reach) for k, d in days.items()}
-            out.append({k: v for k, v in scores.items() if v > 0})
+                (*params, low, high),
+            ).fetchall(),
+        )
+        if days is not None:
+            out.append(days)
         named = mentioned_names(query, self._participants())
         if len(named) == 1 and candidates:
             # Only messages another signal found: every message of a participant would
@@ -976,8 +968,7 @@ class RecallMemory:
         """
         if mode != "hybrid":
             return query
-        topic = without_names(query, mentioned_names(query, self._participants()))
-        return topic if query_words(topic) else query
+        return topic_of(query, self._participants())
 
     def _participants(self) -> list[str]:
         """Names the agent's conversation messages carry (who said them), cached."""
@@ -1172,6 +1163,10 @@ class _RecallSignals:
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         return self.memory._mention_scores(query, self.where, self.params, candidates)
+
+    def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
+        """Never asked: recall indexes each message's context when it is written."""
+        return {}
 
     def fetch(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
         return self.memory._fetch_by_ids(ids)

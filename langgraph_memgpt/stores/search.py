@@ -27,7 +27,7 @@ mode.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -106,10 +106,25 @@ class Tier:
     (``ranking.fuse(matches_only=True)``). Recall: a question about something never said
     otherwise got a page of the nearest small talk, which a small model answered from.
     Archival keeps ranking its whole vector pool: dropping it was not measured there."""
+    neighbour_context: bool = False
+    """Score each candidate also by its neighbours in its thread, at search time
+    (:func:`neighbour_signals`). Recall indexes each message's context when it is written;
+    archival passages come one at a time, in any order, from tools and evictions, so their
+    neighbourhood is read when searched."""
 
 
 RECALL = Tier("recall", RECALL_POOL, refuse_vector_mode=True, matches_only=True)
-ARCHIVAL = Tier("archival", ARCHIVAL_POOL, refuse_vector_mode=False, matches_only=False)
+ARCHIVAL = Tier(
+    "archival", ARCHIVAL_POOL, refuse_vector_mode=False, matches_only=False, neighbour_context=True
+)
+
+CONTEXT_REACH = 2
+"""A candidate's neighbourhood: this many items before and after it in its thread, as
+recall's context (``stores.recall.CONTEXT_RADIUS``)."""
+
+CONTEXT_SEEDS = 100
+"""How many of the best candidates (before context) have their neighbourhoods read: a
+passage whose neighbours matched weakly gains little, and each seed costs a lookup."""
 
 
 class SignalSource(Protocol[T]):
@@ -150,6 +165,15 @@ class SignalSource(Protocol[T]):
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         """Signals from what the query names (a date, a participant); [] if none."""
+        ...
+
+    def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
+        """For each of ``ids`` that came from a thread, the candidates around it, in order.
+
+        Up to ``reach`` candidates before it in its thread (by turn, then id), itself, and up
+        to ``reach`` after; ids without a thread are left out. Only asked of a tier with
+        :attr:`Tier.neighbour_context`.
+        """
         ...
 
     def fetch(self, ids: Sequence[int]) -> Mapping[int, T]:
@@ -201,6 +225,51 @@ class _Search(Generic[T]):
         }
 
 
+def neighbour_signals(
+    signals: Sequence[Signal[int]],
+    sequences: Callable[[Sequence[int], int], dict[int, list[int]]],
+    reach: int = CONTEXT_REACH,
+) -> list[Signal[int]]:
+    """Two context signals: what a candidate's neighbours scored on words and on meaning.
+
+    As recall's context (the message with its two neighbours each side), so a passage
+    that answers a question asked just before it is found through that question's words.
+    For the best :data:`CONTEXT_SEEDS` candidates, the neighbourhood within ``2 * reach``
+    is read; then every item within ``reach`` of a seed scores:
+
+    - words: the sum of its window's word scores (the first "rank" signal);
+    - meaning: the mean of its window's similarities (the first "similarity" signal),
+      a member outside the vector pool counting as the pool's lowest.
+
+    Returns [] when no candidate came from a thread.
+    """
+    words = next((s.scores for s in signals if s.kind == "rank"), {})
+    vectors = next((s.scores for s in signals if s.kind == "similarity"), {})
+    seeds = [key for key, _ in fuse(signals)[:CONTEXT_SEEDS]]
+    around = sequences(seeds, 2 * reach)
+    if not around:
+        return []
+    lowest = min(vectors.values(), default=0.0)
+    by_words: dict[int, float] = {}
+    by_meaning: dict[int, float] = {}
+    for seed, sequence in around.items():
+        at = sequence.index(seed)
+        for position in range(max(0, at - reach), min(len(sequence), at + reach + 1)):
+            item = sequence[position]
+            window = sequence[max(0, position - reach) : position + reach + 1]
+            matched = [words[n] for n in window if n in words]
+            if matched:
+                by_words[item] = sum(matched)
+            if vectors:
+                by_meaning[item] = sum(vectors.get(n, lowest) for n in window) / len(window)
+    out: list[Signal[int]] = []
+    if by_words:
+        out.append(Signal(by_words))
+    if by_meaning:
+        out.append(Signal(by_meaning, "similarity"))
+    return out
+
+
 def hybrid_search(
     tier: Tier, source: SignalSource[T], query: str, mode: SearchMode, page: int, page_size: int
 ) -> SearchPage[T]:
@@ -240,6 +309,8 @@ def hybrid_search(
         search.add_vectors(mode, pool.size(page, page_size))
         if mode == "vector":
             total = source.vector_total(VECTOR_TOTAL_CAP)
+    if tier.neighbour_context:
+        search.signals += neighbour_signals(search.signals, source.sequences)
     if mode != "vector":
         candidates = {key for signal in search.signals for key in signal.scores}
         search.signals += [Signal(s) for s in source.named_signals(query, candidates)]
@@ -259,6 +330,8 @@ def hybrid_search(
 __all__ = [
     "ARCHIVAL",
     "ARCHIVAL_POOL",
+    "CONTEXT_REACH",
+    "CONTEXT_SEEDS",
     "MODES",
     "RECALL",
     "RECALL_POOL",
@@ -267,4 +340,5 @@ __all__ = [
     "SignalSource",
     "check_mode",
     "hybrid_search",
+    "neighbour_signals",
 ]

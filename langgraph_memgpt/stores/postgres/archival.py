@@ -20,6 +20,7 @@ from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
+from langgraph_memgpt.stores.mentions import date_scores, mentioned_names, topic_of
 from langgraph_memgpt.stores.passages import (
     NewPassage,
     PreparedPassage,
@@ -354,12 +355,71 @@ class _PgArchivalSignals(TableSignals):
     ) -> None:
         super().__init__(memory, conn, where, params)
         self.memory = memory
+        self._word_matches: set[int] = set()
+
+    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        signals = super().word_signals(terms)
+        self._word_matches = set(signals[0])
+        return signals
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
-        return query
+        """As SQLite's: in hybrid mode, without the word matches' tags the query names."""
+        return topic_of(query, self._tags_of(self._word_matches)) if mode == "hybrid" else query
+
+    def _tags_of(self, ids: Collection[int]) -> list[str]:
+        if not ids:
+            return []
+        rows = self.conn.execute(
+            f"SELECT DISTINCT unnest(tags) FROM {TABLE} WHERE agent_id = %s AND id = ANY(%s)",
+            (self.agent_id, sorted(ids)),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
-        return []
+        """As SQLite's: a day the query names, and one tag it names among the candidates'."""
+        out: list[dict[int, float]] = []
+        days = date_scores(
+            query,
+            lambda low, high: self.conn.execute(
+                f"SELECT b.id, b.created_at FROM {TABLE} AS b WHERE {self.where} "
+                "AND b.created_at >= %s AND b.created_at < %s",
+                (*self.params, low, high),
+            ).fetchall(),
+        )
+        if days is not None:
+            out.append(days)
+        named = mentioned_names(query, self._tags_of(candidates))
+        if len(named) == 1:
+            rows = self.conn.execute(
+                f"SELECT id FROM {TABLE} WHERE agent_id = %s AND id = ANY(%s) "
+                "AND tags @> ARRAY[%s]::text[]",
+                (self.agent_id, sorted(candidates), next(iter(named))),
+            ).fetchall()
+            out.append({int(r[0]): 1.0 for r in rows})
+        return out
+
+    def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
+        """One query: each seed's neighbours before and after it (a LATERAL index read each)."""
+        if not ids:
+            return {}
+        near = (
+            f"(SELECT b.id, b.turn FROM {TABLE} AS b WHERE {self.where} "
+            "AND b.thread_id = s.thread_id AND (b.turn, b.id) {0} (s.turn, s.id) "
+            "ORDER BY b.turn {1}, b.id {1} LIMIT %s)"
+        )
+        rows = self.conn.execute(
+            f"SELECT s.id, s.turn, n.id, n.turn FROM {TABLE} AS s LEFT JOIN LATERAL ("
+            f"{near.format('<', 'DESC')} UNION ALL {near.format('>', 'ASC')}"
+            ") AS n ON true WHERE s.agent_id = %s AND s.id = ANY(%s) "
+            "AND s.thread_id IS NOT NULL AND s.turn IS NOT NULL",
+            (*self.params, reach, *self.params, reach, self.agent_id, list(ids)),
+        ).fetchall()
+        places: dict[int, list[tuple[int, int]]] = {}
+        for seed, seed_turn, item, turn in rows:
+            places.setdefault(int(seed), [(int(seed_turn), int(seed))])
+            if item is not None:
+                places[int(seed)].append((int(turn), int(item)))
+        return {seed: [item for _, item in sorted(near)] for seed, near in places.items()}
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Passage]:
         hits = self.memory._hits(self.conn, [(i, 0.0) for i in ids])

@@ -149,6 +149,9 @@ SCHEMA: tuple[str, ...] = (
         GENERATED ALWAYS AS (memgpt_token_count(text)) STORED""",
     "DROP INDEX IF EXISTS memgpt_archival_lengths",
     "CREATE INDEX IF NOT EXISTS memgpt_archival_newest ON memgpt_archival (agent_id, id)",
+    # A passage's neighbours in its thread (archival search reads them, ``stores.search``).
+    """CREATE INDEX IF NOT EXISTS memgpt_archival_by_thread
+        ON memgpt_archival (agent_id, thread_id, turn, id)""",
     # Idempotency key of a passage (a replayed tool call or eviction finds its passage).
     "ALTER TABLE memgpt_archival ADD COLUMN IF NOT EXISTS key text",
     """CREATE UNIQUE INDEX IF NOT EXISTS memgpt_archival_key

@@ -15,7 +15,6 @@ import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
 from typing import Any
 
 import numpy as np
@@ -33,10 +32,9 @@ from langgraph_memgpt.stores.embeddings import (
     normalize,
 )
 from langgraph_memgpt.stores.mentions import (
-    date_closeness,
-    mentioned_dates,
+    date_scores,
     mentioned_names,
-    without_names,
+    topic_of,
 )
 from langgraph_memgpt.stores.messages import (
     PreparedMessage,
@@ -60,10 +58,9 @@ from langgraph_memgpt.stores.postgres.search import (
     has_more_than,
     placeholders,
 )
-from langgraph_memgpt.stores.recall import CONTEXT_RADIUS, DATE_REACH_DAYS
+from langgraph_memgpt.stores.recall import CONTEXT_RADIUS
 from langgraph_memgpt.stores.search import RECALL, hybrid_search
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
-from langgraph_memgpt.stores.words import query_words
 
 TABLE = "memgpt_recall"
 _COLUMNS = (
@@ -645,8 +642,7 @@ class PgRecallMemory:
         """In hybrid mode, the query without the participants it names (as the embedded one)."""
         if mode != "hybrid":
             return query
-        topic = without_names(query, mentioned_names(query, self._participants(conn)))
-        return topic if query_words(topic) else query
+        return topic_of(query, self._participants(conn))
 
     def _mention_scores(
         self,
@@ -658,19 +654,16 @@ class PgRecallMemory:
     ) -> list[dict[int, float]]:
         """Signals from a day or month and one participant the query names."""
         out: list[dict[int, float]] = []
-        ranges = mentioned_dates(query)
-        if ranges:
-            reach = DATE_REACH_DAYS
-            low = min(r[0] for r in ranges) - timedelta(days=reach)
-            high = max(r[1] for r in ranges) + timedelta(days=reach + 1)
-            rows = conn.execute(
+        days = date_scores(
+            query,
+            lambda low, high: conn.execute(
                 f"SELECT b.id, b.created_at FROM {TABLE} AS b WHERE {where} "
                 "AND b.created_at >= %s AND b.created_at < %s",
-                (*params, low.isoformat(), high.isoformat()),
-            ).fetchall()
-            days = {int(r[0]): date.fromisoformat(str(r[1])[:10]) for r in rows}
-            scores = {k: date_closeness(d, ranges, reach) for k, d in days.items()}
-            out.append({k: v for k, v in scores.items() if v > 0})
+                (*params, low, high),
+            ).fetchall(),
+        )
+        if days is not None:
+            out.append(days)
         named = mentioned_names(query, self._participants(conn))
         if len(named) == 1 and candidates:
             rows = conn.execute(
@@ -745,6 +738,10 @@ class _PgRecallSignals(TableSignals):
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         return self.memory._mention_scores(self.conn, query, self.where, self.params, candidates)
+
+    def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
+        """Never asked: recall indexes each message's context when it is written."""
+        return {}
 
     def fetch(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
         return self.memory._fetch_by_ids(self.conn, ids)
