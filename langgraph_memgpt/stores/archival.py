@@ -726,7 +726,10 @@ class _ArchivalSignals:
         return out
 
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
-        """Two index range reads per passage with a thread (SQLite runs them in-process)."""
+        """One statement per passage with a thread: two index range reads.
+
+        SQLite runs statements in-process: many small ones cost less than one large join.
+        """
         conn = self.db.conn
         places = conn.execute(
             "SELECT id, thread_id, turn FROM archival WHERE id IN (SELECT value FROM json_each(?)) "
@@ -734,17 +737,17 @@ class _ArchivalSignals:
             (json.dumps(list(ids)),),
         ).fetchall()
         near = (
-            f"SELECT b.id FROM archival AS b WHERE {self.where} AND b.thread_id = ? "
-            "AND (b.turn {0} ? OR (b.turn = ? AND b.id {0} ?)) "
-            "ORDER BY b.turn {1}, b.id {1} LIMIT ?"
+            f"SELECT * FROM (SELECT b.turn, b.id FROM archival AS b WHERE {self.where} "
+            "AND b.thread_id = ? AND (b.turn {0} ? OR (b.turn = ? AND b.id {0} ?)) "
+            "ORDER BY b.turn {1}, b.id {1} LIMIT ?)"
         )
-        before, after = near.format("<", "DESC"), near.format(">", "ASC")
+        both = f"{near.format('<', 'DESC')} UNION ALL {near.format('>', 'ASC')}"
         out: dict[int, list[int]] = {}
         for item, thread, turn in places:
-            args = (*self.params, thread, turn, turn, item, reach)
-            earlier = [int(r[0]) for r in conn.execute(before, args)]
-            later = [int(r[0]) for r in conn.execute(after, args)]
-            out[int(item)] = [*reversed(earlier), int(item), *later]
+            side = (*self.params, thread, turn, turn, item, reach)
+            rows = conn.execute(both, (*side, *side)).fetchall()
+            ordered = sorted([(int(turn), int(item)), *((int(t), int(i)) for t, i in rows)])
+            out[int(item)] = [i for _, i in ordered]
         return out
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Passage]:
