@@ -729,6 +729,8 @@ class _ArchivalSignals:
         """One statement per passage with a thread: two index range reads.
 
         SQLite runs statements in-process: many small ones cost less than one large join.
+        The ``turn <=`` / ``turn >=`` bound is what lets the thread index seek to the
+        passage instead of scanning the thread from its end.
         """
         conn = self.db.conn
         places = conn.execute(
@@ -738,7 +740,7 @@ class _ArchivalSignals:
         ).fetchall()
         near = (
             f"SELECT * FROM (SELECT b.turn, b.id FROM archival AS b WHERE {self.where} "
-            "AND b.thread_id = ? AND (b.turn {0} ? OR (b.turn = ? AND b.id {0} ?)) "
+            "AND b.thread_id = ? AND b.turn {0}= ? AND (b.turn {0} ? OR b.id {0} ?) "
             "ORDER BY b.turn {1}, b.id {1} LIMIT ?)"
         )
         both = f"{near.format('<', 'DESC')} UNION ALL {near.format('>', 'ASC')}"
