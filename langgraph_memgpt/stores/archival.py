@@ -32,7 +32,7 @@ from langgraph_memgpt.stores.deletions import LogRow, ensure_deletions_schema, l
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
 from langgraph_memgpt.stores.fts import term_matches
 from langgraph_memgpt.stores.fts_parts import bm25_with_parts
-from langgraph_memgpt.stores.mentions import date_scores, mentioned_names, topic_of
+from langgraph_memgpt.stores.mentions import mention_signals, topic_of
 from langgraph_memgpt.stores.passages import (
     MAX_TAG_CHARS,
     NewPassage,
@@ -704,26 +704,24 @@ class _ArchivalSignals:
 
         The tag lifts only passages another signal found, as recall's speaker does.
         """
-        out: list[dict[int, float]] = []
-        days = date_scores(
+        conn = self.db.conn
+        return mention_signals(
             query,
-            lambda low, high: self.db.conn.execute(
+            lambda low, high: conn.execute(
                 f"SELECT b.id, b.created_at FROM archival AS b WHERE {self.where} "
                 "AND b.created_at >= ? AND b.created_at < ?",
                 (*self.params, low, high),
             ).fetchall(),
+            self._tags_of(candidates),
+            lambda tag: (
+                r[0]
+                for r in conn.execute(
+                    "SELECT passage_id FROM archival_tags WHERE agent_id = ? AND tag = ? "
+                    "AND passage_id IN (SELECT value FROM json_each(?))",
+                    (self.memory.agent_id, tag, json.dumps(sorted(candidates))),
+                )
+            ),
         )
-        if days is not None:
-            out.append(days)
-        named = mentioned_names(query, self._tags_of(candidates))
-        if len(named) == 1:
-            rows = self.db.conn.execute(
-                "SELECT passage_id FROM archival_tags WHERE agent_id = ? AND tag = ? "
-                "AND passage_id IN (SELECT value FROM json_each(?))",
-                (self.memory.agent_id, next(iter(named)), json.dumps(sorted(candidates))),
-            ).fetchall()
-            out.append({int(r[0]): 1.0 for r in rows})
-        return out
 
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
         """One statement per passage with a thread: two index range reads.

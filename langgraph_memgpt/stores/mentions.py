@@ -147,6 +147,30 @@ def date_scores(
     return {key: value for key, value in scores.items() if value > 0}
 
 
+def mention_signals(
+    query: str,
+    created_between: Callable[[str, str], Iterable[tuple[int, str]]],
+    names: Iterable[str],
+    holders: Callable[[str], Iterable[int]],
+) -> list[dict[int, float]]:
+    """The signals of what ``query`` names: a day (:func:`date_scores`) and one name.
+
+    ``names`` are the names the tier knows (participants, tags); when the query mentions
+    exactly one, ``holders(name)`` gives the candidates carrying it, each scored 1.0. Only
+    candidates another signal found: every message of a participant would be half the
+    memory, and on its own a name says nothing of topic. A signal is only added when the
+    query names such a thing, so other queries rank exactly as before.
+    """
+    out: list[dict[int, float]] = []
+    days = date_scores(query, created_between)
+    if days is not None:
+        out.append(days)
+    named = mentioned_names(query, names)
+    if len(named) == 1:
+        out.append(dict.fromkeys((int(key) for key in holders(next(iter(named)))), 1.0))
+    return out
+
+
 def topic_of(query: str, names: Iterable[str]) -> str:
     """``query`` without the ``names`` it mentions, to embed; the query itself if nothing is left.
 

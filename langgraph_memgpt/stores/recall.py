@@ -53,8 +53,7 @@ from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
 from langgraph_memgpt.stores.fts import bm25_scores, term_matches
 from langgraph_memgpt.stores.fts_parts import long_texts, with_best_parts
 from langgraph_memgpt.stores.mentions import (
-    date_scores,
-    mentioned_names,
+    mention_signals,
     topic_of,
 )
 from langgraph_memgpt.stores.messages import (
@@ -933,28 +932,24 @@ class RecallMemory:
         exactly as before. On LoCoMo the date signal lifted hybrid recall_any@10 from 0.859
         to 0.883 and the speaker signal from 0.854 to 0.883.
         """
-        out: list[dict[int, float]] = []
-        days = date_scores(
+        conn = self.db.conn
+        return mention_signals(
             query,
-            lambda low, high: self.db.conn.execute(
+            lambda low, high: conn.execute(
                 f"SELECT b.id, b.created_at FROM recall AS b WHERE {where} "
                 "AND b.created_at >= ? AND b.created_at < ?",
                 (*params, low, high),
             ).fetchall(),
+            self._participants() if candidates else (),
+            lambda name: (
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM recall WHERE +agent_id = ? AND name = ? "
+                    "AND id IN (SELECT value FROM json_each(?))",
+                    (self.agent_id, name, json.dumps(sorted(candidates))),
+                )
+            ),
         )
-        if days is not None:
-            out.append(days)
-        named = mentioned_names(query, self._participants())
-        if len(named) == 1 and candidates:
-            # Only messages another signal found: every message of a participant would
-            # be half the memory at 100k, and on its own the name says nothing of topic.
-            rows = self.db.conn.execute(
-                "SELECT id FROM recall WHERE +agent_id = ? AND name = ? "
-                "AND id IN (SELECT value FROM json_each(?))",
-                (self.agent_id, next(iter(named)), json.dumps(sorted(candidates))),
-            ).fetchall()
-            out.append({int(r[0]): 1.0 for r in rows})
-        return out
 
     def _topic_query(self, query: str, mode: SearchMode) -> str:
         """The text to embed: in hybrid mode, the query without the participants it names.

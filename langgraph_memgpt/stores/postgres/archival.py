@@ -20,7 +20,7 @@ from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
-from langgraph_memgpt.stores.mentions import date_scores, mentioned_names, topic_of
+from langgraph_memgpt.stores.mentions import mention_signals, topic_of
 from langgraph_memgpt.stores.passages import (
     NewPassage,
     PreparedPassage,
@@ -377,26 +377,23 @@ class _PgArchivalSignals(TableSignals):
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         """As SQLite's: a day the query names, and one tag it names among the candidates'."""
-        out: list[dict[int, float]] = []
-        days = date_scores(
+        return mention_signals(
             query,
             lambda low, high: self.conn.execute(
                 f"SELECT b.id, b.created_at FROM {TABLE} AS b WHERE {self.where} "
                 "AND b.created_at >= %s AND b.created_at < %s",
                 (*self.params, low, high),
             ).fetchall(),
+            self._tags_of(candidates),
+            lambda tag: (
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT id FROM {TABLE} WHERE agent_id = %s AND id = ANY(%s) "
+                    "AND tags @> ARRAY[%s]::text[]",
+                    (self.agent_id, sorted(candidates), tag),
+                )
+            ),
         )
-        if days is not None:
-            out.append(days)
-        named = mentioned_names(query, self._tags_of(candidates))
-        if len(named) == 1:
-            rows = self.conn.execute(
-                f"SELECT id FROM {TABLE} WHERE agent_id = %s AND id = ANY(%s) "
-                "AND tags @> ARRAY[%s]::text[]",
-                (self.agent_id, sorted(candidates), next(iter(named))),
-            ).fetchall()
-            out.append({int(r[0]): 1.0 for r in rows})
-        return out
 
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
         """One query: each seed's neighbours before and after it (a LATERAL index read each)."""

@@ -32,8 +32,7 @@ from langgraph_memgpt.stores.embeddings import (
     normalize,
 )
 from langgraph_memgpt.stores.mentions import (
-    date_scores,
-    mentioned_names,
+    mention_signals,
     topic_of,
 )
 from langgraph_memgpt.stores.messages import (
@@ -653,25 +652,22 @@ class PgRecallMemory:
         candidates: Collection[int],
     ) -> list[dict[int, float]]:
         """Signals from a day or month and one participant the query names."""
-        out: list[dict[int, float]] = []
-        days = date_scores(
+        return mention_signals(
             query,
             lambda low, high: conn.execute(
                 f"SELECT b.id, b.created_at FROM {TABLE} AS b WHERE {where} "
                 "AND b.created_at >= %s AND b.created_at < %s",
                 (*params, low, high),
             ).fetchall(),
+            self._participants(conn) if candidates else (),
+            lambda name: (
+                r[0]
+                for r in conn.execute(
+                    f"SELECT id FROM {TABLE} WHERE agent_id = %s AND name = %s AND id = ANY(%s)",
+                    (self.agent_id, name, sorted(candidates)),
+                )
+            ),
         )
-        if days is not None:
-            out.append(days)
-        named = mentioned_names(query, self._participants(conn))
-        if len(named) == 1 and candidates:
-            rows = conn.execute(
-                f"SELECT id FROM {TABLE} WHERE agent_id = %s AND name = %s AND id = ANY(%s)",
-                (self.agent_id, next(iter(named)), sorted(candidates)),
-            ).fetchall()
-            out.append({int(r[0]): 1.0 for r in rows})
-        return out
 
 
 MESSAGE_COLUMNS = (
