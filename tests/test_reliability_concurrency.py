@@ -176,3 +176,41 @@ def _check_turns(memory: Any, turns: int, *, embedded: bool) -> None:
         assert hit.item.id in [other.item.id for other in found], hit.item.text
     if embedded:
         assert memory.archival.index is not None and memory.archival.index.count() == 2 * turns
+
+
+def _open_at_signal(path: str, go: Any, errors: Any) -> None:
+    from langgraph_memgpt.stores.db import open_db
+
+    go.wait()
+    try:
+        db = open_db(Path(path))
+        db.conn.close()
+    except Exception as err:  # reported to the test, which fails on any
+        errors.put(repr(err))
+
+
+def test_processes_opening_a_new_data_directory_together_all_open(tmp_path: Path) -> None:
+    """Switching a new database to WAL is retried while another process holds the lock.
+
+    SQLite answers "database is locked" to it at once, without its busy handler, when
+    waiting could deadlock; six processes opening one new file together hit that a few
+    times in 40 rounds before the retry (``stores.db._set_wal``).
+    """
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    errors = ctx.Queue()
+    for round_ in range(40):
+        go = ctx.Event()
+        path = str(tmp_path / f"round{round_}" / "memory.sqlite")
+        procs = [ctx.Process(target=_open_at_signal, args=(path, go, errors)) for _ in range(6)]
+        for proc in procs:
+            proc.start()
+        go.set()
+        for proc in procs:
+            proc.join(timeout=60)
+            assert proc.exitcode == 0
+    failures = []
+    while not errors.empty():
+        failures.append(errors.get())
+    assert failures == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import secrets
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -76,7 +77,7 @@ def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Databa
         if foreign is not None:  # checked before anything is written to the file
             raise StoreAccessError(foreign)
         if not read_only:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _set_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         if read_only:
@@ -143,6 +144,26 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
 def is_read_only(db: sqlite_utils.Database) -> bool:
     """Whether ``db`` was opened with ``open_db(..., read_only=True)``: stores create nothing."""
     return bool(db.conn.execute("PRAGMA query_only").fetchone()[0])
+
+
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying while another process holds the lock, up to the busy timeout.
+
+    Switching a new database to WAL takes an exclusive lock, and SQLite answers "database
+    is locked" at once, without its busy handler, when waiting could deadlock: two
+    processes opening a brand-new data directory together (both writers of
+    ``tests/test_reliability_concurrency.py``) failed so about once in a full test run on
+    a loaded machine. Once the file is in WAL mode the pragma takes no lock.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if not _is_busy(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _is_busy(err: sqlite3.OperationalError) -> bool:
