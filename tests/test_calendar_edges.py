@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from locomo_samples import ann_and_bob, turn, write_locomo
@@ -110,3 +111,21 @@ def test_bench_locomo_runs_on_sessions_dated_year_1_and_year_9999(
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert json.loads(captured.out)["questions"] == 3
+
+
+def test_queries_naming_the_calendar_edges_search_on_both_backends(
+    memory_backend: Any,
+) -> None:
+    """A named day widened by the date signal's reach stops at the calendar's edge.
+
+    Postgres recall built that bound with ``timedelta`` and raised OverflowError for a query
+    naming 31 December 9999; recall and archival now share ``mentions.date_scores``.
+    """
+    memory = memory_backend.open("ada")
+    memory.recall.add(
+        [RecallMessage("ada", "t", "m1", "user", "The puppy is fine", "9999-12-31T23:00:00")]
+    )
+    memory.archival.insert("Ada adopted a puppy", created_at="0001-01-01T00:00:00")
+    for query in ("what happened to the puppy on 31 December 9999?", "puppy on 1 January 0001"):
+        assert memory.recall.search(query, mode="fts").hits
+        assert memory.archival.search(query, mode="fts").hits
