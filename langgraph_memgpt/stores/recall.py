@@ -65,7 +65,7 @@ from langgraph_memgpt.stores.messages import (
 )
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
-from langgraph_memgpt.stores.search import RECALL, hybrid_search
+from langgraph_memgpt.stores.search import CONTEXT_RADIUS, RECALL, hybrid_search
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
@@ -75,8 +75,6 @@ SearchMode = Literal["hybrid", "fts", "vector"]
 TIER = "recall"
 _ID_FLOOR = "recall_id_floor"
 """Meta key: the largest recall row id ever given out, once the newest rows were deleted."""
-CONTEXT_RADIUS = 2
-"""Neighbours on each side that make up a message's context (measured best: 2)."""
 INGEST_CHUNK = 256
 """Messages per transaction (and per embedding call) in :meth:`RecallMemory.add_many`."""
 _VECTOR_KINDS: dict[str, IndexKind] = {"turn": "auto", "context": "auto", "context_tail": "flat"}

@@ -118,9 +118,10 @@ ARCHIVAL = Tier(
     "archival", ARCHIVAL_POOL, refuse_vector_mode=False, matches_only=False, neighbour_context=True
 )
 
-CONTEXT_REACH = 2
-"""A candidate's neighbourhood: this many items before and after it in its thread, as
-recall's context (``stores.recall.CONTEXT_RADIUS``)."""
+CONTEXT_RADIUS = 2
+"""Neighbours on each side that make up an item's context in its thread: a recall
+message's, indexed when written (measured best: 2), and an archival passage's, read when
+searched (:func:`neighbour_signals`)."""
 
 CONTEXT_SEEDS = 30
 """How many of the best candidates (before context) have their neighbourhoods read: a
@@ -230,7 +231,7 @@ class _Search(Generic[T]):
 def neighbour_signals(
     signals: Sequence[Signal[int]],
     sequences: Callable[[Sequence[int], int], dict[int, list[int]]],
-    reach: int = CONTEXT_REACH,
+    reach: int = CONTEXT_RADIUS,
 ) -> list[Signal[int]]:
     """Two context signals: what a candidate's neighbours scored on words and on meaning.
 
@@ -332,7 +333,7 @@ def hybrid_search(
 __all__ = [
     "ARCHIVAL",
     "ARCHIVAL_POOL",
-    "CONTEXT_REACH",
+    "CONTEXT_RADIUS",
     "CONTEXT_SEEDS",
     "MODES",
     "RECALL",

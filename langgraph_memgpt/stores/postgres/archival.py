@@ -416,7 +416,7 @@ class _PgArchivalSignals(TableSignals):
             places.setdefault(int(seed), [(int(seed_turn), int(seed))])
             if item is not None:
                 places[int(seed)].append((int(turn), int(item)))
-        return {seed: [item for _, item in sorted(near)] for seed, near in places.items()}
+        return {seed: [item for _, item in sorted(found)] for seed, found in places.items()}
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Passage]:
         hits = self.memory._hits(self.conn, [(i, 0.0) for i in ids])

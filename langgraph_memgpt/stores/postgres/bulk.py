@@ -42,7 +42,7 @@ from langgraph_memgpt.stores.postgres.deletions import forgotten_among
 from langgraph_memgpt.stores.postgres.models import hold_model
 from langgraph_memgpt.stores.postgres.parts import store_parts
 from langgraph_memgpt.stores.postgres.recall import MESSAGE_COLUMNS, message_row, writers_key
-from langgraph_memgpt.stores.recall import CONTEXT_RADIUS
+from langgraph_memgpt.stores.search import CONTEXT_RADIUS
 from langgraph_memgpt.stores.types import RecallMessage
 
 EMBED_BATCH = 1024

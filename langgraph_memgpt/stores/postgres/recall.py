@@ -57,8 +57,7 @@ from langgraph_memgpt.stores.postgres.search import (
     has_more_than,
     placeholders,
 )
-from langgraph_memgpt.stores.recall import CONTEXT_RADIUS
-from langgraph_memgpt.stores.search import RECALL, hybrid_search
+from langgraph_memgpt.stores.search import CONTEXT_RADIUS, RECALL, hybrid_search
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 
 TABLE = "memgpt_recall"
