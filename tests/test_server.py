@@ -186,7 +186,7 @@ def test_the_served_agent_runs_and_its_threads_survive_a_restart(
     assert not {"model", "data_dir", "embedding_model"} & set(properties)
     assert (
         properties["agent_id"]["description"]
-        == (Context.__dataclass_fields__["agent_id"].metadata["description"])
+        == Context.model_fields["agent_id"].description
     )
 
     scripted(
