@@ -260,6 +260,14 @@ class ArchivalStore(Protocol):
         """Passages (with their idempotency key) in id order after ``after``, a page at a time."""
         ...
 
+    def keyed(self, keys: Iterable[str]) -> dict[str, Passage]:
+        """The agent's passages stored under any of ``keys`` (their idempotency key), by key."""
+        ...
+
+    def keys_of(self, passage_ids: Iterable[int]) -> dict[int, str]:
+        """The idempotency keys of those of these passages that have one, by passage id."""
+        ...
+
     def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
         """Forget passages: rows, words and vectors (FAISS caches too), each deletion logged."""
         ...

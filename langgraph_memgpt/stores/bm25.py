@@ -11,8 +11,8 @@ words as its best part would, when that is better than its whole: each part is s
 if it were one more row of the same corpus (the same document count, average length and
 each term's document frequency, its own term frequencies and length), which is what the
 same fact said in a short message of its own scores. Short texts, most of a conversation
-(no LoCoMo turn has parts), score exactly as before. Needle benchmark (long messages
-looked up by topic words, hit@1, hybrid): see the README's "Long texts" paragraph.
+(no LoCoMo turn has parts), score exactly as before. docs/concepts/search.md ("Long
+texts") says what this does for a search; benchmarks/README.md has the needle figures.
 
 A part counts a term only if the whole text was scored for it: a common term scores its
 newest ``words.TERM_MATCH_CAP`` matches only, and an older long text stays out of that
