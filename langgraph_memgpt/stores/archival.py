@@ -231,6 +231,22 @@ class ArchivalMemory:
             passages.extend(self._insert_batch(prepared[start : start + _EMBED_BATCH]))
         return passages
 
+    def keyed(self, keys: Iterable[str]) -> dict[str, Passage]:
+        """This agent's passages stored under any of ``keys`` (idempotency keys), by key."""
+        return self._keyed(keys)
+
+    def keys_of(self, passage_ids: Iterable[int]) -> dict[int, str]:
+        """The keys of those of these passages that have one, by passage id."""
+        ids = sorted({int(i) for i in passage_ids})
+        if not ids:
+            return {}
+        rows = self.db.conn.execute(
+            "SELECT id, key FROM archival WHERE agent_id = ? AND key IS NOT NULL "
+            "AND id IN (SELECT value FROM json_each(?))",
+            (self.agent_id, json.dumps(ids)),
+        ).fetchall()
+        return {int(row[0]): str(row[1]) for row in rows}
+
     def _keyed(self, keys: Iterable[str | None]) -> dict[str, Passage]:
         """This agent's passages stored under any of ``keys``, by key."""
         wanted = [k for k in keys if k is not None]

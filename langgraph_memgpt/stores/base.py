@@ -74,12 +74,20 @@ class CoreStore(Protocol):
         """
         ...
 
-    def append(self, label: str, content: str, actor: str = "agent") -> Block:
-        """Add a line to ``label``; read-modify-write, safe against concurrent edits."""
+    def append(
+        self, label: str, content: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Add a line to ``label`` (or to its ``section`` only); safe against concurrent edits."""
         ...
 
-    def replace(self, label: str, old: str, new: str, actor: str = "agent") -> Block:
-        """Replace the one occurrence of ``old`` in ``label`` (empty ``new`` deletes)."""
+    def replace(
+        self, label: str, old: str, new: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Replace the one ``old`` in ``label`` or its ``section`` (empty ``new`` deletes)."""
+        ...
+
+    def declare_sections(self, label: str, sections: Sequence[str], actor: str = "user") -> Block:
+        """Give ``label`` labelled sections (``stores.sections``); missing headers are added."""
         ...
 
     def set(self, label: str, value: str, actor: str = "user") -> Block:
@@ -250,6 +258,14 @@ class ArchivalStore(Protocol):
         self, *, after: int = 0, limit: int = 1000, thread_id: str | None = None
     ) -> list[tuple[Passage, str | None]]:
         """Passages (with their idempotency key) in id order after ``after``, a page at a time."""
+        ...
+
+    def keyed(self, keys: Iterable[str]) -> dict[str, Passage]:
+        """The agent's passages stored under any of ``keys`` (their idempotency key), by key."""
+        ...
+
+    def keys_of(self, passage_ids: Iterable[int]) -> dict[int, str]:
+        """The idempotency keys of those of these passages that have one, by passage id."""
         ...
 
     def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
