@@ -101,16 +101,19 @@ def system_key(memory: Memory, evicted_count: int, thread_id: str, layout: str) 
 
 def core_mirror(memory: Memory) -> list[dict[str, Any]]:
     """The agent's core blocks as plain dicts, mirrored into state for Studio."""
-    return [
-        {
+    mirror: list[dict[str, Any]] = []
+    for b in memory.core.blocks():
+        block: dict[str, Any] = {
             "label": b.label,
             "value": b.value,
             "description": b.description,
             "char_limit": b.char_limit,
             "read_only": b.read_only,
         }
-        for b in memory.core.blocks()
-    ]
+        if b.sections:  # absent for a block without sections: its prompt is as before
+            block["sections"] = list(b.sections)
+        mirror.append(block)
+    return mirror
 
 
 def render_system(

@@ -188,6 +188,8 @@ SCHEMA: tuple[str, ...] = (
         message_id text NOT NULL,
         PRIMARY KEY (agent_id, thread_id, message_id)
     )""",
+    # Labelled sections a core block declares (a JSON list, '' for none: stores.sections).
+    "ALTER TABLE memgpt_core_blocks ADD COLUMN IF NOT EXISTS sections text NOT NULL DEFAULT ''",
 )
 
 VECTOR_COLUMNS = (
