@@ -210,19 +210,27 @@ class PartIndex:
             self.index.delete(found)
 
     def nearest(
-        self, vector: FloatArray, k: int, allowed: Collection[int] | None
+        self,
+        vector: FloatArray,
+        k: int,
+        allowed: Collection[int] | None,
+        excluded: Collection[int] = (),
     ) -> dict[int, float]:
         """``{item: best part similarity}`` of the items among the ``2k`` nearest parts.
 
         ``2k`` parts, since several parts of one item may be near: the items are then
-        fewer than the parts.
+        fewer than the parts. ``allowed``: only these items (None: all); ``excluded``:
+        never these (``VectorIndex.search``'s ``excluded_ids``, for a few items).
         """
         allowed_parts = None
         if allowed is not None:
             allowed_parts = part_ids(self.db, self.tier, self.agent_id, self.key, allowed)
             if not allowed_parts:
                 return {}
-        return best_parts(self.index.search(vector, 2 * k, allowed_ids=allowed_parts))
+        excluded_parts = part_ids(self.db, self.tier, self.agent_id, self.key, excluded)
+        return best_parts(
+            self.index.search(vector, 2 * k, allowed_ids=allowed_parts, excluded_ids=excluded_parts)
+        )
 
     def purge(self) -> None:
         """Drop deleted part vectors from FAISS and its cache files (after the commit)."""

@@ -310,9 +310,9 @@ class RecallMemory:
             ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
         """
         where, params = self._filters(roles, start_date, end_date, exclude_ids)
-        return hybrid_search(
-            RECALL, _RecallSignals(self, where, params), query, mode, page, page_size
-        )
+        narrowed = len(self._filters(roles, start_date, end_date, ())[1]) > 1
+        signals = _RecallSignals(self, where, params, narrowed=narrowed, excluded=exclude_ids)
+        return hybrid_search(RECALL, signals, query, mode, page, page_size)
 
     def search_date(
         self,
@@ -1050,14 +1050,26 @@ class _RecallSignals:
     Named: the day and the participant a query names.
     """
 
-    def __init__(self, memory: RecallMemory, where: str, params: list[object]) -> None:
+    def __init__(
+        self,
+        memory: RecallMemory,
+        where: str,
+        params: list[object],
+        *,
+        narrowed: bool = True,
+        excluded: Collection[str] = (),
+    ) -> None:
+        """``narrowed``: a filter beyond the agent and ``excluded`` (message ids) applies."""
         self.memory = memory
         self.db = memory.db
         self.where = where
         self.params = params
+        self.narrowed = narrowed
+        self.excluded = excluded
         self.has_vectors = memory.embeddings is not None
         self._allowed: list[int] | None = None
         self._allowed_read = False
+        self._excluded_rows: list[int] | None = None
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the message and of its context, a long message's raised to its best part's.
@@ -1121,9 +1133,10 @@ class _RecallSignals:
 
         The vector indexes hold only this agent's searchable messages, so without other
         filters (``params[0]`` is the agent id) every vector is a candidate and FAISS
-        needs no id list.
+        needs no id list; nor when the only other filter leaves out a few messages
+        (those in the prompt): :meth:`excluded_rows` are then left out instead.
         """
-        if not self._allowed_read and len(self.params) > 1:
+        if not self._allowed_read and self.narrowed and len(self.params) > 1:
             rows = self.db.conn.execute(
                 f"SELECT b.id FROM recall AS b WHERE {self.where}", self.params
             )
@@ -1131,28 +1144,54 @@ class _RecallSignals:
         self._allowed_read = True
         return self._allowed
 
+    def excluded_rows(self) -> list[int]:
+        """Row ids of the excluded messages, when they are the only filter but the agent.
+
+        Listing the allowed ids instead read every message of the agent (a search at
+        100k messages spent ~0.25 s there and in the part lookup of 100k ids).
+        """
+        if self._excluded_rows is None:
+            self._excluded_rows = []
+            if not self.narrowed and self.excluded:
+                rows = self.db.conn.execute(
+                    "SELECT id FROM recall WHERE agent_id = ? "
+                    "AND message_id IN (SELECT value FROM json_each(?))",
+                    (self.memory.agent_id, json.dumps(sorted(set(self.excluded)))),
+                )
+                self._excluded_rows = [int(r[0]) for r in rows]
+        return self._excluded_rows
+
     def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
         allowed = self.allowed()
         if allowed is not None and not allowed:
             return [{}, {}]
+        excluded = self.excluded_rows()
         turn, context, tail = self._indexes()
         # A message's similarity is its best part's (``stores.chunks``).
         assert self.memory._parts is not None
         turns = nearest_items(
-            dict(turn.search(vector, k, allowed_ids=allowed)),
-            self.memory._parts.nearest(vector, k, allowed),
+            dict(turn.search(vector, k, allowed_ids=allowed, excluded_ids=excluded)),
+            self.memory._parts.nearest(vector, k, allowed, excluded),
             k,
         )
         # One context signal over both context indexes (the tail's newer vector wins for a
         # message a database from before the split holds in both).
-        contexts = dict(context.search(vector, k, allowed_ids=allowed))
-        contexts.update(tail.search(vector, k, allowed_ids=allowed))
+        contexts = dict(context.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
+        contexts.update(tail.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
         best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
         return [turns, dict(best)]
 
     def vector_total(self, at_most: int) -> int:
         allowed = self.allowed()
-        return min(at_most, self._indexes()[0].count() if allowed is None else len(allowed))
+        if allowed is not None:
+            return min(at_most, len(allowed))
+        if len(self.params) > 1:  # a few left out: the candidates, counted up to at_most
+            row = self.db.conn.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM recall AS b WHERE {self.where} LIMIT ?)",
+                (*self.params, at_most),
+            ).fetchone()
+            return int(row[0])
+        return min(at_most, self._indexes()[0].count())
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         return self.memory._mention_scores(query, self.where, self.params, candidates)

@@ -38,6 +38,9 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS recall_by_time ON recall (agent_id, searchable, created_at, id)",
     """CREATE INDEX IF NOT EXISTS recall_by_thread
         ON recall (agent_id, thread_id, searchable, created_at, id)""",
+    # Message ids are looked up without their thread (``RecallMemory.get``, the ids a
+    # search leaves out): without this index each lookup read every message of the agent.
+    "CREATE INDEX IF NOT EXISTS recall_by_message ON recall (agent_id, message_id)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS recall_fts USING fts5(text, tokenize='porter unicode61')",
     """CREATE VIRTUAL TABLE IF NOT EXISTS recall_context_fts
         USING fts5(context, content='recall', content_rowid='id', tokenize='porter unicode61')""",
