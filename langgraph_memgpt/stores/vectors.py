@@ -16,6 +16,7 @@ top k.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -28,7 +29,6 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import faiss
 import numpy as np
 import sqlite_utils
 
@@ -36,6 +36,18 @@ from langgraph_memgpt.osutil import process_alive, write_atomic
 from langgraph_memgpt.stores.db import database_id, get_meta, set_meta, transaction
 from langgraph_memgpt.stores.embeddings import FloatArray, embedding_spec, normalize
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
+
+
+@functools.cache
+def _faiss() -> Any:
+    """FAISS, imported on first use.
+
+    Importing the package (a server, the CLI, a library caller on Postgres) does not load it.
+    """
+    import faiss
+
+    return faiss
+
 
 IndexKind = Literal["flat", "hnsw", "auto"]
 Tier = str  # "recall" | "archival"
@@ -98,7 +110,7 @@ def _use_one_search_thread() -> None:
         return
     with _WARNED_GUARD:
         if not _SEARCH_THREADS_SET:
-            faiss.omp_set_num_threads(1)
+            _faiss().omp_set_num_threads(1)
             _SEARCH_THREADS_SET = True
 
 
@@ -503,7 +515,9 @@ class VectorIndex:
                     self._scrub(sorted(state.tombstones))
                 else:
                     dead = np.array(sorted(state.tombstones), dtype=np.int64)
-                    state.index.remove_ids(faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead)))
+                    state.index.remove_ids(
+                        _faiss().IDSelectorBatch(len(dead), _faiss().swig_ptr(dead))
+                    )
                     state.tombstones = set()
                 state.unsaved = max(state.unsaved, 1)
             if not state.unsaved:
@@ -521,11 +535,11 @@ class VectorIndex:
     def _scrub(self, labels: list[int]) -> None:
         """Overwrite the stored vectors of ``labels`` in an HNSW index with zeros."""
         index = self._state.index
-        graph: Any = faiss.downcast_index(index.index)
-        storage: Any = faiss.downcast_index(graph.storage)
+        graph: Any = _faiss().downcast_index(index.index)
+        storage: Any = _faiss().downcast_index(graph.storage)
         total = int(storage.ntotal)
-        stored = faiss.rev_swig_ptr(storage.get_xb(), total * self.dim).reshape(total, self.dim)
-        positions = np.flatnonzero(np.isin(faiss.vector_to_array(index.id_map), labels))
+        stored = _faiss().rev_swig_ptr(storage.get_xb(), total * self.dim).reshape(total, self.dim)
+        positions = np.flatnonzero(np.isin(_faiss().vector_to_array(index.id_map), labels))
         stored[positions] = 0.0
 
     # ------------------------------------------------------------------ reads
@@ -602,7 +616,7 @@ class VectorIndex:
     def _write_cache_files(self) -> None:
         state = self._state
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = faiss.serialize_index(state.index).tobytes()
+        data = _faiss().serialize_index(state.index).tobytes()
         labels = list(state.item_of)
         sidecar = {
             "format": SIDECAR_FORMAT,
@@ -717,13 +731,13 @@ class VectorIndex:
 
     def _new_index(self, kind: str) -> Any:
         if kind == "hnsw":
-            index: Any = faiss.index_factory(
-                self.dim, f"IDMap,HNSW{_HNSW_M},Flat", faiss.METRIC_INNER_PRODUCT
+            index: Any = _faiss().index_factory(
+                self.dim, f"IDMap,HNSW{_HNSW_M},Flat", _faiss().METRIC_INNER_PRODUCT
             )
-            graph: Any = faiss.downcast_index(index.index)
+            graph: Any = _faiss().downcast_index(index.index)
             graph.hnsw.efConstruction = _HNSW_EF_CONSTRUCTION
             return index
-        return faiss.index_factory(self.dim, "IDMap,Flat", faiss.METRIC_INNER_PRODUCT)
+        return _faiss().index_factory(self.dim, "IDMap,Flat", _faiss().METRIC_INNER_PRODUCT)
 
     def _bump_generation(self) -> str:
         generation = secrets.token_hex(8)
@@ -800,7 +814,7 @@ class VectorIndex:
         state.item_of = {}
         state.label_of = {}
         state.tombstones = set()
-        for label in faiss.vector_to_array(index.id_map).tolist():
+        for label in _faiss().vector_to_array(index.id_map).tolist():
             if label in live:
                 state.item_of[label] = live[label]
                 state.label_of[live[label]] = label
@@ -835,12 +849,12 @@ class VectorIndex:
         if sidecar.get("sha256") != hashlib.sha256(data).hexdigest():
             return None
         try:
-            index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+            index = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8))
         except RuntimeError:
             return None
         if index.d != self.dim or not hasattr(index, "id_map"):
             return None
-        if faiss.vector_to_array(index.id_map).size != index.ntotal:
+        if _faiss().vector_to_array(index.id_map).size != index.ntotal:
             return None
         self._state.kind = kind
         return index
@@ -904,7 +918,7 @@ class VectorIndex:
                 self._build_from_sql(dict(state.item_of))
             return
         dead = np.array(sorted(state.tombstones), dtype=np.int64)
-        state.index.remove_ids(faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead)))
+        state.index.remove_ids(_faiss().IDSelectorBatch(len(dead), _faiss().swig_ptr(dead)))
         state.tombstones = set()
 
     def _run_search(
@@ -912,10 +926,10 @@ class VectorIndex:
     ) -> list[tuple[int, float]]:
         state = self._state
         if state.kind == "hnsw":
-            params: Any = getattr(faiss, "SearchParametersHNSW")()  # noqa: B009 (no stub)
+            params: Any = getattr(_faiss(), "SearchParametersHNSW")()  # noqa: B009 (no stub)
             params.efSearch = max(_HNSW_EF_SEARCH, 2 * k)
         else:
-            params = faiss.SearchParameters()
+            params = _faiss().SearchParameters()
         if selector is not None:
             params.sel = selector
         keep.append(params)
@@ -938,8 +952,8 @@ class VectorIndex:
         selector = None
         if state.tombstones:
             dead = np.array(sorted(state.tombstones), dtype=np.int64)
-            batch = faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead))
-            selector = faiss.IDSelectorNot(batch)
+            batch = _faiss().IDSelectorBatch(len(dead), _faiss().swig_ptr(dead))
+            selector = _faiss().IDSelectorNot(batch)
             keep += [dead, batch]
         hits = self._run_search(q, k, selector, keep)
         if len(hits) < k:  # an approximate graph can miss; never return short
@@ -953,7 +967,7 @@ class VectorIndex:
             # is both cheaper and complete.
             return self._exact(q, k, labels)
         allowed = np.array(labels, dtype=np.int64)
-        batch = faiss.IDSelectorBatch(len(allowed), faiss.swig_ptr(allowed))
+        batch = _faiss().IDSelectorBatch(len(allowed), _faiss().swig_ptr(allowed))
         hits = self._run_search(q, k, batch, [allowed])
         if len(hits) < k:
             return self._exact(q, k, labels)
