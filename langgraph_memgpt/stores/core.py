@@ -26,8 +26,8 @@ from langgraph_memgpt.stores.blocks import (
     restorable,
     unknown_label,
 )
-from langgraph_memgpt.stores.db import is_read_only, transaction
-from langgraph_memgpt.stores.deletions import ensure_deletions_schema, log_deletions
+from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.deletions import log_deletions
 from langgraph_memgpt.stores.sections import (
     check_content,
     check_names,
@@ -41,7 +41,8 @@ from langgraph_memgpt.stores.sections import encode as encode_sections
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
-_SCHEMA = """
+SCHEMA = """
+-- stores.migrations runs these one by one, split at each semicolon: no trigger bodies here.
 CREATE TABLE IF NOT EXISTS core_blocks (
     agent_id TEXT NOT NULL,
     label TEXT NOT NULL,
@@ -50,6 +51,7 @@ CREATE TABLE IF NOT EXISTS core_blocks (
     char_limit INTEGER NOT NULL,
     read_only INTEGER NOT NULL DEFAULT 0,
     updated_at TEXT NOT NULL,
+    sections TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (agent_id, label)
 );
 CREATE TABLE IF NOT EXISTS core_block_history (
@@ -107,15 +109,9 @@ class CoreMemory:
         self.db = db
         self.agent_id = agent_id
         self.default_limit = default_limit
-        if not is_read_only(db):
-            with transaction(db):
-                db.executescript(_SCHEMA)
-                _add_sections_column(db)
-            self._visible = _VISIBLE
-        else:
-            columns = {r[1] for r in db.conn.execute("PRAGMA table_info(core_blocks)")}
-            self._visible = _VISIBLE if "sections" in columns else _VISIBLE_UNSECTIONED
-            ensure_deletions_schema(db)
+        # A file opened read-only is read as it is: one made before sections has no column.
+        columns = {r[1] for r in db.conn.execute("PRAGMA table_info(core_blocks)")}
+        self._visible = _VISIBLE if "sections" in columns or not columns else _VISIBLE_UNSECTIONED
 
     # -- reading ---------------------------------------------------------------------
 
@@ -548,10 +544,3 @@ def _block(row: tuple[Any, ...]) -> Block:
         bool(read_only),
         decode_sections(sections),
     )
-
-
-def _add_sections_column(db: sqlite_utils.Database) -> None:
-    """Give a file made before sections existed the ``sections`` column (none declared)."""
-    columns = {row[1] for row in db.conn.execute("PRAGMA table_info(core_blocks)").fetchall()}
-    if "sections" not in columns:
-        db.conn.execute("ALTER TABLE core_blocks ADD COLUMN sections TEXT NOT NULL DEFAULT ''")

@@ -38,7 +38,6 @@ from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
 from langgraph_memgpt.stores.deletions import (
     LogRow,
-    ensure_deletions_schema,
     forgotten_among,
     log_deletions,
     remember_forgotten,
@@ -64,7 +63,6 @@ from langgraph_memgpt.stores.messages import (
     searchable_text,
 )
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
-from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
 from langgraph_memgpt.stores.search import CONTEXT_RADIUS, RECALL, hybrid_search
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
@@ -126,8 +124,6 @@ class RecallMemory:
         self.agent_id = agent_id
         self.embeddings = embeddings
         self.cache_dir = Path(cache_dir)
-        ensure_recall_schema(db)
-        ensure_deletions_schema(db)
         self._names: list[str] | None = None
         self._turn_index: VectorIndex | None = None
         self._context_index: VectorIndex | None = None

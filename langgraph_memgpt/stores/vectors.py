@@ -72,7 +72,7 @@ _TOMBSTONE_MIN = 256
 _AUTO_PERSIST_MAX_VECTORS = 5000
 _AUTO_PERSIST_FRACTION = 0.1
 
-_SCHEMA = (
+SCHEMA = (
     """CREATE TABLE IF NOT EXISTS vectors (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         tier TEXT NOT NULL,
@@ -129,13 +129,6 @@ def _warn_once(folder: Path, err: OSError) -> None:
     )
 
 
-def ensure_schema(db: sqlite_utils.Database) -> None:
-    """Create the ``vectors`` and ``vector_state`` tables if they do not exist."""
-    with transaction(db):
-        for statement in _SCHEMA:
-            db.conn.execute(statement)
-
-
 def _meta_key(tier: str, agent_id: str) -> str:
     return f"embedding:{tier}:{agent_id}"
 
@@ -170,7 +163,6 @@ def check_embedding_identity(
         EmbeddingMismatchError: the tier holds vectors of another model or dimension; the
             message names the command that re-embeds it.
     """
-    ensure_schema(db)
     wanted = {"model": model, "dim": dim}
     stored_raw = get_meta(db, _meta_key(tier, agent_id))
     stored = json.loads(stored_raw) if stored_raw else None
@@ -680,7 +672,6 @@ class VectorIndex:
 
         Used before re-embedding a tier with another model.
         """
-        ensure_schema(db)
         with transaction(db):
             db.conn.execute("DELETE FROM vectors WHERE tier = ? AND agent_id = ?", (tier, agent_id))
             db.conn.execute(
@@ -995,7 +986,6 @@ __all__ = [
     "agent_cache_dir",
     "check_embedding_identity",
     "delete_items_without_model",
-    "ensure_schema",
     "forget_loaded_indexes",
     "recorded_identity",
 ]
