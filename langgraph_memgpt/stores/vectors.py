@@ -56,12 +56,11 @@ SIDECAR_FORMAT = 2
 """Version 2 added ``database_id``: a cache of another database is never trusted."""
 _HNSW_M = 32
 _HNSW_EF_CONSTRUCTION = 80
-_HNSW_EF_SEARCH = 128  # recall@10 0.917 at 64 vs 0.977 at 128 on 1M (+0.3 ms)
+_HNSW_EF_SEARCH = 128  # chosen with benchmarks/archival_1m.py's efSearch sweep
 AUTO_HNSW_MIN_VECTORS = 20_000
 """An ``"auto"`` index turns from exact to HNSW once it holds this many vectors: an exact
-scan costs ~0.07 ms per 1,000 vectors per query on this hardware (7 ms at 100k, three
-scans per search turn), an HNSW walk ~0.7 ms at any size. Below this an exact scan is as
-fast and needs no graph building (~0.5 ms per vector)."""
+scan grows with the vectors, an HNSW walk barely does. Below this an exact scan is as fast
+and needs no graph building (``benchmarks/archival_1m.py`` measures both)."""
 _BUILD_CHUNK = 8192
 # Tombstones (replaced or deleted vectors still inside FAISS) are compacted away once they
 # are this large a share of the index.
@@ -101,7 +100,8 @@ _SEARCH_THREADS_SET = False
 def _use_one_search_thread() -> None:
     """Give FAISS one OpenMP thread, once per process.
 
-    One query on two busy cores measured ~4x faster on one thread. Setting and restoring
+    One query on busy cores runs faster on one thread than on several fighting over them
+    (``benchmarks/archival_1m.py`` compares 1 and 2). Setting and restoring
     the count around each search, from several threads at once, raced: one thread's
     restore undid another's setting mid-search.
     """
@@ -322,7 +322,7 @@ class VectorIndex:
         key: which vector of an item (recall keeps ``"turn"`` and ``"context"``).
         kind: ``"flat"`` (exact inner product), ``"hnsw"`` (approximate, for big stores) or
             ``"auto"``: exact until it holds :data:`AUTO_HNSW_MIN_VECTORS`, then rebuilt
-            once as HNSW (a one-off pause of about 0.5 ms per vector held), so search cost
+            once as HNSW (a one-off pause that grows with the vectors held), so search cost
             stays flat as memory grows.
 
     Raises:
@@ -493,11 +493,10 @@ class VectorIndex:
         After a deletion the removed vectors are tombstones: never returned by a search,
         but their bytes stay inside FAISS (and its cache file) until a compaction. A
         forgotten vector must not stay on disk, so an exact index drops them at once, and
-        an HNSW graph (which cannot delete, and takes ~0.5 ms per vector to rebuild: a
-        minute at 100k) has their stored vectors overwritten with zeros: the node stays a
-        skipped tombstone for the graph's navigation, holding nothing. When the cache
-        cannot be written, its file is removed instead (rebuilt on next open). Call after
-        the deletion committed.
+        an HNSW graph (which cannot delete, and is slow to rebuild) has their stored
+        vectors overwritten with zeros: the node stays a skipped tombstone for the graph's
+        navigation, holding nothing. When the cache cannot be written, its file is removed
+        instead (rebuilt on next open). Call after the deletion committed.
         """
         state = self._state
         with state.lock:
@@ -772,7 +771,7 @@ class VectorIndex:
         """Load the cache, or catch up with writes made through another connection.
 
         Also where an ``"auto"`` index turns HNSW: never inside a transaction, since
-        building a graph takes seconds (0.5-1 ms per vector) and a transaction holds
+        building a graph takes seconds and a transaction holds
         the database's write lock, which other writers wait for only 10 s.
         """
         state = self._state

@@ -122,8 +122,7 @@ SCHEMA: tuple[str, ...] = (
     # A term's newest matches, walked newest first within the agent (`search.term_reading`).
     "CREATE INDEX IF NOT EXISTS memgpt_recall_newest ON memgpt_recall (agent_id, id)",
     # Messages by id whatever their thread (`recall.get`, every turn): the unique key puts
-    # the thread first, so without this each lookup probed every thread of the agent (362
-    # index searches, 12 ms at 100k messages in 500 threads).
+    # the thread first, so without this each lookup probed every thread of the agent.
     """CREATE INDEX IF NOT EXISTS memgpt_recall_by_message
         ON memgpt_recall (agent_id, message_id)""",
     # The agent's named participants (`PgRecallMemory._participants`, every search): a
