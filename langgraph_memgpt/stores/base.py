@@ -80,12 +80,20 @@ class CoreStore(Protocol):
         """
         ...
 
-    def append(self, label: str, content: str, actor: str = "agent") -> Block:
-        """Add a line to ``label``; read-modify-write, safe against concurrent edits."""
+    def append(
+        self, label: str, content: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Add a line to ``label`` (or to its ``section`` only); safe against concurrent edits."""
         ...
 
-    def replace(self, label: str, old: str, new: str, actor: str = "agent") -> Block:
-        """Replace the one occurrence of ``old`` in ``label`` (empty ``new`` deletes)."""
+    def replace(
+        self, label: str, old: str, new: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Replace the one ``old`` in ``label`` or its ``section`` (empty ``new`` deletes)."""
+        ...
+
+    def declare_sections(self, label: str, sections: Sequence[str], actor: str = "user") -> Block:
+        """Give ``label`` labelled sections (``stores.sections``); missing headers are added."""
         ...
 
     def set(

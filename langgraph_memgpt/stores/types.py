@@ -48,6 +48,8 @@ class Block:
     description: str
     char_limit: int
     read_only: bool = False
+    sections: tuple[str, ...] = ()
+    """Labelled sections the block declares (``stores.sections``); empty: none."""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from langgraph_memgpt.main_context import build_prompt, prompt_tokens
 from langgraph_memgpt.nodes.summarize_evict import SUMMARY_TAG
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.blocks import is_owner
+from langgraph_memgpt.stores.sections import split as split_sections
 from langgraph_memgpt.stores.types import Block, Passage, RecallMessage, SearchPage
 from langgraph_memgpt.tokens import TokenCounter
 from langgraph_memgpt.tools import tool_schemas
@@ -68,6 +69,8 @@ def block_view(block: Block) -> dict[str, Any]:
         "char_limit": block.char_limit,
         "fill": round(len(block.value) / block.char_limit, 4) if block.char_limit else 0.0,
         "read_only": block.read_only,
+        # Labelled sections ([] for a block without): name and text of each.
+        "sections": split_sections(block) if block.sections else [],
     }
 
 

@@ -84,6 +84,7 @@ function blockCard(block) {
                    text: `${block.chars} / ${block.char_limit} chars` })),
     el("div", { class: "muted", text: block.description }),
     bar(block.fill),
+    sectionList(block),
     area);
   const actions = el("div", {});
   if (block.read_only) {
@@ -118,6 +119,18 @@ function blockCard(block) {
                                      onclick: () => showHistory(block.label).catch(fail) }));
   card.append(actions);
   return card;
+}
+
+// A block in labelled sections: each section's name over its text (the textarea below
+// edits the whole value, headers included).
+function sectionList(block) {
+  if (!block.sections || !block.sections.length) return null;
+  const list = el("dl", { class: "sections", "data-testid": "sections" });
+  for (const part of block.sections) {
+    list.append(el("dt", { "data-testid": "section-name", text: part.name || "(before the sections)" }),
+                el("dd", { "data-testid": "section-text", text: part.text || "(empty)" }));
+  }
+  return list;
 }
 
 async function showHistory(label, page = 0) {
