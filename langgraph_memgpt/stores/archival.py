@@ -27,8 +27,8 @@ from langgraph_memgpt.stores.chunks import (
     nearest_items,
 )
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.db import is_read_only, transaction
-from langgraph_memgpt.stores.deletions import LogRow, ensure_deletions_schema, log_deletions
+from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.deletions import LogRow, log_deletions
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
 from langgraph_memgpt.stores.fts import term_matches
 from langgraph_memgpt.stores.fts_parts import bm25_with_parts
@@ -51,7 +51,7 @@ TagMatch = Literal["any", "all"]
 
 _EMBED_BATCH = 256
 
-_SCHEMA = (
+SCHEMA = (
     """CREATE TABLE IF NOT EXISTS archival (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         agent_id TEXT NOT NULL,
@@ -96,12 +96,12 @@ _SCHEMA = (
         UPDATE archival_counts SET passages = passages - 1 WHERE agent_id = old.agent_id;
     END""",
 )
-_COUNTS_TABLE = """CREATE TABLE archival_counts (
+COUNTS_TABLE = """CREATE TABLE archival_counts (
     agent_id TEXT PRIMARY KEY,
     passages INTEGER NOT NULL
 )"""
-"""Passages per agent, kept by triggers: counting 100k index entries took 7 ms, twice per
-search, which is most of what made a search turn grow with the archive."""
+"""Passages per agent, kept by triggers: counting the agent's index entries twice per
+search made a search turn grow with the archive."""
 
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
 
@@ -147,13 +147,6 @@ class ArchivalMemory:
         self.agent_id = agent_id
         self.embeddings = embeddings
         self.cache_dir = Path(cache_dir)
-        if not is_read_only(db):
-            with transaction(db):
-                _ensure_counts(db)
-                _ensure_key_column(db)
-                for statement in _SCHEMA:
-                    db.conn.execute(statement)
-            ensure_deletions_schema(db)
         self.index: VectorIndex | None = None
         self.parts: PartIndex | None = None
         if embeddings is not None:
@@ -230,6 +223,22 @@ class ArchivalMemory:
         for start in range(0, len(prepared), _EMBED_BATCH):
             passages.extend(self._insert_batch(prepared[start : start + _EMBED_BATCH]))
         return passages
+
+    def keyed(self, keys: Iterable[str]) -> dict[str, Passage]:
+        """This agent's passages stored under any of ``keys`` (idempotency keys), by key."""
+        return self._keyed(keys)
+
+    def keys_of(self, passage_ids: Iterable[int]) -> dict[int, str]:
+        """The keys of those of these passages that have one, by passage id."""
+        ids = sorted({int(i) for i in passage_ids})
+        if not ids:
+            return {}
+        rows = self.db.conn.execute(
+            "SELECT id, key FROM archival WHERE agent_id = ? AND key IS NOT NULL "
+            "AND id IN (SELECT value FROM json_each(?))",
+            (self.agent_id, json.dumps(ids)),
+        ).fetchall()
+        return {int(row[0]): str(row[1]) for row in rows}
 
     def _keyed(self, keys: Iterable[str | None]) -> dict[str, Passage]:
         """This agent's passages stored under any of ``keys``, by key."""
@@ -578,7 +587,7 @@ class ArchivalMemory:
         """Filtered passages that have a vector."""
         if self.index is not None and self.index.count() >= self.count():
             # Every passage has a vector, so every filtered passage matches: a plain count.
-            # The per-row EXISTS probe below cost ~65 ms of an 80 ms search at 100k.
+            # The per-row EXISTS probe below would visit every passage of the agent.
             if len(params) == 1:  # no filter but the agent
                 return self.count()
             row = self.db.conn.execute(
@@ -766,35 +775,6 @@ SUMMARY_TAG = "summary"
 
 def _kind(passage: Passage) -> str:
     return "summary" if SUMMARY_TAG in passage.tags else "passage"
-
-
-def _ensure_key_column(db: sqlite_utils.Database) -> None:
-    """Add the ``key`` column to an archive made before keys existed (inside a transaction)."""
-    columns = {row[1] for row in db.conn.execute("PRAGMA table_info(archival)").fetchall()}
-    if columns and "key" not in columns:
-        db.conn.execute("ALTER TABLE archival ADD COLUMN key TEXT")
-
-
-def _ensure_counts(db: sqlite_utils.Database) -> None:
-    """Create the per-agent passage counts if missing, filled from the existing passages.
-
-    A database made before the counts existed already holds passages. Call inside a
-    transaction.
-    """
-    exists = db.conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archival_counts'"
-    ).fetchone()
-    if exists:
-        return
-    db.conn.execute(_COUNTS_TABLE)
-    has_passages = db.conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archival'"
-    ).fetchone()
-    if has_passages:
-        db.conn.execute(
-            "INSERT INTO archival_counts (agent_id, passages) "
-            "SELECT agent_id, count(*) FROM archival GROUP BY agent_id"
-        )
 
 
 __all__ = ["MAX_TAG_CHARS", "ArchivalMemory", "NewPassage", "normalize_tags"]

@@ -3,8 +3,7 @@
 Messages are written ahead of the checkpoint and idempotently (one row per thread and
 message id), so a retried step never duplicates history and an edited message is
 updated. Search fuses four signals (``stores.ranking.fuse``: words min-max scaled, vectors by
-similarity), the combination that measured
-best on LoCoMo turn retrieval (0.833 recall@10 against 0.629 for BM25 alone): BM25 over
+similarity): BM25 over
 the message, BM25 over the message with its ±2 neighbours of the same thread
 ("context"), and cosine similarity of the message's embedding and of the embedded
 "date: context". The context lets an answer such as "Biscuit!" be found by the question
@@ -38,7 +37,6 @@ from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
 from langgraph_memgpt.stores.deletions import (
     LogRow,
-    ensure_deletions_schema,
     forgotten_among,
     log_deletions,
     remember_forgotten,
@@ -64,7 +62,6 @@ from langgraph_memgpt.stores.messages import (
     searchable_text,
 )
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
-from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
 from langgraph_memgpt.stores.search import CONTEXT_RADIUS, RECALL, hybrid_search
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
@@ -126,8 +123,6 @@ class RecallMemory:
         self.agent_id = agent_id
         self.embeddings = embeddings
         self.cache_dir = Path(cache_dir)
-        ensure_recall_schema(db)
-        ensure_deletions_schema(db)
         self._names: list[str] | None = None
         self._turn_index: VectorIndex | None = None
         self._context_index: VectorIndex | None = None
@@ -658,7 +653,7 @@ class RecallMemory:
                 )
             if self._names is not None:
                 # Extend the cached participants instead of re-reading every message:
-                # a full DISTINCT scan per search cost ~45 ms at 100k messages.
+                # a DISTINCT scan per search would grow with the agent's messages.
                 for _, item in searchable:
                     name = item.message.name
                     if name and item.message.role in ("user", "assistant"):
@@ -867,8 +862,7 @@ class RecallMemory:
 
         Averaging vectors already computed costs no model call, where embedding each
         "date: context" text cost five messages' worth of tokens per message, again for
-        each refreshed neighbour on every append. On LoCoMo it made ingest 4.9x faster
-        (5.1 to 24.8 messages/s) for 0.883 instead of 0.893 recall_any@10.
+        each refreshed neighbour on every append.
         """
         assert self.embeddings is not None
         assert self._turn_index is not None
@@ -927,8 +921,7 @@ class RecallMemory:
         """Signals from what the query names: a day or month, and one participant.
 
         A signal is only added when the query names such a thing, so other queries rank
-        exactly as before. On LoCoMo the date signal lifted hybrid recall_any@10 from 0.859
-        to 0.883 and the speaker signal from 0.854 to 0.883.
+        exactly as before.
         """
         conn = self.db.conn
         return mention_signals(
@@ -954,10 +947,8 @@ class RecallMemory:
 
         The names stay in the words signals, and one named participant still lifts their
         own messages (:meth:`_mention_scores`); the embedding is left with what the query
-        is about. On LoCoMo this lifted hybrid recall_any@10 from 0.883 to 0.903 and
-        recall_all@10 from 0.773 to 0.796 (multi-hop recall_all 0.270 to 0.338). Vector
-        mode keeps the names, since no other signal would carry who is asked about; a
-        query that is nothing but names is embedded as it is.
+        is about. Vector mode keeps the names, since no other signal would carry who is
+        asked about; a query that is nothing but names is embedded as it is.
         """
         if mode != "hybrid":
             return query
@@ -1027,7 +1018,7 @@ class RecallMemory:
             return {}
         rows = self.db.conn.execute(
             # "+agent_id": keep SQLite on the primary key; with the agent index it scanned
-            # every message of the agent to fetch one page (12 ms at 100k messages).
+            # every message of the agent to fetch one page.
             f"SELECT {_COLUMNS} FROM recall WHERE +agent_id = ? "
             "AND id IN (SELECT value FROM json_each(?))",
             (self.agent_id, json.dumps(list(ids))),
@@ -1037,8 +1028,8 @@ class RecallMemory:
 
 SEARCH_TEXTS = ("recall_fts_content", "id", "c0")
 """Where a message's search text is read by id: ``recall_fts``'s content table (FTS5 keeps
-a table's one column there as ``c0``), read directly since a lookup through the FTS5 table
-costs ~4 us a row (1.1 ms against 0.45 ms for the ~300 matches of a LoCoMo question)."""
+a table's one column there as ``c0``), read directly: a lookup through the FTS5 table costs
+more per row."""
 
 
 class _RecallSignals:

@@ -10,8 +10,7 @@ identically everywhere:
   words, also what the query names, e.g. a date or a participant, where the tier knows
   such things);
 - how many candidates each vector signal contributes (:class:`Pool`: one per tier, the
-  same on every backend; why the two sizes differ is measured at :data:`RECALL_POOL`
-  and :data:`ARCHIVAL_POOL`);
+  same on every backend: :data:`RECALL_POOL`, :data:`ARCHIVAL_POOL`);
 - exact-match handling: the rare query terms and which of their holders are questions
   (``stores.ranking.fuse``);
 - fusion (``stores.ranking.fuse``), paging and the total.
@@ -48,9 +47,8 @@ T = TypeVar("T")
 VECTOR_TOTAL_CAP = 10_000
 """The most a ``vector``-mode total counts (it is then a lower bound, as the others are).
 
-Counting every vector of a million-passage agent took 1.1 s of a 1.2 s search on Postgres
-(``benchmarks/archival_pg.py`` at 1M, where the HNSW scan itself took 59 ms); a page says
-"10000 matches" as truly as "1000000"."""
+Counting every vector of a very large agent would cost more than the search itself; a page
+says "10000 matches" as truly as "1000000"."""
 
 
 @dataclass(frozen=True)
@@ -72,16 +70,11 @@ class Pool:
 RECALL_POOL = Pool(minimum=50, per_result=1)
 """Recall's pool, on every backend. Recall has two vector signals (the message, its ±2
 context) beside two word signals, and a larger pool lets more weak neighbours into the
-fusion. Measured on the LoCoMo dev file (hybrid recall_any@10 / recall_all@10, per
-conversation): archival's pool for recall lowered conv-30 from 0.852/0.778 to 0.840/0.753
-(the other two unchanged) and the needle benchmark's long-message topic lookups (hit@1)
-from 0.708 to 0.667."""
+fusion: archival's larger pool ranked recall worse on LoCoMo and the needle benchmark."""
 
 ARCHIVAL_POOL = Pool(minimum=100, per_result=10)
-"""Archival's pool, on every backend: one word and one vector signal. Measured on the
-LoCoMo dev file (``--archival``, hybrid): recall's pool for archival lowered every
-conversation (0.720/0.633 -> 0.700/0.593, 0.741/0.654 -> 0.716/0.630, 0.816/0.697 ->
-0.776/0.664)."""
+"""Archival's pool, on every backend: one word and one vector signal, so the vector pool
+carries more of the ranking (recall's smaller pool ranked archival worse on LoCoMo)."""
 
 MODES: tuple[SearchMode, ...] = ("hybrid", "fts", "vector")
 
@@ -105,7 +98,7 @@ class Tier:
     """In "hybrid" and "fts" mode, leave out candidates no signal matched
     (``ranking.fuse(matches_only=True)``). Recall: a question about something never said
     otherwise got a page of the nearest small talk, which a small model answered from.
-    Archival keeps ranking its whole vector pool: dropping it was not measured there."""
+    Archival keeps ranking its whole vector pool."""
     neighbour_context: bool = False
     """Score each candidate also by its neighbours in its thread, at search time
     (:func:`neighbour_signals`). Recall indexes each message's context when it is written;
@@ -120,14 +113,12 @@ ARCHIVAL = Tier(
 
 CONTEXT_RADIUS = 2
 """Neighbours on each side that make up an item's context in its thread: a recall
-message's, indexed when written (measured best: 2), and an archival passage's, read when
+message's, indexed when written, and an archival passage's, read when
 searched (:func:`neighbour_signals`)."""
 
 CONTEXT_SEEDS = 30
 """How many of the best candidates (before context) have their neighbourhoods read: a
-passage whose neighbours matched weakly gains little, and each seed costs a lookup. On
-LoCoMo's dev file (archival, every turn a passage) 30 scored as 100 or better on each
-conversation, in every mode, for a third of the reads; 10 and 20 lost some."""
+passage whose neighbours matched weakly gains little, and each seed costs a lookup."""
 
 
 class SignalSource(Protocol[T]):

@@ -238,6 +238,32 @@ class PgArchivalMemory:
             ).fetchone()
         return None if row is None else _passage(row)
 
+    def keyed(self, keys: Iterable[str]) -> dict[str, Passage]:
+        """This agent's passages stored under any of ``keys`` (idempotency keys), by key."""
+        wanted = pg_texts(list(keys))
+        if not wanted:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT b.key, {_COLUMNS} FROM {TABLE} AS b "
+                "WHERE b.agent_id = %s AND b.key = ANY(%s)",
+                (self.agent_id, wanted),
+            ).fetchall()
+        return {str(row[0]): _passage(row[1:]) for row in rows}
+
+    def keys_of(self, passage_ids: Iterable[int]) -> dict[int, str]:
+        """The keys of those of these passages that have one, by passage id."""
+        ids = sorted({int(i) for i in passage_ids})
+        if not ids:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT id, key FROM {TABLE} "
+                "WHERE agent_id = %s AND key IS NOT NULL AND id = ANY(%s)",
+                (self.agent_id, ids),
+            ).fetchall()
+        return {int(row[0]): str(row[1]) for row in rows}
+
     def list_passages(
         self, *, after: int = 0, limit: int = 1000, thread_id: str | None = None
     ) -> list[tuple[Passage, str | None]]:

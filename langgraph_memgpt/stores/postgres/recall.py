@@ -127,7 +127,7 @@ class PgRecallMemory:
             # A deleted message is never recorded again (a re-recorded queue still holds it).
             # Nor is a stored one offered again: every turn re-records the whole queue (the
             # write-ahead's repair), and one lookup spares an INSERT per queued message
-            # (52 a turn, 24 ms, in `benchmarks/per_turn.py`) and the ids they would burn.
+            # and the ids they would burn.
             # The threads are locked, so no other writer adds these keys meanwhile.
             skip = forgotten_among(conn, self.agent_id, keys) | self._stored_among(conn, keys)
             new: list[tuple[int, PreparedMessage]] = []
@@ -621,8 +621,8 @@ class PgRecallMemory:
         """The agent's distinct speaker names: a skip scan of ``memgpt_recall_speakers``.
 
         Each step asks the index for the first name after the previous one, so the cost
-        is one probe per name, not one read per message (15 ms at 10k messages, growing
-        with them, for ``SELECT DISTINCT``).
+        is one probe per name, not one read per message (``SELECT DISTINCT`` grows with
+        the messages).
         """
         speakers = (
             f"FROM {TABLE} WHERE agent_id = %s AND searchable AND name IS NOT NULL "
