@@ -18,6 +18,7 @@ from langgraph_memgpt.stores.blocks import (
     PERSONA_DESCRIPTION,
     appended,
     check_append,
+    check_expected,
     check_new_block,
     check_replace,
     checked_value,
@@ -145,6 +146,29 @@ class CoreMemory:
         )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def history_page(
+        self, label: str, *, offset: int = 0, limit: int = 20
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """Return how many changes block ``label`` has, and ``limit`` of them newest first.
+
+        The page reads one page of a long history, never all of it.
+        """
+        owner = self.owner(label)
+        total = int(
+            self.db.conn.execute(
+                "SELECT count(*) FROM core_block_history WHERE agent_id = ? AND label = ?",
+                (owner, label),
+            ).fetchone()[0]
+        )
+        cursor = self.db.conn.execute(
+            "SELECT id, label, old_value, new_value, actor, op, created_at "
+            "FROM core_block_history WHERE agent_id = ? AND label = ? "
+            "ORDER BY id DESC LIMIT ? OFFSET ?",
+            (owner, label, limit, offset),
+        )
+        names = [d[0] for d in cursor.description]
+        return total, [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def last_modified(self) -> str | None:
         """Return when any block of the agent last changed (ISO-8601 UTC), or None if none exist."""
@@ -354,17 +378,23 @@ class CoreMemory:
                 value = replaced(block, old, new)
             return self._write(block, value, actor, "replace")
 
-    def set(self, label: str, value: str, actor: str = "user") -> Block:
+    def set(
+        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
+    ) -> Block:
         """Overwrite block ``label`` with ``value`` (for users and tools, not the model's edits).
 
         Read-only blocks refuse every actor but their owners (:data:`blocks.OWNER_ACTORS`).
+        ``expected``: compare-and-set, the value the writer read; written only if the block
+        still holds it (checked under the write lock).
 
         Raises:
+            BlockConflictError: the block no longer holds ``expected``.
             BlockEditError: Unknown label, read-only block (for an actor that is not an
                 owner), or the value is over the block's limit.
         """
         with transaction(self.db):
             block = self._editable(label, actor)
+            check_expected(block, expected)
             return self._write(block, value, actor, "set")
 
     # -- import and forgetting ---------------------------------------------------------
