@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -40,7 +41,7 @@ from langgraph_memgpt.stores.passages import (
     normalize_tags,
     prepare_passages,
 )
-from langgraph_memgpt.stores.search import ARCHIVAL, hybrid_search
+from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, Signals
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
@@ -118,7 +119,7 @@ def _passage(row: Sequence[Any]) -> Passage:
     )
 
 
-class ArchivalMemory:
+class ArchivalMemory(SearchesArchival):
     """The archival passages of one agent.
 
     Args:
@@ -381,46 +382,11 @@ class ArchivalMemory:
 
     # ------------------------------------------------------------------ reads
 
-    def search(
-        self,
-        query: str,
-        *,
-        tags: Iterable[str] | str | None = None,
-        tag_match: TagMatch = "any",
-        start_date: str | None = None,
-        end_date: str | None = None,
-        page: int = 0,
-        page_size: int = 5,
-        mode: SearchMode = "hybrid",
-    ) -> SearchPage[Passage]:
-        """Search this agent's passages; filters apply before ranking.
-
-        Args:
-            query: any text; an empty query (no words) lists passages newest first.
-            tags: only passages with these tags (case-insensitive); None or empty for all.
-            tag_match: ``"any"`` (at least one of ``tags``) or ``"all"`` (every one).
-            start_date: ``YYYY-MM-DD`` or ISO-8601, inclusive.
-            end_date: ``YYYY-MM-DD`` (the whole day) or ISO-8601, inclusive.
-            page: zero-based page number.
-            page_size: results per page.
-            mode: ``"hybrid"`` (BM25 + cosine, fused by ``ranking.fuse``), ``"fts"`` or
-                ``"vector"``; without embeddings every mode searches words only.
-
-        Returns:
-            One page of hits (best first), ranked and counted by
-            ``stores.search.hybrid_search`` as recall is: ``total`` = passages ranked
-            (word matches and each vector signal's pool); every filtered passage with a
-            vector in "vector" mode; every filtered passage for a listing.
-
-        Raises:
-            ValueError: a bad date, page, page size, mode or tag_match, with a message
-                the model can act on.
-        """
-        if tag_match not in ("any", "all"):
-            raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
-        where, params = self._filters(tags, tag_match, start_date, end_date)
-        source = _ArchivalSignals(self, where, params)
-        return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
+    def _archival_signals(self, chosen: ArchivalFilter) -> Signals[Passage]:
+        where, params = self._filters(
+            chosen.tags, chosen.tag_match, chosen.start_date, chosen.end_date
+        )
+        return nullcontext(_ArchivalSignals(self, where, params))
 
     def count(self) -> int:
         """Number of passages this agent has."""

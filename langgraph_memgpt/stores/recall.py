@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -62,7 +63,12 @@ from langgraph_memgpt.stores.messages import (
     searchable_text,
 )
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
-from langgraph_memgpt.stores.search import CONTEXT_RADIUS, RECALL, hybrid_search
+from langgraph_memgpt.stores.search import (
+    CONTEXT_RADIUS,
+    RecallFilter,
+    SearchesRecall,
+    Signals,
+)
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
@@ -98,7 +104,7 @@ class _Row:
     window: tuple[int, ...] = ()  # ids of the messages the context is made of
 
 
-class RecallMemory:
+class RecallMemory(SearchesRecall):
     """The verbatim message history of one agent.
 
     Args:
@@ -262,52 +268,11 @@ class RecallMemory:
 
     # -- searching -------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        roles: Sequence[str] | None = None,
-        start_date: str | None = None,
-        end_date: str | None = None,
-        page: int = 0,
-        page_size: int = 5,
-        mode: SearchMode = "hybrid",
-        exclude_ids: Collection[str] = (),
-    ) -> SearchPage[RecallMessage]:
-        """Find past messages by words and meaning, best first.
-
-        Filters (agent, roles, dates, excluded message ids) select the candidates first;
-        ranking only ever sees candidates, so a narrow filter never comes back empty
-        because better matches outside it took the top places. Tool results and messages
-        recorded unsearchable (the model's search calls) are never candidates.
-
-        Args:
-            query: Free text; any characters are safe. A query without words lists the
-                most recent first.
-            roles: Keep only these roles ("user", "assistant", "system").
-            start_date: Earliest time, "YYYY-MM-DD" or ISO-8601 (inclusive).
-            end_date: Latest time (inclusive); a bare date covers that whole day.
-            page: Page number, from 0.
-            page_size: Results per page.
-            mode: "hybrid" (words and meaning), "fts" (words) or "vector" (meaning).
-            exclude_ids: Message ids to leave out (e.g. those already in the prompt).
-
-        Returns:
-            The page, ranked and counted by ``stores.search.hybrid_search`` (the same
-            for archival and for Postgres): ``total`` = candidates that matched any
-            signal (a word, a mention, or a vector above ``ranking.SIMILARITY_FLOOR``: a
-            candidate nothing matched is no result; each vector signal contributes its
-            ``search.RECALL_POOL`` nearest, each query word at most its 250 newest
-            matches, so it can be a lower bound); every candidate with a vector in
-            "vector" mode, and every candidate for a listing.
-
-        Raises:
-            ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
-        """
-        where, params = self._filters(roles, start_date, end_date, exclude_ids)
-        return hybrid_search(
-            RECALL, _RecallSignals(self, where, params), query, mode, page, page_size
+    def _recall_signals(self, chosen: RecallFilter) -> Signals[RecallMessage]:
+        where, params = self._filters(
+            chosen.roles, chosen.start_date, chosen.end_date, chosen.exclude_ids
         )
+        return nullcontext(_RecallSignals(self, where, params))
 
     def search_date(
         self,

@@ -26,11 +26,12 @@ mode.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from langgraph_memgpt.stores.base import SearchMode
+from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.ranking import (
     RARE_MATCHES,
     Signal,
@@ -38,7 +39,7 @@ from langgraph_memgpt.stores.ranking import (
     is_question,
     rare_term_matches,
 )
-from langgraph_memgpt.stores.types import Hit, SearchPage, check_page
+from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.words import query_terms
 
 T = TypeVar("T")
@@ -336,3 +337,139 @@ __all__ = [
     "hybrid_search",
     "neighbour_signals",
 ]
+
+
+# --- the search methods of the tiers, one signature for every backend ----------------
+
+
+@dataclass(frozen=True)
+class RecallFilter:
+    """What a recall search keeps, as its caller asked (checked by the backend)."""
+
+    roles: Sequence[str] | None
+    start_date: str | None
+    end_date: str | None
+    exclude_ids: Collection[str]
+
+
+@dataclass(frozen=True)
+class ArchivalFilter:
+    """What an archival search keeps, as its caller asked (checked by the backend)."""
+
+    tags: Iterable[str] | str | None
+    tag_match: TagMatch
+    start_date: str | None
+    end_date: str | None
+
+
+Signals = AbstractContextManager[SignalSource[T]]
+"""The signal source of one search, open while the search runs (a connection, say)."""
+
+
+class SearchesRecall:
+    """``RecallStore.search`` for every backend: its filters pick, `hybrid_search` ranks.
+
+    A backend supplies :meth:`_recall_signals`, the signal source of one search with its
+    filters applied.
+    """
+
+    def search(
+        self,
+        query: str,
+        *,
+        roles: Sequence[str] | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        page: int = 0,
+        page_size: int = 5,
+        mode: SearchMode = "hybrid",
+        exclude_ids: Collection[str] = (),
+    ) -> SearchPage[RecallMessage]:
+        """Find past messages by words and meaning, best first.
+
+        Filters (agent, roles, dates, excluded message ids) select the candidates first;
+        ranking only ever sees candidates, so a narrow filter never comes back empty
+        because better matches outside it took the top places. Tool results and messages
+        recorded unsearchable (the model's search calls) are never candidates.
+
+        Args:
+            query: Free text; any characters are safe. A query without words lists the
+                most recent first.
+            roles: Keep only these roles ("user", "assistant", "system").
+            start_date: Earliest time, "YYYY-MM-DD" or ISO-8601 (inclusive).
+            end_date: Latest time (inclusive); a bare date covers that whole day.
+            page: Page number, from 0.
+            page_size: Results per page.
+            mode: "hybrid" (words and meaning), "fts" (words) or "vector" (meaning).
+            exclude_ids: Message ids to leave out (e.g. those already in the prompt).
+
+        Returns:
+            The page, ranked and counted by ``stores.search.hybrid_search`` (the same
+            for archival and for Postgres): ``total`` = candidates that matched any
+            signal (a word, a mention, or a vector above ``ranking.SIMILARITY_FLOOR``: a
+            candidate nothing matched is no result; each vector signal contributes its
+            ``search.RECALL_POOL`` nearest, each query word at most its 250 newest
+            matches, so it can be a lower bound); every candidate with a vector in
+            "vector" mode, and every candidate for a listing.
+
+        Raises:
+            ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
+        """
+        chosen = RecallFilter(roles, start_date, end_date, exclude_ids)
+        with self._recall_signals(chosen) as source:
+            return hybrid_search(RECALL, source, query, mode, page, page_size)
+
+    def _recall_signals(self, chosen: RecallFilter) -> Signals[RecallMessage]:
+        raise NotImplementedError
+
+
+class SearchesArchival:
+    """``ArchivalStore.search`` for every backend: its filters pick, `hybrid_search` ranks.
+
+    A backend supplies :meth:`_archival_signals`, the signal source of one search with its
+    filters applied.
+    """
+
+    def search(
+        self,
+        query: str,
+        *,
+        tags: Iterable[str] | str | None = None,
+        tag_match: TagMatch = "any",
+        start_date: str | None = None,
+        end_date: str | None = None,
+        page: int = 0,
+        page_size: int = 5,
+        mode: SearchMode = "hybrid",
+    ) -> SearchPage[Passage]:
+        """Search this agent's passages; filters apply before ranking.
+
+        Args:
+            query: any text; an empty query (no words) lists passages newest first.
+            tags: only passages with these tags (case-insensitive); None or empty for all.
+            tag_match: ``"any"`` (at least one of ``tags``) or ``"all"`` (every one).
+            start_date: ``YYYY-MM-DD`` or ISO-8601, inclusive.
+            end_date: ``YYYY-MM-DD`` (the whole day) or ISO-8601, inclusive.
+            page: zero-based page number.
+            page_size: results per page.
+            mode: ``"hybrid"`` (BM25 + cosine, fused by ``ranking.fuse``), ``"fts"`` or
+                ``"vector"``; without embeddings every mode searches words only.
+
+        Returns:
+            One page of hits (best first), ranked and counted by
+            ``stores.search.hybrid_search`` as recall is: ``total`` = passages ranked
+            (word matches and each vector signal's pool); every filtered passage with a
+            vector in "vector" mode; every filtered passage for a listing.
+
+        Raises:
+            ValueError: a bad date, page, page size, mode or tag_match, with a message
+                the model can act on.
+        """
+        if tag_match not in ("any", "all"):
+            raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
+        chosen = ArchivalFilter(tags, tag_match, start_date, end_date)
+        with self._archival_signals(chosen) as source:
+            return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
+
+    def _archival_signals(self, chosen: ArchivalFilter) -> Signals[Passage]:
+        raise NotImplementedError
