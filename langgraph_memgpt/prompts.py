@@ -93,6 +93,9 @@ def render_core_blocks(blocks: Sequence[dict[str, Any]], *, legacy: bool = False
         value = str(block.get("value", ""))
         label = block["label"]
         flags = " read_only" if block.get("read_only") else ""
+        if block.get("sections"):  # the value holds a "## <name>" line per section
+            names = "; ".join(str(n) for n in block["sections"])
+            flags += f' sections="{names}"'
         limit = block.get("char_limit", 0)
         description = f"<description>{block.get('description', '')}</description>"
         if legacy:

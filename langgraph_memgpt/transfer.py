@@ -134,6 +134,7 @@ def export_agent(
                         "description": block.description,
                         "char_limit": block.char_limit,
                         "read_only": block.read_only,
+                        **({"sections": list(block.sections)} if block.sections else {}),
                         **({"shared_from": owner} if owner != memory.agent_id else {}),
                     }
                 )
@@ -301,6 +302,14 @@ def _time(record: Mapping[str, Any], where: str) -> str:
         raise ExportFormatError(f"{where}: created_at {value!r} is not a timestamp") from None
 
 
+def _sections(record: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """A block record's section names (absent: none, as in files made before sections)."""
+    names = record.get("sections", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ExportFormatError(f"{where}: block sections must be a list of names")
+    return tuple(names)
+
+
 def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> None:
     kind = record.get("type")
     if kind == "block":
@@ -317,6 +326,7 @@ def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> N
                 description=_need(record, "description", str, where),
                 char_limit=limit,
                 read_only=_need(record, "read_only", bool, where),
+                sections=_sections(record, where),
             )
         )
     elif kind == "block_history":

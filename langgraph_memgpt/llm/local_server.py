@@ -259,8 +259,8 @@ def launch_server(model_path: Path, *, show_progress: bool = True) -> LocalServe
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     # llama.cpp is built with OpenMP, whose idle threads spin. On two cores shared with
-    # other work a spinning thread starves its partner: measured 1.4-3.6 tok/s generation
-    # with the default (active) policy versus 9.8-17.8 tok/s with PASSIVE, same load.
+    # other work a spinning thread starves its partner, so generation slows several-fold
+    # with the default (active) policy.
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     with log_path.open("wb") as log:
         proc = subprocess.Popen(

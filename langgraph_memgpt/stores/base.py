@@ -34,6 +34,12 @@ class CoreStore(Protocol):
         """Every change of ``label``, oldest first (id, old/new value, actor, op, time)."""
         ...
 
+    def history_page(
+        self, label: str, *, offset: int = 0, limit: int = 20
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """How many changes ``label`` has, and ``limit`` of them from ``offset``, newest first."""
+        ...
+
     def last_modified(self) -> str | None:
         """When any block last changed (ISO-8601 UTC), or None."""
         ...
@@ -74,16 +80,30 @@ class CoreStore(Protocol):
         """
         ...
 
-    def append(self, label: str, content: str, actor: str = "agent") -> Block:
-        """Add a line to ``label``; read-modify-write, safe against concurrent edits."""
+    def append(
+        self, label: str, content: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Add a line to ``label`` (or to its ``section`` only); safe against concurrent edits."""
         ...
 
-    def replace(self, label: str, old: str, new: str, actor: str = "agent") -> Block:
-        """Replace the one occurrence of ``old`` in ``label`` (empty ``new`` deletes)."""
+    def replace(
+        self, label: str, old: str, new: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Replace the one ``old`` in ``label`` or its ``section`` (empty ``new`` deletes)."""
         ...
 
-    def set(self, label: str, value: str, actor: str = "user") -> Block:
-        """Overwrite ``label`` (a person's edit, from the CLI or a page)."""
+    def declare_sections(self, label: str, sections: Sequence[str], actor: str = "user") -> Block:
+        """Give ``label`` labelled sections (``stores.sections``); missing headers are added."""
+        ...
+
+    def set(
+        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
+    ) -> Block:
+        """Overwrite ``label`` (a person's edit, from the CLI or a page).
+
+        ``expected`` (compare-and-set): the value the writer read; when the block holds
+        something else now, nothing is written and ``BlockConflictError`` says so.
+        """
         ...
 
     def restore(self, blocks: Sequence[Block], history: Sequence[Mapping[str, Any]]) -> None:
@@ -250,6 +270,14 @@ class ArchivalStore(Protocol):
         self, *, after: int = 0, limit: int = 1000, thread_id: str | None = None
     ) -> list[tuple[Passage, str | None]]:
         """Passages (with their idempotency key) in id order after ``after``, a page at a time."""
+        ...
+
+    def keyed(self, keys: Iterable[str]) -> dict[str, Passage]:
+        """The agent's passages stored under any of ``keys`` (their idempotency key), by key."""
+        ...
+
+    def keys_of(self, passage_ids: Iterable[int]) -> dict[int, str]:
+        """The idempotency keys of those of these passages that have one, by passage id."""
         ...
 
     def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
