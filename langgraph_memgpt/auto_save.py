@@ -11,11 +11,11 @@ message which states something lasting about the user and which none of the mode
 edits in the step already covers. The call is an ordinary one (recorded, shown in Studio,
 checked by the tool like any other); the AI message is flagged with `AUTO_SAVE_FLAG`.
 
-Which sentences: those where the user speaks about themselves (first person) or gives their
-name, that are not questions and do not speak of the passing moment ("today", "right now",
-"brb"). The note is the sentence in the third person ("I work as a welder" -> "Works as a
-welder"; "My sister Keiko ..." -> "User's sister Keiko ..."), kept whole; a sentence it
-cannot turn safely (a "we") is kept as the user said it, in quotes.
+Which sentences: `core_gate.fact_sentences`, those where the user speaks about themselves
+(first person) or gives their name, that are not questions and do not speak of the passing
+moment ("today", "right now"). The note is the sentence in the third person ("I work as a
+welder" -> "Works as a welder"; "My sister Keiko ..." -> "User's sister Keiko ..."), kept
+whole; a sentence it cannot turn safely (a "we") is kept as the user said it, in quotes.
 """
 
 from __future__ import annotations
@@ -26,30 +26,13 @@ from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
-from langgraph_memgpt.core_gate import speaks_about_themselves
+from langgraph_memgpt.core_gate import fact_sentences, names_themselves, speaks_about_themselves
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.tokens import content_text
 
 AUTO_SAVE_FLAG = "memgpt_auto_saved"
 """On an AI message: how many of its calls the loop added (facts the model did not save)."""
 
-_TIME_PREFIX = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\]\s*")
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
-_PASSING = re.compile(
-    r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|brb|lol|"
-    r"haha+|ugh)\b",
-    re.IGNORECASE,
-)
-_LEAD = re.compile(
-    r"^\s*((hi|hello|hey|hiya|oh|ok|okay|so|and|also|anyway|actually|well|btw|fyi|yes|no)"
-    r"\b[\s,!.:-]*|(just so you know|by the way|for the record|remember that|quick one)"
-    r"\b[\s,!.:-]*|[\w' ]{1,20}:\s+)+",
-    re.IGNORECASE,
-)
-_NAME = re.compile(
-    r"\b(?i:my name is|my name's|name's|call me|i'm|i am)\s+([A-Z][\w'-]+)\s*[.!,]?\s*$"
-    r"|^([A-Z][\w'-]+) here\b",
-)
 _WE = re.compile(r"\b(we|we're|we've|us|our|ours)\b", re.IGNORECASE)
 _ADVERBS = frozenset(
     """just also really still usually always never recently finally now actually only often
@@ -125,23 +108,11 @@ def third_person_note(sentence: str) -> str:
     return note[0].upper() + note[1:]
 
 
-def fact_sentences(message: str) -> list[str]:
-    """The sentences of a user's message that state something lasting about the user."""
-    found = []
-    for raw in _SENTENCES.split(_TIME_PREFIX.sub("", message)):
-        sentence = _LEAD.sub("", raw.strip()).strip()
-        if not sentence or sentence.endswith("?") or _PASSING.search(sentence):
-            continue
-        if speaks_about_themselves(sentence) or _NAME.search(sentence):
-            found.append(sentence)
-    return found
-
-
 def notes_for(message: str) -> list[str]:
     """The notes a user's message gives: its name first, then each fact sentence."""
     notes = []
     for sentence in fact_sentences(message):
-        name = _NAME.search(sentence)
+        name = names_themselves(sentence)
         if name is not None:
             notes.append(f"Name is {name.group(1) or name.group(2)}.")
             rest = sentence[: name.start()] + sentence[name.end() :]
@@ -152,8 +123,13 @@ def notes_for(message: str) -> list[str]:
 
 
 def _covered(note: str, written: Sequence[str]) -> bool:
-    stems = topic_stems(note) - {"user", "name", "said"}
-    return any(2 * len(stems & topic_stems(w)) >= len(stems) for w in written) if stems else True
+    """Whether one of the model's own notes is about this sentence (most of its words are)."""
+    stems = topic_stems(note)
+    for text in written:
+        own = topic_stems(text) - {"user", "said"}
+        if own and 2 * len(own & stems) >= len(own):
+            return True
+    return False
 
 
 def add_missing_notes(

@@ -7,8 +7,10 @@ prompt of the agent. What makes a line a fact about the user is visible in the u
 message: they speak about themselves ("I", "my", "we"), or they give their name ("Name's
 Bram", "Dev here"). Chatter speaks about the world ("the traffic", "the weather").
 
-`grounded_in_user_words` lets a note into ``human`` only when a message of the user in view
-speaks about themselves and shares a content word with the note. It asks nothing of the
+`grounded_in_user_words` lets a note into ``human`` only when a sentence of the user in
+view states something lasting about them (`fact_sentences`: first person or their name,
+not a question, not the passing moment: "I'm so tired today") and shares a content word
+with the note. It asks nothing of the
 model and costs one recall lookup; a refused note is answered with a short reason, so the
 model simply replies.
 """
@@ -20,10 +22,10 @@ from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.words import topic_stems
 
 if TYPE_CHECKING:
     from langgraph_memgpt.tools import Provenance
-from langgraph_memgpt.stores.words import topic_stems
 
 NOT_ABOUT_THE_USER = (
     "Not saved: no message of the user in view says this about themselves (small talk "
@@ -34,6 +36,42 @@ _FIRST_PERSON = re.compile(
     r"\b(i|i['\u2019](m|ve|d|ll)|im|me|my|mine|myself|we|we['\u2019](re|ve)|us|our|ours)\b",
     re.IGNORECASE,
 )
+_TIME_PREFIX = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\]\s*")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+_PASSING = re.compile(
+    r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|lol|"
+    r"haha+|ugh)\b",
+    re.IGNORECASE,
+)
+_LEAD = re.compile(
+    r"^\s*((hi|hello|hey|hiya|oh|ok|okay|so|and|also|anyway|actually|well|btw|fyi|yes|no)"
+    r"\b[\s,!.:-]*|(just so you know|by the way|for the record|remember that|quick one)"
+    r"\b[\s,!.:-]*|[\w' ]{1,20}:\s+)+",
+    re.IGNORECASE,
+)
+_NAME = re.compile(
+    r"\b(?i:my name is|my name's|name's|call me|i'm|i am)\s+([A-Z][\w'-]+)\s*[.!,]?\s*$"
+    r"|^([A-Z][\w'-]+) here\b",
+)
+
+
+def names_themselves(sentence: str) -> re.Match[str] | None:
+    """The self-introduction in a sentence ("I'm Ada", "Name's Bram", "Dev here"), if any."""
+    return _NAME.search(sentence)
+
+
+def fact_sentences(message: str) -> list[str]:
+    """The sentences of a user's message that state something lasting about the user."""
+    found = []
+    for raw in _SENTENCES.split(_TIME_PREFIX.sub("", message)):
+        sentence = _LEAD.sub("", raw.strip()).strip()
+        if not sentence or sentence.endswith("?") or _PASSING.search(sentence):
+            continue
+        if speaks_about_themselves(sentence) or names_themselves(sentence):
+            found.append(sentence)
+    return found
+
+
 _NAMING = re.compile(r"\b(name|names|named|called|call)\b", re.IGNORECASE)
 _CAPITALISED = re.compile(r"\b[A-Z][\w'\u2019-]+")
 
@@ -61,10 +99,15 @@ def _gives_its_name(note: str, said: str) -> bool:
 
 
 def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
-    """Whether one of ``user_messages`` says ``note`` about the user themselves."""
+    """Whether one of ``user_messages`` says ``note`` about the user themselves.
+
+    A sentence of theirs that states something lasting about them (`fact_sentences`: not
+    a question, not the passing moment) shares a content word with the note, or the note
+    gives the name they introduced themselves with.
+    """
     stems = topic_stems(note)
     for said in user_messages:
-        if speaks_about_themselves(said) and stems & topic_stems(said):
+        if any(stems & topic_stems(sentence) for sentence in fact_sentences(said)):
             return True
         if _gives_its_name(note, said):
             return True

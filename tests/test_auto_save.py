@@ -114,3 +114,12 @@ def test_a_turn_on_the_small_model_ends_with_the_stated_facts_in_human(tmp_path:
         b.label: b.value for b in open_memory(tmp_path, "lou", embedding_model="none").core.blocks()
     }
     assert human["human"].splitlines() == ["Name is Lou.", "Plays the oboe."]
+
+
+def test_a_short_note_of_the_model_covers_the_longer_sentence_it_came_from() -> None:
+    step = _step(
+        ("core_memory_append", {"label": "human", "content": "Left-handed"}),
+        ("send_message", {"message": "Noted!"}),
+    )
+    said = "FYI I'm left-handed, so those scissors never work for me."
+    assert add_missing_notes(step, _prompt(said), "send_message", COMPANIONS) is step
