@@ -25,6 +25,7 @@ left alone: they state nothing the user said.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -84,16 +85,27 @@ AGENT_WORDS = frozenset(
 )
 """Stems of the words an agent uses about its own knowledge: no evidence of a user fact."""
 
+FUNCTION_WORDS = frozenset(
+    topic_stems(
+        "about don't doesn't didn't can can't cannot won't isn't aren't wasn't weren't "
+        "haven't hasn't nothing anything something everything nobody never any"
+    )
+)
+"""Stems of negations and pronoun-like words the search stop list keeps: they carry no fact
+("I don't know: I have nothing about that" shares "don't" and "about" with any user)."""
+
 
 def _swap(match: re.Match[str]) -> str:
     word = match.group(0)
     key = " ".join(word.lower().replace("\u2019", "'").split())
     replacement = _SECOND_FOR_FIRST[key]
-    return replacement[0].upper() + replacement[1:] if word[0].isupper() else replacement
+    # "I" is written upper case anywhere: only a sentence's first word stays capitalised.
+    opens = not match.string[: match.start()].strip(" \"'\u201c")
+    return replacement[0].upper() + replacement[1:] if opens else replacement
 
 
 def _says_a_stated_fact(sentence: str, question: str, stated: set[str], echo: bool) -> bool:
-    words = topic_stems(sentence) - topic_stems(question) - AGENT_WORDS
+    words = topic_stems(sentence) - topic_stems(question) - AGENT_WORDS - FUNCTION_WORDS
     if echo:
         # Replying to news, the agent may well speak of itself ("I love jazz too"): only a
         # sentence made of the user's words, two at least, is their statement copied.
@@ -139,6 +151,23 @@ def user_question(prompt: Sequence[BaseMessage]) -> str | None:
     return None
 
 
+_USER_LINE = re.compile(r"\buser: (.+)")
+
+
+def _user_lines(result: str) -> list[str]:
+    """The user's own messages in a search result (its ``- (time) user: ...`` lines).
+
+    Only those: the rest of a result is the loop's wording ("nothing found", notes to the
+    model), which says nothing the user stated.
+    """
+    try:
+        data = json.loads(result)
+    except ValueError:
+        data = None
+    text = str(data.get("message", "")) if isinstance(data, dict) else result
+    return [m.group(1) for m in _USER_LINE.finditer(text)]
+
+
 def stated_text(prompt: Sequence[BaseMessage], question: str) -> str:
     """What the user has stated in view: their ``human`` block, results read, earlier words."""
     parts: list[str] = []
@@ -147,7 +176,7 @@ def stated_text(prompt: Sequence[BaseMessage], question: str) -> str:
         if isinstance(message, SystemMessage):
             parts.extend(_HUMAN_BLOCK.findall(text))
         elif isinstance(message, ToolMessage):
-            parts.append(text)
+            parts.extend(_user_lines(text))
         elif isinstance(message, HumanMessage) and not message.name:
             said = _TIME_PREFIX.sub("", text)
             if said != question:

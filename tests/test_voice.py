@@ -14,6 +14,7 @@ from langgraph_memgpt.voice import to_the_user
 
 STATED = "\n".join(
     [
+        "Remember that I don't eat anything with nuts, nothing at all, just so you know about it.",
         "I'm allergic to hazelnuts, so keep that in mind.",
         "I keep recommending 'Middlemarch' to everyone in my book club.",
         "At work we switched our database to CockroachDB.",
@@ -42,6 +43,11 @@ STATED = "\n".join(
         ),
         ("My name is Ada.", "And what is my name?", "Your name is Ada."),
         ("My favorite color is teal!", "What colour do I love?", "Your favorite color is teal!"),
+        (
+            "I keep recommending 'Middlemarch' and I mean it.",
+            "Which book do I keep recommending?",
+            "You keep recommending 'Middlemarch' and you mean it.",
+        ),
     ],
 )
 def test_a_user_fact_said_in_the_agents_voice_is_said_to_the_user(
@@ -58,6 +64,7 @@ def test_a_user_fact_said_in_the_agents_voice_is_said_to_the_user(
         ("You're allergic to hazelnuts.", "What am I allergic to?"),
         ("I'm not sure, sorry.", "Where do I work?"),
         ("I like that book too!", "Which book do I keep recommending?"),
+        ("I don't know: I have nothing about that in my memory.", "What car do I drive?"),
     ],
 )
 def test_the_agent_speaking_as_itself_is_left_alone(reply: str, question: str) -> None:
@@ -121,3 +128,23 @@ def test_facts_read_in_a_search_result_count_as_stated() -> None:
     ]
     reply = model.invoke(prompt)
     assert reply.tool_calls[0]["args"]["message"] == "You keep bees."
+
+
+def test_only_the_users_own_lines_of_a_search_result_count_as_stated() -> None:
+    call = json.dumps(
+        [{"name": "send_message", "arguments": {"message": "I found no results for that."}}]
+    )
+    model = LocalToolCallingChatModel(
+        inner=ScriptedChatModel.from_steps([call]), reply_tool="send_message"
+    ).bind_tools([send_message])
+    result = json.dumps({"status": "OK", "message": "No results found for that question."})
+    prompt = [
+        SystemMessage("You are a MemGPT agent."),
+        HumanMessage("[2026-12-01 09:30 UTC] What car do I drive?"),
+        AIMessage(
+            "", tool_calls=[{"name": "conversation_search", "args": {"query": "car"}, "id": "c1"}]
+        ),
+        ToolMessage(result, tool_call_id="c1"),
+    ]
+    reply = model.invoke(prompt)
+    assert reply.tool_calls[0]["args"]["message"] == "I found no results for that."
