@@ -10,27 +10,21 @@ Bram", "Dev here"). Chatter speaks about the world ("the traffic", "the weather"
 `grounded_in_user_words` lets a note into ``human`` only when a sentence of the user in
 view states something lasting about them (`fact_sentences`: first person or their name,
 not a question, not the passing moment: "I'm so tired today") and shares a content word
-with the note. It asks nothing of the
-model and costs one recall lookup; a refused note is answered with a short reason, so the
-model simply replies.
+with the note. The embedded model's wrapper (`LocalToolCallingChatModel`) takes the other
+``human`` edits out of the step it returns (`drop_ungrounded_notes`), before they run; it
+asks nothing of the model and costs no call. Other models are trusted with their notes (a
+user may well ask any model to keep "The door code is 4711").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Iterable, Sequence
 
-from langgraph_memgpt.stores.base import Memory
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
+
 from langgraph_memgpt.stores.words import topic_stems
-
-if TYPE_CHECKING:
-    from langgraph_memgpt.tools import Provenance
-
-NOT_ABOUT_THE_USER = (
-    "Not saved: no message of the user in view says this about themselves (small talk "
-    "is not a fact). Just reply with send_message."
-)
+from langgraph_memgpt.tokens import content_text
 
 _FIRST_PERSON = re.compile(
     r"\b(i|i['\u2019](m|ve|d|ll)|im|me|my|mine|myself|we|we['\u2019](re|ve)|us|our|ours)\b",
@@ -114,24 +108,37 @@ def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
     return False
 
 
-def allowed(note: str, memory: Memory, in_view: Collection[str]) -> bool:
-    """Whether ``note`` may enter ``human``: grounded in a user message in view.
+DROPPED_FLAG = "memgpt_dropped_notes"
+"""On an AI message: the ``human`` notes the wrapper took out of it (no user words ground them)."""
 
-    Without a queue in view (a tool called outside a turn) there is nothing to check it
-    against, and it is allowed.
+
+def drop_ungrounded_notes(
+    message: AIMessage, prompt: Sequence[BaseMessage], edit_tools: Collection[str]
+) -> AIMessage:
+    """``message`` without its ``human`` edits that no user message in the prompt grounds.
+
+    The dropped notes are listed under `DROPPED_FLAG`; everything else (the reply, other
+    blocks) stays. A prompt without user messages drops nothing.
     """
-    if not in_view:
-        return True
-    said = [m.text for m in memory.recall.get(sorted(in_view)) if m.role == "user"]
-    return not said or grounded_in_user_words(note, said)
-
-
-def refuses_replace(label: str, old: str, new: str, memory: Memory, where: Provenance) -> bool:
-    """Whether a ``human`` edit that would apply writes text no user message grounds.
-
-    An edit that could not apply anyway (``old`` absent) is left to the store's own error.
-    """
-    if label != "human" or not new.strip():
-        return False
-    current = next((b.value for b in memory.core.blocks() if b.label == label), "")
-    return bool(old) and old in current and not allowed(new, memory, where.in_view)
+    said = [content_text(m) for m in prompt if isinstance(m, HumanMessage) and not m.name]
+    if not said:
+        return message
+    kept: list[ToolCall] = []
+    dropped: list[str] = []
+    for call in message.tool_calls:
+        args = call["args"]
+        note = args.get("content", args.get("new_content"))
+        if (
+            call["name"] in edit_tools
+            and args.get("label") == "human"
+            and isinstance(note, str)
+            and note.strip()
+            and not grounded_in_user_words(note, said)
+        ):
+            dropped.append(note)
+            continue
+        kept.append(call)
+    if not dropped:
+        return message
+    flags = {**message.additional_kwargs, DROPPED_FLAG: dropped}
+    return message.model_copy(update={"tool_calls": kept, "additional_kwargs": flags})

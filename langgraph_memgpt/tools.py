@@ -32,7 +32,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
-from langgraph_memgpt import core_gate, prompts
+from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.forget import forget_matching
 from langgraph_memgpt.stores.base import Memory
@@ -313,8 +313,6 @@ def _core_append(
     if label == "persona" and "human" in labels and _about_the_user(content):
         # Where the fact belongs is unambiguous, so moving it costs no extra model call.
         label = "human"
-    if label == "human" and not core_gate.allowed(content, memory, where.in_view):
-        return core_gate.NOT_ABOUT_THE_USER, False
     current = labels.get(label)
     if current is not None and _normalised(content) in _normalised(current.value):
         return f"Not added: '{label}' already holds this.", False
@@ -369,8 +367,6 @@ def _core_replace(
 ) -> tuple[str, bool]:
     if args.new_content.strip().endswith("?"):
         return "Not saved: a question is not a fact. Answer it with send_message.", False
-    if core_gate.refuses_replace(args.label, args.old_content, args.new_content, memory, where):
-        return core_gate.NOT_ABOUT_THE_USER, False
     block = memory.core.replace(
         args.label,
         args.old_content,

@@ -36,6 +36,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_memgpt.auto_save import add_missing_notes
+from langgraph_memgpt.core_gate import drop_ungrounded_notes
 from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.voice import repair_reply
 
@@ -486,6 +487,8 @@ class LocalToolCallingChatModel(BaseChatModel):
                     # The small model says the user's facts back as its own ("I'm allergic
                     # to hazelnuts"): said to the user instead (see `voice`).
                     message = repair_reply(message, prompt, self.reply_tool)
+                    # ...saves small talk as facts about the user (see `core_gate`)...
+                    message = drop_ungrounded_notes(message, prompt, self.companions)
                     # ...and leaves facts the user stated unsaved (see `auto_save`).
                     message = add_missing_notes(message, prompt, self.reply_tool, self.companions)
             generations.append(
