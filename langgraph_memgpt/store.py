@@ -125,7 +125,7 @@ class MemGPTStore(BaseStore):
 
     def memory(self, agent_id: str) -> Memory:
         """The tiers of ``agent_id`` (default blocks ensured, as the loop opens them)."""
-        fields = {name: getattr(self.context, name) for name in self.context.__dataclass_fields__}
+        fields = self.context.fields()
         return self._deps.memory(Context.from_any({**fields, "agent_id": agent_id}))
 
     def _get(self, op: GetOp) -> Item | None:

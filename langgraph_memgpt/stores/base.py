@@ -41,6 +41,12 @@ class CoreStore(Protocol):
         """Every change of ``label``, oldest first (id, old/new value, actor, op, time)."""
         ...
 
+    def history_page(
+        self, label: str, *, offset: int = 0, limit: int = 20
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """How many changes ``label`` has, and ``limit`` of them from ``offset``, newest first."""
+        ...
+
     def last_modified(self) -> str | None:
         """When any block last changed (ISO-8601 UTC), or None."""
         ...
@@ -97,8 +103,14 @@ class CoreStore(Protocol):
         """Give ``label`` labelled sections (``stores.sections``); missing headers are added."""
         ...
 
-    def set(self, label: str, value: str, actor: str = "user") -> Block:
-        """Overwrite ``label`` (a person's edit, from the CLI or a page)."""
+    def set(
+        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
+    ) -> Block:
+        """Overwrite ``label`` (a person's edit, from the CLI or a page).
+
+        ``expected`` (compare-and-set): the value the writer read; when the block holds
+        something else now, nothing is written and ``BlockConflictError`` says so.
+        """
         ...
 
     def restore(self, blocks: Sequence[Block], history: Sequence[Mapping[str, Any]]) -> None:

@@ -28,6 +28,17 @@ class BlockEditError(MemoryStoreError):
     """A core-memory edit was refused (over the limit, read-only, text not found, no block)."""
 
 
+class BlockConflictError(BlockEditError):
+    """A compare-and-set write found the block changed since the writer read it.
+
+    ``current`` is the block as it is now, so the writer can show it and ask again.
+    """
+
+    def __init__(self, message: str, current: Block) -> None:
+        super().__init__(message)
+        self.current = current
+
+
 @dataclass(frozen=True)
 class Block:
     """One core memory block as the model sees it."""
