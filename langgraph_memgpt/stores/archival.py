@@ -21,6 +21,7 @@ from typing import Any, Literal
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores import retention
 from langgraph_memgpt.stores.chunks import (
     PartIndex,
     delete_parts_without_model,
@@ -42,7 +43,7 @@ from langgraph_memgpt.stores.passages import (
     prepare_passages,
 )
 from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, Signals
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
+from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
 TIER = "archival"
@@ -439,11 +440,14 @@ class ArchivalMemory(SearchesArchival):
         rows = self.db.conn.execute(sql + " ORDER BY b.id LIMIT ?", [*params, max(1, limit)])
         return [(_passage(row[:-1]), row[-1]) for row in rows.fetchall()]
 
-    def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
+    def delete(
+        self, passage_ids: Sequence[int], *, actor: str = "user", detail: str = ""
+    ) -> list[Passage]:
         """Forget passages: row, tags, full-text entry and vector, purged from FAISS on disk.
 
         Each deletion is logged (kind ``summary`` for an eviction summary, else
-        ``passage``; never the text). Unknown ids, and other agents' passages, are skipped.
+        ``passage``; never the text; ``detail``, e.g. the retention rule, beside it).
+        Unknown ids, and other agents' passages, are skipped.
 
         Returns:
             The deleted passages.
@@ -458,10 +462,30 @@ class ArchivalMemory(SearchesArchival):
                 (self.agent_id, json.dumps(ids)),
             ).fetchall()
             deleted = [_passage(row) for row in rows]
-            log = [(_kind(p), str(p.id), p.thread_id, "") for p in deleted]
+            log = [(_kind(p), str(p.id), p.thread_id, detail) for p in deleted]
             self._delete_rows([p.id for p in deleted], actor, log)
         self._purge()
         return deleted
+
+    def retention_rules(self) -> list[RetentionRule]:
+        """The agent's retention rules (``langgraph_memgpt.retention``), by tag then source."""
+        return retention.rules(self.db, self.agent_id)
+
+    def set_retention_rule(self, rule: RetentionRule) -> None:
+        """Add a rule, or change the age of the rule with the same tag and source."""
+        with transaction(self.db):
+            retention.put(self.db, self.agent_id, rule)
+
+    def remove_retention_rule(self, tag: str, source: str | None = None) -> bool:
+        """Drop the rule with this tag and source; whether there was one."""
+        with transaction(self.db):
+            return retention.remove(self.db, self.agent_id, tag, source)
+
+    def expired(
+        self, tag: str, *, source_tag: str | None, before: str, limit: int = 500
+    ) -> list[int]:
+        """Ids of passages tagged ``tag`` (and ``source_tag``) created before ``before``."""
+        return retention.expired(self.db, self.agent_id, tag, source_tag, before, limit)
 
     def delete_all(self, *, actor: str = "user") -> int:
         """Forget every passage of the agent (one log entry, kind ``archival``)."""

@@ -106,12 +106,20 @@ def _tier_tables(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
+def _retention_rules(conn: sqlite3.Connection) -> None:
+    """Archival retention rules, stored with the agent (``stores.retention``)."""
+    from langgraph_memgpt.stores import retention
+
+    conn.execute(retention.SCHEMA)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "archival counts per agent", _archival_counts),
     Migration(2, "recall keyed by (agent, thread, message id)", _recall_thread_key),
     Migration(3, "archival passages keyed for replays", _archival_keys),
     Migration(4, "core blocks with sections", _core_sections),
     Migration(5, "every tier's tables, indexes and triggers", _tier_tables),
+    Migration(6, "archival retention rules", _retention_rules),
 )
 LATEST = MIGRATIONS[-1].version
 assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)), "numbered 1, 2, ..."

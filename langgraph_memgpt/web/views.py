@@ -23,6 +23,7 @@ from langchain_core.messages import (
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.main_context import build_prompt, prompt_tokens
 from langgraph_memgpt.nodes.summarize_evict import SUMMARY_TAG
+from langgraph_memgpt.retention import rule_view
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.blocks import is_owner
 from langgraph_memgpt.stores.sections import split as split_sections
@@ -328,6 +329,8 @@ def archival_view(
         "agent_id": memory.agent_id,
         "query": query,
         "tags_in_use": memory.archival.tags(),
+        # The agent's retention rules (``retention``): what is forgotten after how long.
+        "retention": [rule_view(r) for r in memory.archival.retention_rules()],
         **_paging(found),
         "passages": [passage_view(h.item, h.score if query.strip() else None) for h in found.hits],
     }

@@ -26,6 +26,7 @@ from langgraph_memgpt.stores.passages import (
     normalize_tags,
     prepare_passages,
 )
+from langgraph_memgpt.stores.postgres import retention
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.postgres.models import hold_model
@@ -37,7 +38,7 @@ from langgraph_memgpt.stores.postgres.search import (
 )
 from langgraph_memgpt.stores.postgres.tier import PgTier
 from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, SignalSource
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
+from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
 
 TABLE = "memgpt_archival"
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
@@ -242,7 +243,9 @@ class PgArchivalMemory(SearchesArchival, PgTier):
             rows = conn.execute(sql + " ORDER BY b.id LIMIT %s", [*params, max(1, limit)])
             return [(_passage(row[:-1]), row[-1]) for row in rows.fetchall()]
 
-    def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
+    def delete(
+        self, passage_ids: Sequence[int], *, actor: str = "user", detail: str = ""
+    ) -> list[Passage]:
         """Forget passages (row, words and vector live in one row), each deletion logged."""
         ids = sorted({int(i) for i in passage_ids})
         if not ids:
@@ -258,9 +261,31 @@ class PgArchivalMemory(SearchesArchival, PgTier):
                 conn,
                 self.agent_id,
                 actor,
-                [(_kind(p), str(p.id), p.thread_id, "") for p in deleted],
+                [(_kind(p), str(p.id), p.thread_id, detail) for p in deleted],
             )
         return deleted
+
+    def retention_rules(self) -> list[RetentionRule]:
+        """The agent's retention rules, by tag then source."""
+        with self.pool.connection() as conn:
+            return retention.rules(conn, self.agent_id)
+
+    def set_retention_rule(self, rule: RetentionRule) -> None:
+        """Add a rule, or change the age of the rule with the same tag and source."""
+        with self.pool.connection() as conn:
+            retention.put(conn, self.agent_id, rule)
+
+    def remove_retention_rule(self, tag: str, source: str | None = None) -> bool:
+        """Drop the rule with this tag and source; whether there was one."""
+        with self.pool.connection() as conn:
+            return retention.remove(conn, self.agent_id, tag, source)
+
+    def expired(
+        self, tag: str, *, source_tag: str | None, before: str, limit: int = 500
+    ) -> list[int]:
+        """Ids of passages tagged ``tag`` (and ``source_tag``) created before ``before``."""
+        with self.pool.connection() as conn:
+            return retention.expired(conn, self.agent_id, tag, source_tag, before, limit)
 
     def delete_all(self, *, actor: str = "user") -> int:
         """Forget every passage of the agent (one log entry, kind ``archival``)."""

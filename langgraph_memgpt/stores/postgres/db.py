@@ -189,6 +189,15 @@ SCHEMA: tuple[str, ...] = (
     )""",
     # Labelled sections a core block declares (a JSON list, '' for none: stores.sections).
     "ALTER TABLE memgpt_core_blocks ADD COLUMN IF NOT EXISTS sections text NOT NULL DEFAULT ''",
+    # Archival retention rules, stored with the agent (stores.postgres.retention).
+    """CREATE TABLE IF NOT EXISTS memgpt_archival_retention (
+        agent_id text NOT NULL,
+        tag text NOT NULL,
+        source text NOT NULL DEFAULT '',
+        max_age_seconds bigint NOT NULL,
+        created_at text NOT NULL,
+        PRIMARY KEY (agent_id, tag, source)
+    )""",
 )
 
 VECTOR_COLUMNS = (

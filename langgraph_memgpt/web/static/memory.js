@@ -209,6 +209,11 @@ async function loadArchival(page = 0) {
   const params = formParams(document.getElementById("archival-form"));
   const data = await api("/archival", { agent: state.agent, page, ...params });
   document.getElementById("archival-count").textContent = `${data.total} passages`;
+  const retention = document.getElementById("retention");
+  retention.hidden = !data.retention.length;
+  retention.textContent = "Retention: " + data.retention.map((r) =>
+    `passages tagged ${r.tag}` + (r.source ? ` from ${r.source}` : "") +
+    ` are forgotten after ${r.max_age}`).join("; ");
   const tags = document.getElementById("tags-in-use");
   tags.replaceChildren(...data.tags_in_use.map((t) => el("option", { value: t })));
   const list = document.getElementById("passages");
