@@ -38,3 +38,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check langgraph_memgpt tests benchmarks examples
 	$(BIN)/ruff format --check langgraph_memgpt tests benchmarks examples
 	$(BIN)/mypy --strict langgraph_memgpt
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site

@@ -3,8 +3,11 @@
 The loop's policy (window size, pressure fractions, step caps, page sizes, prompt layout,
 the loop's own search) lives here, so Studio can show it as a form; limits that guard the
 stores stay named constants beside the code they guard.
-Every value is checked once, when the Context is made (numeric text such as ``"4096"`` is
-accepted), and a bad one is a `ContextError` naming the field, the value and what is allowed.
+
+Each setting is declared once, as a pydantic ``Field`` of `Context`: its default, its range
+and its description (the Studio form's text). Every value is checked when the Context is
+made (numeric text such as ``"4096"`` is accepted), and a bad value or an unknown field is a
+`ContextError` naming the field, the value and what is allowed.
 
 In-process callers (``build_graph(...)`` then ``invoke(..., context=Context(...))``) set
 every field. The served graph (`langgraph_memgpt.server.graph`) is different: the server
@@ -14,12 +17,22 @@ and an API client may set only `CLIENT_FIELDS`.
 
 from __future__ import annotations
 
-import math
 import os
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, make_dataclass
-from typing import Any, ClassVar, Literal, cast
+from dataclasses import field, make_dataclass
+from typing import Annotated, Any, ClassVar, Literal, cast, get_args
+
+import annotated_types
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
 
 
 def _default_data_dir() -> str:
@@ -29,138 +42,152 @@ def _default_data_dir() -> str:
     return os.environ.get("MEMGPT_DATA_DIR") or ".memgpt"
 
 
-@dataclass(kw_only=True)
-class Context:
+def _not_a_flag(value: Any) -> Any:
+    """A boolean is refused where a number goes (pydantic would read True as 1)."""
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number")
+    return value
+
+
+def _path_as_text(value: Any) -> Any:
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+Whole = Annotated[int, BeforeValidator(_not_a_flag)]
+Number = Annotated[float, BeforeValidator(_not_a_flag)]
+Text = Annotated[str, BeforeValidator(_path_as_text)]
+
+
+def _whole(default: int, low: int, high: int, description: str) -> Any:
+    """A whole-number setting from ``low`` to ``high``."""
+    return Field(default=default, ge=low, le=high, description=description)
+
+
+def _fraction(default: float, description: str, *, most: float = 1.0) -> Any:
+    """A share of the context window: above 0, at most ``most``."""
+    return Field(default=default, gt=0, le=most, description=description)
+
+
+NON_EMPTY = r"\S"
+"""The pattern of a text that must hold more than blanks."""
+
+
+class Context(BaseModel):
     """Configuration read by every node through ``Runtime[Context]``."""
 
-    agent_id: str = field(
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
+
+    agent_id: Text = Field(
         default="default",
-        metadata={
-            "description": "The agent whose long-term memory (core, recall, archival) this "
-            "run reads and writes. Threads of the same agent share it; agents never see "
-            "each other's memory."
-        },
+        pattern=NON_EMPTY,
+        description="The agent whose long-term memory (core, recall, archival) this "
+        "run reads and writes. Threads of the same agent share it; agents never see "
+        "each other's memory.",
     )
-    model: str = field(
+    model: Text = Field(
         default="auto",
-        metadata={
-            "description": "Chat model: 'auto' (OPENAI_API_KEY / OPENAI_BASE_URL if set, "
-            "else the embedded local llama.cpp model), 'openai:<name>', 'local', or "
-            "'scripted:<path.json>' (a replayed script, for tests). A model passed to "
-            "build_graph() wins over this field. Served: the server's $MEMGPT_MODEL."
-        },
+        pattern=NON_EMPTY,
+        description="Chat model: 'auto' (OPENAI_API_KEY / OPENAI_BASE_URL if set, "
+        "else the embedded local llama.cpp model), 'openai:<name>', 'local', or "
+        "'scripted:<path.json>' (a replayed script, for tests). A model passed to "
+        "build_graph() wins over this field. Served: the server's $MEMGPT_MODEL.",
     )
-    context_window: int = field(
-        default=8192,
-        metadata={"description": "Tokens the model's prompt may hold (main context size)."},
+    context_window: Whole = _whole(
+        8192, 1024, 10_000_000, "Tokens the model's prompt may hold (main context size)."
     )
-    warning_fraction: float = field(
-        default=0.70,
-        metadata={
-            "description": "Fraction of the window at which the agent is warned, once per "
-            "cycle, to save what matters to core or archival memory."
-        },
+    warning_fraction: Number = _fraction(
+        0.70,
+        "Fraction of the window at which the agent is warned, once per "
+        "cycle, to save what matters to core or archival memory.",
     )
-    flush_fraction: float = field(
-        default=1.0,
-        metadata={
-            "description": "Fraction of the window at which the oldest messages are "
-            "summarized and evicted from the queue."
-        },
+    flush_fraction: Number = _fraction(
+        1.0,
+        "Fraction of the window at which the oldest messages are "
+        "summarized and evicted from the queue.",
     )
-    evict_fraction: float = field(
-        default=0.5,
-        metadata={
-            "description": "Fraction of the window the prompt is brought down to by an eviction."
-        },
+    evict_fraction: Number = _fraction(
+        0.5, "Fraction of the window the prompt is brought down to by an eviction."
     )
-    summary_fraction: float = field(
-        default=0.10,
-        metadata={"description": "Most of the window the recursive summary may take."},
+    summary_fraction: Number = _fraction(
+        0.10, "Most of the window the recursive summary may take.", most=0.5
     )
-    max_message_fraction: float = field(
-        default=0.25,
-        metadata={
-            "description": "Most of the window one message may take in the queue; a longer "
-            "message is cut there and kept whole in recall memory."
-        },
+    max_message_fraction: Number = _fraction(
+        0.25,
+        "Most of the window one message may take in the queue; a longer "
+        "message is cut there and kept whole in recall memory.",
     )
-    max_steps: int = field(
-        default=50,
-        metadata={"description": "Most model calls in one user turn before the turn is ended."},
+    max_steps: Whole = _whole(
+        50, 1, 1000, "Most model calls in one user turn before the turn is ended."
     )
-    max_repeated_calls: int = field(
-        default=3,
-        metadata={
-            "description": "An identical tool call repeated this many times in a row ends the turn."
-        },
+    # 1 would end every turn at its first tool call with "I was repeating myself".
+    max_repeated_calls: Whole = _whole(
+        3, 2, 1000, "An identical tool call repeated this many times in a row ends the turn."
     )
-    max_context_retries: int = field(
-        default=3,
-        metadata={
-            "description": "Summarize-and-retry attempts after a provider 'context length "
-            "exceeded' error."
-        },
+    max_context_retries: Whole = _whole(
+        3, 0, 100, "Summarize-and-retry attempts after a provider 'context length exceeded' error."
     )
-    search_page_size: int = field(
-        default=5,
-        metadata={"description": "Results per page of the memory search tools."},
+    search_page_size: Whole = _whole(5, 1, 100, "Results per page of the memory search tools.")
+    result_char_limit: Whole = _whole(
+        3000,
+        200,
+        10_000_000,
+        "Most characters one tool result may put into the queue; longer "
+        "results are cut with a note, so a page can never overflow the window.",
     )
-    result_char_limit: int = field(
-        default=3000,
-        metadata={
-            "description": "Most characters one tool result may put into the queue; longer "
-            "results are cut with a note, so a page can never overflow the window."
-        },
+    core_block_limit: Whole = _whole(
+        2000, 50, 1_000_000, "Character limit of the default core memory blocks."
     )
-    core_block_limit: int = field(
-        default=2000,
-        metadata={"description": "Character limit of the default core memory blocks."},
-    )
-    prompt_layout: Literal["cached", "legacy"] = field(
+    prompt_layout: Literal["cached", "legacy"] = Field(
         default="cached",
-        metadata={
-            "description": "'cached': instructions and tools first, core memory after them, "
-            "and the system prompt re-rendered only between turns, so prefix caches hold. "
-            "'legacy': the earlier layout (core memory inside the instructions, tools after "
-            "it), kept as the turn benchmark's baseline."
-        },
+        description="'cached': instructions and tools first, core memory after them, "
+        "and the system prompt re-rendered only between turns, so prefix caches hold. "
+        "'legacy': the earlier layout (core memory inside the instructions, tools after "
+        "it), kept as the turn benchmark's baseline.",
     )
-    auto_search: Literal["auto", "on", "off"] = field(
+    auto_search: Literal["auto", "on", "off"] = Field(
         default="auto",
-        metadata={
-            "description": "Search recall for the model when the user asks a question that "
-            "core memory does not cover, before its first step (the call and its result "
-            "enter the queue as the model's own). 'auto': only for small models (the "
-            "embedded one), which often answer without searching; 'on'; 'off'."
-        },
+        description="Search recall for the model when the user asks a question that "
+        "core memory does not cover, before its first step (the call and its result "
+        "enter the queue as the model's own). 'auto': only for small models (the "
+        "embedded one), which often answer without searching; 'on'; 'off'.",
     )
-    data_dir: str = field(
+    data_dir: Text = Field(
         default_factory=_default_data_dir,
-        metadata={
-            "description": "Folder of the memory database (SQLite) and FAISS caches. "
-            "Defaults to $MEMGPT_DATA_DIR or ./.memgpt (served: always the server's)."
-        },
+        pattern=NON_EMPTY,
+        description="Folder of the memory database (SQLite) and FAISS caches. "
+        "Defaults to $MEMGPT_DATA_DIR or ./.memgpt (served: always the server's).",
     )
-    embedding_model: str = field(
+    embedding_model: Text = Field(
         default="minilm",
-        metadata={
-            "description": "Embeddings: 'minilm' (embedded all-MiniLM-L6-v2 int8 ONNX, "
-            "offline), 'openai:<model>' (needs OPENAI_API_KEY), or 'none' (search by "
-            "words only). Served: the server's $MEMGPT_EMBEDDING_MODEL."
-        },
+        pattern=NON_EMPTY,
+        description="Embeddings: 'minilm' (embedded all-MiniLM-L6-v2 int8 ONNX, "
+        "offline), 'openai:<model>' (needs OPENAI_API_KEY), or 'none' (search by "
+        "words only). Served: the server's $MEMGPT_EMBEDDING_MODEL.",
     )
-    persona: str = field(
+    persona: Text = Field(
         default="",
-        metadata={"description": "Initial text of the 'persona' core block for a new agent."},
+        description="Initial text of the 'persona' core block for a new agent.",
     )
-    human: str = field(
+    human: Text = Field(
         default="",
-        metadata={"description": "Initial text of the 'human' core block for a new agent."},
+        description="Initial text of the 'human' core block for a new agent.",
     )
 
-    def __post_init__(self) -> None:
-        check_fields(self, _FIELD_RULES)
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as invalid:
+            raise ContextError(_problems(invalid, values)) from None
+
+    @model_validator(mode="after")
+    def _eviction_lowers_the_prompt(self) -> Context:
+        if self.evict_fraction >= self.flush_fraction:
+            raise ValueError(
+                f"evict_fraction={self.evict_fraction!r} must be below "
+                f"flush_fraction={self.flush_fraction!r}: an eviction brings the prompt "
+                "down from the flush point to the evict point"
+            )
+        return self
 
     @classmethod
     def from_any(cls, value: Context | ClientContext | Mapping[str, Any] | None) -> Context:
@@ -182,15 +209,14 @@ class Context:
             raise ContextError(
                 [f"the context must be a mapping of field names to values, not {value!r}"]
             )
-        unknown = sorted(set(value) - set(CONTEXT_FIELDS))
-        if unknown:
-            raise ContextError(
-                [f"unknown field(s) {unknown}; the fields are {sorted(CONTEXT_FIELDS)}"]
-            )
         return cls(**value)
 
+    def fields(self) -> dict[str, Any]:
+        """Every field's value, by name (for a Context made from this one with changes)."""
+        return {name: getattr(self, name) for name in CONTEXT_FIELDS}
 
-# --- validation ---------------------------------------------------------------------
+
+# --- what a refusal says ------------------------------------------------------------
 
 
 class ContextError(ValueError):
@@ -201,104 +227,155 @@ class ContextError(ValueError):
         super().__init__("Invalid context: " + "; ".join(self.problems))
 
 
-@dataclass(frozen=True)
-class _Rule:
-    kind: type  # int, float or str
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False  # low itself not allowed
-    non_empty: bool = False
-    choices: tuple[str, ...] = ()
+def allowed(info: FieldInfo) -> str:
+    """What a field accepts, in words, read from its declaration (type, range, pattern)."""
+    choices = get_args(info.annotation)
+    if choices:
+        return "one of " + ", ".join(repr(c) for c in choices)
+    if info.annotation is str:
+        return "a non-empty text" if _bound(info, "pattern") else "a text"
+    noun = "a whole number" if info.annotation is int else "a number"
+    low_open, low = (
+        (True, _bound(info, "gt"))
+        if _bound(info, "gt") is not None
+        else (
+            False,
+            _bound(info, "ge"),
+        )
+    )
+    high = _bound(info, "le")
+    if low is not None and high is not None:
+        return f"{noun} {'above' if low_open else 'from'} {_show(low)} to {_show(high)}"
+    if low is not None:
+        return f"{noun} {'above' if low_open else 'of at least'} {_show(low)}"
+    return noun
 
-    def allowed(self) -> str:
-        if self.choices:
-            return "one of " + ", ".join(repr(c) for c in self.choices)
-        if self.kind is str:
-            return "a non-empty text" if self.non_empty else "a text"
-        noun = "a whole number" if self.kind is int else "a number"
-        if self.low is not None and self.high is not None:
-            op = "above" if self.low_open else "from"
-            low = _show(self.low)
-            return f"{noun} {op} {low} to {_show(self.high)}"
-        if self.low is not None:
-            return f"{noun} {'above' if self.low_open else 'of at least'} {_show(self.low)}"
-        return noun
+
+def _bound(info: FieldInfo, name: str) -> Any:
+    for item in info.metadata:
+        if name == "pattern" and getattr(item, "pattern", None) is not None:
+            return item.pattern
+        if isinstance(item, annotated_types.BaseMetadata) and hasattr(item, name):
+            return getattr(item, name)
+    return None
 
 
 def _show(number: float) -> str:
     return str(number) if isinstance(number, int) else f"{number:g}"
 
 
-_INT_TEXT = re.compile(r"[+-]?\d[\d_]*")
-
-
-def coerce(name: str, value: Any, rule: _Rule) -> tuple[Any, str | None]:
-    """``value`` as ``rule.kind`` (numeric strings accepted), or the problem with it."""
-    problem = f"{name}={value!r} is not allowed: use {rule.allowed()}"
-    if rule.kind is str:
-        if isinstance(value, os.PathLike):
-            value = os.fspath(value)
-        if not isinstance(value, str) or (rule.non_empty and not value.strip()):
-            return value, problem
-        if rule.choices and value not in rule.choices:
-            return value, problem
-        return value, None
-    if isinstance(value, bool) or value is None:
-        return value, problem
-    number: float
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            if rule.kind is int and _INT_TEXT.fullmatch(text):
-                number = int(text)
-            else:
-                number = float(text)
-        except ValueError:
-            return value, problem
-    elif isinstance(value, int | float):
-        number = value
-    else:
-        return value, problem
-    if not math.isfinite(number):
-        return value, problem
-    if rule.kind is int:
-        if isinstance(number, float):
-            if not number.is_integer():
-                return value, problem
-            number = int(number)
-    else:
-        number = float(number)
-    if rule.low is not None and (number < rule.low or (rule.low_open and number == rule.low)):
-        return value, problem
-    if rule.high is not None and number > rule.high:
-        return value, problem
-    return number, None
-
-
-def check_fields(obj: Any, rules: Mapping[str, _Rule]) -> None:
-    """Coerce and check every field of ``obj`` that has a rule, in place.
-
-    Raises:
-        ContextError: listing every field that is wrong, not just the first.
-    """
-    problems: list[str] = []
-    for name, rule in rules.items():
-        if not hasattr(obj, name):
+def _problems(invalid: ValidationError, given: Mapping[str, Any]) -> list[str]:
+    """One readable problem per bad field, in declaration order; unknown fields first."""
+    unknown = sorted(str(e["loc"][0]) for e in invalid.errors() if e["type"] == "extra_forbidden")
+    problems = (
+        [f"unknown field(s) {unknown}; the fields are {sorted(CONTEXT_FIELDS)}"] if unknown else []
+    )
+    bad: set[str] = set()
+    for error in invalid.errors():
+        if error["type"] == "extra_forbidden":
             continue
-        value, problem = coerce(name, getattr(obj, name), rule)
-        if problem:
-            problems.append(problem)
-        else:
-            object.__setattr__(obj, name, value)
-    if not problems and hasattr(obj, "evict_fraction") and hasattr(obj, "flush_fraction"):
-        if obj.evict_fraction >= obj.flush_fraction:
-            problems.append(
-                f"evict_fraction={obj.evict_fraction!r} must be below "
-                f"flush_fraction={obj.flush_fraction!r}: an eviction brings the prompt "
-                "down from the flush point to the evict point"
+        if not error["loc"]:  # a rule across fields
+            problems.append(str(error["msg"]).removeprefix("Value error, "))
+            continue
+        name = str(error["loc"][0])
+        if name not in bad:
+            bad.add(name)
+            info = Context.model_fields[name]
+            problems.append(f"{name}={given.get(name)!r} is not allowed: use {allowed(info)}")
+    return problems
+
+
+CONTEXT_FIELDS: tuple[str, ...] = tuple(Context.model_fields)
+
+
+# --- what a client of the served graph may set --------------------------------------
+
+SERVER_FIELDS: tuple[str, ...] = ("data_dir", "model", "embedding_model")
+"""Context fields only the server sets (from its environment), never a client."""
+SERVER_ONLY_NAMES: tuple[str, ...] = (*SERVER_FIELDS, "database_url")
+"""Names a client is told are the server's (``database_url``: `ServerSettings.database_url`)."""
+CLIENT_FIELDS: tuple[str, ...] = tuple(n for n in CONTEXT_FIELDS if n not in SERVER_FIELDS)
+"""The allow-list: what an API client of the served graph may set in a run's context."""
+
+DATA_DIR_ENV = "MEMGPT_DATA_DIR"
+MODEL_ENV = "MEMGPT_MODEL"
+EMBEDDING_MODEL_ENV = "MEMGPT_EMBEDDING_MODEL"
+DATABASE_URL_ENV = "MEMGPT_DATABASE_URL"
+
+
+class ServerSettings(BaseModel):
+    """What the operator of a served graph decides.
+
+    Read from the environment (which ``langgraph.json``'s ``env`` feeds), never from a
+    client's run context. ``data_dir``, ``model`` and ``embedding_model`` are `Context`'s
+    fields (checked by their declaration there); the model specs are also checked here, at
+    server start, where in-process the model factory says what is wrong with a spec when it
+    is first used.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data_dir: str = Field(default=".memgpt", description=f"${DATA_DIR_ENV}")
+    model: str = Field(default="auto", description=f"${MODEL_ENV}")
+    embedding_model: str = Field(default="minilm", description=f"${EMBEDDING_MODEL_ENV}")
+    database_url: str = Field(
+        default="",
+        description=f"${DATABASE_URL_ENV}: a Postgres URL (``postgresql://...``), where "
+        "memory and threads then live instead of SQLite files under ``data_dir``. Empty: "
+        "the embedded SQLite backend.",
+    )
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as invalid:
+            raise ContextError(_problems(invalid, values)) from None
+        problems: list[str] = []
+        try:
+            Context(**{name: getattr(self, name) for name in SERVER_FIELDS})
+        except ContextError as refused:
+            problems = refused.problems
+        if not problems:
+            found = [
+                _model_problem(self.model),
+                _embedding_problem(self.embedding_model),
+                _database_problem(self.database_url),
+            ]
+            problems = [p for p in found if p]
+        if problems:
+            raise ContextError(
+                [
+                    p.replace(f"{name}=", f"{env} ({name})=", 1)
+                    for p in problems
+                    for name, env in _SERVER_ENV.items()
+                    if p.startswith(f"{name}=")
+                ]
             )
-    if problems:
-        raise ContextError(problems)
+
+    @field_validator("database_url")
+    @classmethod
+    def _stripped(cls, url: str) -> str:
+        return url.strip()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerSettings:
+        """Settings from ``MEMGPT_DATA_DIR``, ``_MODEL``, ``_EMBEDDING_MODEL``, ``_DATABASE_URL``.
+
+        An empty variable counts as unset.
+
+        Raises:
+            ContextError: a setting is not usable.
+        """
+        env = os.environ if environ is None else environ
+        return cls(**{name: env[var] for name, var in _SERVER_ENV.items() if env.get(var)})
+
+
+_SERVER_ENV = {
+    "data_dir": DATA_DIR_ENV,
+    "model": MODEL_ENV,
+    "embedding_model": EMBEDDING_MODEL_ENV,
+    "database_url": DATABASE_URL_ENV,
+}
 
 
 def _model_problem(spec: str) -> str | None:
@@ -318,110 +395,6 @@ def _embedding_problem(spec: str) -> str | None:
     if (not sep and kind in ("minilm", "none")) or (sep and kind == "openai" and arg.strip()):
         return None
     return f"embedding_model={spec!r} is not allowed: use 'minilm', 'openai:<model>' or 'none'"
-
-
-_FIELD_RULES: dict[str, _Rule] = {
-    "agent_id": _Rule(str, non_empty=True),
-    "model": _Rule(str, non_empty=True),
-    "context_window": _Rule(int, 1024, 10_000_000),
-    "warning_fraction": _Rule(float, 0.0, 1.0, low_open=True),
-    "flush_fraction": _Rule(float, 0.0, 1.0, low_open=True),
-    "evict_fraction": _Rule(float, 0.0, 1.0, low_open=True),
-    "summary_fraction": _Rule(float, 0.0, 0.5, low_open=True),
-    "max_message_fraction": _Rule(float, 0.0, 1.0, low_open=True),
-    "max_steps": _Rule(int, 1, 1000),
-    # 1 would end every turn at its first tool call with "I was repeating myself".
-    "max_repeated_calls": _Rule(int, 2, 1000),
-    "max_context_retries": _Rule(int, 0, 100),
-    "search_page_size": _Rule(int, 1, 100),
-    "result_char_limit": _Rule(int, 200, 10_000_000),
-    "core_block_limit": _Rule(int, 50, 1_000_000),
-    "prompt_layout": _Rule(str, choices=("cached", "legacy")),
-    "auto_search": _Rule(str, choices=("auto", "on", "off")),
-    "data_dir": _Rule(str, non_empty=True),
-    "embedding_model": _Rule(str, non_empty=True),
-    "persona": _Rule(str),
-    "human": _Rule(str),
-}
-
-CONTEXT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Context))
-assert set(_FIELD_RULES) == set(CONTEXT_FIELDS), "every Context field needs a rule"
-
-
-# --- what a client of the served graph may set --------------------------------------
-
-SERVER_FIELDS: tuple[str, ...] = ("data_dir", "model", "embedding_model")
-"""Context fields only the server sets (from its environment), never a client."""
-SERVER_ONLY_NAMES: tuple[str, ...] = (*SERVER_FIELDS, "database_url")
-"""Names a client is told are the server's (``database_url``: `ServerSettings.database_url`)."""
-CLIENT_FIELDS: tuple[str, ...] = tuple(n for n in CONTEXT_FIELDS if n not in SERVER_FIELDS)
-"""The allow-list: what an API client of the served graph may set in a run's context."""
-
-DATA_DIR_ENV = "MEMGPT_DATA_DIR"
-MODEL_ENV = "MEMGPT_MODEL"
-EMBEDDING_MODEL_ENV = "MEMGPT_EMBEDDING_MODEL"
-DATABASE_URL_ENV = "MEMGPT_DATABASE_URL"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ServerSettings:
-    """What the operator of a served graph decides.
-
-    Read from the environment (which ``langgraph.json``'s ``env`` feeds), never from a
-    client's run context.
-    """
-
-    data_dir: str = ".memgpt"
-    model: str = "auto"
-    embedding_model: str = "minilm"
-    database_url: str = ""
-    """Postgres URL (``postgresql://...``): memory and threads live there instead of in
-    SQLite files under ``data_dir``. Empty: the embedded SQLite backend."""
-
-    def __post_init__(self) -> None:
-        # The model specs are checked here, at server start; in-process, the model factory
-        # and the embeddings say what is wrong with a spec when it is first used.
-        try:
-            check_fields(self, {name: _FIELD_RULES[name] for name in SERVER_FIELDS})
-            problems = [
-                _model_problem(self.model),
-                _embedding_problem(self.embedding_model),
-                _database_problem(self.database_url),
-            ]
-            if any(problems):
-                raise ContextError([p for p in problems if p])
-        except ContextError as exc:
-            raise ContextError(
-                [
-                    p.replace(f"{name}=", f"{env} ({name})=", 1)
-                    for p in exc.problems
-                    for name, env in _SERVER_ENV.items()
-                    if p.startswith(f"{name}=")
-                ]
-            ) from None
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerSettings:
-        """Settings from ``MEMGPT_DATA_DIR``, ``_MODEL``, ``_EMBEDDING_MODEL``, ``_DATABASE_URL``.
-
-        Raises:
-            ContextError: a setting is not usable.
-        """
-        env = os.environ if environ is None else environ
-        return cls(
-            data_dir=env.get(DATA_DIR_ENV) or ".memgpt",
-            model=env.get(MODEL_ENV) or "auto",
-            embedding_model=env.get(EMBEDDING_MODEL_ENV) or "minilm",
-            database_url=(env.get(DATABASE_URL_ENV) or "").strip(),
-        )
-
-
-_SERVER_ENV = {
-    "data_dir": DATA_DIR_ENV,
-    "model": MODEL_ENV,
-    "embedding_model": EMBEDDING_MODEL_ENV,
-    "database_url": DATABASE_URL_ENV,
-}
 
 
 def _database_problem(url: str) -> str | None:
@@ -465,12 +438,19 @@ class ClientContext:
 def client_context_schema(settings: ServerSettings) -> type[ClientContext]:
     """A context dataclass holding only `CLIENT_FIELDS`, bound to ``settings``.
 
-    Same defaults and descriptions as Context: it is the Studio form of the served graph.
+    Made from `Context`'s declarations (same defaults and descriptions): it is the Studio
+    form of the served graph, and a dataclass, as that form has always been.
     """
     specs: list[tuple[str, Any, Any]] = []
-    for f in fields(Context):
-        if f.name in CLIENT_FIELDS:
-            specs.append((f.name, f.type, field(default=f.default, metadata=f.metadata)))
+    for name in CLIENT_FIELDS:
+        info = Context.model_fields[name]
+        specs.append(
+            (
+                name,
+                info.annotation,
+                field(default=info.default, metadata={"description": info.description}),
+            )
+        )
     schema = make_dataclass(
         "Context",
         specs,

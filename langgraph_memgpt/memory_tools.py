@@ -63,7 +63,7 @@ class MemoryAccess:
 
 
 def _fields(ctx: Context) -> dict[str, Any]:
-    return {name: getattr(ctx, name) for name in ctx.__dataclass_fields__}
+    return ctx.fields()
 
 
 def _thread(config: RunnableConfig | None) -> str:

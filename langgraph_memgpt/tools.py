@@ -71,6 +71,10 @@ class CoreMemoryAppendArgs(_HeartbeatArgs):
 
     label: str = Field(description="Block to edit: 'human' (the user) or 'persona' (you).")
     content: str = Field(description="The fact, as a short note.")
+    section: str | None = Field(
+        default=None,
+        description="Only for a block in labelled sections: the section to edit; others stay.",
+    )
 
 
 class CoreMemoryReplaceArgs(_HeartbeatArgs):
@@ -83,6 +87,10 @@ class CoreMemoryReplaceArgs(_HeartbeatArgs):
     label: str = Field(description="Block to edit: 'human' or 'persona'.")
     old_content: str = Field(description="Exact text currently in the block.")
     new_content: str = Field(description="Text to put in its place.")
+    section: str | None = Field(
+        default=None,
+        description="Only for a block in labelled sections: the section to edit; others stay.",
+    )
 
 
 class ArchivalMemoryInsertArgs(_HeartbeatArgs):
@@ -315,7 +323,9 @@ def _core_append(
             "core_memory_replace.",
             False,
         )
-    block = memory.core.append(label, content, actor=f"agent:{where.thread_id}")
+    block = memory.core.append(
+        label, content, actor=f"agent:{where.thread_id}", section=args.section or None
+    )
     moved = (
         " (a fact about the user: saved to 'human', not 'persona')" if label != args.label else ""
     )
@@ -358,7 +368,11 @@ def _core_replace(
     if args.new_content.strip().endswith("?"):
         return "Not saved: a question is not a fact. Answer it with send_message.", False
     block = memory.core.replace(
-        args.label, args.old_content, args.new_content, actor=f"agent:{where.thread_id}"
+        args.label,
+        args.old_content,
+        args.new_content,
+        actor=f"agent:{where.thread_id}",
+        section=args.section or None,
     )
     return f"Replaced text in '{block.label}' ({len(block.value)}/{block.char_limit} chars).", True
 

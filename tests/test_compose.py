@@ -300,17 +300,17 @@ def test_the_agent_calls_an_mcp_servers_tool(tmp_path: Path, mode: str) -> None:
     assert out["messages"][-1].content.startswith("AF12 leaves Paris")
 
 
-# -- the README's example -------------------------------------------------------------------
+# -- the docs' example ---------------------------------------------------------------------
 
 
-def test_the_readme_composition_example_runs_as_shown(
+def test_the_docs_composition_example_runs_as_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = (HERE.parent / "README.md").read_text()
-    after = readme.split("<!-- compose-example -->", 1)[1]
+    page = (HERE.parent / "docs" / "library" / "composition.md").read_text()
+    after = page.split("<!-- compose-example -->", 1)[1]
     code = after.split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102
+    exec(compile(code, "composition.md", "exec"), {"__name__": "docs"})  # noqa: S102
     assert capsys.readouterr().out.splitlines() == ["Sunny today, Ada.", "Green tea."]
     blocks = {
         b.label: b.value for b in memory_of(tmp_path / "memory", "ada-assistant").core.blocks()

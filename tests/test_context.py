@@ -104,7 +104,7 @@ def test_an_unknown_field_is_refused_with_the_valid_ones() -> None:
 
 
 def test_the_fields_split_into_the_servers_and_a_clients() -> None:
-    names = {f.name for f in fields(Context)}
+    names = set(Context.model_fields)
     assert set(SERVER_FIELDS) | set(CLIENT_FIELDS) == names
     assert not set(SERVER_FIELDS) & set(CLIENT_FIELDS)
     assert set(SERVER_FIELDS) == {"data_dir", "model", "embedding_model"}
@@ -190,3 +190,31 @@ def test_a_library_caller_still_sets_everything_and_a_bad_dict_fails_the_run(
     finally:
         close_all()
         forget_loaded_indexes()
+
+
+def test_an_unknown_key_in_process_is_a_context_error_naming_the_fields(tmp_path: Path) -> None:
+    with pytest.raises(ContextError) as refused:
+        Context(agentid="ada")  # type: ignore[call-arg]
+    assert "unknown field(s) ['agentid']" in str(refused.value)
+    assert str(sorted(Context.model_fields)) in str(refused.value)
+    model = ScriptedChatModel.from_steps(["unused"])
+    graph = build_graph(model=model).compile()
+    with pytest.raises(ContextError, match=r"unknown field\(s\) \['agentid'\].*'agent_id'"):
+        graph.invoke(
+            {"messages": [HumanMessage("hello")]},
+            context={"agentid": "ada", "data_dir": str(tmp_path)},
+        )
+    assert model.calls == []
+
+
+def test_each_setting_is_declared_once_and_the_client_form_reads_that_declaration() -> None:
+    schema = client_context_schema(ServerSettings())
+    for f in fields(schema):  # type: ignore[arg-type]
+        declared = Context.model_fields[f.name]
+        assert f.metadata["description"] == declared.description, f.name
+        assert f.default == declared.default, f.name
+    for name, declared in Context.model_fields.items():
+        assert declared.description, name
+    # The range a refusal names is the declared one.
+    with pytest.raises(ContextError, match="use a whole number from 1 to 100"):
+        Context(search_page_size=101)

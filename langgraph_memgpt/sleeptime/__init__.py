@@ -2,7 +2,7 @@
 
 `build_sleeptime_graph` returns it uncompiled (mount it in a parent graph, or compile it
 with your own persistence); ``langgraph.json`` serves it as ``memgpt_sleeptime``
-(`langgraph_memgpt.sleeptime.server`). See the README's "Sleep-time consolidation".
+(`langgraph_memgpt.sleeptime.server`). See docs/operations/sleep-time.md.
 """
 
 from langgraph_memgpt.sleeptime.graph import GRAPH_ID, build_sleeptime_graph

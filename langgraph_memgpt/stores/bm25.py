@@ -11,8 +11,8 @@ words as its best part would, when that is better than its whole: each part is s
 if it were one more row of the same corpus (the same document count, average length and
 each term's document frequency, its own term frequencies and length), which is what the
 same fact said in a short message of its own scores. Short texts, most of a conversation
-(no LoCoMo turn has parts), score exactly as before. Needle benchmark (long messages
-looked up by topic words, hit@1, hybrid): see the README's "Long texts" paragraph.
+(no LoCoMo turn has parts), score exactly as before. docs/concepts/search.md ("Long
+texts") says what this does for a search; benchmarks/README.md has the needle figures.
 
 A part counts a term only if the whole text was scored for it: a common term scores its
 newest ``words.TERM_MATCH_CAP`` matches only, and an older long text stays out of that
@@ -46,11 +46,10 @@ def long_text_sql(column: str, chr_function: str) -> str:
 
     At least :data:`LONG_CHARS` characters and ``LONG_WORDS`` separators
     (:data:`SEPARATORS`): the database leaves out the short texts among a search's
-    matches itself, so they are never read into Python nor split. Reading and splitting
-    every match of at least 181 characters cost LoCoMo's fts search 3-5 ms a query
-    (7-8 ms without parts). A text whose words are separated by other whitespace only
-    scores as its whole, as before. The same condition on both backends (``chr_function``:
-    SQLite ``char``, Postgres ``chr``), so they split the same texts.
+    matches itself, so they are never read into Python nor split. A text whose words are
+    separated by other whitespace only scores as its whole. The same condition on both
+    backends (``chr_function``: SQLite ``char``, Postgres ``chr``), so they split the same
+    texts.
     """
     stripped = column
     for code in SEPARATORS:

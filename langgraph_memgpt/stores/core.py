@@ -18,6 +18,7 @@ from langgraph_memgpt.stores.blocks import (
     PERSONA_DESCRIPTION,
     appended,
     check_append,
+    check_expected,
     check_new_block,
     check_replace,
     checked_value,
@@ -26,12 +27,23 @@ from langgraph_memgpt.stores.blocks import (
     restorable,
     unknown_label,
 )
-from langgraph_memgpt.stores.db import is_read_only, transaction
-from langgraph_memgpt.stores.deletions import ensure_deletions_schema, log_deletions
+from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.deletions import log_deletions
+from langgraph_memgpt.stores.sections import (
+    check_content,
+    check_names,
+    check_value,
+    compose,
+    edit_section,
+    with_headers,
+)
+from langgraph_memgpt.stores.sections import decode as decode_sections
+from langgraph_memgpt.stores.sections import encode as encode_sections
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
-_SCHEMA = """
+SCHEMA = """
+-- stores.migrations runs these one by one, split at each semicolon: no trigger bodies here.
 CREATE TABLE IF NOT EXISTS core_blocks (
     agent_id TEXT NOT NULL,
     label TEXT NOT NULL,
@@ -40,6 +52,7 @@ CREATE TABLE IF NOT EXISTS core_blocks (
     char_limit INTEGER NOT NULL,
     read_only INTEGER NOT NULL DEFAULT 0,
     updated_at TEXT NOT NULL,
+    sections TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (agent_id, label)
 );
 CREATE TABLE IF NOT EXISTS core_block_history (
@@ -64,16 +77,21 @@ CREATE TABLE IF NOT EXISTS core_block_links (
 );
 CREATE INDEX IF NOT EXISTS core_block_links_by_owner ON core_block_links (owner_id, label);
 """
-_BLOCK_COLUMNS = "b.label, b.value, b.description, b.char_limit, b.read_only"
+_BLOCK_COLUMNS = "b.label, b.value, b.description, b.char_limit, b.read_only, b.sections"
 # This agent's blocks, then the blocks shared with it (attached), each in creation order.
-_VISIBLE = f"""
-SELECT {_BLOCK_COLUMNS}, b.agent_id, 0 AS shared, b.rowid AS n FROM core_blocks AS b
+_VISIBLE_TEMPLATE = """
+SELECT {columns}, b.agent_id, 0 AS shared, b.rowid AS n FROM core_blocks AS b
 WHERE b.agent_id = :agent
 UNION ALL
-SELECT {_BLOCK_COLUMNS}, b.agent_id, 1 AS shared, l.rowid AS n FROM core_block_links AS l
+SELECT {columns}, b.agent_id, 1 AS shared, l.rowid AS n FROM core_block_links AS l
 JOIN core_blocks AS b ON b.agent_id = l.owner_id AND b.label = l.label
 WHERE l.agent_id = :agent
 """
+_VISIBLE = _VISIBLE_TEMPLATE.format(columns=_BLOCK_COLUMNS)
+# A file made before sections, opened read-only (so not migrated): no block declares any.
+_VISIBLE_UNSECTIONED = _VISIBLE_TEMPLATE.format(
+    columns=_BLOCK_COLUMNS.replace("b.sections", "'' AS sections")
+)
 
 
 class CoreMemory:
@@ -92,19 +110,18 @@ class CoreMemory:
         self.db = db
         self.agent_id = agent_id
         self.default_limit = default_limit
-        if not is_read_only(db):
-            with transaction(db):
-                db.executescript(_SCHEMA)
-            ensure_deletions_schema(db)
+        # A file opened read-only is read as it is: one made before sections has no column.
+        columns = {r[1] for r in db.conn.execute("PRAGMA table_info(core_blocks)")}
+        self._visible = _VISIBLE if "sections" in columns or not columns else _VISIBLE_UNSECTIONED
 
     # -- reading ---------------------------------------------------------------------
 
     def blocks(self) -> list[Block]:
         """Return every block of the agent (its own, then those shared with it), in order."""
         rows = self.db.conn.execute(
-            f"SELECT * FROM ({_VISIBLE}) ORDER BY shared, n", {"agent": self.agent_id}
+            f"SELECT * FROM ({self._visible}) ORDER BY shared, n", {"agent": self.agent_id}
         ).fetchall()
-        return [_block(row[:5]) for row in rows]
+        return [_block(row[:6]) for row in rows]
 
     def get(self, label: str) -> Block:
         """Return the block called ``label``.
@@ -129,6 +146,29 @@ class CoreMemory:
         )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def history_page(
+        self, label: str, *, offset: int = 0, limit: int = 20
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """Return how many changes block ``label`` has, and ``limit`` of them newest first.
+
+        The page reads one page of a long history, never all of it.
+        """
+        owner = self.owner(label)
+        total = int(
+            self.db.conn.execute(
+                "SELECT count(*) FROM core_block_history WHERE agent_id = ? AND label = ?",
+                (owner, label),
+            ).fetchone()[0]
+        )
+        cursor = self.db.conn.execute(
+            "SELECT id, label, old_value, new_value, actor, op, created_at "
+            "FROM core_block_history WHERE agent_id = ? AND label = ? "
+            "ORDER BY id DESC LIMIT ? OFFSET ?",
+            (owner, label, limit, offset),
+        )
+        names = [d[0] for d in cursor.description]
+        return total, [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def last_modified(self) -> str | None:
         """Return when any block of the agent last changed (ISO-8601 UTC), or None if none exist."""
@@ -186,7 +226,8 @@ class CoreMemory:
                     f"Attach failed: agent '{self.agent_id}' has its own block '{label}'."
                 )
             block = self.db.conn.execute(
-                "SELECT label, value, description, char_limit, read_only FROM core_blocks "
+                "SELECT label, value, description, char_limit, read_only, sections "
+                "FROM core_blocks "
                 "WHERE agent_id = ? AND label = ?",
                 (owner_id, label),
             ).fetchone()
@@ -240,59 +281,120 @@ class CoreMemory:
         description: str,
         char_limit: int,
         read_only: bool = False,
+        sections: Sequence[str] = (),
     ) -> Block:
-        """Create a new block.
+        """Create a new block, optionally in labelled ``sections`` (``stores.sections``).
+
+        With sections and an empty ``value`` the block starts as their empty headers;
+        a given value must hold each header once, in order.
 
         Raises:
-            BlockEditError: The label is invalid or taken, the limit is not positive, or
-                the value is over the limit.
+            BlockEditError: The label is invalid or taken, the limit is not positive, the
+                value is over the limit, or the sections are malformed.
         """
+        names = check_names(sections)
+        value = compose(names) if names and not value else value
+        check_value(value, names, label)
         check_new_block(label, value, char_limit)
         with transaction(self.db):
             if self._find(label) is not None:
                 raise BlockEditError(f"Create failed: block '{label}' already exists.")
-            return self._insert(label, value, description, char_limit, read_only, "system")
+            return self._insert(label, value, description, char_limit, read_only, "system", names)
+
+    def declare_sections(self, label: str, sections: Sequence[str], actor: str = "user") -> Block:
+        """Give block ``label`` these labelled sections (replacing any it declared).
+
+        Headers the value lacks are added at its end (empty sections); text already in the
+        block stays where it is, before the first new header. Logged as op ``sections``.
+
+        Raises:
+            BlockEditError: Unknown label, read-only block (for a non-owner), malformed
+                names, or the headers present are in another order than ``sections``.
+        """
+        names = check_names(sections)
+        with transaction(self.db):
+            block = self._editable(label, actor)
+            value = with_headers(block.value, names)
+            check_value(value, names, label)
+            owner = self.owner(label)
+            self.db.conn.execute(
+                "UPDATE core_blocks SET sections = ? WHERE agent_id = ? AND label = ?",
+                (encode_sections(names), owner, label),
+            )
+            return self._write(
+                Block(
+                    block.label,
+                    block.value,
+                    block.description,
+                    block.char_limit,
+                    block.read_only,
+                    names,
+                ),
+                value,
+                actor,
+                "sections",
+            )
 
     # -- editing ---------------------------------------------------------------------
 
-    def append(self, label: str, content: str, actor: str = "agent") -> Block:
-        """Add ``content`` as a new line at the end of block ``label``.
+    def append(
+        self, label: str, content: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Add ``content`` as a new line at the end of block ``label`` (or of its ``section``).
 
         Raises:
-            BlockEditError: Empty content, unknown label, read-only block, or the result
-                would be over the block's limit.
+            BlockEditError: Empty content, unknown label or section, read-only block, or
+                the result would be over the block's limit.
         """
         check_append(label, content)
         with transaction(self.db):
             block = self._editable(label, actor)
-            return self._write(block, appended(block, content), actor, "append")
+            if section:
+                value = edit_section(block, section, lambda part: appended(part, content))
+            else:
+                check_content(block, content)
+                value = appended(block, content)
+            return self._write(block, value, actor, "append")
 
-    def replace(self, label: str, old: str, new: str, actor: str = "agent") -> Block:
-        """Replace the one occurrence of ``old`` in block ``label`` with ``new``.
+    def replace(
+        self, label: str, old: str, new: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Replace the one occurrence of ``old`` in block ``label`` (or its ``section``).
 
-        ``new`` may be empty, which deletes ``old``. ``old`` must occur exactly once, so
-        a short fragment cannot silently rewrite several places.
+        ``new`` may be empty, which deletes ``old``. ``old`` must occur exactly once (in
+        the section, when one is named), so a short fragment cannot silently rewrite
+        several places.
 
         Raises:
-            BlockEditError: Empty ``old``, unknown label, read-only block, ``old`` not
-                found or ambiguous, or the result would be over the block's limit.
+            BlockEditError: Empty ``old``, unknown label or section, read-only block,
+                ``old`` not found or ambiguous, or the result would be over the limit.
         """
         old = check_replace(label, old)
         with transaction(self.db):
             block = self._editable(label, actor)
-            return self._write(block, replaced(block, old, new), actor, "replace")
+            if section:
+                value = edit_section(block, section, lambda part: replaced(part, old, new))
+            else:
+                value = replaced(block, old, new)
+            return self._write(block, value, actor, "replace")
 
-    def set(self, label: str, value: str, actor: str = "user") -> Block:
+    def set(
+        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
+    ) -> Block:
         """Overwrite block ``label`` with ``value`` (for users and tools, not the model's edits).
 
         Read-only blocks refuse every actor but their owners (:data:`blocks.OWNER_ACTORS`).
+        ``expected``: compare-and-set, the value the writer read; written only if the block
+        still holds it (checked under the write lock).
 
         Raises:
+            BlockConflictError: the block no longer holds ``expected``.
             BlockEditError: Unknown label, read-only block (for an actor that is not an
                 owner), or the value is over the block's limit.
         """
         with transaction(self.db):
             block = self._editable(label, actor)
+            check_expected(block, expected)
             return self._write(block, value, actor, "set")
 
     # -- import and forgetting ---------------------------------------------------------
@@ -311,12 +413,12 @@ class CoreMemory:
                     max((e[5] for e in entries if e[0] == block.label), default=None) or utc_now()
                 )
                 self.db.conn.execute(
-                    "INSERT INTO core_blocks "
-                    "(agent_id, label, value, description, char_limit, read_only, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, label) DO UPDATE SET "
+                    "INSERT INTO core_blocks (agent_id, label, value, description, char_limit, "
+                    "read_only, updated_at, sections) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (agent_id, label) DO UPDATE SET "
                     "value = excluded.value, description = excluded.description, "
                     "char_limit = excluded.char_limit, read_only = excluded.read_only, "
-                    "updated_at = excluded.updated_at",
+                    "updated_at = excluded.updated_at, sections = excluded.sections",
                     (
                         self.agent_id,
                         valid_text(block.label),
@@ -325,6 +427,7 @@ class CoreMemory:
                         int(block.char_limit),
                         int(block.read_only),
                         last,
+                        encode_sections(check_names(block.sections)),
                     ),
                 )
             for label, old, new, actor, op, created_at in entries:
@@ -369,15 +472,15 @@ class CoreMemory:
 
     def _find(self, label: str) -> Block | None:
         row = self.db.conn.execute(
-            f"SELECT * FROM ({_VISIBLE}) WHERE label = :label ORDER BY shared LIMIT 1",
+            f"SELECT * FROM ({self._visible}) WHERE label = :label ORDER BY shared LIMIT 1",
             {"agent": self.agent_id, "label": valid_text(label)},
         ).fetchone()
-        return None if row is None else _block(row[:5])
+        return None if row is None else _block(row[:6])
 
     def owner(self, label: str) -> str:
         """Whose row block ``label`` is for this agent: its own, or the sharing owner's."""
         row = self.db.conn.execute(
-            f"SELECT agent_id FROM ({_VISIBLE}) WHERE label = :label ORDER BY shared LIMIT 1",
+            f"SELECT agent_id FROM ({self._visible}) WHERE label = :label ORDER BY shared LIMIT 1",
             {"agent": self.agent_id, "label": valid_text(label)},
         ).fetchone()
         return self.agent_id if row is None else str(row[0])
@@ -396,6 +499,7 @@ class CoreMemory:
 
     def _write(self, block: Block, new_value: str, actor: str, op: str) -> Block:
         new_value = checked_value(block, new_value)
+        check_value(new_value, block.sections, block.label)
         now = utc_now()
         owner = self.owner(block.label)
         self.db.conn.execute(
@@ -409,6 +513,7 @@ class CoreMemory:
             description=block.description,
             char_limit=block.char_limit,
             read_only=block.read_only,
+            sections=block.sections,
         )
 
     def _insert(
@@ -419,17 +524,26 @@ class CoreMemory:
         char_limit: int,
         read_only: bool,
         actor: str,
+        sections: tuple[str, ...] = (),
     ) -> Block:
         now = utc_now()
         value, description = valid_text(value), valid_text(description)
         self.db.conn.execute(
-            "INSERT INTO core_blocks "
-            "(agent_id, label, value, description, char_limit, read_only, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (self.agent_id, label, value, description, char_limit, int(read_only), now),
+            "INSERT INTO core_blocks (agent_id, label, value, description, char_limit, "
+            "read_only, updated_at, sections) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.agent_id,
+                label,
+                value,
+                description,
+                char_limit,
+                int(read_only),
+                now,
+                encode_sections(sections),
+            ),
         )
         self._log(label, None, value, actor, "create", now)
-        return Block(label, value, description, char_limit, read_only)
+        return Block(label, value, description, char_limit, read_only, sections)
 
     def _log(
         self,
@@ -451,8 +565,12 @@ class CoreMemory:
 
 
 def _block(row: tuple[Any, ...]) -> Block:
-    label, value, description, char_limit, read_only = row
-    return Block(str(label), str(value), str(description), int(char_limit), bool(read_only))
-
-
-__all__ = ["HUMAN_DESCRIPTION", "PERSONA_DESCRIPTION", "Block", "BlockEditError", "CoreMemory"]
+    label, value, description, char_limit, read_only, sections = row
+    return Block(
+        str(label),
+        str(value),
+        str(description),
+        int(char_limit),
+        bool(read_only),
+        decode_sections(sections),
+    )

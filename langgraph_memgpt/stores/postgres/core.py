@@ -18,6 +18,7 @@ from langgraph_memgpt.stores.blocks import (
     PERSONA_DESCRIPTION,
     appended,
     check_append,
+    check_expected,
     check_new_block,
     check_replace,
     checked_value,
@@ -29,16 +30,28 @@ from langgraph_memgpt.stores.blocks import (
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.postgres.db import pg_text
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
+from langgraph_memgpt.stores.sections import (
+    check_content,
+    check_names,
+    check_value,
+    compose,
+    edit_section,
+    with_headers,
+)
+from langgraph_memgpt.stores.sections import decode as decode_sections
+from langgraph_memgpt.stores.sections import encode as encode_sections
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
-_BLOCK = "SELECT label, value, description, char_limit, read_only FROM memgpt_core_blocks "
+_BLOCK = (
+    "SELECT label, value, description, char_limit, read_only, sections FROM memgpt_core_blocks "
+)
 # This agent's blocks, then the blocks shared with it (attached), each in creation order.
 _VISIBLE = """
-SELECT b.label, b.value, b.description, b.char_limit, b.read_only, b.agent_id,
+SELECT b.label, b.value, b.description, b.char_limit, b.read_only, b.sections, b.agent_id,
        0 AS shared, b.id AS n
 FROM memgpt_core_blocks AS b WHERE b.agent_id = %(agent)s
 UNION ALL
-SELECT b.label, b.value, b.description, b.char_limit, b.read_only, b.agent_id,
+SELECT b.label, b.value, b.description, b.char_limit, b.read_only, b.sections, b.agent_id,
        1 AS shared, l.id AS n
 FROM memgpt_core_block_links AS l
 JOIN memgpt_core_blocks AS b ON b.agent_id = l.owner_id AND b.label = l.label
@@ -82,6 +95,26 @@ class PgCoreMemory:
             )
             names = [d.name for d in cursor.description or ()]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def history_page(
+        self, label: str, *, offset: int = 0, limit: int = 20
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """How many changes ``label`` has, and ``limit`` of them newest first."""
+        with self.pool.connection() as conn:
+            owner = self._owner(conn, label)
+            row = conn.execute(
+                "SELECT count(*) FROM memgpt_core_block_history WHERE agent_id = %s AND label = %s",
+                (owner, pg_text(label)),
+            ).fetchone()
+            cursor = conn.execute(
+                "SELECT id, label, old_value, new_value, actor, op, created_at "
+                "FROM memgpt_core_block_history WHERE agent_id = %s AND label = %s "
+                "ORDER BY id DESC LIMIT %s OFFSET %s",
+                (owner, pg_text(label), limit, offset),
+            )
+            names = [d.name for d in cursor.description or ()]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return (int(row[0]) if row else 0), rows
 
     def last_modified(self) -> str | None:
         """When any block of the agent last changed (ISO-8601 UTC), or None."""
@@ -166,36 +199,85 @@ class PgCoreMemory:
                     self._insert(conn, label, value, description, limit, False)
 
     def create(
-        self, label: str, value: str, description: str, char_limit: int, read_only: bool = False
+        self,
+        label: str,
+        value: str,
+        description: str,
+        char_limit: int,
+        read_only: bool = False,
+        sections: Sequence[str] = (),
     ) -> Block:
-        """Create a new block; refuses a bad or taken label, or a value over the limit."""
+        """Create a new block, optionally in ``sections`` (as ``stores.core``)."""
+        names = check_names(sections)
+        value = compose(names) if names and not value else value
+        check_value(value, names, label)
         check_new_block(label, value, char_limit)
         with self.pool.connection() as conn, conn.transaction():
-            block = self._insert(conn, label, value, description, char_limit, read_only)
+            block = self._insert(conn, label, value, description, char_limit, read_only, names)
             if block is None:
                 raise BlockEditError(f"Create failed: block '{label}' already exists.")
             return block
 
+    def declare_sections(self, label: str, sections: Sequence[str], actor: str = "user") -> Block:
+        """Give block ``label`` these labelled sections (as ``stores.core``)."""
+        names = check_names(sections)
+        with self.pool.connection() as conn, conn.transaction():
+            block = self._editable(conn, label, actor)
+            value = with_headers(block.value, names)
+            check_value(value, names, label)
+            conn.execute(
+                "UPDATE memgpt_core_blocks SET sections = %s WHERE agent_id = %s AND label = %s",
+                (encode_sections(names), self._owner(conn, label), block.label),
+            )
+            sectioned = Block(
+                block.label,
+                block.value,
+                block.description,
+                block.char_limit,
+                block.read_only,
+                names,
+            )
+            return self._write(conn, sectioned, value, actor, "sections")
+
     # -- editing ---------------------------------------------------------------------
 
-    def append(self, label: str, content: str, actor: str = "agent") -> Block:
-        """Add ``content`` as a new line of ``label`` (one locked read-modify-write)."""
+    def append(
+        self, label: str, content: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Add ``content`` as a new line of ``label`` or its ``section`` (locked RMW)."""
         check_append(label, content)
         with self.pool.connection() as conn, conn.transaction():
             block = self._editable(conn, label, actor)
-            return self._write(conn, block, appended(block, content), actor, "append")
+            if section:
+                value = edit_section(block, section, lambda part: appended(part, content))
+            else:
+                check_content(block, content)
+                value = appended(block, content)
+            return self._write(conn, block, value, actor, "append")
 
-    def replace(self, label: str, old: str, new: str, actor: str = "agent") -> Block:
-        """Replace the one occurrence of ``old`` in ``label`` (empty ``new`` deletes)."""
+    def replace(
+        self, label: str, old: str, new: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Replace the one ``old`` in ``label`` or its ``section`` (empty ``new`` deletes)."""
         old = check_replace(label, old)
         with self.pool.connection() as conn, conn.transaction():
             block = self._editable(conn, label, actor)
-            return self._write(conn, block, replaced(block, old, new), actor, "replace")
+            if section:
+                value = edit_section(block, section, lambda part: replaced(part, old, new))
+            else:
+                value = replaced(block, old, new)
+            return self._write(conn, block, value, actor, "replace")
 
-    def set(self, label: str, value: str, actor: str = "user") -> Block:
-        """Overwrite ``label`` (a person's edit; read-only blocks refuse only the agent)."""
+    def set(
+        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
+    ) -> Block:
+        """Overwrite ``label`` (a person's edit; read-only blocks refuse only the agent).
+
+        ``expected``: compare-and-set, checked with the block's row locked.
+        """
         with self.pool.connection() as conn, conn.transaction():
             block = self._editable(conn, label, actor)
+            check_expected(block, expected)
             return self._write(conn, block, value, actor, "set")
 
     # -- import and forgetting ---------------------------------------------------------
@@ -210,12 +292,12 @@ class PgCoreMemory:
                     or to_utc_iso()
                 )
                 conn.execute(
-                    "INSERT INTO memgpt_core_blocks "
-                    "(agent_id, label, value, description, char_limit, read_only, updated_at) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent_id, label) DO UPDATE "
-                    "SET value = excluded.value, description = excluded.description, "
+                    "INSERT INTO memgpt_core_blocks (agent_id, label, value, description, "
+                    "char_limit, read_only, updated_at, sections) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent_id, label) "
+                    "DO UPDATE SET value = excluded.value, description = excluded.description, "
                     "char_limit = excluded.char_limit, read_only = excluded.read_only, "
-                    "updated_at = excluded.updated_at",
+                    "updated_at = excluded.updated_at, sections = excluded.sections",
                     (
                         self.agent_id,
                         pg_text(block.label),
@@ -224,6 +306,7 @@ class PgCoreMemory:
                         int(block.char_limit),
                         bool(block.read_only),
                         last,
+                        encode_sections(check_names(block.sections)),
                     ),
                 )
             for label, old, new, actor, op, created_at in entries:
@@ -269,7 +352,7 @@ class PgCoreMemory:
         rows = conn.execute(
             f"SELECT * FROM ({_VISIBLE}) AS v ORDER BY shared, n", {"agent": self.agent_id}
         ).fetchall()
-        return [_block(row[:5]) for row in rows]
+        return [_block(row[:6]) for row in rows]
 
     def owner(self, label: str) -> str:
         """The agent whose block ``label`` is: this agent, or the owner it is attached from."""
@@ -303,6 +386,7 @@ class PgCoreMemory:
         self, conn: psycopg.Connection[Any], block: Block, new_value: str, actor: str, op: str
     ) -> Block:
         new_value = pg_text(checked_value(block, new_value))
+        check_value(new_value, block.sections, block.label)
         now = to_utc_iso()
         owner = self._owner(conn, block.label)
         conn.execute(
@@ -311,7 +395,14 @@ class PgCoreMemory:
             (new_value, now, owner, block.label),
         )
         self._log(conn, block.label, block.value, new_value, actor, op, now, owner=owner)
-        return Block(block.label, new_value, block.description, block.char_limit, block.read_only)
+        return Block(
+            block.label,
+            new_value,
+            block.description,
+            block.char_limit,
+            block.read_only,
+            block.sections,
+        )
 
     def _insert(
         self,
@@ -321,21 +412,30 @@ class PgCoreMemory:
         description: str,
         char_limit: int,
         read_only: bool,
+        sections: tuple[str, ...] = (),
     ) -> Block | None:
         """Insert a block unless the label is taken (then None); logs the creation."""
         now = to_utc_iso()
         value, description = pg_text(value), pg_text(description)
         row = conn.execute(
-            "INSERT INTO memgpt_core_blocks "
-            "(agent_id, label, value, description, char_limit, read_only, updated_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent_id, label) DO NOTHING "
-            "RETURNING id",
-            (self.agent_id, label, value, description, char_limit, read_only, now),
+            "INSERT INTO memgpt_core_blocks (agent_id, label, value, description, char_limit, "
+            "read_only, updated_at, sections) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (agent_id, label) DO NOTHING RETURNING id",
+            (
+                self.agent_id,
+                label,
+                value,
+                description,
+                char_limit,
+                read_only,
+                now,
+                encode_sections(sections),
+            ),
         ).fetchone()
         if row is None:
             return None
         self._log(conn, label, None, value, "system", "create", now)
-        return Block(label, value, description, char_limit, read_only)
+        return Block(label, value, description, char_limit, read_only, sections)
 
     def _log(
         self,
@@ -358,5 +458,12 @@ class PgCoreMemory:
 
 
 def _block(row: tuple[Any, ...]) -> Block:
-    label, value, description, char_limit, read_only = row
-    return Block(str(label), str(value), str(description), int(char_limit), bool(read_only))
+    label, value, description, char_limit, read_only, sections = row
+    return Block(
+        str(label),
+        str(value),
+        str(description),
+        int(char_limit),
+        bool(read_only),
+        decode_sections(sections),
+    )

@@ -1,0 +1,331 @@
+"""An agent's MemGPT memory as a LangGraph ``BaseStore``.
+
+LangGraph's long-term memory is the ``BaseStore`` API: ``get_store()`` in any node or tool,
+LangMem's ``create_manage_memory_tool`` / ``create_search_memory_tool``, the server's
+``/store`` routes. `MemGPTStore` answers that API from the package's own backends, so
+those readers and writers see the same memory a MemGPT agent pages through its tools,
+instead of a second copy in another schema. Every operation goes through the tier code
+(archival inserts and deletions, core edits with their history and read-only rules,
+recall's forgetting), never around it.
+
+Namespaces (``agent_id`` is the agent whose memory it is):
+
+- ``("memgpt", agent_id, "archival")`` — passages. ``put`` saves one (value
+  ``{"content": text, "tags": [...]}``; a content that is not text is saved as its JSON),
+  ``put`` on a key already there replaces that passage, ``delete`` forgets it (logged).
+  ``search`` is archival's hybrid search (words + meaning); ``filter={"tags": ...}``
+  keeps passages with any of those tags. The key of a passage is the key it was put
+  under, else its id (passages the agent saved itself).
+- ``("memgpt", agent_id, "core")`` — core blocks, key = label, value ``{"value",
+  "description", "char_limit", "read_only"}``. ``put`` of ``{"value": ...}`` sets the
+  block as the store's actor (read-only blocks refuse a non-owner); blocks are neither
+  created nor deleted here.
+- ``("memgpt", agent_id, "recall")`` — every message, key = message id. Read and search
+  (recall's hybrid search); ``delete`` forgets a message; ``put`` is refused (recall is
+  written ahead by the conversation itself).
+
+Not supported: TTLs, and the store's own ``index`` configuration (vectors are the
+backend's embeddings, always kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.stores import SqliteBackend
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.types import Block, Passage, RecallMessage
+
+PREFIX = "memgpt"
+"""First element of every namespace of the view."""
+TIERS = ("archival", "core", "recall")
+"""The third element: which tier a namespace is."""
+
+
+def namespace(agent_id: str, tier: str = "archival") -> tuple[str, str, str]:
+    """The store namespace of one tier of ``agent_id``'s memory."""
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}; the tiers are {list(TIERS)}")
+    return (PREFIX, agent_id, tier)
+
+
+class MemGPTStore(BaseStore):
+    """A ``BaseStore`` over agents' MemGPT memory (see the module docstring for namespaces).
+
+    Args:
+        backend: where the memory lives (`SqliteBackend`, `PostgresBackend`); None: the
+            embedded backend in ``context.data_dir``, as ``build_graph`` opens it.
+        context: the settings memory is opened with (data dir, embeddings, default blocks).
+        actor: who the edits are made by in block history and the deletion log. The
+            default ``"store"`` is refused by read-only blocks, like the agent's own
+            tools; an application acting for a person may pass ``"user"``.
+    """
+
+    supports_ttl = False
+
+    def __init__(
+        self,
+        backend: MemoryBackend | None = None,
+        *,
+        context: Context | None = None,
+        actor: str = "store",
+    ) -> None:
+        self.context = context or Context()
+        self.actor = actor
+        self.backend: MemoryBackend = backend or SqliteBackend(
+            self.context.data_dir,
+            embedding_model=self.context.embedding_model,
+            core_block_limit=self.context.core_block_limit,
+        )
+        self._deps = Deps(backend=self.backend)
+
+    # -- the BaseStore contract -----------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the operations in order; each result is at its operation's position."""
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, PutOp):
+                self._put(op)
+                results.append(None)
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            else:
+                raise TypeError(f"unknown store operation {type(op).__name__}")
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """`batch` on a worker thread: the backends block (SQLite, FAISS, psycopg)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- operations -----------------------------------------------------------------
+
+    def memory(self, agent_id: str) -> Memory:
+        """The tiers of ``agent_id`` (default blocks ensured, as the loop opens them)."""
+        fields = self.context.fields()
+        return self._deps.memory(Context.from_any({**fields, "agent_id": agent_id}))
+
+    def _get(self, op: GetOp) -> Item | None:
+        agent_id, tier = _split(op.namespace)
+        memory = self.memory(agent_id)
+        if tier == "archival":
+            passage = _find_passage(memory, op.key)
+            return None if passage is None else _passage_item(op.namespace, op.key, passage)
+        if tier == "core":
+            block = next((b for b in memory.core.blocks() if b.label == op.key), None)
+            return None if block is None else _block_item(op.namespace, block, memory)
+        found = memory.recall.get([op.key])
+        return _message_item(op.namespace, found[0]) if found else None
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        agent_id, tier = _split(op.namespace_prefix, "search")
+        memory = self.memory(agent_id)
+        filters = dict(op.filter or {})
+        wanted = op.offset + op.limit
+        ns = op.namespace_prefix
+        if tier == "archival":
+            tags = filters.pop("tags", None)
+            _no_other_filters(filters, tier, "tags")
+            page = memory.archival.search(op.query or "", tags=tags, page_size=max(1, wanted))
+            hits = page.hits[op.offset :]
+            keys = memory.archival.keys_of(h.item.id for h in hits)
+            return [
+                _passage_item(ns, keys.get(h.item.id, str(h.item.id)), h.item, h.score)
+                for h in hits
+            ]
+        if tier == "recall":
+            roles = filters.pop("role", None)
+            _no_other_filters(filters, tier, "role")
+            role_list = [roles] if isinstance(roles, str) else roles
+            if op.query:
+                found = memory.recall.search(op.query, roles=role_list, page_size=max(1, wanted))
+                return [_message_item(ns, h.item, h.score) for h in found.hits[op.offset :]]
+            latest = memory.recall.latest(wanted)[op.offset :]
+            return [
+                _message_item(ns, m) for m in latest if role_list is None or m.role in role_list
+            ]
+        _no_other_filters(filters, tier)
+        blocks = memory.core.blocks()[op.offset : wanted]
+        return [_block_item(ns, b, memory) for b in blocks]
+
+    def _put(self, op: PutOp) -> None:
+        agent_id, tier = _split(op.namespace)
+        if op.ttl is not None:
+            raise ValueError("MemGPTStore keeps no TTLs: memory is forgotten by deleting it")
+        memory = self.memory(agent_id)
+        if tier == "archival":
+            self._put_passage(memory, op.key, op.value)
+        elif tier == "core":
+            self._put_block(memory, op.key, op.value)
+        elif op.value is None:
+            memory.recall.delete([op.key], actor=self.actor)
+        else:
+            raise ValueError(
+                "recall memory is read-only through the store: it is written ahead by the "
+                "conversation itself (delete a message to forget it)"
+            )
+
+    def _put_passage(self, memory: Memory, key: str, value: Mapping[str, Any] | None) -> None:
+        old = _find_passage(memory, key)
+        if value is None:
+            if old is not None:
+                memory.archival.delete([old.id], actor=self.actor)
+            return
+        text, tags = _passage_value(value)
+        if old is not None:
+            if old.text == text and sorted(old.tags) == sorted(tags):
+                return  # the same passage: nothing to write, nothing to log
+            # Passages are not edited in place: the old one is forgotten (logged) and
+            # the new one saved under the same key.
+            memory.archival.delete([old.id], actor=self.actor)
+        memory.archival.insert(text, tags, key=key)
+
+    def _put_block(self, memory: Memory, label: str, value: Mapping[str, Any] | None) -> None:
+        if value is None:
+            raise ValueError(
+                f"core block {label!r} cannot be deleted through the store: put "
+                '{"value": ""} to empty it'
+            )
+        current = memory.core.get(label)  # raises BlockEditError naming the labels
+        new = value.get("value")
+        if not isinstance(new, str):
+            raise ValueError('a core block is put as {"value": "<text>"}')
+        for name in ("description", "char_limit", "read_only"):
+            if name in value and value[name] != getattr(current, name):
+                raise ValueError(f"a block's {name} is not changed through the store")
+        unknown = set(value) - {"value", "description", "char_limit", "read_only"}
+        if unknown:
+            raise ValueError(f"unknown block fields {sorted(unknown)}")
+        if new != current.value:
+            memory.core.set(label, new, actor=self.actor)
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        spaces: list[tuple[str, ...]] = [
+            (PREFIX, agent, tier) for agent in self.backend.agents() for tier in TIERS
+        ]
+        spaces = [ns for ns in spaces if all(_matches(ns, c) for c in op.match_conditions or ())]
+        if op.max_depth is not None:
+            spaces = sorted({ns[: op.max_depth] for ns in spaces})
+        return spaces[op.offset : op.offset + op.limit]
+
+
+def _split(ns: tuple[str, ...], verb: str = "use") -> tuple[str, str]:
+    if len(ns) != 3 or ns[0] != PREFIX or ns[2] not in TIERS or not ns[1]:
+        raise ValueError(
+            f"cannot {verb} namespace {ns!r}: MemGPTStore's namespaces are "
+            f"({PREFIX!r}, agent_id, tier) with tier one of {list(TIERS)}"
+        )
+    return ns[1], ns[2]
+
+
+def _no_other_filters(filters: Mapping[str, Any], tier: str, *allowed: str) -> None:
+    if filters:
+        can = f"only {list(allowed)}" if allowed else "none"
+        raise ValueError(f"unsupported filter {sorted(filters)} on {tier} ({can})")
+
+
+def _find_passage(memory: Memory, key: str) -> Passage | None:
+    """The passage put under ``key``, else the keyless passage whose id ``key`` is."""
+    keyed = memory.archival.keyed([key])
+    if key in keyed:
+        return keyed[key]
+    if key.isdigit():
+        passage = memory.archival.get(int(key))
+        if passage is not None and not memory.archival.keys_of([passage.id]):
+            return passage
+    return None
+
+
+def _passage_value(value: Mapping[str, Any]) -> tuple[str, list[str]]:
+    unknown = set(value) - {"content", "tags"}
+    if unknown or "content" not in value:
+        raise ValueError(
+            'an archival passage is put as {"content": ..., "tags": [...]}; '
+            f"got the fields {sorted(value)}"
+        )
+    content = value["content"]
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    tags = value.get("tags") or []
+    if isinstance(tags, str):
+        tags = [tags]
+    if not isinstance(tags, Sequence) or not all(isinstance(t, str) for t in tags):
+        raise ValueError("tags must be a list of strings")
+    return text, list(tags)
+
+
+def _when(text: str | None) -> datetime:
+    if not text:
+        return datetime.now(UTC)
+    stamp = datetime.fromisoformat(text)
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def _passage_item(
+    ns: tuple[str, ...], key: str, passage: Passage, score: float | None = None
+) -> SearchItem:
+    value = {
+        "content": passage.text,
+        "tags": list(passage.tags),
+        "thread_id": passage.thread_id,
+        "turn": passage.turn,
+    }
+    at = _when(passage.created_at)
+    return SearchItem(ns, key, value, at, at, score)
+
+
+def _block_item(ns: tuple[str, ...], block: Block, memory: Memory) -> SearchItem:
+    history = memory.core.history(block.label)
+    created = _when(history[0]["created_at"] if history else None)
+    updated = _when(history[-1]["created_at"] if history else None)
+    value = {
+        "value": block.value,
+        "description": block.description,
+        "char_limit": block.char_limit,
+        "read_only": block.read_only,
+    }
+    return SearchItem(ns, block.label, value, created, updated)
+
+
+def _message_item(
+    ns: tuple[str, ...], message: RecallMessage, score: float | None = None
+) -> SearchItem:
+    value = {
+        "content": message.text,
+        "role": message.role,
+        "thread_id": message.thread_id,
+        "turn": message.turn,
+        "name": message.name,
+    }
+    at = _when(message.created_at)
+    return SearchItem(ns, message.message_id, value, at, at, score)
+
+
+def _matches(ns: tuple[str, ...], condition: MatchCondition) -> bool:
+    path = tuple(condition.path)
+    if len(path) > len(ns):
+        return False
+    part = ns[: len(path)] if condition.match_type == "prefix" else ns[-len(path) :]
+    return all(p == "*" or p == n for p, n in zip(path, part, strict=True))
