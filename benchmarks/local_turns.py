@@ -16,6 +16,14 @@ core memory or a search. Each turn goes through the real graph (``build_graph``,
 At the end of each agent: what landed in which core block, each edit classified by the
 scenario's fact keywords (a fact, a user fact in ``persona``, or chatter).
 
+What a person reading the transcript would judge (``judge_*``; scenarios whose facts are
+objects, as in ``turn_scenarios_broad.json``): answers that hold the fact *and* say it to the
+user ("Your name is Ada.", not "My name is Ada."); capture, the stated facts found in the
+``human`` block right after the thread that stated them; the lines of ``human`` that are
+small talk (they match no stated fact); facts saved garbled (a word the fact needs is
+missing) and corrected facts whose old value stayed. ``--half tune|held-out`` runs one half
+of such a set: rules are tuned on one half and reported on the other.
+
 Baseline in the same run: ``legacy``, the loop as it was before (``prompt_layout="legacy"``:
 core memory inside the system text and the tools after it, the system prompt re-rendered
 mid-turn; no search made for the model), everything else equal. ``cached-no-auto-search``
@@ -91,6 +99,7 @@ class Turn:
     question: bool = False
     correct: bool | None = None
     unknown: bool = False
+    addressed: bool | None = None
 
 
 def _kind(calls: Sequence[dict[str, Any]]) -> str:
@@ -109,7 +118,8 @@ def _usage(message: AIMessage) -> tuple[int, int]:
 
 
 def _words(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s']", " ", text.casefold()).split())
+    # Apostrophes stay inside words ("don't") but not as quotes around them ("'Solaris'").
+    return " ".join(w.strip("'") for w in re.sub(r"[^\w\s']", " ", text.casefold()).split())
 
 
 def answered(reply: str, expect: Sequence[str], unknown: bool) -> bool:
@@ -118,6 +128,76 @@ def answered(reply: str, expect: Sequence[str], unknown: bool) -> bool:
         return bool(DONT_KNOW.search(reply))
     words = f" {_words(reply)} "
     return any(f" {_words(e)}" in words for e in expect)
+
+
+_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself|you're|you've|you'd|you'll)\b", re.I)
+_FIRST_PERSON = re.compile(
+    r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours|ourselves)\b", re.I
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def addresses_user(reply: str, expect: Sequence[str]) -> bool:
+    """Whether the sentence carrying the fact says it to the user, in the second person.
+
+    "Your name is Ada." does; "My name is Ada." (the user's fact in the agent's voice) and
+    "Teal is a lovely colour." (the fact, said to nobody) do not. Conservative: a sentence
+    with any first-person word ("I remember you love teal") does not count either.
+    """
+    for sentence in _SENTENCE.split(reply):
+        words = f" {_words(sentence)} "
+        if not any(f" {_words(e)}" in words for e in expect):
+            continue
+        if _SECOND_PERSON.search(sentence) and not _FIRST_PERSON.search(sentence):
+            return True
+    return False
+
+
+def _holds(text: str, keys: Sequence[str]) -> bool:
+    words = f" {_words(text)} "
+    return any(f" {_words(k)}" in words for k in keys)
+
+
+def _human_lines(value: str, initial: str) -> list[str]:
+    """The lines of a ``human`` block the agent wrote (its initial text left out)."""
+    start = initial.strip()
+    text = value.strip()
+    if start and text.startswith(start):
+        text = text[len(start) :]
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def judge_capture(
+    facts: Sequence[dict[str, Any]], after_session: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Each stated fact: in ``human`` right after its thread? whole there?
+
+    Args:
+        facts: the scenario's facts (``session``, ``keys``, ``whole``).
+        after_session: the ``human`` block's agent-written text after each session.
+    """
+    verdicts = []
+    for fact in facts:
+        lines = [
+            line
+            for line in after_session[fact["session"]].splitlines()
+            if _holds(line, fact["keys"])
+        ]
+        joined = " ".join(lines)
+        whole = bool(lines) and all(_holds(joined, group) for group in fact.get("whole", []))
+        verdicts.append(
+            {"keys": fact["keys"], "captured": bool(lines), "whole": whole, "lines": lines}
+        )
+    return verdicts
+
+
+def judge_core(facts: Sequence[dict[str, Any]], lines: Sequence[str]) -> dict[str, Any]:
+    """The ``human`` lines at the end: small talk (no stated fact in them), stale values."""
+    keys = [k for fact in facts for k in fact["keys"]]
+    chatter = [line for line in lines if not _holds(line, keys)]
+    stale_words = [w for fact in facts for w in fact.get("stale", [])]
+    stale = [line for line in lines if stale_words and _holds(line, stale_words)]
+    return {"lines": list(lines), "chatter": chatter, "stale": stale}
 
 
 def run_turn(
@@ -191,26 +271,50 @@ def run_layout(
     for scenario in scenarios:
         agent = scenario["agent"]
         ctx = Context(agent_id=agent, data_dir=data_dir, max_steps=6, **VARIANTS[layout])
+        judged = any(isinstance(f, dict) for f in scenario["facts"])
+        after_session: list[str] = []
         for index, session in enumerate(scenario["sessions"]):
             thread = f"{agent}-session-{index}"
             for number, text in enumerate(session):
                 turn = run_turn(graph, ctx, agent, thread, text, layout, number == 0)
                 turns.append(turn)
                 _show(turn)
+            if judged:
+                after_session.append(_agent_lines(data_dir, agent, ctx))
         for question in scenario["questions"]:
             thread = f"{agent}-q-{uuid.uuid4().hex[:6]}"
             turn = run_turn(graph, ctx, agent, thread, question["q"], layout, True)
             turn.question = True
             turn.unknown = bool(question.get("unknown"))
             turn.correct = answered(turn.reply, question["expect"], turn.unknown)
+            if not turn.unknown:
+                turn.addressed = turn.correct and addresses_user(turn.reply, question["expect"])
             turns.append(turn)
             _show(turn)
-        memory_report[agent] = classify_edits(data_dir, agent, scenario["facts"])
+        memory_report[agent] = classify_edits(data_dir, agent, _fact_keys(scenario["facts"]))
+        if after_session:
+            lines = after_session[-1].splitlines()
+            memory_report[agent]["capture"] = judge_capture(scenario["facts"], after_session)
+            memory_report[agent]["core"] = judge_core(scenario["facts"], lines)
     return turns, memory_report
+
+
+def _fact_keys(facts: Sequence[Any]) -> list[list[str]]:
+    """Keywords per fact, from either scenario format (a list of words, or an object)."""
+    return [list(f["keys"]) if isinstance(f, dict) else list(f) for f in facts]
+
+
+def _agent_lines(data_dir: str, agent: str, ctx: Context) -> str:
+    """The agent-written lines of its ``human`` block now."""
+    memory = open_memory(data_dir, agent)
+    values = {b.label: b.value for b in memory.core.blocks()}
+    return "\n".join(_human_lines(values.get("human", ""), ctx.human))
 
 
 def _show(turn: Turn) -> None:
     mark = "" if turn.correct is None else (" ✓" if turn.correct else " ✗")
+    if turn.addressed is False and turn.correct:
+        mark += " (not said to the user)"
     calls = ", ".join(c["name"] for c in turn.calls)
     print(
         f"  [{turn.layout}] {turn.seconds:6.1f}s {turn.kind:6} calls={turn.model_calls} "
@@ -244,9 +348,31 @@ def summarize(turns: Sequence[Turn], memory: dict[str, Any]) -> dict[str, Any]:
     edits = [e for report in memory.values() for e in report["edits"]]
     verdict_names = ("fact", "chatter", "user fact in persona", "edit while answering")
     verdicts = {v: sum(e["verdict"] == v for e in edits) for v in verdict_names}
+    captures = [c for report in memory.values() for c in report.get("capture", [])]
+    core_lines = [
+        line for report in memory.values() for line in report.get("core", {}).get("lines", [])
+    ]
+    chatter = [
+        line for report in memory.values() for line in report.get("core", {}).get("chatter", [])
+    ]
+    stale = [line for report in memory.values() for line in report.get("core", {}).get("stale", [])]
+    person = {
+        "answers_with_fact_to_user": sum(bool(t.addressed) for t in known),
+        "known_questions": len(known),
+        "answer_share": round(sum(bool(t.addressed) for t in known) / max(1, len(known)), 3),
+        "facts_stated": len(captures),
+        "facts_captured": sum(c["captured"] for c in captures),
+        "capture_share": round(sum(c["captured"] for c in captures) / max(1, len(captures)), 3),
+        "facts_garbled": sum(c["captured"] and not c["whole"] for c in captures),
+        "core_lines": len(core_lines),
+        "chatter_lines": len(chatter),
+        "chatter_share": round(len(chatter) / max(1, len(core_lines)), 3),
+        "stale_lines": len(stale),
+    }
     return {
         "turns": len(turns),
         "by_kind": kinds,
+        "person": person,
         "all_p50_s": round(percentile([t.seconds for t in turns], 50), 1),
         "model_calls_per_ordinary_turn": round(
             sum(t.model_calls for t in ordinary) / max(1, len(ordinary)), 2
@@ -295,6 +421,16 @@ def _print_summary(layout: str, s: dict[str, Any]) -> None:
         f"{s['searches_with_filters']}"
     )
     print(f"core edits: {s['core_edits']} (clean share {s['clean_edit_share']:.1%})")
+    p = s["person"]
+    if p["facts_stated"]:
+        print(
+            f"as a person judges: answers holding the fact, said to the user "
+            f"{p['answers_with_fact_to_user']}/{p['known_questions']} ({p['answer_share']:.1%}); "
+            f"facts in core after their thread {p['facts_captured']}/{p['facts_stated']} "
+            f"({p['capture_share']:.1%}), garbled {p['facts_garbled']}; small-talk lines in "
+            f"core {p['chatter_lines']}/{p['core_lines']} ({p['chatter_share']:.1%}); stale "
+            f"corrected values {p['stale_lines']}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,6 +441,11 @@ def main(argv: list[str] | None = None) -> int:
         "--layouts", nargs="+", default=["cached", "legacy"], choices=sorted(VARIANTS)
     )
     parser.add_argument("--agents", nargs="*", help="only these scenario agents")
+    parser.add_argument(
+        "--half",
+        choices=("tune", "held-out"),
+        help="only the scenarios of this half (tune rules on one, report the other)",
+    )
     parser.add_argument("--scenarios", type=Path, default=SCENARIOS)
     parser.add_argument("--json", type=Path, help="write every turn and the summary here")
     parser.add_argument(
@@ -320,10 +461,17 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = json.loads(args.scenarios.read_text())["scenarios"]
     if args.agents:
         scenarios = [s for s in scenarios if s["agent"] in args.agents]
+    if args.half:
+        scenarios = [s for s in scenarios if s.get("half") == args.half]
     model = resolve_model(args.model)
     if args.full_tools:
         model.compact_tools = False  # type: ignore[attr-defined]
-    report: dict[str, Any] = {"model": args.model, "full_tools": args.full_tools, "layouts": {}}
+    report: dict[str, Any] = {
+        "model": args.model,
+        "full_tools": args.full_tools,
+        "half": args.half,
+        "layouts": {},
+    }
     for layout in args.layouts:
         with tempfile.TemporaryDirectory(prefix=f"turns-{layout}-") as data_dir:
             turns, memory = run_layout(model, layout, scenarios, data_dir)
@@ -336,6 +484,12 @@ def main(argv: list[str] | None = None) -> int:
         _print_summary(layout, summary)
         for agent, m in memory.items():
             print(f"  {agent}: " + json.dumps(m["blocks"], ensure_ascii=False))
+            for c in m.get("capture", []):
+                if not (c["captured"] and c["whole"]):
+                    state = "garbled" if c["captured"] else "not in core"
+                    print(f"    {state}: {c['keys']} {c['lines']}")
+            for line in m.get("core", {}).get("chatter", []):
+                print(f"    small talk in core: {line!r}")
     if len(args.layouts) > 1:
         base = report["layouts"][args.layouts[-1]]["summary"]
         ours = report["layouts"][args.layouts[0]]["summary"]

@@ -41,7 +41,8 @@ Seeding 100k on Postgres takes long here (the HNSW builds over 300k vectors), so
 ``--data-dir DIR`` keeps the pgserver cluster in DIR (left running) with a database per size
 (``memgpt_bench_turn_N``): a later run with the same DIR measures on the seeded memory
 instead of seeding again (each run adds its turns' messages to it, a few dozen);
-``--seed-only`` stops after seeding.
+``--seed-only`` stops after seeding. On SQLite ``--data-dir DIR`` keeps the seeded memory
+of each size in ``DIR/sqlite-N`` and each run measures on a fresh copy of it.
 
 ``--shared-buffers SIZE`` sets the kept server's ``shared_buffers`` (``ALTER SYSTEM``, then a
 restart) before measuring; the run prints the value it measured with. pgserver starts
@@ -447,7 +448,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, < 1 minute")
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument(
-        "--data-dir", type=Path, help="Postgres: keep (and reuse) the seeded databases here"
+        "--data-dir",
+        type=Path,
+        help="keep (and reuse) the seeded memory here (SQLite: copied per run; Postgres: "
+        "a kept server with a database per size)",
     )
     parser.add_argument("--seed-only", action="store_true", help="stop after seeding")
     parser.add_argument(
@@ -499,6 +503,18 @@ def main() -> None:
             roots[n] = tmp / str(n)
             if n in seeded:
                 print(f"N={n:,}: reusing the memory seeded by an earlier run", flush=True)
+                continue
+            if not urls and args.data_dir is not None:
+                kept = args.data_dir / f"sqlite-{n}"
+                if not (kept / "seeded").exists():
+                    shutil.rmtree(kept, ignore_errors=True)
+                    seconds = seed(kept, n, vocab)
+                    (kept / "seeded").write_text(f"{seconds:.1f}\n")
+                    print(f"seeded N={n:,} into {kept} in {seconds:.1f} s", flush=True)
+                else:
+                    print(f"N={n:,}: copying the memory seeded into {kept}", flush=True)
+                if not args.seed_only:
+                    shutil.copytree(kept, roots[n])  # every run starts from the same memory
                 continue
             if urls:
                 seconds = seed_postgres(urls[n], n, vocab, args.seed)

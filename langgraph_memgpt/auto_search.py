@@ -3,9 +3,8 @@
 MemGPT leaves paging to the model: it calls ``conversation_search`` when the answer is not
 in view. A 1.5B model often does not: asked "What is my name?" in a new thread, with the
 name nowhere in core memory, it answers "[Your Name]" instead of searching, and each
-search it does decide on costs a whole extra model call (~8 s on the embedded model).
-Measured with ``benchmarks/local_turns.py``: the answers of turns where the model searched
-were right far more often than those where it answered straight away.
+search it does decide on costs a whole extra model call. ``benchmarks/local_turns.py``
+compares the answers of turns with and without the loop's own search.
 
 So for such models the loop runs that search itself when the user asks about themselves
 (`is_memory_question`) and core memory does not seem to hold the answer: a
@@ -46,8 +45,8 @@ AUTO_FLAG = "memgpt_auto_search"
 AUTO_PAGE_SIZE = 3
 """Results the loop's own search shows (the model's searches show ``search_page_size``).
 
-A short page: every line is prompt the model reads before it can answer (~25 ms a token on
-the embedded model); the model can still search further itself."""
+A short page: every line is prompt the model reads before it can answer; the model can
+still search further itself."""
 AUTO_POOL = 3 * AUTO_PAGE_SIZE
 """Results fetched to fill the page once the user's questions are left out."""
 CLOSE_SCORE = 0.75

@@ -538,6 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench(subparsers)
     _add_agent_commands(subparsers)
     _add_memory_commands(subparsers)
+    from langgraph_memgpt.retention_cli import add_retention_command
+
+    add_retention_command(subparsers)
     return parser
 
 

@@ -424,6 +424,24 @@ def reembed(
 # --- serve --------------------------------------------------------------------------------
 
 
+def _warm_embedded_model(console: Console) -> None:
+    """Have the embedded model read the agent's fixed prompt before the first user's turn.
+
+    Without it the first reply of a new server re-reads the instructions and tools in full
+    (see `langgraph_memgpt.warmup`). Never fatal: the server is just slower to answer first.
+    """
+    from langgraph_memgpt.llm.factory import local_model
+    from langgraph_memgpt.warmup import warm_first_turn
+
+    with console.status("Preparing the agent's prompt on the local model (once per start)..."):
+        try:
+            seconds = warm_first_turn(local_model(show_progress=False))
+        except Exception as exc:  # noqa: BLE001 - only a speed-up: the server starts anyway
+            console.print(f"[yellow]Could not prepare the prompt ahead ({exc}); serving anyway.[/]")
+            return
+    console.print(f"Prompt prepared on the local model ({seconds:.1f} s): the first reply is warm.")
+
+
 def _langgraph_executable() -> str | None:
     beside = Path(sys.executable).parent / "langgraph"
     if beside.exists():
@@ -488,6 +506,7 @@ def serve(
         except KeyboardInterrupt:
             return 130
         console.print(f"Model: embedded llama.cpp at {local.base_url} (shared with the server).")
+        _warm_embedded_model(console)
     url = f"http://{host}:{port}"
     shown_root = escape(str(root))
     console.print(

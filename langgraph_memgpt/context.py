@@ -56,6 +56,18 @@ def _path_as_text(value: Any) -> Any:
 Whole = Annotated[int, BeforeValidator(_not_a_flag)]
 Number = Annotated[float, BeforeValidator(_not_a_flag)]
 Text = Annotated[str, BeforeValidator(_path_as_text)]
+
+
+def _whole(default: int, low: int, high: int, description: str) -> Any:
+    """A whole-number setting from ``low`` to ``high``."""
+    return Field(default=default, ge=low, le=high, description=description)
+
+
+def _fraction(default: float, description: str, *, most: float = 1.0) -> Any:
+    """A share of the context window: above 0, at most ``most``."""
+    return Field(default=default, gt=0, le=most, description=description)
+
+
 NON_EMPTY = r"\S"
 """The pattern of a text that must hold more than blanks."""
 
@@ -80,83 +92,50 @@ class Context(BaseModel):
         "'scripted:<path.json>' (a replayed script, for tests). A model passed to "
         "build_graph() wins over this field. Served: the server's $MEMGPT_MODEL.",
     )
-    context_window: Whole = Field(
-        default=8192,
-        ge=1024,
-        le=10_000_000,
-        description="Tokens the model's prompt may hold (main context size).",
+    context_window: Whole = _whole(
+        8192, 1024, 10_000_000, "Tokens the model's prompt may hold (main context size)."
     )
-    warning_fraction: Number = Field(
-        default=0.70,
-        gt=0,
-        le=1,
-        description="Fraction of the window at which the agent is warned, once per "
+    warning_fraction: Number = _fraction(
+        0.70,
+        "Fraction of the window at which the agent is warned, once per "
         "cycle, to save what matters to core or archival memory.",
     )
-    flush_fraction: Number = Field(
-        default=1.0,
-        gt=0,
-        le=1,
-        description="Fraction of the window at which the oldest messages are "
+    flush_fraction: Number = _fraction(
+        1.0,
+        "Fraction of the window at which the oldest messages are "
         "summarized and evicted from the queue.",
     )
-    evict_fraction: Number = Field(
-        default=0.5,
-        gt=0,
-        le=1,
-        description="Fraction of the window the prompt is brought down to by an eviction.",
+    evict_fraction: Number = _fraction(
+        0.5, "Fraction of the window the prompt is brought down to by an eviction."
     )
-    summary_fraction: Number = Field(
-        default=0.10,
-        gt=0,
-        le=0.5,
-        description="Most of the window the recursive summary may take.",
+    summary_fraction: Number = _fraction(
+        0.10, "Most of the window the recursive summary may take.", most=0.5
     )
-    max_message_fraction: Number = Field(
-        default=0.25,
-        gt=0,
-        le=1,
-        description="Most of the window one message may take in the queue; a longer "
+    max_message_fraction: Number = _fraction(
+        0.25,
+        "Most of the window one message may take in the queue; a longer "
         "message is cut there and kept whole in recall memory.",
     )
-    max_steps: Whole = Field(
-        default=50,
-        ge=1,
-        le=1000,
-        description="Most model calls in one user turn before the turn is ended.",
+    max_steps: Whole = _whole(
+        50, 1, 1000, "Most model calls in one user turn before the turn is ended."
     )
     # 1 would end every turn at its first tool call with "I was repeating myself".
-    max_repeated_calls: Whole = Field(
-        default=3,
-        ge=2,
-        le=1000,
-        description="An identical tool call repeated this many times in a row ends the turn.",
+    max_repeated_calls: Whole = _whole(
+        3, 2, 1000, "An identical tool call repeated this many times in a row ends the turn."
     )
-    max_context_retries: Whole = Field(
-        default=3,
-        ge=0,
-        le=100,
-        description="Summarize-and-retry attempts after a provider 'context length "
-        "exceeded' error.",
+    max_context_retries: Whole = _whole(
+        3, 0, 100, "Summarize-and-retry attempts after a provider 'context length exceeded' error."
     )
-    search_page_size: Whole = Field(
-        default=5,
-        ge=1,
-        le=100,
-        description="Results per page of the memory search tools.",
-    )
-    result_char_limit: Whole = Field(
-        default=3000,
-        ge=200,
-        le=10_000_000,
-        description="Most characters one tool result may put into the queue; longer "
+    search_page_size: Whole = _whole(5, 1, 100, "Results per page of the memory search tools.")
+    result_char_limit: Whole = _whole(
+        3000,
+        200,
+        10_000_000,
+        "Most characters one tool result may put into the queue; longer "
         "results are cut with a note, so a page can never overflow the window.",
     )
-    core_block_limit: Whole = Field(
-        default=2000,
-        ge=50,
-        le=1_000_000,
-        description="Character limit of the default core memory blocks.",
+    core_block_limit: Whole = _whole(
+        2000, 50, 1_000_000, "Character limit of the default core memory blocks."
     )
     prompt_layout: Literal["cached", "legacy"] = Field(
         default="cached",

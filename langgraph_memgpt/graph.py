@@ -167,7 +167,15 @@ def assemble(
     return builder
 
 
-graph = build_graph().compile(name="memgpt")
-"""The library graph, compiled without a checkpointer, every Context field settable by the
-caller. Do not serve it: a client would choose the data directory and the model. Serve
-``langgraph_memgpt.server:graph`` (what ``langgraph.json`` names) instead."""
+def __getattr__(name: str) -> Any:
+    """``graph``: the library graph, compiled when first asked for (importing builds nothing).
+
+    Compiled without a checkpointer, every Context field settable by the caller. Do not
+    serve it: a client would choose the data directory and the model. Serve
+    ``langgraph_memgpt.server:graph`` (what ``langgraph.json`` names) instead.
+    """
+    if name == "graph":
+        compiled = build_graph().compile(name="memgpt")
+        globals()["graph"] = compiled
+        return compiled
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.passages import MAX_TAG_CHARS, NewPassage
 from langgraph_memgpt.stores.types import Passage
@@ -113,30 +115,24 @@ def document_text(path: Path) -> str:
 
 
 def chunk_text(text: str, max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
-    """Split text into chunks of whole paragraphs (a long paragraph at word boundaries)."""
+    """Split text into chunks of whole paragraphs (a long paragraph at line, then word, breaks).
+
+    LangChain's recursive splitter packs paragraphs up to ``max_chars``; each chunk keeps
+    where it starts and ends in ``text``, for the passage's source line.
+    """
     if max_chars < 100:
         raise ValueError(f"max_chars must be at least 100, got {max_chars}")
-    pieces: list[tuple[int, int]] = []  # (start, end) of paragraphs, long ones split
-    for match in re.finditer(r"\S(?:.*?\S)?(?=\s*\n\s*\n|\s*\Z)", text, flags=re.DOTALL):
-        start, end = match.span()
-        while end - start > max_chars:
-            cut = text.rfind(" ", start, start + max_chars)
-            cut = cut if cut > start else start + max_chars
-            pieces.append((start, cut))
-            start = cut + 1 if text[cut : cut + 1] == " " else cut
-        pieces.append((start, end))
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=max_chars,
+        chunk_overlap=0,
+        separators=["\n\n", "\n", " ", ""],
+        add_start_index=True,
+    )
     chunks: list[Chunk] = []
-    begin: int | None = None
-    last = 0
-    for start, end in pieces:
-        if begin is not None and end - begin > max_chars:
-            chunks.append(Chunk(len(chunks), begin, last, text[begin:last]))
-            begin = None
-        if begin is None:
-            begin = start
-        last = end
-    if begin is not None:
-        chunks.append(Chunk(len(chunks), begin, last, text[begin:last]))
+    for document in splitter.create_documents([text]):
+        start = int(document.metadata["start_index"])
+        end = start + len(document.page_content)
+        chunks.append(Chunk(len(chunks), start, end, text[start:end]))
     return chunks
 
 

@@ -88,7 +88,7 @@ def system_key(memory: Memory, evicted_count: int, thread_id: str, layout: str) 
 
     In the ``cached`` layout, edits this thread made itself do not count: they are in its
     queue as tool calls, in view, and re-rendering for them would make the model re-read
-    everything after the core blocks (on the embedded model ~25 ms a token). Edits by
+    everything after the core blocks. Edits by
     anyone else (another thread of the agent, a person) and evictions do count. Asked
     every step, so it is one indexed lookup (`CoreStore.latest_change_id`), not a read of
     every block's history.
@@ -395,7 +395,7 @@ def current_system(
     Re-rendered only when core memory or the summary changed, and in the ``cached`` layout
     only between turns (or after an eviction): within a turn the model sees its own edits
     in the queue, and a stable prompt lets the provider's (or llama.cpp's) prefix cache
-    hold. On the embedded model a re-read prompt costs ~25 ms a token.
+    hold.
     """
     key = system_key(memory, state.get("evicted_count", 0), thread_id, ctx.prompt_layout)
     cached = state.get("system_prompt")

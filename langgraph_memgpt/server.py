@@ -87,6 +87,9 @@ async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """
     await asyncio.to_thread(_from_env)
     settings = ServerSettings.from_env()
+    # What a first turn loads once per process, loaded now: the first reply costs what later
+    # ones do (the model's prompt prefix is read ahead by `serve`, see `warmup`).
+    asyncio.get_running_loop().run_in_executor(None, prepare_at_start, settings)
     if settings.database_url:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
@@ -108,6 +111,21 @@ async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
         yield saver
     await recovering
+
+
+def prepare_at_start(settings: ServerSettings) -> None:
+    """Load the embedding model and the token counter's encoding (never fatal)."""
+    from langgraph_memgpt.stores.embeddings import get_embeddings
+    from langgraph_memgpt.tokens import TokenCounter
+    from langgraph_memgpt.warmup import first_turn_prompt
+
+    try:
+        TokenCounter().messages(first_turn_prompt())
+        embeddings = get_embeddings(settings.embedding_model)
+        if embeddings is not None and not settings.embedding_model.startswith("openai:"):
+            embeddings.embed_query("warm up")  # local models only: a hosted one costs money
+    except Exception:  # noqa: BLE001 - only a speed-up
+        logging.getLogger(__name__).exception("preparing the server's first turn failed")
 
 
 def recover_at_start(path: Path) -> int:

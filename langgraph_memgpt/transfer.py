@@ -4,10 +4,11 @@ The file is JSON Lines, one record per line: a ``header`` (format, version, sour
 the embedding model its vectors were made with), then ``block`` and ``block_history``
 (core memory with every edit; a block attached from another agent names that agent in
 ``shared_from``), ``message`` (recall, verbatim, tool results included) and
-``passage`` (archival, eviction summaries included, with their idempotency keys), and an
-``end`` record with the count of each kind and the SHA-256 of every line before it. No
-vectors: the importing side embeds with its own model, so a file moves between machines,
-backends (SQLite and Postgres) and embedding models alike.
+``passage`` (archival, eviction summaries included, with their idempotency keys),
+``retention_rule`` (archival retention rules, ``retention``), and an ``end`` record
+with the count of each kind and the SHA-256 of every line before it. No vectors: the
+importing side embeds with its own model, so a file moves between machines, backends
+(SQLite and Postgres) and embedding models alike.
 
 Import reads and checks the whole file before writing anything: a malformed, truncated
 or altered file is refused with the line and the reason, and the target is left as it
@@ -34,11 +35,14 @@ from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.messages import ROLES
 from langgraph_memgpt.stores.passages import NewPassage
-from langgraph_memgpt.stores.types import Block, BlockEditError, RecallMessage
+from langgraph_memgpt.stores.types import Block, BlockEditError, RecallMessage, RetentionRule
 
 FORMAT = "langgraph-memgpt-export"
 VERSION = 1
-KINDS = ("block", "block_history", "message", "passage")
+KINDS = ("block", "block_history", "message", "passage", "retention_rule")
+_LATER_KINDS = ("retention_rule",)
+"""Kinds added after version 1 files were first written: absent from an older file's
+counts, which then means none."""
 _PAGE = 1000
 _MESSAGE_CHUNK = 256
 _PASSAGE_CHUNK = 256
@@ -64,6 +68,8 @@ class AgentExport:
     """Label -> the agent the block was attached from (absent: the agent's own block)."""
     messages: list[dict[str, Any]] = field(default_factory=list)
     passages: list[dict[str, Any]] = field(default_factory=list)
+    retention: list[RetentionRule] = field(default_factory=list)
+    """Archival retention rules (``retention``), restored with the passages."""
 
 
 @dataclass
@@ -179,6 +185,17 @@ def export_agent(
                         }
                     )
                 after = passages[-1][0].id
+            for item in memory.archival.retention_rules():
+                write(
+                    {
+                        "type": "retention_rule",
+                        "tag": item.tag,
+                        "source": item.source,
+                        "max_age_seconds": item.max_age_seconds,
+                    }
+                )
+            # A later kind is counted only when present: a file without one reads as before.
+            counts = {k: n for k, n in counts.items() if n or k not in _LATER_KINDS}
             end = {"type": "end", "counts": counts, "sha256": digest.hexdigest()}
             handle.write(json.dumps(end, sort_keys=True) + "\n")
             handle.flush()
@@ -271,7 +288,9 @@ def _check_end(
     record: Mapping[str, Any], counts: Mapping[str, int], digest: str, where: str
 ) -> None:
     expected = record.get("counts")
-    if not isinstance(expected, dict) or any(expected.get(k) != counts[k] for k in KINDS):
+    if not isinstance(expected, dict) or any(
+        expected.get(k, 0 if k in _LATER_KINDS else None) != counts[k] for k in KINDS
+    ):
         raise ExportFormatError(
             f"{where}: the file counts {expected} records but holds {dict(counts)}; it was "
             "truncated or altered"
@@ -377,6 +396,17 @@ def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> N
                 "key": _need(record, "key", (str, type(None)), where),
             }
         )
+    elif kind == "retention_rule":
+        age = _need(record, "max_age_seconds", int, where)
+        if age < 1:
+            raise ExportFormatError(f"{where}: retention max_age_seconds must be positive")
+        export.retention.append(
+            RetentionRule(
+                tag=_need(record, "tag", str, where),
+                max_age_seconds=age,
+                source=_need(record, "source", (str, type(None)), where),
+            )
+        )
     else:
         raise ExportFormatError(f"{where}: unknown record type {kind!r}")
 
@@ -467,6 +497,8 @@ def import_agent(
         if progress is not None:
             progress("archival passages", start + len(batch), len(export.passages))
     report.passages_new = memory.archival.count() - before
+    for item in export.retention:  # after the passages: an import never forgets by itself
+        memory.archival.set_retention_rule(item)
     return report
 
 

@@ -19,6 +19,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores import search
 from langgraph_memgpt.stores.archival import ArchivalMemory, NewPassage
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+from langgraph_memgpt.stores.migrations import migrate
 from langgraph_memgpt.stores.types import EmbeddingMismatchError, Passage
 from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 
@@ -162,21 +163,6 @@ def test_an_insert_under_a_key_already_stored_returns_the_first_passage(
     )
     assert [p.text for p in mixed] == ["new one", "plain", "Ada likes green tea", "new one"]
     assert memory.count() == 4
-
-
-def test_an_archive_made_before_keys_gains_the_key_column(
-    db: sqlite_utils.Database, sqlite_open_archive: Any
-) -> None:
-    """SQLite only: an older file's migration (Postgres has the column in its schema)."""
-    open_archive = sqlite_open_archive
-    open_archive().insert("an old passage")
-    with db.conn:
-        db.conn.execute("DROP INDEX archival_agent_key")
-        db.conn.execute("ALTER TABLE archival DROP COLUMN key")
-    forget_loaded_indexes()
-    memory = open_archive()
-    assert memory.insert("a keyed passage", key="k") == memory.insert("again", key="k")
-    assert memory.count() == 2
 
 
 def test_an_absurdly_long_passage_is_refused_with_a_readable_error(open_archive: Any) -> None:
@@ -412,8 +398,11 @@ def test_counts_are_kept_per_agent_and_filled_for_a_database_made_before_them(
     assert (alice.count(), bob.count()) == (2, 1)
     assert alice.search("").total == 2
 
-    # An older database has passages but no counts table: it is filled on open.
+    # An older database has passages but no counts table: its migration fills it.
     db.conn.execute("DROP TABLE archival_counts")
+    db.conn.execute("PRAGMA user_version = 0")
+    db.conn.commit()
+    migrate(db.conn)
     assert open_archive("alice", embeddings=None).count() == 2
     assert open_archive("bob", embeddings=None).count() == 1
 

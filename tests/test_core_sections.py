@@ -186,6 +186,7 @@ def test_a_file_made_before_sections_opens_and_gains_the_column(tmp_path: Path) 
     SqliteBackend(folder, embedding_model="none").open("x").core.ensure_defaults("p", "h")
     conn = sqlite3.connect(folder / "memory.sqlite")
     conn.execute("ALTER TABLE core_blocks DROP COLUMN sections")
+    conn.execute("PRAGMA user_version = 3")  # the version before sections (stores.migrations)
     conn.commit()
     conn.close()
     from langgraph_memgpt.stores import close_all

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langgraph_memgpt import Context
 from langgraph_memgpt.ingest import IngestError, chunk_text, document_text, ingest_file
@@ -91,3 +93,26 @@ def test_a_changed_file_replaces_its_chunks(make_backend: Any, tmp_path: Path) -
         "We meet on Tuesday."
     ]
     assert memory.deletions.entries()[0].kind == "passage"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(alphabet="abc xyz.\t", min_size=0, max_size=400),
+            st.sampled_from(["\n\n", "\n", "\n\n\n", " \n \n", "\n  \n\n"]),
+        ),
+        max_size=12,
+    ),
+    st.integers(min_value=100, max_value=600),
+)
+def test_chunks_are_the_documents_own_text_and_lose_no_word(
+    paragraphs: list[tuple[str, str]], max_chars: int
+) -> None:
+    text = "".join(p + sep for p, sep in paragraphs)
+    chunks = chunk_text(text, max_chars=max_chars)
+    for chunk in chunks:
+        assert chunk.text == text[chunk.start : chunk.end]  # the source line's offsets hold
+        assert len(chunk.text) <= max_chars
+    assert [c.start for c in chunks] == sorted(c.start for c in chunks)
+    assert " ".join(c.text for c in chunks).split() == text.split()

@@ -175,3 +175,39 @@ def test_real_join_has_the_published_sha256() -> None:
     assert path.stat().st_size == MODEL_SIZE
     assert sha256_file(path) == MODEL_SHA256
     assert os.access(path, os.R_OK)
+
+
+def test_callers_starting_at_once_join_the_parts_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    parts, sha, size = make_parts(tmp_path / "parts", [4000, 3000])
+    dest = tmp_path / "cache" / "model.gguf"
+    joins: list[Path] = []
+    real_join = weights.join_parts
+
+    def counted_join(*args: object, **kwargs: object) -> Path:
+        joins.append(dest)
+        return real_join(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(weights, "join_parts", counted_join)
+    start = threading.Barrier(4)
+    found: list[Path] = []
+
+    def ensure() -> None:
+        start.wait()
+        found.append(
+            ensure_model(
+                dest, parts=parts, expected_sha256=sha, expected_size=size, show_progress=False
+            )
+        )
+
+    workers = [threading.Thread(target=ensure) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert found == [dest] * 4
+    assert len(joins) == 1, "the parts were joined by more than one caller"
+    assert sha256_file(dest) == sha

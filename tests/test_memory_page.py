@@ -184,7 +184,7 @@ def test_the_page_lists_the_agents(page: Any) -> None:
     screenshot(page, "core")
 
     page.locator("[data-testid=agent-picker]").select_option("bob")
-    page.wait_for_function("document.querySelectorAll('[data-testid=block]').length == 2")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=block]').length == 2")
     assert "Pixel" not in page.locator("#blocks").inner_text()
 
 
@@ -218,7 +218,7 @@ def test_a_block_edited_on_the_page_is_saved_as_the_users_edit(page: Any) -> Non
     persona.get_by_test_id("block-value").fill("x" * 2001)
     persona.get_by_test_id("save").click()
     page.wait_for_function(
-        "document.querySelector('[data-label=persona] [data-testid=save-note]').textContent"
+        "() => document.querySelector('[data-label=persona] [data-testid=save-note]').textContent"
     )
     assert "over its limit of 2000" in persona.get_by_test_id("save-note").inner_text()
     page.reload()  # the draft stays in the box until then; the store kept the saved text

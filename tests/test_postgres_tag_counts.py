@@ -102,7 +102,9 @@ def test_an_older_database_gets_its_tags_counted(postgres_url: str) -> None:
         for name in ("inserted", "deleted", "changed"):
             conn.execute(f"DROP TRIGGER memgpt_archival_tags_{name} ON memgpt_archival")
         conn.execute("DROP TABLE memgpt_archival_tag_counts")
-        conn.execute("DELETE FROM memgpt_schema WHERE name IN ('archival_tags', 'ddl')")
+        conn.execute("DELETE FROM memgpt_schema WHERE name = 'archival_tags'")
+        # The version before the tag counts' migration (stores.postgres.db.MIGRATIONS).
+        conn.execute("UPDATE memgpt_schema SET version = 3 WHERE name = 'memory'")
         # Written by a version without the table: no trigger counts this one.
         conn.execute(
             "INSERT INTO memgpt_archival (agent_id, text, tags, created_at) VALUES "

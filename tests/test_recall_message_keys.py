@@ -120,7 +120,9 @@ def test_an_edit_that_leaves_no_words_takes_the_message_out_of_search(
 
 def test_a_database_keyed_by_message_id_alone_is_migrated_once(tmp_data_dir: Path) -> None:
     path = tmp_data_dir / "memory.sqlite"
-    old = open_db(path)
+    # A file of before numbered migrations (user_version 0), written without open_db.
+    old = sqlite_utils.Database(sqlite3.connect(path))
+    old.conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     old_table = SCHEMA[0].replace(
         "UNIQUE (agent_id, thread_id, message_id)", "UNIQUE (agent_id, message_id)"
     )

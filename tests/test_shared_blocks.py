@@ -87,11 +87,12 @@ def test_forgetting_the_owner_removes_the_block_from_every_agent(team: MemoryBac
     assert labels(team, "ada") == ["persona", "human"]
 
 
-def say(graph: Any, agent: str, thread: str, text: str) -> None:
+def say(graph: Any, agent: str, thread: str, text: str, data_dir: Path) -> None:
+    # The memory is the backend the graph was built with; data_dir holds the thread locks.
     graph.invoke(
         {"messages": [HumanMessage(text)]},
         {"configurable": {"thread_id": thread}},
-        context=Context(agent_id=agent, data_dir="unused"),
+        context=Context(agent_id=agent, data_dir=str(data_dir)),
     )
 
 
@@ -111,9 +112,9 @@ def test_through_the_loop_an_edit_by_one_agent_is_in_the_others_next_prompt(
     reply = {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "Ok."}}]}
     model = ScriptedChatModel.from_steps([reply, step, reply])
     graph = build_graph(model=model, memory=team).compile(checkpointer=InMemorySaver())
-    say(graph, "bob", "bob-1", "Hi")
-    say(graph, "ada", "ada-1", "The launch venue is Lisbon.")
-    say(graph, "bob", "bob-1", "Where do we launch?")
+    say(graph, "bob", "bob-1", "Hi", tmp_path)
+    say(graph, "ada", "ada-1", "The launch venue is Lisbon.", tmp_path)
+    say(graph, "bob", "bob-1", "Where do we launch?", tmp_path)
     first, last = (str(model.calls[i][0].content) for i in (0, 2))
     assert "Venue: Lisbon." not in first
     assert "Venue: Lisbon." in last

@@ -151,6 +151,24 @@ def test_filter_inside_one_agent_is_applied_before_ranking(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_excluded_items_are_left_out_before_ranking(make_index: MakeIndex, kind: IndexKind) -> None:
+    # The few nearest vectors are excluded: the search ranks exactly the others, as a
+    # search allowing every other item does, and never returns short.
+    index = make_index(kind=kind)
+    query = random_unit(1, seed=21)[0]
+    index.upsert(list(range(10)), near(query, 10, noise=0.01, seed=22))
+    index.upsert(list(range(100, 5100)), random_unit(5000, seed=23))
+    index.delete([3])  # a tombstone stays excluded too
+    excluded = [0, 1, 2, 4, 999_999]
+    others = [*range(5, 10), *range(100, 5100)]
+    hits = index.search(query, 8, excluded_ids=excluded)
+    assert hits == index.search(query, 8, allowed_ids=others)
+    assert {item for item, _ in hits[:5]} == set(range(5, 10))
+    assert len(index.search(query, 8, allowed_ids=[5, 6, 0], excluded_ids=[0])) == 2
+    assert index.search(query, 3, allowed_ids=[0, 1], excluded_ids=[0, 1]) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_other_agents_vectors_never_crowd_out_a_scoped_search(
     make_index: MakeIndex, kind: IndexKind
 ) -> None:

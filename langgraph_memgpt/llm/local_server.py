@@ -13,8 +13,12 @@ Lifetime: the child runs in its own process group; the parent kills that group a
 
 Sharing: the running server's address is written to ``<cache dir>/server.json``. Another
 process that finds a healthy server there for the same model uses it instead of loading
-a second copy (requests queue on its single slot); the owner still stops it when it exits,
-and `LocalToolCallingChatModel` reconnects (starting its own) if that happens mid-run.
+a second copy (requests queue on its single slot). A borrower holds a lease on it (a file
+named by its pid under ``<cache dir>/leases/<server pid>/``): the owner that exits while a
+borrower lives leaves the server running, and the server stops once neither its owner nor
+any borrower is alive, so a ``chat`` beside ``serve`` or a test beside a benchmark never
+loses the model mid-turn when the other one ends. Should the server die anyway (a crash),
+`LocalToolCallingChatModel` reconnects, starting its own.
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class LocalServer:
 _lock = threading.Lock()
 _server: LocalServer | None = None
 _owned: dict[int, subprocess.Popen[bytes]] = {}
+_leases: set[int] = set()
+"""Pids of adopted servers this process holds a lease on."""
 _atexit_registered = False
 
 
@@ -112,12 +118,68 @@ def get_local_server(
         if server is None:
             server = launch_server(path, show_progress=show_progress)
             _write_shared(server)
+        else:
+            _adopt(server)
         _server = server
         return server
 
 
+def _adopt(server: LocalServer) -> None:
+    """Take a lease on a server another process started: it then outlives its owner."""
+    global _atexit_registered
+    lease = _lease_path(server.pid, os.getpid())
+    try:
+        lease.parent.mkdir(parents=True, exist_ok=True)
+        lease.touch()
+    except OSError:
+        return  # without a lease the owner may stop it; the reconnect still recovers
+    _leases.add(server.pid)
+    if not _atexit_registered:
+        atexit.register(_stop_all)
+        _atexit_registered = True
+
+
+def _release(server: LocalServer) -> None:
+    """Give up this process's lease on an adopted server."""
+    _leases.discard(server.pid)
+    _lease_path(server.pid, os.getpid()).unlink(missing_ok=True)
+
+
+def _lease_dir(server_pid: int) -> Path:
+    return weights.cache_dir() / "leases" / str(server_pid)
+
+
+def _lease_path(server_pid: int, borrower_pid: int) -> Path:
+    return _lease_dir(server_pid) / str(borrower_pid)
+
+
+def live_borrowers(server_pid: int) -> list[int]:
+    """Processes other than this one holding a lease on the server; stale leases are removed."""
+    try:
+        entries = list(_lease_dir(server_pid).iterdir())
+    except OSError:
+        return []
+    alive = []
+    for entry in entries:
+        try:
+            pid = int(entry.name)
+        except ValueError:
+            continue
+        if pid == os.getpid():
+            continue
+        if process_alive(pid):
+            alive.append(pid)
+        else:
+            entry.unlink(missing_ok=True)
+    return alive
+
+
 def stop_local_server() -> None:
-    """Stop this process's server if it started it (an adopted one is left running)."""
+    """Stop this process's server if it started it and no borrower still uses it.
+
+    An adopted server is left running (its lease given up); one a borrower still uses is
+    left to the borrower (it stops by itself once no borrower lives).
+    """
     global _server
     with _lock:
         server, _server = _server, None
@@ -126,21 +188,32 @@ def stop_local_server() -> None:
 
 
 def stop_server(server: LocalServer) -> None:
-    """Stop ``server`` if this process started it; forget it in the shared state file."""
+    """Stop ``server`` if this process started it and no borrower uses it.
+
+    Forgets it in the shared state file when stopped. An adopted server's lease is given
+    up instead; a borrowed one keeps running for its borrowers (see the module docstring).
+    """
+    if not server.owned:
+        _release(server)
+        return
     proc = _owned.pop(server.pid, None)
     if proc is None:
         return
+    if live_borrowers(server.pid):
+        return  # it serves on, and stops itself when the last borrower is gone
     stop_process_group(proc)
     _forget_shared(server)
 
 
 def _stop_all() -> None:
+    for pid in list(_leases):
+        _lease_path(pid, os.getpid()).unlink(missing_ok=True)
+    _leases.clear()
     for pid in list(_owned):
         proc = _owned.pop(pid, None)
-        if proc is not None:
+        if proc is not None and not live_borrowers(pid):
             stop_process_group(proc)
-    if _server is not None and _server.owned:
-        _forget_shared(_server)
+            _forget_pid(pid)
 
 
 def _verified_model(show_progress: bool) -> Path:
@@ -186,8 +259,8 @@ def launch_server(model_path: Path, *, show_progress: bool = True) -> LocalServe
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     # llama.cpp is built with OpenMP, whose idle threads spin. On two cores shared with
-    # other work a spinning thread starves its partner: measured 1.4-3.6 tok/s generation
-    # with the default (active) policy versus 9.8-17.8 tok/s with PASSIVE, same load.
+    # other work a spinning thread starves its partner, so generation slows several-fold
+    # with the default (active) policy.
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
@@ -338,12 +411,29 @@ def _read_shared(model_path: Path) -> LocalServer | None:
 
 
 def _forget_shared(server: LocalServer) -> None:
+    _forget_pid(server.pid)
+
+
+def _forget_pid(pid: int) -> None:
+    """Remove the shared state file if it names server ``pid``, and the server's leases."""
     try:
         state = json.loads(_state_path().read_text(encoding="utf-8"))
-        if int(state.get("pid", -1)) == server.pid:
+        if int(state.get("pid", -1)) == pid:
             _state_path().unlink(missing_ok=True)
     except (OSError, ValueError, TypeError):
         pass
+    try:
+        for entry in _lease_dir(pid).iterdir():
+            entry.unlink(missing_ok=True)
+        _lease_dir(pid).rmdir()
+    except OSError:
+        pass
+
+
+def keep_serving(parent_pid: int, original_parent: int) -> bool:
+    """Whether the server child should go on: its owner lives, or a borrower does."""
+    owner_alive = os.getppid() == original_parent and process_alive(parent_pid)
+    return owner_alive or bool(live_borrowers(os.getpid()))
 
 
 # --- the child process -------------------------------------------------------------------
@@ -378,8 +468,9 @@ def _serve(model: str, threads: int, parent_pid: int) -> int:
     # Poll instead of PR_SET_PDEATHSIG: that signal fires when the *thread* that spawned
     # us exits, and graph nodes often run in short-lived worker threads.
     while not stop.wait(1.0):
-        if os.getppid() != original_parent or not process_alive(parent_pid):
+        if not keep_serving(parent_pid, original_parent):
             break
+    _forget_pid(os.getpid())
     # Exit here, while `server` is still referenced: returning would drop it, and its
     # destructor waits for llama.cpp's main loop, which never ends while a request from a
     # killed client is still generating (seen: an orphaned server kept both cores busy).

@@ -7,8 +7,8 @@ native tool calling and never pass through here):
 
 1. Constrained decoding. The bound tools become one JSON schema -- any of
    ``{"name": <const tool name>, "arguments": <that tool's parameters>}`` -- sent as
-   ``response_format``; llama.cpp's grammar sampler then cannot emit anything else.
-   Measured on this model: 10/10 valid JSON, 9/10 the right tool.
+   ``response_format``; llama.cpp's grammar sampler then cannot emit anything else
+   (``benchmarks/tool_call_paths.py`` compares it with llama.cpp's own parsing).
 2. A strict parser that turns such text into real ``AIMessage.tool_calls``, accepting
    the shapes the model writes when unconstrained, and leaving anything it cannot fully
    read (malformed JSON, unknown tool names, prose) as plain text.
@@ -35,7 +35,10 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from langgraph_memgpt.auto_save import add_missing_notes
+from langgraph_memgpt.core_gate import drop_ungrounded_notes
 from langgraph_memgpt.llm.errors import is_context_overflow
+from langgraph_memgpt.voice import repair_reply
 
 PLAIN_REPLY_KEY = "reply"
 """The key of the optional no-tool answer, ``{"reply": "..."}``, in the constrained schema."""
@@ -470,7 +473,9 @@ class LocalToolCallingChatModel(BaseChatModel):
         request["extra_body"] = extra
         return prompt, request, tool_names_of(allowed), plain
 
-    def _finish(self, result: ChatResult, names: list[str], plain: bool) -> ChatResult:
+    def _finish(
+        self, result: ChatResult, names: list[str], plain: bool, prompt: list[BaseMessage]
+    ) -> ChatResult:
         if not names:
             return result
         generations = []
@@ -478,6 +483,14 @@ class LocalToolCallingChatModel(BaseChatModel):
             message = generation.message
             if isinstance(message, AIMessage):
                 message = interpret_reply(message, names, plain_reply=plain)
+                if self.reply_tool is not None:
+                    # The small model says the user's facts back as its own ("I'm allergic
+                    # to hazelnuts"): said to the user instead (see `voice`).
+                    message = repair_reply(message, prompt, self.reply_tool)
+                    # ...saves small talk as facts about the user (see `core_gate`)...
+                    message = drop_ungrounded_notes(message, prompt, self.companions)
+                    # ...and leaves facts the user stated unsaved (see `auto_save`).
+                    message = add_missing_notes(message, prompt, self.reply_tool, self.companions)
             generations.append(
                 ChatGeneration(message=message, generation_info=generation.generation_info)
             )
@@ -502,7 +515,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         except Exception as exc:
             _raise_if_context_overflow(exc)
             raise
-        return self._finish(result, names, plain)
+        return self._finish(result, names, plain, messages)
 
     async def _agenerate(
         self,
@@ -523,7 +536,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         except Exception as exc:
             _raise_if_context_overflow(exc)
             raise
-        return self._finish(result, names, plain)
+        return self._finish(result, names, plain, messages)
 
 
 def _is_connection_error(exc: BaseException) -> bool:

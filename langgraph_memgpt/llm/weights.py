@@ -13,7 +13,6 @@ cached file from its size alone instead of re-hashing a gigabyte every time.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.util
 import os
@@ -21,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -219,7 +219,7 @@ def ensure_model(
         return path
     chunks = list(parts) if parts is not None else find_part_files()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive(path.with_name(f".{path.name}.lock")):
+    with FileLock(path.with_name(f".{path.name}.lock")):
         if is_cached(path, expected_sha256=expected_sha256, expected_size=expected_size):
             return path
         return join_parts(
@@ -239,16 +239,6 @@ def sha256_file(path: Path) -> str:
         while block := src.read(_CHUNK):
             digest.update(block)
     return digest.hexdigest()
-
-
-@contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 @contextmanager

@@ -75,6 +75,14 @@ def assemble_sleeptime(
     return builder
 
 
-graph = build_sleeptime_graph().compile(name=GRAPH_ID)
-"""The library graph, every Context field settable by the caller. Serve
-``langgraph_memgpt.sleeptime.server:graph`` (what ``langgraph.json`` names) instead."""
+def __getattr__(name: str) -> Any:
+    """``graph``: the library graph, compiled when first asked for (importing builds nothing).
+
+    Every Context field is settable by the caller. Serve
+    ``langgraph_memgpt.sleeptime.server:graph`` (what ``langgraph.json`` names) instead.
+    """
+    if name == "graph":
+        compiled = build_sleeptime_graph().compile(name=GRAPH_ID)
+        globals()["graph"] = compiled
+        return compiled
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

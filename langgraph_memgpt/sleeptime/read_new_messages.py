@@ -16,6 +16,7 @@ from langgraph.types import Command
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import context_of
+from langgraph_memgpt.retention import apply_retention
 from langgraph_memgpt.sleeptime.state import DEFAULT_MAX_MESSAGES, WATERMARK, SleepState
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.types import RecallMessage
@@ -58,6 +59,8 @@ def make_read_new_messages(deps: Deps) -> Any:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError(f"max_messages must be a whole number of 1 or more, got {limit!r}")
         memory = deps.memory(context_of(runtime))
+        # Retention first: a run with nothing new to read still forgets what is past its age.
+        retention = apply_retention(memory)
         start = memory.recall.mark(WATERMARK)
         update: dict[str, Any] = {
             "agent_id": memory.agent_id,
@@ -69,6 +72,7 @@ def make_read_new_messages(deps: Deps) -> Any:
             "edits": [],
             "archived": [],
             "problems": [],
+            "retention": retention.as_dict(),
         }
         transcript: list[str] = []
         used = 0

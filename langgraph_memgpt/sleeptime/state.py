@@ -41,6 +41,9 @@ class SleepState(SleepInput, total=False):
     """Facts inserted into archival memory by this run (a rerun inserts none twice)."""
     problems: list[str]
     """Why something proposed was not applied (malformed answer, over a limit, ...)."""
+    retention: dict[str, Any]
+    """What the agent's archival retention rules forgot this run (``retention``): passage
+    ids per rule, never their text."""
 
 
 DEFAULT_MAX_MESSAGES = 200

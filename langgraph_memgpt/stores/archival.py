@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from typing import Any, Literal
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores import retention
 from langgraph_memgpt.stores.chunks import (
     PartIndex,
     delete_parts_without_model,
@@ -27,8 +29,8 @@ from langgraph_memgpt.stores.chunks import (
     nearest_items,
 )
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.db import is_read_only, transaction
-from langgraph_memgpt.stores.deletions import LogRow, ensure_deletions_schema, log_deletions
+from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.deletions import LogRow, log_deletions
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
 from langgraph_memgpt.stores.fts import term_matches
 from langgraph_memgpt.stores.fts_parts import bm25_with_parts
@@ -40,8 +42,8 @@ from langgraph_memgpt.stores.passages import (
     normalize_tags,
     prepare_passages,
 )
-from langgraph_memgpt.stores.search import ARCHIVAL, hybrid_search
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
+from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, Signals
+from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
 TIER = "archival"
@@ -51,7 +53,7 @@ TagMatch = Literal["any", "all"]
 
 _EMBED_BATCH = 256
 
-_SCHEMA = (
+SCHEMA = (
     """CREATE TABLE IF NOT EXISTS archival (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         agent_id TEXT NOT NULL,
@@ -96,12 +98,12 @@ _SCHEMA = (
         UPDATE archival_counts SET passages = passages - 1 WHERE agent_id = old.agent_id;
     END""",
 )
-_COUNTS_TABLE = """CREATE TABLE archival_counts (
+COUNTS_TABLE = """CREATE TABLE archival_counts (
     agent_id TEXT PRIMARY KEY,
     passages INTEGER NOT NULL
 )"""
-"""Passages per agent, kept by triggers: counting 100k index entries took 7 ms, twice per
-search, which is most of what made a search turn grow with the archive."""
+"""Passages per agent, kept by triggers: counting the agent's index entries twice per
+search made a search turn grow with the archive."""
 
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
 
@@ -118,7 +120,7 @@ def _passage(row: Sequence[Any]) -> Passage:
     )
 
 
-class ArchivalMemory:
+class ArchivalMemory(SearchesArchival):
     """The archival passages of one agent.
 
     Args:
@@ -147,13 +149,6 @@ class ArchivalMemory:
         self.agent_id = agent_id
         self.embeddings = embeddings
         self.cache_dir = Path(cache_dir)
-        if not is_read_only(db):
-            with transaction(db):
-                _ensure_counts(db)
-                _ensure_key_column(db)
-                for statement in _SCHEMA:
-                    db.conn.execute(statement)
-            ensure_deletions_schema(db)
         self.index: VectorIndex | None = None
         self.parts: PartIndex | None = None
         if embeddings is not None:
@@ -388,46 +383,11 @@ class ArchivalMemory:
 
     # ------------------------------------------------------------------ reads
 
-    def search(
-        self,
-        query: str,
-        *,
-        tags: Iterable[str] | str | None = None,
-        tag_match: TagMatch = "any",
-        start_date: str | None = None,
-        end_date: str | None = None,
-        page: int = 0,
-        page_size: int = 5,
-        mode: SearchMode = "hybrid",
-    ) -> SearchPage[Passage]:
-        """Search this agent's passages; filters apply before ranking.
-
-        Args:
-            query: any text; an empty query (no words) lists passages newest first.
-            tags: only passages with these tags (case-insensitive); None or empty for all.
-            tag_match: ``"any"`` (at least one of ``tags``) or ``"all"`` (every one).
-            start_date: ``YYYY-MM-DD`` or ISO-8601, inclusive.
-            end_date: ``YYYY-MM-DD`` (the whole day) or ISO-8601, inclusive.
-            page: zero-based page number.
-            page_size: results per page.
-            mode: ``"hybrid"`` (BM25 + cosine, fused by ``ranking.fuse``), ``"fts"`` or
-                ``"vector"``; without embeddings every mode searches words only.
-
-        Returns:
-            One page of hits (best first), ranked and counted by
-            ``stores.search.hybrid_search`` as recall is: ``total`` = passages ranked
-            (word matches and each vector signal's pool); every filtered passage with a
-            vector in "vector" mode; every filtered passage for a listing.
-
-        Raises:
-            ValueError: a bad date, page, page size, mode or tag_match, with a message
-                the model can act on.
-        """
-        if tag_match not in ("any", "all"):
-            raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
-        where, params = self._filters(tags, tag_match, start_date, end_date)
-        source = _ArchivalSignals(self, where, params)
-        return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
+    def _archival_signals(self, chosen: ArchivalFilter) -> Signals[Passage]:
+        where, params = self._filters(
+            chosen.tags, chosen.tag_match, chosen.start_date, chosen.end_date
+        )
+        return nullcontext(_ArchivalSignals(self, where, params))
 
     def count(self) -> int:
         """Number of passages this agent has."""
@@ -480,11 +440,14 @@ class ArchivalMemory:
         rows = self.db.conn.execute(sql + " ORDER BY b.id LIMIT ?", [*params, max(1, limit)])
         return [(_passage(row[:-1]), row[-1]) for row in rows.fetchall()]
 
-    def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
+    def delete(
+        self, passage_ids: Sequence[int], *, actor: str = "user", detail: str = ""
+    ) -> list[Passage]:
         """Forget passages: row, tags, full-text entry and vector, purged from FAISS on disk.
 
         Each deletion is logged (kind ``summary`` for an eviction summary, else
-        ``passage``; never the text). Unknown ids, and other agents' passages, are skipped.
+        ``passage``; never the text; ``detail``, e.g. the retention rule, beside it).
+        Unknown ids, and other agents' passages, are skipped.
 
         Returns:
             The deleted passages.
@@ -499,10 +462,30 @@ class ArchivalMemory:
                 (self.agent_id, json.dumps(ids)),
             ).fetchall()
             deleted = [_passage(row) for row in rows]
-            log = [(_kind(p), str(p.id), p.thread_id, "") for p in deleted]
+            log = [(_kind(p), str(p.id), p.thread_id, detail) for p in deleted]
             self._delete_rows([p.id for p in deleted], actor, log)
         self._purge()
         return deleted
+
+    def retention_rules(self) -> list[RetentionRule]:
+        """The agent's retention rules (``langgraph_memgpt.retention``), by tag then source."""
+        return retention.rules(self.db, self.agent_id)
+
+    def set_retention_rule(self, rule: RetentionRule) -> None:
+        """Add a rule, or change the age of the rule with the same tag and source."""
+        with transaction(self.db):
+            retention.put(self.db, self.agent_id, rule)
+
+    def remove_retention_rule(self, tag: str, source: str | None = None) -> bool:
+        """Drop the rule with this tag and source; whether there was one."""
+        with transaction(self.db):
+            return retention.remove(self.db, self.agent_id, tag, source)
+
+    def expired(
+        self, tag: str, *, source_tag: str | None, before: str, limit: int = 500
+    ) -> list[int]:
+        """Ids of passages tagged ``tag`` (and ``source_tag``) created before ``before``."""
+        return retention.expired(self.db, self.agent_id, tag, source_tag, before, limit)
 
     def delete_all(self, *, actor: str = "user") -> int:
         """Forget every passage of the agent (one log entry, kind ``archival``)."""
@@ -594,7 +577,7 @@ class ArchivalMemory:
         """Filtered passages that have a vector."""
         if self.index is not None and self.index.count() >= self.count():
             # Every passage has a vector, so every filtered passage matches: a plain count.
-            # The per-row EXISTS probe below cost ~65 ms of an 80 ms search at 100k.
+            # The per-row EXISTS probe below would visit every passage of the agent.
             if len(params) == 1:  # no filter but the agent
                 return self.count()
             row = self.db.conn.execute(
@@ -782,35 +765,6 @@ SUMMARY_TAG = "summary"
 
 def _kind(passage: Passage) -> str:
     return "summary" if SUMMARY_TAG in passage.tags else "passage"
-
-
-def _ensure_key_column(db: sqlite_utils.Database) -> None:
-    """Add the ``key`` column to an archive made before keys existed (inside a transaction)."""
-    columns = {row[1] for row in db.conn.execute("PRAGMA table_info(archival)").fetchall()}
-    if columns and "key" not in columns:
-        db.conn.execute("ALTER TABLE archival ADD COLUMN key TEXT")
-
-
-def _ensure_counts(db: sqlite_utils.Database) -> None:
-    """Create the per-agent passage counts if missing, filled from the existing passages.
-
-    A database made before the counts existed already holds passages. Call inside a
-    transaction.
-    """
-    exists = db.conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archival_counts'"
-    ).fetchone()
-    if exists:
-        return
-    db.conn.execute(_COUNTS_TABLE)
-    has_passages = db.conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archival'"
-    ).fetchone()
-    if has_passages:
-        db.conn.execute(
-            "INSERT INTO archival_counts (agent_id, passages) "
-            "SELECT agent_id, count(*) FROM archival GROUP BY agent_id"
-        )
 
 
 __all__ = ["MAX_TAG_CHARS", "ArchivalMemory", "NewPassage", "normalize_tags"]

@@ -13,7 +13,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from langgraph_memgpt.stores.passages import NewPassage
-from langgraph_memgpt.stores.types import Block, Deletion, Passage, RecallMessage, SearchPage
+from langgraph_memgpt.stores.types import (
+    Block,
+    Deletion,
+    Passage,
+    RecallMessage,
+    RetentionRule,
+    SearchPage,
+)
 
 TagMatch = Literal["any", "all"]
 SearchMode = Literal["hybrid", "fts", "vector"]
@@ -32,6 +39,12 @@ class CoreStore(Protocol):
 
     def history(self, label: str) -> list[dict[str, Any]]:
         """Every change of ``label``, oldest first (id, old/new value, actor, op, time)."""
+        ...
+
+    def history_page(
+        self, label: str, *, offset: int = 0, limit: int = 20
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """How many changes ``label`` has, and ``limit`` of them from ``offset``, newest first."""
         ...
 
     def last_modified(self) -> str | None:
@@ -90,8 +103,14 @@ class CoreStore(Protocol):
         """Give ``label`` labelled sections (``stores.sections``); missing headers are added."""
         ...
 
-    def set(self, label: str, value: str, actor: str = "user") -> Block:
-        """Overwrite ``label`` (a person's edit, from the CLI or a page)."""
+    def set(
+        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
+    ) -> Block:
+        """Overwrite ``label`` (a person's edit, from the CLI or a page).
+
+        ``expected`` (compare-and-set): the value the writer read; when the block holds
+        something else now, nothing is written and ``BlockConflictError`` says so.
+        """
         ...
 
     def restore(self, blocks: Sequence[Block], history: Sequence[Mapping[str, Any]]) -> None:
@@ -268,8 +287,28 @@ class ArchivalStore(Protocol):
         """The idempotency keys of those of these passages that have one, by passage id."""
         ...
 
-    def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
+    def delete(
+        self, passage_ids: Sequence[int], *, actor: str = "user", detail: str = ""
+    ) -> list[Passage]:
         """Forget passages: rows, words and vectors (FAISS caches too), each deletion logged."""
+        ...
+
+    def retention_rules(self) -> list[RetentionRule]:
+        """The agent's retention rules (stored with it), by tag then source."""
+        ...
+
+    def set_retention_rule(self, rule: RetentionRule) -> None:
+        """Add a rule, or change the age of the rule with the same tag and source."""
+        ...
+
+    def remove_retention_rule(self, tag: str, source: str | None = None) -> bool:
+        """Drop the rule with this tag and source; whether there was one."""
+        ...
+
+    def expired(
+        self, tag: str, *, source_tag: str | None, before: str, limit: int = 500
+    ) -> list[int]:
+        """Ids of passages tagged ``tag`` (and ``source_tag``) created before ``before``."""
         ...
 
     def delete_all(self, *, actor: str = "user") -> int:

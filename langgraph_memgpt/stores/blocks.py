@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from langgraph_memgpt.stores.text import valid_text
-from langgraph_memgpt.stores.types import Block, BlockEditError
+from langgraph_memgpt.stores.types import Block, BlockConflictError, BlockEditError
 
 PERSONA_DESCRIPTION = (
     "Who you are: your name, personality, how you speak and behave. Stay in character; "
@@ -152,3 +152,18 @@ def restorable(entry: Mapping[str, Any]) -> HistoryEntry:
         str(entry["op"]),
         str(entry["created_at"]),
     )
+
+
+def check_expected(block: Block, expected: str | None) -> None:
+    """Refuse a compare-and-set write when ``block`` no longer holds ``expected``.
+
+    Raises:
+        BlockConflictError: someone (the agent, another page) changed the block since the
+            writer read ``expected``; nothing is written.
+    """
+    if expected is not None and block.value != expected:
+        raise BlockConflictError(
+            f"Set failed: block '{block.label}' changed since it was read "
+            "(someone else edited it); reload it and make the change again.",
+            block,
+        )

@@ -46,11 +46,10 @@ def long_text_sql(column: str, chr_function: str) -> str:
 
     At least :data:`LONG_CHARS` characters and ``LONG_WORDS`` separators
     (:data:`SEPARATORS`): the database leaves out the short texts among a search's
-    matches itself, so they are never read into Python nor split. Reading and splitting
-    every match of at least 181 characters cost LoCoMo's fts search 3-5 ms a query
-    (7-8 ms without parts). A text whose words are separated by other whitespace only
-    scores as its whole, as before. The same condition on both backends (``chr_function``:
-    SQLite ``char``, Postgres ``chr``), so they split the same texts.
+    matches itself, so they are never read into Python nor split. A text whose words are
+    separated by other whitespace only scores as its whole. The same condition on both
+    backends (``chr_function``: SQLite ``char``, Postgres ``chr``), so they split the same
+    texts.
     """
     stripped = column
     for code in SEPARATORS:

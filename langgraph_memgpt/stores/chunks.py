@@ -38,20 +38,14 @@ from langgraph_memgpt.stores.vectors import VectorIndex, delete_items_without_mo
 
 PART_WORDS = 20
 """Most words in a part: sentences are packed into parts of at most this many words (a
-sentence is never cut below :data:`SENTENCE_WORDS`). Needle benchmark (long messages
-looked up by topic words, hit@1, hybrid): archival 0.792 at 20 words, 0.792 at 15, 0.792
-at one sentence per part, 0.750 at 30; recall 0.792 at each."""
+sentence is never cut below :data:`SENTENCE_WORDS`)."""
 
 LONG_WORDS = 90
 """A text of at most this many words has no parts: its one vector is its best.
 
 Two or three sentences rarely hold more than one topic, and most of a conversation is
-that short. Measured on the LoCoMo dev file (``bench locomo --modes hybrid --archival``):
-parts for texts over 60 words (17 turns of 1451) cost conv-41 one recall question (hybrid
-recall_any@10 / recall_all@10 0.928/0.829 -> 0.921/0.822; conv-26 and conv-30 unchanged;
-archival conv-30 0.741 -> 0.753 recall_any@10, the others unchanged). No dev turn is over
-90 words, so at 90 LoCoMo is unchanged, while the needle benchmark's long messages
-(100-150 words) gain as much as at 60."""
+that short: parts for shorter texts cost conversational retrieval (LoCoMo) where long
+messages (the needle benchmark's) gain nothing more."""
 
 SENTENCE_WORDS = 100
 """A sentence longer than this is cut into windows of this many words (about 130 MiniLM
@@ -210,19 +204,27 @@ class PartIndex:
             self.index.delete(found)
 
     def nearest(
-        self, vector: FloatArray, k: int, allowed: Collection[int] | None
+        self,
+        vector: FloatArray,
+        k: int,
+        allowed: Collection[int] | None,
+        excluded: Collection[int] = (),
     ) -> dict[int, float]:
         """``{item: best part similarity}`` of the items among the ``2k`` nearest parts.
 
         ``2k`` parts, since several parts of one item may be near: the items are then
-        fewer than the parts.
+        fewer than the parts. ``allowed``: only these items (None: all); ``excluded``:
+        never these (``VectorIndex.search``'s ``excluded_ids``, for a few items).
         """
         allowed_parts = None
         if allowed is not None:
             allowed_parts = part_ids(self.db, self.tier, self.agent_id, self.key, allowed)
             if not allowed_parts:
                 return {}
-        return best_parts(self.index.search(vector, 2 * k, allowed_ids=allowed_parts))
+        excluded_parts = part_ids(self.db, self.tier, self.agent_id, self.key, excluded)
+        return best_parts(
+            self.index.search(vector, 2 * k, allowed_ids=allowed_parts, excluded_ids=excluded_parts)
+        )
 
     def purge(self) -> None:
         """Drop deleted part vectors from FAISS and its cache files (after the commit)."""

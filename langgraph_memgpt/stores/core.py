@@ -18,6 +18,7 @@ from langgraph_memgpt.stores.blocks import (
     PERSONA_DESCRIPTION,
     appended,
     check_append,
+    check_expected,
     check_new_block,
     check_replace,
     checked_value,
@@ -26,8 +27,8 @@ from langgraph_memgpt.stores.blocks import (
     restorable,
     unknown_label,
 )
-from langgraph_memgpt.stores.db import is_read_only, transaction
-from langgraph_memgpt.stores.deletions import ensure_deletions_schema, log_deletions
+from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.deletions import log_deletions
 from langgraph_memgpt.stores.sections import (
     check_content,
     check_names,
@@ -41,7 +42,8 @@ from langgraph_memgpt.stores.sections import encode as encode_sections
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
-_SCHEMA = """
+SCHEMA = """
+-- stores.migrations runs these one by one, split at each semicolon: no trigger bodies here.
 CREATE TABLE IF NOT EXISTS core_blocks (
     agent_id TEXT NOT NULL,
     label TEXT NOT NULL,
@@ -50,6 +52,7 @@ CREATE TABLE IF NOT EXISTS core_blocks (
     char_limit INTEGER NOT NULL,
     read_only INTEGER NOT NULL DEFAULT 0,
     updated_at TEXT NOT NULL,
+    sections TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (agent_id, label)
 );
 CREATE TABLE IF NOT EXISTS core_block_history (
@@ -107,15 +110,9 @@ class CoreMemory:
         self.db = db
         self.agent_id = agent_id
         self.default_limit = default_limit
-        if not is_read_only(db):
-            with transaction(db):
-                db.executescript(_SCHEMA)
-                _add_sections_column(db)
-            self._visible = _VISIBLE
-        else:
-            columns = {r[1] for r in db.conn.execute("PRAGMA table_info(core_blocks)")}
-            self._visible = _VISIBLE if "sections" in columns else _VISIBLE_UNSECTIONED
-            ensure_deletions_schema(db)
+        # A file opened read-only is read as it is: one made before sections has no column.
+        columns = {r[1] for r in db.conn.execute("PRAGMA table_info(core_blocks)")}
+        self._visible = _VISIBLE if "sections" in columns or not columns else _VISIBLE_UNSECTIONED
 
     # -- reading ---------------------------------------------------------------------
 
@@ -149,6 +146,29 @@ class CoreMemory:
         )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def history_page(
+        self, label: str, *, offset: int = 0, limit: int = 20
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """Return how many changes block ``label`` has, and ``limit`` of them newest first.
+
+        The page reads one page of a long history, never all of it.
+        """
+        owner = self.owner(label)
+        total = int(
+            self.db.conn.execute(
+                "SELECT count(*) FROM core_block_history WHERE agent_id = ? AND label = ?",
+                (owner, label),
+            ).fetchone()[0]
+        )
+        cursor = self.db.conn.execute(
+            "SELECT id, label, old_value, new_value, actor, op, created_at "
+            "FROM core_block_history WHERE agent_id = ? AND label = ? "
+            "ORDER BY id DESC LIMIT ? OFFSET ?",
+            (owner, label, limit, offset),
+        )
+        names = [d[0] for d in cursor.description]
+        return total, [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def last_modified(self) -> str | None:
         """Return when any block of the agent last changed (ISO-8601 UTC), or None if none exist."""
@@ -358,17 +378,23 @@ class CoreMemory:
                 value = replaced(block, old, new)
             return self._write(block, value, actor, "replace")
 
-    def set(self, label: str, value: str, actor: str = "user") -> Block:
+    def set(
+        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
+    ) -> Block:
         """Overwrite block ``label`` with ``value`` (for users and tools, not the model's edits).
 
         Read-only blocks refuse every actor but their owners (:data:`blocks.OWNER_ACTORS`).
+        ``expected``: compare-and-set, the value the writer read; written only if the block
+        still holds it (checked under the write lock).
 
         Raises:
+            BlockConflictError: the block no longer holds ``expected``.
             BlockEditError: Unknown label, read-only block (for an actor that is not an
                 owner), or the value is over the block's limit.
         """
         with transaction(self.db):
             block = self._editable(label, actor)
+            check_expected(block, expected)
             return self._write(block, value, actor, "set")
 
     # -- import and forgetting ---------------------------------------------------------
@@ -548,10 +574,3 @@ def _block(row: tuple[Any, ...]) -> Block:
         bool(read_only),
         decode_sections(sections),
     )
-
-
-def _add_sections_column(db: sqlite_utils.Database) -> None:
-    """Give a file made before sections existed the ``sections`` column (none declared)."""
-    columns = {row[1] for row in db.conn.execute("PRAGMA table_info(core_blocks)").fetchall()}
-    if "sections" not in columns:
-        db.conn.execute("ALTER TABLE core_blocks ADD COLUMN sections TEXT NOT NULL DEFAULT ''")

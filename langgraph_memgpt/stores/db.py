@@ -21,6 +21,7 @@ from pathlib import Path
 import sqlite_utils
 
 from langgraph_memgpt.stores.foreign import foreign_schema
+from langgraph_memgpt.stores.migrations import NewerSchemaError, migrate
 from langgraph_memgpt.stores.types import StoreAccessError, StoreCorruptError
 
 DB_FILENAME = "memory.sqlite"
@@ -89,6 +90,13 @@ def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Databa
                 (DATABASE_ID_KEY, secrets.token_hex(16)),
             )
             conn.commit()
+            try:
+                migrate(conn)
+            except NewerSchemaError as err:
+                raise StoreAccessError(
+                    f"{path} was written by a later version of langgraph-memgpt ({err}); "
+                    "upgrade the package to use it"
+                ) from None
     except sqlite3.OperationalError as err:
         conn.close()
         if _is_busy(err):

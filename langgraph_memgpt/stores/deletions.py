@@ -17,7 +17,7 @@ from pathlib import Path
 import sqlite_utils
 
 from langgraph_memgpt.osutil import utc_now
-from langgraph_memgpt.stores.db import DB_FILENAME, is_read_only, open_db, transaction
+from langgraph_memgpt.stores.db import DB_FILENAME, open_db, transaction
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Deletion
 
@@ -43,15 +43,6 @@ SCHEMA = (
 
 LogRow = tuple[str, str, str | None, str]
 """(kind, item id, thread id, detail) of one deletion."""
-
-
-def ensure_deletions_schema(db: sqlite_utils.Database) -> None:
-    """Create the deletion tables if missing (not in a read-only database)."""
-    if is_read_only(db):
-        return
-    with transaction(db):
-        for statement in SCHEMA:
-            db.conn.execute(statement)
 
 
 def log_deletions(
@@ -119,7 +110,6 @@ class SqliteDeletionLog:
     def __init__(self, db: sqlite_utils.Database, agent_id: str) -> None:
         self.db = db
         self.agent_id = agent_id
-        ensure_deletions_schema(db)
 
     def entries(self, limit: int = 50) -> list[Deletion]:
         """The newest ``limit`` deletions, newest first (none in a database without a log)."""
@@ -146,7 +136,6 @@ class SqliteDeletionLog:
 __all__ = [
     "LogRow",
     "SqliteDeletionLog",
-    "ensure_deletions_schema",
     "forgotten_agents",
     "forgotten_among",
     "log_deletions",

@@ -1,5 +1,9 @@
 """Telling a memory database from another application's SQLite file.
 
+A memory database carries ``PRAGMA application_id`` `migrations.APPLICATION_ID`; another
+non-zero id is another application's. A file made before the id was stamped (id 0) is
+recognised by its tables and their columns, as below.
+
 ``memory.sqlite`` is a common name. Opening another program's file with tables called
 ``recall`` or ``core_blocks`` once failed deep inside a query with ``no such column:
 agent_id``, naming no file; and a file with none of our tables would silently have had
@@ -10,6 +14,8 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+
+from langgraph_memgpt.stores.migrations import APPLICATION_ID
 
 REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
     "meta": frozenset({"key", "value"}),
@@ -34,6 +40,14 @@ def foreign_schema(conn: sqlite3.Connection, path: Path) -> str | None:
     memory database has it from its first open), and each of our tables it holds must
     have the columns the stores use.
     """
+    application = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    if application == APPLICATION_ID:
+        return None
+    if application:
+        return (
+            f"{path} is not a langgraph-memgpt memory database (its application id is "
+            f"{application:#x}); choose another data directory, or move the file aside"
+        )
     tables = {
         str(row[0])
         for row in conn.execute(

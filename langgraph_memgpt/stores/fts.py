@@ -43,8 +43,7 @@ def bm25_scores(
     average length) whatever else the query holds, so the sum is exactly the OR-query's
     score. Doing it per term is what keeps a search's cost bounded as memory grows: a term
     contributes for at most ``term_cap`` matching rows, its most recently stored ones,
-    because SQLite computes ``bm25()`` for every row a query visits (about 1 us each;
-    scoring all ~25k matches of a four-word query at 100k messages cost 35 ms). A term
+    because SQLite computes ``bm25()`` for every row a query visits. A term
     matching more rows than the cap is a common one with a low weight; its older matches
     can still be found through the other terms and through the vector signals, which
     cover all of history. Below the cap the scores are exact.

@@ -1,8 +1,7 @@
 """Score fusion for hybrid search, shared by every backend (no database engine here).
 
-Min-max normalising each signal and adding them measured clearly better than reciprocal
-rank fusion on LoCoMo (0.833 vs 0.634 recall_any@10): unlike RRF it keeps how far ahead a
-strong match is, which matters when one signal is confident and the other is not.
+Min-max normalising each signal and adding them, unlike reciprocal rank fusion, keeps how
+far ahead a strong match is, which matters when one signal is confident and the other is not.
 
 Two things a plain sum gets wrong, which :func:`fuse` fixes:
 
@@ -36,9 +35,8 @@ SIMILARITY_FLOOR = 0.2
 
 A similarity signal scores ``(s - floor) / (best - floor)`` clipped at 0: the best
 candidate still gets 1 (as with min-max), but candidates barely above the floor get almost
-nothing instead of a stretched share. On the LoCoMo dev file (``benchmarks/locomo_loo.py``)
-0.2 was the best of 0.0-0.3 and no worse than min-max on each conversation (recall_all@10
-of conv-30 0.753 -> 0.778, the others unchanged); 0.3 helped one conversation and hurt two."""
+nothing instead of a stretched share. Chosen with ``benchmarks/locomo_loo.py``, kept only
+as long as no LoCoMo conversation ranks worse than with min-max."""
 
 RARE_MATCHES = 8
 """A query word matching at most this many candidates is rare (see :func:`fuse`)."""

@@ -3,8 +3,7 @@
 Messages are written ahead of the checkpoint and idempotently (one row per thread and
 message id), so a retried step never duplicates history and an edited message is
 updated. Search fuses four signals (``stores.ranking.fuse``: words min-max scaled, vectors by
-similarity), the combination that measured
-best on LoCoMo turn retrieval (0.833 recall@10 against 0.629 for BM25 alone): BM25 over
+similarity): BM25 over
 the message, BM25 over the message with its ±2 neighbours of the same thread
 ("context"), and cosine similarity of the message's embedding and of the embedded
 "date: context". The context lets an answer such as "Biscuit!" be found by the question
@@ -19,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -38,7 +38,6 @@ from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
 from langgraph_memgpt.stores.deletions import (
     LogRow,
-    ensure_deletions_schema,
     forgotten_among,
     log_deletions,
     remember_forgotten,
@@ -64,8 +63,12 @@ from langgraph_memgpt.stores.messages import (
     searchable_text,
 )
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
-from langgraph_memgpt.stores.recall_schema import ensure_recall_schema
-from langgraph_memgpt.stores.search import CONTEXT_RADIUS, RECALL, hybrid_search
+from langgraph_memgpt.stores.search import (
+    CONTEXT_RADIUS,
+    RecallFilter,
+    SearchesRecall,
+    Signals,
+)
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
@@ -101,7 +104,7 @@ class _Row:
     window: tuple[int, ...] = ()  # ids of the messages the context is made of
 
 
-class RecallMemory:
+class RecallMemory(SearchesRecall):
     """The verbatim message history of one agent.
 
     Args:
@@ -126,8 +129,6 @@ class RecallMemory:
         self.agent_id = agent_id
         self.embeddings = embeddings
         self.cache_dir = Path(cache_dir)
-        ensure_recall_schema(db)
-        ensure_deletions_schema(db)
         self._names: list[str] | None = None
         self._turn_index: VectorIndex | None = None
         self._context_index: VectorIndex | None = None
@@ -267,51 +268,13 @@ class RecallMemory:
 
     # -- searching -------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        roles: Sequence[str] | None = None,
-        start_date: str | None = None,
-        end_date: str | None = None,
-        page: int = 0,
-        page_size: int = 5,
-        mode: SearchMode = "hybrid",
-        exclude_ids: Collection[str] = (),
-    ) -> SearchPage[RecallMessage]:
-        """Find past messages by words and meaning, best first.
-
-        Filters (agent, roles, dates, excluded message ids) select the candidates first;
-        ranking only ever sees candidates, so a narrow filter never comes back empty
-        because better matches outside it took the top places. Tool results and messages
-        recorded unsearchable (the model's search calls) are never candidates.
-
-        Args:
-            query: Free text; any characters are safe. A query without words lists the
-                most recent first.
-            roles: Keep only these roles ("user", "assistant", "system").
-            start_date: Earliest time, "YYYY-MM-DD" or ISO-8601 (inclusive).
-            end_date: Latest time (inclusive); a bare date covers that whole day.
-            page: Page number, from 0.
-            page_size: Results per page.
-            mode: "hybrid" (words and meaning), "fts" (words) or "vector" (meaning).
-            exclude_ids: Message ids to leave out (e.g. those already in the prompt).
-
-        Returns:
-            The page, ranked and counted by ``stores.search.hybrid_search`` (the same
-            for archival and for Postgres): ``total`` = candidates that matched any
-            signal (a word, a mention, or a vector above ``ranking.SIMILARITY_FLOOR``: a
-            candidate nothing matched is no result; each vector signal contributes its
-            ``search.RECALL_POOL`` nearest, each query word at most its 250 newest
-            matches, so it can be a lower bound); every candidate with a vector in
-            "vector" mode, and every candidate for a listing.
-
-        Raises:
-            ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
-        """
-        where, params = self._filters(roles, start_date, end_date, exclude_ids)
-        return hybrid_search(
-            RECALL, _RecallSignals(self, where, params), query, mode, page, page_size
+    def _recall_signals(self, chosen: RecallFilter) -> Signals[RecallMessage]:
+        where, params = self._filters(
+            chosen.roles, chosen.start_date, chosen.end_date, chosen.exclude_ids
+        )
+        narrowed = len(self._filters(chosen.roles, chosen.start_date, chosen.end_date, ())[1]) > 1
+        return nullcontext(
+            _RecallSignals(self, where, params, narrowed=narrowed, excluded=chosen.exclude_ids)
         )
 
     def search_date(
@@ -658,7 +621,7 @@ class RecallMemory:
                 )
             if self._names is not None:
                 # Extend the cached participants instead of re-reading every message:
-                # a full DISTINCT scan per search cost ~45 ms at 100k messages.
+                # a DISTINCT scan per search would grow with the agent's messages.
                 for _, item in searchable:
                     name = item.message.name
                     if name and item.message.role in ("user", "assistant"):
@@ -867,8 +830,7 @@ class RecallMemory:
 
         Averaging vectors already computed costs no model call, where embedding each
         "date: context" text cost five messages' worth of tokens per message, again for
-        each refreshed neighbour on every append. On LoCoMo it made ingest 4.9x faster
-        (5.1 to 24.8 messages/s) for 0.883 instead of 0.893 recall_any@10.
+        each refreshed neighbour on every append.
         """
         assert self.embeddings is not None
         assert self._turn_index is not None
@@ -927,8 +889,7 @@ class RecallMemory:
         """Signals from what the query names: a day or month, and one participant.
 
         A signal is only added when the query names such a thing, so other queries rank
-        exactly as before. On LoCoMo the date signal lifted hybrid recall_any@10 from 0.859
-        to 0.883 and the speaker signal from 0.854 to 0.883.
+        exactly as before.
         """
         conn = self.db.conn
         return mention_signals(
@@ -954,10 +915,8 @@ class RecallMemory:
 
         The names stay in the words signals, and one named participant still lifts their
         own messages (:meth:`_mention_scores`); the embedding is left with what the query
-        is about. On LoCoMo this lifted hybrid recall_any@10 from 0.883 to 0.903 and
-        recall_all@10 from 0.773 to 0.796 (multi-hop recall_all 0.270 to 0.338). Vector
-        mode keeps the names, since no other signal would carry who is asked about; a
-        query that is nothing but names is embedded as it is.
+        is about. Vector mode keeps the names, since no other signal would carry who is
+        asked about; a query that is nothing but names is embedded as it is.
         """
         if mode != "hybrid":
             return query
@@ -1027,7 +986,7 @@ class RecallMemory:
             return {}
         rows = self.db.conn.execute(
             # "+agent_id": keep SQLite on the primary key; with the agent index it scanned
-            # every message of the agent to fetch one page (12 ms at 100k messages).
+            # every message of the agent to fetch one page.
             f"SELECT {_COLUMNS} FROM recall WHERE +agent_id = ? "
             "AND id IN (SELECT value FROM json_each(?))",
             (self.agent_id, json.dumps(list(ids))),
@@ -1037,8 +996,8 @@ class RecallMemory:
 
 SEARCH_TEXTS = ("recall_fts_content", "id", "c0")
 """Where a message's search text is read by id: ``recall_fts``'s content table (FTS5 keeps
-a table's one column there as ``c0``), read directly since a lookup through the FTS5 table
-costs ~4 us a row (1.1 ms against 0.45 ms for the ~300 matches of a LoCoMo question)."""
+a table's one column there as ``c0``), read directly: a lookup through the FTS5 table costs
+more per row."""
 
 
 class _RecallSignals:
@@ -1050,14 +1009,26 @@ class _RecallSignals:
     Named: the day and the participant a query names.
     """
 
-    def __init__(self, memory: RecallMemory, where: str, params: list[object]) -> None:
+    def __init__(
+        self,
+        memory: RecallMemory,
+        where: str,
+        params: list[object],
+        *,
+        narrowed: bool = True,
+        excluded: Collection[str] = (),
+    ) -> None:
+        """``narrowed``: a filter beyond the agent and ``excluded`` (message ids) applies."""
         self.memory = memory
         self.db = memory.db
         self.where = where
         self.params = params
+        self.narrowed = narrowed
+        self.excluded = excluded
         self.has_vectors = memory.embeddings is not None
         self._allowed: list[int] | None = None
         self._allowed_read = False
+        self._excluded_rows: list[int] | None = None
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the message and of its context, a long message's raised to its best part's.
@@ -1121,9 +1092,10 @@ class _RecallSignals:
 
         The vector indexes hold only this agent's searchable messages, so without other
         filters (``params[0]`` is the agent id) every vector is a candidate and FAISS
-        needs no id list.
+        needs no id list; nor when the only other filter leaves out a few messages
+        (those in the prompt): :meth:`excluded_rows` are then left out instead.
         """
-        if not self._allowed_read and len(self.params) > 1:
+        if not self._allowed_read and self.narrowed and len(self.params) > 1:
             rows = self.db.conn.execute(
                 f"SELECT b.id FROM recall AS b WHERE {self.where}", self.params
             )
@@ -1131,28 +1103,54 @@ class _RecallSignals:
         self._allowed_read = True
         return self._allowed
 
+    def excluded_rows(self) -> list[int]:
+        """Row ids of the excluded messages, when they are the only filter but the agent.
+
+        Listing the allowed ids instead read every message of the agent (a search at
+        100k messages spent ~0.25 s there and in the part lookup of 100k ids).
+        """
+        if self._excluded_rows is None:
+            self._excluded_rows = []
+            if not self.narrowed and self.excluded:
+                rows = self.db.conn.execute(
+                    "SELECT id FROM recall WHERE agent_id = ? "
+                    "AND message_id IN (SELECT value FROM json_each(?))",
+                    (self.memory.agent_id, json.dumps(sorted(set(self.excluded)))),
+                )
+                self._excluded_rows = [int(r[0]) for r in rows]
+        return self._excluded_rows
+
     def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
         allowed = self.allowed()
         if allowed is not None and not allowed:
             return [{}, {}]
+        excluded = self.excluded_rows()
         turn, context, tail = self._indexes()
         # A message's similarity is its best part's (``stores.chunks``).
         assert self.memory._parts is not None
         turns = nearest_items(
-            dict(turn.search(vector, k, allowed_ids=allowed)),
-            self.memory._parts.nearest(vector, k, allowed),
+            dict(turn.search(vector, k, allowed_ids=allowed, excluded_ids=excluded)),
+            self.memory._parts.nearest(vector, k, allowed, excluded),
             k,
         )
         # One context signal over both context indexes (the tail's newer vector wins for a
         # message a database from before the split holds in both).
-        contexts = dict(context.search(vector, k, allowed_ids=allowed))
-        contexts.update(tail.search(vector, k, allowed_ids=allowed))
+        contexts = dict(context.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
+        contexts.update(tail.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
         best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
         return [turns, dict(best)]
 
     def vector_total(self, at_most: int) -> int:
         allowed = self.allowed()
-        return min(at_most, self._indexes()[0].count() if allowed is None else len(allowed))
+        if allowed is not None:
+            return min(at_most, len(allowed))
+        if len(self.params) > 1:  # a few left out: the candidates, counted up to at_most
+            row = self.db.conn.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM recall AS b WHERE {self.where} LIMIT ?)",
+                (*self.params, at_most),
+            ).fetchone()
+            return int(row[0])
+        return min(at_most, self._indexes()[0].count())
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         return self.memory._mention_scores(query, self.where, self.params, candidates)

@@ -10,8 +10,7 @@ identically everywhere:
   words, also what the query names, e.g. a date or a participant, where the tier knows
   such things);
 - how many candidates each vector signal contributes (:class:`Pool`: one per tier, the
-  same on every backend; why the two sizes differ is measured at :data:`RECALL_POOL`
-  and :data:`ARCHIVAL_POOL`);
+  same on every backend: :data:`RECALL_POOL`, :data:`ARCHIVAL_POOL`);
 - exact-match handling: the rare query terms and which of their holders are questions
   (``stores.ranking.fuse``);
 - fusion (``stores.ranking.fuse``), paging and the total.
@@ -27,11 +26,12 @@ mode.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from langgraph_memgpt.stores.base import SearchMode
+from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.ranking import (
     RARE_MATCHES,
     Signal,
@@ -39,7 +39,7 @@ from langgraph_memgpt.stores.ranking import (
     is_question,
     rare_term_matches,
 )
-from langgraph_memgpt.stores.types import Hit, SearchPage, check_page
+from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.words import query_terms
 
 T = TypeVar("T")
@@ -48,9 +48,8 @@ T = TypeVar("T")
 VECTOR_TOTAL_CAP = 10_000
 """The most a ``vector``-mode total counts (it is then a lower bound, as the others are).
 
-Counting every vector of a million-passage agent took 1.1 s of a 1.2 s search on Postgres
-(``benchmarks/archival_pg.py`` at 1M, where the HNSW scan itself took 59 ms); a page says
-"10000 matches" as truly as "1000000"."""
+Counting every vector of a very large agent would cost more than the search itself; a page
+says "10000 matches" as truly as "1000000"."""
 
 
 @dataclass(frozen=True)
@@ -72,16 +71,11 @@ class Pool:
 RECALL_POOL = Pool(minimum=50, per_result=1)
 """Recall's pool, on every backend. Recall has two vector signals (the message, its ±2
 context) beside two word signals, and a larger pool lets more weak neighbours into the
-fusion. Measured on the LoCoMo dev file (hybrid recall_any@10 / recall_all@10, per
-conversation): archival's pool for recall lowered conv-30 from 0.852/0.778 to 0.840/0.753
-(the other two unchanged) and the needle benchmark's long-message topic lookups (hit@1)
-from 0.708 to 0.667."""
+fusion: archival's larger pool ranked recall worse on LoCoMo and the needle benchmark."""
 
 ARCHIVAL_POOL = Pool(minimum=100, per_result=10)
-"""Archival's pool, on every backend: one word and one vector signal. Measured on the
-LoCoMo dev file (``--archival``, hybrid): recall's pool for archival lowered every
-conversation (0.720/0.633 -> 0.700/0.593, 0.741/0.654 -> 0.716/0.630, 0.816/0.697 ->
-0.776/0.664)."""
+"""Archival's pool, on every backend: one word and one vector signal, so the vector pool
+carries more of the ranking (recall's smaller pool ranked archival worse on LoCoMo)."""
 
 MODES: tuple[SearchMode, ...] = ("hybrid", "fts", "vector")
 
@@ -105,7 +99,7 @@ class Tier:
     """In "hybrid" and "fts" mode, leave out candidates no signal matched
     (``ranking.fuse(matches_only=True)``). Recall: a question about something never said
     otherwise got a page of the nearest small talk, which a small model answered from.
-    Archival keeps ranking its whole vector pool: dropping it was not measured there."""
+    Archival keeps ranking its whole vector pool."""
     neighbour_context: bool = False
     """Score each candidate also by its neighbours in its thread, at search time
     (:func:`neighbour_signals`). Recall indexes each message's context when it is written;
@@ -120,14 +114,12 @@ ARCHIVAL = Tier(
 
 CONTEXT_RADIUS = 2
 """Neighbours on each side that make up an item's context in its thread: a recall
-message's, indexed when written (measured best: 2), and an archival passage's, read when
+message's, indexed when written, and an archival passage's, read when
 searched (:func:`neighbour_signals`)."""
 
 CONTEXT_SEEDS = 30
 """How many of the best candidates (before context) have their neighbourhoods read: a
-passage whose neighbours matched weakly gains little, and each seed costs a lookup. On
-LoCoMo's dev file (archival, every turn a passage) 30 scored as 100 or better on each
-conversation, in every mode, for a third of the reads; 10 and 20 lost some."""
+passage whose neighbours matched weakly gains little, and each seed costs a lookup."""
 
 
 class SignalSource(Protocol[T]):
@@ -345,3 +337,139 @@ __all__ = [
     "hybrid_search",
     "neighbour_signals",
 ]
+
+
+# --- the search methods of the tiers, one signature for every backend ----------------
+
+
+@dataclass(frozen=True)
+class RecallFilter:
+    """What a recall search keeps, as its caller asked (checked by the backend)."""
+
+    roles: Sequence[str] | None
+    start_date: str | None
+    end_date: str | None
+    exclude_ids: Collection[str]
+
+
+@dataclass(frozen=True)
+class ArchivalFilter:
+    """What an archival search keeps, as its caller asked (checked by the backend)."""
+
+    tags: Iterable[str] | str | None
+    tag_match: TagMatch
+    start_date: str | None
+    end_date: str | None
+
+
+Signals = AbstractContextManager[SignalSource[T]]
+"""The signal source of one search, open while the search runs (a connection, say)."""
+
+
+class SearchesRecall:
+    """``RecallStore.search`` for every backend: its filters pick, `hybrid_search` ranks.
+
+    A backend supplies :meth:`_recall_signals`, the signal source of one search with its
+    filters applied.
+    """
+
+    def search(
+        self,
+        query: str,
+        *,
+        roles: Sequence[str] | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        page: int = 0,
+        page_size: int = 5,
+        mode: SearchMode = "hybrid",
+        exclude_ids: Collection[str] = (),
+    ) -> SearchPage[RecallMessage]:
+        """Find past messages by words and meaning, best first.
+
+        Filters (agent, roles, dates, excluded message ids) select the candidates first;
+        ranking only ever sees candidates, so a narrow filter never comes back empty
+        because better matches outside it took the top places. Tool results and messages
+        recorded unsearchable (the model's search calls) are never candidates.
+
+        Args:
+            query: Free text; any characters are safe. A query without words lists the
+                most recent first.
+            roles: Keep only these roles ("user", "assistant", "system").
+            start_date: Earliest time, "YYYY-MM-DD" or ISO-8601 (inclusive).
+            end_date: Latest time (inclusive); a bare date covers that whole day.
+            page: Page number, from 0.
+            page_size: Results per page.
+            mode: "hybrid" (words and meaning), "fts" (words) or "vector" (meaning).
+            exclude_ids: Message ids to leave out (e.g. those already in the prompt).
+
+        Returns:
+            The page, ranked and counted by ``stores.search.hybrid_search`` (the same
+            for archival and for Postgres): ``total`` = candidates that matched any
+            signal (a word, a mention, or a vector above ``ranking.SIMILARITY_FLOOR``: a
+            candidate nothing matched is no result; each vector signal contributes its
+            ``search.RECALL_POOL`` nearest, each query word at most its 250 newest
+            matches, so it can be a lower bound); every candidate with a vector in
+            "vector" mode, and every candidate for a listing.
+
+        Raises:
+            ValueError: Bad date, role, mode or page; "vector" mode without embeddings.
+        """
+        chosen = RecallFilter(roles, start_date, end_date, exclude_ids)
+        with self._recall_signals(chosen) as source:
+            return hybrid_search(RECALL, source, query, mode, page, page_size)
+
+    def _recall_signals(self, chosen: RecallFilter) -> Signals[RecallMessage]:
+        raise NotImplementedError
+
+
+class SearchesArchival:
+    """``ArchivalStore.search`` for every backend: its filters pick, `hybrid_search` ranks.
+
+    A backend supplies :meth:`_archival_signals`, the signal source of one search with its
+    filters applied.
+    """
+
+    def search(
+        self,
+        query: str,
+        *,
+        tags: Iterable[str] | str | None = None,
+        tag_match: TagMatch = "any",
+        start_date: str | None = None,
+        end_date: str | None = None,
+        page: int = 0,
+        page_size: int = 5,
+        mode: SearchMode = "hybrid",
+    ) -> SearchPage[Passage]:
+        """Search this agent's passages; filters apply before ranking.
+
+        Args:
+            query: any text; an empty query (no words) lists passages newest first.
+            tags: only passages with these tags (case-insensitive); None or empty for all.
+            tag_match: ``"any"`` (at least one of ``tags``) or ``"all"`` (every one).
+            start_date: ``YYYY-MM-DD`` or ISO-8601, inclusive.
+            end_date: ``YYYY-MM-DD`` (the whole day) or ISO-8601, inclusive.
+            page: zero-based page number.
+            page_size: results per page.
+            mode: ``"hybrid"`` (BM25 + cosine, fused by ``ranking.fuse``), ``"fts"`` or
+                ``"vector"``; without embeddings every mode searches words only.
+
+        Returns:
+            One page of hits (best first), ranked and counted by
+            ``stores.search.hybrid_search`` as recall is: ``total`` = passages ranked
+            (word matches and each vector signal's pool); every filtered passage with a
+            vector in "vector" mode; every filtered passage for a listing.
+
+        Raises:
+            ValueError: a bad date, page, page size, mode or tag_match, with a message
+                the model can act on.
+        """
+        if tag_match not in ("any", "all"):
+            raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
+        chosen = ArchivalFilter(tags, tag_match, start_date, end_date)
+        with self._archival_signals(chosen) as source:
+            return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
+
+    def _archival_signals(self, chosen: ArchivalFilter) -> Signals[Passage]:
+        raise NotImplementedError

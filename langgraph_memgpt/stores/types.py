@@ -28,6 +28,17 @@ class BlockEditError(MemoryStoreError):
     """A core-memory edit was refused (over the limit, read-only, text not found, no block)."""
 
 
+class BlockConflictError(BlockEditError):
+    """A compare-and-set write found the block changed since the writer read it.
+
+    ``current`` is the block as it is now, so the writer can show it and ask again.
+    """
+
+    def __init__(self, message: str, current: Block) -> None:
+        super().__init__(message)
+        self.current = current
+
+
 @dataclass(frozen=True)
 class Block:
     """One core memory block as the model sees it."""
@@ -119,3 +130,29 @@ def check_page(page: int, page_size: int) -> None:
         raise ValueError(f"page must be 0 or more, got {page}")
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")
+
+
+@dataclass(frozen=True)
+class RetentionRule:
+    """A retention rule: how long archival passages with a tag are kept.
+
+    Passages tagged ``tag`` (and ``source:<source>``, when set) older than
+    ``max_age_seconds`` are forgotten when the agent's retention runs (``retention``).
+    """
+
+    tag: str
+    max_age_seconds: int
+    source: str | None = None
+
+    def describe(self) -> str:
+        """The rule in one line, as the deletion log names it (never a passage's text)."""
+        where = f" source:{self.source}" if self.source else ""
+        return f"retention tag={self.tag}{where} max_age={format_age(self.max_age_seconds)}"
+
+
+def format_age(seconds: int) -> str:
+    """``172800`` -> ``"48h"``: the largest unit (w, d, h, m, s) that divides it."""
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

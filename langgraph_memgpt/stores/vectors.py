@@ -16,6 +16,7 @@ top k.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -28,7 +29,6 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import faiss
 import numpy as np
 import sqlite_utils
 
@@ -37,6 +37,18 @@ from langgraph_memgpt.stores.db import database_id, get_meta, set_meta, transact
 from langgraph_memgpt.stores.embeddings import FloatArray, embedding_spec, normalize
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
 
+
+@functools.cache
+def _faiss() -> Any:
+    """FAISS, imported on first use.
+
+    Importing the package (a server, the CLI, a library caller on Postgres) does not load it.
+    """
+    import faiss
+
+    return faiss
+
+
 IndexKind = Literal["flat", "hnsw", "auto"]
 Tier = str  # "recall" | "archival"
 
@@ -44,12 +56,11 @@ SIDECAR_FORMAT = 2
 """Version 2 added ``database_id``: a cache of another database is never trusted."""
 _HNSW_M = 32
 _HNSW_EF_CONSTRUCTION = 80
-_HNSW_EF_SEARCH = 128  # recall@10 0.917 at 64 vs 0.977 at 128 on 1M (+0.3 ms)
+_HNSW_EF_SEARCH = 128  # chosen with benchmarks/archival_1m.py's efSearch sweep
 AUTO_HNSW_MIN_VECTORS = 20_000
 """An ``"auto"`` index turns from exact to HNSW once it holds this many vectors: an exact
-scan costs ~0.07 ms per 1,000 vectors per query on this hardware (7 ms at 100k, three
-scans per search turn), an HNSW walk ~0.7 ms at any size. Below this an exact scan is as
-fast and needs no graph building (~0.5 ms per vector)."""
+scan grows with the vectors, an HNSW walk barely does. Below this an exact scan is as fast
+and needs no graph building (``benchmarks/archival_1m.py`` measures both)."""
 _BUILD_CHUNK = 8192
 # Tombstones (replaced or deleted vectors still inside FAISS) are compacted away once they
 # are this large a share of the index.
@@ -60,7 +71,7 @@ _TOMBSTONE_MIN = 256
 _AUTO_PERSIST_MAX_VECTORS = 5000
 _AUTO_PERSIST_FRACTION = 0.1
 
-_SCHEMA = (
+SCHEMA = (
     """CREATE TABLE IF NOT EXISTS vectors (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         tier TEXT NOT NULL,
@@ -89,7 +100,8 @@ _SEARCH_THREADS_SET = False
 def _use_one_search_thread() -> None:
     """Give FAISS one OpenMP thread, once per process.
 
-    One query on two busy cores measured ~4x faster on one thread. Setting and restoring
+    One query on busy cores runs faster on one thread than on several fighting over them
+    (``benchmarks/archival_1m.py`` compares 1 and 2). Setting and restoring
     the count around each search, from several threads at once, raced: one thread's
     restore undid another's setting mid-search.
     """
@@ -98,7 +110,7 @@ def _use_one_search_thread() -> None:
         return
     with _WARNED_GUARD:
         if not _SEARCH_THREADS_SET:
-            faiss.omp_set_num_threads(1)
+            _faiss().omp_set_num_threads(1)
             _SEARCH_THREADS_SET = True
 
 
@@ -115,13 +127,6 @@ def _warn_once(folder: Path, err: OSError) -> None:
         folder,
         err,
     )
-
-
-def ensure_schema(db: sqlite_utils.Database) -> None:
-    """Create the ``vectors`` and ``vector_state`` tables if they do not exist."""
-    with transaction(db):
-        for statement in _SCHEMA:
-            db.conn.execute(statement)
 
 
 def _meta_key(tier: str, agent_id: str) -> str:
@@ -158,7 +163,6 @@ def check_embedding_identity(
         EmbeddingMismatchError: the tier holds vectors of another model or dimension; the
             message names the command that re-embeds it.
     """
-    ensure_schema(db)
     wanted = {"model": model, "dim": dim}
     stored_raw = get_meta(db, _meta_key(tier, agent_id))
     stored = json.loads(stored_raw) if stored_raw else None
@@ -318,7 +322,7 @@ class VectorIndex:
         key: which vector of an item (recall keeps ``"turn"`` and ``"context"``).
         kind: ``"flat"`` (exact inner product), ``"hnsw"`` (approximate, for big stores) or
             ``"auto"``: exact until it holds :data:`AUTO_HNSW_MIN_VECTORS`, then rebuilt
-            once as HNSW (a one-off pause of about 0.5 ms per vector held), so search cost
+            once as HNSW (a one-off pause that grows with the vectors held), so search cost
             stays flat as memory grows.
 
     Raises:
@@ -489,11 +493,10 @@ class VectorIndex:
         After a deletion the removed vectors are tombstones: never returned by a search,
         but their bytes stay inside FAISS (and its cache file) until a compaction. A
         forgotten vector must not stay on disk, so an exact index drops them at once, and
-        an HNSW graph (which cannot delete, and takes ~0.5 ms per vector to rebuild: a
-        minute at 100k) has their stored vectors overwritten with zeros: the node stays a
-        skipped tombstone for the graph's navigation, holding nothing. When the cache
-        cannot be written, its file is removed instead (rebuilt on next open). Call after
-        the deletion committed.
+        an HNSW graph (which cannot delete, and is slow to rebuild) has their stored
+        vectors overwritten with zeros: the node stays a skipped tombstone for the graph's
+        navigation, holding nothing. When the cache cannot be written, its file is removed
+        instead (rebuilt on next open). Call after the deletion committed.
         """
         state = self._state
         with state.lock:
@@ -503,7 +506,9 @@ class VectorIndex:
                     self._scrub(sorted(state.tombstones))
                 else:
                     dead = np.array(sorted(state.tombstones), dtype=np.int64)
-                    state.index.remove_ids(faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead)))
+                    state.index.remove_ids(
+                        _faiss().IDSelectorBatch(len(dead), _faiss().swig_ptr(dead))
+                    )
                     state.tombstones = set()
                 state.unsaved = max(state.unsaved, 1)
             if not state.unsaved:
@@ -521,11 +526,11 @@ class VectorIndex:
     def _scrub(self, labels: list[int]) -> None:
         """Overwrite the stored vectors of ``labels`` in an HNSW index with zeros."""
         index = self._state.index
-        graph: Any = faiss.downcast_index(index.index)
-        storage: Any = faiss.downcast_index(graph.storage)
+        graph: Any = _faiss().downcast_index(index.index)
+        storage: Any = _faiss().downcast_index(graph.storage)
         total = int(storage.ntotal)
-        stored = faiss.rev_swig_ptr(storage.get_xb(), total * self.dim).reshape(total, self.dim)
-        positions = np.flatnonzero(np.isin(faiss.vector_to_array(index.id_map), labels))
+        stored = _faiss().rev_swig_ptr(storage.get_xb(), total * self.dim).reshape(total, self.dim)
+        positions = np.flatnonzero(np.isin(_faiss().vector_to_array(index.id_map), labels))
         stored[positions] = 0.0
 
     # ------------------------------------------------------------------ reads
@@ -537,7 +542,11 @@ class VectorIndex:
             return len(self._state.label_of)
 
     def search(
-        self, query: FloatArray, k: int, allowed_ids: Collection[int] | None = None
+        self,
+        query: FloatArray,
+        k: int,
+        allowed_ids: Collection[int] | None = None,
+        excluded_ids: Collection[int] = (),
     ) -> list[tuple[int, float]]:
         """Return up to ``k`` ``(item_id, cosine)`` pairs, most similar first.
 
@@ -547,6 +556,10 @@ class VectorIndex:
             allowed_ids: when given, only these items are ranked. The restriction is
                 applied inside FAISS before ranking, so it never returns fewer than
                 ``min(k, allowed items with a vector)`` results.
+            excluded_ids: items never ranked (applied inside FAISS as well). Every item
+                but a few (a search leaving out the messages in the prompt) is passed
+                as these few: listing every allowed id cost a read of the agent's rows
+                and a selector over all of them, ~0.2 s a search at 100k messages.
         """
         q = self._check_vectors(query, 1)
         if k <= 0:
@@ -554,13 +567,20 @@ class VectorIndex:
         state = self._state
         with state.lock:
             self._sync()
+            excluded = {state.label_of[i] for i in excluded_ids if i in state.label_of}
             if allowed_ids is not None:
-                labels = [state.label_of[i] for i in set(allowed_ids) if i in state.label_of]
+                labels = [
+                    label
+                    for label in (state.label_of.get(i) for i in set(allowed_ids))
+                    if label is not None and label not in excluded
+                ]
                 if not labels:
                     return []
                 if len(labels) == len(state.label_of):
                     return self._search_all(q, k)
                 return self._search_labels(q, min(k, len(labels)), labels)
+            if excluded:
+                return self._search_excluding(q, k, excluded)
             return self._search_all(q, k)
 
     def scores(self, query: FloatArray, item_ids: Collection[int]) -> dict[int, float]:
@@ -602,7 +622,7 @@ class VectorIndex:
     def _write_cache_files(self) -> None:
         state = self._state
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = faiss.serialize_index(state.index).tobytes()
+        data = _faiss().serialize_index(state.index).tobytes()
         labels = list(state.item_of)
         sidecar = {
             "format": SIDECAR_FORMAT,
@@ -666,7 +686,6 @@ class VectorIndex:
 
         Used before re-embedding a tier with another model.
         """
-        ensure_schema(db)
         with transaction(db):
             db.conn.execute("DELETE FROM vectors WHERE tier = ? AND agent_id = ?", (tier, agent_id))
             db.conn.execute(
@@ -717,13 +736,13 @@ class VectorIndex:
 
     def _new_index(self, kind: str) -> Any:
         if kind == "hnsw":
-            index: Any = faiss.index_factory(
-                self.dim, f"IDMap,HNSW{_HNSW_M},Flat", faiss.METRIC_INNER_PRODUCT
+            index: Any = _faiss().index_factory(
+                self.dim, f"IDMap,HNSW{_HNSW_M},Flat", _faiss().METRIC_INNER_PRODUCT
             )
-            graph: Any = faiss.downcast_index(index.index)
+            graph: Any = _faiss().downcast_index(index.index)
             graph.hnsw.efConstruction = _HNSW_EF_CONSTRUCTION
             return index
-        return faiss.index_factory(self.dim, "IDMap,Flat", faiss.METRIC_INNER_PRODUCT)
+        return _faiss().index_factory(self.dim, "IDMap,Flat", _faiss().METRIC_INNER_PRODUCT)
 
     def _bump_generation(self) -> str:
         generation = secrets.token_hex(8)
@@ -767,7 +786,7 @@ class VectorIndex:
         """Load the cache, or catch up with writes made through another connection.
 
         Also where an ``"auto"`` index turns HNSW: never inside a transaction, since
-        building a graph takes seconds (0.5-1 ms per vector) and a transaction holds
+        building a graph takes seconds and a transaction holds
         the database's write lock, which other writers wait for only 10 s.
         """
         state = self._state
@@ -800,7 +819,7 @@ class VectorIndex:
         state.item_of = {}
         state.label_of = {}
         state.tombstones = set()
-        for label in faiss.vector_to_array(index.id_map).tolist():
+        for label in _faiss().vector_to_array(index.id_map).tolist():
             if label in live:
                 state.item_of[label] = live[label]
                 state.label_of[live[label]] = label
@@ -835,12 +854,12 @@ class VectorIndex:
         if sidecar.get("sha256") != hashlib.sha256(data).hexdigest():
             return None
         try:
-            index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+            index = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8))
         except RuntimeError:
             return None
         if index.d != self.dim or not hasattr(index, "id_map"):
             return None
-        if faiss.vector_to_array(index.id_map).size != index.ntotal:
+        if _faiss().vector_to_array(index.id_map).size != index.ntotal:
             return None
         self._state.kind = kind
         return index
@@ -904,7 +923,7 @@ class VectorIndex:
                 self._build_from_sql(dict(state.item_of))
             return
         dead = np.array(sorted(state.tombstones), dtype=np.int64)
-        state.index.remove_ids(faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead)))
+        state.index.remove_ids(_faiss().IDSelectorBatch(len(dead), _faiss().swig_ptr(dead)))
         state.tombstones = set()
 
     def _run_search(
@@ -912,10 +931,10 @@ class VectorIndex:
     ) -> list[tuple[int, float]]:
         state = self._state
         if state.kind == "hnsw":
-            params: Any = getattr(faiss, "SearchParametersHNSW")()  # noqa: B009 (no stub)
+            params: Any = getattr(_faiss(), "SearchParametersHNSW")()  # noqa: B009 (no stub)
             params.efSearch = max(_HNSW_EF_SEARCH, 2 * k)
         else:
-            params = faiss.SearchParameters()
+            params = _faiss().SearchParameters()
         if selector is not None:
             params.sel = selector
         keep.append(params)
@@ -938,12 +957,34 @@ class VectorIndex:
         selector = None
         if state.tombstones:
             dead = np.array(sorted(state.tombstones), dtype=np.int64)
-            batch = faiss.IDSelectorBatch(len(dead), faiss.swig_ptr(dead))
-            selector = faiss.IDSelectorNot(batch)
+            batch = _faiss().IDSelectorBatch(len(dead), _faiss().swig_ptr(dead))
+            selector = _faiss().IDSelectorNot(batch)
             keep += [dead, batch]
         hits = self._run_search(q, k, selector, keep)
         if len(hits) < k:  # an approximate graph can miss; never return short
             return self._exact(q, k, list(state.item_of))
+        return hits
+
+    def _search_excluding(
+        self, q: FloatArray, k: int, excluded: set[int]
+    ) -> list[tuple[int, float]]:
+        """Search every live vector but the ``excluded`` labels.
+
+        The same ranking as :meth:`_search_labels` over the labels left, with a selector
+        of the few left out (and the tombstones) instead of the many kept.
+        """
+        state = self._state
+        live = len(state.label_of) - len(excluded)
+        if live <= 0:
+            return []
+        k = min(k, live)
+        if state.kind == "hnsw" and live <= max(4096, state.index.ntotal // 20):
+            return self._exact(q, k, [i for i in state.item_of if i not in excluded])
+        dead = np.array(sorted(state.tombstones | excluded), dtype=np.int64)
+        batch = _faiss().IDSelectorBatch(len(dead), _faiss().swig_ptr(dead))
+        hits = self._run_search(q, k, _faiss().IDSelectorNot(batch), [dead, batch])
+        if len(hits) < k:
+            return self._exact(q, k, [i for i in state.item_of if i not in excluded])
         return hits
 
     def _search_labels(self, q: FloatArray, k: int, labels: list[int]) -> list[tuple[int, float]]:
@@ -953,7 +994,7 @@ class VectorIndex:
             # is both cheaper and complete.
             return self._exact(q, k, labels)
         allowed = np.array(labels, dtype=np.int64)
-        batch = faiss.IDSelectorBatch(len(allowed), faiss.swig_ptr(allowed))
+        batch = _faiss().IDSelectorBatch(len(allowed), _faiss().swig_ptr(allowed))
         hits = self._run_search(q, k, batch, [allowed])
         if len(hits) < k:
             return self._exact(q, k, labels)
@@ -981,7 +1022,6 @@ __all__ = [
     "agent_cache_dir",
     "check_embedding_identity",
     "delete_items_without_model",
-    "ensure_schema",
     "forget_loaded_indexes",
     "recorded_identity",
 ]

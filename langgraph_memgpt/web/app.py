@@ -4,11 +4,17 @@ The page (``/memory``, static files shipped in this package, no build step, no C
 no data; everything it shows comes from ``/memory/api/...``:
 
 - ``GET agents``: the agents the caller may see.
-- ``GET core?agent=A``; ``GET history?agent=A&label=L``; ``PUT core?agent=A&label=L``
-  with ``{"value": "..."}`` (a person's edit; read-only blocks are refused).
+- ``GET core?agent=A``; ``GET history?agent=A&label=L&page=``; ``PUT core?agent=A&label=L``
+  with ``{"value": "...", "expected": "<the value the page loaded>"}`` (a person's edit,
+  compare-and-set: 409 with the block as it is now when it changed; read-only blocks are
+  refused).
 - ``GET recall?agent=A&query=&roles=user,assistant&start_date=&end_date=&page=``.
 - ``GET archival?agent=A&query=&tags=&start_date=&end_date=&page=``.
 - ``GET threads?agent=A``; ``GET thread?agent=A&thread_id=T``.
+
+Every list is paged with bounds and every bad parameter answers 400 with a message. The
+page and its API answer their own origin only (`langgraph_memgpt.web.guard`), whatever CORS
+the server around them allows.
 
 Memory is opened the way the served graph opens it (`ServerSettings` from the server's
 environment: the SQLite data directory, or ``MEMGPT_DATABASE_URL``). Threads are read
@@ -40,8 +46,9 @@ from langgraph_memgpt.context import ServerSettings
 from langgraph_memgpt.llm.factory import hosted_endpoint_configured
 from langgraph_memgpt.stores import SqliteBackend, list_agents
 from langgraph_memgpt.stores.base import Memory
-from langgraph_memgpt.stores.types import BlockEditError, MemoryStoreError
+from langgraph_memgpt.stores.types import BlockConflictError, BlockEditError, MemoryStoreError
 from langgraph_memgpt.web import views
+from langgraph_memgpt.web.guard import SameOriginGuard
 from langgraph_memgpt.web.views import PageError
 
 logger = logging.getLogger(__name__)
@@ -125,6 +132,9 @@ def _answer(handler: Handler) -> Handler:
             return await handler(request)
         except PageError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+        except BlockConflictError as exc:
+            current = views.block_view(exc.current)
+            return JSONResponse({"detail": str(exc), "current": current}, status_code=409)
         except BlockEditError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=400)
         except MemoryStoreError as exc:
@@ -134,14 +144,23 @@ def _answer(handler: Handler) -> Handler:
     return answer
 
 
-def _int(request: Request, name: str, default: int) -> int:
+MAX_INT = 2**63 - 1
+"""Largest whole number a parameter may be (the stores' integers are 64-bit)."""
+
+
+def _int(request: Request, name: str, default: int, low: int = 0, high: int = MAX_INT) -> int:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
+    if len(raw) > 20:  # int() of a huge string is slow, and no bound is that long
+        raise PageError(f"{name} must be a whole number from {low} to {high}, got {raw[:20]!r}…")
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise PageError(f"{name} must be a whole number, got {raw!r}") from None
+    if not low <= value <= high:
+        raise PageError(f"{name} must be a whole number from {low} to {high}, got {value}")
+    return value
 
 
 def _list(request: Request, name: str) -> list[str]:
@@ -187,15 +206,24 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
                 raise PageError('send {"value": "<the block\'s new text>"} as JSON') from None
             label = request.query_params.get("label", "")
             value = body.get("value") if isinstance(body, dict) else None
-            block = await asyncio.to_thread(views.set_block, memory, label, value, user_of(request))
+            expected = body.get("expected") if isinstance(body, dict) else None
+            block = await asyncio.to_thread(
+                views.set_block, memory, label, value, user_of(request), expected
+            )
             return JSONResponse(block)
         return JSONResponse(await asyncio.to_thread(views.core_view, memory))
 
     @_answer
     async def history(request: Request) -> Response:
         memory = await memory_of(request)
-        label = request.query_params.get("label", "")
-        return JSONResponse(await asyncio.to_thread(views.history_view, memory, label))
+        found = await asyncio.to_thread(
+            views.history_view,
+            memory,
+            request.query_params.get("label", ""),
+            page=_int(request, "page", 0),
+            page_size=_int(request, "page_size", views.PAGE_SIZE),
+        )
+        return JSONResponse(found)
 
     @_answer
     async def recall(request: Request) -> Response:
@@ -216,7 +244,7 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
     async def archival(request: Request) -> Response:
         memory = await memory_of(request)
         if request.method == "DELETE":
-            passage = _int(request, "id", -1)
+            passage = _int(request, "id", -1, low=-1)
             gone = await asyncio.to_thread(views.forget_passage, memory, passage, user_of(request))
             return JSONResponse(gone)
         found = await asyncio.to_thread(
@@ -244,15 +272,35 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
 
         return await asyncio.to_thread(view)
 
+    async def listed(client: Any, memory: Memory, thread: dict[str, Any]) -> dict[str, Any]:
+        """One thread of the list; a thread that cannot be shown says why, in its place."""
+        try:
+            return await thread_of(client, memory, thread)
+        except Exception as exc:  # noqa: BLE001 - one bad thread must not hide the others
+            logger.warning("memory page: thread %s: %s", thread.get("thread_id"), exc)
+            return {
+                "thread_id": str(thread.get("thread_id")),
+                "updated_at": str(thread.get("updated_at") or ""),
+                "status": thread.get("status"),
+                "error": f"{type(exc).__name__}: {exc}",
+            }
+
     @_answer
     async def threads(request: Request) -> Response:
         memory = await memory_of(request)
+        page = _int(request, "page", 0, high=views.MAX_PAGE)
+        page_size = _int(request, "page_size", THREADS_LISTED, low=1, high=THREADS_LISTED)
         client = _server_client()
         found = await client.threads.search(
-            values={"agent_id": memory.agent_id}, limit=THREADS_LISTED, sort_by="updated_at"
+            values={"agent_id": memory.agent_id},
+            limit=page_size,
+            offset=page * page_size,
+            sort_by="updated_at",
         )
-        views_ = [await thread_of(client, memory, dict(t)) for t in found]
-        return JSONResponse({"agent_id": memory.agent_id, "threads": views_})
+        views_ = [await listed(client, memory, dict(t)) for t in found]
+        return JSONResponse(
+            {"agent_id": memory.agent_id, "page": page, "page_size": page_size, "threads": views_}
+        )
 
     @_answer
     async def thread(request: Request) -> Response:
@@ -279,13 +327,15 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
         Route("/threads", threads),
         Route("/thread", thread),
     ]
+    # The guard is the app's own middleware: ``langgraph dev`` runs it outside its CORS.
     return Starlette(
+        middleware=[Middleware(SameOriginGuard)],
         routes=[
             Mount("/memory/api", routes=api, middleware=authentication),
             Mount("/memory/static", app=StaticFiles(directory=str(STATIC)), name="static"),
             Route("/memory", page),
             Route("/memory/", page),
-        ]
+        ],
     )
 
 

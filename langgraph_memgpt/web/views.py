@@ -23,6 +23,7 @@ from langchain_core.messages import (
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.main_context import build_prompt, prompt_tokens
 from langgraph_memgpt.nodes.summarize_evict import SUMMARY_TAG
+from langgraph_memgpt.retention import rule_view
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.blocks import is_owner
 from langgraph_memgpt.stores.sections import split as split_sections
@@ -33,6 +34,8 @@ from langgraph_memgpt.tools import tool_schemas
 PAGE_SIZE = 20
 """Results per page of the recall timeline, the archive and their searches."""
 MAX_PAGE_SIZE = 100
+MAX_PAGE = 1_000_000
+"""Highest page number asked for (a bigger one would overflow the stores' integers)."""
 EVICTIONS_SHOWN = 200
 """Newest eviction summaries looked through for one thread's eviction history."""
 PAGE_ACTOR = "user"
@@ -111,16 +114,22 @@ def actor_parts(actor: str) -> tuple[str, str | None]:
     return actor, None
 
 
-def history_view(memory: Memory, label: str) -> dict[str, Any]:
-    """Every edit of block ``label``, newest first, each with its word diff.
+def history_view(
+    memory: Memory, label: str, *, page: int = 0, page_size: int = PAGE_SIZE
+) -> dict[str, Any]:
+    """One page of the edits of block ``label``, newest first, each with its word diff.
+
+    Paged: a block edited thousands of times is read and diffed one page at a time.
 
     Raises:
-        PageError: the agent has no such block (404).
+        PageError: the agent has no such block (404), a bad page (400).
     """
+    page, page_size = _page_args(page, page_size)
     if label not in {b.label for b in memory.core.blocks()}:
         raise PageError(f"agent {memory.agent_id!r} has no core block {label!r}", 404)
+    total, rows = memory.core.history_page(label, offset=page * page_size, limit=page_size)
     edits = []
-    for row in reversed(memory.core.history(label)):
+    for row in rows:
         actor, thread = actor_parts(str(row["actor"]))
         old = row.get("old_value") or ""
         new = str(row["new_value"])
@@ -136,7 +145,15 @@ def history_view(memory: Memory, label: str) -> dict[str, Any]:
                 "diff": word_diff(old, new),
             }
         )
-    return {"agent_id": memory.agent_id, "label": label, "edits": edits}
+    return {
+        "agent_id": memory.agent_id,
+        "label": label,
+        "total": total,
+        "page": page,
+        "page_size": page_size,
+        "pages": -(-total // page_size),
+        "edits": edits,
+    }
 
 
 def page_actor(user: str | None) -> str:
@@ -144,8 +161,14 @@ def page_actor(user: str | None) -> str:
     return f"{PAGE_ACTOR}:{user}" if user else PAGE_ACTOR
 
 
-def set_block(memory: Memory, label: str, value: object, user: str | None) -> dict[str, Any]:
+def set_block(
+    memory: Memory, label: str, value: object, user: str | None, expected: object = None
+) -> dict[str, Any]:
     """Overwrite block ``label`` with ``value`` from the page; the stores' rules apply.
+
+    ``expected`` is the value the page loaded: the write is compare-and-set, so a save
+    never overwrites what the agent (or another page) wrote after the page loaded; the
+    store refuses it with ``BlockConflictError`` (the endpoint answers 409).
 
     A read-only block is refused here before the store is asked: the store lets its
     owners (people, :data:`~langgraph_memgpt.stores.blocks.OWNER_ACTORS`) change it, and
@@ -158,6 +181,8 @@ def set_block(memory: Memory, label: str, value: object, user: str | None) -> di
     """
     if not isinstance(value, str):
         raise PageError('send {"value": "<the block\'s new text>"} as JSON', 400)
+    if expected is not None and not isinstance(expected, str):
+        raise PageError('"expected" must be the block\'s text as the page loaded it', 400)
     block = next((b for b in memory.core.blocks() if b.label == label), None)
     if block is None:
         raise PageError(f"agent {memory.agent_id!r} has no core block {label!r}", 404)
@@ -169,15 +194,15 @@ def set_block(memory: Memory, label: str, value: object, user: str | None) -> di
         )
     actor = page_actor(user)
     assert is_owner(actor)  # a person's edit, recorded as such
-    return block_view(memory.core.set(label, value, actor=actor))
+    return block_view(memory.core.set(label, value, actor=actor, expected=expected))
 
 
 # --- recall and archival ------------------------------------------------------------------
 
 
 def _page_args(page: int, page_size: int) -> tuple[int, int]:
-    if page < 0:
-        raise PageError(f"page must be 0 or more, got {page}")
+    if not 0 <= page <= MAX_PAGE:
+        raise PageError(f"page must be 0 to {MAX_PAGE}, got {page}")
     if not 1 <= page_size <= MAX_PAGE_SIZE:
         raise PageError(f"page_size must be 1 to {MAX_PAGE_SIZE}, got {page_size}")
     return page, page_size
@@ -304,6 +329,8 @@ def archival_view(
         "agent_id": memory.agent_id,
         "query": query,
         "tags_in_use": memory.archival.tags(),
+        # The agent's retention rules (``retention``): what is forgotten after how long.
+        "retention": [rule_view(r) for r in memory.archival.retention_rules()],
         **_paging(found),
         "passages": [passage_view(h.item, h.score if query.strip() else None) for h in found.hits],
     }
@@ -326,7 +353,10 @@ def queue_messages(values: Mapping[str, Any]) -> list[AnyMessage]:
 
 
 def window_of(run_context: Mapping[str, Any] | None) -> Context:
-    """The pressure settings a thread ran with: its last run's context over the defaults."""
+    """The pressure settings a thread ran with: its last run's context over the defaults.
+
+    A context the server refused (a bad window) gives the defaults, not an error.
+    """
     kinds: dict[str, type[int] | type[float]] = {
         "context_window": int,
         "warning_fraction": float,
@@ -341,7 +371,10 @@ def window_of(run_context: Mapping[str, Any] | None) -> Context:
             given[name] = kind(float(raw)) if raw is not None else None
         except (TypeError, ValueError):
             continue
-    return Context(**{k: v for k, v in given.items() if v is not None})
+    try:
+        return Context(**{k: v for k, v in given.items() if v is not None})
+    except (TypeError, ValueError):  # a run the server refused: its window never applied
+        return Context()
 
 
 def gauge(

@@ -82,10 +82,8 @@ class PostgresBackend:
         core_block_limit: character limit of a new agent's default blocks.
         exact_scan_limit: an agent with up to this many vectors per tier is searched
             exactly; a larger one through HNSW with pgvector's iterative scan. An exact
-            scan costs ~5 us a vector and a search turn runs about five: at 10k messages
-            (``benchmarks/per_turn.py --backend postgres --embeddings minilm``) a search
-            turn took 545 ms p50 exact (limit 20,000) and 300 ms through HNSW (5,000),
-            against 281-298 ms at 1k. Below the limit, exact is as fast and never misses.
+            scan grows with the agent's vectors and a search turn runs several; below the
+            limit, exact is as fast as HNSW and never misses.
         pool_size: most connections this process opens.
     """
 

@@ -7,13 +7,12 @@ filter (agent, tags, dates) applies before ranking. Tags are a ``text[]`` with a
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 import psycopg
-from langchain_core.embeddings import Embeddings
-from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.archival import SUMMARY_TAG
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
@@ -27,6 +26,7 @@ from langgraph_memgpt.stores.passages import (
     normalize_tags,
     prepare_passages,
 )
+from langgraph_memgpt.stores.postgres import retention
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.postgres.models import hold_model
@@ -34,18 +34,18 @@ from langgraph_memgpt.stores.postgres.parts import store_parts
 from langgraph_memgpt.stores.postgres.search import (
     Params,
     TableSignals,
-    has_more_than,
     placeholders,
 )
-from langgraph_memgpt.stores.search import ARCHIVAL, hybrid_search
-from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
+from langgraph_memgpt.stores.postgres.tier import PgTier
+from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, SignalSource
+from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
 
 TABLE = "memgpt_archival"
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
 _EMBED_BATCH = 256
 
 
-class PgArchivalMemory:
+class PgArchivalMemory(SearchesArchival, PgTier):
     """The archival passages of one agent in Postgres (meets ``ArchivalStore``).
 
     Args:
@@ -56,20 +56,7 @@ class PgArchivalMemory:
             the HNSW index with an iterative scan.
     """
 
-    def __init__(
-        self,
-        pool: ConnectionPool[Any],
-        agent_id: str,
-        embeddings: Embeddings | None,
-        *,
-        exact_scan_limit: int = 5_000,
-    ) -> None:
-        self.pool = pool
-        self.agent_id = agent_id
-        self.embeddings = embeddings
-        self.exact_scan_limit = exact_scan_limit
-        self._large = False  # past exact_scan_limit once, always: agents' vectors only grow
-        self._identity: tuple[str, int] | None = None
+    table = TABLE
 
     # -- writing ---------------------------------------------------------------------
 
@@ -173,28 +160,13 @@ class PgArchivalMemory:
 
     # -- reading ---------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        tags: Iterable[str] | str | None = None,
-        tag_match: TagMatch = "any",
-        start_date: str | None = None,
-        end_date: str | None = None,
-        page: int = 0,
-        page_size: int = 5,
-        mode: SearchMode = "hybrid",
-    ) -> SearchPage[Passage]:
-        """Passages by meaning and words, best first; filters apply before ranking.
-
-        Same arguments, totals and errors as ``stores.archival.ArchivalMemory.search``.
-        """
-        if tag_match not in ("any", "all"):
-            raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
-        where, params = self._filters(tags, tag_match, start_date, end_date)
+    @contextmanager
+    def _archival_signals(self, chosen: ArchivalFilter) -> Iterator[SignalSource[Passage]]:
+        where, params = self._filters(
+            chosen.tags, chosen.tag_match, chosen.start_date, chosen.end_date
+        )
         with self.pool.connection() as conn:
-            source = _PgArchivalSignals(self, conn, where, params)
-            return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
+            yield _PgArchivalSignals(self, conn, where, params)
 
     def count(self) -> int:
         """How many passages the agent has."""
@@ -243,26 +215,20 @@ class PgArchivalMemory:
         wanted = pg_texts(list(keys))
         if not wanted:
             return {}
-        with self.pool.connection() as conn:
-            rows = conn.execute(
-                f"SELECT b.key, {_COLUMNS} FROM {TABLE} AS b "
-                "WHERE b.agent_id = %s AND b.key = ANY(%s)",
-                (self.agent_id, wanted),
-            ).fetchall()
-        return {str(row[0]): _passage(row[1:]) for row in rows}
+        sql = (
+            f"SELECT b.key, {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.key = ANY(%s)"
+        )
+        return {str(row[0]): _passage(row[1:]) for row in self._rows(sql, (self.agent_id, wanted))}
 
     def keys_of(self, passage_ids: Iterable[int]) -> dict[int, str]:
         """The keys of those of these passages that have one, by passage id."""
         ids = sorted({int(i) for i in passage_ids})
         if not ids:
             return {}
-        with self.pool.connection() as conn:
-            rows = conn.execute(
-                f"SELECT id, key FROM {TABLE} "
-                "WHERE agent_id = %s AND key IS NOT NULL AND id = ANY(%s)",
-                (self.agent_id, ids),
-            ).fetchall()
-        return {int(row[0]): str(row[1]) for row in rows}
+        sql = (
+            f"SELECT id, key FROM {TABLE} WHERE agent_id = %s AND key IS NOT NULL AND id = ANY(%s)"
+        )
+        return {int(row[0]): str(row[1]) for row in self._rows(sql, (self.agent_id, ids))}
 
     def list_passages(
         self, *, after: int = 0, limit: int = 1000, thread_id: str | None = None
@@ -277,7 +243,9 @@ class PgArchivalMemory:
             rows = conn.execute(sql + " ORDER BY b.id LIMIT %s", [*params, max(1, limit)])
             return [(_passage(row[:-1]), row[-1]) for row in rows.fetchall()]
 
-    def delete(self, passage_ids: Sequence[int], *, actor: str = "user") -> list[Passage]:
+    def delete(
+        self, passage_ids: Sequence[int], *, actor: str = "user", detail: str = ""
+    ) -> list[Passage]:
         """Forget passages (row, words and vector live in one row), each deletion logged."""
         ids = sorted({int(i) for i in passage_ids})
         if not ids:
@@ -293,9 +261,31 @@ class PgArchivalMemory:
                 conn,
                 self.agent_id,
                 actor,
-                [(_kind(p), str(p.id), p.thread_id, "") for p in deleted],
+                [(_kind(p), str(p.id), p.thread_id, detail) for p in deleted],
             )
         return deleted
+
+    def retention_rules(self) -> list[RetentionRule]:
+        """The agent's retention rules, by tag then source."""
+        with self.pool.connection() as conn:
+            return retention.rules(conn, self.agent_id)
+
+    def set_retention_rule(self, rule: RetentionRule) -> None:
+        """Add a rule, or change the age of the rule with the same tag and source."""
+        with self.pool.connection() as conn:
+            retention.put(conn, self.agent_id, rule)
+
+    def remove_retention_rule(self, tag: str, source: str | None = None) -> bool:
+        """Drop the rule with this tag and source; whether there was one."""
+        with self.pool.connection() as conn:
+            return retention.remove(conn, self.agent_id, tag, source)
+
+    def expired(
+        self, tag: str, *, source_tag: str | None, before: str, limit: int = 500
+    ) -> list[int]:
+        """Ids of passages tagged ``tag`` (and ``source_tag``) created before ``before``."""
+        with self.pool.connection() as conn:
+            return retention.expired(conn, self.agent_id, tag, source_tag, before, limit)
 
     def delete_all(self, *, actor: str = "user") -> int:
         """Forget every passage of the agent (one log entry, kind ``archival``)."""
@@ -307,14 +297,6 @@ class PgArchivalMemory:
                 log = [("archival", self.agent_id, None, f"{count} passages")]
                 log_deletions(conn, self.agent_id, actor, log)
         return int(count)
-
-    def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
-        """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""
-        if not self._large:
-            self._large = has_more_than(
-                conn, TABLE, "embedding", self.agent_id, self.exact_scan_limit
-            )
-        return self._large
 
     # -- internals -------------------------------------------------------------------
 
@@ -335,10 +317,6 @@ class PgArchivalMemory:
         conditions += placeholders(date_conditions)
         params += date_params
         return " AND ".join(conditions), params
-
-    def _count(self, conn: psycopg.Connection[Any], where: str, params: Params) -> int:
-        row = conn.execute(f"SELECT count(*) FROM {TABLE} AS b WHERE {where}", params).fetchone()
-        return int(row[0]) if row else 0
 
     def _newest(
         self, conn: psycopg.Connection[Any], where: str, params: Params, page: int, page_size: int

@@ -18,6 +18,7 @@ from langgraph_memgpt.stores.blocks import (
     PERSONA_DESCRIPTION,
     appended,
     check_append,
+    check_expected,
     check_new_block,
     check_replace,
     checked_value,
@@ -94,6 +95,26 @@ class PgCoreMemory:
             )
             names = [d.name for d in cursor.description or ()]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def history_page(
+        self, label: str, *, offset: int = 0, limit: int = 20
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """How many changes ``label`` has, and ``limit`` of them newest first."""
+        with self.pool.connection() as conn:
+            owner = self._owner(conn, label)
+            row = conn.execute(
+                "SELECT count(*) FROM memgpt_core_block_history WHERE agent_id = %s AND label = %s",
+                (owner, pg_text(label)),
+            ).fetchone()
+            cursor = conn.execute(
+                "SELECT id, label, old_value, new_value, actor, op, created_at "
+                "FROM memgpt_core_block_history WHERE agent_id = %s AND label = %s "
+                "ORDER BY id DESC LIMIT %s OFFSET %s",
+                (owner, pg_text(label), limit, offset),
+            )
+            names = [d.name for d in cursor.description or ()]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return (int(row[0]) if row else 0), rows
 
     def last_modified(self) -> str | None:
         """When any block of the agent last changed (ISO-8601 UTC), or None."""
@@ -247,10 +268,16 @@ class PgCoreMemory:
                 value = replaced(block, old, new)
             return self._write(conn, block, value, actor, "replace")
 
-    def set(self, label: str, value: str, actor: str = "user") -> Block:
-        """Overwrite ``label`` (a person's edit; read-only blocks refuse only the agent)."""
+    def set(
+        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
+    ) -> Block:
+        """Overwrite ``label`` (a person's edit; read-only blocks refuse only the agent).
+
+        ``expected``: compare-and-set, checked with the block's row locked.
+        """
         with self.pool.connection() as conn, conn.transaction():
             block = self._editable(conn, label, actor)
+            check_expected(block, expected)
             return self._write(conn, block, value, actor, "set")
 
     # -- import and forgetting ---------------------------------------------------------

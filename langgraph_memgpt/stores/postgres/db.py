@@ -1,17 +1,18 @@
 """The Postgres database behind the memory tiers: schema, pool, and text Postgres can hold.
 
 Every table is prefixed ``memgpt_`` so the memory can share a database with LangGraph's
-checkpoint tables. The schema is created by the package, idempotently (``CREATE ... IF NOT
-EXISTS`` under an advisory lock, so two processes starting at once do not race), and its
-version is kept in ``memgpt_schema``. Timestamps are stored as ISO-8601 UTC text with
-microseconds, exactly as the embedded backend stores them, so both return the same strings
-and the shared date filters (``stores.dates``) compare them as text.
+checkpoint tables. The schema is one ordered list of numbered migrations (`MIGRATIONS`); the
+version a database has had is the ``memory`` row of ``memgpt_schema``. `ensure_schema` runs
+the missing ones under an advisory lock, so two processes starting at once do not race.
+Timestamps are stored as ISO-8601 UTC text with microseconds, exactly as the embedded backend
+stores them, so both return the same strings and the shared date filters (``stores.dates``)
+compare them as text.
 """
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -23,7 +24,6 @@ from langgraph_memgpt.stores.postgres.parts import SCHEMA as PARTS_SCHEMA
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import MemoryStoreError
 
-SCHEMA_VERSION = 1
 _SCHEMA_LOCK = 7_305_912_514  # pg_advisory_xact_lock key of schema creation (any constant)
 
 SCHEMA: tuple[str, ...] = (
@@ -122,8 +122,7 @@ SCHEMA: tuple[str, ...] = (
     # A term's newest matches, walked newest first within the agent (`search.term_reading`).
     "CREATE INDEX IF NOT EXISTS memgpt_recall_newest ON memgpt_recall (agent_id, id)",
     # Messages by id whatever their thread (`recall.get`, every turn): the unique key puts
-    # the thread first, so without this each lookup probed every thread of the agent (362
-    # index searches, 12 ms at 100k messages in 500 threads).
+    # the thread first, so without this each lookup probed every thread of the agent.
     """CREATE INDEX IF NOT EXISTS memgpt_recall_by_message
         ON memgpt_recall (agent_id, message_id)""",
     # The agent's named participants (`PgRecallMemory._participants`, every search): a
@@ -190,6 +189,15 @@ SCHEMA: tuple[str, ...] = (
     )""",
     # Labelled sections a core block declares (a JSON list, '' for none: stores.sections).
     "ALTER TABLE memgpt_core_blocks ADD COLUMN IF NOT EXISTS sections text NOT NULL DEFAULT ''",
+    # Archival retention rules, stored with the agent (stores.postgres.retention).
+    """CREATE TABLE IF NOT EXISTS memgpt_archival_retention (
+        agent_id text NOT NULL,
+        tag text NOT NULL,
+        source text NOT NULL DEFAULT '',
+        max_age_seconds bigint NOT NULL,
+        created_at text NOT NULL,
+        PRIMARY KEY (agent_id, tag, source)
+    )""",
 )
 
 VECTOR_COLUMNS = (
@@ -215,50 +223,82 @@ def pg_texts(texts: Sequence[str]) -> list[str]:
     return [pg_text(t) for t in texts]
 
 
-def schema_fingerprint() -> int:
-    """A number that changes whenever any statement `ensure_schema` runs changes."""
-    text = "\n".join([*SCHEMA, *PARTS_SCHEMA, word_stats.ddl(), tag_counts.ddl()])
-    return zlib.crc32(text.encode()) & 0x7FFFFFFF
+@dataclass(frozen=True)
+class PgMigration:
+    """One numbered step of the Postgres schema."""
+
+    version: int
+    does: str
+    apply: Callable[[psycopg.Connection[Any]], None]
+
+
+def _tables(conn: psycopg.Connection[Any]) -> None:
+    for statement in (*SCHEMA, *PARTS_SCHEMA):
+        conn.execute(statement)
+
+
+UNNUMBERED = 1
+"""The ``memory`` version of every database made before numbered migrations, whatever its
+shape: the first numbered migration is 2."""
+MIGRATIONS: tuple[PgMigration, ...] = (
+    PgMigration(2, "the memory tables, functions and indexes; long texts' parts", _tables),
+    PgMigration(3, "BM25 statistics kept in tables by triggers", word_stats.ensure_word_stats),
+    PgMigration(4, "the tags in use kept by triggers", tag_counts.ensure_tag_counts),
+)
+"""Each runs inside `ensure_schema`'s transaction, under its advisory lock. A new database,
+and one made before numbering (version `UNNUMBERED`), runs them all: each brings any older
+shape up (``IF NOT EXISTS``, marks of its own). A schema change is a new migration at the
+end; the statements of the existing ones stay as they are."""
+SCHEMA_VERSION = MIGRATIONS[-1].version
+assert [m.version for m in MIGRATIONS] == list(range(UNNUMBERED + 1, SCHEMA_VERSION + 1))
 
 
 def ensure_schema(url: str) -> None:
-    """Create (or check) the memory schema at ``url``; safe to run from many processes.
+    """Run the migrations the database at ``url`` has not had; safe from many processes.
 
-    The statements run only when the database does not hold this package's schema yet
-    (``ddl`` in ``memgpt_schema`` is not :func:`schema_fingerprint`): idempotent as they
-    are, ``ALTER TABLE ... IF NOT EXISTS`` and ``CREATE INDEX IF NOT EXISTS`` still lock
-    their tables, so a worker starting beside others' writes stalled them, and a writer
-    that had read the table before inserting deadlocked with it (seen in CI with four
-    processes writing one database).
+    A database at `SCHEMA_VERSION` runs no DDL at all: ``ALTER TABLE ... IF NOT EXISTS`` and
+    ``CREATE INDEX IF NOT EXISTS`` lock their tables even when they change nothing, so a
+    worker starting beside others' writes would stall them (and deadlocked with a writer
+    that had read the table, with four processes writing one database).
 
     Raises:
         SchemaVersionError: the database holds a newer schema than this package knows.
     """
-    fingerprint = schema_fingerprint()
     with psycopg.connect(url, autocommit=True) as conn:
-        if _stored_version(conn, "ddl") != fingerprint:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                for statement in (*SCHEMA, *PARTS_SCHEMA):
-                    conn.execute(statement)
-                word_stats.ensure_word_stats(conn)
-                tag_counts.ensure_tag_counts(conn)
-                conn.execute(
-                    "INSERT INTO memgpt_schema (name, version) VALUES ('memory', %s) "
-                    "ON CONFLICT (name) DO NOTHING",
-                    (SCHEMA_VERSION,),
-                )
-                conn.execute(
-                    "INSERT INTO memgpt_schema (name, version) VALUES ('ddl', %s) "
-                    "ON CONFLICT (name) DO UPDATE SET version = excluded.version",
-                    (fingerprint,),
-                )
-        version = _stored_version(conn, "memory") or SCHEMA_VERSION
-        if version > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"the memory schema in this database is version {version}, newer than this "
-                f"package's {SCHEMA_VERSION}: upgrade langgraph-memgpt"
+        if _pending(conn) is None:
+            return
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            done = _pending(conn)  # another process may have migrated it meanwhile
+            if done is None:
+                return
+            for migration in MIGRATIONS:
+                if migration.version > done:
+                    migration.apply(conn)
+            conn.execute(
+                "INSERT INTO memgpt_schema (name, version) VALUES ('memory', %s) "
+                "ON CONFLICT (name) DO UPDATE SET version = excluded.version",
+                (SCHEMA_VERSION,),
             )
+            # The fingerprint of the DDL that unnumbered versions kept: nothing reads it now.
+            conn.execute("DELETE FROM memgpt_schema WHERE name = 'ddl'")
+
+
+def _pending(conn: psycopg.Connection[Any]) -> int | None:
+    """The version the database has (`UNNUMBERED` when new), or None when it needs nothing.
+
+    Raises:
+        SchemaVersionError: the database holds a newer schema than this package knows.
+    """
+    version = _stored_version(conn, "memory")
+    if version is not None and version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"the memory schema in this database is version {version}, newer than this "
+            f"package's {SCHEMA_VERSION}: upgrade langgraph-memgpt"
+        )
+    if version is None:
+        return UNNUMBERED
+    return None if version == SCHEMA_VERSION else version
 
 
 def _stored_version(conn: psycopg.Connection[Any], name: str) -> int | None:

@@ -11,8 +11,7 @@ whole texts (tests/test_part_words.py).
 Only the long texts among a search's word matches are read: the term queries of
 ``search.bm25_scores`` flag them on the rows they read anyway (``bm25.long_text_sql``),
 then ``chunks.parts_of`` decides. A memory of short texts costs no query more; reading
-them by id after the term queries instead cost the word search a third of its time
-(``benchmarks/pg_search_sizes.py`` at 10k messages: recall 10-11 -> 13-18 ms p50).
+them by id after the term queries instead would be one more query per search.
 """
 
 from __future__ import annotations

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import psycopg
-from langchain_core.embeddings import Embeddings
-from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.chunks import embed_parts
@@ -54,10 +53,15 @@ from langgraph_memgpt.stores.postgres.parts import store_parts
 from langgraph_memgpt.stores.postgres.search import (
     Params,
     TableSignals,
-    has_more_than,
     placeholders,
 )
-from langgraph_memgpt.stores.search import CONTEXT_RADIUS, RECALL, hybrid_search
+from langgraph_memgpt.stores.postgres.tier import PgTier
+from langgraph_memgpt.stores.search import (
+    CONTEXT_RADIUS,
+    RecallFilter,
+    SearchesRecall,
+    SignalSource,
+)
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 
 TABLE = "memgpt_recall"
@@ -74,7 +78,7 @@ class _Row:
     context: str | None
 
 
-class PgRecallMemory:
+class PgRecallMemory(SearchesRecall, PgTier):
     """The verbatim message history of one agent in Postgres (meets ``RecallStore``).
 
     Args:
@@ -85,20 +89,7 @@ class PgRecallMemory:
             beyond it, the HNSW index with an iterative scan.
     """
 
-    def __init__(
-        self,
-        pool: ConnectionPool[Any],
-        agent_id: str,
-        embeddings: Embeddings | None,
-        *,
-        exact_scan_limit: int = 5_000,
-    ) -> None:
-        self.pool = pool
-        self.agent_id = agent_id
-        self.embeddings = embeddings
-        self.exact_scan_limit = exact_scan_limit
-        self._large = False  # past exact_scan_limit once, always: agents' vectors only grow
-        self._identity: tuple[str, int] | None = None
+    table = TABLE
 
     # -- writing ---------------------------------------------------------------------
 
@@ -127,7 +118,7 @@ class PgRecallMemory:
             # A deleted message is never recorded again (a re-recorded queue still holds it).
             # Nor is a stored one offered again: every turn re-records the whole queue (the
             # write-ahead's repair), and one lookup spares an INSERT per queued message
-            # (52 a turn, 24 ms, in `benchmarks/per_turn.py`) and the ids they would burn.
+            # and the ids they would burn.
             # The threads are locked, so no other writer adds these keys meanwhile.
             skip = forgotten_among(conn, self.agent_id, keys) | self._stored_among(conn, keys)
             new: list[tuple[int, PreparedMessage]] = []
@@ -171,26 +162,13 @@ class PgRecallMemory:
 
     # -- searching -------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        roles: Sequence[str] | None = None,
-        start_date: str | None = None,
-        end_date: str | None = None,
-        page: int = 0,
-        page_size: int = 5,
-        mode: SearchMode = "hybrid",
-        exclude_ids: Collection[str] = (),
-    ) -> SearchPage[RecallMessage]:
-        """Messages by words and meaning, best first; filters apply before ranking.
-
-        Same arguments, totals and errors as ``stores.recall.RecallMemory.search``.
-        """
-        where, params = self._filters(roles, start_date, end_date, exclude_ids)
+    @contextmanager
+    def _recall_signals(self, chosen: RecallFilter) -> Iterator[SignalSource[RecallMessage]]:
+        where, params = self._filters(
+            chosen.roles, chosen.start_date, chosen.end_date, chosen.exclude_ids
+        )
         with self.pool.connection() as conn:
-            source = _PgRecallSignals(self, conn, where, params)
-            return hybrid_search(RECALL, source, query, mode, page, page_size)
+            yield _PgRecallSignals(self, conn, where, params)
 
     def search_date(
         self, start_date: str | None, end_date: str | None, *, page: int = 0, page_size: int = 5
@@ -452,14 +430,6 @@ class PgRecallMemory:
         assert row is not None
         return int(row[0])
 
-    def _approximate(self, conn: psycopg.Connection[Any]) -> bool:
-        """Whether vector search goes through HNSW: the agent has outgrown an exact scan."""
-        if not self._large:
-            self._large = has_more_than(
-                conn, TABLE, "embedding", self.agent_id, self.exact_scan_limit
-            )
-        return self._large
-
     # -- internals: writing ----------------------------------------------------------
 
     def _refresh_contexts(
@@ -581,10 +551,6 @@ class PgRecallMemory:
             params.append(pg_texts(list(exclude_ids)))
         return " AND ".join(clauses), params
 
-    def _count(self, conn: psycopg.Connection[Any], where: str, params: Params) -> int:
-        row = conn.execute(f"SELECT count(*) FROM {TABLE} AS b WHERE {where}", params).fetchone()
-        return int(row[0]) if row else 0
-
     def _listing(
         self,
         conn: psycopg.Connection[Any],
@@ -621,8 +587,8 @@ class PgRecallMemory:
         """The agent's distinct speaker names: a skip scan of ``memgpt_recall_speakers``.
 
         Each step asks the index for the first name after the previous one, so the cost
-        is one probe per name, not one read per message (15 ms at 10k messages, growing
-        with them, for ``SELECT DISTINCT``).
+        is one probe per name, not one read per message (``SELECT DISTINCT`` grows with
+        the messages).
         """
         speakers = (
             f"FROM {TABLE} WHERE agent_id = %s AND searchable AND name IS NOT NULL "

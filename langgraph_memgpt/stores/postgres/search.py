@@ -39,19 +39,16 @@ def placeholders(conditions: Sequence[str]) -> list[str]:
 WALK_ROW_COST = 1 / 6
 """What testing one row costs walking newest first, against reading one GIN match: the
 walk reads the newest rows, contiguous and recently written, the index's matches lie all
-over the table. Measured at 100k messages here: 5 us a row walked (13 us for a context,
-whose ``tsvector`` is out of line) against 10-45 us a match read through the index."""
+over the table (``benchmarks/pg_turn_sql.py`` measures both)."""
 
 WINDOW_FROM_WALK = 4000
 """Walks longer than this many rows read a window of the newest rows instead.
 
-A term in a few thousand of 100k messages is the worst case for both other ways: its GIN
-matches are too many to read and sort (2.5k, 25-50 ms), its newest 250 too far apart to
-walk to (10k rows, 48 ms for a context). Intersecting its GIN matches with a range of the
-agent's newest ids (a bitmap AND of the GIN and ``(agent_id, id)`` indexes) reads only the
-matches in the range: 5-9 ms for those terms (``/tmp`` probe over the 22 queries of
-``benchmarks/per_turn.py`` at 100k messages, quiet machine). Below ~4k rows walked the
-walk was as fast or faster (a common term's window still builds its whole GIN bitmap)."""
+A term of middling frequency in a large agent is the worst case for both other ways: its
+GIN matches are too many to read and sort, its newest ``TERM_MATCH_CAP`` too far apart to
+walk to. Intersecting its GIN matches with a range of the agent's newest ids (a bitmap AND
+of the GIN and ``(agent_id, id)`` indexes) reads only the matches in the range. Shorter
+walks stay walks: a common term's window still builds its whole GIN bitmap."""
 
 WINDOW_MARGIN = 2
 """A window spans the rows expected to hold this many times ``TERM_MATCH_CAP`` matches."""
@@ -83,9 +80,7 @@ def term_reading(df: int, documents: int) -> Reading:
     testing each (about ``TERM_MATCH_CAP * documents / df`` rows, at
     :data:`WALK_ROW_COST` each), or, for a walk longer than :data:`WINDOW_FROM_WALK`,
     intersect the matches with the newest rows. The exact ``df`` decides, not the
-    planner's estimate: at 100k messages it walked 14.6k rows (187 ms) for a context term
-    in 1,832 of them, which the index reads in 17 ms; a term in 7k messages is the other
-    way round (walk 3.4k rows, 17 ms; index 7k matches, 300 ms).
+    planner's estimate, which chose the slow way for both rare and common terms.
     """
     walked = TERM_MATCH_CAP * max(documents, df) / max(df, 1)
     if df <= TERM_MATCH_CAP or walked * WALK_ROW_COST >= df:
@@ -311,13 +306,9 @@ def vector_scores(
 HNSW_EF_SEARCH = 256
 """The HNSW candidate list per search (pgvector's ``hnsw.ef_search``; its default is 40).
 
-Measured at 1M archival passages (the clustered vectors of ``benchmarks/archival_pg.py``,
-200 queries, recall@10 against the exact scan, LIMIT 100 as the archival pool asks, load
-~2): 128 gave 0.842 at 29 ms p50, 256 gave 0.901 at 27 ms, 400 gave 0.921 at 37 ms. But a
-recall turn runs several such scans: at 100k messages (``benchmarks/per_turn.py --backend
-postgres --embeddings minilm``, load ~1.5) a search turn's p50 was 461 / 467 / 626 ms and a
-chat turn's 153 / 167 / 247 ms with 128 / 256 / 400. 256 buys the recall for nothing
-measurable; 400 costs every turn."""
+Larger lists find more of the exact top 10 and cost every scan, and a recall turn runs
+several: 256 was chosen with ``benchmarks/archival_pg.py`` (recall@10 at 1M passages) and
+``benchmarks/per_turn.py --backend postgres`` (the turn's cost)."""
 
 
 def has_more_than(

@@ -2,8 +2,8 @@
 
 ``archival.tags()`` is read whenever the system prompt is rendered (its memory statistics
 name the tags in use: every new thread, every core edit, every eviction). Computed as
-``SELECT DISTINCT unnest(tags)`` it reads every passage of the agent: 69-122 ms at 100k
-passages here, growing with them. ``memgpt_archival_tag_counts`` holds per agent and tag
+``SELECT DISTINCT unnest(tags)`` it reads every passage of the agent, growing with them.
+``memgpt_archival_tag_counts`` holds per agent and tag
 how many passages carry it, kept by triggers in the transaction that changes the passages,
 whatever path changes them (inserts, the bulk loader's ``COPY``, deletes and forgetting, a
 changed tag list), as ``word_stats`` keeps the word statistics; a tag no passage carries

@@ -37,7 +37,12 @@ async function api(path, params = {}, options = {}) {
   if (response.status === 401) {
     document.getElementById("login").hidden = false;
   }
-  if (!response.ok) throw new Error(body.detail || `${response.status} ${response.statusText}`);
+  if (!response.ok) {
+    const err = new Error(body.detail || `${response.status} ${response.statusText}`);
+    err.status = response.status;
+    err.body = body;
+    throw err;
+  }
   return body;
 }
 
@@ -92,11 +97,22 @@ function blockCard(block) {
       onclick: async () => {
         note.textContent = "";
         try {
+          // Compare-and-set: the store writes only if the block still holds what we loaded.
           await api("/core", { agent: state.agent, label: block.label },
-                    { method: "PUT", body: JSON.stringify({ value: area.value }) });
+                    { method: "PUT",
+                      body: JSON.stringify({ value: area.value, expected: block.value }) });
           await loadCore();
           await showHistory(block.label);
-        } catch (err) { note.textContent = err.message; }
+        } catch (err) {
+          if (err.status === 409) {
+            // Keep the person's text in the box; show what the block holds now.
+            note.setAttribute("data-conflict", "");
+            note.textContent = "Not saved: this block changed since the page loaded it " +
+              "(now: \u201c" + err.body.current.value + "\u201d). Your text is still in the " +
+              "box; reload the block to see the change, then edit again.";
+            block.value = err.body.current.value;
+          } else note.textContent = err.message;
+        }
       } }), " ", note);
   }
   actions.append(" ", el("button", { "data-testid": "show-history", text: "History",
@@ -117,8 +133,8 @@ function sectionList(block) {
   return list;
 }
 
-async function showHistory(label) {
-  const data = await api("/history", { agent: state.agent, label });
+async function showHistory(label, page = 0) {
+  const data = await api("/history", { agent: state.agent, label, page });
   document.getElementById("history").hidden = false;
   document.getElementById("history-label").textContent = label;
   const list = document.getElementById("edits");
@@ -138,6 +154,8 @@ async function showHistory(label) {
         el("time", { text: when(edit.time) })),
       diff));
   }
+  pager(document.getElementById("history-pager"), data,
+        (p) => showHistory(label, p).catch(fail));
 }
 
 // --- recall and archival ------------------------------------------------------------------
@@ -191,6 +209,11 @@ async function loadArchival(page = 0) {
   const params = formParams(document.getElementById("archival-form"));
   const data = await api("/archival", { agent: state.agent, page, ...params });
   document.getElementById("archival-count").textContent = `${data.total} passages`;
+  const retention = document.getElementById("retention");
+  retention.hidden = !data.retention.length;
+  retention.textContent = "Retention: " + data.retention.map((r) =>
+    `passages tagged ${r.tag}` + (r.source ? ` from ${r.source}` : "") +
+    ` are forgotten after ${r.max_age}`).join("; ");
   const tags = document.getElementById("tags-in-use");
   tags.replaceChildren(...data.tags_in_use.map((t) => el("option", { value: t })));
   const list = document.getElementById("passages");
@@ -227,6 +250,14 @@ async function loadThreads() {
   box.replaceChildren();
   if (!data.threads.length) box.append(el("p", { class: "muted", text: "No threads yet." }));
   for (const t of data.threads) {
+    if (t.error) {
+      box.append(el("article", { class: "thread", "data-testid": "thread",
+                                 "data-thread": t.thread_id },
+        el("h3", {}, el("span", { text: "thread " + t.thread_id })),
+        el("p", { class: "why", "data-testid": "thread-error",
+                  text: "This thread cannot be shown: " + t.error })));
+      continue;
+    }
     const g = t.gauge;
     const level = g.tokens >= g.warning_at ? " warn" : "";
     const gauge = bar(g.fill, "gauge" + level, [g.warning_at / g.window, g.flush_at / g.window]);

@@ -1,0 +1,144 @@
+"""What may enter the ``human`` block: notes grounded in what the user said about themselves.
+
+A 1.5B model saves small talk as if it were a fact about the user ("Weather has been odd
+lately", "Traffic was bad this morning", "The bus was late again"): half the lines it wrote
+to ``human`` on scenarios of our own were chatter, and every such line sits in every later
+prompt of the agent. What makes a line a fact about the user is visible in the user's own
+message: they speak about themselves ("I", "my", "we"), or they give their name ("Name's
+Bram", "Dev here"). Chatter speaks about the world ("the traffic", "the weather").
+
+`grounded_in_user_words` lets a note into ``human`` only when a sentence of the user in
+view states something lasting about them (`fact_sentences`: first person or their name,
+not a question, not the passing moment: "I'm so tired today") and shares a content word
+with the note. The embedded model's wrapper (`LocalToolCallingChatModel`) takes the other
+``human`` edits out of the step it returns (`drop_ungrounded_notes`), before they run; it
+asks nothing of the model and costs no call. Other models are trusted with their notes (a
+user may well ask any model to keep "The door code is 4711").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
+
+from langgraph_memgpt.stores.words import topic_stems
+from langgraph_memgpt.tokens import content_text
+
+_FIRST_PERSON = re.compile(
+    r"\b(i|i['\u2019](m|ve|d|ll)|im|me|my|mine|myself|we|we['\u2019](re|ve)|us|our|ours)\b",
+    re.IGNORECASE,
+)
+_TIME_PREFIX = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\]\s*")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+_PASSING = re.compile(
+    r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|lol|"
+    r"haha+|ugh)\b",
+    re.IGNORECASE,
+)
+_LEAD = re.compile(
+    r"^\s*((hi|hello|hey|hiya|oh|ok|okay|so|and|also|anyway|actually|well|btw|fyi|yes|no)"
+    r"\b[\s,!.:-]*|(just so you know|by the way|for the record|remember that|quick one)"
+    r"\b[\s,!.:-]*|[\w' ]{1,20}:\s+)+",
+    re.IGNORECASE,
+)
+_NAME = re.compile(
+    r"\b(?i:my name is|my name's|name's|call me|i'm|i am)\s+([A-Z][\w'-]+)\s*[.!,]?\s*$"
+    r"|^([A-Z][\w'-]+) here\b",
+)
+
+
+def names_themselves(sentence: str) -> re.Match[str] | None:
+    """The self-introduction in a sentence ("I'm Ada", "Name's Bram", "Dev here"), if any."""
+    return _NAME.search(sentence)
+
+
+def fact_sentences(message: str) -> list[str]:
+    """The sentences of a user's message that state something lasting about the user."""
+    found = []
+    for raw in _SENTENCES.split(_TIME_PREFIX.sub("", message)):
+        sentence = _LEAD.sub("", raw.strip()).strip()
+        if not sentence or sentence.endswith("?") or _PASSING.search(sentence):
+            continue
+        if speaks_about_themselves(sentence) or names_themselves(sentence):
+            found.append(sentence)
+    return found
+
+
+_NAMING = re.compile(r"\b(name|names|named|called|call)\b", re.IGNORECASE)
+_CAPITALISED = re.compile(r"\b[A-Z][\w'\u2019-]+")
+
+
+def speaks_about_themselves(text: str) -> bool:
+    """Whether a user's message speaks about the user (first person)."""
+    return bool(_FIRST_PERSON.search(text))
+
+
+def _capitalised(text: str) -> set[str]:
+    return {
+        w.casefold().removesuffix("'s").removesuffix("\u2019s") for w in _CAPITALISED.findall(text)
+    }
+
+
+def _gives_its_name(note: str, said: str) -> bool:
+    """A self-introduction without a pronoun ("Name's Bram.", "Dev here.").
+
+    The note is about a name and shares a capitalised word, other than the naming words
+    themselves, with the message.
+    """
+    if not _NAMING.search(note):
+        return False
+    return bool((_capitalised(note) & _capitalised(said)) - {"name", "names", "call", "called"})
+
+
+def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
+    """Whether one of ``user_messages`` says ``note`` about the user themselves.
+
+    A sentence of theirs that states something lasting about them (`fact_sentences`: not
+    a question, not the passing moment) shares a content word with the note, or the note
+    gives the name they introduced themselves with.
+    """
+    stems = topic_stems(note)
+    for said in user_messages:
+        if any(stems & topic_stems(sentence) for sentence in fact_sentences(said)):
+            return True
+        if _gives_its_name(note, said):
+            return True
+    return False
+
+
+DROPPED_FLAG = "memgpt_dropped_notes"
+"""On an AI message: the ``human`` notes the wrapper took out of it (no user words ground them)."""
+
+
+def drop_ungrounded_notes(
+    message: AIMessage, prompt: Sequence[BaseMessage], edit_tools: Collection[str]
+) -> AIMessage:
+    """``message`` without its ``human`` edits that no user message in the prompt grounds.
+
+    The dropped notes are listed under `DROPPED_FLAG`; everything else (the reply, other
+    blocks) stays. A prompt without user messages drops nothing.
+    """
+    said = [content_text(m) for m in prompt if isinstance(m, HumanMessage) and not m.name]
+    if not said:
+        return message
+    kept: list[ToolCall] = []
+    dropped: list[str] = []
+    for call in message.tool_calls:
+        args = call["args"]
+        note = args.get("content", args.get("new_content"))
+        if (
+            call["name"] in edit_tools
+            and args.get("label") == "human"
+            and isinstance(note, str)
+            and note.strip()
+            and not grounded_in_user_words(note, said)
+        ):
+            dropped.append(note)
+            continue
+        kept.append(call)
+    if not dropped:
+        return message
+    flags = {**message.additional_kwargs, DROPPED_FLAG: dropped}
+    return message.model_copy(update={"tool_calls": kept, "additional_kwargs": flags})

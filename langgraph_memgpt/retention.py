@@ -1,0 +1,129 @@
+"""Retention rules for archival memory: how long passages with a tag are kept.
+
+A rule is data stored with the agent (``ArchivalStore.set_retention_rule``), exported
+and imported with it: passages tagged ``tag`` (and ``source:<source>`` when the rule names
+a source, as ``ingest`` tags documents) older than the rule's age are forgotten the way
+``forget --passage`` forgets them: every place they live (row, tags, words, vectors and
+FAISS caches), each deletion logged with the rule and never the text. The sleep-time run
+applies the rules (``sleeptime.read_new_messages``), and so does ``langgraph-memgpt
+retention apply`` (``retention_cli``). Example, MemGPT's production guidance: raw HTML
+kept 48 hours, extracted JSON forever::
+
+    memory.archival.set_retention_rule(rule("raw_html", "48h"))
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.dates import to_utc_iso
+from langgraph_memgpt.stores.passages import MAX_TAG_CHARS, normalize_tags
+from langgraph_memgpt.stores.types import RetentionRule, format_age
+
+ACTOR = "retention"
+"""The actor of every deletion a rule makes, as the deletion log records it."""
+_AGE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_BATCH = 500
+
+
+class RetentionRuleError(ValueError):
+    """A rule that cannot be stored (the message names the field and what it takes)."""
+
+
+def parse_age(text: str | int) -> int:
+    """``"48h"`` -> 172800 seconds; units s, m, h, d, w (none: seconds); at least 1 second."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        seconds = text
+    else:
+        match = _AGE.match(str(text))
+        if match is None:
+            raise RetentionRuleError(
+                f"max_age {text!r} is not an age: a whole number with a unit s, m, h, d or w "
+                "(e.g. 48h, 30d)"
+            )
+        seconds = int(match.group(1)) * _UNITS[match.group(2)]
+    if seconds < 1:
+        raise RetentionRuleError(f"max_age must be at least 1 second, got {text!r}")
+    return seconds
+
+
+def rule(tag: str, max_age: str | int, source: str | None = None) -> RetentionRule:
+    """A checked rule: a non-empty tag (and source, if any) and an age like ``"48h"``."""
+    if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS:
+        raise RetentionRuleError(f"tag must be 1-{MAX_TAG_CHARS} characters of text, got {tag!r}")
+    if source is not None and (not isinstance(source, str) or not source.strip()):
+        raise RetentionRuleError(f"source must be a file name or left out, got {source!r}")
+    # Tags are stored normalised (lower case): a rule must name them the same way.
+    (normal,) = normalize_tags([tag])
+    return RetentionRule(normal, parse_age(max_age), source.strip() if source else None)
+
+
+def rule_view(item: RetentionRule) -> dict[str, object]:
+    """A rule as JSON (the memory page, export)."""
+    return {
+        "tag": item.tag,
+        "source": item.source,
+        "max_age_seconds": item.max_age_seconds,
+        "max_age": format_age(item.max_age_seconds),
+        "describe": item.describe(),
+    }
+
+
+@dataclass
+class RetentionReport:
+    """What one application of an agent's rules forgot: passage ids per rule."""
+
+    agent_id: str
+    forgotten: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        """Passages forgotten in all."""
+        return sum(len(ids) for ids in self.forgotten.values())
+
+    def describe(self) -> str:
+        """One line per rule that forgot something (counts and ids, never text)."""
+        if not self.forgotten:
+            return f"Agent '{self.agent_id}': no passage past a retention rule."
+        lines = [
+            f"Agent '{self.agent_id}': {rule_text}: forgot {len(ids)} passage(s) {ids}"
+            for rule_text, ids in self.forgotten.items()
+        ]
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON form (the sleep-time run's state, ``--json``)."""
+        return {"agent_id": self.agent_id, "count": self.count, "forgotten": self.forgotten}
+
+
+def apply_retention(
+    memory: Memory, *, now: datetime | None = None, actor: str = ACTOR
+) -> RetentionReport:
+    """Forget every passage of the agent past one of its rules; returns what went.
+
+    ``now`` is when the ages are measured from (default: the clock), so a test or a
+    dry look ahead needs no waiting.
+    """
+    report = RetentionReport(memory.agent_id)
+    moment = now or datetime.now(UTC)
+    for item in memory.archival.retention_rules():
+        before = to_utc_iso(moment - timedelta(seconds=item.max_age_seconds))
+        source_tag = _source_tag(item.source) if item.source else None
+        while ids := memory.archival.expired(
+            item.tag, source_tag=source_tag, before=before, limit=_BATCH
+        ):
+            deleted = memory.archival.delete(ids, actor=actor, detail=item.describe())
+            if deleted:
+                report.forgotten.setdefault(item.describe(), []).extend(p.id for p in deleted)
+            if len(deleted) < len(ids):  # another process took some meanwhile; never spin
+                break
+    return report
+
+
+def _source_tag(source: str) -> str:
+    """The tag ``ingest`` gives a file's passages (``source:<file name>``), as stored."""
+    return normalize_tags([f"source:{source}"[:MAX_TAG_CHARS]])[0]

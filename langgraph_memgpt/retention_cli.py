@@ -1,0 +1,116 @@
+"""``langgraph-memgpt retention``: set, list, remove and apply archival retention rules.
+
+Works on the embedded memory in a data directory or on Postgres (``--database-url``),
+through the memory protocols (``retention``). ``apply`` without ``--agent`` applies every
+agent's rules, e.g. from a system cron beside ``langgraph dev``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from langgraph_memgpt.retention import RetentionRuleError, apply_retention, rule, rule_view
+from langgraph_memgpt.stores.backends import open_backend
+from langgraph_memgpt.stores.base import MemoryBackend
+
+
+def _error(message: str) -> None:
+    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+
+
+def _backend(args: argparse.Namespace) -> MemoryBackend:
+    from langgraph_memgpt.context import DATABASE_URL_ENV, Context
+
+    data_dir = Path(args.data_dir) if args.data_dir else Path(Context().data_dir)
+    url = args.database_url if args.database_url is not None else os.environ.get(DATABASE_URL_ENV)
+    # No embedding model: forgetting a passage needs none (its vectors go by id).
+    return open_backend(data_dir, database_url=(url or "").strip(), embedding_model="none")
+
+
+def _close(backend: MemoryBackend) -> None:
+    backend.close()
+    from langgraph_memgpt.stores import close_all
+
+    close_all()  # writes the FAISS caches of the embedded memory before the process ends
+
+
+def cmd_retention(args: argparse.Namespace) -> int:
+    """Run ``retention <action>``; 0 on success, 1 for nothing to remove, 2 for bad input."""
+    console = Console()
+    backend = _backend(args)
+    try:
+        if args.action == "apply":
+            agents = [args.agent] if args.agent else backend.agents()
+            reports = [apply_retention(backend.open(agent)) for agent in agents]
+            if args.json:
+                print(json.dumps([r.as_dict() for r in reports]))
+            else:
+                for report in reports:
+                    console.print(escape(report.describe()), soft_wrap=True)
+            return 0
+        if not args.agent:
+            _error(f"retention {args.action} needs --agent")
+            return 2
+        if args.action in ("set", "remove") and not args.tag:
+            _error(f"retention {args.action} needs --tag")
+            return 2
+        if args.action == "set" and not args.max_age:
+            _error("retention set needs --max-age, e.g. 48h")
+            return 2
+        memory = backend.open(args.agent)
+        if args.action == "set":
+            try:
+                item = rule(args.tag, args.max_age, args.source)
+            except RetentionRuleError as exc:
+                _error(str(exc))
+                return 2
+            memory.archival.set_retention_rule(item)
+            console.print(f"Agent '{escape(args.agent)}': {escape(item.describe())}")
+            return 0
+        if args.action == "remove":
+            if not memory.archival.remove_retention_rule(args.tag, args.source):
+                _error(f"agent '{args.agent}' has no retention rule for tag '{args.tag}'")
+                return 1
+            console.print(
+                f"Agent '{escape(args.agent)}': rule for tag '{escape(args.tag)}' removed"
+            )
+            return 0
+        rules: list[dict[str, Any]] = [rule_view(r) for r in memory.archival.retention_rules()]
+        if args.json:
+            print(json.dumps(rules))
+        elif not rules:
+            console.print(f"Agent '{escape(args.agent)}' has no retention rules.")
+        for item_view in rules if not args.json else []:
+            console.print(escape(str(item_view["describe"])))
+        return 0
+    finally:
+        _close(backend)
+
+
+def add_retention_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """Register ``retention`` (``set``, ``list``, ``remove``, ``apply``) on the CLI."""
+    parser = subparsers.add_parser(
+        "retention",
+        help="archival retention rules: forget passages with a tag after a maximum age",
+        description="A rule (per agent, by tag, optionally by ingested source file) forgets "
+        "archival passages older than its age everywhere they live, each deletion logged with "
+        "the rule (never the text). The sleep-time run applies the rules too.",
+    )
+    parser.add_argument("action", choices=("set", "list", "remove", "apply"))
+    parser.add_argument("--agent", help="agent id (apply: every agent when left out)")
+    parser.add_argument("--tag", help="set/remove: the passages' tag, e.g. raw_html")
+    parser.add_argument("--source", default=None, help="set/remove: only this ingested file")
+    parser.add_argument("--max-age", help="set: e.g. 48h, 30d, 2w, 900s")
+    parser.add_argument("--json", action="store_true", help="list/apply: print JSON")
+    parser.add_argument("--data-dir", type=Path, default=None, help="memory folder")
+    parser.add_argument("--database-url", default=None, help="postgresql://... instead")
+    parser.set_defaults(func=cmd_retention)

@@ -1,0 +1,162 @@
+"""The embedded backend's schema versions: one ordered list of numbered migrations.
+
+A memory database records its version in ``PRAGMA user_version`` and is recognised by
+``PRAGMA application_id`` (`APPLICATION_ID`). Opening a file for writing (`db.open_db`)
+runs the migrations it has not had, in order, in one write transaction, then stamps both
+pragmas; a second process opening it meanwhile waits and finds it migrated. A file of a
+later version than this package knows is refused, never written.
+
+Files made before numbering are version 0, in any of their historic shapes: migrations 1-4
+bring each up (each a no-op where its change is already there), and 5 creates whatever
+tier tables, indexes and triggers are missing. A change to the schema is a new migration at
+the end of `MIGRATIONS`; the tables' SQL that migration 5 runs stays the shape of version 5.
+``tests/test_migrations.py`` opens a file of every earlier version (``tests/fixtures``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+APPLICATION_ID = 0x4D656D47
+"""``PRAGMA application_id`` of a memory database: "MemG" in ASCII."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One numbered step of the schema."""
+
+    version: int
+    does: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')}
+
+
+def _archival_counts(conn: sqlite3.Connection) -> None:
+    """Per-agent passage counts, filled from the passages a file already holds."""
+    from langgraph_memgpt.stores.archival import COUNTS_TABLE
+
+    tables = _tables(conn)
+    if "archival_counts" in tables:
+        return
+    conn.execute(COUNTS_TABLE)
+    if "archival" in tables:
+        conn.execute(
+            "INSERT INTO archival_counts (agent_id, passages) "
+            "SELECT agent_id, count(*) FROM archival GROUP BY agent_id"
+        )
+
+
+def _recall_thread_key(conn: sqlite3.Connection) -> None:
+    """Key recall by (agent, thread, message id), row ids kept.
+
+    The old key (agent, message id) lost every thread's messages but the first one's when a
+    client numbered messages per thread. Row ids are kept, so the full-text indexes and the
+    vectors (keyed by row id) stay valid; dropping the old table drops its indexes and
+    triggers, which migration 5 creates again.
+    """
+    from langgraph_memgpt.stores.recall_schema import COLUMNS_SQL, COPIED
+
+    if "recall" not in _tables(conn):
+        return
+    old_key = False
+    for row in conn.execute("PRAGMA index_list(recall)").fetchall():
+        if bool(row[2]):
+            columns = [str(r[2]) for r in conn.execute(f'PRAGMA index_info("{row[1]}")')]
+            old_key = old_key or columns == ["agent_id", "message_id"]
+    if old_key:
+        conn.execute(f"CREATE TABLE recall_rekeyed ({COLUMNS_SQL})")
+        conn.execute(f"INSERT INTO recall_rekeyed ({COPIED}) SELECT {COPIED} FROM recall")
+        conn.execute("DROP TABLE recall")
+        conn.execute("ALTER TABLE recall_rekeyed RENAME TO recall")
+
+
+def _archival_keys(conn: sqlite3.Connection) -> None:
+    """Passages carry the idempotency key a replayed insert finds them by."""
+    if "archival" in _tables(conn) and "key" not in _columns(conn, "archival"):
+        conn.execute("ALTER TABLE archival ADD COLUMN key TEXT")
+
+
+def _core_sections(conn: sqlite3.Connection) -> None:
+    """Core blocks may declare labelled sections (none in a block made before)."""
+    if "core_blocks" in _tables(conn) and "sections" not in _columns(conn, "core_blocks"):
+        conn.execute("ALTER TABLE core_blocks ADD COLUMN sections TEXT NOT NULL DEFAULT ''")
+
+
+def _tier_tables(conn: sqlite3.Connection) -> None:
+    """Every tier's tables, indexes, full-text indexes and triggers that are missing."""
+    from langgraph_memgpt.stores import archival, core, deletions, recall_schema, vectors
+
+    for statement in (
+        *core.SCHEMA.split(";"),
+        *recall_schema.SCHEMA,
+        *archival.SCHEMA,
+        *vectors.SCHEMA,
+        *deletions.SCHEMA,
+    ):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _retention_rules(conn: sqlite3.Connection) -> None:
+    """Archival retention rules, stored with the agent (``stores.retention``)."""
+    from langgraph_memgpt.stores import retention
+
+    conn.execute(retention.SCHEMA)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "archival counts per agent", _archival_counts),
+    Migration(2, "recall keyed by (agent, thread, message id)", _recall_thread_key),
+    Migration(3, "archival passages keyed for replays", _archival_keys),
+    Migration(4, "core blocks with sections", _core_sections),
+    Migration(5, "every tier's tables, indexes and triggers", _tier_tables),
+    Migration(6, "archival retention rules", _retention_rules),
+)
+LATEST = MIGRATIONS[-1].version
+assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)), "numbered 1, 2, ..."
+
+
+class NewerSchemaError(Exception):
+    """The file was written by a later version of the package."""
+
+
+def version_of(conn: sqlite3.Connection) -> int:
+    """The schema version a file records (0: made before numbering, or empty)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the file up to `LATEST`; return the version it had.
+
+    Raises:
+        NewerSchemaError: the file records a later version than this package knows.
+    """
+    found = version_of(conn)
+    if found == LATEST:
+        return found
+    if found > LATEST:
+        raise NewerSchemaError(f"schema version {found}; this package knows up to {LATEST}")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = version_of(conn)  # another process may have migrated it while we waited
+        for migration in MIGRATIONS[found:]:
+            migration.apply(conn)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {LATEST}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return found
+
+
+__all__ = ["APPLICATION_ID", "LATEST", "MIGRATIONS", "Migration", "NewerSchemaError", "migrate"]

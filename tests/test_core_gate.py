@@ -1,0 +1,123 @@
+"""On the small model, only what the user says about themselves enters ``human``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.core_gate import DROPPED_FLAG, grounded_in_user_words
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+from langgraph_memgpt.stores import open_memory
+
+COMPANIONS = ("core_memory_append", "core_memory_replace", "archival_memory_insert")
+
+
+def _turn(tmp_path: Path, said: str, *calls: dict[str, Any]) -> tuple[str, AIMessage]:
+    reply = {"name": "send_message", "arguments": {"message": "Ok!"}}
+    step = json.dumps([*calls, reply])
+    model = LocalToolCallingChatModel(
+        inner=ScriptedChatModel.from_steps([step]),
+        reply_tool="send_message",
+        companions=COMPANIONS,
+    )
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), agent_id="ada", embedding_model="none")
+    out = graph.invoke(
+        {"messages": [HumanMessage(said)]}, {"configurable": {"thread_id": "t"}}, context=ctx
+    )
+    blocks = open_memory(tmp_path, "ada", embedding_model="none").core.blocks()
+    step_message = next(m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls)
+    return next(b.value for b in blocks if b.label == "human"), step_message
+
+
+def _append(content: str) -> dict[str, Any]:
+    return {"name": "core_memory_append", "arguments": {"label": "human", "content": content}}
+
+
+@pytest.mark.parametrize(
+    ("said", "note"),
+    [
+        (
+            "Weather has been odd lately, warm one day and freezing the next.",
+            "Weather has been odd lately.",
+        ),
+        ("Traffic was bad this morning.", "Traffic was bad this morning."),
+        ("lol the office printer is jammed again", "Office printer is jammed."),
+        ("I'm so tired today.", "Tired today."),
+    ],
+)
+def test_small_talk_is_not_saved_to_human(tmp_path: Path, said: str, note: str) -> None:
+    human, step = _turn(tmp_path, said, _append(note))
+    assert human == ""
+    assert step.additional_kwargs[DROPPED_FLAG] == [note]
+    assert [c["name"] for c in step.tool_calls] == ["send_message"]
+
+
+@pytest.mark.parametrize(
+    ("said", "note"),
+    [
+        ("I'm allergic to hazelnuts, so keep that in mind.", "Allergic to hazelnuts."),
+        (
+            "My husband Karl and I just bought a flat in Ghent.",
+            "Husband Karl; bought a flat in Ghent.",
+        ),
+        ("Hey there. Name's Bram.", "Name is Bram."),
+        ("Hiya, Dev here.", "User's name is Dev."),
+    ],
+)
+def test_what_the_user_says_about_themselves_is_saved(tmp_path: Path, said: str, note: str) -> None:
+    human, step = _turn(tmp_path, said, _append(note))
+    assert human == note
+    assert DROPPED_FLAG not in step.additional_kwargs
+
+
+def test_a_correction_into_small_talk_is_dropped_but_a_real_one_applies(tmp_path: Path) -> None:
+    memory = open_memory(tmp_path, "ada", embedding_model="none")
+    memory.core.ensure_defaults()
+    memory.core.append("human", "Lives in Leeds.")
+    args = {"label": "human", "old_content": "Lives in Leeds.", "new_content": "Weather is grey."}
+    replace = {"name": "core_memory_replace", "arguments": args}
+    human, _ = _turn(tmp_path, "Such a grey day today.", replace)
+    assert human == "Lives in Leeds."
+    args["new_content"] = "Lives in York."
+    human, _ = _turn(tmp_path, "Correction: we live in York now.", replace)
+    assert human == "Lives in York."
+
+
+def test_a_note_must_share_words_with_a_lasting_statement_of_the_user() -> None:
+    assert not grounded_in_user_words("Loves sailing.", ["I'm so tired today."])
+    assert not grounded_in_user_words("Tired today.", ["I'm so tired today."])
+    assert grounded_in_user_words("Tired of night shifts.", ["I'm tired of my night shifts."])
+
+
+def test_other_models_keep_the_notes_they_choose(tmp_path: Path) -> None:
+    steps = [
+        {
+            "content": "",
+            "tool_calls": [
+                {
+                    "name": "core_memory_append",
+                    "args": {"label": "human", "content": "Door code 4711."},
+                },
+                {"name": "send_message", "args": {"message": "Saved."}},
+            ],
+        }
+    ]
+    graph = build_graph(model=ScriptedChatModel.from_steps(steps)).compile(
+        checkpointer=InMemorySaver()
+    )
+    ctx = Context(data_dir=str(tmp_path), agent_id="ada", embedding_model="none")
+    graph.invoke(
+        {"messages": [HumanMessage("The door code is 4711.")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+    blocks = open_memory(tmp_path, "ada", embedding_model="none").core.blocks()
+    assert next(b.value for b in blocks if b.label == "human") == "Door code 4711."

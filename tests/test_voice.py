@@ -1,0 +1,150 @@
+"""Replies that speak to the user: the small model's first-person copies of user facts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+from langgraph_memgpt.voice import to_the_user
+
+STATED = "\n".join(
+    [
+        "Remember that I don't eat anything with nuts, nothing at all, just so you know about it.",
+        "I'm allergic to hazelnuts, so keep that in mind.",
+        "I keep recommending 'Middlemarch' to everyone in my book club.",
+        "At work we switched our database to CockroachDB.",
+        "Hi, I'm Ada. I love the colour teal.",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        (
+            "I'm allergic to hazelnuts. Do you have any other allergies?",
+            "What am I allergic to?",
+            "You're allergic to hazelnuts. Do you have any other allergies?",
+        ),
+        (
+            "I keep recommending 'Middlemarch'.",
+            "Which book do I keep recommending?",
+            "You keep recommending 'Middlemarch'.",
+        ),
+        (
+            "At work we switched our database to CockroachDB.",
+            "Which database did we switch to at work?",
+            "At work you switched your database to CockroachDB.",
+        ),
+        ("My name is Ada.", "And what is my name?", "Your name is Ada."),
+        ("My favorite color is teal!", "What colour do I love?", "Your favorite color is teal!"),
+        (
+            "I keep recommending 'Middlemarch' and I mean it.",
+            "Which book do I keep recommending?",
+            "You keep recommending 'Middlemarch' and you mean it.",
+        ),
+    ],
+)
+def test_a_user_fact_said_in_the_agents_voice_is_said_to_the_user(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, STATED) == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "question"),
+    [
+        ("I don't know: I have nothing about that in my memory.", "What is my dog called?"),
+        ("I remember you love teal.", "What colour do I love?"),
+        ("You're allergic to hazelnuts.", "What am I allergic to?"),
+        ("I'm not sure, sorry.", "Where do I work?"),
+        ("I like that book too!", "Which book do I keep recommending?"),
+        ("I don't know: I have nothing about that in my memory.", "What car do I drive?"),
+    ],
+)
+def test_the_agent_speaking_as_itself_is_left_alone(reply: str, question: str) -> None:
+    assert to_the_user(reply, question, STATED) == reply
+
+
+@tool
+def send_message(message: str) -> str:
+    """Send a message to the user."""
+    return "sent"
+
+
+def _reply_to(user_text: str, model_says: str) -> str:
+    call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
+    model = LocalToolCallingChatModel(
+        inner=ScriptedChatModel.from_steps([call]), reply_tool="send_message"
+    ).bind_tools([send_message])
+    prompt = [
+        SystemMessage(
+            content=[
+                {"type": "text", "text": "You are a MemGPT agent."},
+                {"type": "text", "text": "<human>\nAllergic to hazelnuts.\n</human>"},
+            ]
+        ),
+        HumanMessage(f"[2026-12-01 09:30 UTC] {user_text}"),
+    ]
+    reply = model.invoke(prompt)
+    assert isinstance(reply, AIMessage)
+    return next(str(c["args"]["message"]) for c in reply.tool_calls if c["name"] == "send_message")
+
+
+def test_the_local_models_reply_to_a_question_about_the_user_is_repaired() -> None:
+    said = _reply_to("What am I allergic to?", "I'm allergic to hazelnuts.")
+    assert said == "You're allergic to hazelnuts."
+
+
+def test_a_reply_copying_the_users_news_in_its_own_voice_is_said_to_the_user() -> None:
+    said = _reply_to("Hi, I'm Ada. I love the colour teal.", "Hi Ada! I love the colour teal.")
+    assert said == "Hi Ada! You love the colour teal."
+
+
+@pytest.mark.parametrize(
+    "reply", ["I'm glad you told me!", "Noted. I will keep it in mind.", "I love jazz myself."]
+)
+def test_the_agent_speaking_of_itself_after_news_is_left_alone(reply: str) -> None:
+    assert _reply_to("I'm allergic to hazelnuts, by the way.", reply) == reply
+
+
+def test_facts_read_in_a_search_result_count_as_stated() -> None:
+    call = '[{"name": "send_message", "arguments": {"message": "I keep bees."}}]'
+    model = LocalToolCallingChatModel(
+        inner=ScriptedChatModel.from_steps([call]), reply_tool="send_message"
+    ).bind_tools([send_message])
+    prompt = [
+        SystemMessage("You are a MemGPT agent."),
+        HumanMessage("[2026-12-01 09:30 UTC] What do I keep?"),
+        AIMessage(
+            "", tool_calls=[{"name": "conversation_search", "args": {"query": "keep"}, "id": "c1"}]
+        ),
+        ToolMessage('{"status": "OK", "message": "- user: I keep bees."}', tool_call_id="c1"),
+    ]
+    reply = model.invoke(prompt)
+    assert reply.tool_calls[0]["args"]["message"] == "You keep bees."
+
+
+def test_only_the_users_own_lines_of_a_search_result_count_as_stated() -> None:
+    call = json.dumps(
+        [{"name": "send_message", "arguments": {"message": "I found no results for that."}}]
+    )
+    model = LocalToolCallingChatModel(
+        inner=ScriptedChatModel.from_steps([call]), reply_tool="send_message"
+    ).bind_tools([send_message])
+    result = json.dumps({"status": "OK", "message": "No results found for that question."})
+    prompt = [
+        SystemMessage("You are a MemGPT agent."),
+        HumanMessage("[2026-12-01 09:30 UTC] What car do I drive?"),
+        AIMessage(
+            "", tool_calls=[{"name": "conversation_search", "args": {"query": "car"}, "id": "c1"}]
+        ),
+        ToolMessage(result, tool_call_id="c1"),
+    ]
+    reply = model.invoke(prompt)
+    assert reply.tool_calls[0]["args"]["message"] == "I found no results for that."
