@@ -87,6 +87,7 @@ def tool_args(draw: st.DrawFn, name: str) -> Any:
         "request_heartbeat": st.booleans(),
         "tag_match": st.sampled_from(["any", "all", "some"]),
         "city": TEXT,
+        "section": st.sampled_from(["", "Likes", "nope"]) | st.none() | TEXT,
     }
     for field_name in fields:
         if draw(st.booleans()):
