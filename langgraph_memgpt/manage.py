@@ -37,6 +37,7 @@ from langgraph_memgpt.ingest import (
 )
 from langgraph_memgpt.stores import DB_FILENAME, AgentMemory, close_all, list_agents, open_memory
 from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.text import one_line
 from langgraph_memgpt.stores.vectors import recorded_identity
 from langgraph_memgpt.transfer import (
     ExportFormatError,
@@ -309,8 +310,9 @@ def ingest(
         close_all()
     for report in reports:
         replaced = f", {report.replaced} old chunks replaced" if report.replaced else ""
+        shown = escape(one_line(str(report.path)))
         console.print(
-            f"{escape(str(report.path))}: {report.chunks} chunks, {report.added} new{replaced}",
+            f"{shown}: {report.chunks} chunks, {report.added} new{replaced}",
             soft_wrap=True,
         )
     return 0
