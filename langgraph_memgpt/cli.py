@@ -170,6 +170,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         data_dir(args),
         args.agent,
         embedding_model=args.embedding_model,
+        mode="replace" if args.replace else "merge" if args.merge else "new",
         progress=not args.no_progress,
     )
 
@@ -223,10 +224,23 @@ def _add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
         "import",
         help="restore an exported memory under an agent id",
         description="Check the whole file, then restore it; idempotent (importing twice "
-        "adds nothing). Messages and passages are embedded with --embedding-model.",
+        "adds nothing). Messages and passages are embedded with --embedding-model. An agent "
+        "that already has memory is refused unless --merge or --replace says how to combine.",
     )
     restore.add_argument("file", type=Path, help="a file written by `export`")
     restore.add_argument("--agent", required=True, help="agent id to restore into")
+    combine = restore.add_mutually_exclusive_group()
+    combine.add_argument(
+        "--merge",
+        action="store_true",
+        help="into an existing agent: keep its blocks as they are, add what it lacks",
+    )
+    combine.add_argument(
+        "--replace",
+        action="store_true",
+        help="into an existing agent: the file's blocks replace its writable ones "
+        "(read-only blocks are kept; nothing is deleted)",
+    )
     add_data_dir(restore)
     restore.add_argument("--embedding-model", default="minilm", help=embedding_help)
     restore.add_argument("--no-progress", action="store_true", help="hide the progress bars")

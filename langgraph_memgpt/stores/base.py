@@ -69,6 +69,14 @@ class CoreStore(Protocol):
         """
         ...
 
+    def share_proof(self, label: str, owner_id: str) -> str:
+        """This store's signature of "this agent has ``owner_id``'s block ``label`` attached".
+
+        Export writes it beside a shared block; import attaches the block again only when
+        the file's signature is the one this store makes for the importing agent.
+        """
+        ...
+
     def detach(self, label: str) -> None:
         """Stop showing a shared block here (the block itself stays with its owner)."""
         ...

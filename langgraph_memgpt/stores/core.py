@@ -16,6 +16,7 @@ from langgraph_memgpt.osutil import utc_now
 from langgraph_memgpt.stores.blocks import (
     HUMAN_DESCRIPTION,
     PERSONA_DESCRIPTION,
+    SHARE_SECRET,
     appended,
     check_append,
     check_expected,
@@ -25,9 +26,10 @@ from langgraph_memgpt.stores.blocks import (
     editable,
     replaced,
     restorable,
+    share_proof,
     unknown_label,
 )
-from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.db import store_secret, transaction
 from langgraph_memgpt.stores.deletions import log_deletions
 from langgraph_memgpt.stores.sections import (
     check_content,
@@ -205,6 +207,11 @@ class CoreMemory:
                     (self.agent_id, label, owner_id),
                 )
             return _block(block)
+
+    def share_proof(self, label: str, owner_id: str) -> str:
+        """This store's signature of the claim that this agent has ``label`` attached."""
+        secret = store_secret(self.db, SHARE_SECRET)
+        return "" if secret is None else share_proof(secret, self.agent_id, label, owner_id)
 
     def detach(self, label: str) -> None:
         """Stop showing a shared block in this agent's core memory (the block stays)."""

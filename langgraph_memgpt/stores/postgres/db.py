@@ -11,6 +11,7 @@ compare them as text.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -237,6 +238,23 @@ def _tables(conn: psycopg.Connection[Any]) -> None:
         conn.execute(statement)
 
 
+def _secrets(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memgpt_secrets (name text PRIMARY KEY, value text NOT NULL)"
+    )
+
+
+def store_secret(conn: psycopg.Connection[Any], name: str) -> bytes:
+    """The store's random secret ``name``, made on first use (never leaves the database)."""
+    conn.execute(
+        "INSERT INTO memgpt_secrets (name, value) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",
+        (name, secrets.token_hex(32)),
+    )
+    row = conn.execute("SELECT value FROM memgpt_secrets WHERE name = %s", (name,)).fetchone()
+    assert row is not None
+    return bytes.fromhex(str(row[0]))
+
+
 UNNUMBERED = 1
 """The ``memory`` version of every database made before numbered migrations, whatever its
 shape: the first numbered migration is 2."""
@@ -244,6 +262,7 @@ MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(2, "the memory tables, functions and indexes; long texts' parts", _tables),
     PgMigration(3, "BM25 statistics kept in tables by triggers", word_stats.ensure_word_stats),
     PgMigration(4, "the tags in use kept by triggers", tag_counts.ensure_tag_counts),
+    PgMigration(5, "the store's secrets (the key that signs an export's shared blocks)", _secrets),
 )
 """Each runs inside `ensure_schema`'s transaction, under its advisory lock. A new database,
 and one made before numbering (version `UNNUMBERED`), runs them all: each brings any older
