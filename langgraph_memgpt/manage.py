@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeE
 
 from langgraph_memgpt.checkpoints import existing_checkpointer
 from langgraph_memgpt.forget import (
+    ForgetRefusedError,
     ForgetReport,
     NothingToForgetError,
     forget_agent,
@@ -139,20 +140,20 @@ def forget(
     try:
         with existing_checkpointer(root) as saver:
             report: ForgetReport
-            if passage is not None:
-                report = forget_passage(memory, passage, actor=actor)
-            elif message is not None:
-                graph = None
-                if saver is not None:
-                    from langgraph_memgpt.graph import build_graph
+            graph = None
+            if saver is not None and (passage is not None or message is not None):
+                from langgraph_memgpt.graph import build_graph
 
-                    graph = build_graph().compile(checkpointer=saver)
+                graph = build_graph().compile(checkpointer=saver)
+            if passage is not None:
+                report = forget_passage(memory, passage, actor=actor, graph=graph)
+            elif message is not None:
                 report = forget_messages(memory, [message], actor=actor, graph=graph)
             elif thread is not None:
                 report = forget_thread(memory, thread, actor=actor, checkpointer=saver)
             else:
                 report = forget_agent(memory, actor=actor, checkpointer=saver)
-    except NothingToForgetError as exc:
+    except (NothingToForgetError, ForgetRefusedError) as exc:
         _error(str(exc))
         return 1
     finally:

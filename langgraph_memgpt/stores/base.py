@@ -369,6 +369,19 @@ class Memory(Protocol):
 
 
 @runtime_checkable
+class Scrubbable(Protocol):
+    """A memory whose engine can keep deleted text in its files until told to clean them.
+
+    The embedded backend has it (full-text index segments, the write-ahead log); ``forget``
+    calls it after deleting. Postgres has no such copy a query can reach.
+    """
+
+    def scrub(self) -> None:
+        """Remove every copy of deleted rows' text from the engine's files."""
+        ...
+
+
+@runtime_checkable
 class ThreadLocks(Protocol):
     """A backend shared by several machines that can claim a thread for one run.
 

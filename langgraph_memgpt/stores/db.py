@@ -82,6 +82,8 @@ def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Databa
         if not read_only:
             _set_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
+            # Forgotten text is overwritten where it lay, not left in free pages (forget).
+            conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA foreign_keys=ON")
         if read_only:
             conn.execute("PRAGMA query_only=ON")
