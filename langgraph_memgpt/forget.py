@@ -72,6 +72,8 @@ class ForgetReport:
     """Eviction summaries removed because they were written from a deleted message."""
     echoes: list[RecallMessage] = field(default_factory=list)
     """Tool calls and tool results in recall that quoted the forgotten text, deleted too."""
+    facts: list[Passage] = field(default_factory=list)
+    """Consolidated (sleep-time) facts made from a deleted message, deleted too."""
     blocks: int = 0
     checkpoints: list[str] = field(default_factory=list)
     """Threads whose checkpoint was deleted or cleaned."""
@@ -86,6 +88,11 @@ class ForgetReport:
             (passages, "passage", None),
             (len(self.summaries), "summary written from them", "summaries written from them"),
             (len(self.echoes), "tool message quoting it", "tool messages quoting it"),
+            (
+                len(self.facts),
+                "consolidated fact made from them",
+                "consolidated facts made from them",
+            ),
         ]
         parts = [_plural(n, one, many) for n, one, many in counts if n]
         if self.checkpoints:
@@ -163,7 +170,10 @@ def forget_messages(
         )
     report = ForgetReport(messages=deleted, message_count=len(deleted))
     report.summaries = _remove_summaries(memory, deleted, actor)
-    texts = _quotable([*(m.text for m in deleted), *(p.text for p in report.summaries)])
+    report.facts = _remove_facts(memory, deleted, actor)
+    texts = _quotable(
+        [*(m.text for m in deleted), *(p.text for p in [*report.summaries, *report.facts])]
+    )
     report.echoes = _delete_echoes(memory, texts, actor)
     if graph is not None:
         threads = {m.thread_id for m in deleted} | {m.thread_id for m in report.echoes}
@@ -194,11 +204,13 @@ def forget_thread(
     """
     owner = _check_owner(memory, checkpointer, thread_id) if checkpointer is not None else None
     report = ForgetReport()
+    made = memory.archival.derived_from(thread_id)
+    report.facts = memory.archival.delete(made, actor=actor) if made else []
     report.passages = _delete_thread_passages(memory, thread_id, actor)
     report.summaries = [p for p in report.passages if SUMMARY_TAG in p.tags]
     report.passages = [p for p in report.passages if SUMMARY_TAG not in p.tags]
     report.message_count = memory.recall.delete_thread(thread_id, actor=actor)
-    had_memory = bool(report.message_count or report.passages or report.summaries)
+    had_memory = bool(report.message_count or report.passages or report.summaries or report.facts)
     # A checkpoint no agent stamped yet is this agent's only if it had memory there.
     if (
         checkpointer is not None
@@ -289,6 +301,7 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
         report.messages.extend(gone)
     report.message_count = len(report.messages)
     if report.messages:
+        report.facts = _remove_facts(memory, report.messages, actor)
         already = {p.id for p in report.summaries}
         report.summaries += [
             p for p in _remove_summaries(memory, report.messages, actor) if p.id not in already
@@ -323,6 +336,15 @@ def _remove_summaries(
             if SUMMARY_TAG in p.tags and p.created_at >= since
         ]
     return memory.archival.delete(doomed, actor=actor) if doomed else []
+
+
+def _remove_facts(memory: Memory, deleted: Sequence[RecallMessage], actor: str) -> list[Passage]:
+    """Delete the consolidated facts made from any of the deleted messages."""
+    made: set[int] = set()
+    for thread_id in sorted({m.thread_id for m in deleted}):
+        ids = [m.message_id for m in deleted if m.thread_id == thread_id]
+        made.update(memory.archival.derived_from(thread_id, ids))
+    return memory.archival.delete(sorted(made), actor=actor) if made else []
 
 
 def _delete_thread_passages(memory: Memory, thread_id: str, actor: str) -> list[Passage]:

@@ -189,3 +189,77 @@ def test_another_agents_thread_is_refused_and_left_as_it_was(
     queue = world.graph([]).get_state(config).values["messages"]
     assert any(AGENT_WORD in str(m.content) for m in queue)
     assert world.memory("ada").deletions.entries() == []
+
+
+# -- consolidated facts ------------------------------------------------------------------
+
+FACT_WORD = "pottery4412"
+
+
+def consolidated(backend: Any, thread: str = "t1") -> Any:
+    """Ana's messages in ``thread``, consolidated into one archived fact."""
+    import json as _json
+
+    from langgraph_memgpt.sleeptime import build_sleeptime_graph
+    from langgraph_memgpt.stores.types import RecallMessage
+
+    memory = backend.open("ana")
+    memory.core.ensure_defaults()
+    memory.recall.add(
+        [
+            RecallMessage(
+                agent_id="ana",
+                thread_id=thread,
+                message_id=f"m{i}",
+                role=role,
+                text=text,
+                created_at=f"2026-11-30T10:0{i}:00+00:00",
+            )
+            for i, (role, text) in enumerate(
+                [("user", f"I started the {FACT_WORD} class today"), ("assistant", "Fun!")]
+            )
+        ]
+    )
+    answer = _json.dumps({"blocks": {}, "clear": [], "archive": [f"Ana takes {FACT_WORD}"]})
+    graph = build_sleeptime_graph(
+        model=ScriptedChatModel.from_steps([answer]), memory=backend
+    ).compile()
+    out = graph.invoke({}, context={"agent_id": "ana"})
+    assert out["archived"] == [f"Ana takes {FACT_WORD}"]
+    return memory
+
+
+def fact_texts(memory: Any) -> list[str]:
+    return [p.text for p, _ in memory.archival.list_passages() if FACT_WORD in p.text]
+
+
+def test_a_consolidated_fact_is_forgotten_with_its_source_message(memory_backend: Any) -> None:
+    memory = consolidated(memory_backend)
+
+    report = forget_messages(memory, ["m0"], actor="user", thread_id="t1")
+
+    assert fact_texts(memory) == [] and len(report.facts) == 1
+    assert "consolidated fact" in report.describe()
+
+
+def test_a_consolidated_fact_is_forgotten_with_its_source_thread(memory_backend: Any) -> None:
+    memory = consolidated(memory_backend)
+    other = memory.archival.insert(f"Unrelated note about {FACT_WORD}", thread_id="t9")
+
+    report = forget_thread(memory, "t1", actor="user")
+
+    assert fact_texts(memory) == [other.text] and len(report.facts) == 1
+
+
+def test_a_fact_stays_when_a_message_it_was_not_read_from_is_forgotten(
+    memory_backend: Any,
+) -> None:
+    from dataclasses import replace
+
+    memory = consolidated(memory_backend)
+    (first,) = memory.recall.get(["m0"])
+    memory.recall.add([replace(first, message_id="later", text="A later message.")])
+
+    report = forget_messages(memory, ["later"], actor="user", thread_id="t1")
+
+    assert report.facts == [] and fact_texts(memory) == [f"Ana takes {FACT_WORD}"]

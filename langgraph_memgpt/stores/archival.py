@@ -415,6 +415,29 @@ class ArchivalMemory(SearchesArchival):
         self._purge()
         return deleted
 
+    def add_sources(self, passage_id: int, sources: Sequence[tuple[str, str]]) -> None:
+        """Record the messages (thread, message id) passage ``passage_id`` was made from."""
+        rows = [(int(passage_id), self.agent_id, t, m) for t, m in sources]
+        if not rows:
+            return
+        with transaction(self.db):
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO archival_sources (passage_id, agent_id, thread_id, "
+                "message_id) SELECT ?, ?, ?, ? FROM archival WHERE id = ? AND agent_id = ?",
+                [(*row, row[0], self.agent_id) for row in rows],
+            )
+
+    def derived_from(self, thread_id: str, message_ids: Sequence[str] | None = None) -> list[int]:
+        """Ids of the passages made from these messages of ``thread_id`` (None: any of its)."""
+        sql = (
+            "SELECT DISTINCT passage_id FROM archival_sources WHERE agent_id = ? AND thread_id = ?"
+        )
+        params: list[object] = [self.agent_id, thread_id]
+        if message_ids is not None:
+            sql += " AND message_id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(message_ids)))
+        return sorted(int(r[0]) for r in self.db.conn.execute(sql + " ORDER BY 1", params))
+
     def retention_rules(self) -> list[RetentionRule]:
         """The agent's retention rules (``langgraph_memgpt.retention``), by tag then source."""
         return retention.rules(self.db, self.agent_id)

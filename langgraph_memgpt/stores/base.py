@@ -301,6 +301,19 @@ class ArchivalStore(Protocol):
         """Forget passages: rows, words and vectors (FAISS caches too), each deletion logged."""
         ...
 
+    def add_sources(self, passage_id: int, sources: Sequence[tuple[str, str]]) -> None:
+        """Record the messages (thread, message id) a passage was made from.
+
+        The sleep-time consolidator's facts name the messages they were read from, so
+        ``forget`` of a message or a thread forgets the facts made from it; the records go
+        with the passage. A passage of another agent is ignored.
+        """
+        ...
+
+    def derived_from(self, thread_id: str, message_ids: Sequence[str] | None = None) -> list[int]:
+        """Ids of the passages made from these messages of ``thread_id`` (None: any of its)."""
+        ...
+
     def retention_rules(self) -> list[RetentionRule]:
         """The agent's retention rules (stored with it), by tag then source."""
         ...

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from langgraph_memgpt.stores.schema import (
     ARCHIVAL,
     ARCHIVAL_COUNTS,
+    ARCHIVAL_SOURCES,
     CORE,
     DELETIONS,
     RECALL,
@@ -113,6 +114,12 @@ def _retention_rules(conn: sqlite3.Connection) -> None:
     conn.execute(RETENTION)
 
 
+def _archival_sources(conn: sqlite3.Connection) -> None:
+    """The messages a passage was made from (``archival_sources``)."""
+    for statement in ARCHIVAL_SOURCES:
+        conn.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "archival counts per agent", _archival_counts),
     Migration(2, "recall keyed by (agent, thread, message id)", _recall_thread_key),
@@ -120,6 +127,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "core blocks with sections", _core_sections),
     Migration(5, "every tier's tables, indexes and triggers", _tier_tables),
     Migration(6, "archival retention rules", _retention_rules),
+    Migration(7, "the messages a passage was made from", _archival_sources),
 )
 LATEST = MIGRATIONS[-1].version
 assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)), "numbered 1, 2, ..."

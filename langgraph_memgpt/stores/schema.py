@@ -200,6 +200,20 @@ DELETIONS = (
     ) WITHOUT ROWID""",
 )
 
+ARCHIVAL_SOURCES = (
+    """CREATE TABLE IF NOT EXISTS archival_sources (
+        passage_id INTEGER NOT NULL REFERENCES archival (id) ON DELETE CASCADE,
+        agent_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        PRIMARY KEY (passage_id, thread_id, message_id)
+    )""",
+    """CREATE INDEX IF NOT EXISTS archival_sources_message
+        ON archival_sources (agent_id, thread_id, message_id)""",
+)
+"""The recall messages a passage was made from (the sleep-time consolidator's facts), so
+forgetting a message forgets what was made from it; a passage's rows go with it."""
+
 RETENTION = """CREATE TABLE IF NOT EXISTS archival_retention (
     agent_id TEXT NOT NULL,
     tag TEXT NOT NULL,

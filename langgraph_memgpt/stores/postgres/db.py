@@ -255,6 +255,22 @@ def store_secret(conn: psycopg.Connection[Any], name: str) -> bytes:
     return bytes.fromhex(str(row[0]))
 
 
+def _archival_sources(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS memgpt_archival_sources (
+            passage_id bigint NOT NULL REFERENCES memgpt_archival (id) ON DELETE CASCADE,
+            agent_id text NOT NULL,
+            thread_id text NOT NULL,
+            message_id text NOT NULL,
+            PRIMARY KEY (passage_id, thread_id, message_id)
+        )"""
+    )
+    conn.execute(
+        """CREATE INDEX IF NOT EXISTS memgpt_archival_sources_message
+            ON memgpt_archival_sources (agent_id, thread_id, message_id)"""
+    )
+
+
 UNNUMBERED = 1
 """The ``memory`` version of every database made before numbered migrations, whatever its
 shape: the first numbered migration is 2."""
@@ -263,6 +279,7 @@ MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(3, "BM25 statistics kept in tables by triggers", word_stats.ensure_word_stats),
     PgMigration(4, "the tags in use kept by triggers", tag_counts.ensure_tag_counts),
     PgMigration(5, "the store's secrets (the key that signs an export's shared blocks)", _secrets),
+    PgMigration(6, "the messages a passage was made from", _archival_sources),
 )
 """Each runs inside `ensure_schema`'s transaction, under its advisory lock. A new database,
 and one made before numbering (version `UNNUMBERED`), runs them all: each brings any older
