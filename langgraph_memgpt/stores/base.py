@@ -145,8 +145,8 @@ class RecallStore(Protocol):
         """The stored messages with these ids."""
         ...
 
-    def count(self, exclude_message_ids: Collection[str] = ()) -> int:
-        """How many searchable messages there are (minus the excluded ones)."""
+    def count(self, exclude_message_ids: Collection[str | tuple[str, str]] = ()) -> int:
+        """How many messages there are, minus the excluded ones (``(thread, id)`` or id)."""
         ...
 
     def latest(self, n: int) -> list[RecallMessage]:
@@ -163,9 +163,13 @@ class RecallStore(Protocol):
         page: int = 0,
         page_size: int = 5,
         mode: SearchMode = "hybrid",
-        exclude_ids: Collection[str] = (),
+        exclude_ids: Collection[str | tuple[str, str]] = (),
     ) -> SearchPage[RecallMessage]:
-        """Messages by words and meaning, best first; filters apply before ranking."""
+        """Messages by words and meaning, best first; filters apply before ranking.
+
+        ``exclude_ids``: messages to leave out, as ``(thread id, message id)`` (a bare id
+        leaves that id out in every thread).
+        """
         ...
 
     def search_date(
