@@ -80,7 +80,9 @@ def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.Argument
         "checkpointer in the data directory. Without OPENAI_API_KEY / OPENAI_BASE_URL the "
         "embedded local model is started first and shared with the server.",
     )
-    serve.add_argument("--port", type=port, default=2024, help="HTTP port (default: 2024)")
+    serve.add_argument(
+        "--port", type=port, default=2024, help="HTTP port (default: 2024; taken: a free one)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="interface (default: 127.0.0.1)")
     add_data_dir(serve)
     add_database_url(serve)
