@@ -263,3 +263,35 @@ def test_a_fact_stays_when_a_message_it_was_not_read_from_is_forgotten(
     report = forget_messages(memory, ["later"], actor="user", thread_id="t1")
 
     assert report.facts == [] and fact_texts(memory) == [f"Ana takes {FACT_WORD}"]
+
+
+def test_the_memory_page_forgets_a_passage_with_the_call_that_saved_it(
+    memory_backend: Any,
+) -> None:
+    from langgraph_memgpt.stores.types import RecallMessage
+    from langgraph_memgpt.web import views
+
+    memory = memory_backend.open("ada")
+    text = f"Ada's passport number is {PASSAGE_WORD}."
+    passage = memory.archival.insert(text, thread_id="t1", key="call:t1:c1")
+    call = {"name": "archival_memory_insert", "args": {"content": text}, "id": "c1"}
+    memory.recall.add(
+        [
+            RecallMessage(
+                agent_id="ada",
+                thread_id="t1",
+                message_id="ai-1",
+                role="assistant",
+                text="",
+                created_at="2026-11-30T10:00:00+00:00",
+                tool_calls=[call],
+            )
+        ]
+    )
+
+    views.forget_passage(memory, passage.id, "ada")
+
+    assert memory.recall.get(["ai-1"]) == []
+    assert all(
+        PASSAGE_WORD not in json.dumps(m.tool_calls) for _, m in memory.recall.list_messages()
+    )
