@@ -27,21 +27,8 @@ import numpy as np
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.chunks import (
-    PartIndex,
-    delete_parts_without_model,
-    embed_parts,
-    nearest_items,
-    parts_of,
-)
+from langgraph_memgpt.stores.chunks import embed_parts, nearest_items, parts_of
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
-from langgraph_memgpt.stores.deletions import (
-    LogRow,
-    forgotten_among,
-    log_deletions,
-    remember_forgotten,
-)
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
     embed_query,
@@ -49,8 +36,6 @@ from langgraph_memgpt.stores.embeddings import (
     normalize,
 )
 from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
-from langgraph_memgpt.stores.fts import bm25_scores, term_matches
-from langgraph_memgpt.stores.fts_parts import long_texts, with_best_parts
 from langgraph_memgpt.stores.mentions import (
     mention_signals,
     topic_of,
@@ -71,9 +56,23 @@ from langgraph_memgpt.stores.search import (
     Signals,
     split_excluded,
 )
+from langgraph_memgpt.stores.sqlite.db import get_meta, set_meta, transaction
+from langgraph_memgpt.stores.sqlite.deletions import (
+    LogRow,
+    forgotten_among,
+    log_deletions,
+    remember_forgotten,
+)
+from langgraph_memgpt.stores.sqlite.fts import bm25_scores, term_matches
+from langgraph_memgpt.stores.sqlite.fts_parts import long_texts, with_best_parts
+from langgraph_memgpt.stores.sqlite.parts import PartIndex, delete_parts_without_model
+from langgraph_memgpt.stores.sqlite.vectors import (
+    IndexKind,
+    VectorIndex,
+    delete_items_without_model,
+)
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
-from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
 SearchMode = Literal["hybrid", "fts", "vector"]
 
@@ -110,7 +109,7 @@ class RecallMemory(SearchesRecall):
     """The verbatim message history of one agent.
 
     Args:
-        db: The memory database (:func:`~langgraph_memgpt.stores.db.open_db`).
+        db: The memory database (:func:`~langgraph_memgpt.stores.sqlite.db.open_db`).
         agent_id: The agent whose messages this object reads and writes; every query is
             filtered on it, and its vectors live in its own FAISS indexes.
         embeddings: Embedding model for the vector signals; None keeps search to words only.

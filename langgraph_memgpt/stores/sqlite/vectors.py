@@ -33,8 +33,8 @@ import numpy as np
 import sqlite_utils
 
 from langgraph_memgpt.osutil import process_alive, write_atomic
-from langgraph_memgpt.stores.db import database_id, get_meta, set_meta, transaction
 from langgraph_memgpt.stores.embeddings import FloatArray, embedding_spec, normalize
+from langgraph_memgpt.stores.sqlite.db import database_id, get_meta, set_meta, transaction
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
 
 
@@ -294,7 +294,7 @@ class VectorIndex:
     """Vectors of one (tier, agent, key): stored in SQLite, searched through a FAISS cache.
 
     Args:
-        db: the memory database (``stores.db.open_db``).
+        db: the memory database (``stores.sqlite.db.open_db``).
         tier: ``"recall"`` or ``"archival"`` (any short name works).
         agent_id: whose vectors these are; the index never holds another agent's.
         cache_dir: root folder of FAISS caches (``<data_dir>/faiss``).
@@ -386,7 +386,7 @@ class VectorIndex:
     def upsert(self, item_ids: Sequence[int], vectors: FloatArray) -> None:
         """Store (or replace) the vectors of ``item_ids`` in SQLite and in the FAISS cache.
 
-        Joins the caller's transaction when there is one (``stores.db.transaction``), so an
+        Joins the caller's transaction when there is one (``stores.sqlite.db.transaction``), so an
         item row and its vector commit together. Vectors are re-normalised.
 
         Raises:
