@@ -129,7 +129,7 @@ def forget_passage(
             "`langgraph-memgpt inspect` lists passage ids"
         )
     report = ForgetReport(passages=deleted)
-    texts = _quotable(p.text for p in deleted)
+    texts = quotable(p.text for p in deleted)
     report.echoes = _delete_echoes(memory, texts, actor)
     threads = {p.thread_id for p in deleted if p.thread_id} | {m.thread_id for m in report.echoes}
     _clean_threads(memory, graph, threads, report.echoes, texts, report)
@@ -171,7 +171,7 @@ def forget_messages(
     report = ForgetReport(messages=deleted, message_count=len(deleted))
     report.summaries = _remove_summaries(memory, deleted, actor)
     report.facts = _remove_facts(memory, deleted, actor)
-    texts = _quotable(
+    texts = quotable(
         [*(m.text for m in deleted), *(p.text for p in [*report.summaries, *report.facts])]
     )
     report.echoes = _delete_echoes(memory, texts, actor)
@@ -306,7 +306,7 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
         report.summaries += [
             p for p in _remove_summaries(memory, report.messages, actor) if p.id not in already
         ]
-    texts = _quotable([*(p.text for p in report.passages), *(m.text for m in report.messages)])
+    texts = quotable([*(p.text for p in report.passages), *(m.text for m in report.messages)])
     report.echoes = _delete_echoes(memory, texts, actor)
     if report.passages or report.messages or report.summaries:
         _scrub(memory, None)
@@ -379,7 +379,7 @@ def _has_checkpoint(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> b
     return checkpointer.get_tuple(config) is not None
 
 
-def _quotable(texts: Iterable[str]) -> list[str]:
+def quotable(texts: Iterable[str]) -> list[str]:
     """The forgotten texts worth looking for elsewhere (long enough to mean something)."""
     return sorted({t.strip() for t in texts if len(t.strip()) >= MIN_QUOTE}, key=len, reverse=True)
 
@@ -530,9 +530,11 @@ __all__ = [
     "ForgetRefusedError",
     "ForgetReport",
     "NothingToForgetError",
+    "REDACTED",
     "forget_agent",
     "forget_matching",
     "forget_messages",
     "forget_passage",
     "forget_thread",
+    "quotable",
 ]

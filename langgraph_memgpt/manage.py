@@ -158,8 +158,29 @@ def forget(
         return 1
     finally:
         close_all()  # writes the FAISS caches before the process ends
+    note = _scrub_server_state(root, report, deleted_threads=thread is not None or everything)
+    if note:
+        report.notes.append(note)
     console.print(f"Agent '{escape(agent_id)}': {escape(report.describe())}", soft_wrap=True)
     return 0
+
+
+def _scrub_server_state(root: Path, report: ForgetReport, *, deleted_threads: bool) -> str:
+    """Clean ``langgraph dev``'s saved copy of runs and threads (``dev_state``)."""
+    from langgraph_memgpt.dev_state import scrub
+    from langgraph_memgpt.forget import quotable
+
+    removed = [*report.messages, *report.echoes]
+    passages = [*report.passages, *report.summaries, *report.facts]
+    messages: dict[str, set[str]] = {}
+    for message in removed:
+        messages.setdefault(message.thread_id, set()).add(message.message_id)
+    return scrub(
+        root,
+        texts=quotable([*(m.text for m in removed), *(p.text for p in passages)]),
+        messages=messages,
+        threads=report.checkpoints if deleted_threads else (),
+    )
 
 
 # -- export / import -------------------------------------------------------------------
