@@ -128,7 +128,9 @@ def test_the_words_are_everywhere_before_forgetting(world: World) -> None:
         assert leaks(world.place, word), word
 
 
-def test_forgetting_a_message_leaves_its_words_nowhere(world: World) -> None:
+def test_forgetting_a_message_leaves_its_words_nowhere_export_included(
+    world: World, tmp_path: Path
+) -> None:
     if world.place.kind == "sqlite":
         assert cli(world.place, "--agent", "ada", "--message", "m-secret") == 0
     else:
@@ -136,6 +138,8 @@ def test_forgetting_a_message_leaves_its_words_nowhere(world: World) -> None:
         forget_messages(world.memory("ada"), ["m-secret"], actor="user", graph=graph)
 
     assert leaks(world.place, MESSAGE_WORD) == []
+    export_agent(world.memory("ada"), tmp_path / "ada.jsonl")
+    assert MESSAGE_WORD not in (tmp_path / "ada.jsonl").read_text()
     assert leaks(world.place, PASSAGE_WORD)  # the rest stays
     world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")  # a valid queue
 
