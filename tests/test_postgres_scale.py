@@ -1,10 +1,10 @@
 """What keeps a Postgres turn's store work from growing with the agent (docs/scale.md).
 
 Behaviour, not timings: the planner knows an agent's rows after a bulk load (which also
-leaves the loaded pages vacuumed) or a first start on loaded data (without statistics it took a 100k-message agent's filter for a few
-hundred rows and scanned every vector instead of walking the HNSW index), and recording a
-message writes each row it changes once (every row version is an insert into each index,
-the HNSW graphs included).
+leaves the loaded pages vacuumed) or a first start on loaded data (without statistics it
+took a 100k-message agent's filter for a few hundred rows and scanned every vector instead
+of walking the HNSW index), and recording a message writes each row it changes once (every
+row version is an insert into each index, the HNSW graphs included).
 """
 
 from __future__ import annotations
