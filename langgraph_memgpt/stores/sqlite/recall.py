@@ -50,7 +50,6 @@ from langgraph_memgpt.stores.messages import (
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.search import (
     CONTEXT_RADIUS,
-    Excluded,
     RecallFilter,
     SearchesRecall,
     Signals,
@@ -72,7 +71,7 @@ from langgraph_memgpt.stores.sqlite.vectors import (
     delete_items_without_model,
 )
 from langgraph_memgpt.stores.text import valid_text
-from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
+from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage, check_page
 
 SearchMode = Literal["hybrid", "fts", "vector"]
 
