@@ -128,8 +128,8 @@ def reembed_embedded(
     """
     from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
     from langgraph_memgpt.stores.sqlite.db import open_db
-    from langgraph_memgpt.stores.sqlite.recall import TIER as RECALL_TIER
     from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+    from langgraph_memgpt.stores.sqlite.recall_context import TIER as RECALL_TIER
     from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
 
     root = Path(data_dir).expanduser()
