@@ -44,7 +44,7 @@ from langgraph_memgpt.stores.sqlite import (
     open_memory,
 )
 from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.vectors import recorded_identity
+from langgraph_memgpt.stores.sqlite.identity import recorded_identity
 from langgraph_memgpt.stores.text import one_line
 from langgraph_memgpt.transfer import (
     ExportFormatError,
