@@ -30,13 +30,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.prebuilt import ToolRuntime
+from pydantic import BaseModel, create_model
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
@@ -178,8 +179,12 @@ def _memory_tool(name: str, bind: Binder) -> BaseTool:
 
     # `runtime` is what ToolNode injects (found by its name and type, hidden from the
     # model); a bare ``tool.invoke(args)`` leaves it None.
-    def run(runtime: ToolRuntime = None, **args: Any) -> str | ToolMessage:  # type: ignore[type-arg,assignment]
-        bound = bind(runtime or _bare_runtime())
+    def run(
+        runtime: ToolRuntime = None,  # type: ignore[type-arg,assignment]
+        tool_call_id: str | None = None,
+        **args: Any,
+    ) -> str | ToolMessage:
+        bound = bind(runtime or _bare_runtime(tool_call_id))
         outcome = run_once(name, args, bound)
         where = bound.where
         if where.call_id is None or where.result_id is None:
@@ -190,19 +195,33 @@ def _memory_tool(name: str, bind: Binder) -> BaseTool:
         func=run,
         name=name,
         description=" ".join((spec.args.__doc__ or name).split()),
-        args_schema=spec.args,
+        args_schema=_with_call_id(spec.args),
         metadata={FACTS_KEY: spec.facts},
     )
 
 
-def _bare_runtime() -> ToolRuntime[Any, Any]:
-    """The runtime of a tool invoked outside ``ToolNode`` (bare arguments, no call id)."""
+def _with_call_id(args: type[BaseModel]) -> type[BaseModel]:
+    """The argument model plus the call id LangChain injects (hidden from the model).
+
+    ``ToolNode`` injects the whole runtime; a tool call invoked outside it gets its id.
+    """
+    schema: type[BaseModel] = create_model(
+        args.__name__,
+        __base__=args,
+        tool_call_id=(Annotated[str | None, InjectedToolCallId], None),
+    )
+    schema.__doc__ = args.__doc__
+    return schema
+
+
+def _bare_runtime(tool_call_id: str | None) -> ToolRuntime[Any, Any]:
+    """The runtime of a tool invoked outside ``ToolNode`` (no state: no AI message id)."""
     return ToolRuntime(
         state={},
         context=None,
         config=ensure_config(),
         stream_writer=lambda _: None,
-        tool_call_id=None,
+        tool_call_id=tool_call_id,
         store=None,
     )
 

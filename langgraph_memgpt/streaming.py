@@ -36,6 +36,8 @@ from langgraph.config import get_stream_writer
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import ConfigDict
 
+from langgraph_memgpt.stores.text import valid_text
+
 REPLY_TAG = "memgpt:reply"
 """Tag of the reply's chunks on the ``messages`` stream."""
 REPLY_ID_KEY = "memgpt_reply_id"
@@ -90,7 +92,11 @@ def _json_string_prefix(text: str, start: int) -> str:
             continue
         out.append(ch)
         i += 1
-    return "".join(out)
+    text = "".join(out)
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        text = text[:-1]  # half of a pair: the other half is still to come
+    # \u escapes of a pair decode to two halves: join them; a lone half cannot be sent.
+    return valid_text(text)
 
 
 def partial_json_string(text: str, key: str = "message", after: str | None = None) -> str | None:
@@ -213,7 +219,7 @@ class _Watch:
         if merged.tool_call_chunks:
             # Streamed arguments are parsed leniently (a cut '{"a": 1' reads as complete);
             # a call is only as good as the JSON the model finished writing.
-            calls, invalid = [], list(merged.invalid_tool_calls)
+            calls, invalid = [], []
             for chunk in merged.tool_call_chunks:
                 text = chunk.get("args") or "{}"
                 error: str | None = None

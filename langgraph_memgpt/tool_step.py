@@ -35,6 +35,9 @@ def open_step(state: State) -> AIMessage | None:
     message = queue[index]
     if not isinstance(message, AIMessage) or state.get("step_closed") == message.id:
         return None
+    # Only this loop's own steps: in a swarm the queue also holds other agents' calls.
+    if not any(OUTCOME_KEY in m.additional_kwargs for m in queue[index + 1 :]):
+        return None
     return message
 
 

@@ -35,6 +35,7 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
+from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode, ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
@@ -155,7 +156,7 @@ class ToolRules:
                 request = request.override(tool_call=whole)
                 call = whole
         if name == "send_message":
-            reason = _hold_back_reason(call, message, request.state)
+            reason = _hold_back_reason(call, message, request.state, self.deps.user_tools)
             if reason:
                 return _failed(call, reason, limit, held_back=True)
         if name in MEMORY_TOOLS:
@@ -335,7 +336,9 @@ def _in_subgraph(request: ToolCallRequest) -> bool:
     return NAMESPACE_SEPARATOR in str(config.get("configurable", {}).get("checkpoint_ns", ""))
 
 
-def _hold_back_reason(call: ToolCall, message: AIMessage | None, state: Any) -> str | None:
+def _hold_back_reason(
+    call: ToolCall, message: AIMessage | None, state: Any, user_tools: Mapping[str, BaseTool]
+) -> str | None:
     """Why a reply must not reach the user yet, or None.
 
     Written beside a search, it was written before the results were read. An echo of the
@@ -343,7 +346,7 @@ def _hold_back_reason(call: ToolCall, message: AIMessage | None, state: Any) -> 
     turn, since a model that echoes again would only loop into the repeated-call breaker.
     """
     calls = message.tool_calls if message is not None else []
-    if any(facts_of(c["name"]).reads for c in calls if c["name"] in MEMORY_TOOLS):
+    if any(facts_of(c["name"], user_tools).reads for c in calls):
         return prompts.REPLY_HELD_BACK
     queue: list[AnyMessage] = (
         list(state.get("messages") or []) if isinstance(state, Mapping) else []
