@@ -42,10 +42,15 @@ def after_think(
     if state.get("force_evict"):
         return "summarize_evict"
     queue = state["messages"]
-    last = next((m for m in reversed(queue) if isinstance(m, AIMessage)), None)
-    if last is None:
+    index = next(
+        (i for i in range(len(queue) - 1, -1, -1) if isinstance(queue[i], AIMessage)), None
+    )
+    if index is None:
         return "respond"
-    answered = {m.tool_call_id for m in queue if isinstance(m, ToolMessage)}
+    last = queue[index]
+    assert isinstance(last, AIMessage)
+    # Only results after it: call ids may repeat across steps ("0" every response).
+    answered = {m.tool_call_id for m in queue[index + 1 :] if isinstance(m, ToolMessage)}
     pending = [c for c in last.tool_calls if c.get("id") not in answered]
     if pending:
         return [Send("call_memory_tool", [{**c, "type": "tool_call"}]) for c in pending]

@@ -51,7 +51,10 @@ def signature(message: AIMessage) -> str:
 def results_of(state: State, message: AIMessage) -> list[ToolMessage]:
     """The results in the queue answering ``message``'s calls."""
     ids = {c.get("id") for c in [*message.tool_calls, *message.invalid_tool_calls]}
-    return [m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id in ids]
+    queue = state["messages"]
+    # Only results after it: call ids may repeat across steps ("0" every response).
+    start = next((i for i, m in enumerate(queue) if m is message or m.id == message.id), 0)
+    return [m for m in queue[start:] if isinstance(m, ToolMessage) and m.tool_call_id in ids]
 
 
 def facts(result: ToolMessage) -> dict[str, Any]:

@@ -36,11 +36,14 @@ EDGES = {
     ("__start__", "check_pressure"),
     ("check_pressure", "think"),
     ("check_pressure", "summarize_evict"),
+    ("check_pressure", "respond"),
     ("summarize_evict", "think"),
+    ("summarize_evict", "respond"),
     ("think", "call_memory_tool"),
+    ("think", "check_pressure"),
+    ("think", "summarize_evict"),
     ("think", "respond"),
     ("call_memory_tool", "check_pressure"),
-    ("call_memory_tool", "respond"),
     ("respond", "__end__"),
 }
 START_TIMEOUT_S = 60.0

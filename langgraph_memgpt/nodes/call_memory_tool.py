@@ -56,6 +56,7 @@ from langgraph_memgpt.memory_tools import (
     provenance,
     thread_of_config,
 )
+from langgraph_memgpt.streaming import hide
 from langgraph_memgpt.tokens import content_text
 from langgraph_memgpt.tools import (
     MEMORY_TOOLS,
@@ -180,6 +181,7 @@ class ToolRules:
         call = request.tool_call
         if call["name"] in MEMORY_TOOLS:
             if isinstance(result, ToolMessage) and OUTCOME_KEY in result.additional_kwargs:
+                hide([result], request.runtime.config)
                 return result  # journalled by run_once already
             text = content_text(result) if isinstance(result, BaseMessage) else str(result)
             return self._recorded(request, _failed(call, text, self._limit(request)))
@@ -293,6 +295,7 @@ class ToolRules:
             messages[0] = messages[0].model_copy(update={"id": result_id})
         memory = self.bind(request.runtime).memory
         record(memory, messages, thread_of_config(request.runtime.config), where.turn)
+        hide(messages, request.runtime.config)
 
 
 def _facts(
