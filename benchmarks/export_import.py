@@ -96,7 +96,12 @@ def main() -> None:
 
         lookup = AgentMemory.open(root, "copy-lookup", LookupEmbeddings())
         rows.append(timed("import_agent, lookup vectors", lambda: import_agent(lookup, out)))
-        rows.append(timed("import_agent again (nothing new)", lambda: import_agent(lookup, out)))
+        rows.append(
+            timed(
+                "import_agent again (nothing new)",
+                lambda: import_agent(lookup, out, mode="merge"),
+            )
+        )
         lookup.close()
         words_only = AgentMemory.open(root, "copy-words", None)
         rows.append(

@@ -27,12 +27,14 @@ from typing import TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langgraph.runtime import get_runtime
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.main_context import latest_user_index
+from langgraph_memgpt.main_context import latest_user_index, thread_of
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.ranking import is_question
+from langgraph_memgpt.stores.search import Excluded
 from langgraph_memgpt.stores.types import Hit, SearchPage
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.tokens import content_text
@@ -142,10 +144,25 @@ def search_messages(queue: Sequence[AnyMessage], memory: Memory, ctx: Context) -
     question = " ".join(content_text(queue[index]).split())
     if not question or not is_memory_question(question) or core_covers(question, memory):
         return []
-    in_view = frozenset(str(m.id) for m in queue if m.id)
+    in_view = _in_view(queue)
     if memory.recall.count(exclude_message_ids=in_view) == 0:
         return []
     return _search_call(without_when_words(question), memory, ctx, in_view=in_view)
+
+
+def _in_view(queue: Sequence[AnyMessage]) -> frozenset[Excluded]:
+    """The queue's messages as ``(thread, id)``: ids are unique per thread only.
+
+    A client that numbers messages per thread has a "1" in every thread; leaving out the
+    bare id would hide every other thread's "1" from the search. Outside a run (no
+    thread known) the bare ids.
+    """
+    ids = {str(m.id) for m in queue if m.id}
+    try:
+        thread_id = thread_of(get_runtime())
+    except RuntimeError:
+        return frozenset(ids)
+    return frozenset((thread_id, i) for i in ids)
 
 
 _WHEN_WORD = re.compile(rf"\b({'|'.join(sorted(_WHEN_WORDS))})\b", re.IGNORECASE)
@@ -175,7 +192,7 @@ def _search_call(
     memory: Memory,
     ctx: Context,
     *,
-    in_view: Collection[str],
+    in_view: Collection[Excluded],
 ) -> list[AnyMessage]:
     call_id = f"call_auto_{uuid.uuid4().hex[:20]}"
     args = {"query": query}

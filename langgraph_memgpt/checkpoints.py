@@ -14,6 +14,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 CHECKPOINT_FILENAME = "checkpoints.sqlite"
@@ -30,6 +32,8 @@ def sqlite_checkpointer(path: Path) -> Iterator[SqliteSaver]:
     ``check_same_thread=False``: LangGraph runs sync nodes in worker threads.
     """
     conn = sqlite3.connect(path, check_same_thread=False, timeout=BUSY_TIMEOUT_SECONDS)
+    # A deleted checkpoint's bytes are overwritten, not left in free pages (forget).
+    conn.execute("PRAGMA secure_delete=ON")
     try:
         yield SqliteSaver(conn)
     finally:
@@ -58,3 +62,67 @@ def open_checkpointer(data_dir: Path, database_url: str = "") -> AbstractContext
         return PostgresSaver.from_conn_string(database_url)
     data_dir.mkdir(parents=True, exist_ok=True)
     return sqlite_checkpointer(data_dir / CHECKPOINT_FILENAME)
+
+
+def keep_latest(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
+    """Delete every checkpoint of a thread but its latest (per namespace), with their writes.
+
+    What ``forget`` does to a thread whose history held forgotten text: earlier checkpoints
+    (the thread's time-travel history) and their pending writes go; the latest, already
+    cleaned, stays. LangGraph's Postgres saver does it itself (``prune``, blobs included);
+    for the SQLite saver it is done here, with SQLite's ``secure_delete`` so the bytes are
+    overwritten, and the write-ahead log emptied afterwards.
+
+    Raises:
+        NotImplementedError: a saver that cannot prune (the thread is left as it was).
+    """
+    if isinstance(saver, SqliteSaver):
+        with saver.lock, saver.conn:
+            saver.conn.execute("PRAGMA secure_delete=ON")
+            kept = (
+                "SELECT checkpoint_ns, max(checkpoint_id) FROM checkpoints "
+                "WHERE thread_id = ? GROUP BY checkpoint_ns"
+            )
+            saver.conn.execute(
+                "DELETE FROM writes WHERE thread_id = ? AND (checkpoint_ns, checkpoint_id) "
+                f"NOT IN ({kept})",
+                (thread_id, thread_id),
+            )
+            saver.conn.execute(
+                "DELETE FROM checkpoints WHERE thread_id = ? AND (checkpoint_ns, checkpoint_id) "
+                f"NOT IN ({kept})",
+                (thread_id, thread_id),
+            )
+        empty_wal(saver)
+        return
+    if isinstance(saver, InMemorySaver):
+        _keep_latest_in_memory(saver, thread_id)
+        return
+    saver.prune([thread_id], strategy="keep_latest")
+
+
+def _keep_latest_in_memory(saver: InMemorySaver, thread_id: str) -> None:
+    """`keep_latest` for LangGraph's in-memory saver (tests, notebooks)."""
+    referenced: set[tuple[str, str, Any]] = set()
+    for ns, checkpoints in saver.storage.get(thread_id, {}).items():
+        if not checkpoints:
+            continue
+        latest = max(checkpoints)
+        for checkpoint_id in [c for c in checkpoints if c != latest]:
+            del checkpoints[checkpoint_id]
+            saver.writes.pop((thread_id, ns, checkpoint_id), None)
+        checkpoint = saver.serde.loads_typed(checkpoints[latest][0])
+        referenced |= {(ns, ch, v) for ch, v in checkpoint["channel_versions"].items()}
+    for key in [k for k in saver.blobs if k[0] == thread_id and k[1:] not in referenced]:
+        del saver.blobs[key]
+
+
+def empty_wal(saver: BaseCheckpointSaver[Any]) -> None:
+    """Copy a SQLite saver's write-ahead log into its file and truncate it (forget).
+
+    Deleted checkpoints' pages may still sit in the log; a reader holding an old snapshot
+    can keep it from emptying, so this is best effort: the next checkpoint empties it.
+    """
+    if isinstance(saver, SqliteSaver):
+        with saver.lock:
+            saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -463,6 +464,26 @@ def _forward_sigterm(proc: subprocess.Popen[bytes]) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def free_port(host: str, port: int) -> int:
+    """``port`` if it can be bound on ``host`` now, else a free port the system picks.
+
+    ``langgraph dev`` moves to another port by itself when its port is taken, and the
+    addresses printed before it starts would then be wrong: the port is chosen here, with
+    the same test (a bind with ``SO_REUSEADDR``), and passed to it. 0 asks for a free one.
+    """
+    if port:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+                return port
+            except OSError:
+                pass
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
 def serve(
     port: int = 2024,
     host: str = "127.0.0.1",
@@ -507,6 +528,11 @@ def serve(
             return 130
         console.print(f"Model: embedded llama.cpp at {local.base_url} (shared with the server).")
         _warm_embedded_model(console)
+    chosen = free_port(host, port)
+    if chosen != port:
+        taken = f"Port {port} is taken" if port else "No port given"
+        console.print(f"{taken} on {host}: serving on port {chosen} instead.")
+    port = chosen
     url = f"http://{host}:{port}"
     shown_root = escape(str(root))
     console.print(

@@ -14,11 +14,21 @@ recall, so removing them loses no other memory. A thread's checkpoint holds the 
 summary too (the newest summary's text): when a graph with a checkpointer is given, that
 summary is cleared when its passage was removed, and the deleted messages leave the
 thread's queue.
+
+Forget means gone, not hidden. Copies of the text the machinery made go too: a tool call
+or tool result in recall that quotes a forgotten message or passage (the model's
+``archival_memory_insert`` arguments, a search result) is deleted with it; in a thread's
+latest checkpoint such a message is redacted in place (its pair stays valid for the
+provider), the deleted messages leave the queue, and a summary holding the text is
+cleared; then the thread's earlier checkpoints and their pending writes (its history, which
+held the text) are deleted. A thread whose checkpoint names another agent is refused. On the
+embedded backend the full-text indexes are merged and the write-ahead logs emptied
+afterwards (``Scrubbable``), so no file of the data directory keeps the words.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +36,8 @@ from langchain_core.messages import RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.checkpoints import empty_wal, keep_latest
+from langgraph_memgpt.stores.base import Memory, Scrubbable
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.types import Passage, RecallMessage
 from langgraph_memgpt.stores.words import topic_stems
@@ -34,10 +45,18 @@ from langgraph_memgpt.stores.words import topic_stems
 SUMMARY_TAG = "summary"
 """The archival tag of eviction summaries (``nodes.summarize_evict.SUMMARY_TAG``)."""
 _PAGE = 1000
+REDACTED = "[forgotten]"
+"""What a forgotten text becomes inside a message kept in a thread's queue."""
+MIN_QUOTE = 8
+"""Shortest forgotten text looked for in other messages: shorter ones ("ok") match anything."""
 
 
 class NothingToForgetError(LookupError):
     """The passage, message, thread or agent to forget does not exist (the message says which)."""
+
+
+class ForgetRefusedError(PermissionError):
+    """The thread belongs to another agent: nothing was deleted (the message names it)."""
 
 
 @dataclass
@@ -51,6 +70,10 @@ class ForgetReport:
     """Passages deleted in bulk (a whole agent), when they are not listed."""
     summaries: list[Passage] = field(default_factory=list)
     """Eviction summaries removed because they were written from a deleted message."""
+    echoes: list[RecallMessage] = field(default_factory=list)
+    """Tool calls and tool results in recall that quoted the forgotten text, deleted too."""
+    facts: list[Passage] = field(default_factory=list)
+    """Consolidated (sleep-time) facts made from a deleted message, deleted too."""
     blocks: int = 0
     checkpoints: list[str] = field(default_factory=list)
     """Threads whose checkpoint was deleted or cleaned."""
@@ -64,6 +87,12 @@ class ForgetReport:
             (self.message_count, "message", None),
             (passages, "passage", None),
             (len(self.summaries), "summary written from them", "summaries written from them"),
+            (len(self.echoes), "tool message quoting it", "tool messages quoting it"),
+            (
+                len(self.facts),
+                "consolidated fact made from them",
+                "consolidated facts made from them",
+            ),
         ]
         parts = [_plural(n, one, many) for n, one, many in counts if n]
         if self.checkpoints:
@@ -78,8 +107,17 @@ def _plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
-def forget_passage(memory: Memory, passage_id: int, *, actor: str) -> ForgetReport:
-    """Delete one archival passage.
+def forget_passage(
+    memory: Memory, passage_id: int, *, actor: str, graph: Any = None
+) -> ForgetReport:
+    """Delete one archival passage, and every copy of its text the loop made.
+
+    Args:
+        memory: the agent's memory.
+        passage_id: the passage.
+        actor: who asked (logged).
+        graph: a compiled graph with a checkpointer; when given, the threads that held the
+            passage's text (the one it was saved in, those quoting it) are cleaned too.
 
     Raises:
         NothingToForgetError: the agent has no passage with that id.
@@ -90,7 +128,13 @@ def forget_passage(memory: Memory, passage_id: int, *, actor: str) -> ForgetRepo
             f"agent '{memory.agent_id}' has no archival passage {passage_id}; "
             "`langgraph-memgpt inspect` lists passage ids"
         )
-    return ForgetReport(passages=deleted)
+    report = ForgetReport(passages=deleted)
+    texts = _quotable(p.text for p in deleted)
+    report.echoes = _delete_echoes(memory, texts, actor)
+    threads = {p.thread_id for p in deleted if p.thread_id} | {m.thread_id for m in report.echoes}
+    _clean_threads(memory, graph, threads, report.echoes, texts, report)
+    _scrub(memory, graph)
+    return report
 
 
 def forget_messages(
@@ -109,11 +153,15 @@ def forget_messages(
         actor: who asked (logged).
         thread_id: only this thread's message with each id.
         graph: a compiled graph with a checkpointer; when given, the messages also leave
-            their threads' queues and a running summary that was removed is cleared.
+            their threads' queues and histories, and a summary holding them is cleared.
 
     Raises:
         NothingToForgetError: no message has any of these ids.
+        ForgetRefusedError: ``thread_id``'s checkpoint belongs to another agent.
     """
+    checkpointer = getattr(graph, "checkpointer", None)
+    if thread_id is not None and isinstance(checkpointer, BaseCheckpointSaver):
+        _check_owner(memory, checkpointer, thread_id)
     deleted = memory.recall.delete(message_ids, thread_id=thread_id, actor=actor)
     if not deleted:
         where = f" in thread '{thread_id}'" if thread_id is not None else ""
@@ -122,13 +170,20 @@ def forget_messages(
         )
     report = ForgetReport(messages=deleted, message_count=len(deleted))
     report.summaries = _remove_summaries(memory, deleted, actor)
+    report.facts = _remove_facts(memory, deleted, actor)
+    texts = _quotable(
+        [*(m.text for m in deleted), *(p.text for p in [*report.summaries, *report.facts])]
+    )
+    report.echoes = _delete_echoes(memory, texts, actor)
     if graph is not None:
-        _clean_checkpoints(graph, deleted, report)
+        threads = {m.thread_id for m in deleted} | {m.thread_id for m in report.echoes}
+        _clean_threads(memory, graph, threads, [*deleted, *report.echoes], texts, report)
     else:
         report.notes.append(
             "A thread's checkpoint may still hold these messages in its context window "
             "until they are evicted; forget their thread to remove them there too."
         )
+    _scrub(memory, graph)
     return report
 
 
@@ -139,26 +194,39 @@ def forget_thread(
     actor: str,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
 ) -> ForgetReport:
-    """Delete a thread: its messages, its passages and summaries, and its checkpoint.
+    """Delete a thread: its messages, its passages and summaries, and its checkpoints.
 
     Raises:
         NothingToForgetError: the agent has nothing from that thread (and no checkpoint
             was deleted).
+        ForgetRefusedError: the thread's checkpoint belongs to another agent (nothing is
+            deleted).
     """
+    owner = _check_owner(memory, checkpointer, thread_id) if checkpointer is not None else None
     report = ForgetReport()
+    made = memory.archival.derived_from(thread_id)
+    report.facts = memory.archival.delete(made, actor=actor) if made else []
     report.passages = _delete_thread_passages(memory, thread_id, actor)
     report.summaries = [p for p in report.passages if SUMMARY_TAG in p.tags]
     report.passages = [p for p in report.passages if SUMMARY_TAG not in p.tags]
     report.message_count = memory.recall.delete_thread(thread_id, actor=actor)
-    if checkpointer is not None and _has_checkpoint(checkpointer, thread_id):
+    had_memory = bool(report.message_count or report.passages or report.summaries or report.facts)
+    # A checkpoint no agent stamped yet is this agent's only if it had memory there.
+    if (
+        checkpointer is not None
+        and (owner == memory.agent_id or (owner is None and had_memory))
+        and _has_checkpoint(checkpointer, thread_id)
+    ):
         checkpointer.delete_thread(thread_id)
+        empty_wal(checkpointer)
         memory.deletions.record("checkpoint", thread_id, actor=actor, thread_id=thread_id)
         report.checkpoints.append(thread_id)
-    if not (report.message_count or report.passages or report.summaries or report.checkpoints):
+    if not (had_memory or report.checkpoints):
         raise NothingToForgetError(
             f"agent '{memory.agent_id}' has no messages, passages or checkpoint in thread "
             f"'{thread_id}'; threads with messages: {', '.join(memory.recall.threads()) or 'none'}"
         )
+    _scrub(memory, None)
     return report
 
 
@@ -183,9 +251,11 @@ def forget_agent(
     report.passage_count = passages = memory.archival.delete_all(actor=actor)
     if checkpointer is not None:
         for thread_id in threads:
-            if _has_checkpoint(checkpointer, thread_id):
+            owner = _thread_agent(checkpointer, thread_id)
+            if owner in (None, memory.agent_id) and _has_checkpoint(checkpointer, thread_id):
                 checkpointer.delete_thread(thread_id)
                 report.checkpoints.append(thread_id)
+        empty_wal(checkpointer)
     if not (report.blocks or report.message_count or passages):
         raise NothingToForgetError(f"agent '{memory.agent_id}' has no memory to forget")
     memory.deletions.record(
@@ -195,6 +265,7 @@ def forget_agent(
         detail=f"{report.blocks} blocks, {report.message_count} messages, {passages} passages, "
         f"{len(report.checkpoints)} checkpoints",
     )
+    _scrub(memory, None)
     return report
 
 
@@ -230,10 +301,15 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
         report.messages.extend(gone)
     report.message_count = len(report.messages)
     if report.messages:
+        report.facts = _remove_facts(memory, report.messages, actor)
         already = {p.id for p in report.summaries}
         report.summaries += [
             p for p in _remove_summaries(memory, report.messages, actor) if p.id not in already
         ]
+    texts = _quotable([*(p.text for p in report.passages), *(m.text for m in report.messages)])
+    report.echoes = _delete_echoes(memory, texts, actor)
+    if report.passages or report.messages or report.summaries:
+        _scrub(memory, None)
     for block in memory.core.blocks():
         lines = [line for line in block.value.splitlines() if stems <= topic_stems(line)]
         if lines:
@@ -260,6 +336,15 @@ def _remove_summaries(
             if SUMMARY_TAG in p.tags and p.created_at >= since
         ]
     return memory.archival.delete(doomed, actor=actor) if doomed else []
+
+
+def _remove_facts(memory: Memory, deleted: Sequence[RecallMessage], actor: str) -> list[Passage]:
+    """Delete the consolidated facts made from any of the deleted messages."""
+    made: set[int] = set()
+    for thread_id in sorted({m.thread_id for m in deleted}):
+        ids = [m.message_id for m in deleted if m.thread_id == thread_id]
+        made.update(memory.archival.derived_from(thread_id, ids))
+    return memory.archival.delete(sorted(made), actor=actor) if made else []
 
 
 def _delete_thread_passages(memory: Memory, thread_id: str, actor: str) -> list[Passage]:
@@ -294,28 +379,155 @@ def _has_checkpoint(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> b
     return checkpointer.get_tuple(config) is not None
 
 
-def _clean_checkpoints(graph: Any, deleted: Sequence[RecallMessage], report: ForgetReport) -> None:
-    """Take deleted messages out of their threads' queues; clear a removed running summary."""
+def _quotable(texts: Iterable[str]) -> list[str]:
+    """The forgotten texts worth looking for elsewhere (long enough to mean something)."""
+    return sorted({t.strip() for t in texts if len(t.strip()) >= MIN_QUOTE}, key=len, reverse=True)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside a JSON-like value (keys left out)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _quotes(value: Any, texts: Sequence[str]) -> bool:
+    return any(t in s for s in _strings(value) for t in texts)
+
+
+def _redact(value: Any, texts: Sequence[str]) -> Any:
+    """``value`` with every forgotten text inside its strings replaced by `REDACTED`."""
+    if isinstance(value, str):
+        for text in texts:
+            value = value.replace(text, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _redact(v, texts) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact(v, texts) for v in value]
+    return value
+
+
+def _delete_echoes(memory: Memory, texts: Sequence[str], actor: str) -> list[RecallMessage]:
+    """Delete the tool calls and tool results in recall that quote a forgotten text.
+
+    Only the machinery's messages (a call's arguments, a tool's result): a person's or the
+    agent's own words that happen to contain the text are not touched here.
+    """
+    if not texts:
+        return []
+    echoes = [
+        m
+        for m in _all_messages(memory)
+        if (m.role == "tool" or m.tool_calls) and _quotes([m.text, m.tool_calls], texts)
+    ]
+    gone: list[RecallMessage] = []
+    for thread_id in sorted({m.thread_id for m in echoes}):
+        ids = [m.message_id for m in echoes if m.thread_id == thread_id]
+        gone += memory.recall.delete(ids, thread_id=thread_id, actor=actor)
+    return gone
+
+
+def _thread_agent(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> str | None:
+    """The agent a thread's latest checkpoint names (None: no checkpoint, or none stamped)."""
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    found = checkpointer.get_tuple(config)
+    if found is None:
+        return None
+    agent = found.checkpoint.get("channel_values", {}).get("agent_id")
+    return str(agent) if agent else None
+
+
+def _check_owner(
+    memory: Memory, checkpointer: BaseCheckpointSaver[Any] | None, thread_id: str
+) -> str | None:
+    """The thread's agent; refused when it is another agent than ``memory``'s."""
+    owner = None if checkpointer is None else _thread_agent(checkpointer, thread_id)
+    if owner is not None and owner != memory.agent_id:
+        raise ForgetRefusedError(
+            f"thread '{thread_id}' belongs to agent '{owner}', not '{memory.agent_id}': "
+            "nothing was deleted; name that agent to forget it"
+        )
+    return owner
+
+
+def _clean_threads(
+    memory: Memory,
+    graph: Any,
+    threads: Collection[str],
+    removed: Sequence[RecallMessage],
+    texts: Sequence[str],
+    report: ForgetReport,
+) -> None:
+    """Clean each thread's latest checkpoint, then delete its earlier ones (its history).
+
+    The latest checkpoint loses the removed messages from its queue, has the forgotten
+    texts redacted in the messages it keeps, and its summary cleared when the summary was
+    removed or holds one of them. The thread's earlier checkpoints and their pending
+    writes, which held the text, are then deleted (`checkpoints.keep_latest`).
+    """
+    checkpointer = getattr(graph, "checkpointer", None)
+    if not isinstance(checkpointer, BaseCheckpointSaver):
+        return
     removed_summaries = {p.text for p in report.summaries}
-    for thread_id in sorted({m.thread_id for m in deleted}):
+    for thread_id in sorted(threads):
+        if _thread_agent(checkpointer, thread_id) not in (None, memory.agent_id):
+            continue  # another agent's thread: its checkpoint is not ours to change
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         snapshot = graph.get_state(config)
         values = snapshot.values if snapshot is not None else {}
         if not values:
             continue
-        ids = {m.message_id for m in deleted if m.thread_id == thread_id}
+        ids = {m.message_id for m in removed if m.thread_id == thread_id}
         update: dict[str, Any] = {}
-        queued = [str(m.id) for m in values.get("messages", []) if str(m.id) in ids]
-        if queued:
-            update["messages"] = [RemoveMessage(id=i) for i in queued]
-        if values.get("summary") and values["summary"] in removed_summaries:
+        changed: list[Any] = []
+        for message in values.get("messages", []):
+            if str(message.id) in ids:
+                changed.append(RemoveMessage(id=str(message.id)))
+            elif _quotes([message.content, getattr(message, "tool_calls", [])], texts) or (
+                _quotes(message.additional_kwargs, texts)
+            ):
+                changed.append(_redacted_message(message, texts))
+        if changed:
+            update["messages"] = changed
+        summary = values.get("summary")
+        if summary and (summary in removed_summaries or _quotes(summary, texts)):
             update["summary"] = ""
         if update:
             graph.update_state(config, update)
-            report.checkpoints.append(thread_id)
+        keep_latest(checkpointer, thread_id)
+        report.checkpoints.append(thread_id)
+
+
+def _redacted_message(message: Any, texts: Sequence[str]) -> Any:
+    """A copy of a queued message (same id) with the forgotten texts redacted."""
+    changes: dict[str, Any] = {
+        "content": _redact(message.content, texts),
+        "additional_kwargs": _redact(message.additional_kwargs, texts),
+    }
+    if getattr(message, "tool_calls", None):
+        changes["tool_calls"] = [
+            {**call, "args": _redact(call.get("args", {}), texts)} for call in message.tool_calls
+        ]
+    return message.model_copy(update=changes)
+
+
+def _scrub(memory: Memory, graph: Any) -> None:
+    """Clean the engine's files after deleting (`Scrubbable`), and the threads' log."""
+    if isinstance(memory, Scrubbable):
+        memory.scrub()
+    checkpointer = getattr(graph, "checkpointer", None)
+    if isinstance(checkpointer, BaseCheckpointSaver):
+        empty_wal(checkpointer)
 
 
 __all__ = [
+    "ForgetRefusedError",
     "ForgetReport",
     "NothingToForgetError",
     "forget_agent",

@@ -21,6 +21,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.passages import MAX_TAG_CHARS, NewPassage
+from langgraph_memgpt.stores.text import one_line
 from langgraph_memgpt.stores.types import Passage
 
 TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ".rst"}
@@ -162,14 +163,15 @@ def ingest_file(
         p.id for p, k in _keyed_passages(memory) if k.startswith(prefix) and not k.startswith(key)
     ]
     before = memory.archival.count()
-    source_tag = f"source:{path.name}"[:MAX_TAG_CHARS]
+    name = one_line(path.name)  # a newline in a name must not start a second line
+    source_tag = f"source:{name}"[:MAX_TAG_CHARS]
     for start in range(0, len(chunks), _BATCH):
         batch = chunks[start : start + _BATCH]
         memory.archival.insert_many(
             [
                 NewPassage(
                     text=(
-                        f"Source: {path.name}, chunk {c.index + 1} of {len(chunks)}, "
+                        f"Source: {name}, chunk {c.index + 1} of {len(chunks)}, "
                         f"characters {c.start}-{c.end}\n{c.text}"
                     ),
                     tags=("document", source_tag),
@@ -179,7 +181,7 @@ def ingest_file(
             ]
         )
         if progress is not None:
-            progress(path.name, start + len(batch), len(chunks))
+            progress(name, start + len(batch), len(chunks))
     added = memory.archival.count() - before
     # The file changed: its earlier chunks go (after the new ones are in, so a failure
     # halfway never leaves the document missing).
@@ -190,23 +192,42 @@ def ingest_file(
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     """Files named, and the accepted files inside folders named (recursively, sorted).
 
+    Nothing outside what was named is read: every file is resolved (symlinks followed to
+    the real file) and must lie inside the real folder it was found in (the folder named,
+    or a named file's own folder). A link that leads out of it, such as
+    ``docs/README.md -> ../private/ssh_key.txt``, is refused; a link to a folder is not
+    followed (or, where ``rglob`` follows it, refused when it leads outside).
+
     Raises:
-        IngestError: a path does not exist.
+        IngestError: a path does not exist, or a link leads out of the folder given.
     """
     out: list[Path] = []
     for raw in paths:
         path = Path(raw).expanduser()
         if path.is_dir():
-            out += sorted(
+            root = path.resolve()
+            found = sorted(
                 p
                 for p in path.rglob("*")
-                if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES | HTML_SUFFIXES
+                if p.suffix.lower() in TEXT_SUFFIXES | HTML_SUFFIXES and p.is_file()
             )
+            out += [_inside(p, root, path) for p in found]
         elif path.exists():
-            out.append(path)
+            out.append(_inside(path, path.parent.resolve(), path.parent))
         else:
             raise IngestError(f"{path} does not exist")
     return out
+
+
+def _inside(path: Path, root: Path, given: Path) -> Path:
+    """``path`` if its real file lies inside ``root`` (the real form of folder ``given``)."""
+    real = path.resolve()
+    if not real.is_relative_to(root):
+        raise IngestError(
+            f"{path} leads to {real}, outside the folder given ({given}): ingest reads only "
+            "what is inside it; remove the link or name the file itself where it is"
+        )
+    return path
 
 
 def _keyed_passages(memory: Memory) -> list[tuple[Passage, str]]:

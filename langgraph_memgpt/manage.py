@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeE
 
 from langgraph_memgpt.checkpoints import existing_checkpointer
 from langgraph_memgpt.forget import (
+    ForgetRefusedError,
     ForgetReport,
     NothingToForgetError,
     forget_agent,
@@ -37,8 +38,16 @@ from langgraph_memgpt.ingest import (
 )
 from langgraph_memgpt.stores import DB_FILENAME, AgentMemory, close_all, list_agents, open_memory
 from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.text import one_line
 from langgraph_memgpt.stores.vectors import recorded_identity
-from langgraph_memgpt.transfer import ExportFormatError, export_agent, import_agent, read_export
+from langgraph_memgpt.transfer import (
+    ExportFormatError,
+    ImportConflictError,
+    ImportMode,
+    export_agent,
+    import_agent,
+    read_export,
+)
 
 
 def _error(message: str) -> None:
@@ -131,20 +140,20 @@ def forget(
     try:
         with existing_checkpointer(root) as saver:
             report: ForgetReport
-            if passage is not None:
-                report = forget_passage(memory, passage, actor=actor)
-            elif message is not None:
-                graph = None
-                if saver is not None:
-                    from langgraph_memgpt.graph import build_graph
+            graph = None
+            if saver is not None and (passage is not None or message is not None):
+                from langgraph_memgpt.graph import build_graph
 
-                    graph = build_graph().compile(checkpointer=saver)
+                graph = build_graph().compile(checkpointer=saver)
+            if passage is not None:
+                report = forget_passage(memory, passage, actor=actor, graph=graph)
+            elif message is not None:
                 report = forget_messages(memory, [message], actor=actor, graph=graph)
             elif thread is not None:
                 report = forget_thread(memory, thread, actor=actor, checkpointer=saver)
             else:
                 report = forget_agent(memory, actor=actor, checkpointer=saver)
-    except NothingToForgetError as exc:
+    except (NothingToForgetError, ForgetRefusedError) as exc:
         _error(str(exc))
         return 1
     finally:
@@ -191,15 +200,19 @@ def import_file(
     agent_id: str,
     *,
     embedding_model: str = "minilm",
+    mode: ImportMode = "new",
     progress: bool = True,
     console: Console | None = None,
 ) -> int:
-    """Restore an export under ``agent_id``; 1 for a bad file (the target is left untouched)."""
+    """Restore an export under ``agent_id``; 1 (nothing written) for a bad file or a taken id."""
     console = console or Console()
     try:
         read_export(path)  # checked before the memory (and its model) is even opened
     except ExportFormatError as exc:
         _error(f"{exc}; nothing was imported")
+        return 1
+    except OSError as exc:
+        _error(f"cannot read {path}: {exc.strerror or exc}; nothing was imported")
         return 1
     try:
         memory = open_memory(Path(data_dir).expanduser(), agent_id, embedding_model=embedding_model)
@@ -209,7 +222,10 @@ def import_file(
     target = _model_of(memory)
     try:
         with progress_bars(progress) as advance:
-            report = import_agent(memory, path, progress=advance)
+            report = import_agent(memory, path, mode=mode, progress=advance)
+    except (ExportFormatError, ImportConflictError) as exc:
+        _error(f"{exc}; nothing was imported")
+        return 1
     finally:
         close_all()  # writes the FAISS caches before the process ends
     source = report.source_embedding or {}
@@ -227,8 +243,15 @@ def import_file(
         console.print(f"Block '{escape(label)}' is shared again: attached from '{escape(owner)}'.")
     for label, owner in report.copied.items():
         console.print(
-            f"Block '{escape(label)}' was shared from '{escape(owner)}', who has no such block "
-            "here: imported as the agent's own copy.",
+            f"Block '{escape(label)}' was shared from '{escape(owner)}'; it is not attached "
+            "(the owner has no such block here, or the file is not this agent's own export "
+            "from this memory): restored as the agent's private copy.",
+            soft_wrap=True,
+        )
+    for label in report.kept:
+        console.print(
+            f"Block '{escape(label)}' kept as the agent had it (read-only, shared with it, "
+            "or --merge); the file's version was not written.",
             soft_wrap=True,
         )
     return 0
@@ -288,8 +311,9 @@ def ingest(
         close_all()
     for report in reports:
         replaced = f", {report.replaced} old chunks replaced" if report.replaced else ""
+        shown = escape(one_line(str(report.path)))
         console.print(
-            f"{escape(str(report.path))}: {report.chunks} chunks, {report.added} new{replaced}",
+            f"{shown}: {report.chunks} chunks, {report.added} new{replaced}",
             soft_wrap=True,
         )
     return 0

@@ -42,19 +42,23 @@ def recover_thread(
         graph: the compiled graph, with its checkpointer.
         config: names the thread (``{"configurable": {"thread_id": ...}}``).
         context: the thread's ``Context`` (agent and data directory); the thread's own
-            agent wins when its state names one.
+            agent wins when its state names one. A new thread whose first run never
+            started names none: its messages are recorded for the agent ``context``
+            names (``agent_id`` given explicitly), else left for the thread's next run.
         memory: the graph's memory backend, when it was built with one.
         embeddings: the graph's embeddings, when it was built with them.
 
     Returns:
         How many messages were recorded (0 for a thread recall already covers, or one no
-        agent ever opened: its first message, whose run never started, belongs to no agent).
+        agent ever opened when ``context`` names no agent either).
     """
     ctx = Context.from_any(context)
     snapshot = graph.get_state(config)
     values = snapshot.values or {}
     queue = list(values.get("messages", []))
-    agent_id = values.get("agent_id")
+    # A thread whose first run never started names no agent yet: the caller's, if it
+    # names one (a guess would copy someone's message into another agent's memory).
+    agent_id = values.get("agent_id") or _named_agent(context)
     if not queue or not agent_id:
         return 0
     thread_id = str(config.get("configurable", {}).get("thread_id", "default"))
@@ -111,6 +115,15 @@ def recover_threads(
         )
         for thread_id in thread_ids
     )
+
+
+def _named_agent(context: Context | dict[str, Any] | None) -> str | None:
+    """The agent ``context`` names explicitly (not the default ``Context`` fills in)."""
+    if isinstance(context, Context):
+        return context.agent_id if "agent_id" in context.model_fields_set else None
+    if isinstance(context, dict) and context.get("agent_id"):
+        return str(context["agent_id"])
+    return None
 
 
 def _waiting(message: Any) -> bool:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.passages import MAX_TAG_CHARS, normalize_tags
+from langgraph_memgpt.stores.text import one_line
 from langgraph_memgpt.stores.types import RetentionRule, format_age
 
 ACTOR = "retention"
@@ -126,4 +127,4 @@ def apply_retention(
 
 def _source_tag(source: str) -> str:
     """The tag ``ingest`` gives a file's passages (``source:<file name>``), as stored."""
-    return normalize_tags([f"source:{source}"[:MAX_TAG_CHARS]])[0]
+    return normalize_tags([f"source:{one_line(source)}"[:MAX_TAG_CHARS]])[0]

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
+from langgraph_memgpt.cli_args import add_data_dir, add_database_url, data_dir, database_url
 from langgraph_memgpt.retention import RetentionRuleError, apply_retention, rule, rule_view
 from langgraph_memgpt.stores.backends import open_backend
 from langgraph_memgpt.stores.base import MemoryBackend
@@ -26,12 +25,8 @@ def _error(message: str) -> None:
 
 
 def _backend(args: argparse.Namespace) -> MemoryBackend:
-    from langgraph_memgpt.context import DATABASE_URL_ENV, Context
-
-    data_dir = Path(args.data_dir) if args.data_dir else Path(Context().data_dir)
-    url = args.database_url if args.database_url is not None else os.environ.get(DATABASE_URL_ENV)
     # No embedding model: forgetting a passage needs none (its vectors go by id).
-    return open_backend(data_dir, database_url=(url or "").strip(), embedding_model="none")
+    return open_backend(data_dir(args), database_url=database_url(args), embedding_model="none")
 
 
 def _close(backend: MemoryBackend) -> None:
@@ -111,6 +106,6 @@ def add_retention_command(
     parser.add_argument("--source", default=None, help="set/remove: only this ingested file")
     parser.add_argument("--max-age", help="set: e.g. 48h, 30d, 2w, 900s")
     parser.add_argument("--json", action="store_true", help="list/apply: print JSON")
-    parser.add_argument("--data-dir", type=Path, default=None, help="memory folder")
-    parser.add_argument("--database-url", default=None, help="postgresql://... instead")
+    add_data_dir(parser)
+    add_database_url(parser)
     parser.set_defaults(func=cmd_retention)

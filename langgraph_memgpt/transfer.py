@@ -14,27 +14,34 @@ Import reads and checks the whole file before writing anything: a malformed, tru
 or altered file is refused with the line and the reason, and the target is left as it
 was. Writing is idempotent (messages are keyed by thread and message id, passages by
 their key, history entries by their content and time), so importing a file twice, or
-again after an interrupted import, adds nothing twice. A shared block is attached again
-when the target store has its owner's block (its history is the owner's and stays there),
-and copied, history included, when it does not. Both sides speak only the memory
-protocols.
+again after an interrupted import, adds nothing twice. An agent that already has memory
+is refused unless the caller says how to combine (``mode``: merge or replace; a read-only
+block of the agent is never changed). A shared block is attached again only when the file
+is the agent's own export, made in this same store (signed with the store's secret), and
+the owner's block is here; otherwise it is restored as the agent's private copy, history
+included. Both sides speak only the memory protocols.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from langgraph_memgpt.retention import RetentionRuleError, rule
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.blocks import check_label
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.messages import ROLES
 from langgraph_memgpt.stores.passages import NewPassage
+from langgraph_memgpt.stores.sections import check_names, check_value
+from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError, RecallMessage, RetentionRule
 
 FORMAT = "langgraph-memgpt-export"
@@ -70,6 +77,11 @@ class AgentExport:
     passages: list[dict[str, Any]] = field(default_factory=list)
     retention: list[RetentionRule] = field(default_factory=list)
     """Archival retention rules (``retention``), restored with the passages."""
+    proofs: dict[str, str] = field(default_factory=dict)
+    """Label -> the exporting store's signature of the shared claim (`CoreStore.share_proof`)."""
+    message_keys: set[tuple[str, str]] = field(default_factory=set, repr=False)
+    passage_ids: set[int] = field(default_factory=set, repr=False)
+    passage_keys: set[str] = field(default_factory=set, repr=False)
 
 
 @dataclass
@@ -87,7 +99,11 @@ class ImportReport:
     attached: dict[str, str] = field(default_factory=dict)
     """Shared blocks attached again: label -> owner."""
     copied: dict[str, str] = field(default_factory=dict)
-    """Shared blocks whose owner the target lacks, restored as the agent's own: label -> owner."""
+    """Shared blocks not attached again (the owner lacks the block, or the file does not
+    prove the agent had it), restored as the agent's private copy: label -> owner."""
+    kept: list[str] = field(default_factory=list)
+    """Blocks the agent already had and kept as they were (read-only, shared with it from
+    another agent, or any with ``merge``); the file's version of them was not written."""
 
 
 # -- export ----------------------------------------------------------------------------
@@ -141,7 +157,14 @@ def export_agent(
                         "char_limit": block.char_limit,
                         "read_only": block.read_only,
                         **({"sections": list(block.sections)} if block.sections else {}),
-                        **({"shared_from": owner} if owner != memory.agent_id else {}),
+                        **(
+                            {
+                                "shared_from": owner,
+                                "shared_proof": memory.core.share_proof(block.label, owner),
+                            }
+                            if owner != memory.agent_id
+                            else {}
+                        ),
                     }
                 )
                 for entry in memory.core.history(block.label):
@@ -236,8 +259,14 @@ def read_export(path: str | Path) -> AgentExport:
                 raise ExportFormatError(f"{where}: the line is cut short; the file is truncated")
             try:
                 record = json.loads(raw.decode("utf-8"))
+            except RecursionError:
+                raise ExportFormatError(f"{where}: the record is nested too deeply") from None
             except (UnicodeDecodeError, ValueError) as err:
                 raise ExportFormatError(f"{where}: not a JSON record ({err})") from None
+            if _depth(record) > MAX_DEPTH:
+                raise ExportFormatError(
+                    f"{where}: the record is nested deeper than {MAX_DEPTH} levels"
+                )
             if not isinstance(record, dict):
                 raise ExportFormatError(f"{where}: a record must be a JSON object")
             kind = record.get("type")
@@ -260,6 +289,7 @@ def read_export(path: str | Path) -> AgentExport:
             f"{path} ends without its end record: the file is truncated (an interrupted copy "
             "or download); export the agent again"
         )
+    _check_whole(export, str(path))
     return export
 
 
@@ -276,8 +306,8 @@ def _header(record: Mapping[str, Any], where: str) -> AgentExport:
             f"{VERSION}: upgrade it to import this file"
         )
     agent = record.get("agent_id")
-    if not isinstance(agent, str) or not agent:
-        raise ExportFormatError(f"{where}: the header has no agent_id")
+    if not isinstance(agent, str) or not agent.strip() or valid_text(agent) != agent:
+        raise ExportFormatError(f"{where}: the header has no valid agent_id")
     embedding = record.get("embedding")
     if embedding is not None and not isinstance(embedding, dict):
         raise ExportFormatError(f"{where}: the header's embedding must be an object or null")
@@ -299,6 +329,33 @@ def _check_end(
         raise ExportFormatError(f"{where}: checksum mismatch; the file was altered or damaged")
 
 
+MAX_DEPTH = 32
+"""Deepest nesting a record may have (a tool call's arguments are the deepest part)."""
+MAX_INT = 2**31 - 1
+"""Largest turn, char limit or age a file may give: what every backend's columns hold."""
+MAX_ID = 2**63 - 1
+MAX_AGE = 10**10
+"""Longest retention age (about 300 years): an older cut-off is before year 1."""
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (iteratively: no recursion limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            items: Any = item.values()
+        elif isinstance(item, list):
+            items = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in items)
+    return deepest
+
+
 def _need(record: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], where: str) -> Any:
     """``record[key]`` if present and of one of ``kinds`` (a bool is not an int here)."""
     allowed = kinds if isinstance(kinds, tuple) else (kinds,)
@@ -313,11 +370,42 @@ def _need(record: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], w
     return value
 
 
+def _int(
+    record: Mapping[str, Any], key: str, where: str, low: int, high: int, *, null: bool = False
+) -> Any:
+    """``record[key]``, an integer from ``low`` to ``high`` (or null when ``null``)."""
+    value = _need(record, key, (int, type(None)) if null else int, where)
+    if value is not None and not low <= value <= high:
+        raise ExportFormatError(
+            f"{where}: {record.get('type')} field '{key}' is {str(value)[:30]}, outside "
+            f"{low}..{high}"
+        )
+    return value
+
+
+def _text(record: Mapping[str, Any], key: str, where: str, *, empty: bool = True) -> str:
+    """``record[key]``, a string (not blank unless ``empty``)."""
+    value = _need(record, key, str, where)
+    if not empty and not value.strip():
+        raise ExportFormatError(f"{where}: {record.get('type')} field '{key}' is empty")
+    return str(value)
+
+
+def _label(record: Mapping[str, Any], where: str) -> str:
+    """A block label, as ``create()`` allows it."""
+    label = _text(record, "label", where)
+    try:
+        check_label(label)
+    except BlockEditError as err:
+        raise ExportFormatError(f"{where}: {err}") from None
+    return label
+
+
 def _time(record: Mapping[str, Any], where: str) -> str:
     value = _need(record, "created_at", str, where)
     try:
         return to_utc_iso(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ExportFormatError(f"{where}: created_at {value!r} is not a timestamp") from None
 
 
@@ -326,37 +414,50 @@ def _sections(record: Mapping[str, Any], where: str) -> tuple[str, ...]:
     names = record.get("sections", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise ExportFormatError(f"{where}: block sections must be a list of names")
-    return tuple(names)
+    try:
+        return check_names(names)
+    except BlockEditError as err:
+        raise ExportFormatError(f"{where}: {err}") from None
 
 
 def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> None:
     kind = record.get("type")
     if kind == "block":
-        limit = _need(record, "char_limit", int, where)
-        if limit <= 0:
-            raise ExportFormatError(f"{where}: block char_limit must be positive")
-        label = _need(record, "label", str, where)
+        limit = _int(record, "char_limit", where, 1, MAX_INT)
+        label = _label(record, where)
+        if any(b.label == label for b in export.blocks):
+            raise ExportFormatError(f"{where}: a second block '{label}'; the file was altered")
         if "shared_from" in record:
-            export.shared[label] = _need(record, "shared_from", str, where)
+            owner = _text(record, "shared_from", where, empty=False)
+            export.shared[label] = owner
+            proof = record.get("shared_proof", "")
+            export.proofs[label] = proof if isinstance(proof, str) else ""
+        sections = _sections(record, where)
+        value = _need(record, "value", str, where)
+        try:
+            check_value(value, sections, label)
+        except BlockEditError as err:
+            raise ExportFormatError(f"{where}: {err}") from None
         export.blocks.append(
             Block(
                 label=label,
-                value=_need(record, "value", str, where),
+                value=value,
                 description=_need(record, "description", str, where),
                 char_limit=limit,
                 read_only=_need(record, "read_only", bool, where),
-                sections=_sections(record, where),
+                sections=sections,
             )
         )
     elif kind == "block_history":
         entry = {
-            "label": _need(record, "label", str, where),
+            "label": _label(record, where),
             "old_value": _need(record, "old_value", (str, type(None)), where),
             "new_value": _need(record, "new_value", str, where),
             "actor": _need(record, "actor", str, where),
-            "op": _need(record, "op", str, where),
+            "op": _text(record, "op", where, empty=False),
             "created_at": _need(record, "created_at", str, where),
         }
+        _time(record, where)  # checked; kept as written, so a second import finds it
         export.history.append(entry)
     elif kind == "message":
         role = _need(record, "role", str, where)
@@ -365,16 +466,26 @@ def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> N
         calls = _need(record, "tool_calls", list, where)
         if not all(isinstance(c, dict) for c in calls):
             raise ExportFormatError(f"{where}: message tool_calls must be objects")
+        thread, message = (
+            _text(record, "thread_id", where, empty=False),
+            _text(record, "message_id", where, empty=False),
+        )
+        if (thread, message) in export.message_keys:
+            raise ExportFormatError(
+                f"{where}: message {message!r} of thread {thread!r} appears twice; the file "
+                "was altered"
+            )
+        export.message_keys.add((thread, message))
         export.messages.append(
             {
-                "thread_id": _need(record, "thread_id", str, where),
-                "message_id": _need(record, "message_id", str, where),
+                "thread_id": thread,
+                "message_id": message,
                 "role": role,
                 "name": _need(record, "name", (str, type(None)), where),
                 "text": _need(record, "text", str, where),
                 "tool_calls": calls,
                 "created_at": _time(record, where),
-                "turn": _need(record, "turn", int, where),
+                "turn": _int(record, "turn", where, 0, MAX_INT),
                 "searchable": _need(record, "searchable", bool, where),
             }
         )
@@ -385,45 +496,93 @@ def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> N
         tags = _need(record, "tags", list, where)
         if not all(isinstance(t, str) for t in tags):
             raise ExportFormatError(f"{where}: passage tags must be strings")
+        number = _int(record, "id", where, 1, MAX_ID)
+        key = _need(record, "key", (str, type(None)), where)
+        if number in export.passage_ids or (key is not None and key in export.passage_keys):
+            raise ExportFormatError(
+                f"{where}: passage {number} (key {key!r}) appears twice; the file was altered"
+            )
+        export.passage_ids.add(number)
+        if key is not None:
+            export.passage_keys.add(key)
         export.passages.append(
             {
-                "id": _need(record, "id", int, where),
+                "id": number,
                 "text": text,
                 "tags": tags,
                 "thread_id": _need(record, "thread_id", (str, type(None)), where),
-                "turn": _need(record, "turn", (int, type(None)), where),
+                "turn": _int(record, "turn", where, 0, MAX_INT, null=True),
                 "created_at": _time(record, where),
-                "key": _need(record, "key", (str, type(None)), where),
+                "key": key,
             }
         )
     elif kind == "retention_rule":
-        age = _need(record, "max_age_seconds", int, where)
-        if age < 1:
-            raise ExportFormatError(f"{where}: retention max_age_seconds must be positive")
-        export.retention.append(
-            RetentionRule(
-                tag=_need(record, "tag", str, where),
-                max_age_seconds=age,
-                source=_need(record, "source", (str, type(None)), where),
+        age = _int(record, "max_age_seconds", where, 1, MAX_AGE)
+        tag = _need(record, "tag", str, where)
+        try:
+            export.retention.append(
+                rule(tag, age, _need(record, "source", (str, type(None)), where))
             )
-        )
+        except RetentionRuleError as err:
+            raise ExportFormatError(f"{where}: retention rule: {err}") from None
     else:
         raise ExportFormatError(f"{where}: unknown record type {kind!r}")
+
+
+def _check_whole(export: AgentExport, path: str) -> None:
+    """What no single record shows: history of a block the file lacks, repeated rules."""
+    labels = {b.label for b in export.blocks}
+    for entry in export.history:
+        if entry["label"] not in labels:
+            raise ExportFormatError(
+                f"{path}: an edit of block '{entry['label']}', which the file does not hold; "
+                "the file was altered"
+            )
+    rules = [(r.tag, r.source) for r in export.retention]
+    if len(set(rules)) != len(rules):
+        raise ExportFormatError(f"{path}: a retention rule appears twice; the file was altered")
 
 
 # -- import ----------------------------------------------------------------------------
 
 
-def _attach_shared(memory: Memory, export: AgentExport) -> dict[str, str]:
-    """Attach each shared block whose owner the target has; returns label -> owner attached.
+ImportMode = Literal["new", "merge", "replace"]
+"""What an import does to an agent that already has memory: ``new`` refuses it; ``merge``
+keeps the agent's blocks as they are and adds what it lacks; ``replace`` lets the file's
+blocks take the place of the agent's writable ones. Neither deletes anything, and neither
+changes a read-only block the agent has."""
 
-    Refused (the owner lacks the block, or the agent has a block of its own by that
-    label): the block is restored as a copy instead, so nothing the agent saw is lost.
+
+class ImportConflictError(ValueError):
+    """The target agent already has memory and the import was not told how to combine."""
+
+
+def has_memory(memory: Memory) -> bool:
+    """Whether the agent has any block, message or passage."""
+    return bool(
+        memory.core.blocks()
+        or memory.recall.list_messages(limit=1)
+        or memory.archival.list_passages(limit=1)
+    )
+
+
+def _attach_shared(memory: Memory, export: AgentExport) -> dict[str, str]:
+    """Attach each shared block the file proves the agent had; returns label -> owner.
+
+    Attached only when the file is this agent's own export (its header names the agent),
+    the owner's block exists here, and the file carries the signature this store makes for
+    that attachment (`CoreStore.share_proof`): a hand-written ``shared_from`` is restored
+    as the agent's private copy instead, so nobody reaches another agent's block by
+    editing a file, and nothing the agent saw is lost.
     """
     attached: dict[str, str] = {}
     for label, owner in export.shared.items():
-        if owner == memory.agent_id:
-            continue  # imported under its owner's id: the block is its own
+        if owner == memory.agent_id or export.agent_id != memory.agent_id:
+            continue
+        proof = export.proofs.get(label, "")
+        expected = memory.core.share_proof(label, owner)
+        if not proof or not expected or not hmac.compare_digest(proof, expected):
+            continue
         try:
             memory.core.attach(label, owner)
         except BlockEditError:
@@ -433,7 +592,11 @@ def _attach_shared(memory: Memory, export: AgentExport) -> dict[str, str]:
 
 
 def import_agent(
-    memory: Memory, path: str | Path, *, progress: Progress | None = None
+    memory: Memory,
+    path: str | Path,
+    *,
+    mode: ImportMode = "new",
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Restore an export into ``memory`` (any agent id, any backend), idempotently.
 
@@ -441,26 +604,59 @@ def import_agent(
     before anything is written. Messages and passages are embedded by the target's own
     model, so a file made with another embedding model is re-embedded on the way in.
 
+    Args:
+        memory: the agent to restore into.
+        path: the export file.
+        mode: what to do when the agent already has memory (`ImportMode`).
+        progress: called while messages and passages are written.
+
     Raises:
-        ExportFormatError: the file is not a complete, intact export.
+        ExportFormatError: the file is not a complete, intact, valid export.
+        ImportConflictError: the agent has memory and ``mode`` is ``new``.
     """
     export = read_export(path)
+    exists = has_memory(memory)
+    if exists and mode == "new":
+        raise ImportConflictError(
+            f"agent '{memory.agent_id}' already has memory; import under a new agent id, or "
+            "say how to combine: --merge (keep the agent's blocks, add what it lacks) or "
+            "--replace (the file's blocks win; read-only blocks are kept)"
+        )
     report = ImportReport(
         source_agent=export.agent_id,
-        blocks=len(export.blocks),
-        history=len(export.history),
+        blocks=0,
+        history=0,
         messages_new=0,
         messages_total=len(export.messages),
         passages_new=0,
         passages_total=len(export.passages),
         source_embedding=export.embedding,
     )
-    report.attached = _attach_shared(memory, export)
-    report.copied = {k: v for k, v in export.shared.items() if k not in report.attached}
-    memory.core.restore(
-        [b for b in export.blocks if b.label not in report.attached],
-        [e for e in export.history if e["label"] not in report.attached],
+    present = {b.label: b for b in memory.core.blocks()} if exists else {}
+    report.attached = _attach_shared(
+        memory,
+        AgentExport(
+            export.agent_id,
+            export.embedding,
+            export.exported_at,
+            shared={k: v for k, v in export.shared.items() if k not in present},
+            proofs=export.proofs,
+        ),
     )
+    report.copied = {
+        k: v for k, v in export.shared.items() if k not in report.attached and k not in present
+    }
+    for label, block in present.items():
+        theirs = memory.core.owner(label) != memory.agent_id
+        if any(b.label == label for b in export.blocks) and (
+            block.read_only or theirs or mode == "merge"
+        ):
+            report.kept.append(label)
+    skip = set(report.attached) | set(report.kept)
+    restored = [b for b in export.blocks if b.label not in skip]
+    history = [e for e in export.history if e["label"] not in skip]
+    memory.core.restore(restored, history)
+    report.blocks, report.history = len(restored), len(history)
     # Thread by thread in time order (ties in stored order), as they were first recorded,
     # so every message gets the same ±2 context window it had.
     ordered = sorted(
@@ -507,8 +703,11 @@ __all__ = [
     "VERSION",
     "AgentExport",
     "ExportFormatError",
+    "ImportConflictError",
+    "ImportMode",
     "ImportReport",
     "export_agent",
+    "has_memory",
     "import_agent",
     "read_export",
 ]

@@ -133,7 +133,9 @@ def test_export_then_import_elsewhere_twice(
 
     code, out, _ = run(capsys, *args)
     assert code == 0 and "8 of 8 messages new" in out
-    code, out, _ = run(capsys, *args)
+    code, _, err = run(capsys, *args)
+    assert code == 1 and "already has memory" in err and "--merge" in err
+    code, out, _ = run(capsys, *args, "--merge")
     assert code == 0 and "0 of 8 messages new" in out
 
     hits = SqliteBackend(target, embedding_model="none").open("ada2").recall.search("Greenbriar")

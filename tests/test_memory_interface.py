@@ -56,6 +56,9 @@ def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
 
 CLI_MODULES = [
     PACKAGE / "cli.py",
+    PACKAGE / "cli_args.py",
+    PACKAGE / "retention_cli.py",
+    PACKAGE / "bench" / "cli.py",
     PACKAGE / "console.py",
     PACKAGE / "manage.py",
     PACKAGE / "server.py",

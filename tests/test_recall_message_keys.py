@@ -22,7 +22,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_query
 from langgraph_memgpt.stores.recall import RecallMemory
-from langgraph_memgpt.stores.recall_schema import SCHEMA
+from langgraph_memgpt.stores.schema import RECALL
 from langgraph_memgpt.stores.types import RecallMessage
 
 AGENT = "ada"
@@ -123,10 +123,10 @@ def test_a_database_keyed_by_message_id_alone_is_migrated_once(tmp_data_dir: Pat
     # A file of before numbered migrations (user_version 0), written without open_db.
     old = sqlite_utils.Database(sqlite3.connect(path))
     old.conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    old_table = SCHEMA[0].replace(
+    old_table = RECALL[0].replace(
         "UNIQUE (agent_id, thread_id, message_id)", "UNIQUE (agent_id, message_id)"
     )
-    for statement in (old_table, *SCHEMA[1:]):
+    for statement in (old_table, *RECALL[1:]):
         old.conn.execute(statement)
     old.conn.execute(
         "INSERT INTO recall (id, agent_id, thread_id, message_id, role, text, created_at, "

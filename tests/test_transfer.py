@@ -154,7 +154,7 @@ def test_importing_twice_adds_nothing(make_backend: Any, embeddings: Any, tmp_pa
     import_agent(copy, path)
     first = searches(copy)
 
-    again = import_agent(copy, path)
+    again = import_agent(copy, path, mode="merge")
 
     assert (again.messages_new, again.passages_new) == (0, 0)
     assert searches(copy) == first
@@ -186,7 +186,7 @@ def bad_file(tmp_path: Path, how: str) -> Path:
     return path
 
 
-def test_a_shared_block_is_attached_again_where_its_owner_is(
+def test_a_shared_block_is_attached_again_from_the_agents_own_export(
     make_backend: Any, tmp_path: Path
 ) -> None:
     backend = make_backend()
@@ -198,14 +198,33 @@ def test_a_shared_block_is_attached_again_where_its_owner_is(
     path = tmp_path / "ada.jsonl"
     export_agent(ada, path)
     assert read_export(path).shared == {"project": "team"}
+    ada.core.detach("project")  # lost since: the backup puts it back
+
+    report = import_agent(ada, path, mode="merge")
+
+    assert report.attached == {"project": "team"} and report.copied == {}
+    assert ada.core.owner("project") == "team" and ada.core.owner("human") == "ada"
+    team.core.append("project", "Demo on Thursday.", actor="user")
+    assert "Demo on Thursday." in ada.core.get("project").value  # one block, not a copy
+
+
+def test_another_agents_export_gets_a_copy_of_its_shared_block(
+    make_backend: Any, tmp_path: Path
+) -> None:
+    backend = make_backend()
+    backend.open("team").core.create("project", "Launch on Friday.", "The team's plan.", 500)
+    ada = backend.open("ada")
+    ada.core.attach("project", "team")
+    path = tmp_path / "ada.jsonl"
+    export_agent(ada, path)
 
     report = import_agent(backend.open("ada-copy"), path)
 
     copy = backend.open("ada-copy")
-    assert report.attached == {"project": "team"} and report.copied == {}
-    assert copy.core.owner("project") == "team" and copy.core.owner("human") == "ada-copy"
-    team.core.append("project", "Demo on Thursday.", actor="user")
-    assert "Demo on Thursday." in copy.core.get("project").value  # one block, not a copy
+    assert report.copied == {"project": "team"} and report.attached == {}
+    assert copy.core.owner("project") == "ada-copy"
+    copy.core.append("project", "Copied note.", actor="user")
+    assert "Copied note." not in backend.open("team").core.get("project").value
 
 
 def test_a_shared_block_whose_owner_is_missing_is_imported_as_a_copy(

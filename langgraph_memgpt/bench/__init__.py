@@ -3,10 +3,11 @@
 The benchmark drives the same code path the agent's memory tools use
 (``RecallMemory.search``), so its figures are what the agent actually gets.
 
-It is not part of the runtime: nothing the served graph or the CLI's other commands import
-loads this package, and its libraries (NLTK's Porter stemmer for LoCoMo's answer F1, ``bm25s``
-for the BM25 floor) come with the ``bench`` extra. This module itself imports neither, so
-`require_extra` can say what is missing before a submodule fails to import.
+It is not part of the runtime: nothing the served graph imports loads this package, the CLI
+loads only its command's registration (``bench.cli``), and its libraries (NLTK's Porter
+stemmer for LoCoMo's answer F1, ``bm25s`` for the BM25 floor) come with the ``bench`` extra.
+This module itself imports neither, so `require_extra` can say what is missing before a
+submodule fails to import.
 """
 
 from __future__ import annotations

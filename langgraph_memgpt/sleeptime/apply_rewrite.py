@@ -9,7 +9,8 @@ line) instead of being overwritten. A skipped block keeps the watermark where it
 the next run reads those messages again, against the block as it is then.
 
 Facts go to archival memory under a key made from their text, so a rerun over the same
-messages (or two runs at once) stores each fact once.
+messages (or two runs at once) stores each fact once; each names the messages the run read
+(``ArchivalStore.add_sources``), so forgetting one of them forgets the facts made from it.
 """
 
 from __future__ import annotations
@@ -76,9 +77,13 @@ def make_apply_rewrite(deps: Deps) -> Any:
             edits.append(_edit(label, "rewritten", "cleaned by the consolidator"))
 
         archived: list[str] = []
+        sources = [(str(t), str(m)) for t, m in state.get("sources", [])]
         for fact in proposal.get("archive", []):
             before = memory.archival.count()
-            memory.archival.insert(fact, tags=[ARCHIVE_TAG], key=fact_key(fact))
+            passage = memory.archival.insert(fact, tags=[ARCHIVE_TAG], key=fact_key(fact))
+            # Every message the run read may be where it came from: forgetting any of
+            # them forgets the fact (``forget``).
+            memory.archival.add_sources(passage.id, sources)
             if memory.archival.count() > before:
                 archived.append(fact)
 

@@ -67,6 +67,7 @@ def make_read_new_messages(deps: Deps) -> Any:
             "start": start,
             "end": start,
             "transcript": [],
+            "sources": [],
             "blocks": {},
             "proposal": None,
             "edits": [],
@@ -75,6 +76,7 @@ def make_read_new_messages(deps: Deps) -> Any:
             "retention": retention.as_dict(),
         }
         transcript: list[str] = []
+        sources: list[list[str]] = []
         used = 0
         end = start
         for position, message in memory.recall.since(start, limit):
@@ -83,6 +85,7 @@ def make_read_new_messages(deps: Deps) -> Any:
                 if transcript and used + len(line) > TRANSCRIPT_CHARS:
                     break  # the rest waits for the next run
                 transcript.append(line)
+                sources.append([message.thread_id, message.message_id])
                 used += len(line)
             end = position
         update["end"] = end
@@ -91,6 +94,7 @@ def make_read_new_messages(deps: Deps) -> Any:
                 memory.recall.set_mark(WATERMARK, end)
             return Command(goto="__end__", update=update)
         update["transcript"] = transcript
+        update["sources"] = sources
         return Command(goto="propose_rewrite", update=update)
 
     return read_new_messages

@@ -29,6 +29,9 @@ class SleepState(SleepInput, total=False):
     """The position of the last message read; saved as the watermark when the run is done."""
     transcript: list[str]
     """The new messages, one ``role: text`` line each (tool results left out)."""
+    sources: list[list[str]]
+    """``[thread id, message id]`` of each message in the transcript: the facts archived
+    from it name them (`ArchivalStore.add_sources`), so forgetting one forgets the facts."""
     blocks: dict[str, str]
     """The core blocks as read before the model was asked (label -> value)."""
     proposal: dict[str, Any] | None

@@ -24,7 +24,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.archival import ArchivalMemory
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.core import CoreMemory
-from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.db import open_db, transaction
 from langgraph_memgpt.stores.deletions import SqliteDeletionLog
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.recall import RecallMemory
@@ -89,6 +89,21 @@ class AgentMemory:
     deletions: SqliteDeletionLog
     lock: threading.RLock = field(default_factory=threading.RLock)
 
+    def scrub(self) -> None:
+        """Leave no copy of deleted text in the database's files (after a forget).
+
+        Rows are deleted with ``secure_delete`` (their bytes overwritten), but a full-text
+        index keeps a deleted row's words in its older segments until they are merged:
+        ``optimize`` merges every segment of the three indexes (the whole index is rewritten:
+        about a second per 100k messages), and the write-ahead log, which may hold the old
+        pages, is copied back and truncated.
+        """
+        with self.lock:
+            with transaction(self.db):
+                for table in FTS_TABLES:
+                    self.db.conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+            self.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         """Write the FAISS caches and close the database connection."""
         with self.lock:
@@ -138,6 +153,9 @@ class AgentMemory:
             lock=lock,
         )
 
+
+FTS_TABLES = ("recall_fts", "recall_context_fts", "archival_fts")
+"""The full-text indexes of the embedded backend (`AgentMemory.scrub` merges them)."""
 
 MAX_OPEN_MEMORIES = 64
 """Memories kept open per process. A server with many agents once kept every agent it

@@ -53,58 +53,6 @@ TagMatch = Literal["any", "all"]
 
 _EMBED_BATCH = 256
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS archival (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        agent_id TEXT NOT NULL,
-        text TEXT NOT NULL,
-        tags TEXT NOT NULL DEFAULT '[]',
-        thread_id TEXT,
-        turn INTEGER,
-        created_at TEXT NOT NULL,
-        key TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS archival_agent_created ON archival (agent_id, created_at, id)",
-    # A passage's neighbours in its thread (search reads them, ``stores.search``).
-    "CREATE INDEX IF NOT EXISTS archival_agent_thread ON archival (agent_id, thread_id, turn, id)",
-    # One passage per key and agent: a replayed tool call or eviction finds its passage.
-    "CREATE UNIQUE INDEX IF NOT EXISTS archival_agent_key ON archival (agent_id, key) "
-    "WHERE key IS NOT NULL",
-    """CREATE TABLE IF NOT EXISTS archival_tags (
-        passage_id INTEGER NOT NULL REFERENCES archival (id) ON DELETE CASCADE,
-        agent_id TEXT NOT NULL,
-        tag TEXT NOT NULL,
-        PRIMARY KEY (passage_id, tag)
-    )""",
-    "CREATE INDEX IF NOT EXISTS archival_tags_agent_tag ON archival_tags (agent_id, tag)",
-    """CREATE VIRTUAL TABLE IF NOT EXISTS archival_fts USING fts5 (
-        text, content='archival', content_rowid='id', tokenize='porter unicode61'
-    )""",
-    """CREATE TRIGGER IF NOT EXISTS archival_fts_insert AFTER INSERT ON archival BEGIN
-        INSERT INTO archival_fts (rowid, text) VALUES (new.id, new.text);
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS archival_fts_delete AFTER DELETE ON archival BEGIN
-        INSERT INTO archival_fts (archival_fts, rowid, text) VALUES ('delete', old.id, old.text);
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS archival_fts_update AFTER UPDATE OF text ON archival BEGIN
-        INSERT INTO archival_fts (archival_fts, rowid, text) VALUES ('delete', old.id, old.text);
-        INSERT INTO archival_fts (rowid, text) VALUES (new.id, new.text);
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS archival_count_insert AFTER INSERT ON archival BEGIN
-        INSERT INTO archival_counts (agent_id, passages) VALUES (new.agent_id, 1)
-            ON CONFLICT (agent_id) DO UPDATE SET passages = passages + 1;
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS archival_count_delete AFTER DELETE ON archival BEGIN
-        UPDATE archival_counts SET passages = passages - 1 WHERE agent_id = old.agent_id;
-    END""",
-)
-COUNTS_TABLE = """CREATE TABLE archival_counts (
-    agent_id TEXT PRIMARY KEY,
-    passages INTEGER NOT NULL
-)"""
-"""Passages per agent, kept by triggers: counting the agent's index entries twice per
-search made a search turn grow with the archive."""
-
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
 
 
@@ -466,6 +414,29 @@ class ArchivalMemory(SearchesArchival):
             self._delete_rows([p.id for p in deleted], actor, log)
         self._purge()
         return deleted
+
+    def add_sources(self, passage_id: int, sources: Sequence[tuple[str, str]]) -> None:
+        """Record the messages (thread, message id) passage ``passage_id`` was made from."""
+        rows = [(int(passage_id), self.agent_id, t, m) for t, m in sources]
+        if not rows:
+            return
+        with transaction(self.db):
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO archival_sources (passage_id, agent_id, thread_id, "
+                "message_id) SELECT ?, ?, ?, ? FROM archival WHERE id = ? AND agent_id = ?",
+                [(*row, row[0], self.agent_id) for row in rows],
+            )
+
+    def derived_from(self, thread_id: str, message_ids: Sequence[str] | None = None) -> list[int]:
+        """Ids of the passages made from these messages of ``thread_id`` (None: any of its)."""
+        sql = (
+            "SELECT DISTINCT passage_id FROM archival_sources WHERE agent_id = ? AND thread_id = ?"
+        )
+        params: list[object] = [self.agent_id, thread_id]
+        if message_ids is not None:
+            sql += " AND message_id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(message_ids)))
+        return sorted(int(r[0]) for r in self.db.conn.execute(sql + " ORDER BY 1", params))
 
     def retention_rules(self) -> list[RetentionRule]:
         """The agent's retention rules (``langgraph_memgpt.retention``), by tag then source."""

@@ -69,6 +69,14 @@ class CoreStore(Protocol):
         """
         ...
 
+    def share_proof(self, label: str, owner_id: str) -> str:
+        """This store's signature of "this agent has ``owner_id``'s block ``label`` attached".
+
+        Export writes it beside a shared block; import attaches the block again only when
+        the file's signature is the one this store makes for the importing agent.
+        """
+        ...
+
     def detach(self, label: str) -> None:
         """Stop showing a shared block here (the block itself stays with its owner)."""
         ...
@@ -137,8 +145,8 @@ class RecallStore(Protocol):
         """The stored messages with these ids."""
         ...
 
-    def count(self, exclude_message_ids: Collection[str] = ()) -> int:
-        """How many searchable messages there are (minus the excluded ones)."""
+    def count(self, exclude_message_ids: Collection[str | tuple[str, str]] = ()) -> int:
+        """How many messages there are, minus the excluded ones (``(thread, id)`` or id)."""
         ...
 
     def latest(self, n: int) -> list[RecallMessage]:
@@ -155,9 +163,13 @@ class RecallStore(Protocol):
         page: int = 0,
         page_size: int = 5,
         mode: SearchMode = "hybrid",
-        exclude_ids: Collection[str] = (),
+        exclude_ids: Collection[str | tuple[str, str]] = (),
     ) -> SearchPage[RecallMessage]:
-        """Messages by words and meaning, best first; filters apply before ranking."""
+        """Messages by words and meaning, best first; filters apply before ranking.
+
+        ``exclude_ids``: messages to leave out, as ``(thread id, message id)`` (a bare id
+        leaves that id out in every thread).
+        """
         ...
 
     def search_date(
@@ -293,6 +305,19 @@ class ArchivalStore(Protocol):
         """Forget passages: rows, words and vectors (FAISS caches too), each deletion logged."""
         ...
 
+    def add_sources(self, passage_id: int, sources: Sequence[tuple[str, str]]) -> None:
+        """Record the messages (thread, message id) a passage was made from.
+
+        The sleep-time consolidator's facts name the messages they were read from, so
+        ``forget`` of a message or a thread forgets the facts made from it; the records go
+        with the passage. A passage of another agent is ignored.
+        """
+        ...
+
+    def derived_from(self, thread_id: str, message_ids: Sequence[str] | None = None) -> list[int]:
+        """Ids of the passages made from these messages of ``thread_id`` (None: any of its)."""
+        ...
+
     def retention_rules(self) -> list[RetentionRule]:
         """The agent's retention rules (stored with it), by tag then source."""
         ...
@@ -357,6 +382,19 @@ class Memory(Protocol):
     @property
     def deletions(self) -> DeletionLog:
         """The log of what was forgotten."""
+        ...
+
+
+@runtime_checkable
+class Scrubbable(Protocol):
+    """A memory whose engine can keep deleted text in its files until told to clean them.
+
+    The embedded backend has it (full-text index segments, the write-ahead log); ``forget``
+    calls it after deleting. Postgres has no such copy a query can reach.
+    """
+
+    def scrub(self) -> None:
+        """Remove every copy of deleted rows' text from the engine's files."""
         ...
 
 

@@ -7,6 +7,9 @@ edits with the same words.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -44,16 +47,37 @@ def is_owner(actor: str) -> bool:
 
 def check_new_block(label: str, value: str, char_limit: int) -> None:
     """Refuse a new block with a bad label, a non-positive limit or a value over it."""
-    if not _LABEL.match(label):
-        raise BlockEditError(
-            f"Create failed: block label {label!r} must be 1-64 letters, digits, '_' or '-'."
-        )
+    check_label(label)
     if char_limit <= 0:
         raise BlockEditError(f"Create failed: char_limit must be positive, got {char_limit}.")
     if len(value) > char_limit:
         raise BlockEditError(
             f"Create failed: block '{label}' would hold {len(value)} characters, over its "
             f"limit of {char_limit}."
+        )
+
+
+SHARE_SECRET = "shared-blocks"
+"""Name of the store secret that signs an export's shared-block claims (`share_proof`);
+``stores.db.SHARED_BLOCKS_SECRET`` is the same name."""
+
+
+def share_proof(secret: bytes, agent_id: str, label: str, owner_id: str) -> str:
+    """The signature of the claim "``agent_id`` had ``owner_id``'s block ``label`` attached".
+
+    Written into an export by the store the agent lived in, keyed by that store's own
+    secret: an import attaches a shared block again only when the file carries this
+    signature for the importing agent, so a hand-edited ``shared_from`` gets a copy.
+    """
+    claim = json.dumps([agent_id, label, owner_id], ensure_ascii=False).encode("utf-8")
+    return hmac.new(secret, claim, hashlib.sha256).hexdigest()
+
+
+def check_label(label: str) -> None:
+    """Refuse a label ``create()`` refuses (1-64 letters, digits, '_' or '-')."""
+    if not _LABEL.match(label):
+        raise BlockEditError(
+            f"Create failed: block label {label!r} must be 1-64 letters, digits, '_' or '-'."
         )
 
 

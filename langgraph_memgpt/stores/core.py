@@ -16,6 +16,7 @@ from langgraph_memgpt.osutil import utc_now
 from langgraph_memgpt.stores.blocks import (
     HUMAN_DESCRIPTION,
     PERSONA_DESCRIPTION,
+    SHARE_SECRET,
     appended,
     check_append,
     check_expected,
@@ -25,9 +26,10 @@ from langgraph_memgpt.stores.blocks import (
     editable,
     replaced,
     restorable,
+    share_proof,
     unknown_label,
 )
-from langgraph_memgpt.stores.db import transaction
+from langgraph_memgpt.stores.db import store_secret, transaction
 from langgraph_memgpt.stores.deletions import log_deletions
 from langgraph_memgpt.stores.sections import (
     check_content,
@@ -42,41 +44,6 @@ from langgraph_memgpt.stores.sections import encode as encode_sections
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
-SCHEMA = """
--- stores.migrations runs these one by one, split at each semicolon: no trigger bodies here.
-CREATE TABLE IF NOT EXISTS core_blocks (
-    agent_id TEXT NOT NULL,
-    label TEXT NOT NULL,
-    value TEXT NOT NULL,
-    description TEXT NOT NULL DEFAULT '',
-    char_limit INTEGER NOT NULL,
-    read_only INTEGER NOT NULL DEFAULT 0,
-    updated_at TEXT NOT NULL,
-    sections TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (agent_id, label)
-);
-CREATE TABLE IF NOT EXISTS core_block_history (
-    id INTEGER PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    label TEXT NOT NULL,
-    old_value TEXT,
-    new_value TEXT NOT NULL,
-    actor TEXT NOT NULL,
-    op TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS core_block_history_by_block
-    ON core_block_history (agent_id, label, id);
-CREATE INDEX IF NOT EXISTS core_block_history_newest
-    ON core_block_history (agent_id, id, actor);
-CREATE TABLE IF NOT EXISTS core_block_links (
-    agent_id TEXT NOT NULL,
-    label TEXT NOT NULL,
-    owner_id TEXT NOT NULL,
-    PRIMARY KEY (agent_id, label)
-);
-CREATE INDEX IF NOT EXISTS core_block_links_by_owner ON core_block_links (owner_id, label);
-"""
 _BLOCK_COLUMNS = "b.label, b.value, b.description, b.char_limit, b.read_only, b.sections"
 # This agent's blocks, then the blocks shared with it (attached), each in creation order.
 _VISIBLE_TEMPLATE = """
@@ -240,6 +207,11 @@ class CoreMemory:
                     (self.agent_id, label, owner_id),
                 )
             return _block(block)
+
+    def share_proof(self, label: str, owner_id: str) -> str:
+        """This store's signature of the claim that this agent has ``label`` attached."""
+        secret = store_secret(self.db, SHARE_SECRET)
+        return "" if secret is None else share_proof(secret, self.agent_id, label, owner_id)
 
     def detach(self, label: str) -> None:
         """Stop showing a shared block in this agent's core memory (the block stays)."""

@@ -29,6 +29,8 @@ BUSY_TIMEOUT_MS = 10_000
 
 _META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 DATABASE_ID_KEY = "database_id"
+SHARED_BLOCKS_SECRET = "shared-blocks"
+"""The secret that signs an export's shared-block claims (``stores.blocks.share_proof``)."""
 """Meta key of a random id given to a database when it is created (or first opened by a
 version that knows it). Caches built from the database carry it, so a cache is never
 trusted for another file that reuses the same row ids (a replaced ``memory.sqlite``)."""
@@ -80,6 +82,8 @@ def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Databa
         if not read_only:
             _set_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
+            # Forgotten text is overwritten where it lay, not left in free pages (forget).
+            conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA foreign_keys=ON")
         if read_only:
             conn.execute("PRAGMA query_only=ON")
@@ -88,6 +92,11 @@ def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Databa
             conn.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
                 (DATABASE_ID_KEY, secrets.token_hex(16)),
+            )
+            # Made here too, so a read-only open (export) finds it (see store_secret).
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                (f"secret:{SHARED_BLOCKS_SECRET}", secrets.token_hex(32)),
             )
             conn.commit()
             try:
@@ -257,6 +266,27 @@ def get_meta(db: sqlite_utils.Database, key: str) -> str | None:
             return None
         raise
     return None if row is None else str(row[0])
+
+
+def store_secret(db: sqlite_utils.Database, name: str) -> bytes | None:
+    """The database's random secret ``name``, made on first use (never leaves the file).
+
+    None only when the database has none yet and is opened read-only.
+    """
+    key = f"secret:{name}"
+    stored = get_meta(db, key)
+    if stored is None:
+        try:
+            with transaction(db):
+                db.conn.execute(_META_SCHEMA)
+                db.conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                    (key, secrets.token_hex(32)),
+                )
+        except sqlite3.OperationalError:  # read-only: nothing was ever signed with it
+            return None
+        stored = get_meta(db, key)
+    return None if stored is None else bytes.fromhex(stored)
 
 
 def database_id(db: sqlite_utils.Database) -> str:

@@ -21,26 +21,6 @@ from langgraph_memgpt.stores.db import DB_FILENAME, open_db, transaction
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Deletion
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS deletions (
-        id INTEGER PRIMARY KEY,
-        agent_id TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        item_id TEXT NOT NULL,
-        thread_id TEXT,
-        actor TEXT NOT NULL,
-        detail TEXT NOT NULL DEFAULT '',
-        deleted_at TEXT NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS deletions_by_agent ON deletions (agent_id, id)",
-    """CREATE TABLE IF NOT EXISTS recall_forgotten (
-        agent_id TEXT NOT NULL,
-        thread_id TEXT NOT NULL,
-        message_id TEXT NOT NULL,
-        PRIMARY KEY (agent_id, thread_id, message_id)
-    ) WITHOUT ROWID""",
-)
-
 LogRow = tuple[str, str, str | None, str]
 """(kind, item id, thread id, detail) of one deletion."""
 

@@ -9,7 +9,8 @@ later version than this package knows is refused, never written.
 Files made before numbering are version 0, in any of their historic shapes: migrations 1-4
 bring each up (each a no-op where its change is already there), and 5 creates whatever
 tier tables, indexes and triggers are missing. A change to the schema is a new migration at
-the end of `MIGRATIONS`; the tables' SQL that migration 5 runs stays the shape of version 5.
+the end of `MIGRATIONS`; the tables' SQL (``stores.schema``) that migration 5 runs stays the
+shape of version 5.
 ``tests/test_migrations.py`` opens a file of every earlier version (``tests/fixtures``).
 """
 
@@ -18,6 +19,19 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from langgraph_memgpt.stores.schema import (
+    ARCHIVAL,
+    ARCHIVAL_COUNTS,
+    ARCHIVAL_SOURCES,
+    CORE,
+    DELETIONS,
+    RECALL,
+    RECALL_COLUMNS,
+    RECALL_COPIED,
+    RETENTION,
+    VECTORS,
+)
 
 APPLICATION_ID = 0x4D656D47
 """``PRAGMA application_id`` of a memory database: "MemG" in ASCII."""
@@ -42,12 +56,10 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 def _archival_counts(conn: sqlite3.Connection) -> None:
     """Per-agent passage counts, filled from the passages a file already holds."""
-    from langgraph_memgpt.stores.archival import COUNTS_TABLE
-
     tables = _tables(conn)
     if "archival_counts" in tables:
         return
-    conn.execute(COUNTS_TABLE)
+    conn.execute(ARCHIVAL_COUNTS)
     if "archival" in tables:
         conn.execute(
             "INSERT INTO archival_counts (agent_id, passages) "
@@ -63,8 +75,6 @@ def _recall_thread_key(conn: sqlite3.Connection) -> None:
     vectors (keyed by row id) stay valid; dropping the old table drops its indexes and
     triggers, which migration 5 creates again.
     """
-    from langgraph_memgpt.stores.recall_schema import COLUMNS_SQL, COPIED
-
     if "recall" not in _tables(conn):
         return
     old_key = False
@@ -73,8 +83,10 @@ def _recall_thread_key(conn: sqlite3.Connection) -> None:
             columns = [str(r[2]) for r in conn.execute(f'PRAGMA index_info("{row[1]}")')]
             old_key = old_key or columns == ["agent_id", "message_id"]
     if old_key:
-        conn.execute(f"CREATE TABLE recall_rekeyed ({COLUMNS_SQL})")
-        conn.execute(f"INSERT INTO recall_rekeyed ({COPIED}) SELECT {COPIED} FROM recall")
+        conn.execute(f"CREATE TABLE recall_rekeyed ({RECALL_COLUMNS})")
+        conn.execute(
+            f"INSERT INTO recall_rekeyed ({RECALL_COPIED}) SELECT {RECALL_COPIED} FROM recall"
+        )
         conn.execute("DROP TABLE recall")
         conn.execute("ALTER TABLE recall_rekeyed RENAME TO recall")
 
@@ -93,24 +105,19 @@ def _core_sections(conn: sqlite3.Connection) -> None:
 
 def _tier_tables(conn: sqlite3.Connection) -> None:
     """Every tier's tables, indexes, full-text indexes and triggers that are missing."""
-    from langgraph_memgpt.stores import archival, core, deletions, recall_schema, vectors
-
-    for statement in (
-        *core.SCHEMA.split(";"),
-        *recall_schema.SCHEMA,
-        *archival.SCHEMA,
-        *vectors.SCHEMA,
-        *deletions.SCHEMA,
-    ):
-        if statement.strip():
-            conn.execute(statement)
+    for statement in (*CORE, *RECALL, *ARCHIVAL, *VECTORS, *DELETIONS):
+        conn.execute(statement)
 
 
 def _retention_rules(conn: sqlite3.Connection) -> None:
     """Archival retention rules, stored with the agent (``stores.retention``)."""
-    from langgraph_memgpt.stores import retention
+    conn.execute(RETENTION)
 
-    conn.execute(retention.SCHEMA)
+
+def _archival_sources(conn: sqlite3.Connection) -> None:
+    """The messages a passage was made from (``archival_sources``)."""
+    for statement in ARCHIVAL_SOURCES:
+        conn.execute(statement)
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -120,6 +127,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "core blocks with sections", _core_sections),
     Migration(5, "every tier's tables, indexes and triggers", _tier_tables),
     Migration(6, "archival retention rules", _retention_rules),
+    Migration(7, "the messages a passage was made from", _archival_sources),
 )
 LATEST = MIGRATIONS[-1].version
 assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)), "numbered 1, 2, ..."

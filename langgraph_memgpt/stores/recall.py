@@ -65,9 +65,11 @@ from langgraph_memgpt.stores.messages import (
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.search import (
     CONTEXT_RADIUS,
+    Excluded,
     RecallFilter,
     SearchesRecall,
     Signals,
+    split_excluded,
 )
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
@@ -296,14 +298,13 @@ class RecallMemory(SearchesRecall):
 
     # -- reading ---------------------------------------------------------------------
 
-    def count(self, exclude_message_ids: Collection[str] = ()) -> int:
-        """Number of stored messages of the agent (all roles), minus the excluded ids."""
-        sql = "SELECT COUNT(*) FROM recall WHERE agent_id = ?"
-        params: list[object] = [self.agent_id]
-        if exclude_message_ids:
-            sql += " AND message_id NOT IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(list(exclude_message_ids)))
-        return int(self.db.conn.execute(sql, params).fetchone()[0])
+    def count(self, exclude_message_ids: Collection[Excluded] = ()) -> int:
+        """Number of stored messages of the agent (all roles), minus the excluded ones."""
+        clauses, params = _excluding("", exclude_message_ids)
+        sql = "SELECT COUNT(*) FROM recall WHERE agent_id = ?" + "".join(
+            f" AND {c}" for c in clauses
+        )
+        return int(self.db.conn.execute(sql, [self.agent_id, *params]).fetchone()[0])
 
     def get(
         self, message_ids: Sequence[str], *, thread_id: str | None = None
@@ -940,7 +941,7 @@ class RecallMemory(SearchesRecall):
         roles: Sequence[str] | None,
         start_date: str | None,
         end_date: str | None,
-        exclude_ids: Collection[str],
+        exclude_ids: Collection[Excluded],
     ) -> tuple[str, list[object]]:
         """SQL condition (over alias ``b``) selecting the searchable candidates."""
         clauses = ["b.agent_id = ?", "b.searchable = 1"]
@@ -952,9 +953,9 @@ class RecallMemory(SearchesRecall):
         conditions, values = date_range_sql("b.created_at", start_date, end_date)
         clauses += conditions
         params += values
-        if exclude_ids:
-            clauses.append("b.message_id NOT IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(list(exclude_ids)))
+        excluding, values = _excluding("b.", exclude_ids)
+        clauses += excluding
+        params += values
         return " AND ".join(clauses), params
 
     def _count(self, where: str, params: Sequence[object]) -> int:
@@ -1016,7 +1017,7 @@ class _RecallSignals:
         params: list[object],
         *,
         narrowed: bool = True,
-        excluded: Collection[str] = (),
+        excluded: Collection[Excluded] = (),
     ) -> None:
         """``narrowed``: a filter beyond the agent and ``excluded`` (message ids) applies."""
         self.memory = memory
@@ -1112,12 +1113,14 @@ class _RecallSignals:
         if self._excluded_rows is None:
             self._excluded_rows = []
             if not self.narrowed and self.excluded:
+                bare, pairs = split_excluded(self.excluded)
                 rows = self.db.conn.execute(
-                    "SELECT id FROM recall WHERE agent_id = ? "
-                    "AND message_id IN (SELECT value FROM json_each(?))",
-                    (self.memory.agent_id, json.dumps(sorted(set(self.excluded)))),
+                    "SELECT id FROM recall WHERE agent_id = ? AND ("
+                    "message_id IN (SELECT value FROM json_each(?)) OR (thread_id, message_id) "
+                    f"IN ({_PAIRS}))",
+                    (self.memory.agent_id, json.dumps(bare), json.dumps(pairs)),
                 )
-                self._excluded_rows = [int(r[0]) for r in rows]
+                self._excluded_rows = sorted(int(r[0]) for r in rows)
         return self._excluded_rows
 
     def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
@@ -1226,3 +1229,21 @@ __all__ = [
     "is_searchable",
     "searchable_text",
 ]
+
+
+_PAIRS = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
+"""The ``(thread id, message id)`` pairs of a JSON list of pairs (one parameter)."""
+
+
+def _excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], list[object]]:
+    """SQL conditions (over ``alias``) leaving out excluded messages: bare ids, then pairs."""
+    bare, pairs = split_excluded(items)
+    clauses: list[str] = []
+    params: list[object] = []
+    if bare:
+        clauses.append(f"{alias}message_id NOT IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(bare))
+    if pairs:
+        clauses.append(f"({alias}thread_id, {alias}message_id) NOT IN ({_PAIRS})")
+        params.append(json.dumps(pairs))
+    return clauses, params

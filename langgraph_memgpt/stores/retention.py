@@ -16,15 +16,6 @@ from langgraph_memgpt.osutil import utc_now
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import RetentionRule
 
-SCHEMA = """CREATE TABLE IF NOT EXISTS archival_retention (
-    agent_id TEXT NOT NULL,
-    tag TEXT NOT NULL,
-    source TEXT NOT NULL DEFAULT '',
-    max_age_seconds INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (agent_id, tag, source)
-)"""
-
 
 def rules(db: sqlite_utils.Database, agent_id: str) -> list[RetentionRule]:
     """The agent's rules, by tag then source (none in a file made before rules existed)."""
@@ -90,4 +81,4 @@ def expired(
     return [int(r[0]) for r in rows.fetchall()]
 
 
-__all__ = ["SCHEMA", "expired", "put", "remove", "rules"]
+__all__ = ["expired", "put", "remove", "rules"]

@@ -342,6 +342,18 @@ __all__ = [
 # --- the search methods of the tiers, one signature for every backend ----------------
 
 
+Excluded = str | tuple[str, str]
+"""A message to leave out of a recall search or count: ``(thread id, message id)``, or a
+bare message id (that id in every thread: only for callers whose ids are unique)."""
+
+
+def split_excluded(items: Collection[Excluded]) -> tuple[list[str], list[list[str]]]:
+    """Bare message ids, and ``[thread, message id]`` pairs, of excluded messages, sorted."""
+    bare = sorted({i for i in items if isinstance(i, str)})
+    pairs = sorted({(str(i[0]), str(i[1])) for i in items if not isinstance(i, str)})
+    return bare, [list(p) for p in pairs]
+
+
 @dataclass(frozen=True)
 class RecallFilter:
     """What a recall search keeps, as its caller asked (checked by the backend)."""
@@ -349,7 +361,7 @@ class RecallFilter:
     roles: Sequence[str] | None
     start_date: str | None
     end_date: str | None
-    exclude_ids: Collection[str]
+    exclude_ids: Collection[Excluded]
 
 
 @dataclass(frozen=True)
@@ -383,7 +395,7 @@ class SearchesRecall:
         page: int = 0,
         page_size: int = 5,
         mode: SearchMode = "hybrid",
-        exclude_ids: Collection[str] = (),
+        exclude_ids: Collection[Excluded] = (),
     ) -> SearchPage[RecallMessage]:
         """Find past messages by words and meaning, best first.
 
@@ -401,7 +413,9 @@ class SearchesRecall:
             page: Page number, from 0.
             page_size: Results per page.
             mode: "hybrid" (words and meaning), "fts" (words) or "vector" (meaning).
-            exclude_ids: Message ids to leave out (e.g. those already in the prompt).
+            exclude_ids: Messages to leave out (e.g. those already in the prompt), as
+                ``(thread id, message id)``: ids are unique per thread only, so a bare id
+                leaves out that id in every thread.
 
         Returns:
             The page, ranked and counted by ``stores.search.hybrid_search`` (the same

@@ -27,6 +27,27 @@ def valid_text(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(name: str) -> str:
+    r"""``name`` (a file name) with every character that is not printable escaped.
+
+    A newline, a carriage return, a tab, a backslash and any other control or separator
+    character (U+2028 too) become a visible escape (``\n``, ``\u2028``), so a name written
+    into a passage's "Source:" line stays on that one line and cannot forge a second one.
+    """
+    out = []
+    for char in valid_text(name):
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char.isprintable() or char == " ":
+            out.append(char)
+        else:
+            out.append(f"\\u{ord(char):04x}" if ord(char) < 0x10000 else f"\\U{ord(char):08x}")
+    return "".join(out)
+
+
 def _out_of_range(value: Any) -> bool:
     return (
         isinstance(value, int)

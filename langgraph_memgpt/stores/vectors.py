@@ -71,25 +71,6 @@ _TOMBSTONE_MIN = 256
 _AUTO_PERSIST_MAX_VECTORS = 5000
 _AUTO_PERSIST_FRACTION = 0.1
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS vectors (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        tier TEXT NOT NULL,
-        agent_id TEXT NOT NULL,
-        key TEXT NOT NULL,
-        item_id INTEGER NOT NULL,
-        embedding BLOB NOT NULL,
-        UNIQUE (tier, agent_id, key, item_id)
-    )""",
-    """CREATE TABLE IF NOT EXISTS vector_state (
-        tier TEXT NOT NULL,
-        agent_id TEXT NOT NULL,
-        key TEXT NOT NULL,
-        generation TEXT NOT NULL,
-        PRIMARY KEY (tier, agent_id, key)
-    )""",
-)
-
 
 _log = logging.getLogger(__name__)
 _WARNED: set[str] = set()

@@ -265,6 +265,32 @@ class PgArchivalMemory(SearchesArchival, PgTier):
             )
         return deleted
 
+    def add_sources(self, passage_id: int, sources: Sequence[tuple[str, str]]) -> None:
+        """Record the messages (thread, message id) a passage was made from (as SQLite)."""
+        if not sources:
+            return
+        with self.pool.connection() as conn, conn.transaction():
+            conn.cursor().executemany(
+                "INSERT INTO memgpt_archival_sources (passage_id, agent_id, thread_id, "
+                "message_id) SELECT id, agent_id, %s, %s FROM memgpt_archival "
+                "WHERE id = %s AND agent_id = %s ON CONFLICT DO NOTHING",
+                [(pg_text(t), pg_text(m), int(passage_id), self.agent_id) for t, m in sources],
+            )
+
+    def derived_from(self, thread_id: str, message_ids: Sequence[str] | None = None) -> list[int]:
+        """Ids of the passages made from these messages of ``thread_id`` (None: any of its)."""
+        sql = (
+            "SELECT DISTINCT passage_id FROM memgpt_archival_sources WHERE agent_id = %s "
+            "AND thread_id = %s"
+        )
+        params: list[object] = [self.agent_id, pg_text(thread_id)]
+        if message_ids is not None:
+            sql += " AND message_id = ANY(%s)"
+            params.append([pg_text(m) for m in message_ids])
+        with self.pool.connection() as conn:
+            rows = conn.execute(sql + " ORDER BY 1", params).fetchall()
+        return [int(r[0]) for r in rows]
+
     def retention_rules(self) -> list[RetentionRule]:
         """The agent's retention rules, by tag then source."""
         with self.pool.connection() as conn:

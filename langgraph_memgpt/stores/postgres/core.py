@@ -16,6 +16,7 @@ from psycopg_pool import ConnectionPool
 from langgraph_memgpt.stores.blocks import (
     HUMAN_DESCRIPTION,
     PERSONA_DESCRIPTION,
+    SHARE_SECRET,
     appended,
     check_append,
     check_expected,
@@ -25,10 +26,11 @@ from langgraph_memgpt.stores.blocks import (
     editable,
     replaced,
     restorable,
+    share_proof,
     unknown_label,
 )
 from langgraph_memgpt.stores.dates import to_utc_iso
-from langgraph_memgpt.stores.postgres.db import pg_text
+from langgraph_memgpt.stores.postgres.db import pg_text, store_secret
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.sections import (
     check_content,
@@ -171,6 +173,12 @@ class PgCoreMemory:
                     (self.agent_id, pg_text(label), pg_text(owner_id)),
                 )
             return _block(row)
+
+    def share_proof(self, label: str, owner_id: str) -> str:
+        """This store's signature of the claim that this agent has ``label`` attached."""
+        with self.pool.connection() as conn, conn.transaction():
+            secret = store_secret(conn, SHARE_SECRET)
+        return share_proof(secret, self.agent_id, label, owner_id)
 
     def detach(self, label: str) -> None:
         """Stop showing a shared block in this agent's core memory (the block stays)."""

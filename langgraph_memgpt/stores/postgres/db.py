@@ -11,6 +11,7 @@ compare them as text.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -237,6 +238,39 @@ def _tables(conn: psycopg.Connection[Any]) -> None:
         conn.execute(statement)
 
 
+def _secrets(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memgpt_secrets (name text PRIMARY KEY, value text NOT NULL)"
+    )
+
+
+def store_secret(conn: psycopg.Connection[Any], name: str) -> bytes:
+    """The store's random secret ``name``, made on first use (never leaves the database)."""
+    conn.execute(
+        "INSERT INTO memgpt_secrets (name, value) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",
+        (name, secrets.token_hex(32)),
+    )
+    row = conn.execute("SELECT value FROM memgpt_secrets WHERE name = %s", (name,)).fetchone()
+    assert row is not None
+    return bytes.fromhex(str(row[0]))
+
+
+def _archival_sources(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS memgpt_archival_sources (
+            passage_id bigint NOT NULL REFERENCES memgpt_archival (id) ON DELETE CASCADE,
+            agent_id text NOT NULL,
+            thread_id text NOT NULL,
+            message_id text NOT NULL,
+            PRIMARY KEY (passage_id, thread_id, message_id)
+        )"""
+    )
+    conn.execute(
+        """CREATE INDEX IF NOT EXISTS memgpt_archival_sources_message
+            ON memgpt_archival_sources (agent_id, thread_id, message_id)"""
+    )
+
+
 UNNUMBERED = 1
 """The ``memory`` version of every database made before numbered migrations, whatever its
 shape: the first numbered migration is 2."""
@@ -244,6 +278,8 @@ MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(2, "the memory tables, functions and indexes; long texts' parts", _tables),
     PgMigration(3, "BM25 statistics kept in tables by triggers", word_stats.ensure_word_stats),
     PgMigration(4, "the tags in use kept by triggers", tag_counts.ensure_tag_counts),
+    PgMigration(5, "the store's secrets (the key that signs an export's shared blocks)", _secrets),
+    PgMigration(6, "the messages a passage was made from", _archival_sources),
 )
 """Each runs inside `ensure_schema`'s transaction, under its advisory lock. A new database,
 and one made before numbering (version `UNNUMBERED`), runs them all: each brings any older

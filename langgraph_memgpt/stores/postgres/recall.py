@@ -58,9 +58,11 @@ from langgraph_memgpt.stores.postgres.search import (
 from langgraph_memgpt.stores.postgres.tier import PgTier
 from langgraph_memgpt.stores.search import (
     CONTEXT_RADIUS,
+    Excluded,
     RecallFilter,
     SearchesRecall,
     SignalSource,
+    split_excluded,
 )
 from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
 
@@ -181,13 +183,13 @@ class PgRecallMemory(SearchesRecall, PgTier):
 
     # -- reading ---------------------------------------------------------------------
 
-    def count(self, exclude_message_ids: Collection[str] = ()) -> int:
-        """Number of stored messages of the agent (all roles), minus the excluded ids."""
-        sql = f"SELECT count(*) FROM {TABLE} WHERE agent_id = %s"
-        params: Params = [self.agent_id]
-        if exclude_message_ids:
-            sql += " AND NOT (message_id = ANY(%s))"
-            params.append(pg_texts(list(exclude_message_ids)))
+    def count(self, exclude_message_ids: Collection[Excluded] = ()) -> int:
+        """Number of stored messages of the agent (all roles), minus the excluded ones."""
+        clauses, values = _excluding("", exclude_message_ids)
+        sql = f"SELECT count(*) FROM {TABLE} WHERE agent_id = %s" + "".join(
+            f" AND {c}" for c in clauses
+        )
+        params: Params = [self.agent_id, *values]
         with self.pool.connection() as conn:
             row = conn.execute(sql, params).fetchone()
         return int(row[0]) if row else 0
@@ -535,7 +537,7 @@ class PgRecallMemory(SearchesRecall, PgTier):
         roles: Sequence[str] | None,
         start_date: str | None,
         end_date: str | None,
-        exclude_ids: Collection[str],
+        exclude_ids: Collection[Excluded],
     ) -> tuple[str, Params]:
         """SQL condition (over alias ``b``) selecting the searchable candidates."""
         clauses = ["b.agent_id = %s", "b.searchable"]
@@ -546,9 +548,9 @@ class PgRecallMemory(SearchesRecall, PgTier):
         conditions, values = date_range_sql("b.created_at", start_date, end_date)
         clauses += placeholders(conditions)
         params += values
-        if exclude_ids:
-            clauses.append("NOT (b.message_id = ANY(%s))")
-            params.append(pg_texts(list(exclude_ids)))
+        excluding, values = _excluding("b.", exclude_ids)
+        clauses += excluding
+        params += values
         return " AND ".join(clauses), params
 
     def _listing(
@@ -718,3 +720,20 @@ class _PgRecallSignals(TableSignals):
 
 def _message(row: Sequence[Any]) -> RecallMessage:
     return message_from_row(row)
+
+
+def _excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], Params]:
+    """SQL conditions (over ``alias``) leaving out excluded messages: bare ids, then pairs."""
+    bare, pairs = split_excluded(items)
+    clauses: list[str] = []
+    params: Params = []
+    if bare:
+        clauses.append(f"NOT ({alias}message_id = ANY(%s))")
+        params.append(pg_texts(bare))
+    if pairs:
+        clauses.append(
+            f"({alias}thread_id, {alias}message_id) NOT IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[]))"
+        )
+        params += [pg_texts([t for t, _ in pairs]), pg_texts([m for _, m in pairs])]
+    return clauses, params

@@ -1,0 +1,265 @@
+"""Forget means gone: after each kind of forget no file (SQLite) and no table (Postgres) holds it.
+
+Real turns of the graph (a scripted model saving a passage, then replying) write the text
+everywhere the loop keeps it: recall and its full-text indexes, archival, the model's tool
+call arguments, the thread's checkpoints and their history. Then each kind of forget runs
+(the CLI on a data directory, the library on Postgres), and every byte of the data
+directory, write-ahead logs included, or every row of every Postgres table, is searched
+for the forgotten words. Each word is a token no stemmer changes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checkpointers import Place, open_saver
+from langchain_core.messages import HumanMessage
+
+from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.cli import main
+from langgraph_memgpt.forget import (
+    ForgetRefusedError,
+    forget_agent,
+    forget_messages,
+    forget_passage,
+    forget_thread,
+)
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.stores import close_all
+from langgraph_memgpt.transfer import export_agent
+
+MESSAGE_WORD = "walrus5512"
+PASSAGE_WORD = "zebracorn8841"
+THREAD_WORD = "flamingo3301"
+AGENT_WORD = "yeti7719"
+
+
+def reply(text: str) -> dict[str, Any]:
+    return {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": text}}]}
+
+
+def insert(content: str) -> dict[str, Any]:
+    call = {"content": content, "request_heartbeat": True}
+    return {"content": "", "tool_calls": [{"name": "archival_memory_insert", "args": call}]}
+
+
+class World:
+    """Two agents' threads on one place, run through the real graph."""
+
+    def __init__(self, place: Place) -> None:
+        self.place = place
+        self.saver, self._close = open_saver(place.threads)
+        self.backend = place.backend()
+
+    def graph(self, steps: list[dict[str, Any]]) -> Any:
+        model = ScriptedChatModel.from_steps(steps)
+        return build_graph(model=model, memory=self.backend).compile(checkpointer=self.saver)
+
+    def say(
+        self, agent: str, thread: str, text: str, steps: list[dict[str, Any]], mid: str
+    ) -> None:
+        ctx = Context(data_dir=str(self.place.data_dir), embedding_model="none", agent_id=agent)
+        config: Any = {"configurable": {"thread_id": thread}}
+        self.graph(steps).invoke({"messages": [HumanMessage(text, id=mid)]}, config, context=ctx)
+
+    def memory(self, agent: str) -> Any:
+        return self.place.open(agent)
+
+    def close(self) -> None:
+        self._close()
+        if self.backend is not None:
+            self.backend.close()
+
+
+@pytest.fixture
+def world(place: Place) -> Any:
+    w = World(place)
+    w.say(
+        "ada",
+        "t1",
+        f"My locker code is {MESSAGE_WORD}, keep it private.",
+        [insert(f"Ada's passport number is {PASSAGE_WORD}."), reply("Noted.")],
+        "m-secret",
+    )
+    w.say("ada", "t1", "Thanks, see you tomorrow.", [reply("Bye!")], "m-2")
+    w.say("ada", "t2", f"I watched {THREAD_WORD} birds at the lake.", [reply("Lovely.")], "m-3")
+    w.say("bob", "tb", f"My bank is {AGENT_WORD} savings.", [reply("Noted, Bob.")], "m-4")
+    yield w
+    w.close()
+
+
+def leaks(place: Place, word: str) -> list[str]:
+    """Where ``word`` still is: files of the data directory, or Postgres tables."""
+    if place.kind == "sqlite":
+        close_all()
+        found = []
+        for path in sorted(place.data_dir.rglob("*")):
+            if path.is_file() and word.encode() in path.read_bytes():
+                found.append(path.name)
+        return found
+    import psycopg
+
+    found = []
+    with psycopg.connect(place.url) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchall()
+        ]
+        for table in tables:
+            for row in conn.execute(f'SELECT * FROM "{table}"').fetchall():
+                for value in row:
+                    raw = value if isinstance(value, bytes) else json.dumps(value, default=str)
+                    if word.encode() in (raw if isinstance(raw, bytes) else raw.encode()):
+                        found.append(table)
+    return sorted(set(found))
+
+
+def cli(place: Place, *args: str) -> int:
+    return main(["forget", *args, "--data-dir", str(place.data_dir), "--embedding-model", "none"])
+
+
+def test_the_words_are_everywhere_before_forgetting(world: World) -> None:
+    for word in (MESSAGE_WORD, PASSAGE_WORD, THREAD_WORD, AGENT_WORD):
+        assert leaks(world.place, word), word
+
+
+def test_forgetting_a_message_leaves_its_words_nowhere(world: World) -> None:
+    if world.place.kind == "sqlite":
+        assert cli(world.place, "--agent", "ada", "--message", "m-secret") == 0
+    else:
+        graph = world.graph([])
+        forget_messages(world.memory("ada"), ["m-secret"], actor="user", graph=graph)
+
+    assert leaks(world.place, MESSAGE_WORD) == []
+    assert leaks(world.place, PASSAGE_WORD)  # the rest stays
+    world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")  # a valid queue
+
+
+def test_forgetting_a_passage_leaves_its_words_nowhere_export_included(
+    world: World, tmp_path: Path
+) -> None:
+    memory = world.memory("ada")
+    (passage,) = [p for p, _ in memory.archival.list_passages() if PASSAGE_WORD in p.text]
+    if world.place.kind == "sqlite":
+        assert cli(world.place, "--agent", "ada", "--passage", str(passage.id)) == 0
+    else:
+        forget_passage(memory, passage.id, actor="user", graph=world.graph([]))
+
+    assert leaks(world.place, PASSAGE_WORD) == []
+    export_agent(world.memory("ada"), tmp_path / "ada.jsonl")
+    assert PASSAGE_WORD not in (tmp_path / "ada.jsonl").read_text()
+    world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")
+
+
+def test_forgetting_a_thread_leaves_its_words_nowhere(world: World) -> None:
+    if world.place.kind == "sqlite":
+        assert cli(world.place, "--agent", "ada", "--thread", "t2") == 0
+    else:
+        forget_thread(world.memory("ada"), "t2", actor="user", checkpointer=world.saver)
+
+    assert leaks(world.place, THREAD_WORD) == []
+
+
+def test_forgetting_an_agent_leaves_its_words_nowhere(world: World) -> None:
+    if world.place.kind == "sqlite":
+        assert cli(world.place, "--agent", "bob", "--all") == 0
+    else:
+        forget_agent(world.memory("bob"), actor="user", checkpointer=world.saver)
+
+    assert leaks(world.place, AGENT_WORD) == []
+    assert leaks(world.place, MESSAGE_WORD)  # ada's memory is untouched
+
+
+def test_another_agents_thread_is_refused_and_left_as_it_was(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if world.place.kind == "sqlite":
+        assert cli(world.place, "--agent", "ada", "--thread", "tb") == 1
+        assert "belongs to agent 'bob'" in capsys.readouterr().err
+    else:
+        with pytest.raises(ForgetRefusedError, match="belongs to agent 'bob'"):
+            forget_thread(world.memory("ada"), "tb", actor="user", checkpointer=world.saver)
+
+    config: Any = {"configurable": {"thread_id": "tb"}}
+    queue = world.graph([]).get_state(config).values["messages"]
+    assert any(AGENT_WORD in str(m.content) for m in queue)
+    assert world.memory("ada").deletions.entries() == []
+
+
+# -- consolidated facts ------------------------------------------------------------------
+
+FACT_WORD = "pottery4412"
+
+
+def consolidated(backend: Any, thread: str = "t1") -> Any:
+    """Ana's messages in ``thread``, consolidated into one archived fact."""
+    import json as _json
+
+    from langgraph_memgpt.sleeptime import build_sleeptime_graph
+    from langgraph_memgpt.stores.types import RecallMessage
+
+    memory = backend.open("ana")
+    memory.core.ensure_defaults()
+    memory.recall.add(
+        [
+            RecallMessage(
+                agent_id="ana",
+                thread_id=thread,
+                message_id=f"m{i}",
+                role=role,
+                text=text,
+                created_at=f"2026-11-30T10:0{i}:00+00:00",
+            )
+            for i, (role, text) in enumerate(
+                [("user", f"I started the {FACT_WORD} class today"), ("assistant", "Fun!")]
+            )
+        ]
+    )
+    answer = _json.dumps({"blocks": {}, "clear": [], "archive": [f"Ana takes {FACT_WORD}"]})
+    graph = build_sleeptime_graph(
+        model=ScriptedChatModel.from_steps([answer]), memory=backend
+    ).compile()
+    out = graph.invoke({}, context={"agent_id": "ana"})
+    assert out["archived"] == [f"Ana takes {FACT_WORD}"]
+    return memory
+
+
+def fact_texts(memory: Any) -> list[str]:
+    return [p.text for p, _ in memory.archival.list_passages() if FACT_WORD in p.text]
+
+
+def test_a_consolidated_fact_is_forgotten_with_its_source_message(memory_backend: Any) -> None:
+    memory = consolidated(memory_backend)
+
+    report = forget_messages(memory, ["m0"], actor="user", thread_id="t1")
+
+    assert fact_texts(memory) == [] and len(report.facts) == 1
+    assert "consolidated fact" in report.describe()
+
+
+def test_a_consolidated_fact_is_forgotten_with_its_source_thread(memory_backend: Any) -> None:
+    memory = consolidated(memory_backend)
+    other = memory.archival.insert(f"Unrelated note about {FACT_WORD}", thread_id="t9")
+
+    report = forget_thread(memory, "t1", actor="user")
+
+    assert fact_texts(memory) == [other.text] and len(report.facts) == 1
+
+
+def test_a_fact_stays_when_a_message_it_was_not_read_from_is_forgotten(
+    memory_backend: Any,
+) -> None:
+    from dataclasses import replace
+
+    memory = consolidated(memory_backend)
+    (first,) = memory.recall.get(["m0"])
+    memory.recall.add([replace(first, message_id="later", text="A later message.")])
+
+    report = forget_messages(memory, ["later"], actor="user", thread_id="t1")
+
+    assert report.facts == [] and fact_texts(memory) == [f"Ana takes {FACT_WORD}"]
