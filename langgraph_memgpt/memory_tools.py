@@ -180,7 +180,7 @@ def _memory_tool(name: str, bind: Binder) -> BaseTool:
     # `runtime` is what ToolNode injects (found by its name and type, hidden from the
     # model); a bare ``tool.invoke(args)`` leaves it None.
     def run(
-        runtime: ToolRuntime = None,  # type: ignore[type-arg,assignment]
+        runtime: ToolRuntime = None,  # type: ignore[assignment]
         tool_call_id: str | None = None,
         **args: Any,
     ) -> str | ToolMessage:

@@ -424,7 +424,7 @@ def _conversation_search(
             end_date=(args.end_date or None) if filtered else None,
             page=args.page,
             page_size=ctx.search_page_size,
-            exclude_ids=where.in_view,
+            exclude_ids={(where.thread_id, i) for i in where.in_view},
         )
 
     return _search_with_filters(search, filters, message_line, ctx, args.query, memory), False
