@@ -36,6 +36,7 @@ from langgraph.config import get_stream_writer
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import ConfigDict
 
+from langgraph_memgpt.llm.toolcalls import RAW_TEXT_KEY
 from langgraph_memgpt.stores.text import valid_text
 
 REPLY_TAG = "memgpt:reply"
@@ -43,9 +44,6 @@ REPLY_TAG = "memgpt:reply"
 REPLY_ID_KEY = "memgpt_reply_id"
 """Key in the AI message's ``additional_kwargs``: the id its streamed reply went out under,
 and the text streamed (``respond`` reuses the id only for that same text)."""
-RAW_TEXT_KEY = "memgpt_raw_text"
-"""Key of a model's raw JSON text in streamed chunks (the embedded model writes its calls
-as JSON text, parsed at the end): the reply is read from it as it grows."""
 REPLY_TOOL = "send_message"
 
 

@@ -110,13 +110,17 @@ class ScriptedChatModel(BaseChatModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedChatModel:
-        """Build a model from a JSON file holding a list of steps (or ``{"script": [...]}``).
+        """Build a model from a JSON file: a list of steps, or ``{"script": [...]}``.
+
+        The object form may set ``"stream_piece"`` (characters per streamed chunk).
 
         Raises:
             ValueError: the file is not a JSON list of steps.
         """
         data = json.loads(Path(path).read_text(encoding="utf-8"))
+        piece = 0
         if isinstance(data, dict):
+            piece = int(data.get("stream_piece") or 0)
             data = data.get("script")
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of replies or {{'script': [...]}}")
@@ -127,7 +131,7 @@ class ScriptedChatModel(BaseChatModel):
             except (ValueError, TypeError) as err:  # pydantic's errors are ValueErrors
                 detail = " ".join(str(err).split())
                 raise ValueError(f"{path}: step {number}: {detail}") from None
-        return cls(script=steps)
+        return cls(script=steps, stream_piece=piece)
 
     @property
     def _llm_type(self) -> str:
