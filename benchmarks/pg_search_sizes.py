@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--queries", type=int, default=20)
     args = parser.parse_args()
-    urls, seeded = kept_postgres_databases(args.sizes, args.data_dir)
+    urls, seeded = kept_postgres_databases(args.sizes, args.data_dir / "pg")
     queries = Vocabulary().queries(np.random.default_rng(2025), args.queries)
     for n in args.sizes:
         if n not in seeded:

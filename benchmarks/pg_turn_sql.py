@@ -1,15 +1,18 @@
 """Where a Postgres turn's SQL time goes, statement by statement, at two memory sizes.
 
 Runs ``per_turn.py``'s search turns (scripted model: ``conversation_search`` ->
-``archival_memory_search`` -> ``send_message``) on the databases ``per_turn.py --backend
-postgres --data-dir DIR`` seeded, the agents of both sizes in rotation, and times every
-``execute`` of psycopg per statement text. Prints, per size, the turn's p50, its SQL time,
-and the statements that cost most per turn; the baseline is the smaller size in the same
-run (the ratio column). This is how the 100k search turn's extra time was found (the
-middling-frequency terms, ``recall.get`` by message id, the tags in use).
+``archival_memory_search`` -> ``send_message``), or its chat turns (``--scenario chat``), on
+the databases ``per_turn.py --backend postgres --data-dir DIR`` seeded (its cluster in
+``DIR/pg``), the agents of both sizes in rotation, and times every ``execute`` and
+``executemany`` of psycopg per statement text. Prints, per size, the turn's p50, its SQL
+time, and the statements that cost most per turn; the baseline is the smaller size in the
+same run (the ratio column). This is how the 100k search turn's extra time was found (the
+middling-frequency terms, ``recall.get`` by message id, the tags in use), and the chat
+turn's (a recorded message's row written three times, each write a new row version in
+both HNSW graphs).
 
     python benchmarks/pg_turn_sql.py --data-dir DIR [--sizes 1000 100000] [--embeddings none]
-        [--turns 20] [--shared-buffers 2GB]
+        [--turns 20] [--shared-buffers 2GB] [--scenario search|chat]
 """
 
 from __future__ import annotations
@@ -32,14 +35,20 @@ WARMUP = 3
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="per_turn.py's cluster")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        required=True,
+        help="per_turn.py's --data-dir (its cluster is DIR/pg)",
+    )
     parser.add_argument("--sizes", type=int, nargs=2, default=[1000, 100_000])
     parser.add_argument("--embeddings", choices=["none", "minilm"], default="none")
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--top", type=int, default=12, help="statements shown per size")
     parser.add_argument("--shared-buffers", help="the server's shared_buffers, e.g. 2GB")
+    parser.add_argument("--scenario", choices=per_turn.SCENARIOS, default="search")
     args = parser.parse_args()
-    print_header("pg_turn_sql: SQL time of a search turn per statement, two sizes")
+    print_header("pg_turn_sql: SQL time of a turn per statement, two sizes")
 
     times: dict[int, dict[str, list[float]]] = collections.defaultdict(
         lambda: collections.defaultdict(list)
@@ -56,8 +65,21 @@ def main() -> None:
         return cursor
 
     psycopg.Connection.execute = timed  # type: ignore[method-assign]
+    executemany = psycopg.Cursor.executemany
 
-    urls, seeded = per_turn.kept_postgres_databases(args.sizes, args.data_dir, args.shared_buffers)
+    def timed_many(self: psycopg.Cursor[Any], query: Any, params_seq: Any, **kw: Any) -> None:
+        start = time.perf_counter()
+        executemany(self, query, params_seq, **kw)
+        if current[0] is not None:
+            text = query if isinstance(query, str) else str(query)
+            key = "(many) " + re.sub(r"\s+", " ", text)[:93]
+            times[current[0]][key].append((time.perf_counter() - start) * 1000)
+
+    psycopg.Cursor.executemany = timed_many  # type: ignore[method-assign]
+
+    urls, seeded = per_turn.kept_postgres_databases(
+        args.sizes, args.data_dir / "pg", args.shared_buffers
+    )
     missing = [n for n in args.sizes if n not in seeded]
     if missing:
         raise SystemExit(f"not seeded in {args.data_dir}: {missing} (per_turn.py --seed-only)")
@@ -71,7 +93,9 @@ def main() -> None:
         MiniLMEmbeddings().embed_query("load the model before timing")
     root = Path(tempfile.mkdtemp(prefix="memgpt-turn-sql-"))
     lanes = {
-        n: per_turn.memgpt_lane(root / str(n), args.embeddings, "search", users, queries, urls[n])
+        n: per_turn.memgpt_lane(
+            root / str(n), args.embeddings, args.scenario, users, queries, urls[n]
+        )
         for n in args.sizes
     }
     walls: dict[int, list[float]] = collections.defaultdict(list)

@@ -35,6 +35,7 @@ from rich.table import Table
 
 from langgraph_memgpt.checkpoints import open_checkpointer
 from langgraph_memgpt.context import DATABASE_URL_ENV, Context
+from langgraph_memgpt.dev_state import serving
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.main_context import REPLY_FLAG
 from langgraph_memgpt.recovery import recover_thread
@@ -615,6 +616,12 @@ def serve(
     cmd = [langgraph, "dev", "--no-browser", "--no-reload", "--host", host, "--port", str(port)]
     cmd += ["--config", str(config_path)]
     # cwd = the data directory: langgraph dev keeps its thread list in ./.langgraph_api.
+    with serving(root):  # forget leaves the server's saved state alone meanwhile
+        return _run_server(cmd, env, root)
+
+
+def _run_server(cmd: list[str], env: dict[str, str], root: Path) -> int:
+    """Run ``langgraph dev`` in ``root`` until it exits (Ctrl-C and SIGTERM stop it)."""
     proc = subprocess.Popen(cmd, env=env, cwd=root)
     with _forward_sigterm(proc):
         try:

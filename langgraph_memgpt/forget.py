@@ -49,6 +49,9 @@ REDACTED = "[forgotten]"
 """What a forgotten text becomes inside a message kept in a thread's queue."""
 MIN_QUOTE = 8
 """Shortest forgotten text looked for in other messages: shorter ones ("ok") match anything."""
+MAX_THREAD_QUOTES = 2000
+"""Most messages of a forgotten thread looked for in the agent's other threads (each is
+compared with every tool message of the agent)."""
 
 
 class NothingToForgetError(LookupError):
@@ -74,6 +77,8 @@ class ForgetReport:
     """Tool calls and tool results in recall that quoted the forgotten text, deleted too."""
     facts: list[Passage] = field(default_factory=list)
     """Consolidated (sleep-time) facts made from a deleted message, deleted too."""
+    texts: list[str] = field(default_factory=list)
+    """The forgotten texts looked for elsewhere (never shown: `describe` gives counts)."""
     blocks: int = 0
     checkpoints: list[str] = field(default_factory=list)
     """Threads whose checkpoint was deleted or cleaned."""
@@ -129,7 +134,7 @@ def forget_passage(
             "`langgraph-memgpt inspect` lists passage ids"
         )
     report = ForgetReport(passages=deleted)
-    texts = _quotable(p.text for p in deleted)
+    texts = report.texts = quotable(p.text for p in deleted)
     report.echoes = _delete_echoes(memory, texts, actor)
     threads = {p.thread_id for p in deleted if p.thread_id} | {m.thread_id for m in report.echoes}
     _clean_threads(memory, graph, threads, report.echoes, texts, report)
@@ -171,7 +176,7 @@ def forget_messages(
     report = ForgetReport(messages=deleted, message_count=len(deleted))
     report.summaries = _remove_summaries(memory, deleted, actor)
     report.facts = _remove_facts(memory, deleted, actor)
-    texts = _quotable(
+    texts = report.texts = quotable(
         [*(m.text for m in deleted), *(p.text for p in [*report.summaries, *report.facts])]
     )
     report.echoes = _delete_echoes(memory, texts, actor)
@@ -193,8 +198,14 @@ def forget_thread(
     *,
     actor: str,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
+    graph: Any = None,
 ) -> ForgetReport:
     """Delete a thread: its messages, its passages and summaries, and its checkpoints.
+
+    The agent's other threads lose the tool messages quoting the thread's messages (a
+    search result, say), and with ``graph`` (a compiled graph with the checkpointer) their
+    checkpoints are cleaned of them as `forget_messages` cleans a thread. A thread of more
+    than `MAX_THREAD_QUOTES` messages is not looked for elsewhere (the report says so).
 
     Raises:
         NothingToForgetError: the agent has nothing from that thread (and no checkpoint
@@ -202,8 +213,10 @@ def forget_thread(
         ForgetRefusedError: the thread's checkpoint belongs to another agent (nothing is
             deleted).
     """
+    checkpointer = checkpointer or getattr(graph, "checkpointer", None)
     owner = _check_owner(memory, checkpointer, thread_id) if checkpointer is not None else None
     report = ForgetReport()
+    said = [m.text for m in _all_messages(memory) if m.thread_id == thread_id]
     made = memory.archival.derived_from(thread_id)
     report.facts = memory.archival.delete(made, actor=actor) if made else []
     report.passages = _delete_thread_passages(memory, thread_id, actor)
@@ -226,7 +239,19 @@ def forget_thread(
             f"agent '{memory.agent_id}' has no messages, passages or checkpoint in thread "
             f"'{thread_id}'; threads with messages: {', '.join(memory.recall.threads()) or 'none'}"
         )
-    _scrub(memory, None)
+    if len(said) <= MAX_THREAD_QUOTES:
+        gone = [p.text for p in [*report.passages, *report.summaries, *report.facts]]
+        report.texts = quotable([*said, *gone])
+        report.echoes = _delete_echoes(memory, report.texts, actor)
+        if graph is not None:
+            others = {m.thread_id for m in report.echoes} - {thread_id}
+            _clean_threads(memory, graph, others, report.echoes, report.texts, report)
+    else:
+        report.notes.append(
+            f"The thread had over {MAX_THREAD_QUOTES} messages: quotes of them in other "
+            "threads were not looked for."
+        )
+    _scrub(memory, graph)
     return report
 
 
@@ -306,7 +331,7 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
         report.summaries += [
             p for p in _remove_summaries(memory, report.messages, actor) if p.id not in already
         ]
-    texts = _quotable([*(p.text for p in report.passages), *(m.text for m in report.messages)])
+    texts = quotable([*(p.text for p in report.passages), *(m.text for m in report.messages)])
     report.echoes = _delete_echoes(memory, texts, actor)
     if report.passages or report.messages or report.summaries:
         _scrub(memory, None)
@@ -379,7 +404,7 @@ def _has_checkpoint(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> b
     return checkpointer.get_tuple(config) is not None
 
 
-def _quotable(texts: Iterable[str]) -> list[str]:
+def quotable(texts: Iterable[str]) -> list[str]:
     """The forgotten texts worth looking for elsewhere (long enough to mean something)."""
     return sorted({t.strip() for t in texts if len(t.strip()) >= MIN_QUOTE}, key=len, reverse=True)
 
@@ -530,9 +555,11 @@ __all__ = [
     "ForgetRefusedError",
     "ForgetReport",
     "NothingToForgetError",
+    "REDACTED",
     "forget_agent",
     "forget_matching",
     "forget_messages",
     "forget_passage",
     "forget_thread",
+    "quotable",
 ]

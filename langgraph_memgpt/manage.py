@@ -141,7 +141,7 @@ def forget(
         with existing_checkpointer(root) as saver:
             report: ForgetReport
             graph = None
-            if saver is not None and (passage is not None or message is not None):
+            if saver is not None and not everything:
                 from langgraph_memgpt.graph import build_graph
 
                 graph = build_graph().compile(checkpointer=saver)
@@ -150,7 +150,7 @@ def forget(
             elif message is not None:
                 report = forget_messages(memory, [message], actor=actor, graph=graph)
             elif thread is not None:
-                report = forget_thread(memory, thread, actor=actor, checkpointer=saver)
+                report = forget_thread(memory, thread, actor=actor, graph=graph)
             else:
                 report = forget_agent(memory, actor=actor, checkpointer=saver)
     except (NothingToForgetError, ForgetRefusedError) as exc:
@@ -158,8 +158,26 @@ def forget(
         return 1
     finally:
         close_all()  # writes the FAISS caches before the process ends
+    deleted = [thread] if thread in report.checkpoints else report.checkpoints if everything else []
+    note = _scrub_server_state(root, report, deleted)
+    if note:
+        report.notes.append(note)
     console.print(f"Agent '{escape(agent_id)}': {escape(report.describe())}", soft_wrap=True)
     return 0
+
+
+def _scrub_server_state(root: Path, report: ForgetReport, deleted: list[str]) -> str:
+    """Clean ``langgraph dev``'s saved copy of runs and threads (``dev_state``)."""
+    from langgraph_memgpt.dev_state import scrub
+    from langgraph_memgpt.forget import quotable
+
+    removed = [*report.messages, *report.echoes]
+    passages = [*report.passages, *report.summaries, *report.facts]
+    messages: dict[str, set[str]] = {}
+    for message in removed:
+        messages.setdefault(message.thread_id, set()).add(message.message_id)
+    texts = quotable([*report.texts, *(m.text for m in removed), *(p.text for p in passages)])
+    return scrub(root, texts=texts, messages=messages, threads=deleted)
 
 
 # -- export / import -------------------------------------------------------------------

@@ -46,6 +46,11 @@ def insert(content: str) -> dict[str, Any]:
     return {"content": "", "tool_calls": [{"name": "archival_memory_insert", "args": call}]}
 
 
+def search(query: str) -> dict[str, Any]:
+    call = {"query": query, "request_heartbeat": True}
+    return {"content": "", "tool_calls": [{"name": "conversation_search", "args": call}]}
+
+
 class World:
     """Two agents' threads on one place, run through the real graph."""
 
@@ -87,6 +92,14 @@ def world(place: Place) -> Any:
     w.say("ada", "t1", "Thanks, see you tomorrow.", [reply("Bye!")], "m-2")
     w.say("ada", "t2", f"I watched {THREAD_WORD} birds at the lake.", [reply("Lovely.")], "m-3")
     w.say("bob", "tb", f"My bank is {AGENT_WORD} savings.", [reply("Noted, Bob.")], "m-4")
+    # A search in t1 finds t2's message: its result (a tool message in t1) quotes it.
+    w.say(
+        "ada",
+        "t1",
+        "Where did I watch birds?",
+        [search("birds at the lake"), reply("At the lake.")],
+        "m-6",
+    )
     yield w
     w.close()
 
@@ -128,7 +141,9 @@ def test_the_words_are_everywhere_before_forgetting(world: World) -> None:
         assert leaks(world.place, word), word
 
 
-def test_forgetting_a_message_leaves_its_words_nowhere(world: World) -> None:
+def test_forgetting_a_message_leaves_its_words_nowhere_export_included(
+    world: World, tmp_path: Path
+) -> None:
     if world.place.kind == "sqlite":
         assert cli(world.place, "--agent", "ada", "--message", "m-secret") == 0
     else:
@@ -136,6 +151,8 @@ def test_forgetting_a_message_leaves_its_words_nowhere(world: World) -> None:
         forget_messages(world.memory("ada"), ["m-secret"], actor="user", graph=graph)
 
     assert leaks(world.place, MESSAGE_WORD) == []
+    export_agent(world.memory("ada"), tmp_path / "ada.jsonl")
+    assert MESSAGE_WORD not in (tmp_path / "ada.jsonl").read_text()
     assert leaks(world.place, PASSAGE_WORD)  # the rest stays
     world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")  # a valid queue
 
@@ -157,12 +174,15 @@ def test_forgetting_a_passage_leaves_its_words_nowhere_export_included(
 
 
 def test_forgetting_a_thread_leaves_its_words_nowhere(world: World) -> None:
+    quoted = [m for _, m in world.memory("ada").recall.list_messages() if m.role == "tool"]
+    assert any(THREAD_WORD in m.text for m in quoted if m.thread_id == "t1")
     if world.place.kind == "sqlite":
         assert cli(world.place, "--agent", "ada", "--thread", "t2") == 0
     else:
-        forget_thread(world.memory("ada"), "t2", actor="user", checkpointer=world.saver)
+        forget_thread(world.memory("ada"), "t2", actor="user", graph=world.graph([]))
 
     assert leaks(world.place, THREAD_WORD) == []
+    world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")  # a valid queue
 
 
 def test_forgetting_an_agent_leaves_its_words_nowhere(world: World) -> None:
@@ -263,3 +283,35 @@ def test_a_fact_stays_when_a_message_it_was_not_read_from_is_forgotten(
     report = forget_messages(memory, ["later"], actor="user", thread_id="t1")
 
     assert report.facts == [] and fact_texts(memory) == [f"Ana takes {FACT_WORD}"]
+
+
+def test_the_memory_page_forgets_a_passage_with_the_call_that_saved_it(
+    memory_backend: Any,
+) -> None:
+    from langgraph_memgpt.stores.types import RecallMessage
+    from langgraph_memgpt.web import views
+
+    memory = memory_backend.open("ada")
+    text = f"Ada's passport number is {PASSAGE_WORD}."
+    passage = memory.archival.insert(text, thread_id="t1", key="call:t1:c1")
+    call = {"name": "archival_memory_insert", "args": {"content": text}, "id": "c1"}
+    memory.recall.add(
+        [
+            RecallMessage(
+                agent_id="ada",
+                thread_id="t1",
+                message_id="ai-1",
+                role="assistant",
+                text="",
+                created_at="2026-11-30T10:00:00+00:00",
+                tool_calls=[call],
+            )
+        ]
+    )
+
+    views.forget_passage(memory, passage.id, "ada")
+
+    assert memory.recall.get(["ai-1"]) == []
+    assert all(
+        PASSAGE_WORD not in json.dumps(m.tool_calls) for _, m in memory.recall.list_messages()
+    )

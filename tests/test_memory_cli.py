@@ -78,7 +78,8 @@ def test_forget_a_thread_deletes_its_checkpoint(
 
     code, out, _ = run(capsys, "forget", *common, "--thread", "t1")
 
-    assert code == 0 and "the checkpoint of 1 thread" in out
+    # t1's checkpoint deleted; t2's cleaned of its search result quoting t1 (issue 27).
+    assert code == 0 and "1 tool message quoting it, the checkpoint of 2 threads" in out
     assert not thread_has_checkpoint(data_dir, "t1") and thread_has_checkpoint(data_dir, "t2")
     assert SqliteBackend(data_dir, embedding_model="none").open("ada").recall.threads() == ["t2"]
 

@@ -94,9 +94,9 @@ class AgentMemory:
 
         Rows are deleted with ``secure_delete`` (their bytes overwritten), but a full-text
         index keeps a deleted row's words in its older segments until they are merged:
-        ``optimize`` merges every segment of the three indexes (the whole index is rewritten:
-        about a second per 100k messages), and the write-ahead log, which may hold the old
-        pages, is copied back and truncated.
+        ``optimize`` merges every segment of the three indexes (the whole index is
+        rewritten, so the cost grows with the database), and the write-ahead log, which may
+        hold the old pages, is copied back and truncated.
         """
         with self.lock:
             with transaction(self.db):

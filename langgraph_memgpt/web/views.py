@@ -287,15 +287,23 @@ def passage_view(passage: Passage, score: float | None = None) -> dict[str, Any]
 
 
 def forget_passage(memory: Memory, passage_id: int, user: str | None) -> dict[str, Any]:
-    """Forget one passage everywhere it lives (rows, words, vectors), logged as the page's user.
+    """Forget one passage everywhere it lives, logged as the page's user.
+
+    As ``forget --passage`` does (``forget.forget_passage``): rows, words, vectors, the tool
+    calls and results in recall quoting it, and the engine's files; the threads'
+    checkpoints are the server's (``forget --passage`` from the CLI cleans them).
 
     Raises:
         PageError: no such passage (404).
     """
-    gone = memory.archival.delete([passage_id], actor=page_actor(user))
-    if not gone:
-        raise PageError(f"agent {memory.agent_id!r} has no passage {passage_id}", 404)
-    return {"forgotten": [passage_view(p) for p in gone]}
+    from langgraph_memgpt.forget import NothingToForgetError
+    from langgraph_memgpt.forget import forget_passage as forget
+
+    try:
+        report = forget(memory, passage_id, actor=page_actor(user))
+    except NothingToForgetError:
+        raise PageError(f"agent {memory.agent_id!r} has no passage {passage_id}", 404) from None
+    return {"forgotten": [passage_view(p) for p in report.passages]}
 
 
 def archival_view(

@@ -34,6 +34,7 @@ from langgraph_memgpt.stores.postgres.db import (
     ensure_hnsw,
     ensure_schema,
     open_pool,
+    refresh_statistics,
 )
 from langgraph_memgpt.stores.postgres.deletions import PgDeletionLog
 from langgraph_memgpt.stores.postgres.models import claim_model
@@ -132,6 +133,8 @@ class PostgresBackend:
         if self._pool is None:
             ensure_schema(self.url)
             self._pool = open_pool(self.url, max_size=self.pool_size)
+            # A first start on loaded or restored data: the planner statistics first.
+            refresh_statistics(self._pool)
         return self._pool
 
     def open(self, agent_id: str) -> PostgresMemory:

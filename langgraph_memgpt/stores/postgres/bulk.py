@@ -9,7 +9,9 @@ batch.
 
 Load before the agent is first opened with its embedding model when you can: the HNSW
 indexes are then built once over the loaded rows (`PostgresBackend.open` creates them),
-instead of growing row by row.
+instead of growing row by row. A load that grows a table by more than a tenth ends with an
+``ANALYZE`` of it (`db.refresh_statistics`): autovacuum would get to it later, and until
+then the planner chose exact scans of every vector over the HNSW indexes.
 
 Limits, by design (what keeps the rows identical to the stores'): recall messages must
 start threads that the agent does not have yet (a context window never spans old and
@@ -37,7 +39,7 @@ from langgraph_memgpt.stores.embeddings import (
 )
 from langgraph_memgpt.stores.messages import PreparedMessage, prepare_message
 from langgraph_memgpt.stores.passages import NewPassage, prepare_passages
-from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
+from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts, refresh_statistics
 from langgraph_memgpt.stores.postgres.deletions import forgotten_among
 from langgraph_memgpt.stores.postgres.models import hold_model
 from langgraph_memgpt.stores.postgres.parts import store_parts
@@ -164,6 +166,7 @@ def load_messages(
                     )
         if embeddings is not None:
             _load_message_parts(conn, agent_id, embeddings, threads, items, sorted(contexts))
+    refresh_statistics(pool, {"memgpt_recall": len(items)})
     return len(items)
 
 
@@ -294,4 +297,5 @@ def load_passages(
                 )
         if progress is not None:
             progress(min(len(prepared), start + batch), len(prepared))
+    refresh_statistics(pool, {"memgpt_archival": written})
     return written

@@ -80,6 +80,14 @@ class _Row:
     context: str | None
 
 
+@dataclass(frozen=True)
+class Context:
+    """A message's new context text and the ids of its window (itself and +-2)."""
+
+    text: str
+    window: tuple[int, ...]
+
+
 class PgRecallMemory(SearchesRecall, PgTier):
     """The verbatim message history of one agent in Postgres (meets ``RecallStore``).
 
@@ -143,11 +151,14 @@ class PgRecallMemory(SearchesRecall, PgTier):
                 by_thread.setdefault(pg_text(item.message.thread_id), []).append(
                     (rowid, item.created_at)
                 )
-            windows: dict[int, tuple[int, ...]] = {}
+            contexts: dict[int, Context] = {}
             for thread_id, rows in by_thread.items():
-                windows.update(self._refresh_contexts(conn, thread_id, rows))
+                contexts.update(self._new_contexts(conn, thread_id, rows))
+            vectors: dict[int, FloatArray] = {}
+            pooled: dict[int, FloatArray] = {}
             if self.embeddings is not None:
-                self._embed(conn, searchable, windows)
+                vectors, pooled = self._embed(conn, searchable, contexts)
+            _write_rows(conn, contexts, vectors, pooled)
             return len(new)
 
     def _stored_among(
@@ -350,41 +361,45 @@ class PgRecallMemory(SearchesRecall, PgTier):
             )
             log = [(kind, item, item if kind == "thread" else None, detail)]
         log_deletions(conn, self.agent_id, actor, log)
-        windows: dict[int, tuple[int, ...]] = {}
+        contexts: dict[int, Context] = {}
         for thread, ids in touched.items():
             at = conn.execute(
                 f"SELECT id, created_at FROM {TABLE} WHERE id = ANY(%s)", (ids,)
             ).fetchall()
-            windows.update(
-                self._refresh_contexts(conn, thread, [(int(r[0]), str(r[1])) for r in at])
-            )
-        if windows:
+            contexts.update(self._new_contexts(conn, thread, [(int(r[0]), str(r[1])) for r in at]))
+        if contexts:
+            # A window left with no message vector, or no model to pool with: the stale
+            # context vector goes.
+            pooled: dict[int, FloatArray | None] = dict.fromkeys(contexts)
             if self.embeddings is not None:
-                self._pool_contexts(conn, windows)
-            else:  # no model to pool with: the stale context vectors go
-                conn.execute(
-                    f"UPDATE {TABLE} SET context_embedding = NULL WHERE id = ANY(%s)",
-                    (sorted(windows),),
-                )
+                pooled.update(self._pool_contexts(conn, contexts, {}))
+            _write_rows(conn, contexts, {}, pooled)
         return deleted
 
     def _pool_contexts(
-        self, conn: psycopg.Connection[Any], windows: Mapping[int, tuple[int, ...]]
-    ) -> None:
-        """Context vectors of ``windows`` from the stored message vectors (no model call)."""
-        wanted = sorted({i for w in windows.values() for i in w})
-        rows = conn.execute(
-            f"SELECT id, embedding FROM {TABLE} WHERE id = ANY(%s) AND embedding IS NOT NULL",
-            (wanted,),
-        ).fetchall()
-        known = {int(r[0]): np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows}
-        pooled = []
-        for item_id, window in windows.items():
-            parts = [known[i] for i in window if i in known]
-            vector = normalize(np.mean(parts, axis=0))[0] if parts else None
-            pooled.append((vector, item_id))
-        with conn.cursor() as cursor:
-            cursor.executemany(f"UPDATE {TABLE} SET context_embedding = %s WHERE id = %s", pooled)
+        self,
+        conn: psycopg.Connection[Any],
+        contexts: Mapping[int, Context],
+        known: Mapping[int, FloatArray],
+    ) -> dict[int, FloatArray]:
+        """Context vectors of ``contexts``' windows: the mean of their message vectors.
+
+        ``known``: message vectors not stored yet (new rows); the others are read.
+        """
+        wanted = sorted({i for c in contexts.values() for i in c.window} - set(known))
+        found = dict(known)
+        if wanted:
+            rows = conn.execute(
+                f"SELECT id, embedding FROM {TABLE} WHERE id = ANY(%s) AND embedding IS NOT NULL",
+                (wanted,),
+            ).fetchall()
+            found.update({int(r[0]): np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows})
+        pooled: dict[int, FloatArray] = {}
+        for item_id, context in contexts.items():
+            parts = [found[i] for i in context.window if i in found]
+            if parts:
+                pooled[item_id] = normalize(np.mean(parts, axis=0))[0]
+        return pooled
 
     def since(self, position: int, limit: int = 200) -> list[tuple[int, RecallMessage]]:
         """Up to ``limit`` messages recorded after ``position`` (a row id), oldest first.
@@ -434,13 +449,14 @@ class PgRecallMemory(SearchesRecall, PgTier):
 
     # -- internals: writing ----------------------------------------------------------
 
-    def _refresh_contexts(
+    def _new_contexts(
         self, conn: psycopg.Connection[Any], thread_id: str, new: Sequence[tuple[int, str]]
-    ) -> dict[int, tuple[int, ...]]:
-        """Recompute the context of new messages and their +-2 neighbours; their windows.
+    ) -> dict[int, Context]:
+        """The contexts that change around new messages: theirs and their +-2 neighbours'.
 
         Reads the thread between the first and last new message plus four searchable
-        messages on each side: an append reads a handful of rows.
+        messages on each side: an append reads a handful of rows. Writes nothing: each
+        changed row is then updated once, with its vectors (`_write_rows`).
         """
         low = (min(at for _, at in new), min(i for i, _ in new))
         high = (max(at for _, at in new), max(i for i, _ in new))
@@ -474,26 +490,24 @@ class PgRecallMemory(SearchesRecall, PgTier):
                 if 0 <= j < len(sequence)
             }
         )
-        windows: dict[int, tuple[int, ...]] = {}
-        changed: list[tuple[str, int]] = []
+        changed: dict[int, Context] = {}
         for i in affected:
             window = sequence[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1]
             context = "\n".join(row.text for row in window)
             if context != sequence[i].context:
-                windows[sequence[i].id] = tuple(row.id for row in window)
-                changed.append((context, sequence[i].id))
-        if changed:
-            with conn.cursor() as cursor:
-                cursor.executemany(f"UPDATE {TABLE} SET context = %s WHERE id = %s", changed)
-        return windows
+                changed[sequence[i].id] = Context(context, tuple(row.id for row in window))
+        return changed
 
     def _embed(
         self,
         conn: psycopg.Connection[Any],
         new: Sequence[tuple[int, PreparedMessage]],
-        windows: Mapping[int, tuple[int, ...]],
-    ) -> None:
-        """Message vectors of the new rows; a context vector is the mean of its window's."""
+        contexts: Mapping[int, Context],
+    ) -> tuple[dict[int, FloatArray], dict[int, FloatArray]]:
+        """Message vectors of the new rows (their parts stored) and the changed contexts'.
+
+        A context vector is the mean of its window's message vectors.
+        """
         assert self.embeddings is not None
         vectors = embed_texts(self.embeddings, [item.text for _, item in new])
         store_parts(
@@ -506,29 +520,7 @@ class PgRecallMemory(SearchesRecall, PgTier):
         fresh: dict[int, FloatArray] = {
             rowid: v for (rowid, _), v in zip(new, vectors, strict=True)
         }
-        with conn.cursor() as cursor:
-            cursor.executemany(
-                f"UPDATE {TABLE} SET embedding = %s WHERE id = %s",
-                [(vector, rowid) for rowid, vector in fresh.items()],
-            )
-        wanted = sorted({i for w in windows.values() for i in w} - set(fresh))
-        known = dict(fresh)
-        if wanted:
-            rows = conn.execute(
-                f"SELECT id, embedding FROM {TABLE} WHERE id = ANY(%s) AND embedding IS NOT NULL",
-                (wanted,),
-            ).fetchall()
-            known.update({int(r[0]): np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows})
-        pooled = []
-        for item_id, window in windows.items():
-            parts = [known[i] for i in window if i in known]
-            if parts:
-                pooled.append((normalize(np.mean(parts, axis=0))[0], item_id))
-        if pooled:
-            with conn.cursor() as cursor:
-                cursor.executemany(
-                    f"UPDATE {TABLE} SET context_embedding = %s WHERE id = %s", pooled
-                )
+        return fresh, self._pool_contexts(conn, contexts, fresh)
 
     # -- internals: reading ----------------------------------------------------------
 
@@ -634,6 +626,42 @@ class PgRecallMemory(SearchesRecall, PgTier):
                     (self.agent_id, name, sorted(candidates)),
                 )
             ),
+        )
+
+
+def _write_rows(
+    conn: psycopg.Connection[Any],
+    contexts: Mapping[int, Context],
+    vectors: Mapping[int, FloatArray],
+    pooled: Mapping[int, FloatArray | None],
+) -> None:
+    """One UPDATE per changed row: its new context, message vector, context vector.
+
+    A row's update is a new row version in every index of the table, the two HNSW graphs
+    included (a vector column changes, so it is never a HOT update): writing the context
+    and each vector in separate statements made up to three versions of each new message
+    and two of each neighbour, and the graph inserts grow with the agent. An absent value
+    keeps the stored one; a context vector given as None is cleared.
+    """
+    rows = sorted(set(contexts) | set(vectors) | set(pooled))
+    if not rows:
+        return
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {TABLE} SET context = coalesce(%s, context), "
+            "embedding = coalesce(%s, embedding), "
+            "context_embedding = CASE WHEN %s THEN %s::vector ELSE context_embedding END "
+            "WHERE id = %s",
+            [
+                (
+                    None if i not in contexts else pg_text(contexts[i].text),
+                    vectors.get(i),
+                    i in pooled,
+                    pooled.get(i),
+                    i,
+                )
+                for i in rows
+            ],
         )
 
 

@@ -1,0 +1,171 @@
+"""The copy of threads and runs ``langgraph dev`` keeps in the data directory, for forget.
+
+``serve`` runs ``langgraph dev`` in the data directory, and its in-memory runtime saves its
+thread list and runs to ``.langgraph_api/.langgraph_ops.pckl``: every run's input (the
+user's messages) and each thread's latest values (its queue). The checkpoints are ours
+(``checkpoints.sqlite``), but this file is a second copy, so ``forget`` cleans it too: runs
+and threads of a forgotten thread are dropped, forgotten messages leave the saved values,
+and forgotten text is redacted wherever else it appears. The server loads the file when it
+starts and rewrites it while it runs, so it is cleaned only when no ``serve`` holds the
+data directory (`serving`); otherwise ``forget`` says so.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pickle
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_memgpt.osutil import write_atomic
+
+STATE_FILE = Path(".langgraph_api") / ".langgraph_ops.pckl"
+"""Where ``langgraph dev`` (its in-memory runtime) saves threads and runs, in its cwd."""
+SERVE_LOCK = Path("locks") / "serve.lock"
+"""Held (``flock``) by ``serve`` while it serves the data directory."""
+_IMPORT_ENV = {"LANGGRAPH_RUNTIME_EDITION": "inmem", "REDIS_URI": "", "DATABASE_URI": ""}
+"""What ``langgraph_api``'s config module needs to import outside its server: the file
+names a function of it (``langgraph_api.metadata.incr_nodes``)."""
+
+
+@contextmanager
+def serving(data_dir: Path) -> Iterator[None]:
+    """Hold the data directory's serve lock while the block runs (``serve``)."""
+    path = data_dir / SERVE_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        yield  # a second serve: the first one holds it (its own port, same files)
+        return
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def is_served(data_dir: Path) -> bool:
+    """Whether a ``serve`` holds the data directory now."""
+    path = data_dir / SERVE_LOCK
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def scrub(
+    data_dir: Path,
+    *,
+    texts: Sequence[str] = (),
+    messages: Mapping[str, Collection[str]] | None = None,
+    threads: Collection[str] = (),
+) -> str:
+    """Clean the saved server state of a data directory.
+
+    Returns:
+        A note for the user when the state could not be cleaned (a server holds it), else "".
+
+    Args:
+        data_dir: the data directory ``serve`` runs ``langgraph dev`` in.
+        texts: forgotten texts, redacted wherever they appear.
+        messages: thread id -> forgotten message ids, taken out of saved values and inputs.
+        threads: forgotten threads: their runs and their entry go.
+    """
+    path = data_dir / STATE_FILE
+    if not path.is_file() or not (texts or messages or threads):
+        return ""
+    if is_served(data_dir):
+        return (
+            f"A server is serving {data_dir}: its own copy of runs and threads "
+            f"({STATE_FILE}) may still hold what was forgotten until it next saves the "
+            "thread; stop it before forgetting to have that copy cleaned too."
+        )
+    saved = _load(path)
+    if not isinstance(saved, dict):
+        return f"{path} is not the server state this version knows; it was left as it was."
+    gone = {str(t) for t in threads}
+    ids = {str(t): {str(i) for i in v} for t, v in (messages or {}).items()}
+
+    def clean(value: Any, thread_id: str) -> Any:
+        return _clean(value, texts, ids.get(thread_id, set()))
+
+    runs = [r for r in saved.get("runs", []) if str(r.get("thread_id")) not in gone]
+    saved["runs"] = [_with(r, "kwargs", clean) for r in runs]
+    kept = [t for t in saved.get("threads", []) if str(t.get("thread_id")) not in gone]
+    saved["threads"] = [_with(t, "values", clean) for t in kept]
+    write_atomic(path, pickle.dumps(saved))
+    return ""
+
+
+def _with(entry: Any, key: str, clean: Callable[[Any, str], Any]) -> Any:
+    if not isinstance(entry, dict) or key not in entry:
+        return entry
+    return {**entry, key: clean(entry[key], str(entry.get("thread_id")))}
+
+
+def _load(path: Path) -> Any:
+    missing = {k: v for k, v in _IMPORT_ENV.items() if k not in os.environ}
+    os.environ.update(missing)
+    try:
+        with path.open("rb") as handle:
+            return pickle.load(handle)  # noqa: S301 - the server's own file, in our data dir
+    finally:
+        for key in missing:
+            os.environ.pop(key, None)
+
+
+def _clean(value: Any, texts: Sequence[str], ids: Collection[str]) -> Any:
+    """``value`` without the forgotten messages, the forgotten texts redacted."""
+    from langgraph_memgpt.forget import REDACTED
+
+    if isinstance(value, str):
+        for text in texts:
+            value = value.replace(text, REDACTED)
+        return value
+    if isinstance(value, BaseMessage):
+        return value.model_copy(
+            update={
+                "content": _clean(value.content, texts, ids),
+                "additional_kwargs": _clean(value.additional_kwargs, texts, ids),
+                **(
+                    {"tool_calls": _clean(calls, texts, ids)}
+                    if (calls := getattr(value, "tool_calls", None))
+                    else {}
+                ),
+            }
+        )
+    if isinstance(value, dict):
+        return {k: _clean(v, texts, ids) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        kept = [v for v in value if not _forgotten(v, ids)]
+        cleaned = [_clean(v, texts, ids) for v in kept]
+        return cleaned if isinstance(value, list) else tuple(cleaned)
+    return value
+
+
+def _forgotten(value: Any, ids: Collection[str]) -> bool:
+    """A message (object or dict, as an input holds it) whose id was forgotten."""
+    if not ids:
+        return False
+    if isinstance(value, BaseMessage):
+        return str(value.id) in ids
+    return isinstance(value, dict) and "content" in value and str(value.get("id")) in ids
+
+
+__all__ = ["SERVE_LOCK", "STATE_FILE", "is_served", "scrub", "serving"]

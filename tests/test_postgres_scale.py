@@ -1,0 +1,114 @@
+"""What keeps a Postgres turn's store work from growing with the agent (docs/scale.md).
+
+Behaviour, not timings: the planner knows an agent's rows after a bulk load or a first
+start on loaded data (without statistics it took a 100k-message agent's filter for a few
+hundred rows and scanned every vector instead of walking the HNSW index), and recording a
+message writes each row it changes once (every row version is an insert into each index,
+the HNSW graphs included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memgpt.stores.postgres import PostgresBackend
+from langgraph_memgpt.stores.postgres.bulk import load_messages, load_passages
+from langgraph_memgpt.stores.types import RecallMessage
+
+ROWS = 600
+
+
+def messages(agent: str, count: int, thread: str = "t") -> list[RecallMessage]:
+    return [
+        RecallMessage(
+            agent,
+            f"{thread}{i // 100}",
+            f"m{i}",
+            "user" if i % 2 == 0 else "assistant",
+            f"message {i} about the garden and the weather",
+            f"2026-01-{1 + i // 100:02d}T09:{(i // 60) % 60:02d}:{i % 60:02d}Z",
+        )
+        for i in range(count)
+    ]
+
+
+def estimated_rows(conn: psycopg.Connection[Any], table: str, agent: str) -> float:
+    """The planner's estimate of the agent's rows in ``table``."""
+    row = conn.execute(
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE agent_id = %s", (agent,)
+    ).fetchone()
+    assert row is not None
+    return float(row[0][0]["Plan"]["Plan Rows"])
+
+
+def test_a_bulk_load_leaves_the_planner_knowing_the_agents_rows(postgres_url: str) -> None:
+    backend = PostgresBackend(postgres_url, embedding_model="none")
+    try:
+        load_messages(backend.pool(), "ada", None, messages("ada", ROWS))
+        load_passages(backend.pool(), "ada", None, [f"passage {i}" for i in range(ROWS)])
+        with backend.pool().connection() as conn:
+            for table in ("memgpt_recall", "memgpt_archival"):
+                assert estimated_rows(conn, table, "ada") == pytest.approx(ROWS, rel=0.2)
+    finally:
+        backend.close()
+
+
+def test_a_first_start_on_rows_loaded_elsewhere_gathers_their_statistics(
+    postgres_url: str,
+) -> None:
+    PostgresBackend(postgres_url, embedding_model="none").pool().close()  # the schema
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # e.g. a restore's COPY
+        conn.execute(
+            "INSERT INTO memgpt_archival (agent_id, text, created_at) "
+            "SELECT 'ada', 'passage ' || i, '2026-01-01T00:00:00.000000+00:00' "
+            "FROM generate_series(1, %s) AS i",
+            (ROWS,),
+        )
+        assert estimated_rows(conn, "memgpt_archival", "ada") < ROWS / 10  # the planner's guess
+    backend = PostgresBackend(postgres_url, embedding_model="none")
+    try:
+        with backend.pool().connection() as conn:
+            assert estimated_rows(conn, "memgpt_archival", "ada") == pytest.approx(ROWS, rel=0.2)
+    finally:
+        backend.close()
+
+
+def test_recording_a_message_writes_each_row_it_changes_once(
+    postgres_url: str, embeddings: Embeddings
+) -> None:
+    backend = PostgresBackend(postgres_url, embeddings=embeddings)
+    try:
+        recall = backend.open("ada").recall
+        recall.add(messages("ada", 6))
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE row_writes (id bigint)")
+            conn.execute(
+                "CREATE FUNCTION log_row_write() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                "BEGIN INSERT INTO row_writes VALUES (new.id); RETURN new; END $$"
+            )
+            conn.execute(
+                "CREATE TRIGGER log_row_write AFTER UPDATE ON memgpt_recall "
+                "FOR EACH ROW EXECUTE FUNCTION log_row_write()"
+            )
+        follow_up = RecallMessage(
+            "ada", "t0", "m6", "user", "and the roses?", "2026-01-01T09:00:06Z"
+        )
+        recall.add([follow_up])
+        with psycopg.connect(postgres_url) as conn:
+            writes = conn.execute(
+                "SELECT id, count(*) FROM row_writes GROUP BY id ORDER BY id"
+            ).fetchall()
+            stored = conn.execute(
+                "SELECT count(*) FROM memgpt_recall WHERE agent_id = 'ada' "
+                "AND (embedding IS NULL OR context_embedding IS NULL OR context IS NULL)"
+            ).fetchone()
+        # The new message and the two before it (their windows hold it), once each.
+        assert len(writes) == 3
+        assert {count for _, count in writes} == {1}
+        assert stored == (0,)
+    finally:
+        backend.close()
