@@ -66,6 +66,7 @@ from langgraph_memgpt.main_context import (
     current_system,
     is_user_message,
     latest_user_index,
+    message_budget,
     record,
     stamped,
     valid_message,
@@ -76,7 +77,7 @@ from langgraph_memgpt.memory_tools import (
     make_memory_tools,
     thread_of_config,
 )
-from langgraph_memgpt.nodes.check_pressure import pressure
+from langgraph_memgpt.nodes.check_pressure import _fit, pressure
 from langgraph_memgpt.nodes.summarize_evict import evict
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
@@ -208,8 +209,8 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
                 if is_user_message(m) and TIME_KEY not in m.additional_kwargs
             }
             queue = [changed.get(m.id, m) for m in queue]
-            if changed:
-                update["messages"] = list(changed.values())
+        else:
+            changed = {}
         # Write-ahead of what came since the model's last message (recorded as it was
         # written): the user's, tool results (recorded as they ran; twice adds nothing), a
         # person's answers to a review.
@@ -219,6 +220,19 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         instructions = self._instructions(self._seen.instructions)
         system_prompt, system_update = where.system(view, instructions, mid_turn=not new_turn)
         update.update(system_update)
+        if changed:
+            # A message too large for the window is cut in the queue; recall keeps it whole.
+            budget = message_budget(
+                ctx,
+                self.deps.counter,
+                self._seen.schemas,
+                system_prompt,
+                state.get("evicted_count", 0),
+            )
+            changed = {i: _fit(m, budget, self.deps.counter) or m for i, m in changed.items()}
+            queue = [changed.get(m.id, m) for m in queue]
+            view = cast(State, {**view, "messages": queue})
+            update["messages"] = list(changed.values())
         evict_now, alert = pressure(
             view, system_prompt, queue, ctx, self.deps.counter, self._seen.schemas
         )

@@ -27,7 +27,7 @@ from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.middleware import MemGPTMiddleware
 from langgraph_memgpt.nodes.summarize_evict import SUMMARY_TAG
-from langgraph_memgpt.prompts import SUMMARIZER_INSTRUCTIONS
+from langgraph_memgpt.prompts import CONTEXT_OVERFLOW_REPLY, SUMMARIZER_INSTRUCTIONS
 from langgraph_memgpt.stores import open_memory
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.tokens import TokenCounter
@@ -192,6 +192,28 @@ def test_eviction_behind_a_recursive_summary_in_a_small_window(
     schemas = [convert_to_openai_tool(t) for t in mw.memgpt.tools]
     for prompt in mw.model.calls:
         assert counter.messages(prompt) + counter.tools(schemas) <= window
+
+
+def test_a_message_too_large_for_the_window_is_cut_in_the_queue_kept_whole_in_recall(
+    memory_backend: MemoryBackend,
+) -> None:
+    mw = MwAgent(memory_backend, ["Got it."], context_window=6000)
+    huge = _long(0, words=2000)
+    mw.say(huge)
+    kept = mw.state()["messages"][0]
+    assert len(str(kept.content)) < len(huge) // 2
+    assert memory_backend.open("bo").recall.get([str(kept.id)])[0].text == huge
+    schemas = [convert_to_openai_tool(t) for t in mw.memgpt.tools]
+    assert TokenCounter().messages(mw.model.calls[0]) + TokenCounter().tools(schemas) <= 6000
+
+
+def test_a_window_the_instructions_alone_overfill_ends_the_turn_honestly(
+    memory_backend: MemoryBackend,
+) -> None:
+    mw = MwAgent(memory_backend, [], context_window=1024)  # the model is never called
+    out = mw.say("hello")
+    assert out["messages"][-1].content == CONTEXT_OVERFLOW_REPLY
+    assert memory_backend.open("bo").recall.count() == 2  # both written ahead
 
 
 def test_the_graph_and_a_middleware_agent_read_each_other_s_memory(
