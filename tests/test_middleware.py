@@ -16,7 +16,11 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware, ModelRetryMiddleware
+from langchain.agents.middleware import (
+    HumanInTheLoopMiddleware,
+    ModelFallbackMiddleware,
+    ModelRetryMiddleware,
+)
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -370,3 +374,31 @@ def test_the_docs_example_runs_as_written(
     assert bo.archival.search("talked with Bo", tags=[SUMMARY_TAG]).total >= 1
     assert bo.recall.search("word0_5", mode="fts").total >= 1  # evicted, still in recall
     assert not any(m.content == _long(0, words=400) for m in state["messages"])
+
+
+class DownModel(ScriptedChatModel):
+    """A provider that is down: every call fails."""
+
+    def _next_reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
+        raise ConnectionError("provider down")
+
+
+def test_a_fallback_model_inside_gets_the_memgpt_prompt_and_its_reply_is_recorded(
+    memory_backend: MemoryBackend,
+) -> None:
+    fallback = ScriptedChatModel.from_steps(["Hi from the fallback."])
+    memgpt = MemGPTMiddleware(backend=memory_backend, context=CTX)
+    agent = create_agent(
+        DownModel.from_steps([]),
+        [],
+        middleware=[memgpt, ModelFallbackMiddleware(fallback)],
+        checkpointer=InMemorySaver(),
+    )
+    out = agent.invoke(
+        {"messages": [HumanMessage("hello")]},
+        {"configurable": {"thread_id": "f1", "agent_id": "bo"}},  # the agent from config
+    )
+    assert out["messages"][-1].content == "Hi from the fallback."
+    assert "<core_memory>" in system_text(fallback.calls[0])
+    recalled = memory_backend.open("bo").recall.get([str(m.id) for m in out["messages"]])
+    assert [r.role for r in recalled] == ["user", "assistant"]
