@@ -1,10 +1,10 @@
 """What keeps a Postgres turn's store work from growing with the agent (docs/scale.md).
 
-Behaviour, not timings: the planner knows an agent's rows after a bulk load or a first
-start on loaded data (without statistics it took a 100k-message agent's filter for a few
-hundred rows and scanned every vector instead of walking the HNSW index), and recording a
-message writes each row it changes once (every row version is an insert into each index,
-the HNSW graphs included).
+Behaviour, not timings: the planner knows an agent's rows after a bulk load (which also
+leaves the loaded pages vacuumed) or a first start on loaded data (without statistics it
+took a 100k-message agent's filter for a few hundred rows and scanned every vector instead
+of walking the HNSW index), and recording a message writes each row it changes once (every
+row version is an insert into each index, the HNSW graphs included).
 """
 
 from __future__ import annotations
@@ -53,6 +53,12 @@ def test_a_bulk_load_leaves_the_planner_knowing_the_agents_rows(postgres_url: st
         with backend.pool().connection() as conn:
             for table in ("memgpt_recall", "memgpt_archival"):
                 assert estimated_rows(conn, table, "ada") == pytest.approx(ROWS, rel=0.2)
+                # Vacuumed too: every loaded page is known all-visible (no autovacuum pass
+                # left to run beside the first turns).
+                pages = conn.execute(
+                    "SELECT relpages, relallvisible FROM pg_class WHERE relname = %s", (table,)
+                ).fetchone()
+                assert pages is not None and pages[0] > 0 and pages[1] == pages[0]
     finally:
         backend.close()
 

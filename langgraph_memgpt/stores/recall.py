@@ -65,14 +65,13 @@ from langgraph_memgpt.stores.messages import (
 from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.search import (
     CONTEXT_RADIUS,
-    Excluded,
     RecallFilter,
     SearchesRecall,
     Signals,
     split_excluded,
 )
 from langgraph_memgpt.stores.text import valid_text
-from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
+from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage, check_page
 from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
 SearchMode = Literal["hybrid", "fts", "vector"]

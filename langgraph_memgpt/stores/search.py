@@ -39,7 +39,14 @@ from langgraph_memgpt.stores.ranking import (
     is_question,
     rare_term_matches,
 )
-from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage, check_page
+from langgraph_memgpt.stores.types import (
+    Excluded,
+    Hit,
+    Passage,
+    RecallMessage,
+    SearchPage,
+    check_page,
+)
 from langgraph_memgpt.stores.words import query_terms
 
 T = TypeVar("T")
@@ -340,11 +347,6 @@ __all__ = [
 
 
 # --- the search methods of the tiers, one signature for every backend ----------------
-
-
-Excluded = str | tuple[str, str]
-"""A message to leave out of a recall search or count: ``(thread id, message id)``, or a
-bare message id (that id in every thread: only for callers whose ids are unique)."""
 
 
 def split_excluded(items: Collection[Excluded]) -> tuple[list[str], list[list[str]]]:

@@ -156,3 +156,8 @@ def format_age(seconds: int) -> str:
         if seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+Excluded = str | tuple[str, str]
+"""A message to leave out of a recall search or count: ``(thread id, message id)``, or a
+bare message id (that id in every thread: only for callers whose ids are unique)."""

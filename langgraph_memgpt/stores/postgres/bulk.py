@@ -9,9 +9,9 @@ batch.
 
 Load before the agent is first opened with its embedding model when you can: the HNSW
 indexes are then built once over the loaded rows (`PostgresBackend.open` creates them),
-instead of growing row by row. A load that grows a table by more than a tenth ends with an
-``ANALYZE`` of it (`db.refresh_statistics`): autovacuum would get to it later, and until
-then the planner chose exact scans of every vector over the HNSW indexes.
+instead of growing row by row. A load that grows a table by more than a tenth ends with a
+``VACUUM (ANALYZE)`` of it (`db.refresh_statistics`): autovacuum would get to it later, and
+until then the planner chose exact scans of every vector over the HNSW indexes.
 
 Limits, by design (what keeps the rows identical to the stores'): recall messages must
 start threads that the agent does not have yet (a context window never spans old and

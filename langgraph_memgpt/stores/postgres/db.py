@@ -385,22 +385,26 @@ STATISTICS_TABLES = (
 """The tables whose planner statistics decide a turn's plans (`refresh_statistics`)."""
 
 LOADED_SHARE = 0.1
-"""A load of more rows than this share of what a table's statistics know of re-ANALYZEs it."""
+"""A load of more rows than this share of what a table's statistics know of: VACUUM ANALYZE."""
 
 
 def refresh_statistics(
     pool: ConnectionPool[Any], loaded: Mapping[str, int] | None = None
 ) -> list[str]:
-    """ANALYZE the memory tables the planner knows too little about; returns their names.
+    """Do what autovacuum would do later for the memory tables that need it; returns them.
 
-    A table holding rows but no statistics: a bulk load (``COPY``) or a restore that
-    autovacuum has not reached yet, as on a server that has just loaded its data. Without
-    them the planner takes an agent's filter to match a few hundred rows and, for a
+    A table holding rows but no planner statistics (a bulk load or a restore autovacuum has
+    not reached yet, as on a server that has just loaded its data) is ANALYZEd: without
+    statistics the planner takes an agent's filter to match a few hundred rows and, for a
     100k-message agent, picks an exact scan of every vector over the HNSW index (0.8 s a
-    vector query here, against 50 ms). With ``loaded`` ({table: rows just written}), also a
-    table that took more than `LOADED_SHARE` of the rows its statistics counted. A table
-    the connecting role does not own is skipped by Postgres with a warning.
+    vector query here, against 50 ms). With ``loaded`` ({table: rows just written}), a
+    table that took more than `LOADED_SHARE` of the rows its statistics counted is
+    VACUUMed and ANALYZEd: the vacuum also sets the loaded rows' visibility and moves the
+    GIN indexes' pending entries into the index, which autovacuum would otherwise do while
+    the first turns run. A table the connecting role does not own is skipped by Postgres
+    with a warning.
     """
+    grown = loaded or {}
     with pool.connection() as conn:
         rows = conn.execute(
             "SELECT c.relname, c.reltuples, EXISTS (SELECT 1 FROM pg_stats AS s "
@@ -410,15 +414,17 @@ def refresh_statistics(
             "WHERE pg_relation_size(c.oid) > 0",
             (list(STATISTICS_TABLES),),
         ).fetchall()
-        stale = [
-            str(name)
-            for name, known, has_stats in rows
-            if not has_stats
-            or (loaded or {}).get(str(name), 0) > LOADED_SHARE * max(float(known), 0.0)
-        ]
-        for name in stale:
-            conn.execute(f"ANALYZE {name}")  # a name of STATISTICS_TABLES, never input
-    return stale
+        done = []
+        for name, known, has_stats in rows:
+            table = str(name)  # a name of STATISTICS_TABLES, never input
+            if grown.get(table, 0) > LOADED_SHARE * max(float(known), 0.0):
+                conn.execute(f"VACUUM (ANALYZE) {table}")
+            elif not has_stats:
+                conn.execute(f"ANALYZE {table}")
+            else:
+                continue
+            done.append(table)
+    return done
 
 
 def open_pool(url: str, *, max_size: int = 8) -> ConnectionPool[Any]:

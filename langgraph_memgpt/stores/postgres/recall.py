@@ -58,13 +58,12 @@ from langgraph_memgpt.stores.postgres.search import (
 from langgraph_memgpt.stores.postgres.tier import PgTier
 from langgraph_memgpt.stores.search import (
     CONTEXT_RADIUS,
-    Excluded,
     RecallFilter,
     SearchesRecall,
     SignalSource,
     split_excluded,
 )
-from langgraph_memgpt.stores.types import Hit, RecallMessage, SearchPage, check_page
+from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage, check_page
 
 TABLE = "memgpt_recall"
 _COLUMNS = (
