@@ -54,6 +54,7 @@ from langchain_core.messages import convert_to_messages as to_messages
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
+from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -73,10 +74,12 @@ from langgraph_memgpt.main_context import (
 )
 from langgraph_memgpt.memory_tools import (
     DEFAULT_TOOLS,
+    Binding,
     MemoryAccess,
     make_memory_tools,
     thread_of_config,
 )
+from langgraph_memgpt.nodes.call_memory_tool import ToolRules
 from langgraph_memgpt.nodes.check_pressure import _fit, pressure
 from langgraph_memgpt.nodes.summarize_evict import evict
 from langgraph_memgpt.state import State
@@ -135,6 +138,30 @@ class _Where:
         )
 
 
+class _CallOrder(ToolRules):
+    """The graph's ordering of a step's memory calls (`ToolRules`), bound as tools are here.
+
+    ``create_agent`` runs a message's tool calls at once, as the graph does; memory edits
+    must land in the order the model wrote them ("append X, then replace X").
+    """
+
+    def __init__(self, access: MemoryAccess) -> None:
+        super().__init__(Deps())
+        self.access = access
+
+    def bind(self, runtime: ToolRuntime[Any, Any]) -> Binding:
+        """As the middleware's memory tools bind (`MemoryAccess.bind`)."""
+        return self.access.bind(runtime)
+
+    def wait(self, request: ToolCallRequest) -> None:
+        """Until the memory calls written before this one in its message have run."""
+        self._in_order(request)
+
+    def done(self, request: ToolCallRequest) -> None:
+        """This call has run: the ones after it may go."""
+        self._finished(request)
+
+
 @dataclass
 class _Step:
     """One model call as planned: the request to send, or the reply that ends the turn."""
@@ -175,6 +202,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         self.summary_model = summary_model
         self.deps = Deps(backend=backend)
         self.tools: list[BaseTool] = make_memory_tools(self.access.bind, tools)
+        self._order = _CallOrder(self.access)
         # Until the first model call shows the agent's prompt and tools: its own tools.
         self._seen = _Seen(schemas=[convert_to_openai_tool(t) for t in self.tools])
 
@@ -360,8 +388,13 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Run the call; its result goes into recall before the step is checkpointed."""
-        return cast(ToolMessage | Command[Any], self._recorded(request, handler(request)))
+        """Run the call in the model's order; write its result ahead to recall."""
+        try:
+            self._order.wait(request)
+            result = self._recorded(request, handler(request))
+        finally:
+            self._order.done(request)
+        return cast(ToolMessage | Command[Any], result)
 
     async def awrap_tool_call(
         self,
@@ -369,10 +402,12 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """`wrap_tool_call` for async runs."""
-        result = await handler(request)
-        return cast(
-            ToolMessage | Command[Any], await asyncio.to_thread(self._recorded, request, result)
-        )
+        try:
+            await asyncio.to_thread(self._order.wait, request)
+            result = await asyncio.to_thread(self._recorded, request, await handler(request))
+        finally:
+            self._order.done(request)
+        return cast(ToolMessage | Command[Any], result)
 
 
 def _with_id(message: BaseMessage) -> Any:

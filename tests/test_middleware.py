@@ -402,3 +402,18 @@ def test_a_fallback_model_inside_gets_the_memgpt_prompt_and_its_reply_is_recorde
     assert "<core_memory>" in system_text(fallback.calls[0])
     recalled = memory_backend.open("bo").recall.get([str(m.id) for m in out["messages"]])
     assert [r.role for r in recalled] == ["user", "assistant"]
+
+
+def test_a_step_s_memory_calls_land_in_the_order_the_model_wrote_them(
+    memory_backend: MemoryBackend,
+) -> None:
+    lines = [f"Line {i}." for i in range(6)]
+    mw = MwAgent(
+        memory_backend,
+        [
+            calls(*[("core_memory_append", {"label": "human", "content": x}) for x in lines]),
+            "Noted.",
+        ],
+    )
+    mw.say("Six facts.")
+    assert memory_backend.open("bo").core.get("human").value == "\n".join(lines)
