@@ -59,8 +59,10 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.main_context import (
     TIME_KEY,
     build_prompt,
@@ -167,11 +169,12 @@ class _Step:
     """One model call as planned: the request to send, or the reply that ends the turn."""
 
     request: ModelRequest[Any]
-    memory: Memory
-    thread_id: str
+    where: _Where
     turn: int
     update: dict[str, Any]
     reply: str | None = None
+    retries: int = 0
+    """Evictions forced by the provider's context-length errors in this step."""
 
 
 class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
@@ -325,7 +328,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         sent = request.override(
             system_message=cast(Any, prompt[0]), messages=cast(list[AnyMessage], prompt[1:])
         )
-        return _Step(sent, memory, thread_id, turn, update, reply)
+        return _Step(sent, where, turn, update, reply)
 
     def _taken(self, step: _Step, result: Any) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """The model's messages, written ahead to recall (with ids), and the state update."""
@@ -333,7 +336,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
             result = result.model_response
         response = result if isinstance(result, ModelResponse) else ModelResponse([result])
         messages = [_with_id(valid_message(m)) for m in response.result]
-        record(step.memory, messages, step.thread_id, step.turn)
+        record(step.where.memory, messages, step.where.thread_id, step.turn)
         response = ModelResponse(messages, response.structured_response)
         if not step.update:
             return response
@@ -343,6 +346,27 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         """The honest reply when no eviction can make the prompt fit (no model call)."""
         return cast(ExtendedModelResponse[Any], self._taken(step, AIMessage(str(step.reply))))
 
+    def _retry(self, request: ModelRequest[Any], step: _Step) -> _Step:
+        """After a provider's context-length error: evict (forced) and plan again.
+
+        As ``think`` does, at most ``max_context_retries`` times a step; then the turn
+        ends with the honest reply.
+        """
+        if step.retries >= step.where.ctx.max_context_retries:
+            return dataclasses.replace(step, reply=prompts.CONTEXT_OVERFLOW_REPLY)
+        removed = list(step.update.get("messages", []))
+        gone = {m.id for m in removed}
+        kept = {k: v for k, v in step.update.items() if k != "messages"}
+        again = self._plan(
+            request.override(
+                messages=[m for m in request.messages if m.id not in gone],
+                state=cast(Any, {**request.state, **kept, "force_evict": True}),
+            )
+        )
+        update = {**kept, **again.update}
+        update["messages"] = [*removed, *again.update.get("messages", [])]
+        return dataclasses.replace(again, update=update, retries=step.retries + 1)
+
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -350,9 +374,14 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Send the MemGPT prompt (evicting first if needed); record the reply."""
         step = self._plan(request)
-        if step.reply is not None:
-            return self._stopped(step)
-        return self._taken(step, handler(step.request))
+        while step.reply is None:
+            try:
+                return self._taken(step, handler(step.request))
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                step = self._retry(request, step)
+        return self._stopped(step)
 
     async def awrap_model_call(
         self,
@@ -361,10 +390,16 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """`wrap_model_call` with the model's async API; store I/O in a worker thread."""
         step = await asyncio.to_thread(self._plan, request)
-        if step.reply is not None:
-            return await asyncio.to_thread(self._stopped, step)
-        result = await handler(step.request)
-        return await asyncio.to_thread(self._taken, step, result)
+        while step.reply is None:
+            try:
+                result = await handler(step.request)
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                step = await asyncio.to_thread(self._retry, request, step)
+                continue
+            return await asyncio.to_thread(self._taken, step, result)
+        return await asyncio.to_thread(self._stopped, step)
 
     # -- wrap_tool_call: write-ahead of results -----------------------------------------
 

@@ -417,3 +417,47 @@ def test_a_step_s_memory_calls_land_in_the_order_the_model_wrote_them(
     )
     mw.say("Six facts.")
     assert memory_backend.open("bo").core.get("human").value == "\n".join(lines)
+
+
+class TooLong(ScriptedChatModel):
+    """A provider that refuses the next ``fail_times`` prompts as too long."""
+
+    fail_times: int = 0
+
+    def _next_reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
+        if self.fail_times:
+            self.fail_times -= 1
+            raise ValueError("This model's maximum context length is 3500 tokens")
+        return super()._next_reply(messages, kwargs)
+
+
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_a_context_length_error_evicts_and_retries_as_the_graph_does(
+    memory_backend: MemoryBackend, run: str
+) -> None:
+    mw = MwAgent(memory_backend, [], summaries=["I greeted the user."] * 9)
+    model = mw.model = TooLong.from_steps(["first", "after retry"])
+    mw.agent = create_agent(
+        model,
+        [],
+        middleware=[mw.memgpt],
+        context_schema=UserCtx,
+        checkpointer=InMemorySaver(),
+    )
+    mw.say("hello")
+    model.fail_times = 1
+    if run == "invoke":
+        out = mw.say("again")
+    else:
+        out = asyncio.run(
+            mw.agent.ainvoke(
+                {"messages": [HumanMessage("again")]},
+                {"configurable": {"thread_id": "t1"}},
+                context=UserCtx("bo"),
+            )
+        )
+    assert out["messages"][-1].content == "after retry"
+    state = mw.state()
+    assert state["summary"] == "I greeted the user." and state["evicted_count"] > 0
+    model.fail_times = 9  # more than max_context_retries: the honest reply
+    assert mw.say("once more")["messages"][-1].content == CONTEXT_OVERFLOW_REPLY
