@@ -13,7 +13,6 @@ from langgraph.runtime import Runtime
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.state import State
-from langgraph_memgpt.stores import SqliteBackend
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.tokens import TokenCounter
 from langgraph_memgpt.tools import tool_schemas
@@ -96,6 +95,8 @@ class Deps:
                 f"this thread belongs to agent {owner!r}, not {agent_id!r}: continue it "
                 f"with agent_id={owner!r}, or start a new thread for {agent_id!r}"
             )
+        from langgraph_memgpt.stores.sqlite import SqliteBackend
+
         backend = self.backend or SqliteBackend(
             ctx.data_dir,
             embedding_model=ctx.embedding_model,

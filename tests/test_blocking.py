@@ -25,8 +25,8 @@ from langgraph_memgpt import Context, State, build_graph
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.nodes import make_check_pressure
-from langgraph_memgpt.stores import close_all, open_memory
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite import close_all, open_memory
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 
 @pytest.fixture(autouse=True)

@@ -24,8 +24,8 @@ from langgraph_memgpt.context import (
     client_context_schema,
 )
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import close_all
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite import close_all
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 
 def test_numbers_as_text_are_accepted_when_unambiguous() -> None:

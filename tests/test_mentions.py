@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from langgraph_memgpt.stores import recall as recall_module
 from langgraph_memgpt.stores.embeddings import FloatArray, MiniLMEmbeddings
 from langgraph_memgpt.stores.mentions import (
     date_closeness,
@@ -16,7 +15,8 @@ from langgraph_memgpt.stores.mentions import (
     mentioned_names,
     without_names,
 )
-from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite import recall as recall_module
+from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 

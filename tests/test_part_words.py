@@ -16,18 +16,18 @@ import pytest
 from corpora import TALK as EVERYDAY
 from corpora import one_thread
 
-from langgraph_memgpt.stores import SqliteBackend, close_all
 from langgraph_memgpt.stores.bm25 import bm25_term
 from langgraph_memgpt.stores.chunks import parts_of
-from langgraph_memgpt.stores.fts import bm25_scores
-from langgraph_memgpt.stores.fts_parts import (
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
+from langgraph_memgpt.stores.sqlite.fts import bm25_scores
+from langgraph_memgpt.stores.sqlite.fts_parts import (
     bm25_with_parts,
     fts5_tokens,
     fts_corpus,
     occurrences,
     term_documents,
 )
-from langgraph_memgpt.stores.recall import _RecallSignals
+from langgraph_memgpt.stores.sqlite.recall import _RecallSignals
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 
@@ -139,7 +139,7 @@ def test_sqlite_texts_without_parts_score_exactly_as_before(lite: Any) -> None:
 def test_sqlite_inside_a_writing_transaction_parts_never_fail(tmp_path: Path) -> None:
     """FTS5 writes its statistics at commit: a search between a first write and its commit
     scores the whole texts (no part scored with statistics that miss those rows)."""
-    from langgraph_memgpt.stores.db import transaction
+    from langgraph_memgpt.stores.sqlite.db import transaction
 
     close_all()
     try:

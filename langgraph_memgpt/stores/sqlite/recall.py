@@ -27,21 +27,8 @@ import numpy as np
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.chunks import (
-    PartIndex,
-    delete_parts_without_model,
-    embed_parts,
-    nearest_items,
-    parts_of,
-)
+from langgraph_memgpt.stores.chunks import embed_parts, nearest_items, parts_of
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
-from langgraph_memgpt.stores.deletions import (
-    LogRow,
-    forgotten_among,
-    log_deletions,
-    remember_forgotten,
-)
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
     embed_query,
@@ -49,8 +36,6 @@ from langgraph_memgpt.stores.embeddings import (
     normalize,
 )
 from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
-from langgraph_memgpt.stores.fts import bm25_scores, term_matches
-from langgraph_memgpt.stores.fts_parts import long_texts, with_best_parts
 from langgraph_memgpt.stores.mentions import (
     mention_signals,
     topic_of,
@@ -70,13 +55,34 @@ from langgraph_memgpt.stores.search import (
     Signals,
     split_excluded,
 )
+from langgraph_memgpt.stores.sqlite.db import get_meta, set_meta, transaction
+from langgraph_memgpt.stores.sqlite.deletions import (
+    LogRow,
+    forgotten_among,
+    log_deletions,
+    remember_forgotten,
+)
+from langgraph_memgpt.stores.sqlite.fts import bm25_scores, term_matches
+from langgraph_memgpt.stores.sqlite.fts_parts import long_texts, with_best_parts
+from langgraph_memgpt.stores.sqlite.parts import PartIndex, delete_parts_without_model
+from langgraph_memgpt.stores.sqlite.recall_context import (
+    TIER,
+    ContextRow,
+    neighbours,
+    refresh_contexts,
+    stored_vectors,
+    thread_windows,
+)
+from langgraph_memgpt.stores.sqlite.vectors import (
+    IndexKind,
+    VectorIndex,
+    delete_items_without_model,
+)
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage, check_page
-from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
 SearchMode = Literal["hybrid", "fts", "vector"]
 
-TIER = "recall"
 _ID_FLOOR = "recall_id_floor"
 """Meta key: the largest recall row id ever given out, once the newest rows were deleted."""
 INGEST_CHUNK = 256
@@ -94,22 +100,11 @@ minute at 100k messages. A thread's last two messages stay in the tail."""
 _COLUMNS = "id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn"
 
 
-@dataclass
-class _Row:
-    """A searchable message as the context computation needs it."""
-
-    id: int
-    created_at: str
-    text: str
-    context: str | None
-    window: tuple[int, ...] = ()  # ids of the messages the context is made of
-
-
 class RecallMemory(SearchesRecall):
     """The verbatim message history of one agent.
 
     Args:
-        db: The memory database (:func:`~langgraph_memgpt.stores.db.open_db`).
+        db: The memory database (:func:`~langgraph_memgpt.stores.sqlite.db.open_db`).
         agent_id: The agent whose messages this object reads and writes; every query is
             filtered on it, and its vectors live in its own FAISS indexes.
         embeddings: Embedding model for the vector signals; None keeps search to words only.
@@ -253,7 +248,7 @@ class RecallMemory(SearchesRecall):
             if progress is not None:
                 progress(start + len(chunk), len(rows))
         # Context vectors are means of message vectors: pool once every message has one.
-        windows = self._thread_windows(sorted({str(r[2]) for r in rows}))
+        windows = thread_windows(self.db.conn, self.agent_id, sorted({str(r[2]) for r in rows}))
         with transaction(self.db):
             self._store_vectors([], None, windows)
         self.close()
@@ -450,7 +445,7 @@ class RecallMemory(SearchesRecall):
         gone = set(rowids)
         threads = sorted({m.thread_id for m in deleted})
         # Messages whose context window held a deleted message must be recomputed.
-        windows = self._thread_windows(threads)
+        windows = thread_windows(self.db.conn, self.agent_id, threads)
         touched: dict[str, set[int]] = {}
         thread_of = {i: m.thread_id for i, m in zip(rowids, deleted, strict=True)}
         for item_id, window in windows.items():
@@ -464,9 +459,9 @@ class RecallMemory(SearchesRecall):
         self._never_reuse(max(rowids))
         remember_forgotten(self.db, self.agent_id, ((m.thread_id, m.message_id) for m in deleted))
         log_deletions(self.db, self.agent_id, actor, log)
-        changed: list[_Row] = []
+        changed: list[ContextRow] = []
         for thread, ids in touched.items():
-            changed.extend(self._refresh_contexts(thread, ids))
+            changed.extend(refresh_contexts(self.db.conn, self.agent_id, thread, ids))
         if self.embeddings is not None:
             assert self._context_index is not None and self._tail_index is not None
             self._forget_vectors(rowids)
@@ -598,11 +593,13 @@ class RecallMemory(SearchesRecall):
             for rowid, item in searchable:
                 by_thread.setdefault(item.message.thread_id, set()).add(rowid)
             for rowid, thread_id in dropped:
-                by_thread.setdefault(thread_id, set()).update(self._neighbours(thread_id, rowid))
-            changed: list[_Row] = []
+                by_thread.setdefault(thread_id, set()).update(
+                    neighbours(self.db.conn, self.agent_id, thread_id, rowid)
+                )
+            changed: list[ContextRow] = []
             for thread_id, rowids in by_thread.items():
                 if rowids:
-                    changed.extend(self._refresh_contexts(thread_id, rowids))
+                    changed.extend(refresh_contexts(self.db.conn, self.agent_id, thread_id, rowids))
             if self.embeddings is not None:
                 self._forget_vectors([rowid for rowid, _ in dropped])
                 missing = {item.text for _, item in searchable} - set(vectors)
@@ -723,23 +720,6 @@ class RecallMemory(SearchesRecall):
             self.db.conn.execute("UPDATE recall SET context = NULL WHERE id = ?", (old.id,))
         return old.id
 
-    def _neighbours(self, thread_id: str, rowid: int) -> set[int]:
-        """The searchable messages just before and after ``rowid`` in its thread."""
-        at = self.db.conn.execute("SELECT created_at FROM recall WHERE id = ?", (rowid,))
-        created_at = str(at.fetchone()[0])
-        base = "SELECT id FROM recall WHERE agent_id = ? AND thread_id = ? AND searchable = 1 "
-        before = self.db.conn.execute(
-            base + "AND (created_at < ? OR (created_at = ? AND id < ?)) "
-            "ORDER BY created_at DESC, id DESC LIMIT 1",
-            (self.agent_id, thread_id, created_at, created_at, rowid),
-        ).fetchall()
-        after = self.db.conn.execute(
-            base + "AND (created_at > ? OR (created_at = ? AND id > ?)) "
-            "ORDER BY created_at, id LIMIT 1",
-            (self.agent_id, thread_id, created_at, created_at, rowid),
-        ).fetchall()
-        return {int(r[0]) for r in [*before, *after]}
-
     def _forget_vectors(self, rowids: Sequence[int]) -> None:
         """Drop every vector of messages that are no longer searchable."""
         if rowids:
@@ -748,74 +728,6 @@ class RecallMemory(SearchesRecall):
                 index.delete(rowids)
             assert self._parts is not None
             self._parts.delete(rowids)
-
-    def _refresh_contexts(self, thread_id: str, new_ids: set[int]) -> list[_Row]:
-        """Recompute the context of the new messages and of their ±2 neighbours.
-
-        Reads the thread only between the first and last new message, plus four
-        searchable messages on each side (the neighbours' own neighbours): an appended
-        message costs a handful of rows, a bulk ingest one pass over its thread.
-        """
-        ordered = (
-            "SELECT r.id, r.created_at, f.text, r.context FROM recall AS r "
-            "JOIN recall_fts AS f ON f.rowid = r.id "
-            "WHERE r.agent_id = ? AND r.thread_id = ? AND r.searchable = 1 "
-        )
-        base = (self.agent_id, thread_id)
-        low_at, high_at = self.db.conn.execute(
-            "SELECT MIN(created_at), MAX(created_at) FROM recall "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(new_ids)),),
-        ).fetchone()
-        # (created_at, id) bounds at or beyond the new rows: min/max ids may belong to other
-        # new rows than the min/max times, which only widens the span read.
-        low_id, high_id = min(new_ids), max(new_ids)
-        reach = 2 * CONTEXT_RADIUS
-        # Written as a range on created_at plus a tie-break on id so the thread index
-        # serves them: an append reads a few rows, not the whole thread.
-        before = self.db.conn.execute(
-            ordered + "AND r.created_at <= ? AND (r.created_at < ? OR r.id < ?) "
-            "ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
-            (*base, low_at, low_at, low_id, reach),
-        ).fetchall()
-        span = self.db.conn.execute(
-            ordered + "AND r.created_at BETWEEN ? AND ? "
-            "AND (r.created_at > ? OR r.id >= ?) AND (r.created_at < ? OR r.id <= ?) "
-            "ORDER BY r.created_at, r.id",
-            (*base, low_at, high_at, low_at, low_id, high_at, high_id),
-        ).fetchall()
-        after = self.db.conn.execute(
-            ordered + "AND r.created_at >= ? AND (r.created_at > ? OR r.id > ?) "
-            "ORDER BY r.created_at, r.id LIMIT ?",
-            (*base, high_at, high_at, high_id, reach),
-        ).fetchall()
-        seen: set[int] = set()
-        sequence: list[_Row] = []
-        for row in [*reversed(before), *span, *after]:
-            if int(row[0]) not in seen:  # low/high bounds may straddle equal timestamps
-                seen.add(int(row[0]))
-                sequence.append(_Row(int(row[0]), str(row[1]), str(row[2]), row[3]))
-        positions = [i for i, row in enumerate(sequence) if row.id in new_ids]
-        affected = sorted(
-            {
-                j
-                for i in positions
-                for j in range(i - CONTEXT_RADIUS, i + CONTEXT_RADIUS + 1)
-                if 0 <= j < len(sequence)
-            }
-        )
-        changed: list[_Row] = []
-        for i in affected:
-            window = sequence[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1]
-            context = "\n".join(row.text for row in window)
-            if context != sequence[i].context:
-                ids = tuple(row.id for row in window)
-                changed.append(_Row(sequence[i].id, sequence[i].created_at, "", context, ids))
-        self.db.conn.executemany(
-            "UPDATE recall SET context = ? WHERE id = ?",
-            [(row.context, row.id) for row in changed],
-        )
-        return changed
 
     def _store_vectors(
         self,
@@ -842,7 +754,7 @@ class RecallMemory(SearchesRecall):
         if not windows:
             return
         wanted = sorted({i for w in windows.values() for i in w} - set(fresh))
-        known = {**self._turn_vectors(wanted), **fresh}
+        known = {**stored_vectors(self.db.conn, self.agent_id, wanted), **fresh}
         pooled: dict[bool, dict[int, FloatArray]] = {True: {}, False: {}}
         for item_id, window in windows.items():
             parts = [known[i] for i in window if i in known]
@@ -855,33 +767,6 @@ class RecallMemory(SearchesRecall):
                 index.upsert(list(pooled[complete]), vectors)
         # A window that just became complete leaves the tail.
         self._tail_index.delete(pooled[True])
-
-    def _turn_vectors(self, ids: Sequence[int]) -> dict[int, FloatArray]:
-        """Stored message vectors of ``ids`` (those that have one)."""
-        if not ids:
-            return {}
-        rows = self.db.conn.execute(
-            "SELECT item_id, embedding FROM vectors WHERE tier = ? AND agent_id = ? "
-            "AND key = 'turn' AND item_id IN (SELECT value FROM json_each(?))",
-            (TIER, self.agent_id, json.dumps(list(ids))),
-        ).fetchall()
-        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
-
-    def _thread_windows(self, thread_ids: Iterable[str]) -> dict[int, tuple[int, ...]]:
-        """The context window (ids) of every searchable message of these threads."""
-        out: dict[int, tuple[int, ...]] = {}
-        for thread_id in thread_ids:
-            ids = [
-                int(r[0])
-                for r in self.db.conn.execute(
-                    "SELECT id FROM recall WHERE agent_id = ? AND thread_id = ? "
-                    "AND searchable = 1 ORDER BY created_at, id",
-                    (self.agent_id, thread_id),
-                )
-            ]
-            for i, item_id in enumerate(ids):
-                out[item_id] = tuple(ids[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1])
-        return out
 
     def _mention_scores(
         self, query: str, where: str, params: Sequence[object], candidates: Collection[int]
