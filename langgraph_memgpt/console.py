@@ -34,7 +34,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 
 from langgraph_memgpt.checkpoints import open_checkpointer
-from langgraph_memgpt.context import DATABASE_URL_ENV, Context
+from langgraph_memgpt.context import Context
 from langgraph_memgpt.dev_state import serving
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.main_context import REPLY_FLAG
@@ -45,6 +45,7 @@ from langgraph_memgpt.server import (
     OFFLINE_ENV,
     langgraph_config,
 )
+from langgraph_memgpt.settings import DATABASE_URL_ENV
 from langgraph_memgpt.stores.backends import (
     open_backend,
     reembed_database,

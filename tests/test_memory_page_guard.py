@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from langgraph_memgpt.context import ServerSettings
+from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import BlockConflictError

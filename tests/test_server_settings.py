@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from test_server import DevServer
 
-from langgraph_memgpt.context import CLIENT_FIELDS
 from langgraph_memgpt.server import langgraph_config
+from langgraph_memgpt.settings import CLIENT_FIELDS
 from langgraph_memgpt.stores.sqlite.db import DB_FILENAME
 
 SECRET = "the contents of a file the server never meant to show"

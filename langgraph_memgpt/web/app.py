@@ -42,8 +42,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from langgraph_memgpt.auth import may_use
-from langgraph_memgpt.context import ServerSettings
 from langgraph_memgpt.llm.factory import hosted_endpoint_configured
+from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.sqlite import SqliteBackend, list_agents
 from langgraph_memgpt.stores.types import BlockConflictError, BlockEditError, MemoryStoreError
