@@ -6,7 +6,7 @@ neighbour has cosine ~0.5, its 10th ~0.4; see ``_common.clustered_vectors``). Un
 noise would be the worst case for a graph index, tight clusters the best. Queries are
 held-out draws of the same distribution.
 
-What is measured, all through ``langgraph_memgpt.stores.vectors.VectorIndex``:
+What is measured, all through ``langgraph_memgpt.stores.sqlite.vectors.VectorIndex``:
 
 1. flat insert: ``upsert`` of all N vectors in chunks of 10,000 into a fresh SQLite
    file (rows are the source of truth, the FAISS ``IndexIDMap(IndexFlatIP)`` a cache),
@@ -16,7 +16,7 @@ What is measured, all through ``langgraph_memgpt.stores.vectors.VectorIndex``:
    ``kind="hnsw"`` over the same SQLite rows (the flat cache does not match, so the index
    is rebuilt from SQLite and written: the path a user takes when switching kinds).
 3. search latency p50/p95, one query at a time, k=10: flat vs HNSW (the configured
-   efSearch, ``stores.vectors._HNSW_EF_SEARCH``), and recall@10 of HNSW against flat.
+   efSearch, ``stores.sqlite.vectors._HNSW_EF_SEARCH``), and recall@10 of HNSW against flat.
 4. scoped search: ``allowed_ids`` = a random 1% of the items (restriction before ranking).
 5. cold open: first search after the process forgets the loaded index (cache file read,
    checksum, deserialise, reconcile with SQLite).
@@ -51,8 +51,8 @@ from _common import (
     table,
 )
 
-from langgraph_memgpt.stores.db import open_db
-from langgraph_memgpt.stores.vectors import (
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.vectors import (
     _HNSW_EF_SEARCH,
     VectorIndex,
     forget_loaded_indexes,

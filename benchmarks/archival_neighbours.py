@@ -40,12 +40,12 @@ from _common import (
     table,
 )
 
-from langgraph_memgpt.stores import archival as archival_module
-from langgraph_memgpt.stores.archival import ArchivalMemory, NewPassage
-from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import MINILM_DIMENSION, MINILM_MODEL_NAME
 from langgraph_memgpt.stores.postgres import archival as pg_archival_module
 from langgraph_memgpt.stores.search import ARCHIVAL
+from langgraph_memgpt.stores.sqlite import archival as archival_module
+from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory, NewPassage
+from langgraph_memgpt.stores.sqlite.db import open_db
 
 PAGE_SIZE = 5  # what the memory tools ask for (Context.search_page_size)
 THREADS = 50

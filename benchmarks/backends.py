@@ -19,7 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from langgraph_memgpt.stores import SqliteBackend, close_all
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 from langgraph_memgpt.stores.types import RecallMessage
 
 WORDS = "tea coffee bike garden puppy sister lisbon piano marathon nurse hospital vault".split()

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from langgraph_memgpt.forget import forget_messages
-from langgraph_memgpt.stores import AgentMemory
+from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import RecallMessage
 
 

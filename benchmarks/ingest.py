@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Vocabulary, print_header, table  # noqa: E402
 
 from langgraph_memgpt.ingest import chunk_text, document_text, ingest_file  # noqa: E402
-from langgraph_memgpt.stores import AgentMemory, close_all  # noqa: E402
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings  # noqa: E402
+from langgraph_memgpt.stores.sqlite import AgentMemory, close_all  # noqa: E402
 
 
 def write_corpus(folder: Path, files: int, kib: int) -> list[Path]:

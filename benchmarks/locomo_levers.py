@@ -41,10 +41,10 @@ from _common import print_header
 from langgraph_memgpt.bench.locomo import load_locomo, recall_messages
 from langgraph_memgpt.stores import ranking, words
 from langgraph_memgpt.stores import search as search_module
-from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import embed_query, get_embeddings
 from langgraph_memgpt.stores.ranking import Signal, fuse
-from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 
 K = 10
 Record = dict[str, Any]

@@ -24,10 +24,10 @@ from typing import Any
 from langgraph_memgpt.bench.locomo import load_locomo, recall_messages
 from langgraph_memgpt.bench.metrics import MetricAccumulator
 from langgraph_memgpt.stores import ranking
-from langgraph_memgpt.stores import recall as recall_module
-from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import get_embeddings
-from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite import recall as recall_module
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 
 K = 10
 LEGACY = "legacy"  # min-max on every signal, no exact-match lift: the ranking before

@@ -33,10 +33,10 @@ from typing import Any
 
 from _common import print_header
 
-from langgraph_memgpt.stores.archival import ArchivalMemory, NewPassage
-from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import get_embeddings
-from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory, NewPassage
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
 
 AGENT = "needle"

@@ -89,16 +89,16 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import close_all
-from langgraph_memgpt.stores.archival import ArchivalMemory
-from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import (
     MINILM_DIMENSION,
     MINILM_MODEL_NAME,
     MiniLMEmbeddings,
 )
-from langgraph_memgpt.stores.recall import RecallMemory
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite import close_all
+from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 SCENARIOS = ("chat", "search")
 

@@ -34,8 +34,8 @@ from _common import print_header  # noqa: E402
 from langgraph_memgpt.context import Context  # noqa: E402
 from langgraph_memgpt.llm.factory import resolve_model  # noqa: E402
 from langgraph_memgpt.sleeptime import build_sleeptime_graph  # noqa: E402
-from langgraph_memgpt.stores import SqliteBackend, close_all  # noqa: E402
 from langgraph_memgpt.stores.base import Memory  # noqa: E402
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all  # noqa: E402
 from langgraph_memgpt.stores.types import RecallMessage  # noqa: E402
 
 AGENT = "noisy"

@@ -49,10 +49,10 @@ from _common import (
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_memgpt.stores.archival import ArchivalMemory
-from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
-from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 from langgraph_memgpt.stores.words import query_words
 
 PAGE_SIZE = 5  # what the memory tools ask for (Context.search_page_size)

@@ -44,10 +44,10 @@ from langgraph.store.memory import InMemoryStore
 from needle import conversation, make_facts
 
 from langgraph_memgpt.bench.locomo import load_locomo, turn_text
-from langgraph_memgpt.stores import SqliteBackend, close_all
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.passages import NewPassage
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 
 DIMS = 384
 BATCH = 1000

@@ -56,7 +56,7 @@ def add_database_url(parser: argparse.ArgumentParser) -> None:
 
 def database_url(args: argparse.Namespace) -> str:
     """``--database-url``, else ``$MEMGPT_DATABASE_URL``, else '' (the data directory)."""
-    from langgraph_memgpt.context import DATABASE_URL_ENV
+    from langgraph_memgpt.settings import DATABASE_URL_ENV
 
     given = args.database_url if args.database_url is not None else os.environ.get(DATABASE_URL_ENV)
     return (given or "").strip()

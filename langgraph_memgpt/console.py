@@ -34,7 +34,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 
 from langgraph_memgpt.checkpoints import open_checkpointer
-from langgraph_memgpt.context import DATABASE_URL_ENV, Context
+from langgraph_memgpt.context import Context
 from langgraph_memgpt.dev_state import serving
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.main_context import REPLY_FLAG
@@ -45,6 +45,7 @@ from langgraph_memgpt.server import (
     OFFLINE_ENV,
     langgraph_config,
 )
+from langgraph_memgpt.settings import DATABASE_URL_ENV
 from langgraph_memgpt.stores.backends import (
     open_backend,
     reembed_database,
@@ -229,20 +230,67 @@ def _reply(console: Console, text: object) -> None:
     console.print(f"[bold green]agent>[/] [bold]{escape(str(text))}[/]", soft_wrap=True)
 
 
-def show_update(console: Console, node: str, update: Mapping[str, Any] | None) -> None:
+class ReplyPrinter:
+    """Prints the reply as the model writes it (the ``custom`` stream's reply deltas).
+
+    The step's monologue so far is printed first, as ``(thinks)``, so the transcript reads
+    in order; `show_update` then leaves out what was already printed.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.reply = ""
+        self.monologue = ""
+        self.thought_shown = False
+
+    def take(self, event: Any) -> None:
+        """One ``custom`` stream event (others' events are ignored)."""
+        if not isinstance(event, Mapping) or not isinstance(event.get("delta"), str):
+            return
+        if event.get("memgpt") == "monologue":
+            self.monologue += event["delta"]
+        elif event.get("memgpt") == "reply":
+            if not self.reply:
+                if self.monologue.strip():
+                    thought = escape(self.monologue.strip())
+                    self.console.print(f"[dim italic]  (thinks) {thought}[/]", soft_wrap=True)
+                    self.thought_shown = True
+                self.console.print("[bold green]agent>[/] ", end="")
+            self.reply += event["delta"]
+            self.console.print(
+                f"[bold]{escape(event['delta'])}[/]", end="", soft_wrap=True, highlight=False
+            )
+
+    def step_done(self) -> None:
+        """A model step ended: the next one's monologue starts afresh."""
+        self.monologue = ""
+
+
+def show_update(
+    console: Console,
+    node: str,
+    update: Mapping[str, Any] | None,
+    printer: ReplyPrinter | None = None,
+) -> None:
     """Print one node's state update as transcript lines.
 
     ``agent>`` is the reply the user sees, ``(thinks)`` the inner monologue, ``✎`` a
     memory edit, ``⚙`` any other tool call, ``→`` a tool result, ``✗`` a failed call and
-    ``⚠`` what the runtime itself says (pressure alerts, evictions).
+    ``⚠`` what the runtime itself says (pressure alerts, evictions). With a `ReplyPrinter`
+    that already streamed the reply, the reply ends its line instead of printing again.
     """
     for message in (update or {}).get("messages", []) or []:
         if isinstance(message, AIMessage):
             calls = message.tool_calls or message.invalid_tool_calls
             if message.additional_kwargs.get(REPLY_FLAG) or node == "respond" or not calls:
-                _reply(console, message.content)
+                if printer is not None and printer.reply and printer.reply == message.content:
+                    console.print()  # streamed already: end its line
+                else:
+                    if printer is not None and printer.reply:
+                        console.print()  # what streamed was revised: the final text follows
+                    _reply(console, message.content)
                 continue
-            if message.content:
+            if message.content and not (printer is not None and printer.thought_shown):
                 thought = escape(str(message.content))
                 console.print(f"[dim italic]  (thinks) {thought}[/]", soft_wrap=True)
             for call in message.tool_calls:
@@ -342,12 +390,26 @@ def chat(
             if not command or command.startswith("/"):
                 console.print("[dim]Type a message, /memory or /quit.[/]")
                 continue
+            printer = ReplyPrinter(console)
             try:
-                for chunk in graph.stream(
-                    {"messages": [HumanMessage(text)]}, config, context=ctx, stream_mode="updates"
+                for mode, chunk in graph.stream(
+                    {"messages": [HumanMessage(text)]},
+                    config,
+                    context=ctx,
+                    stream_mode=["custom", "updates"],
                 ):
+                    if mode == "custom":
+                        printer.take(chunk)
+                        continue
+                    if not isinstance(chunk, dict):
+                        continue
                     for node, update in chunk.items():
-                        show_update(console, node, update if isinstance(update, dict) else None)
+                        show_update(
+                            console, node, update if isinstance(update, dict) else None, printer
+                        )
+                        if node == "think":
+                            printer.thought_shown = False
+                            printer.step_done()
             except KeyboardInterrupt:
                 console.print("[dim](turn interrupted)[/]")
             except Exception as exc:  # noqa: BLE001 - one failed turn must not end the chat

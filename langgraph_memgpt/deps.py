@@ -13,10 +13,8 @@ from langgraph.runtime import Runtime
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.state import State
-from langgraph_memgpt.stores import SqliteBackend
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.tokens import TokenCounter
-from langgraph_memgpt.tool_runner import UserTools
 from langgraph_memgpt.tools import tool_schemas
 
 R_co = TypeVar("R_co", covariant=True)
@@ -42,18 +40,22 @@ class Deps:
     agent_id: str | None = None
     """The agent this graph always is (``build_graph(agent_id=...)``); None: the run
     context's ``agent_id``. Two agents in one parent graph share the parent's context."""
+    instructions: str = ""
+    """The caller's system prompt (``build_graph(system_prompt=...)``), added to MemGPT's."""
+    state_keys: frozenset[str] = frozenset(State.__annotations__)
+    """Keys of the graph's state schema: what a tool's ``Command`` may set."""
+    server_tools: list[dict[str, Any]] = field(default_factory=list)
+    """Tools given as dicts (provider-side tools): bound to the model, never run here."""
     counter: TokenCounter = field(default_factory=TokenCounter)
     schemas: list[dict[str, Any]] = field(init=False)
     compact_schemas: list[dict[str, Any]] = field(init=False)
-    tools: UserTools = field(init=False)
-    """The user tools, run the way LangGraph's ``ToolNode`` runs them."""
 
     def __post_init__(self) -> None:
-        self.tools = UserTools(list(self.user_tools.values()))
         # Built once: converting pydantic models to JSON schema on every step was the
         # largest cost of an empty turn.
-        self.schemas = tool_schemas(list(self.user_tools.values()))
-        self.compact_schemas = tool_schemas(list(self.user_tools.values()), compact=True)
+        tools = list(self.user_tools.values())
+        self.schemas = [*tool_schemas(tools), *self.server_tools]
+        self.compact_schemas = [*tool_schemas(tools, compact=True), *self.server_tools]
 
     def schemas_for(self, model: BaseChatModel) -> list[dict[str, Any]]:
         """The tool schemas to bind: compact ones for a model that asks for them (small)."""
@@ -93,6 +95,8 @@ class Deps:
                 f"this thread belongs to agent {owner!r}, not {agent_id!r}: continue it "
                 f"with agent_id={owner!r}, or start a new thread for {agent_id!r}"
             )
+        from langgraph_memgpt.stores.sqlite import SqliteBackend
+
         backend = self.backend or SqliteBackend(
             ctx.data_dir,
             embedding_model=ctx.embedding_model,

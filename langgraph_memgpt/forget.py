@@ -39,11 +39,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph_memgpt.checkpoints import empty_wal, keep_latest
 from langgraph_memgpt.stores.base import Memory, Scrubbable
 from langgraph_memgpt.stores.messages import searchable_text
+from langgraph_memgpt.stores.passages import SUMMARY_TAG
 from langgraph_memgpt.stores.types import Passage, RecallMessage
 from langgraph_memgpt.stores.words import topic_stems
 
-SUMMARY_TAG = "summary"
-"""The archival tag of eviction summaries (``nodes.summarize_evict.SUMMARY_TAG``)."""
 _PAGE = 1000
 REDACTED = "[forgotten]"
 """What a forgotten text becomes inside a message kept in a thread's queue."""

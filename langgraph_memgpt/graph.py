@@ -1,18 +1,29 @@
 """Wires the MemGPT loop; ``build_graph`` for library users, ``graph`` for ``langgraph dev``.
 
-START → check_pressure → (summarize_evict →) think → call_memory_tool → check_pressure …
-└→ respond → END
+Every edge of the loop is here; the decisions are the route functions of
+`langgraph_memgpt.routes`::
+
+    START → check_pressure ─after_pressure─→ think | summarize_evict | respond
+    summarize_evict ─after_eviction─→ think | respond
+    think ─after_think─→ call_memory_tool (one task per call) | check_pressure
+                         | summarize_evict | respond
+    call_memory_tool → check_pressure
+    respond → END
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -25,7 +36,8 @@ from langgraph_memgpt.nodes import (
     make_summarize_evict,
     make_think,
 )
-from langgraph_memgpt.nodes.call_memory_tool import DESTINATIONS
+from langgraph_memgpt.nodes.call_memory_tool import log_and_describe
+from langgraph_memgpt.routes import after_eviction, after_pressure, after_think
 from langgraph_memgpt.state import InputState, OutputState, State
 from langgraph_memgpt.stores.base import MemoryBackend, ThreadLocks
 from langgraph_memgpt.threads import a_one_run, data_dir_of, one_run
@@ -90,81 +102,199 @@ class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
         return compiled
 
 
+ToolLike = BaseTool | Callable[..., Any] | dict[str, Any]
+"""A tool as ``create_agent`` takes one: a LangChain tool, a plain function (its docstring
+is the description), or a dict (a provider-side tool: bound to the model, run by the
+provider, never here)."""
+
+
 def build_graph(
     *,
-    model: BaseChatModel | None = None,
+    model: BaseChatModel | str | None = None,
     embeddings: Embeddings | None = None,
-    tools: Sequence[BaseTool] = (),
-    summary_model: BaseChatModel | None = None,
+    tools: Sequence[ToolLike] = (),
+    system_prompt: str | None = None,
+    state_schema: type[Any] | None = None,
+    summary_model: BaseChatModel | str | None = None,
     memory: MemoryBackend | None = None,
     agent_id: str | None = None,
-) -> StateGraph[State, Context, InputState, OutputState]:
+    handle_tool_errors: Any = log_and_describe,
+) -> StateGraph[Any, Context, InputState, OutputState]:
     """Return the uncompiled MemGPT graph; the caller compiles it with its own persistence.
 
     Args:
-        model: chat model for ``think``; when None, ``Context.model`` picks one per run.
+        model: chat model for ``think``, or a ``"provider:name"`` string
+            (``init_chat_model``; e.g. ``"openai:gpt-4o-mini"``); when None,
+            ``Context.model`` picks one per run.
         embeddings: embeddings for recall and archival search; when None,
             ``Context.embedding_model`` picks them (the embedded MiniLM by default).
-        tools: extra tools the model may call; they run in ``call_memory_tool`` the way
-            LangGraph's ``ToolNode`` runs them (injected state, store, tool call id and
-            runtime; async tools; a returned ``Command`` updates the state or, addressed to
-            the parent graph, hands control over). ``declare_tool`` says how the loop
-            treats one (e.g. a result that need not be read).
-        summary_model: model that writes eviction summaries (defaults to ``model``).
+        tools: extra tools the model may call (LangChain tools, plain functions, or
+            provider-side tool dicts); they run in ``call_memory_tool``, LangGraph's
+            ``ToolNode`` (injected state, store, tool call id and runtime; async tools; a
+            returned ``Command`` updates the state, ends the turn with
+            ``goto="respond"`` or, addressed to the parent graph, hands control over).
+            ``declare_tool`` says how the loop treats one.
+        system_prompt: your instructions, added after MemGPT's (before core memory, so
+            the prompt's unchanging head stays cacheable).
+        state_schema: a subclass of `State` with keys of your own, which tools may set
+            through ``Command(update=...)``.
+        summary_model: model (or string) that writes eviction summaries (default:
+            ``model``).
         memory: where agents' memory lives (a ``MemoryBackend``: agent id -> memory);
             when None, the embedded SQLite + FAISS backend in ``Context.data_dir``.
         agent_id: the agent this graph always is, whatever the run context says: two
             agents in one parent graph share the parent's context.
+        handle_tool_errors: as ``ToolNode``'s, for your tools' exceptions. Default: the
+            model reads ``ExcType: message`` and the log keeps the traceback; ``False``
+            lets the exception end the run.
+
+    Raises:
+        ValueError: a tool name clashes with a memory tool, a model string cannot be
+            resolved (e.g. its API key is missing), or ``state_schema`` is not a `State`.
     """
     return assemble(
         context_schema=Context,
         model=model,
         embeddings=embeddings,
         tools=tools,
+        system_prompt=system_prompt,
+        state_schema=state_schema,
         summary_model=summary_model,
         memory=memory,
         agent_id=agent_id,
+        handle_tool_errors=handle_tool_errors,
     )
 
 
 def assemble(
     *,
     context_schema: type[Any],
-    model: BaseChatModel | None,
+    model: BaseChatModel | str | None,
     embeddings: Embeddings | None,
-    tools: Sequence[BaseTool],
-    summary_model: BaseChatModel | None,
+    tools: Sequence[ToolLike],
+    summary_model: BaseChatModel | str | None,
     memory: MemoryBackend | None = None,
     agent_id: str | None = None,
-) -> StateGraph[State, Any, InputState, OutputState]:
+    system_prompt: str | None = None,
+    state_schema: type[Any] | None = None,
+    handle_tool_errors: Any = log_and_describe,
+) -> StateGraph[Any, Any, InputState, OutputState]:
     """The graph with ``context_schema``.
 
     `Context` for library users; the served graph (`langgraph_memgpt.server`) passes its
     client allow-list schema instead.
     """
-    clashes = sorted({t.name for t in tools} & set(MEMORY_TOOLS))
+    schema = state_schema or State
+    missing = set(State.__annotations__) - set(_annotations(schema))
+    if missing:
+        raise ValueError(
+            f"state_schema {schema.__name__} lacks {sorted(missing)}: subclass "
+            "langgraph_memgpt.state.State and add your keys"
+        )
+    runnable, provider_side = _tools(tools)
+    clashes = sorted({t.name for t in runnable} & set(MEMORY_TOOLS))
     if clashes:
         raise ValueError(f"user tools {clashes} clash with memory tool names; rename them")
     deps = Deps(
-        model=model,
-        summary_model=summary_model,
+        model=chat_model(model),
+        summary_model=chat_model(summary_model),
         embeddings=embeddings,
-        user_tools={t.name: t for t in tools},
+        user_tools={t.name: t for t in runnable},
         backend=memory,
         agent_id=agent_id,
+        instructions=system_prompt or "",
+        state_keys=frozenset(_annotations(schema)),
+        server_tools=provider_side,
     )
     builder = MemGPTStateGraph(
-        State, input_schema=InputState, output_schema=OutputState, context_schema=context_schema
+        schema, input_schema=InputState, output_schema=OutputState, context_schema=context_schema
     )
     builder.thread_locks = memory if isinstance(memory, ThreadLocks) else None
     builder.add_node("check_pressure", make_check_pressure(deps))
     builder.add_node("summarize_evict", make_summarize_evict(deps))
     builder.add_node("think", make_think(deps))
-    builder.add_node("call_memory_tool", make_call_memory_tool(deps), destinations=DESTINATIONS)
+    builder.add_node("call_memory_tool", make_call_memory_tool(deps, handle_tool_errors))
     builder.add_node("respond", make_respond(deps))
     builder.add_edge(START, "check_pressure")
+    builder.add_conditional_edges(
+        "check_pressure", after_pressure, ["think", "summarize_evict", "respond"]
+    )
+    builder.add_conditional_edges("summarize_evict", after_eviction, ["think", "respond"])
+    builder.add_conditional_edges(
+        "think",
+        after_think,
+        ["call_memory_tool", "check_pressure", "summarize_evict", "respond"],
+    )
+    builder.add_edge("call_memory_tool", "check_pressure")
     builder.add_edge("respond", END)
     return builder
+
+
+def _annotations(schema: type[Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for klass in reversed(getattr(schema, "__mro__", [schema])):
+        merged.update(getattr(klass, "__annotations__", {}))
+    return merged
+
+
+def chat_model(model: BaseChatModel | str | None) -> BaseChatModel | None:
+    """``model``, a ``"provider:name"`` string resolved now (not at the first run)."""
+    if model is None or isinstance(model, BaseChatModel):
+        return model
+    from langchain.chat_models import init_chat_model
+
+    provider = model.partition(":")[0] if ":" in model else ""
+    if provider == "openai" and not (
+        os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+    ):
+        raise ValueError(
+            f"model {model!r} needs OPENAI_API_KEY (or OPENAI_BASE_URL for an "
+            "OpenAI-compatible server) in the environment"
+        )
+    try:
+        resolved = init_chat_model(model)
+    except Exception as exc:  # noqa: BLE001 - any failure here is a setup error to name
+        raise ValueError(f"cannot make a chat model from {model!r}: {exc}") from exc
+    if not isinstance(resolved, BaseChatModel):
+        raise ValueError(f"{model!r} did not give a chat model")
+    return resolved
+
+
+def _tools(tools: Sequence[ToolLike]) -> tuple[list[BaseTool], list[dict[str, Any]]]:
+    """The tools that run here (as LangChain tools) and the provider-side ones (dicts)."""
+    runnable: list[BaseTool] = []
+    provider_side: list[dict[str, Any]] = []
+    for item in tools:
+        if isinstance(item, dict):
+            provider_side.append(item)
+        elif isinstance(item, BaseTool):
+            runnable.append(_with_sync_path(item))
+        elif callable(item):
+            runnable.append(_with_sync_path(as_tool(item)))
+        else:
+            raise ValueError(f"not a tool: {item!r} (give a BaseTool, a function or a dict)")
+    return runnable, provider_side
+
+
+def _run_coroutine(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def _with_sync_path(tool: BaseTool) -> BaseTool:
+    """A copy of an async-only tool (MCP tools, ``@tool`` on a coroutine) a sync run can use.
+
+    Its coroutine runs on a private event loop in a worker thread (the calling thread may
+    already run a loop). Under ``ainvoke`` the coroutine runs on the caller's loop.
+    """
+    if not (isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine):
+        return tool
+    coroutine = tool.coroutine
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memgpt-async-tool") as pool:
+            return pool.submit(_run_coroutine, coroutine(*args, **kwargs)).result()
+
+    return tool.model_copy(update={"func": run})
 
 
 def __getattr__(name: str) -> Any:

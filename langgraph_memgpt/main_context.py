@@ -7,6 +7,7 @@ the model will see.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
@@ -117,20 +118,27 @@ def core_mirror(memory: Memory) -> list[dict[str, Any]]:
 
 
 def render_system(
-    memory: Memory, queue_length: int, layout: str = "cached"
+    memory: Memory, queue_length: int, layout: str = "cached", instructions: str = ""
 ) -> tuple[str, list[dict[str, Any]]]:
     """Render the system prompt from the stores; returns it with the core blocks mirror.
 
     ``cached`` (the default): the unchanging instructions first, then core memory and
     statistics, so everything up to the first core block is the same in every call of
     every thread. ``legacy``: the layout before that, kept as the benchmark's baseline.
+    ``instructions``: the caller's system prompt, after MemGPT's (in the unchanging head).
     """
     legacy = layout == "legacy"
     blocks = core_mirror(memory)
     core, statistics = _memory_parts(memory, blocks, queue_length, legacy=legacy)
+    extra = prompts.render_developer_instructions(instructions) if instructions else ""
     if legacy:
-        return prompts.render_system_prompt(core, statistics), blocks
-    return f"{prompts.SYSTEM_INSTRUCTIONS}\n{prompts.render_memory(core, statistics)}", blocks
+        return extra + prompts.render_system_prompt(core, statistics), blocks
+    head = prompts.SYSTEM_INSTRUCTIONS + extra
+    return f"{head}{CORE_MEMORY_START}{prompts.render_memory(core, statistics)}", blocks
+
+
+CORE_MEMORY_START = "\n"
+"""Between the unchanging head of the system message and core memory (see `system_message`)."""
 
 
 def render_memory_view(memory: Memory, queue_length: int = 0) -> str:
@@ -160,10 +168,16 @@ def system_message(system_prompt: str) -> SystemMessage:
     (OpenAI, Anthropic: tools first, then the system text) get the same order. A prompt of
     the legacy layout stays one string.
     """
-    head = prompts.SYSTEM_INSTRUCTIONS
-    if not system_prompt.startswith(head):
+    if not system_prompt.startswith(prompts.SYSTEM_INSTRUCTIONS):
         return SystemMessage(system_prompt)
-    rest = system_prompt[len(head) :].lstrip("\n")
+    head = prompts.SYSTEM_INSTRUCTIONS
+    rest = system_prompt[len(head) :]
+    if rest.startswith("<instructions>\n"):
+        end = rest.find("</instructions>\n")
+        if end >= 0:
+            cut = end + len("</instructions>\n")
+            head, rest = head + rest[:cut], rest[cut:]
+    rest = rest.lstrip("\n")
     return SystemMessage(content=[{"type": "text", "text": head}, {"type": "text", "text": rest}])
 
 
@@ -389,6 +403,7 @@ def current_system(
     *,
     mid_turn: bool,
     thread_id: str,
+    instructions: str = "",
 ) -> tuple[str, dict[str, Any]]:
     """The system prompt to use now, and the state update caching it (empty when cached).
 
@@ -398,12 +413,14 @@ def current_system(
     hold.
     """
     key = system_key(memory, state.get("evicted_count", 0), thread_id, ctx.prompt_layout)
+    if instructions:  # a new system prompt parameter means a new render
+        key += "|" + hashlib.sha256(instructions.encode()).hexdigest()[:12]
     cached = state.get("system_prompt")
     old_key = state.get("system_key", "")
     if cached and old_key == key:
         return cached, {}
-    same_eviction = old_key.rpartition("|")[2] == key.rpartition("|")[2]
+    same_eviction = old_key.split("|")[1:] == key.split("|")[1:]
     if cached and mid_turn and same_eviction and ctx.prompt_layout == "cached":
         return cached, {}
-    system_prompt, blocks = render_system(memory, queue_length, ctx.prompt_layout)
+    system_prompt, blocks = render_system(memory, queue_length, ctx.prompt_layout, instructions)
     return system_prompt, {"system_prompt": system_prompt, "system_key": key, "core_blocks": blocks}

@@ -36,10 +36,16 @@ from langgraph_memgpt.ingest import (
     expand_paths,
     ingest_file,
 )
-from langgraph_memgpt.stores import DB_FILENAME, AgentMemory, close_all, list_agents, open_memory
-from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.sqlite import (
+    DB_FILENAME,
+    AgentMemory,
+    close_all,
+    list_agents,
+    open_memory,
+)
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.identity import recorded_identity
 from langgraph_memgpt.stores.text import one_line
-from langgraph_memgpt.stores.vectors import recorded_identity
 from langgraph_memgpt.transfer import (
     ExportFormatError,
     ImportConflictError,

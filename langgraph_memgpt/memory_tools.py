@@ -1,40 +1,229 @@
-"""MemGPT's memory for agents that are not this package's loop.
+"""The memory tools as LangChain tools: the ones this package's loop runs, and anyone's.
 
-`build_graph` is the whole MemGPT agent. Some LangGraph users already have an agent (a
-``create_react_agent``, a ``create_agent``, a hand-built graph) and want only its memory,
-as LangMem offers it: the three tiers, paged by the model through tools. This module gives
-them the same tools, the same stores and the same rules (read-only blocks, the guards
-against junk edits, searches that say what their filters hid):
+`build_graph` is the whole MemGPT agent; its tool step is LangGraph's ``ToolNode`` over
+these tools and the caller's. Some LangGraph users already have an agent (a
+``create_agent``, a hand-built graph) and want only its memory, as LangMem offers it: the
+three tiers, paged by the model through tools. This module gives them the same tool
+objects, the same stores and the same rules (read-only blocks, the guards against junk
+edits, searches that say what their filters hid):
 
-- `memory_tools` — the memory tools as LangChain tools (``send_message`` left out: such an
-  agent answers in its own words);
+- `memory_tools` — the memory tools (``send_message`` left out: such an agent answers in
+  its own words);
 - `memory_prompt` — core memory and the memory statistics as text for the system prompt,
   so the model sees what it has (MemGPT's "always in view" tier);
 - `recorder` — a node (e.g. a ``post_model_hook``) that writes the conversation into
   recall memory, so ``conversation_search`` finds it in later threads.
 
-Which agent's memory a call uses: the ``agent_id`` given here, else the run's
-``configurable["agent_id"]``, else ``"default"``; the thread is the run's ``thread_id``.
+Each call runs once: its result is journalled in recall memory under an id made of the
+thread, the AI message and the call id (`Provenance.result_id`). A call run again (a step
+resumed after an ``interrupt()`` in a neighbouring tool, a crashed run re-run) answers with
+the original result and changes nothing twice.
+
+Which agent's memory a call uses: the ``agent_id`` given here, else the run context's
+``agent_id`` (``create_agent(..., context=...)``, ``graph.invoke(..., context=...)``), else
+the run's ``configurable["agent_id"]``, else ``"default"``; the thread is the run's
+``thread_id``. `build_graph` resolves it the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
+from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, create_model
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import record, render_memory_view
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
-from langgraph_memgpt.tools import MEMORY_TOOLS, MemoryTool, Provenance, execute_tool_call
+from langgraph_memgpt.tools import (
+    FACTS_KEY,
+    MEMORY_TOOLS,
+    Provenance,
+    ToolOutcome,
+    execute_tool_call,
+    wants_heartbeat,
+)
 
 DEFAULT_TOOLS: tuple[str, ...] = tuple(n for n, t in MEMORY_TOOLS.items() if not t.replies)
 """Every memory tool but ``send_message``."""
+
+OUTCOME_KEY = "memgpt_outcome"
+"""Key of a memory tool result's `ToolOutcome` facts in ``ToolMessage.additional_kwargs``
+(``ok``, ``heartbeat``, ``reply``, ``core_changed``), read by the loop's tool step."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What one tool call runs against: the agent's memory, the settings, where it happens."""
+
+    memory: Memory
+    ctx: Context
+    where: Provenance
+
+
+Binder = Callable[[ToolRuntime[Any, Any]], Binding]
+"""Resolves a call's `Binding` from the ``ToolRuntime`` LangGraph injects."""
+
+
+def thread_of_config(config: RunnableConfig | None) -> str:
+    """The run's thread id, or ``"default"`` outside a checkpointed run."""
+    return str(((config or {}).get("configurable") or {}).get("thread_id") or "default")
+
+
+def calling_message(state: Any, call_id: str | None) -> AIMessage | None:
+    """The AI message in the state's queue holding tool call ``call_id`` (newest first)."""
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    for message in reversed(messages or []):
+        if isinstance(message, AIMessage) and any(
+            c.get("id") == call_id for c in message.tool_calls
+        ):
+            return message
+    return None
+
+
+def provenance(runtime: ToolRuntime[Any, Any], turn: int | None = None) -> Provenance:
+    """Where the injected runtime's call happens: thread, turn, its AI message, the queue."""
+    state = runtime.state if isinstance(runtime.state, Mapping) else {}
+    messages: Sequence[AnyMessage] = state.get("messages") or []
+    message = calling_message(state, runtime.tool_call_id)
+    return Provenance(
+        thread_id=thread_of_config(runtime.config),
+        turn=int(state.get("turn", 0)) if turn is None else turn,
+        call_id=runtime.tool_call_id,
+        message_id=str(message.id) if message is not None and message.id else None,
+        in_view=frozenset(str(m.id) for m in messages if m.id),
+    )
+
+
+def run_once(name: str, args: dict[str, Any], bound: Binding) -> ToolOutcome:
+    """Run a memory tool call unless it ran before; a replay answers the original result.
+
+    The result is journalled in recall memory (as the call's ``ToolMessage``) before the
+    step's checkpoint is written, so a step run again finds it there.
+    """
+    memory, where = bound.memory, bound.where
+    result_id = where.result_id
+    if result_id is not None:
+        earlier = memory.recall.get([result_id])
+        if earlier:
+            return _replayed(name, args, earlier[0].text)
+    outcome = execute_tool_call(name, args, memory=memory, ctx=bound.ctx, where=where)
+    if result_id is not None and where.call_id:
+        record(
+            memory,
+            [result_message(name, where.call_id, result_id, outcome)],
+            where.thread_id,
+            where.turn,
+        )
+    return outcome
+
+
+def _replayed(name: str, args: dict[str, Any], content: str) -> ToolOutcome:
+    try:
+        ok = json.loads(content).get("status") == "OK"
+    except (ValueError, AttributeError):
+        ok = False
+    reply = str(args.get("message", "")) if ok and MEMORY_TOOLS[name].replies else None
+    return ToolOutcome(
+        content,
+        ok=ok,
+        heartbeat=wants_heartbeat(name, args) if ok else True,
+        reply=reply,
+        core_changed=ok and MEMORY_TOOLS[name].edits,
+    )
+
+
+def result_message(name: str, call_id: str, result_id: str, outcome: ToolOutcome) -> ToolMessage:
+    """A memory tool's result as the queue and recall hold it (its facts in the kwargs)."""
+    return ToolMessage(
+        outcome.content,
+        tool_call_id=call_id,
+        name=name,
+        status="success" if outcome.ok else "error",
+        id=result_id,
+        additional_kwargs={
+            OUTCOME_KEY: {
+                "ok": outcome.ok,
+                "heartbeat": outcome.heartbeat,
+                "reply": outcome.reply,
+                "core_changed": outcome.core_changed,
+            }
+        },
+    )
+
+
+def make_memory_tools(bind: Binder, names: Sequence[str]) -> list[BaseTool]:
+    """The named memory tools as LangChain tools, each call resolved through ``bind``.
+
+    The model's schema is the tool's argument model; LangGraph injects the call's
+    ``ToolRuntime`` (state, config, context) and hides it from the model. Called with a
+    tool call, a tool answers a ``ToolMessage`` (id: the call's `Provenance.result_id`);
+    called with bare arguments, its result text.
+    """
+    unknown = [n for n in names if n not in MEMORY_TOOLS]
+    if unknown:
+        raise ValueError(f"unknown memory tool(s) {unknown}; the tools are {list(MEMORY_TOOLS)}")
+    return [_memory_tool(name, bind) for name in names]
+
+
+def _memory_tool(name: str, bind: Binder) -> BaseTool:
+    spec = MEMORY_TOOLS[name]
+
+    # `runtime` is what ToolNode injects (found by its name and type, hidden from the
+    # model); a bare ``tool.invoke(args)`` leaves it None.
+    def run(
+        runtime: ToolRuntime = None,  # type: ignore[assignment]
+        tool_call_id: str | None = None,
+        **args: Any,
+    ) -> str | ToolMessage:
+        bound = bind(runtime or _bare_runtime(tool_call_id))
+        outcome = run_once(name, args, bound)
+        where = bound.where
+        if where.call_id is None or where.result_id is None:
+            return outcome.content
+        return result_message(name, where.call_id, where.result_id, outcome)
+
+    return StructuredTool.from_function(
+        func=run,
+        name=name,
+        description=" ".join((spec.args.__doc__ or name).split()),
+        args_schema=_with_call_id(spec.args),
+        metadata={FACTS_KEY: spec.facts},
+    )
+
+
+def _with_call_id(args: type[BaseModel]) -> type[BaseModel]:
+    """The argument model plus the call id LangChain injects (hidden from the model).
+
+    ``ToolNode`` injects the whole runtime; a tool call invoked outside it gets its id.
+    """
+    schema: type[BaseModel] = create_model(
+        args.__name__,
+        __base__=args,
+        tool_call_id=(Annotated[str | None, InjectedToolCallId], None),
+    )
+    schema.__doc__ = args.__doc__
+    return schema
+
+
+def _bare_runtime(tool_call_id: str | None) -> ToolRuntime[Any, Any]:
+    """The runtime of a tool invoked outside ``ToolNode`` (no state: no AI message id)."""
+    return ToolRuntime(
+        state={},
+        context=None,
+        config=ensure_config(),
+        stream_writer=lambda _: None,
+        tool_call_id=tool_call_id,
+        store=None,
+    )
 
 
 class MemoryAccess:
@@ -51,23 +240,25 @@ class MemoryAccess:
         self.context = context or Context()
         self._deps = Deps(backend=backend)
 
-    def context_for(self, config: RunnableConfig | None) -> Context:
+    def context_for(self, config: RunnableConfig | None, run_context: Any = None) -> Context:
         """The Context of a run: the agent id resolved as the module docstring says."""
         configurable = (config or {}).get("configurable") or {}
-        agent = self.agent_id or configurable.get("agent_id") or self.context.agent_id
-        return Context.from_any({**_fields(self.context), "agent_id": str(agent)})
+        given = (
+            run_context.get("agent_id")
+            if isinstance(run_context, Mapping)
+            else getattr(run_context, "agent_id", None)
+        )
+        agent = self.agent_id or given or configurable.get("agent_id") or self.context.agent_id
+        return Context.from_any({**self.context.fields(), "agent_id": str(agent)})
 
-    def memory(self, config: RunnableConfig | None) -> Memory:
+    def memory(self, config: RunnableConfig | None, run_context: Any = None) -> Memory:
         """The agent's memory tiers, default core blocks ensured."""
-        return self._deps.memory(self.context_for(config))
+        return self._deps.memory(self.context_for(config, run_context))
 
-
-def _fields(ctx: Context) -> dict[str, Any]:
-    return ctx.fields()
-
-
-def _thread(config: RunnableConfig | None) -> str:
-    return str(((config or {}).get("configurable") or {}).get("thread_id") or "default")
+    def bind(self, runtime: ToolRuntime[Any, Any]) -> Binding:
+        """A tool call's `Binding` (see `Binder`)."""
+        ctx = self.context_for(runtime.config, runtime.context)
+        return Binding(memory=self._deps.memory(ctx), ctx=ctx, where=provenance(runtime))
 
 
 def memory_tools(
@@ -80,54 +271,21 @@ def memory_tools(
     """The memory tools as LangChain tools for any agent.
 
     Args:
-        agent_id: Whose memory; None: the run's ``configurable["agent_id"]`` or "default".
+        agent_id: Whose memory; None: resolved per run (see the module docstring).
         backend: Where memory lives (`SqliteBackend`, `PostgresBackend`); None: the
             embedded SQLite + FAISS backend in ``context.data_dir``.
         context: Settings the tools read (data dir, embeddings, page size, result limit).
         names: Which tools (default: all but ``send_message``).
 
     Returns:
-        One ``StructuredTool`` per name; each returns the loop's ``{"status", "message"}``
+        One ``StructuredTool`` per name; each answers the loop's ``{"status", "message"}``
         JSON and never raises (a failure is a readable ``Failed`` result).
 
     Raises:
         ValueError: An unknown tool name.
     """
-    unknown = [n for n in names if n not in MEMORY_TOOLS]
-    if unknown:
-        raise ValueError(f"unknown memory tool(s) {unknown}; the tools are {list(MEMORY_TOOLS)}")
     access = MemoryAccess(agent_id, backend=backend, context=context)
-    return [_as_langchain_tool(MEMORY_TOOLS[name], access) for name in names]
-
-
-def _as_langchain_tool(tool: MemoryTool, access: MemoryAccess) -> BaseTool:
-    # The call id keys what the call writes, so a replayed step adds nothing twice; it is
-    # injected by ToolNode and hidden from the model's schema.
-    schema: type[BaseModel] = create_model(
-        tool.args.__name__,
-        __base__=tool.args,
-        tool_call_id=(Annotated[str, InjectedToolCallId], ...),
-    )
-    schema.__doc__ = tool.args.__doc__
-
-    def run(tool_call_id: str, config: RunnableConfig, **args: Any) -> str:
-        ctx = access.context_for(config)
-        outcome = execute_tool_call(
-            tool.name,
-            args,
-            memory=access.memory(config),
-            ctx=ctx,
-            where=Provenance(thread_id=_thread(config), turn=0, call_id=tool_call_id),
-            user_tools={},
-        )
-        return outcome.content
-
-    return StructuredTool.from_function(
-        func=run,
-        name=tool.name,
-        description=" ".join((tool.args.__doc__ or tool.name).split()),
-        args_schema=schema,
-    )
+    return make_memory_tools(access.bind, names)
 
 
 def memory_prompt(
@@ -135,15 +293,15 @@ def memory_prompt(
     *,
     backend: MemoryBackend | None = None,
     context: Context | None = None,
-) -> Callable[[RunnableConfig | None], str]:
-    """A function of the run's config giving core memory and statistics as prompt text.
+) -> Callable[..., str]:
+    """A function of the run's config (and context) giving core memory as prompt text.
 
     Use it in your agent's system prompt, after your own instructions.
     """
     access = MemoryAccess(agent_id, backend=backend, context=context)
 
-    def render(config: RunnableConfig | None = None) -> str:
-        return render_memory_view(access.memory(config))
+    def render(config: RunnableConfig | None = None, run_context: Any = None) -> str:
+        return render_memory_view(access.memory(config, run_context))
 
     return render
 
@@ -153,17 +311,28 @@ def recorder(
     *,
     backend: MemoryBackend | None = None,
     context: Context | None = None,
-) -> Callable[[dict[str, Any], RunnableConfig], dict[str, Any]]:
+) -> Callable[..., dict[str, Any]]:
     """A graph node that writes the state's ``messages`` into recall memory.
 
     Idempotent (a message is recorded once, by id), so it can run after every model call
-    (``create_react_agent(..., post_model_hook=recorder(...))``). Returns no update.
+    (e.g. as a node after your model's). Returns no update.
     """
     access = MemoryAccess(agent_id, backend=backend, context=context)
 
     def record_messages(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages: list[AnyMessage] = list(state.get("messages") or [])
-        record(access.memory(config), messages, _thread(config), turn=0)
+        run_context = getattr(_current_runtime(), "context", None)
+        record(access.memory(config, run_context), messages, thread_of_config(config), turn=0)
         return {}
 
     return record_messages
+
+
+def _current_runtime() -> Any:
+    """The running graph's ``Runtime``, or None outside one."""
+    from langgraph.runtime import get_runtime
+
+    try:
+        return get_runtime()
+    except (RuntimeError, KeyError, LookupError):
+        return None

@@ -147,6 +147,14 @@ def render_system_prompt(core: str, statistics: str) -> str:
     return f"{LEGACY_INSTRUCTIONS}\n{core}\n\n{statistics}"
 
 
+def render_developer_instructions(instructions: str) -> str:
+    """The caller's system prompt (``build_graph(system_prompt=...)``), after MemGPT's rules.
+
+    It stays in the unchanging head of the system message, so the prefix cache holds.
+    """
+    return f"<instructions>\n{instructions.strip()}\n</instructions>\n"
+
+
 def render_memory(core: str, statistics: str) -> str:
     """The changing part of the system message: core memory and statistics."""
     return f"{core}\n\n{statistics}"

@@ -24,8 +24,8 @@ from langgraph.pregel import Pregel
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.main_context import TIME_KEY, is_user_message, record, stamped
-from langgraph_memgpt.stores import SqliteBackend
 from langgraph_memgpt.stores.base import MemoryBackend
+from langgraph_memgpt.stores.sqlite import SqliteBackend
 
 
 def recover_thread(

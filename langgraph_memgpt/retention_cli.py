@@ -31,7 +31,7 @@ def _backend(args: argparse.Namespace) -> MemoryBackend:
 
 def _close(backend: MemoryBackend) -> None:
     backend.close()
-    from langgraph_memgpt.stores import close_all
+    from langgraph_memgpt.stores.sqlite import close_all
 
     close_all()  # writes the FAISS caches of the embedded memory before the process ends
 

@@ -34,7 +34,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 
 from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME
-from langgraph_memgpt.context import ContextError, ServerSettings, check_client_context
+from langgraph_memgpt.context import ContextError
+from langgraph_memgpt.settings import ServerSettings, check_client_context
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -210,8 +211,8 @@ def served_graph(
     Serve your own variant from a module of yours, e.g.
     ``graph = served_graph(model=ChatAnthropic(...))``, named in ``langgraph.json``.
     """
-    from langgraph_memgpt.context import client_context_schema
     from langgraph_memgpt.graph import assemble
+    from langgraph_memgpt.settings import client_context_schema
 
     settings = settings if settings is not None else ServerSettings.from_env()
     compiled = assemble(

@@ -59,6 +59,10 @@ class State(InputState):
     """Set by ``think`` after a context-length error: evict even below the flush limit."""
     stop_reason: NotRequired[str]
     """Why the turn ended early (step cap, breaker), shown in the reply."""
+    step_closed: NotRequired[str]
+    """Id of the model message whose tool step ``check_pressure`` closed last."""
+    turn_over: NotRequired[bool]
+    """The turn is over (the reply is out, or a tool ended it): ``respond`` is next."""
     handoff: NotRequired[dict[str, Any] | None]
     """A tool's handoff to the parent graph (``goto`` and ``update`` of its ``Command``),
     carried from ``call_memory_tool`` (whose results must reach this thread's state first)

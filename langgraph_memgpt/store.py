@@ -51,8 +51,8 @@ from langgraph.store.base import (
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.stores import SqliteBackend
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.sqlite import SqliteBackend
 from langgraph_memgpt.stores.types import Block, Passage, RecallMessage
 
 PREFIX = "memgpt"

@@ -3,8 +3,9 @@
 Each memory tool is a pydantic argument model plus a function over ``Memory``. The
 schemas are what the model sees; ``execute_tool_call`` validates arguments, runs the tool
 and turns *every* failure into a model-readable ``{"status": "Failed", ...}`` result, so a
-malformed call costs one more think step, never a crashed turn. The caller's own tools run
-the way LangGraph's ``ToolNode`` runs them (`langgraph_memgpt.tool_runner`).
+malformed call costs one more think step, never a crashed turn. In a graph every tool,
+these and the caller's, runs through LangGraph's ``ToolNode`` as a LangChain tool
+(`langgraph_memgpt.memory_tools`, `langgraph_memgpt.nodes.call_memory_tool`).
 
 What the loop must know about a tool (it replies, it searches memory, it edits memory,
 whether its result must be read before the turn ends) is a `ToolFacts`, declared beside the
@@ -19,17 +20,12 @@ import functools
 import json
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage, ToolCall
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph.errors import GraphBubbleUp
-from langgraph.runtime import Runtime
-from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_memgpt import prompts
@@ -40,7 +36,6 @@ from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
 from langgraph_memgpt.stores.words import topic_stems
-from langgraph_memgpt.tool_runner import UserToolResult, UserTools
 
 HEARTBEAT_DESCRIPTION = "true: think again after this returns; false: end your turn."
 MAX_PAGE = 10_000
@@ -164,10 +159,30 @@ class Provenance:
     thread_id: str
     turn: int
     call_id: str | None = None
-    """The tool call's id: a replayed call (an interrupted turn run again) is recognised by it."""
+    """The tool call's id, as the model (or its provider) numbered it."""
+    message_id: str | None = None
+    """Id of the AI message holding the call. Some servers number calls per response
+    (``"0"`` every turn): only thread, message and call id together name one call."""
     in_view: frozenset[str] = frozenset()
     """Ids of the messages in the queue: the model sees them, so a search skips them (the
     question being asked would otherwise take the first result slot)."""
+
+    @property
+    def replay_key(self) -> str | None:
+        """What names this call for good: a replay (a resumed or re-run step) has the same."""
+        if not self.call_id:
+            return None
+        return f"{self.thread_id}:{self.message_id or ''}:{self.call_id}"
+
+    @property
+    def result_id(self) -> str | None:
+        """The id of this call's result message: the same on every replay of the call."""
+        key = self.replay_key
+        return str(uuid.uuid5(RESULT_NAMESPACE, key)) if key else None
+
+
+RESULT_NAMESPACE = uuid.UUID("6d0f4c1e-8a57-4d6b-9a7e-4f1c2b3a5d60")
+"""uuid5 namespace of tool result ids (`Provenance.result_id`)."""
 
 
 @dataclass(frozen=True)
@@ -215,12 +230,11 @@ def declare_tool(
     return tool
 
 
-def facts_of(name: str, user_tools: Mapping[str, BaseTool] | UserTools | None = None) -> ToolFacts:
+def facts_of(name: str, user_tools: Mapping[str, BaseTool] | None = None) -> ToolFacts:
     """The `ToolFacts` of the tool called ``name``: memory tool, declared user tool, default."""
     if name in MEMORY_TOOLS:
         return MEMORY_TOOLS[name].facts
-    tools = user_tools.by_name if isinstance(user_tools, UserTools) else user_tools or {}
-    tool = tools.get(name)
+    tool = (user_tools or {}).get(name)
     declared = (tool.metadata or {}).get(FACTS_KEY) if tool is not None else None
     return declared if isinstance(declared, ToolFacts) else ToolFacts()
 
@@ -235,11 +249,6 @@ class ToolOutcome:
         heartbeat: the model must think again after it.
         reply: the user-visible reply it carried (``send_message``).
         core_changed: core memory changed (the state's mirror must follow).
-        artifact: a user tool's ``ToolMessage.artifact``, kept for the caller.
-        extra_messages: other messages a user tool's ``Command`` added to the queue.
-        update: other state keys a user tool's ``Command`` sets.
-        goto: where a user tool's ``Command`` routes inside this graph.
-        handoff: a user tool's ``Command`` for the parent graph (it hands control over).
     """
 
     content: str
@@ -247,11 +256,6 @@ class ToolOutcome:
     heartbeat: bool
     reply: str | None = None
     core_changed: bool = False
-    artifact: Any = None
-    extra_messages: tuple[BaseMessage, ...] = ()
-    update: Mapping[str, Any] = field(default_factory=dict)
-    goto: Any = None
-    handoff: Command[Any] | None = None
 
 
 ToolFn = Callable[[Any, Memory, Context, Provenance], tuple[str, bool]]
@@ -381,7 +385,7 @@ def _archival_insert(
     args: ArchivalMemoryInsertArgs, memory: Memory, ctx: Context, where: Provenance
 ) -> tuple[str, bool]:
     # Keyed on the call: a turn interrupted after the insert and run again saves nothing twice.
-    key = f"call:{where.thread_id}:{where.call_id}" if where.call_id else None
+    key = f"call:{where.replay_key}" if where.replay_key else None
     passage = memory.archival.insert(
         args.content, tags=args.tags or (), thread_id=where.thread_id, turn=where.turn, key=key
     )
@@ -420,7 +424,7 @@ def _conversation_search(
             end_date=(args.end_date or None) if filtered else None,
             page=args.page,
             page_size=ctx.search_page_size,
-            exclude_ids=where.in_view,
+            exclude_ids={(where.thread_id, i) for i in where.in_view},
         )
 
     return _search_with_filters(search, filters, message_line, ctx, args.query, memory), False
@@ -681,106 +685,61 @@ def execute_tool_call(
     memory: Memory,
     ctx: Context,
     where: Provenance,
-    user_tools: Mapping[str, BaseTool] | UserTools,
-    state: Mapping[str, Any] | None = None,
-    config: RunnableConfig | None = None,
-    runtime: Runtime[Any] | None = None,
+    user_tools: Collection[str] = (),
 ) -> ToolOutcome:
-    """Run one tool call; never raises: failures come back as a Failed result with heartbeat.
+    """Run one memory tool call (blocking store I/O); never raises.
+
+    A failure comes back as a Failed result with a heartbeat, so the model can fix it.
 
     Args:
         name: the tool the model called.
         args: its arguments, as the model wrote them.
-        memory: the agent's memory tiers (memory tools work on them).
+        memory: the agent's memory tiers.
         ctx: the run's context (result size limit, search page size).
-        where: the thread, turn and call id the call belongs to.
-        user_tools: the caller's tools, run the way ``ToolNode`` runs them.
-        state: the graph state a user tool sees as ``InjectedState`` (the queue).
-        config: the node's config (a user tool's ``ToolRuntime.config``).
-        runtime: the node's runtime (store, context, stream writer for user tools);
-            outside a graph, one holding ``ctx``.
+        where: the thread, turn, message and call id the call belongs to.
+        user_tools: names of the caller's tools, listed when ``name`` is unknown (they
+            run in the graph's tool step, through ``ToolNode``, never here).
     """
     limit = ctx.result_char_limit
     if not isinstance(args, dict):
-        return _failed(name, "arguments must be a JSON object", limit)
-    if name in user_tools:
-        tools = (
-            user_tools if isinstance(user_tools, UserTools) else UserTools([*user_tools.values()])
-        )
-        call = _user_call(name, args, where)
-        try:
-            result = tools.run(
-                call,
-                state or {"messages": []},
-                config=config,
-                runtime=runtime or Runtime(context=ctx),
-            )
-        except GraphBubbleUp:
-            raise  # an interrupt inside the tool is LangGraph's to handle
-        except Exception as exc:  # noqa: BLE001 - every failure goes back to the model
-            return _failed(name, exc, limit)
-        return user_outcome(name, result, facts_of(name, tools), limit)
-    return run_memory_tool(name, args, memory=memory, ctx=ctx, where=where, user_tools=user_tools)
-
-
-def _user_call(name: str, args: dict[str, Any], where: Provenance) -> ToolCall:
-    """The call as ToolNode takes it (an id is needed: InjectedToolCallId is filled from it)."""
-    return ToolCall(name=name, args=args, id=where.call_id or f"call_{uuid.uuid4().hex[:24]}")
-
-
-def run_memory_tool(
-    name: str,
-    args: Any,
-    *,
-    memory: Memory,
-    ctx: Context,
-    where: Provenance,
-    user_tools: Mapping[str, BaseTool] | UserTools | None = None,
-) -> ToolOutcome:
-    """Run one memory tool call (blocking store I/O); unknown names fail readably."""
-    limit = ctx.result_char_limit
-    if not isinstance(args, dict):
-        return _failed(name, "arguments must be a JSON object", limit)
+        return failed_result(name, "arguments must be a JSON object", limit)
     if name not in MEMORY_TOOLS:
-        known = ", ".join([*MEMORY_TOOLS, *(user_tools or ())])
-        return _failed(name, f"no tool named {name!r}; available tools: {known}", limit)
+        known = ", ".join([*MEMORY_TOOLS, *user_tools])
+        return failed_result(name, f"no tool named {name!r}; available tools: {known}", limit)
     tool = MEMORY_TOOLS[name]
     try:
         parsed = tool.args.model_validate(args)
     except ValidationError as err:
-        return _failed(name, _validation_message(err), limit)
+        return failed_result(name, _validation_message(err), limit)
     try:
         message, core_changed = tool.run(parsed, memory, ctx, where)
     except Exception as exc:  # noqa: BLE001 - every failure goes back to the model
-        return _failed(name, exc, limit)
-    reply = parsed.message if isinstance(parsed, SendMessageArgs) else None
+        return failed_result(name, exc, limit)
     return ToolOutcome(
         tool_result(True, message, limit),
         ok=True,
-        heartbeat=tool.facts.must_read or bool(getattr(parsed, "request_heartbeat", False)),
-        reply=reply,
+        heartbeat=wants_heartbeat(name, args),
+        reply=parsed.message if isinstance(parsed, SendMessageArgs) else None,
         core_changed=core_changed,
     )
 
 
-def user_outcome(name: str, result: UserToolResult, facts: ToolFacts, limit: int) -> ToolOutcome:
-    """A user tool's result as the loop reads it: wrapped like a memory tool's, effects kept."""
-    content = result.message.content
-    text = content if isinstance(content, str) else json.dumps(content, default=str)
-    if not result.ok:
-        return _failed(name, text, limit)
-    return ToolOutcome(
-        tool_result(True, text, limit),
-        ok=True,
-        # A result may matter for the answer unless the tool was declared otherwise.
-        heartbeat=facts.must_read,
-        artifact=result.message.artifact,
-        extra_messages=result.extra_messages,
-        update=result.update,
-        goto=result.goto,
-        handoff=result.handoff,
-    )
+def validation_text(name: str, args: Any) -> str | None:
+    """Why a memory tool's arguments are invalid (the model reads it), or None."""
+    if not isinstance(args, dict):
+        return "arguments must be a JSON object"
+    try:
+        MEMORY_TOOLS[name].args.model_validate(args)
+    except ValidationError as err:
+        return _validation_message(err)
+    return None
 
 
-def _failed(name: str, exc: BaseException | str, limit: int) -> ToolOutcome:
+def wants_heartbeat(name: str, args: Mapping[str, Any]) -> bool:
+    """Whether the loop must think again after this memory tool call succeeds."""
+    return MEMORY_TOOLS[name].facts.must_read or args.get("request_heartbeat") is True
+
+
+def failed_result(name: str, exc: BaseException | str, limit: int) -> ToolOutcome:
+    """A failed call's outcome: the model reads why and gets another step."""
     return ToolOutcome(tool_result(False, error_text(name, exc), limit), ok=False, heartbeat=True)

@@ -71,7 +71,7 @@ class Place:
     def open(self, agent_id: str = "default", embedding_model: str = "none") -> Any:
         """The agent's memory, as a fresh process would open it (closed by `close`)."""
         if not self.url:
-            from langgraph_memgpt.stores import open_memory
+            from langgraph_memgpt.stores.sqlite import open_memory
 
             return open_memory(self.data_dir, agent_id, embedding_model=embedding_model)
         if embedding_model not in self._opened:

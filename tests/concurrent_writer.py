@@ -23,8 +23,8 @@ from typing import Any
 
 from checkpointers import memory_backend, open_saver
 
-from langgraph_memgpt.stores import open_memory
 from langgraph_memgpt.stores.embeddings import get_embeddings
+from langgraph_memgpt.stores.sqlite import open_memory
 from langgraph_memgpt.stores.types import RecallMessage
 
 

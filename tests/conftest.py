@@ -21,10 +21,10 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import sqlite_utils
 
-from langgraph_memgpt.stores import SqliteBackend, close_all
 from langgraph_memgpt.stores.base import MemoryBackend
-from langgraph_memgpt.stores.db import DB_FILENAME, open_db
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
+from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db
 
 TEST_DATABASE_URL_ENV = "MEMGPT_TEST_DATABASE_URL"
 BACKENDS = ["sqlite", "postgres"]

@@ -47,10 +47,10 @@ from langchain_core.tools import tool
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import archival as archival_module
-from langgraph_memgpt.stores import recall as recall_module
-from langgraph_memgpt.stores import vectors as vectors_module
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+from langgraph_memgpt.stores.sqlite import archival as archival_module
+from langgraph_memgpt.stores.sqlite import recall as recall_module
+from langgraph_memgpt.stores.sqlite import vectors as vectors_module
 
 CRASH_AT = os.environ.get("MEMGPT_CRASH_AT", "")
 ARMED = False

@@ -17,11 +17,11 @@ from conftest import BackendFactory
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores import search
-from langgraph_memgpt.stores.archival import ArchivalMemory, NewPassage
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
-from langgraph_memgpt.stores.migrations import migrate
+from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory, NewPassage
+from langgraph_memgpt.stores.sqlite.migrations import migrate
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.types import EmbeddingMismatchError, Passage
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 
 FACTS = [
     ("Alice's dog is a golden retriever called Biscuit.", ["pets"], "2026-03-01T09:00:00Z"),

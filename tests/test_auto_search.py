@@ -18,7 +18,7 @@ from langgraph_memgpt.auto_search import (
     without_when_words,
 )
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.stores.sqlite import open_memory
 from langgraph_memgpt.stores.types import Hit
 
 

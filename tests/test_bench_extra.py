@@ -34,7 +34,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.cli import main
-from langgraph_memgpt.context import ServerSettings
+from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.server import served_graph
 data = sys.argv[1]

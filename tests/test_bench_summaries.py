@@ -17,8 +17,8 @@ from langgraph_memgpt.cli import main
 from langgraph_memgpt.llm.factory import clear_model_cache, resolve_model
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.prompts import SUMMARIZER_INSTRUCTIONS
-from langgraph_memgpt.stores.archival import ArchivalMemory
-from langgraph_memgpt.stores.db import open_db
+from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.types import Passage
 
 

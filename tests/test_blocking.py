@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from blockbuster import BlockingError, blockbuster_ctx
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -24,8 +25,8 @@ from langgraph_memgpt import Context, State, build_graph
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.nodes import make_check_pressure
-from langgraph_memgpt.stores import close_all, open_memory
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite import close_all, open_memory
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 
 @pytest.fixture(autouse=True)
@@ -85,8 +86,10 @@ def test_the_check_is_live_a_node_doing_store_io_on_the_loop_is_caught(tmp_path:
     loop, and blockbuster must refuse it (else the test above would prove nothing)."""
     sync_node = make_check_pressure(Deps(model=ScriptedChatModel.from_steps([])))
 
-    async def check_pressure_on_the_loop(state: State, runtime: Runtime[Context]) -> Any:
-        return sync_node(state, runtime=runtime)
+    async def check_pressure_on_the_loop(
+        state: State, config: RunnableConfig, runtime: Runtime[Context]
+    ) -> Any:
+        return sync_node(state, config, runtime=runtime)
 
     builder = StateGraph(State, context_schema=Context)
     builder.add_node("check_pressure", check_pressure_on_the_loop)

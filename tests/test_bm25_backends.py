@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from corpora import one_thread
 
-from langgraph_memgpt.stores import SqliteBackend, close_all
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 from langgraph_memgpt.stores.types import RecallMessage
 
 CORPUS = [
@@ -92,8 +92,8 @@ def test_postgres_archival_search_ranks_words_like_sqlite(both: dict[str, Any], 
 @pytest.mark.parametrize("query", QUERIES)
 def test_postgres_bm25_scores_equal_fts5_bm25(both: dict[str, Any], query: str) -> None:
     """The raw word signal itself, passage by passage: FTS5's bm25() and Postgres' BM25."""
-    from langgraph_memgpt.stores.fts import bm25_scores as sqlite_bm25
     from langgraph_memgpt.stores.postgres.search import bm25_scores as postgres_bm25
+    from langgraph_memgpt.stores.sqlite.fts import bm25_scores as sqlite_bm25
     from langgraph_memgpt.stores.words import query_terms
 
     terms = query_terms(query)
@@ -148,10 +148,10 @@ def test_postgres_bm25_of_common_terms_equals_fts5_bm25_whichever_way_they_are_r
     """A term's newest matches are the same whether read through the index, by walking
     the rows newest first, or within a window of the newest rows, also when the window
     holds too few of them (``search.term_reading``): same scores, same cap as FTS5."""
-    from langgraph_memgpt.stores.fts import bm25_scores as sqlite_bm25
     from langgraph_memgpt.stores.postgres import PostgresBackend
     from langgraph_memgpt.stores.postgres.search import Reading
     from langgraph_memgpt.stores.postgres.search import bm25_scores as postgres_bm25
+    from langgraph_memgpt.stores.sqlite.fts import bm25_scores as sqlite_bm25
     from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
     reading = {

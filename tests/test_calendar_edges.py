@@ -17,8 +17,8 @@ from locomo_samples import ann_and_bob, turn, write_locomo
 
 from langgraph_memgpt import Context
 from langgraph_memgpt.cli import main
-from langgraph_memgpt.stores import AgentMemory
 from langgraph_memgpt.stores.dates import to_utc_iso
+from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tools import Provenance, execute_tool_call
 

@@ -150,8 +150,8 @@ def test_reembedding_an_agent_embeds_the_parts_again(
 
         reembed_postgres(backend, "ada", embeddings)
     else:
-        from langgraph_memgpt.stores import close_all
         from langgraph_memgpt.stores.backends import reembed_embedded
+        from langgraph_memgpt.stores.sqlite import close_all
 
         close_all()
         reembed_embedded(tmp_path / "memory", "ada", embeddings, lambda _: lambda d, t: None)

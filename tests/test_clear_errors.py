@@ -22,8 +22,8 @@ import pytest
 from locomo_samples import sample, write_locomo
 
 from langgraph_memgpt.cli import main
-from langgraph_memgpt.stores import AgentMemory, close_all
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite import AgentMemory, close_all
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 QA = [{"question": "What is the puppy's name?", "answer": "Biscuit", "category": 4,
        "evidence": ["D1:3"]}]  # fmt: skip

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from langgraph_memgpt.cli import main
-from langgraph_memgpt.stores import close_all, open_memory
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+from langgraph_memgpt.stores.sqlite import close_all, open_memory
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.types import EmbeddingMismatchError, RecallMessage
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 
 CLI = Path(sys.executable).parent / "langgraph-memgpt"
 CONVERSATION = [
@@ -330,8 +330,8 @@ def test_reembed_of_an_unknown_agent_changes_nothing(
 def test_the_mismatch_error_names_the_embedding_model_flag_when_it_is_not_the_default(
     tmp_path: Path,
 ) -> None:
-    from langgraph_memgpt.stores.db import open_db
-    from langgraph_memgpt.stores.vectors import VectorIndex
+    from langgraph_memgpt.stores.sqlite.db import open_db
+    from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
 
     db = open_db(tmp_path / "memory.sqlite")
     VectorIndex(

@@ -21,7 +21,7 @@ from langgraph.prebuilt import create_react_agent
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.stores.sqlite import open_memory
 
 HERE = Path(__file__).resolve().parent
 

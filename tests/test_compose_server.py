@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from test_server import DevServer
 
-from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.stores.sqlite import open_memory
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "compose"
 

@@ -15,17 +15,17 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.context import (
+from langgraph_memgpt.context import ContextError
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.settings import (
     CLIENT_FIELDS,
     SERVER_FIELDS,
-    ContextError,
     ServerSettings,
     check_client_context,
     client_context_schema,
 )
-from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import close_all
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite import close_all
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 
 def test_numbers_as_text_are_accepted_when_unambiguous() -> None:

@@ -14,7 +14,7 @@ from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.core_gate import DROPPED_FLAG, grounded_in_user_words
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
-from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.stores.sqlite import open_memory
 
 COMPANIONS = ("core_memory_append", "core_memory_replace", "archival_memory_insert")
 

@@ -214,7 +214,7 @@ def test_agent_cannot_read_or_edit_another_agents_core_blocks(
 def test_seeding_default_blocks_that_exist_takes_no_write_lock(db: Any, tmp_data_dir: Path) -> None:
     """SQLite only (its whole-file write lock): every graph step seeds the defaults; with
     them in place it must not wait on writers. Postgres writers lock rows, not the database."""
-    from langgraph_memgpt.stores.core import CoreMemory as SqliteCore
+    from langgraph_memgpt.stores.sqlite.core import CoreMemory as SqliteCore
 
     core = SqliteCore(db, "agent-a")
     core.ensure_defaults(persona="I am Sam, a helpful assistant.", human="")

@@ -17,9 +17,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import SqliteBackend
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.sections import split
+from langgraph_memgpt.stores.sqlite import SqliteBackend
 from langgraph_memgpt.transfer import export_agent, import_agent
 
 SECTIONS = ("User Profile", "Technical Environment", "Active Constraints")
@@ -186,10 +186,10 @@ def test_a_file_made_before_sections_opens_and_gains_the_column(tmp_path: Path) 
     SqliteBackend(folder, embedding_model="none").open("x").core.ensure_defaults("p", "h")
     conn = sqlite3.connect(folder / "memory.sqlite")
     conn.execute("ALTER TABLE core_blocks DROP COLUMN sections")
-    conn.execute("PRAGMA user_version = 3")  # the version before sections (stores.migrations)
+    conn.execute("PRAGMA user_version = 3")  # the version before sections (migration 4)
     conn.commit()
     conn.close()
-    from langgraph_memgpt.stores import close_all
+    from langgraph_memgpt.stores.sqlite import close_all
 
     close_all()
     core = SqliteBackend(folder, embedding_model="none").open("x").core

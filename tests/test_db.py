@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from langgraph_memgpt.stores.db import (
+from langgraph_memgpt.stores.sqlite.db import (
     BUSY_TIMEOUT_MS,
     get_meta,
     open_db,
@@ -192,7 +192,7 @@ def test_a_locked_database_is_not_reported_as_corrupt(
     holder = sqlite3.connect(str(path))
     holder.execute("PRAGMA journal_mode=DELETE")
     holder.execute("BEGIN EXCLUSIVE")
-    monkeypatch.setattr("langgraph_memgpt.stores.db.BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr("langgraph_memgpt.stores.sqlite.db.BUSY_TIMEOUT_MS", 50)
     try:
         with pytest.raises(sqlite3.OperationalError, match="locked") as info:
             open_db(path)

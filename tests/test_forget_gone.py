@@ -28,7 +28,7 @@ from langgraph_memgpt.forget import (
     forget_thread,
 )
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import close_all
+from langgraph_memgpt.stores.sqlite import close_all
 from langgraph_memgpt.transfer import export_agent
 
 MESSAGE_WORD = "walrus5512"

@@ -16,7 +16,7 @@ from test_server import DevServer, call
 
 from langgraph_memgpt.cli import main
 from langgraph_memgpt.dev_state import STATE_FILE, serving
-from langgraph_memgpt.stores import close_all
+from langgraph_memgpt.stores.sqlite import close_all
 
 WORD = "walrus5512"
 OTHER = "flamingo3301"

@@ -25,10 +25,10 @@ from langgraph_memgpt.forget import (
     forget_thread,
 )
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import close_all
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.sqlite import close_all
+from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.stores.vectors import agent_cache_dir, forget_loaded_indexes
 from langgraph_memgpt.tools import Provenance, execute_tool_call
 
 MODES = ("hybrid", "fts", "vector")
@@ -367,8 +367,8 @@ def test_a_deleted_vector_leaves_the_faiss_cache_file(
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_a_purged_vector_is_nowhere_in_the_faiss_file(tmp_path: Path, kind: str) -> None:
-    from langgraph_memgpt.stores.db import open_db
-    from langgraph_memgpt.stores.vectors import VectorIndex
+    from langgraph_memgpt.stores.sqlite.db import open_db
+    from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
 
     db = open_db(tmp_path / "memory.sqlite")
     index = VectorIndex(

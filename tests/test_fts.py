@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlite_utils
 
-from langgraph_memgpt.stores.fts import bm25_scores, match_phrase
+from langgraph_memgpt.stores.sqlite.fts import bm25_scores, match_phrase
 from langgraph_memgpt.stores.words import query_terms
 
 DOCS = [

@@ -23,7 +23,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.stores.sqlite import open_memory
 
 HERE = Path(__file__).parent
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from langgraph_memgpt.cli import main
-from langgraph_memgpt.stores import SqliteBackend, close_all
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.transfer import (
     ExportFormatError,

@@ -9,7 +9,7 @@ import pytest
 
 from langgraph_memgpt.cli import main
 from langgraph_memgpt.ingest import IngestError, expand_paths, ingest_file
-from langgraph_memgpt.stores import SqliteBackend, close_all
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAA"
 

@@ -19,6 +19,7 @@ from langgraph_memgpt.llm.toolcalls import (
     response_format_for,
     select_tools,
 )
+from langgraph_memgpt.streaming import reply_so_far
 
 NAMES = ["send_message", "core_memory_append"]
 
@@ -356,8 +357,11 @@ def test_wrapper_streaming_keeps_the_parsed_tool_calls() -> None:
     model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message])
 
     chunks = list(model.stream("hi"))
+    merged = chunks[0]
+    for chunk in chunks[1:]:
+        merged = merged + chunk
 
-    assert chunks[-1].tool_calls[0]["name"] == "send_message"
+    assert merged.tool_calls[0]["name"] == "send_message"
 
 
 def test_wrapper_without_tools_sends_a_plain_request() -> None:
@@ -454,3 +458,24 @@ def test_one_step_can_narrow_the_callable_tools_without_changing_the_prompt() ->
     assert shapes(1) == [["send_message"]]
     assert inner.calls[0] == inner.calls[1], "the prompt (and so the prefix cache) is the same"
     assert "step_tools" not in inner.call_kwargs[1]
+
+
+def test_the_wrapper_streams_the_raw_text_then_the_same_calls_as_invoke() -> None:
+    calls = [
+        {"name": "core_memory_append", "arguments": {"label": "human", "content": "Name: Ada."}},
+        {"name": "send_message", "arguments": {"message": "Hello Ada, lovely to meet you!"}},
+    ]
+    inner = ScriptedChatModel.from_steps([json.dumps(calls)])
+    inner.stream_piece = 7
+    model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message, core_memory_append])
+
+    chunks = list(model.stream("I'm Ada"))
+    merged = chunks[0]
+    seen: list[str] = []
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+        seen.append(reply_so_far(merged) or "")
+    assert len(chunks) > 5, "the text arrives in pieces, not at the end"
+    assert [c["name"] for c in merged.tool_calls] == ["core_memory_append", "send_message"]
+    growing = [s for s in seen if s]
+    assert growing[-1] == "Hello Ada, lovely to meet you!" and len(set(growing)) >= 3

@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import ValidationError
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.stores.sqlite import open_memory
 from langgraph_memgpt.tools import MEMORY_TOOLS
 
 

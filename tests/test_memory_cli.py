@@ -13,7 +13,7 @@ from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.cli import main
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.server import CHECKPOINT_FILENAME
-from langgraph_memgpt.stores import SqliteBackend, close_all, list_agents
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all, list_agents
 
 SECRET = "My locker code is 4471 at Greenbriar gym"
 

@@ -12,8 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import DB_FILENAME, SqliteBackend, list_agents
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.sqlite import DB_FILENAME, SqliteBackend, list_agents
 from langgraph_memgpt.stores.types import RecallMessage
 
 PACKAGE = Path(__file__).resolve().parents[1] / "langgraph_memgpt"

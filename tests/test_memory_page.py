@@ -26,7 +26,7 @@ from test_server import DevServer
 
 from langgraph_memgpt.main_context import ALERT_NAME
 from langgraph_memgpt.server import langgraph_config
-from langgraph_memgpt.stores import AgentMemory
+from langgraph_memgpt.stores.sqlite import AgentMemory
 
 pytestmark = pytest.mark.server
 

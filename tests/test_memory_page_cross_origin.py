@@ -22,7 +22,7 @@ import pytest
 from test_memory_page import chromium, say, user
 from test_server import DevServer, free_port
 
-from langgraph_memgpt.stores import AgentMemory
+from langgraph_memgpt.stores.sqlite import AgentMemory
 
 pytestmark = pytest.mark.server
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from langgraph_memgpt.context import ServerSettings
-from langgraph_memgpt.stores import AgentMemory
+from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import BlockConflictError
 from langgraph_memgpt.web import build_app, views
 from langgraph_memgpt.web.guard import refusal

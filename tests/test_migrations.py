@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_memgpt.stores import close_all, open_memory
-from langgraph_memgpt.stores.db import open_db
-from langgraph_memgpt.stores.migrations import APPLICATION_ID, LATEST, MIGRATIONS
+from langgraph_memgpt.stores.sqlite import close_all, open_memory
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.migrations import APPLICATION_ID, LATEST, MIGRATIONS
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.types import RecallMessage, StoreAccessError
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sqlite"
 OLD_FILES = sorted(FIXTURES.glob("*.sqlite"))

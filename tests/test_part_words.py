@@ -16,18 +16,18 @@ import pytest
 from corpora import TALK as EVERYDAY
 from corpora import one_thread
 
-from langgraph_memgpt.stores import SqliteBackend, close_all
 from langgraph_memgpt.stores.bm25 import bm25_term
 from langgraph_memgpt.stores.chunks import parts_of
-from langgraph_memgpt.stores.fts import bm25_scores
-from langgraph_memgpt.stores.fts_parts import (
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
+from langgraph_memgpt.stores.sqlite.fts import bm25_scores
+from langgraph_memgpt.stores.sqlite.fts_parts import (
     bm25_with_parts,
     fts5_tokens,
     fts_corpus,
     occurrences,
     term_documents,
 )
-from langgraph_memgpt.stores.recall import _RecallSignals
+from langgraph_memgpt.stores.sqlite.recall_signals import RecallSignals
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 
@@ -139,7 +139,7 @@ def test_sqlite_texts_without_parts_score_exactly_as_before(lite: Any) -> None:
 def test_sqlite_inside_a_writing_transaction_parts_never_fail(tmp_path: Path) -> None:
     """FTS5 writes its statistics at commit: a search between a first write and its commit
     scores the whole texts (no part scored with statistics that miss those rows)."""
-    from langgraph_memgpt.stores.db import transaction
+    from langgraph_memgpt.stores.sqlite.db import transaction
 
     close_all()
     try:
@@ -198,7 +198,7 @@ def test_postgres_scores_parts_like_sqlite(both: dict[str, Any], query: str) -> 
         assert by_text[text] == pytest.approx(score, rel=1e-9), text
 
     db = lite.recall.db
-    message, context = _RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
+    message, context = RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
     ids = {int(r[0]): str(r[1]) for r in db.conn.execute("SELECT id, message_id FROM recall")}
     with pg.recall.pool.connection() as conn:
         signals = _recall_signals(TableSignals, pg.recall, conn)
@@ -240,7 +240,7 @@ def test_postgres_a_long_text_outranks_the_near_miss(both: dict[str, Any]) -> No
 def test_sqlite_only_a_long_messages_context_is_split(lite: Any) -> None:
     """The contexts of the long message's neighbours hold it too, yet score as before."""
     terms = query_terms("bike lock combination river")
-    _, context = _RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
+    _, context = RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
     db = lite.recall.db
     plain = bm25_scores(db, "recall_context_fts", "recall", terms, "b.agent_id = ?", ["ada"])
     (long_id,) = [

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_memgpt import Context
-from langgraph_memgpt.stores import AgentMemory
+from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import BlockEditError
 from langgraph_memgpt.tools import Provenance, execute_tool_call
 

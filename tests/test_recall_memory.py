@@ -21,11 +21,11 @@ from conftest import BackendFactory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from langgraph_memgpt.stores import vectors as vectors_module
-from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_texts, normalize
-from langgraph_memgpt.stores.fts import match_phrase
-from langgraph_memgpt.stores.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite import vectors as vectors_module
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.fts import match_phrase
+from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 

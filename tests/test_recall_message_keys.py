@@ -19,10 +19,10 @@ import pytest
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.db import open_db
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_query
-from langgraph_memgpt.stores.recall import RecallMemory
-from langgraph_memgpt.stores.schema import RECALL
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.schema import RECALL
 from langgraph_memgpt.stores.types import RecallMessage
 
 AGENT = "ada"

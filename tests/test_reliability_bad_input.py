@@ -36,10 +36,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import AgentMemory, close_all
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.sqlite import AgentMemory, close_all
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.text import valid_text
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
 from langgraph_memgpt.tokens import TokenCounter
 from langgraph_memgpt.tools import MEMORY_TOOLS, Provenance, execute_tool_call, tool_schemas
 

@@ -31,14 +31,14 @@ import sqlite_utils
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-import langgraph_memgpt.stores as stores_module
+import langgraph_memgpt.stores.sqlite as stores_module
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import AgentMemory, close_all, open_memory
-from langgraph_memgpt.stores.db import get_meta
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+from langgraph_memgpt.stores.sqlite import AgentMemory, close_all, open_memory
+from langgraph_memgpt.stores.sqlite.db import get_meta
+from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.stores.vectors import agent_cache_dir, forget_loaded_indexes
 
 ANIMALS = [
     "The cat sleeps on the warm windowsill all afternoon.",
@@ -132,7 +132,7 @@ def test_an_unwritable_cache_never_fails_a_turn_nor_loses_the_users_message(
     ctx = Context(data_dir=str(data), agent_id="ada", context_window=1_000_000)
     config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:6]}"}}
     later = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:6]}"}}
-    with caplog.at_level(logging.WARNING, logger="langgraph_memgpt.stores.vectors"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_memgpt.stores.sqlite.vectors"):
         graph.invoke({"messages": [HumanMessage("My bike is green")]}, config, context=ctx)
         # Searched from another thread: a search skips the messages in view.
         out = graph.invoke({"messages": [HumanMessage("Remember it")]}, later, context=ctx)

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from checkpointers import Place, open_saver
 
-from langgraph_memgpt.stores import close_all, open_memory
-from langgraph_memgpt.stores.vectors import agent_cache_dir, forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite import close_all, open_memory
+from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
 
 WRITER = Path(__file__).parent / "concurrent_writer.py"
 AGENT = "shared-agent"
@@ -179,7 +179,7 @@ def _check_turns(memory: Any, turns: int, *, embedded: bool) -> None:
 
 
 def _open_at_signal(path: str, go: Any, errors: Any) -> None:
-    from langgraph_memgpt.stores.db import open_db
+    from langgraph_memgpt.stores.sqlite.db import open_db
 
     go.wait()
     try:
@@ -194,7 +194,7 @@ def test_processes_opening_a_new_data_directory_together_all_open(tmp_path: Path
 
     SQLite answers "database is locked" to it at once, without its busy handler, when
     waiting could deadlock; six processes opening one new file together hit that a few
-    times in 40 rounds before the retry (``stores.db._set_wal``).
+    times in 40 rounds before the retry (``stores.sqlite.db._set_wal``).
     """
     import multiprocessing
 

@@ -45,10 +45,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.recovery import recover_thread
-from langgraph_memgpt.stores import close_all, open_memory
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.sqlite import close_all, open_memory
+from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
 from langgraph_memgpt.stores.types import StoreCorruptError
-from langgraph_memgpt.stores.vectors import agent_cache_dir, forget_loaded_indexes
 
 HARNESS = Path(__file__).parent / "crash_harness.py"
 AGENT = "default"

@@ -25,8 +25,8 @@ from rich.console import Console
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.stores import close_all, open_memory
-from langgraph_memgpt.stores.vectors import agent_cache_dir, forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite import close_all, open_memory
+from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
 
 ALICE = "alice"
 # Every secret of Alice's is built from these words, so any leak shows up as one of them.
@@ -383,8 +383,8 @@ def test_the_benchmark_ingest_reads_and_writes_only_its_own_agent(
 ) -> None:
     bench = pytest.importorskip("langgraph_memgpt.bench.runner")
     from langgraph_memgpt.bench.locomo import load_locomo
-    from langgraph_memgpt.stores.archival import ArchivalMemory
-    from langgraph_memgpt.stores.recall import RecallMemory
+    from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+    from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 
     sample = {
         "sample_id": "alice",  # the same id as the agent: the bench must still not leak

@@ -31,7 +31,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from thread_runner import SlowModel, reply
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.stores import close_all
+from langgraph_memgpt.stores.sqlite import close_all
 from langgraph_memgpt.threads import ThreadBusyError, one_run
 
 RUNNER = Path(__file__).parent / "thread_runner.py"

@@ -15,8 +15,8 @@ from conftest import BackendFactory
 
 from langgraph_memgpt.cli import main
 from langgraph_memgpt.retention import RetentionRuleError, apply_retention, parse_age, rule
-from langgraph_memgpt.stores import SqliteBackend
 from langgraph_memgpt.stores.passages import NewPassage
+from langgraph_memgpt.stores.sqlite import SqliteBackend
 from langgraph_memgpt.transfer import ExportFormatError, export_agent, import_agent, read_export
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

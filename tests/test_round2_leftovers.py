@@ -51,11 +51,6 @@ def test_a_search_leaves_out_the_in_view_message_of_its_own_thread_only(
     assert memory.recall.count(exclude_message_ids=["1"]) == 0  # a bare id: every thread
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tools.py (the lead's file) passes bare ids: conversation_search needs "
-    "exclude_ids={(where.thread_id, i) for i in where.in_view}",
-)
 def test_conversation_search_finds_another_threads_message_with_the_same_id(
     memory_backend: Any,
 ) -> None:

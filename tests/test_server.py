@@ -25,8 +25,8 @@ import pytest
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.llm.local_server import stop_process_group
 from langgraph_memgpt.server import CHECKPOINT_FILENAME, langgraph_config
-from langgraph_memgpt.stores import close_all
-from langgraph_memgpt.stores.vectors import forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite import close_all
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
@@ -36,11 +36,14 @@ EDGES = {
     ("__start__", "check_pressure"),
     ("check_pressure", "think"),
     ("check_pressure", "summarize_evict"),
+    ("check_pressure", "respond"),
     ("summarize_evict", "think"),
+    ("summarize_evict", "respond"),
     ("think", "call_memory_tool"),
+    ("think", "check_pressure"),
+    ("think", "summarize_evict"),
     ("think", "respond"),
     ("call_memory_tool", "check_pressure"),
-    ("call_memory_tool", "respond"),
     ("respond", "__end__"),
 }
 START_TIMEOUT_S = 60.0
@@ -292,3 +295,54 @@ def test_serve_keeps_everything_in_the_data_dir_and_stops_cleanly_on_sigterm(
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.mark.server
+@pytest.mark.timeout(120)
+def test_the_reply_streams_through_the_sdk_without_monologue_or_tool_json(
+    server: DevServer, tmp_path: Path
+) -> None:
+    """A chat UI on ``messages-tuple`` (as the JS SDK's useStream reads it) shows the reply
+    as it is written, and nothing of the agent's private steps."""
+    from langgraph_sdk import get_sync_client
+
+    reply = "Hello Ada, it is lovely to meet you. Tell me about your day!"
+    script_path(tmp_path).write_text(
+        json.dumps(
+            {
+                "stream_piece": 6,
+                "script": [
+                    {
+                        "content": "PRIVATE: she introduced herself.",
+                        "tool_calls": [
+                            call("core_memory_append", label="human", content="Name: Ada"),
+                            call("send_message", message=reply),
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    client = get_sync_client(url=server.url)
+    thread_id = client.threads.create()["thread_id"]
+    events = list(
+        client.runs.stream(
+            thread_id,
+            "memgpt",
+            input={"messages": [{"role": "user", "content": "hi, I'm Ada"}]},
+            context={"agent_id": "ada"},
+            stream_mode="messages-tuple",
+        )
+    )
+    texts = []
+    for event in events:
+        if event.event != "messages":
+            continue
+        message, _meta = event.data
+        text = json.dumps(message.get("content"))
+        assert "PRIVATE" not in text, "the monologue reached the client"
+        assert "status" not in text, "a tool result reached the client"
+        texts.append(message)
+    chunks = [m["content"] for m in texts if m.get("type") == "AIMessageChunk"]
+    assert len(chunks) >= 3, server.log()
+    assert "".join(chunks) == reply

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from test_server import DevServer
 
-from langgraph_memgpt.context import CLIENT_FIELDS
 from langgraph_memgpt.server import langgraph_config
-from langgraph_memgpt.stores.db import DB_FILENAME
+from langgraph_memgpt.settings import CLIENT_FIELDS
+from langgraph_memgpt.stores.sqlite.db import DB_FILENAME
 
 SECRET = "the contents of a file the server never meant to show"
 HI = {"messages": [{"role": "user", "content": "hi"}]}

@@ -16,7 +16,7 @@ import pytest
 from test_server import DevServer
 
 from langgraph_memgpt.sleeptime import ACTOR
-from langgraph_memgpt.stores import SqliteBackend, close_all
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 
 AGENT = "ana"
 CRON_WAIT_S = 120.0  # a "* * * * *" cron fires at the next minute, seen within seconds

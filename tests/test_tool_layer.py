@@ -24,7 +24,7 @@ from langgraph.types import Command
 from langgraph_memgpt import Context, build_graph, declare_tool
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.main_context import is_search_call, to_recall
-from langgraph_memgpt.stores import open_memory
+from langgraph_memgpt.stores.sqlite import open_memory
 from langgraph_memgpt.tools import MEMORY_TOOLS, ToolFacts, facts_of
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from langgraph_memgpt.stores import SqliteBackend
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.sqlite import SqliteBackend
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.transfer import ExportFormatError, export_agent, import_agent, read_export
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import sqlite_utils
 
-from langgraph_memgpt.stores import vectors as vectors_module
-from langgraph_memgpt.stores.db import open_db, transaction
+from langgraph_memgpt.stores.sqlite import vectors as vectors_module
+from langgraph_memgpt.stores.sqlite.db import open_db, transaction
+from langgraph_memgpt.stores.sqlite.vectors import IndexKind, VectorIndex, forget_loaded_indexes
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
-from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, forget_loaded_indexes
 
 DIM = 64
 KINDS: list[IndexKind] = ["flat", "hnsw", "auto"]

@@ -31,7 +31,7 @@ from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tokens import TokenCounter, content_text
 
 if TYPE_CHECKING:
-    from langgraph_memgpt.stores.recall import RecallMemory
+    from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 
 DEFAULT_TOP_K = 10
 #: Reply caps: LoCoMo answers are short phrases, and the local model runs at ~10 tokens/s.

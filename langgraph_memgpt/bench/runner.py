@@ -270,9 +270,9 @@ def _conversation_stores(
     --data-dir would change the figures. Postgres: one database for all, one agent per
     conversation (its BM25 statistics are the agent's own rows).
     """
-    from langgraph_memgpt.stores.archival import ArchivalMemory
-    from langgraph_memgpt.stores.db import open_db
-    from langgraph_memgpt.stores.recall import RecallMemory
+    from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+    from langgraph_memgpt.stores.sqlite.db import open_db
+    from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 
     folder = data_dir / _folder_name(conv.sample_id)
     agent_id = conv.sample_id
@@ -424,7 +424,7 @@ def _ingest_archival(
     Passages keep their provenance (thread = session, turn = position), which is how a hit
     is mapped back to its turn.
     """
-    from langgraph_memgpt.stores.archival import NewPassage
+    from langgraph_memgpt.stores.passages import NewPassage
 
     dia_of: dict[tuple[str, int], str] = {}
     rows: list[NewPassage] = []

@@ -89,8 +89,8 @@ class SummaryArchive:
     """
 
     def __init__(self, folder: Path, agent_id: str, embeddings: Embeddings | None) -> None:
-        from langgraph_memgpt.stores.archival import ArchivalMemory
-        from langgraph_memgpt.stores.db import open_db
+        from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+        from langgraph_memgpt.stores.sqlite.db import open_db
 
         self.db = open_db(folder / "memory.sqlite")
         try:
@@ -174,7 +174,7 @@ class SessionSummarizer:
         Raises:
             SummaryModelError: the model call failed.
         """
-        from langgraph_memgpt.stores.archival import NewPassage
+        from langgraph_memgpt.stores.passages import NewPassage
 
         archive = SummaryArchive(data_folder / self.folder_name(), conv.sample_id, embeddings)
         try:

@@ -98,6 +98,8 @@ class ScriptedChatModel(BaseChatModel):
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     call_kwargs: list[dict[str, Any]] = Field(default_factory=list)
     bound_tools: list[dict[str, Any]] = Field(default_factory=list)
+    stream_piece: int = 0
+    """Characters per streamed chunk (0: text and each call's arguments in one chunk)."""
     # A served graph calls one model from several runs' threads at once: each reply once.
     _turn_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -108,13 +110,17 @@ class ScriptedChatModel(BaseChatModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedChatModel:
-        """Build a model from a JSON file holding a list of steps (or ``{"script": [...]}``).
+        """Build a model from a JSON file: a list of steps, or ``{"script": [...]}``.
+
+        The object form may set ``"stream_piece"`` (characters per streamed chunk).
 
         Raises:
             ValueError: the file is not a JSON list of steps.
         """
         data = json.loads(Path(path).read_text(encoding="utf-8"))
+        piece = 0
         if isinstance(data, dict):
+            piece = int(data.get("stream_piece") or 0)
             data = data.get("script")
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of replies or {{'script': [...]}}")
@@ -125,7 +131,7 @@ class ScriptedChatModel(BaseChatModel):
             except (ValueError, TypeError) as err:  # pydantic's errors are ValueErrors
                 detail = " ".join(str(err).split())
                 raise ValueError(f"{path}: step {number}: {detail}") from None
-        return cls(script=steps)
+        return cls(script=steps, stream_piece=piece)
 
     @property
     def _llm_type(self) -> str:
@@ -178,26 +184,50 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        # Text first, then one chunk per tool call with its full arguments: merging the
-        # chunks gives back exactly the scripted message, tool calls included.
-        reply = self._next_reply(messages, kwargs)
+        # Text first, then each call's arguments as JSON text (in ``stream_piece``-sized
+        # pieces when set, as a provider streams them): merging the chunks gives back the
+        # scripted message, invalid calls included.
+        # Through _generate, so a model that overrides it (a test's failing model) streams
+        # what it would have answered.
+        generated = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
+        reply = generated if isinstance(generated, AIMessage) else AIMessage(generated.content)
         text = reply.content if isinstance(reply.content, str) else reply.text
-        chunk = ChatGenerationChunk(message=AIMessageChunk(content=text, id=reply.id))
-        if run_manager is not None:
-            run_manager.on_llm_new_token(text, chunk=chunk)
-        yield chunk
-        for index, call in enumerate(reply.tool_calls):
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    id=reply.id,
-                    tool_call_chunks=[
-                        tool_call_chunk(
-                            name=call["name"],
-                            args=json.dumps(call["args"]),
-                            id=call["id"],
-                            index=index,
-                        )
-                    ],
-                )
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="", id=reply.id, additional_kwargs=dict(reply.additional_kwargs)
             )
+        )
+        for piece in _pieces(text, self.stream_piece):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece, id=reply.id))
+        calls: list[tuple[str | None, str, str | None]] = [
+            (c["name"], json.dumps(c["args"]), c.get("id")) for c in reply.tool_calls
+        ]
+        calls += [
+            (c.get("name"), str(c.get("args") or ""), c.get("id")) for c in reply.invalid_tool_calls
+        ]
+        for index, (name, args, call_id) in enumerate(calls):
+            for number, piece in enumerate(_pieces(args, self.stream_piece) or [""]):
+                first = number == 0
+                yield ChatGenerationChunk(
+                    message=AIMessageChunk(
+                        content="",
+                        id=reply.id,
+                        tool_call_chunks=[
+                            tool_call_chunk(
+                                name=name if first else None,
+                                args=piece,
+                                id=call_id if first else None,
+                                index=index,
+                            )
+                        ],
+                    )
+                )
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    """``text`` in pieces of ``size`` characters (0: whole); none for empty text."""
+    if not text:
+        return []
+    if size <= 0:
+        return [text]
+    return [text[i : i + size] for i in range(0, len(text), size)]

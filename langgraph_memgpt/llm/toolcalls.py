@@ -22,15 +22,16 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage, ToolCall
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -40,6 +41,9 @@ from langgraph_memgpt.core_gate import drop_ungrounded_notes
 from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.voice import repair_reply
 
+RAW_TEXT_KEY = "memgpt_raw_text"
+"""Key of the model's raw JSON text in streamed chunks: the calls are parsed at the end,
+but a reader (``langgraph_memgpt.streaming``) can follow the reply as it is written."""
 PLAIN_REPLY_KEY = "reply"
 """The key of the optional no-tool answer, ``{"reply": "..."}``, in the constrained schema."""
 
@@ -537,6 +541,87 @@ class LocalToolCallingChatModel(BaseChatModel):
             _raise_if_context_overflow(exc)
             raise
         return self._finish(result, names, plain, messages)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """The raw JSON text as it comes (under `RAW_TEXT_KEY`), then the parsed calls."""
+        messages, request, names, plain = self._prepare(messages, kwargs)
+        pieces: list[str] = []
+        try:
+            try:
+                chunks = iter(self.inner._stream(messages, stop=stop, **request))
+                first = next(chunks, None)
+            except Exception as exc:
+                if self.reconnect is None or not _is_connection_error(exc):
+                    raise
+                self.inner = self.reconnect()
+                chunks = iter(self.inner._stream(messages, stop=stop, **request))
+                first = next(chunks, None)
+            if first is not None:
+                pieces.append(str(first.message.text))
+                yield _raw_chunk(str(first.message.text))
+            for chunk in chunks:
+                pieces.append(str(chunk.message.text))
+                yield _raw_chunk(str(chunk.message.text))
+        except Exception as exc:
+            _raise_if_context_overflow(exc)
+            raise
+        yield self._parsed_chunk("".join(pieces), names, plain, messages)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """`_stream` on the event loop."""
+        messages, request, names, plain = self._prepare(messages, kwargs)
+        pieces: list[str] = []
+        try:
+            async for chunk in self.inner._astream(messages, stop=stop, **request):
+                pieces.append(str(chunk.message.text))
+                yield _raw_chunk(str(chunk.message.text))
+        except Exception as exc:
+            _raise_if_context_overflow(exc)
+            raise
+        yield self._parsed_chunk("".join(pieces), names, plain, messages)
+
+    def _parsed_chunk(
+        self, raw: str, names: list[str], plain: bool, prompt: list[BaseMessage]
+    ) -> ChatGenerationChunk:
+        """The last chunk: the whole text parsed into calls, as ``_generate`` returns them."""
+        result = ChatResult(generations=[ChatGeneration(message=AIMessage(raw))])
+        message = self._finish(result, names, plain, prompt).generations[0].message
+        done = message.tool_calls if isinstance(message, AIMessage) else []
+        bad = message.invalid_tool_calls if isinstance(message, AIMessage) else []
+        calls = [
+            tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
+            for i, c in enumerate(done)
+        ]
+        calls += [
+            tool_call_chunk(name=c.get("name"), args=c.get("args") or "", id=c.get("id"), index=i)
+            for i, c in enumerate(bad, start=len(done))
+        ]
+        return ChatGenerationChunk(
+            message=AIMessageChunk(
+                content=message.content,
+                additional_kwargs=dict(message.additional_kwargs),
+                tool_call_chunks=calls,
+            )
+        )
+
+
+def _raw_chunk(text: str) -> ChatGenerationChunk:
+    # An exact str: merging chunks refuses a str subclass (``.text``'s) beside a str.
+    return ChatGenerationChunk(
+        message=AIMessageChunk(content="", additional_kwargs={RAW_TEXT_KEY: str(text)})
+    )
 
 
 def _is_connection_error(exc: BaseException) -> bool:

@@ -1,375 +1,416 @@
-"""call_memory_tool: run every tool call of the last AI message and decide whether to go on.
+"""call_memory_tool: LangGraph's ``ToolNode`` over every tool, MemGPT's rules around it.
 
-Every call gets a tool result (providers reject a queue with an unanswered call). One step
-may hold several calls (a memory edit and the reply, in one model call). The turn goes on
-when a result must be read (a search, or ``request_heartbeat``), when a call failed and no
-reply was sent yet, or when nothing was sent to the user; otherwise it ends. A reply sent
-in the same step as a search is held back (the model has not read the results yet). A
-batch of calls identical to the previous ones, ``Context.max_repeated_calls`` times in a
-row, ends the turn.
+``think`` sends each pending call here as its own task (``Send``, as ``create_agent``
+does), so a call that finished before another one interrupted (``interrupt()`` in a tool)
+is not run again on resume; a memory call run again anyway (a crashed step) answers from
+its journal (`langgraph_memgpt.memory_tools.run_once`). What this module adds to
+``ToolNode`` sits in its ``wrap_tool_call`` / ``awrap_tool_call`` hooks (`ToolRules`):
 
-The caller's tools run the way LangGraph's ``ToolNode`` runs them (injected state, store,
-tool call id and runtime; ``ainvoke`` when the graph runs async). A ``Command`` a tool
-returns updates this graph's state or routes; one addressed to the parent graph
-(``Command.PARENT``, a handoff) ends the turn: every call still gets its result, the results
-reach recall and this thread's state first, and ``respond`` hands control over.
+- an unknown tool, or memory tool arguments that do not validate, answer a readable
+  ``{"status": "Failed", ...}`` result (the loop goes on; the model fixes its call);
+- a reply written beside a search, or an echo of the user's words, is held back;
+- a call whose arguments were cut in the queue runs with what the model really wrote;
+- a user tool's output is wrapped like a memory tool's result; its ``Command`` may set keys
+  of the graph's state, end the turn (``goto="respond"``) or, inside a parent graph, hand
+  control over (``Command.PARENT``: ``respond`` carries it out after every result is in);
+- every result is written to recall memory before the checkpoint (write-ahead), under an
+  id that is the same on every replay, and carries its facts (`OUTCOME_KEY`) for
+  ``check_pressure``, which closes the step once every call is answered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
-import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     BaseMessage,
-    HumanMessage,
     ToolCall,
     ToolMessage,
     convert_to_messages,
 )
-from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.errors import GraphBubbleUp
-from langgraph.runtime import Runtime, get_runtime
+from langchain_core.tools import BaseTool
+from langgraph.prebuilt import ToolNode, ToolRuntime
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import (
-    ALERT_NAME,
     CUT_CALLS_FLAG,
-    context_of,
-    core_mirror,
     latest_user_index,
     record,
-    thread_of,
 )
-from langgraph_memgpt.nodes.respond import sent_messages
-from langgraph_memgpt.state import State
-from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.memory_tools import (
+    OUTCOME_KEY,
+    Binding,
+    calling_message,
+    make_memory_tools,
+    provenance,
+    thread_of_config,
+)
+from langgraph_memgpt.streaming import hide
 from langgraph_memgpt.tokens import content_text
-from langgraph_memgpt.tool_runner import UserToolResult
 from langgraph_memgpt.tools import (
-    Provenance,
-    ToolOutcome,
+    MEMORY_TOOLS,
     error_text,
     facts_of,
-    run_memory_tool,
     tool_result,
-    user_outcome,
+    validation_text,
 )
 
-DESTINATIONS = ("check_pressure", "respond")
+log = logging.getLogger(__name__)
+
 NAMESPACE_SEPARATOR = "|"
 """Between a parent graph's and a subgraph's part of a checkpoint namespace.
 
 LangGraph's own constant for it is internal (``langgraph._internal``); the format is what
 LangGraph shows in every state snapshot's ``checkpoint_ns`` ("parent:task|node:task")."""
-"""Where the node routes: think again (through check_pressure) or end the turn."""
+
+ORDER_WAIT_SECONDS = 120.0
+"""Longest a memory call waits for the ones written before it (a slow embedding)."""
+MAX_EVENTS = 10_000
+"""Finished calls remembered for ordering (a step's calls finish within seconds)."""
+
+ToolResult = ToolMessage | Command[Any]
+Execute = Callable[[ToolCallRequest], ToolResult]
+AExecute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
 
 
-def _signature(message: AIMessage) -> str:
-    calls: list[tuple[str, object]] = [(c["name"], c["args"]) for c in message.tool_calls]
-    calls += [(str(c.get("name")), str(c.get("args"))) for c in message.invalid_tool_calls]
-    return json.dumps(calls, sort_keys=True, default=str)
+def log_and_describe(error: Exception) -> str:
+    """The default ``handle_tool_errors``: the model reads the error, the log keeps the trace."""
+    log.error("a tool raised; the model reads the error", exc_info=error)
+    return f"{type(error).__name__}: {error}"
 
 
-@dataclass
-class _Step:
-    """One run of the node: the calls to make, and what they produced so far."""
+def make_call_memory_tool(
+    deps: Deps,
+    handle_tool_errors: Any = log_and_describe,
+) -> ToolNode:
+    """The tool step: a ``ToolNode`` over the memory tools and the caller's, with `ToolRules`.
 
-    state: State
-    ctx: Context
-    memory: Memory
-    last: AIMessage
-    where: Provenance
-    calls: list[ToolCall]
-    searching: bool
-    in_subgraph: bool
-    results: list[ToolMessage] = field(default_factory=list)
-    outcomes: list[ToolOutcome] = field(default_factory=list)
-
-
-def make_call_memory_tool(deps: Deps) -> RunnableLambda[State, Command[Any]]:
-    """Build the node with the graph's dependencies: a sync and an async implementation.
-
-    LangGraph runs the sync one under ``invoke``/``stream`` and the async one under
-    ``ainvoke``/``astream``, so async tools run on the caller's event loop; the memory
-    tools' store I/O then runs in a worker thread (blocking calls on the loop are refused
-    by ``langgraph dev``). Both are public LangChain/LangGraph API: a ``RunnableLambda``
-    with a sync and an async body, the run's `Runtime` from ``get_runtime``.
+    Args:
+        deps: the graph's collaborators (memory backend, the caller's tools, state keys).
+        handle_tool_errors: as ``ToolNode``'s: what a user tool's exception becomes. By
+            default the model reads it and the log keeps its traceback; ``False`` lets it
+            raise out of the run.
     """
+    rules = ToolRules(deps)
+    tools = [*make_memory_tools(rules.bind, list(MEMORY_TOOLS)), *deps.user_tools.values()]
+    node = ToolNode(
+        tools,
+        name="call_memory_tool",
+        tags=["nostream"],  # results are not the reply: chat UIs must not show them
+        handle_tool_errors=handle_tool_errors,
+        wrap_tool_call=rules.wrap,
+        awrap_tool_call=rules.awrap,
+    )
+    return node
 
-    def begin(state: State, config: RunnableConfig, runtime: Runtime[Context]) -> _Step | None:
-        ctx = context_of(runtime)
-        last = state["messages"][-1]
-        if not isinstance(last, AIMessage):
-            return None
-        memory = deps.memory(ctx, state)
-        where = Provenance(
-            thread_id=thread_of(runtime),
-            turn=state.get("turn", 0),
-            in_view=frozenset(str(m.id) for m in state["messages"] if m.id),
-        )
-        executed = _as_recorded(last, memory)
-        return _Step(
-            state=state,
-            ctx=ctx,
-            memory=memory,
-            last=last,
-            where=where,
-            calls=[executed.get(str(call["id"]), call) for call in last.tool_calls],
-            searching=any(facts_of(c["name"], deps.tools).reads for c in last.tool_calls),
-            # A handoff needs a graph to hand control to. A node's checkpoint namespace is
-            # "node:task" at the root and "parent:task|node:task" inside another graph.
-            in_subgraph=NAMESPACE_SEPARATOR
-            in str(config.get("configurable", {}).get("checkpoint_ns", "")),
-        )
 
-    def held_back(step: _Step, call: ToolCall) -> bool:
-        if call["name"] != "send_message":
-            return False
-        reason = _hold_back_reason(call, step.searching, step.state)
-        if reason:
-            step.results.append(_held_back(call, reason, step.ctx.result_char_limit))
-        return bool(reason)
+class ToolRules:
+    """MemGPT's rules around each tool call (see the module docstring)."""
 
-    def run_memory(step: _Step, call: ToolCall) -> ToolOutcome:
-        return run_memory_tool(
-            call["name"],
-            call["args"],
-            memory=step.memory,
-            ctx=step.ctx,
-            where=replace(step.where, call_id=str(call["id"]) if call.get("id") else None),
-            user_tools=deps.tools,
-        )
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self._done: dict[str, threading.Event] = {}
+        self._done_guard = threading.Lock()
 
-    def taken_in(step: _Step, call: ToolCall, result: UserToolResult) -> ToolOutcome:
-        facts = facts_of(call["name"], deps.tools)
-        outcome = user_outcome(call["name"], result, facts, step.ctx.result_char_limit)
-        return _checked(call, outcome, step)
+    def bind(self, runtime: ToolRuntime[Any, Any]) -> Binding:
+        """A memory tool call's memory, settings and provenance (graph's agent resolution)."""
+        ctx = Context.from_any(runtime.context)
+        state = runtime.state if isinstance(runtime.state, Mapping) else {}
+        memory = self.deps.memory(ctx, state)  # type: ignore[arg-type]
+        return Binding(memory=memory, ctx=ctx, where=provenance(runtime))
 
-    def call_memory_tool(
-        state: State, config: RunnableConfig
-    ) -> Command[Literal["check_pressure", "respond"]]:
-        """Execute the pending tool calls; heartbeat or failure -> think again, else respond."""
-        runtime: Runtime[Context] = get_runtime(Context)
-        step = begin(state, config, runtime)
-        if step is None:
-            return Command(goto="respond")
-        for call in step.calls:
-            if held_back(step, call):
+    def wrap(self, request: ToolCallRequest, execute: Execute) -> ToolResult:
+        """``wrap_tool_call``: refuse or adjust, run, then take the result in."""
+        try:
+            self._in_order(request)
+            checked = self._before(request)
+            if isinstance(checked, ToolMessage):
+                return self._recorded(request, checked)
+            return self._after(checked, execute(checked))
+        finally:
+            self._finished(request)
+
+    async def awrap(self, request: ToolCallRequest, execute: AExecute) -> ToolResult:
+        """``awrap_tool_call``: the same, store I/O off the event loop."""
+        try:
+            await asyncio.to_thread(self._in_order, request)
+            checked = await asyncio.to_thread(self._before, request)
+            if isinstance(checked, ToolMessage):
+                return await asyncio.to_thread(self._recorded, request, checked)
+            result = await execute(checked)
+            return await asyncio.to_thread(self._after, checked, result)
+        finally:
+            self._finished(request)
+
+    # -- memory edits in the order the model wrote them ---------------------------------
+
+    def _event(self, result_id: str) -> threading.Event:
+        with self._done_guard:
+            return self._done.setdefault(result_id, threading.Event())
+
+    def _in_order(self, request: ToolCallRequest) -> None:
+        """Wait for the memory calls written before this one in the same model message.
+
+        Each call is its own task and LangGraph runs a step's tasks at once; memory edits
+        must land in the model's order ("append X, then replace X"), and a block's lines
+        in the order it wrote them. A call done in an earlier run is in the journal.
+        """
+        if request.tool_call["name"] not in MEMORY_TOOLS:
+            return
+        message = calling_message(request.state, request.tool_call.get("id"))
+        if message is None:
+            return
+        where = provenance(request.runtime)
+        for call in message.tool_calls:
+            if call.get("id") == request.tool_call.get("id"):
+                return
+            if call["name"] not in MEMORY_TOOLS or not call.get("id"):
                 continue
-            if call["name"] in deps.tools:
-                try:
-                    result = deps.tools.run(call, state, config=config, runtime=runtime)
-                    outcome = taken_in(step, call, result)
-                except GraphBubbleUp:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - every failure goes back to the model
-                    outcome = _failed(call["name"], exc, step.ctx)
-            else:
-                outcome = run_memory(step, call)
-            _add(step, call, outcome)
-        return finish(step)
-
-    async def acall_memory_tool(
-        state: State, config: RunnableConfig
-    ) -> Command[Literal["check_pressure", "respond"]]:
-        """`call_memory_tool` on the caller's event loop."""
-        runtime: Runtime[Context] = get_runtime(Context)
-        step = await asyncio.to_thread(begin, state, config, runtime)
-        if step is None:
-            return Command(goto="respond")
-        for call in step.calls:
-            if held_back(step, call):
+            earlier = replace(where, call_id=str(call["id"])).result_id
+            if earlier is None or self._event(earlier).is_set():
                 continue
-            if call["name"] in deps.tools:
-                try:
-                    result = await deps.tools.arun(call, state, config=config, runtime=runtime)
-                    outcome = taken_in(step, call, result)
-                except GraphBubbleUp:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - every failure goes back to the model
-                    outcome = _failed(call["name"], exc, step.ctx)
+            if self.bind(request.runtime).memory.recall.get([earlier]):
+                continue  # done in an earlier run of this step
+            self._event(earlier).wait(ORDER_WAIT_SECONDS)
+
+    def _finished(self, request: ToolCallRequest) -> None:
+        result_id = provenance(request.runtime).result_id
+        if result_id is not None:
+            self._event(result_id).set()
+            with self._done_guard:
+                if len(self._done) > MAX_EVENTS:  # a long-lived process: drop the oldest
+                    for key in list(self._done)[: len(self._done) - MAX_EVENTS]:
+                        del self._done[key]
+
+    # -- before the call ---------------------------------------------------------------
+
+    def _limit(self, request: ToolCallRequest) -> int:
+        return Context.from_any(request.runtime.context).result_char_limit
+
+    def _before(self, request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
+        call = request.tool_call
+        name = call["name"]
+        limit = self._limit(request)
+        if name not in MEMORY_TOOLS and name not in self.deps.user_tools:
+            known = ", ".join([*MEMORY_TOOLS, *self.deps.user_tools])
+            return _failed(call, f"no tool named {name!r}; available tools: {known}", limit)
+        message = calling_message(request.state, call.get("id"))
+        if message is not None and message.additional_kwargs.get(CUT_CALLS_FLAG):
+            whole = self._whole_call(request, message)
+            if whole is not None:
+                request = request.override(tool_call=whole)
+                call = whole
+        if name == "send_message":
+            reason = _hold_back_reason(call, message, request.state, self.deps.user_tools)
+            if reason:
+                return _failed(call, reason, limit, held_back=True)
+        if name in MEMORY_TOOLS:
+            problem = validation_text(name, call["args"])
+            if problem:
+                return _failed(call, problem, limit)
+        return request
+
+    def _whole_call(self, request: ToolCallRequest, message: AIMessage) -> ToolCall | None:
+        """The call as the model wrote it: ``think`` recorded it whole before cutting it."""
+        stored = self.bind(request.runtime).memory.recall.get([str(message.id)])
+        for c in stored[0].tool_calls if stored else []:
+            args = c.get("args")
+            if c.get("id") == request.tool_call.get("id") and isinstance(args, dict):
+                return ToolCall(name=str(c.get("name")), args=args, id=str(c.get("id")))
+        return None
+
+    # -- after the call ----------------------------------------------------------------
+
+    def _after(self, request: ToolCallRequest, result: Any) -> ToolResult:
+        call = request.tool_call
+        if call["name"] in MEMORY_TOOLS:
+            if isinstance(result, ToolMessage) and OUTCOME_KEY in result.additional_kwargs:
+                hide([result], request.runtime.config)
+                return result  # journalled by run_once already
+            text = content_text(result) if isinstance(result, BaseMessage) else str(result)
+            return self._recorded(request, _failed(call, text, self._limit(request)))
+        if isinstance(result, Command):
+            return self._taken_in(request, result)
+        if isinstance(result, ToolMessage):
+            return self._recorded(request, self._wrapped(request, result))
+        return self._recorded(request, self._wrapped(request, _plain(call, result)))
+
+    def _wrapped(self, request: ToolCallRequest, message: ToolMessage, **facts: Any) -> ToolMessage:
+        """A user tool's own result, in the loop's ``{"status", "message"}`` form."""
+        call = request.tool_call
+        content = message.content
+        text = content if isinstance(content, str) else json.dumps(content, default=str)
+        limit = self._limit(request)
+        if message.status == "error":
+            return _failed(call, text, limit, **facts)
+        must_read = facts_of(call["name"], self.deps.user_tools).must_read
+        return message.model_copy(
+            update={
+                "content": tool_result(True, text, limit),
+                "name": call["name"],
+                "additional_kwargs": {
+                    **message.additional_kwargs,
+                    OUTCOME_KEY: _facts(ok=True, heartbeat=must_read, **facts),
+                },
+            }
+        )
+
+    def _taken_in(self, request: ToolCallRequest, command: Command[Any]) -> ToolResult:
+        """A user tool's ``Command``: its own result wrapped, its effects checked."""
+        call = request.tool_call
+        limit = self._limit(request)
+        changes = dict(command.update) if isinstance(command.update, Mapping) else {}
+        own: ToolMessage | None = None
+        extra: list[BaseMessage] = []
+        for message in convert_to_messages(changes.pop("messages", [])):
+            if (
+                isinstance(message, ToolMessage)
+                and message.tool_call_id == call["id"]
+                and own is None
+            ):
+                own = message
             else:
-                outcome = await asyncio.to_thread(run_memory, step, call)
-            _add(step, call, outcome)
-        return await asyncio.to_thread(finish, step)
+                extra.append(message)
+        if command.graph == Command.PARENT:
+            if not _in_subgraph(request):
+                goto = command.goto
+                return self._recorded(
+                    request,
+                    _failed(
+                        call,
+                        f"it hands control to {goto!r} in a parent graph, but this agent runs "
+                        "on its own; add it to a multi-agent graph (a swarm, a supervisor) "
+                        "to hand off",
+                        limit,
+                    ),
+                )
+            goto_name = command.goto if isinstance(command.goto, str) else "the parent graph"
+            mine = self._wrapped(
+                request,
+                own or _plain(call, f"Handed off to {goto_name}."),
+                goto_respond=True,
+            )
+            self._record(request, [mine])
+            handoff = {"goto": command.goto, "update": command.update}
+            return Command(update={"messages": [mine], "handoff": handoff})
+        unknown = sorted(set(changes) - self.deps.state_keys)
+        if unknown:
+            return self._recorded(
+                request,
+                _failed(
+                    call,
+                    f"it returned a Command setting {unknown}, which this agent's state does "
+                    "not hold; return only messages, add the keys with build_graph("
+                    "state_schema=...), or address the parent graph "
+                    "(Command(graph=Command.PARENT, ...))",
+                    limit,
+                ),
+            )
+        goto = command.goto
+        if goto and goto != "respond" and goto != ["respond"]:
+            return self._recorded(
+                request,
+                _failed(
+                    call,
+                    f"it returned Command(goto={goto!r}); inside this agent a tool may only "
+                    "end the turn (goto='respond'). To go to another agent, address the "
+                    "parent graph (Command(graph=Command.PARENT, goto=...))",
+                    limit,
+                ),
+            )
+        mine = self._wrapped(request, own or _plain(call, "done"), goto_respond=bool(goto))
+        self._record(request, [mine, *extra])
+        return Command(update={**changes, "messages": [mine, *extra]})
 
-    return RunnableLambda(call_memory_tool, afunc=acall_memory_tool, name="call_memory_tool")
+    # -- recording ---------------------------------------------------------------------
+
+    def _recorded(self, request: ToolCallRequest, message: ToolMessage) -> ToolMessage:
+        """``message`` with the call's replay-stable id, written to recall (write-ahead)."""
+        result_id = provenance(request.runtime).result_id
+        if result_id is not None:
+            message = message.model_copy(update={"id": result_id})
+        self._record(request, [message])
+        return message
+
+    def _record(self, request: ToolCallRequest, messages: list[BaseMessage]) -> None:
+        where = provenance(request.runtime)
+        result_id = where.result_id
+        if result_id is not None and messages and isinstance(messages[0], ToolMessage):
+            messages[0] = messages[0].model_copy(update={"id": result_id})
+        memory = self.bind(request.runtime).memory
+        record(memory, messages, thread_of_config(request.runtime.config), where.turn)
+        hide(messages, request.runtime.config)
 
 
-def _failed(name: str, exc: BaseException | str, ctx: Context) -> ToolOutcome:
-    content = tool_result(False, error_text(name, exc), ctx.result_char_limit)
-    return ToolOutcome(content, ok=False, heartbeat=True)
+def _facts(
+    *,
+    ok: bool,
+    heartbeat: bool,
+    reply: str | None = None,
+    core_changed: bool = False,
+    held_back: bool = False,
+    goto_respond: bool = False,
+) -> dict[str, Any]:
+    return {
+        "ok": ok,
+        "heartbeat": heartbeat,
+        "reply": reply,
+        "core_changed": core_changed,
+        "held_back": held_back,
+        "goto_respond": goto_respond,
+    }
 
 
-def _checked(call: ToolCall, outcome: ToolOutcome, step: _Step) -> ToolOutcome:
-    """The outcome, or a readable failure when its ``Command`` cannot be carried out here."""
-    unknown = sorted(set(outcome.update) - set(State.__annotations__))
-    if unknown:
-        return _failed(
-            call["name"],
-            f"it returned a Command setting {unknown}, which this agent's state does not "
-            "hold; return only messages, or address the parent graph "
-            "(Command(graph=Command.PARENT, ...))",
-            step.ctx,
-        )
-    if outcome.goto and outcome.goto not in DESTINATIONS:
-        return _failed(
-            call["name"],
-            f"it returned Command(goto={outcome.goto!r}); inside this agent a tool may route "
-            f"only to {list(DESTINATIONS)}. To go to another agent, address the parent graph "
-            "(Command(graph=Command.PARENT, goto=...))",
-            step.ctx,
-        )
-    if outcome.handoff is not None and not step.in_subgraph:
-        goto = outcome.handoff.goto
-        return _failed(
-            call["name"],
-            f"it hands control to {goto!r} in a parent graph, but this agent runs on its "
-            "own; add it to a multi-agent graph (a swarm, a supervisor) to hand off",
-            step.ctx,
-        )
-    return outcome
-
-
-def _add(step: _Step, call: ToolCall, outcome: ToolOutcome) -> None:
-    step.outcomes.append(outcome)
-    step.results.append(
-        ToolMessage(
-            outcome.content,
-            tool_call_id=str(call["id"]),
-            name=call["name"],
-            status="success" if outcome.ok else "error",
-            artifact=outcome.artifact,
-            id=str(uuid.uuid4()),
-        )
+def _failed(call: ToolCall, detail: str, limit: int, **facts: Any) -> ToolMessage:
+    """A failed call's result: the model reads why and gets another step."""
+    return ToolMessage(
+        tool_result(False, error_text(call["name"], detail), limit),
+        tool_call_id=str(call["id"]),
+        name=call["name"],
+        status="error",
+        additional_kwargs={OUTCOME_KEY: _facts(ok=False, heartbeat=True, **facts)},
     )
 
 
-def finish(step: _Step) -> Command[Literal["check_pressure", "respond"]]:
-    """Answer invalid calls, record every result (write-ahead), and decide the route."""
-    ctx, state, last, memory, where = step.ctx, step.state, step.last, step.memory, step.where
-    results, outcomes = step.results, step.outcomes
-    for bad in last.invalid_tool_calls:
-        name = str(bad.get("name") or "unknown")
-        reason = bad.get("error") or "parse error"
-        detail = f"arguments are not valid JSON ({reason}): {bad.get('args')!r}"
-        results.append(
-            ToolMessage(
-                tool_result(False, error_text(name, detail), ctx.result_char_limit),
-                tool_call_id=str(bad.get("id")),
-                name=name,
-                status="error",
-                id=str(uuid.uuid4()),
-            )
-        )
-    added: list[BaseMessage] = [m for o in outcomes for m in o.extra_messages]
-    handoff = next((o.handoff for o in outcomes if o.handoff is not None), None)
-    if handoff is not None:
-        # Leaving the loop: no note asking for a reply, no breaker; respond hands over.
-        record(memory, [*results, *added], where.thread_id, where.turn)
-        update: dict[str, Any] = {
-            "messages": [*results, *added],
-            "handoff": _handoff(handoff, results),
-            "repeat_key": "",
-            "repeat_count": 0,
-        }
-        for outcome in outcomes:
-            update.update(outcome.update)
-        if any(o.core_changed for o in outcomes):
-            update["core_blocks"] = core_mirror(memory)
-        return Command(goto="respond", update=update)
-    go_on = any(o.heartbeat and o.ok for o in outcomes)
-    replied = any(o.reply is not None for o in outcomes) or bool(sent_messages(state))
-    failed = any(not o.ok for o in outcomes) or bool(last.invalid_tool_calls)
-    # A failure is worth another step while the user still waits for a reply; after
-    # the reply it would only cost time (the error stays in the queue for next turn).
-    go_on = go_on or (failed and not replied)
-    extra: list[AnyMessage] = []
-    if not go_on and not replied:
-        # Every user message gets a reply: a turn may not end on a silent memory edit
-        # (small models often forget send_message). Bounded by max_steps and the breaker.
-        go_on = True
-        extra.append(HumanMessage(prompts.NO_REPLY_NOTE, name=ALERT_NAME, id=str(uuid.uuid4())))
-    record(memory, [*results, *added, *extra], where.thread_id, where.turn)
-
-    signature = _signature(last)
-    repeats = state.get("repeat_count", 0) + 1 if signature == state.get("repeat_key") else 1
-    update = {
-        "messages": [*results, *added, *extra],
-        "repeat_key": signature,
-        "repeat_count": repeats,
-    }
-    for outcome in outcomes:
-        update.update(outcome.update)
-    if any(o.core_changed for o in outcomes):
-        update["core_blocks"] = core_mirror(memory)
-    if repeats >= ctx.max_repeated_calls:
-        first = last.tool_calls[0]["name"] if last.tool_calls else "an invalid call"
-        update["stop_reason"] = prompts.REPEATED_CALL_REPLY.format(name=first)
-        return Command(goto="respond", update=update)
-    routed = next((o.goto for o in outcomes if o.goto), None)
-    if routed is not None:
-        return Command(goto=routed, update=update)
-    return Command(goto="check_pressure" if go_on else "respond", update=update)
+def _plain(call: ToolCall, output: Any) -> ToolMessage:
+    text = output if isinstance(output, str) else json.dumps(output, default=str)
+    return ToolMessage(text, tool_call_id=str(call["id"]), name=call["name"])
 
 
-def _handoff(command: Command[Any], results: list[ToolMessage]) -> dict[str, Any]:
-    """The parent-graph ``Command`` as state: its update carries every result of this step.
-
-    A parent graph (a swarm, a supervisor) continues from the messages it is handed: each
-    tool call there needs its result, the handoff's own result being this loop's copy (the
-    one recall holds), so that both histories agree.
-    """
-    update = command.update
-    if isinstance(update, Mapping):
-        ours = {m.tool_call_id: m for m in results}
-        messages = [
-            ours.pop(m.tool_call_id, m) if isinstance(m, ToolMessage) else m
-            for m in convert_to_messages(update.get("messages", []))
-        ]
-        update = {**update, "messages": [*messages, *ours.values()]}
-    return {"goto": command.goto, "update": update}
+def _in_subgraph(request: ToolCallRequest) -> bool:
+    """A handoff needs a graph to hand control to: the namespace is "parent:task|node:task"."""
+    config = request.runtime.config or {}
+    return NAMESPACE_SEPARATOR in str(config.get("configurable", {}).get("checkpoint_ns", ""))
 
 
-def _as_recorded(message: AIMessage, memory: Memory) -> dict[str, ToolCall]:
-    """The whole calls of a message whose arguments were cut in the queue, by call id.
-
-    ``think`` recorded the message whole in recall before cutting it (``bounded_calls``):
-    a call runs with what the model really wrote, never with the cut copy.
-    """
-    if not message.additional_kwargs.get(CUT_CALLS_FLAG) or not message.id:
-        return {}
-    stored = memory.recall.get([str(message.id)])
-    if not stored:
-        return {}
-    return {
-        str(c.get("id")): ToolCall(name=str(c.get("name")), args=args, id=str(c.get("id")))
-        for c in stored[0].tool_calls
-        if not c.get("invalid") and isinstance(args := c.get("args"), dict)
-    }
-
-
-def _hold_back_reason(call: ToolCall, searching: bool, state: State) -> str | None:
+def _hold_back_reason(
+    call: ToolCall, message: AIMessage | None, state: Any, user_tools: Mapping[str, BaseTool]
+) -> str | None:
     """Why a reply must not reach the user yet, or None.
 
     Written beside a search, it was written before the results were read. An echo of the
     user's own message (a small model's habit) answers nothing; it is held back once per
     turn, since a model that echoes again would only loop into the repeated-call breaker.
     """
-    if searching:
+    calls = message.tool_calls if message is not None else []
+    if any(facts_of(c["name"], user_tools).reads for c in calls):
         return prompts.REPLY_HELD_BACK
-    queue = state["messages"]
+    queue: list[AnyMessage] = (
+        list(state.get("messages") or []) if isinstance(state, Mapping) else []
+    )
     index = latest_user_index(queue)
     if index is None:
         return None
@@ -385,14 +426,3 @@ def _hold_back_reason(call: ToolCall, searching: bool, state: State) -> str | No
 
 def _words(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
-
-
-def _held_back(call: ToolCall, reason: str, limit: int) -> ToolMessage:
-    """The result of a reply that was not sent, saying why."""
-    return ToolMessage(
-        tool_result(False, error_text("send_message", reason), limit),
-        tool_call_id=str(call["id"]),
-        name=call["name"],
-        status="error",
-        id=str(uuid.uuid4()),
-    )

@@ -1,6 +1,8 @@
-"""check_pressure: measure the next prompt, warn once per cycle, or send it to eviction.
+"""check_pressure: between model steps; measure the next prompt, warn once per cycle.
 
-It also opens each user turn: the user's message is written to recall memory here, first
+It closes a finished tool step (`langgraph_memgpt.tool_step`: does the turn go on?) and
+asks for an eviction when the prompt passes the flush limit; `routes.after_pressure` reads
+its update. It also opens each user turn: the user's message is written to recall memory here, first
 (write-ahead), and a message too large for the window is cut in the queue while recall
 keeps it whole. A tool call left unanswered by a killed run gets its (error) result here,
 before the model sees the queue again, and a user message a killed run left in the
@@ -12,7 +14,8 @@ continues).
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -21,13 +24,13 @@ from langchain_core.messages import (
     RemoveMessage,
     ToolMessage,
 )
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps, Node
+from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import (
     ALERT_NAME,
     CUT_FLAG,
@@ -47,7 +50,9 @@ from langgraph_memgpt.main_context import (
     with_time,
 )
 from langgraph_memgpt.state import State
+from langgraph_memgpt.streaming import hide
 from langgraph_memgpt.tokens import TokenCounter, content_text
+from langgraph_memgpt.tool_step import close_step, open_step
 from langgraph_memgpt.tools import error_text, tool_result
 
 
@@ -104,21 +109,57 @@ def _answer_interrupted_calls(
     return repaired if missing else None
 
 
-def make_check_pressure(
-    deps: Deps,
-) -> Node[Command[Literal["think", "summarize_evict"]]]:
+def pressure(
+    state: State,
+    system_prompt: str,
+    queue: Sequence[AnyMessage],
+    ctx: Context,
+    counter: TokenCounter,
+    schemas: Sequence[dict[str, Any]],
+) -> tuple[bool, HumanMessage | None]:
+    """Measure the next prompt: (evict now?, the memory-pressure warning to add, or None).
+
+    Eviction is due past ``flush_fraction`` of the window (or when ``force_evict`` asks);
+    the warning past ``warning_fraction``, once per eviction cycle (``alerted``). Shared
+    by this node and `langgraph_memgpt.middleware.MemGPTMiddleware`.
+    """
+    prompt = build_prompt(
+        system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
+    )
+    used = prompt_tokens(counter, prompt, schemas)
+    window = ctx.context_window
+    if state.get("force_evict") or used > ctx.flush_fraction * window:
+        return True, None
+    if used > ctx.warning_fraction * window and not state.get("alerted"):
+        alert = HumanMessage(
+            prompts.pressure_alert(used, window), name=ALERT_NAME, id=str(uuid.uuid4())
+        )
+        return False, alert
+    return False, None
+
+
+def make_check_pressure(deps: Deps) -> Any:
     """Build the node with the graph's dependencies."""
 
     def check_pressure(
-        state: State, runtime: Runtime[Context]
-    ) -> Command[Literal["think", "summarize_evict"]]:
-        """Route to think, after a warning if the window is filling, or to summarize_evict."""
+        state: State, config: RunnableConfig, runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """Close the tool step or open the turn; measure the prompt; warn or ask to evict."""
         ctx = context_of(runtime)
         memory = deps.memory(ctx, state)
         queue = list(state["messages"])
         # A new thread becomes the agent's (see Deps.memory).
         update: dict[str, Any] = {} if state.get("agent_id") else {"agent_id": deps.agent_of(ctx)}
-        if state.get("handoff"):
+        step = open_step(state)
+        if step is not None:
+            closed, added = close_step(state, step, memory, ctx)
+            record(memory, added, thread_of(runtime), state.get("turn", 0))
+            hide(added, config)
+            update.update(closed)
+            if closed.get("turn_over"):
+                return update
+            queue += added
+        elif state.get("handoff"):
             update["handoff"] = None  # an earlier run handed control over; this one has it back
 
         user_index = latest_user_index(queue)
@@ -135,6 +176,7 @@ def make_check_pressure(
                 repeat_count=0,
                 context_retries=0,
                 stop_reason="",
+                turn_over=False,
             )
             repaired = _answer_interrupted_calls(queue, user_index, ctx.result_char_limit)
             # User messages no run has opened a turn for yet (no arrival time): the newest,
@@ -168,6 +210,7 @@ def make_check_pressure(
                 ctx,
                 mid_turn=False,
                 thread_id=thread_of(runtime),
+                instructions=deps.instructions,
             )
             budget = message_budget(
                 ctx, deps.counter, deps.schemas, system[0], state.get("evicted_count", 0)
@@ -186,28 +229,30 @@ def make_check_pressure(
             elif changed:
                 update["messages"] = list(changed.values())
                 queue = [changed.get(m.id, m) for m in queue]
+            hide(update.get("messages", []), config)
 
         mid_turn = not new_turn and state.get("steps", 0) > 0
         if system is None:
             system = current_system(
-                state, memory, len(queue), ctx, mid_turn=mid_turn, thread_id=thread_of(runtime)
+                state,
+                memory,
+                len(queue),
+                ctx,
+                mid_turn=mid_turn,
+                thread_id=thread_of(runtime),
+                instructions=deps.instructions,
             )
         system_prompt, system_update = system
         update.update(system_update)
-        prompt = build_prompt(
-            system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
-        )
-        used = prompt_tokens(deps.counter, prompt, deps.schemas)
-        window = ctx.context_window
-        if state.get("force_evict") or used > ctx.flush_fraction * window:
-            return Command(goto="summarize_evict", update=update)
-        if used > ctx.warning_fraction * window and not state.get("alerted"):
-            alert = HumanMessage(
-                prompts.pressure_alert(used, window), name=ALERT_NAME, id=str(uuid.uuid4())
-            )
+        evict, alert = pressure(state, system_prompt, queue, ctx, deps.counter, deps.schemas)
+        if evict:
+            update["force_evict"] = True
+            return update
+        if alert is not None:
             record(memory, [alert], thread_of(runtime), turn)
+            hide([alert], config)
             update["messages"] = [*update.get("messages", []), alert]
             update["alerted"] = True
-        return Command(goto="think", update=update)
+        return update
 
     return check_pressure

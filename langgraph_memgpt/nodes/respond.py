@@ -3,6 +3,8 @@
 The reply is what the agent passed to ``send_message`` this turn (the user never sees inner
 monologue), a plain answer the model wrote without a tool, or the honest reason the turn
 was stopped. A parent graph reading the last AI message gets exactly what the user sees.
+A reply that already streamed goes out under the id it streamed with (see
+`langgraph_memgpt.streaming`): a client streaming ``messages`` gets it once.
 
 When a tool handed control to another agent of the parent graph (``Command.PARENT``, see
 ``call_memory_tool``), respond carries out that handoff instead of replying.
@@ -11,41 +13,22 @@ When a tool handed control to another agent of the parent graph (``Command.PAREN
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage, convert_to_messages
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps, Node
-from langgraph_memgpt.main_context import (
-    REPLY_FLAG,
-    context_of,
-    latest_user_index,
-    record,
-    thread_of,
-)
+from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.main_context import REPLY_FLAG, context_of, record, thread_of
 from langgraph_memgpt.state import State
+from langgraph_memgpt.streaming import streamed_reply_id
+from langgraph_memgpt.tool_step import results_of, sent_messages
 
 
-def sent_messages(state: State) -> list[str]:
-    """Texts the agent sent with ``send_message`` since the user's latest message."""
-    queue = state["messages"]
-    start = latest_user_index(queue) or 0
-    ok_calls = {
-        m.tool_call_id for m in queue[start:] if isinstance(m, ToolMessage) and m.status != "error"
-    }
-    return [
-        str(call["args"].get("message", ""))
-        for m in queue[start:]
-        if isinstance(m, AIMessage)
-        for call in m.tool_calls
-        if call["name"] == "send_message" and call.get("id") in ok_calls
-    ]
-
-
-def make_respond(deps: Deps) -> Node[dict[str, Any] | Command[Any]]:
+def make_respond(deps: Deps) -> Any:
     """Build the node with the graph's dependencies."""
 
     def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any] | Command[Any]:
@@ -54,21 +37,55 @@ def make_respond(deps: Deps) -> Node[dict[str, Any] | Command[Any]]:
         if handoff:
             # call_memory_tool already put every result in this thread's state and in
             # recall; the parent graph continues from the messages the handoff carries.
-            return Command(graph=Command.PARENT, goto=handoff["goto"], update=handoff["update"])
+            return Command(
+                graph=Command.PARENT, goto=handoff["goto"], update=_handoff_update(state)
+            )
         last = state["messages"][-1] if state["messages"] else None
         stop_reason = state.get("stop_reason")
         if not stop_reason and isinstance(last, AIMessage) and not last.tool_calls:
-            return {}  # a plain answer: it already is the last AI message
+            return {"turn_over": True}  # a plain answer: it already is the last AI message
         if stop_reason:
             reply = AIMessage(stop_reason, id=str(uuid.uuid4()))
         else:
+            text = "\n\n".join(sent_messages(state))
             reply = AIMessage(
-                "\n\n".join(sent_messages(state)),
-                id=str(uuid.uuid4()),
+                text,
+                id=_reply_id(state, text),
                 additional_kwargs={REPLY_FLAG: True},
             )
         ctx = context_of(runtime)
         record(deps.memory(ctx, state), [reply], thread_of(runtime), state.get("turn", 0))
-        return {"messages": [reply], "stop_reason": ""}
+        return {"messages": [reply], "stop_reason": "", "turn_over": True}
 
     return respond
+
+
+def _reply_id(state: State, text: str) -> str:
+    """The id the reply streamed under (same text), else a new one."""
+    for message in reversed(state["messages"]):
+        if isinstance(message, AIMessage) and (found := streamed_reply_id(message, text)):
+            return found
+    return str(uuid.uuid4())
+
+
+def _handoff_update(state: State) -> Any:
+    """The parent-graph ``Command``'s update, carrying every result of the last step.
+
+    A parent graph (a swarm, a supervisor) continues from the messages it is handed: each
+    tool call there needs its result, the handoff's own result being this loop's copy (the
+    one recall holds), so that both histories agree.
+    """
+    handoff = state.get("handoff") or {}
+    update = handoff.get("update")
+    if not isinstance(update, Mapping):
+        return update
+    step = next(
+        (m for m in reversed(state["messages"]) if isinstance(m, AIMessage) and m.tool_calls),
+        None,
+    )
+    ours = {m.tool_call_id: m for m in results_of(state, step)} if step is not None else {}
+    messages = [
+        ours.pop(m.tool_call_id, m) if isinstance(m, ToolMessage) else m
+        for m in convert_to_messages(update.get("messages", []))
+    ]
+    return {**update, "messages": [*messages, *ours.values()]}

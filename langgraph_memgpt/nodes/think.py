@@ -1,22 +1,27 @@
-"""think: one model call over the main context, with the memory tools bound.
+"""think: one model call over the main context, with every tool bound.
 
 The model's text next to a tool call is its inner monologue; a reply with no tool call is
-a plain answer and ends the turn. A provider "context length exceeded" error sends the
-queue to summarize_evict and retries (bounded by ``Context.max_context_retries``).
+a plain answer and ends the turn. A provider "context length exceeded" error asks for an
+eviction and a retry (bounded by ``Context.max_context_retries``). The call streams: the
+reply reaches a client as it is written, the monologue only if it asks (see
+`langgraph_memgpt.streaming`). Under ``ainvoke``/``astream`` the model's async API is used
+and the store I/O runs in a worker thread. Where the turn goes next is `routes.after_think`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage
-from langgraph.runtime import Runtime
-from langgraph.types import Command
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.runtime import Runtime, get_runtime
 
 from langgraph_memgpt import auto_search, prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps, Node
+from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.main_context import (
     bounded_calls,
@@ -28,8 +33,10 @@ from langgraph_memgpt.main_context import (
     thread_of,
     valid_message,
 )
+from langgraph_memgpt.memory_tools import OUTCOME_KEY
 from langgraph_memgpt.state import State
-from langgraph_memgpt.tools import non_editing
+from langgraph_memgpt.streaming import astream_step, hide, stream_step
+from langgraph_memgpt.tools import error_text, non_editing, tool_result
 
 
 def _with_call_ids(message: AIMessage) -> AIMessage:
@@ -48,25 +55,35 @@ def _with_call_ids(message: AIMessage) -> AIMessage:
     return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
 
 
-def make_think(
-    deps: Deps,
-) -> Node[Command[Literal["call_memory_tool", "respond", "summarize_evict"]]]:
-    """Build the node with the graph's dependencies."""
+@dataclass
+class _Call:
+    """One prepared model call, or the update that ends the step without one."""
 
-    def think(
-        state: State, runtime: Runtime[Context]
-    ) -> Command[Literal["call_memory_tool", "respond", "summarize_evict"]]:
-        """Call the model on the rendered main context; route on what it asked for."""
+    update: dict[str, Any]
+    model: Runnable[Any, Any] | None = None
+    prompt: list[BaseMessage] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    searched: list[AnyMessage] = field(default_factory=list)
+
+
+def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
+    """Build the node with the graph's dependencies: a sync and an async implementation."""
+
+    def prepare(state: State, runtime: Runtime[Context]) -> _Call:
         ctx = context_of(runtime)
         steps = state.get("steps", 0)
         if steps >= ctx.max_steps:
-            reply = prompts.STEP_CAP_REPLY.format(steps=steps)
-            return Command(goto="respond", update={"stop_reason": reply})
+            return _Call({"stop_reason": prompts.STEP_CAP_REPLY.format(steps=steps)})
         memory = deps.memory(ctx, state)
         queue = state["messages"]
-        thread_id = thread_of(runtime)
         system_prompt, update = current_system(
-            state, memory, len(queue), ctx, mid_turn=steps > 0, thread_id=thread_id
+            state,
+            memory,
+            len(queue),
+            ctx,
+            mid_turn=steps > 0,
+            thread_id=thread_of(runtime),
+            instructions=deps.instructions,
         )
         chat = deps.chat_model(ctx)
         searched: list[AnyMessage] = []
@@ -82,41 +99,96 @@ def make_think(
         if prompt_tokens(deps.counter, prompt, schemas) > ctx.context_window:
             # Never send a prompt over the window (eviction could not make it fit, e.g. the
             # instructions and tools alone fill it): the honest reply ends the turn.
-            return Command(
-                goto="respond", update={**update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY}
-            )
-        model = chat.bind_tools(schemas)
-        step: dict[str, Any] = {}
+            return _Call({**update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY})
+        kwargs: dict[str, Any] = {}
         if getattr(chat, "accepts_step_tools", False) and auto_search.asks_memory_question(queue):
             # A small model asked about the user tends to save something while answering
             # (a copy of what it already holds): this step may search or reply, not edit.
-            step["step_tools"] = non_editing(schemas)
+            kwargs["step_tools"] = non_editing(schemas)
+        return _Call(update, chat.bind_tools(schemas), list(prompt), kwargs, searched)
+
+    def overflowed(state: State, runtime: Runtime[Context], call: _Call) -> dict[str, Any]:
+        retries = state.get("context_retries", 0)
+        if retries >= context_of(runtime).max_context_retries:
+            return {**call.update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY}
+        return {**call.update, "context_retries": retries + 1, "force_evict": True}
+
+    def take(
+        state: State,
+        runtime: Runtime[Context],
+        config: RunnableConfig,
+        call: _Call,
+        raw: AIMessage,
+    ) -> dict[str, Any]:
+        ctx = context_of(runtime)
+        memory = deps.memory(ctx, state)
+        message = valid_message(_with_call_ids(raw))
+        if not message.id:
+            message = message.model_copy(update={"id": str(uuid.uuid4())})
+        answers = _invalid_call_results(message, ctx.result_char_limit)
+        # Write-ahead of the whole message; the queue (and so the checkpoint) keeps a copy
+        # bounded like a user message.
+        record(
+            memory, [*call.searched, message, *answers], thread_of(runtime), state.get("turn", 0)
+        )
+        budget = int(ctx.context_window * ctx.max_message_fraction)
+        message = bounded_calls(message, budget, deps.counter)
+        added = [*call.searched, message, *answers]
+        # The model's step is for the model; a plain answer (no call) is the reply itself.
+        hide(added if message.tool_calls or message.invalid_tool_calls else call.searched, config)
+        return {
+            **call.update,
+            "messages": added,
+            "steps": state.get("steps", 0) + 1,
+            "step_closed": "",
+        }
+
+    def think(state: State, config: RunnableConfig) -> dict[str, Any]:
+        """Call the model on the rendered main context (the reply streams)."""
+        runtime: Runtime[Context] = get_runtime(Context)
+        call = prepare(state, runtime)
+        if call.model is None:
+            return call.update
         try:
-            raw = model.invoke(prompt, **step)
+            raw = stream_step(call.model, call.prompt, config, **call.kwargs)
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
-            retries = state.get("context_retries", 0)
-            if retries >= ctx.max_context_retries:
-                return Command(
-                    goto="respond", update={**update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY}
-                )
-            return Command(
-                goto="summarize_evict",
-                update={**update, "context_retries": retries + 1, "force_evict": True},
-            )
-        message = raw if isinstance(raw, AIMessage) else AIMessage(content=str(raw.content))
-        message = valid_message(_with_call_ids(message))
-        if not message.id:
-            message = message.model_copy(update={"id": str(uuid.uuid4())})
-        # Write-ahead of the whole message; the queue (and so the checkpoint) keeps a copy
-        # bounded like a user message.
-        record(memory, [*searched, message], thread_id, state.get("turn", 0))
-        budget = int(ctx.context_window * ctx.max_message_fraction)
-        message = bounded_calls(message, budget, deps.counter)
-        out: dict[str, Any] = {**update, "messages": [*searched, message], "steps": steps + 1}
-        if message.tool_calls or message.invalid_tool_calls:
-            return Command(goto="call_memory_tool", update=out)
-        return Command(goto="respond", update=out)
+            return overflowed(state, runtime, call)
+        return take(state, runtime, config, call, raw)
 
-    return think
+    async def athink(state: State, config: RunnableConfig) -> dict[str, Any]:
+        """`think` with the model's async API; store I/O in a worker thread."""
+        runtime: Runtime[Context] = get_runtime(Context)
+        call = await asyncio.to_thread(prepare, state, runtime)
+        if call.model is None:
+            return call.update
+        try:
+            raw = await astream_step(call.model, call.prompt, config, **call.kwargs)
+        except Exception as exc:
+            if not is_context_overflow(exc):
+                raise
+            return overflowed(state, runtime, call)
+        return await asyncio.to_thread(take, state, runtime, config, call, raw)
+
+    return RunnableLambda(think, afunc=athink, name="think")
+
+
+def _invalid_call_results(message: AIMessage, limit: int) -> list[ToolMessage]:
+    """An error result for each call whose arguments did not parse (no tool can run it)."""
+    results = []
+    for bad in message.invalid_tool_calls:
+        name = str(bad.get("name") or "unknown")
+        reason = bad.get("error") or "parse error"
+        detail = f"arguments are not valid JSON ({reason}): {bad.get('args')!r}"
+        results.append(
+            ToolMessage(
+                tool_result(False, error_text(name, detail), limit),
+                tool_call_id=str(bad.get("id")),
+                name=name,
+                status="error",
+                id=str(uuid.uuid4()),
+                additional_kwargs={OUTCOME_KEY: {"ok": False, "heartbeat": True}},
+            )
+        )
+    return results

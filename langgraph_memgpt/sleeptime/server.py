@@ -16,8 +16,8 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 
-from langgraph_memgpt.context import ServerSettings, client_context_schema
 from langgraph_memgpt.server import GraphFactory, checked_factory, server_memory
+from langgraph_memgpt.settings import ServerSettings, client_context_schema
 from langgraph_memgpt.sleeptime.graph import GRAPH_ID, assemble_sleeptime
 from langgraph_memgpt.stores.base import MemoryBackend
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores import DB_FILENAME, SqliteBackend
 from langgraph_memgpt.stores.base import MemoryBackend
+from langgraph_memgpt.stores.sqlite import DB_FILENAME, SqliteBackend
 from langgraph_memgpt.stores.types import StoreAccessError
 
 
@@ -126,11 +126,11 @@ def reembed_embedded(
     Raises:
         MemoryStoreError: the database cannot be used.
     """
-    from langgraph_memgpt.stores.archival import ArchivalMemory
-    from langgraph_memgpt.stores.db import open_db
-    from langgraph_memgpt.stores.recall import TIER as RECALL_TIER
-    from langgraph_memgpt.stores.recall import RecallMemory
-    from langgraph_memgpt.stores.vectors import VectorIndex
+    from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+    from langgraph_memgpt.stores.sqlite.db import open_db
+    from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+    from langgraph_memgpt.stores.sqlite.recall_context import TIER as RECALL_TIER
+    from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
 
     root = Path(data_dir).expanduser()
     db = open_db(root / DB_FILENAME)

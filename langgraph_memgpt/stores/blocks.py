@@ -1,7 +1,7 @@
 """The rules of a core-memory edit, shared by every backend (no storage engine here).
 
 What makes an edit valid and the refusals a model reads (:class:`BlockEditError`) live
-here once, so the embedded backend (``stores.core``) and the Postgres one refuse the same
+here once, so the embedded backend (``stores.sqlite.core``) and the Postgres one refuse the same
 edits with the same words.
 """
 
@@ -59,7 +59,7 @@ def check_new_block(label: str, value: str, char_limit: int) -> None:
 
 SHARE_SECRET = "shared-blocks"
 """Name of the store secret that signs an export's shared-block claims (`share_proof`);
-``stores.db.SHARED_BLOCKS_SECRET`` is the same name."""
+``stores.sqlite.db.SHARED_BLOCKS_SECRET`` is the same name."""
 
 
 def share_proof(secret: bytes, agent_id: str, label: str, owner_id: str) -> str:

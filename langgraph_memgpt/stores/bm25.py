@@ -1,6 +1,6 @@
 """BM25 as SQLite FTS5 scores it, and long texts scored on words by their best part.
 
-Both backends rank words with the same BM25 (``stores.fts`` asks FTS5's ``bm25()``;
+Both backends rank words with the same BM25 (``stores.sqlite.fts`` asks FTS5's ``bm25()``;
 ``stores.postgres.search`` computes it with :func:`bm25_term` from kept statistics).
 
 BM25 normalises by length: a 120-word message whose one sentence holds every topic word

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.text import valid_text
+from langgraph_memgpt.stores.types import Passage
 
 MAX_TAG_CHARS = 100
 """Longest tag a passage may carry: tags are listed in the system prompt, so one huge tag
@@ -20,6 +21,9 @@ would make every prompt of the agent overflow its window."""
 MAX_PASSAGE_CHARS = 1_000_000
 """Longest passage archival memory accepts: a model writing megabytes into one call is
 looping or pasting, and every search would carry the passage (a readable error instead)."""
+
+SUMMARY_TAG = "summary"
+"""The tag eviction writes its summaries with (``nodes.summarize_evict.SUMMARY_TAG``)."""
 
 PreparedPassage = tuple[str, list[str], str | None, int | None, str, str | None]
 """(text, tags, thread_id, turn, created_at as ISO-8601 UTC, key), ready to store."""
@@ -103,3 +107,8 @@ def prepare_passages(
             )
         )
     return prepared
+
+
+def deletion_kind(passage: Passage) -> str:
+    """What the deletion log calls ``passage``: an eviction's ``"summary"``, else ``"passage"``."""
+    return "summary" if SUMMARY_TAG in passage.tags else "passage"

@@ -42,10 +42,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from langgraph_memgpt.auth import may_use
-from langgraph_memgpt.context import ServerSettings
 from langgraph_memgpt.llm.factory import hosted_endpoint_configured
-from langgraph_memgpt.stores import SqliteBackend, list_agents
+from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.sqlite import SqliteBackend, list_agents
 from langgraph_memgpt.stores.types import BlockConflictError, BlockEditError, MemoryStoreError
 from langgraph_memgpt.web import views
 from langgraph_memgpt.web.guard import SameOriginGuard

@@ -1,4 +1,4 @@
-"""Archival memory in Postgres: tagged passages, searched as ``stores.archival`` searches.
+"""Archival memory in Postgres: tagged passages, searched as ``stores.sqlite.archival`` searches.
 
 Words (full-text search over the text) and meaning (pgvector cosine) are fused by
 ``stores.ranking.fuse``; every
@@ -14,7 +14,6 @@ from typing import Any
 
 import psycopg
 
-from langgraph_memgpt.stores.archival import SUMMARY_TAG
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
@@ -23,6 +22,7 @@ from langgraph_memgpt.stores.mentions import mention_signals, topic_of
 from langgraph_memgpt.stores.passages import (
     NewPassage,
     PreparedPassage,
+    deletion_kind,
     normalize_tags,
     prepare_passages,
 )
@@ -261,7 +261,7 @@ class PgArchivalMemory(SearchesArchival, PgTier):
                 conn,
                 self.agent_id,
                 actor,
-                [(_kind(p), str(p.id), p.thread_id, detail) for p in deleted],
+                [(deletion_kind(p), str(p.id), p.thread_id, detail) for p in deleted],
             )
         return deleted
 
@@ -469,7 +469,3 @@ def _passage(row: Sequence[Any]) -> Passage:
         thread_id=row[5],
         turn=None if row[6] is None else int(row[6]),
     )
-
-
-def _kind(passage: Passage) -> str:
-    return "summary" if SUMMARY_TAG in passage.tags else "passage"

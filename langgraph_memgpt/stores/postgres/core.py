@@ -1,4 +1,4 @@
-"""Core memory in Postgres: the same blocks, rules, refusals and history as ``stores.core``.
+"""Core memory in Postgres: the same blocks, rules, refusals and history as ``stores.sqlite.core``.
 
 An edit is a read-modify-write of one row. It runs in one transaction that reads the block
 ``FOR UPDATE``: a concurrent edit of the same block, from any thread or process, waits for
@@ -151,7 +151,7 @@ class PgCoreMemory:
     # -- sharing ---------------------------------------------------------------------
 
     def attach(self, label: str, owner_id: str) -> Block:
-        """Show agent ``owner_id``'s block ``label`` here, shared (as ``stores.core``)."""
+        """Show agent ``owner_id``'s block ``label`` here, shared (as ``stores.sqlite.core``)."""
         with self.pool.connection() as conn, conn.transaction():
             own = conn.execute(
                 _BLOCK + "WHERE agent_id = %s AND label = %s", (self.agent_id, pg_text(label))
@@ -215,7 +215,7 @@ class PgCoreMemory:
         read_only: bool = False,
         sections: Sequence[str] = (),
     ) -> Block:
-        """Create a new block, optionally in ``sections`` (as ``stores.core``)."""
+        """Create a new block, optionally in ``sections`` (as ``stores.sqlite.core``)."""
         names = check_names(sections)
         value = compose(names) if names and not value else value
         check_value(value, names, label)
@@ -227,7 +227,7 @@ class PgCoreMemory:
             return block
 
     def declare_sections(self, label: str, sections: Sequence[str], actor: str = "user") -> Block:
-        """Give block ``label`` these labelled sections (as ``stores.core``)."""
+        """Give block ``label`` these labelled sections (as ``stores.sqlite.core``)."""
         names = check_names(sections)
         with self.pool.connection() as conn, conn.transaction():
             block = self._editable(conn, label, actor)
@@ -291,7 +291,7 @@ class PgCoreMemory:
     # -- import and forgetting ---------------------------------------------------------
 
     def restore(self, blocks: Sequence[Block], history: Sequence[Mapping[str, Any]]) -> None:
-        """Put exported blocks back with their history, once (as ``stores.core``)."""
+        """Put exported blocks back with their history, once (as ``stores.sqlite.core``)."""
         entries = [restorable(entry) for entry in history]
         with self.pool.connection() as conn, conn.transaction():
             for block in blocks:

@@ -170,7 +170,7 @@ SCHEMA: tuple[str, ...] = (
         dims integer NOT NULL
     )""",
     # What was forgotten (never the content), and the ids of deleted messages, so a queue
-    # re-recorded at the next turn cannot bring one back (see stores.deletions).
+    # re-recorded at the next turn cannot bring one back (see stores.sqlite.deletions).
     """CREATE TABLE IF NOT EXISTS memgpt_deletions (
         id bigserial PRIMARY KEY,
         agent_id text NOT NULL,

@@ -1,4 +1,4 @@
-"""The deletion log and forgotten-message ids in Postgres (as ``stores.deletions``)."""
+"""The deletion log and forgotten-message ids in Postgres (as ``stores.sqlite.deletions``)."""
 
 from __future__ import annotations
 

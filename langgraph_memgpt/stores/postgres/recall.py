@@ -1,4 +1,4 @@
-"""Recall memory in Postgres: every message, verbatim, idempotent, searched as ``stores.recall``.
+"""Recall memory in Postgres: every message, verbatim, idempotent, searched as SQLite searches.
 
 The same four signals as the embedded backend, fused by ``stores.ranking.fuse``: words of
 the message and of
@@ -265,7 +265,7 @@ class PgRecallMemory(SearchesRecall, PgTier):
     def delete(
         self, message_ids: Sequence[str], *, thread_id: str | None = None, actor: str = "user"
     ) -> list[RecallMessage]:
-        """Forget messages as ``stores.recall.RecallMemory.delete`` does (row, words, vectors)."""
+        """Forget messages as the SQLite ``RecallMemory.delete`` does (row, words, vectors)."""
         wanted = list(dict.fromkeys(pg_text(str(m)) for m in message_ids))
         if not wanted:
             return []

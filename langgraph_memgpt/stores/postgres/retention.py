@@ -1,4 +1,4 @@
-"""Retention rules of archival memory on Postgres (as ``stores.retention`` on SQLite).
+"""Retention rules of archival memory on Postgres (as ``stores.sqlite.retention`` on SQLite).
 
 The table, ``memgpt_archival_retention``, is created with the rest (``postgres.db.SCHEMA``).
 """

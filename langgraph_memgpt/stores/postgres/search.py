@@ -137,7 +137,7 @@ def bm25_scores(
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
-    The OR-query's BM25 as SQLite FTS5 computes it (see ``stores.fts.bm25_scores``): the
+    The OR-query's BM25 as SQLite FTS5 computes it (see ``stores.sqlite.fts.bm25_scores``): the
     sum over the terms of :func:`bm25_term`, with the agent's rows as the collection
     (document count, average length, each term's document frequency), whatever the
     search's other filters; FTS5 uses the whole database file, which the embedded backend
@@ -335,7 +335,7 @@ def term_matches(
 ) -> dict[str, set[int]]:
     """For each term, the ids (at most ``limit + 1``) of the rows that hold it and pass ``where``.
 
-    As ``stores.fts.term_matches``: what tells a rare term from a common one.
+    As ``stores.sqlite.fts.term_matches``: what tells a rare term from a common one.
     """
     out: dict[str, set[int]] = {}
     for term in dict.fromkeys(terms):

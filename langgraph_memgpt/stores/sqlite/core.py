@@ -29,8 +29,6 @@ from langgraph_memgpt.stores.blocks import (
     share_proof,
     unknown_label,
 )
-from langgraph_memgpt.stores.db import store_secret, transaction
-from langgraph_memgpt.stores.deletions import log_deletions
 from langgraph_memgpt.stores.sections import (
     check_content,
     check_names,
@@ -41,6 +39,8 @@ from langgraph_memgpt.stores.sections import (
 )
 from langgraph_memgpt.stores.sections import decode as decode_sections
 from langgraph_memgpt.stores.sections import encode as encode_sections
+from langgraph_memgpt.stores.sqlite.db import store_secret, transaction
+from langgraph_memgpt.stores.sqlite.deletions import log_deletions
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
@@ -65,7 +65,7 @@ class CoreMemory:
     """The core memory blocks of one agent, stored in the shared memory database.
 
     Args:
-        db: A database from :func:`~langgraph_memgpt.stores.db.open_db`.
+        db: A database from :func:`~langgraph_memgpt.stores.sqlite.db.open_db`.
         agent_id: The agent whose blocks this object reads and writes; no method can
             reach another agent's blocks.
         default_limit: Character limit of the blocks :meth:`ensure_defaults` creates.

@@ -28,7 +28,7 @@ import sqlite_utils
 
 from langgraph_memgpt.stores.bm25 import Corpus, PartWords, best_part_scores, long_text_sql
 from langgraph_memgpt.stores.chunks import parts_of
-from langgraph_memgpt.stores.fts import bm25_scores, match_phrase
+from langgraph_memgpt.stores.sqlite.fts import bm25_scores, match_phrase
 
 TOKENIZE = "porter unicode61"
 """The tokenizer of every FTS5 table of the package (``recall_fts``, ``recall_context_fts``,

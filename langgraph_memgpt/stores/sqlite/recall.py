@@ -21,36 +21,21 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.chunks import (
-    PartIndex,
-    delete_parts_without_model,
-    embed_parts,
-    nearest_items,
-    parts_of,
-)
+from langgraph_memgpt.stores.base import SearchMode
+from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.db import get_meta, set_meta, transaction
-from langgraph_memgpt.stores.deletions import (
-    LogRow,
-    forgotten_among,
-    log_deletions,
-    remember_forgotten,
-)
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
-    embed_query,
     embed_texts,
     normalize,
 )
 from langgraph_memgpt.stores.embeddings import embedding_identity as _identity
-from langgraph_memgpt.stores.fts import bm25_scores, term_matches
-from langgraph_memgpt.stores.fts_parts import long_texts, with_best_parts
 from langgraph_memgpt.stores.mentions import (
     mention_signals,
     topic_of,
@@ -68,15 +53,32 @@ from langgraph_memgpt.stores.search import (
     RecallFilter,
     SearchesRecall,
     Signals,
-    split_excluded,
+)
+from langgraph_memgpt.stores.sqlite.db import get_meta, set_meta, transaction
+from langgraph_memgpt.stores.sqlite.deletions import (
+    LogRow,
+    forgotten_among,
+    log_deletions,
+    remember_forgotten,
+)
+from langgraph_memgpt.stores.sqlite.parts import PartIndex, delete_parts_without_model
+from langgraph_memgpt.stores.sqlite.recall_context import (
+    TIER,
+    ContextRow,
+    neighbours,
+    refresh_contexts,
+    stored_vectors,
+    thread_windows,
+)
+from langgraph_memgpt.stores.sqlite.recall_signals import RecallSignals, excluding
+from langgraph_memgpt.stores.sqlite.vectors import (
+    IndexKind,
+    VectorIndex,
+    delete_items_without_model,
 )
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage, check_page
-from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
-SearchMode = Literal["hybrid", "fts", "vector"]
-
-TIER = "recall"
 _ID_FLOOR = "recall_id_floor"
 """Meta key: the largest recall row id ever given out, once the newest rows were deleted."""
 INGEST_CHUNK = 256
@@ -94,22 +96,11 @@ minute at 100k messages. A thread's last two messages stay in the tail."""
 _COLUMNS = "id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn"
 
 
-@dataclass
-class _Row:
-    """A searchable message as the context computation needs it."""
-
-    id: int
-    created_at: str
-    text: str
-    context: str | None
-    window: tuple[int, ...] = ()  # ids of the messages the context is made of
-
-
 class RecallMemory(SearchesRecall):
     """The verbatim message history of one agent.
 
     Args:
-        db: The memory database (:func:`~langgraph_memgpt.stores.db.open_db`).
+        db: The memory database (:func:`~langgraph_memgpt.stores.sqlite.db.open_db`).
         agent_id: The agent whose messages this object reads and writes; every query is
             filtered on it, and its vectors live in its own FAISS indexes.
         embeddings: Embedding model for the vector signals; None keeps search to words only.
@@ -253,7 +244,7 @@ class RecallMemory(SearchesRecall):
             if progress is not None:
                 progress(start + len(chunk), len(rows))
         # Context vectors are means of message vectors: pool once every message has one.
-        windows = self._thread_windows(sorted({str(r[2]) for r in rows}))
+        windows = thread_windows(self.db.conn, self.agent_id, sorted({str(r[2]) for r in rows}))
         with transaction(self.db):
             self._store_vectors([], None, windows)
         self.close()
@@ -275,7 +266,7 @@ class RecallMemory(SearchesRecall):
         )
         narrowed = len(self._filters(chosen.roles, chosen.start_date, chosen.end_date, ())[1]) > 1
         return nullcontext(
-            _RecallSignals(self, where, params, narrowed=narrowed, excluded=chosen.exclude_ids)
+            RecallSignals(self, where, params, narrowed=narrowed, excluded=chosen.exclude_ids)
         )
 
     def search_date(
@@ -299,7 +290,7 @@ class RecallMemory(SearchesRecall):
 
     def count(self, exclude_message_ids: Collection[Excluded] = ()) -> int:
         """Number of stored messages of the agent (all roles), minus the excluded ones."""
-        clauses, params = _excluding("", exclude_message_ids)
+        clauses, params = excluding("", exclude_message_ids)
         sql = "SELECT COUNT(*) FROM recall WHERE agent_id = ?" + "".join(
             f" AND {c}" for c in clauses
         )
@@ -450,7 +441,7 @@ class RecallMemory(SearchesRecall):
         gone = set(rowids)
         threads = sorted({m.thread_id for m in deleted})
         # Messages whose context window held a deleted message must be recomputed.
-        windows = self._thread_windows(threads)
+        windows = thread_windows(self.db.conn, self.agent_id, threads)
         touched: dict[str, set[int]] = {}
         thread_of = {i: m.thread_id for i, m in zip(rowids, deleted, strict=True)}
         for item_id, window in windows.items():
@@ -464,9 +455,9 @@ class RecallMemory(SearchesRecall):
         self._never_reuse(max(rowids))
         remember_forgotten(self.db, self.agent_id, ((m.thread_id, m.message_id) for m in deleted))
         log_deletions(self.db, self.agent_id, actor, log)
-        changed: list[_Row] = []
+        changed: list[ContextRow] = []
         for thread, ids in touched.items():
-            changed.extend(self._refresh_contexts(thread, ids))
+            changed.extend(refresh_contexts(self.db.conn, self.agent_id, thread, ids))
         if self.embeddings is not None:
             assert self._context_index is not None and self._tail_index is not None
             self._forget_vectors(rowids)
@@ -598,11 +589,13 @@ class RecallMemory(SearchesRecall):
             for rowid, item in searchable:
                 by_thread.setdefault(item.message.thread_id, set()).add(rowid)
             for rowid, thread_id in dropped:
-                by_thread.setdefault(thread_id, set()).update(self._neighbours(thread_id, rowid))
-            changed: list[_Row] = []
+                by_thread.setdefault(thread_id, set()).update(
+                    neighbours(self.db.conn, self.agent_id, thread_id, rowid)
+                )
+            changed: list[ContextRow] = []
             for thread_id, rowids in by_thread.items():
                 if rowids:
-                    changed.extend(self._refresh_contexts(thread_id, rowids))
+                    changed.extend(refresh_contexts(self.db.conn, self.agent_id, thread_id, rowids))
             if self.embeddings is not None:
                 self._forget_vectors([rowid for rowid, _ in dropped])
                 missing = {item.text for _, item in searchable} - set(vectors)
@@ -723,23 +716,6 @@ class RecallMemory(SearchesRecall):
             self.db.conn.execute("UPDATE recall SET context = NULL WHERE id = ?", (old.id,))
         return old.id
 
-    def _neighbours(self, thread_id: str, rowid: int) -> set[int]:
-        """The searchable messages just before and after ``rowid`` in its thread."""
-        at = self.db.conn.execute("SELECT created_at FROM recall WHERE id = ?", (rowid,))
-        created_at = str(at.fetchone()[0])
-        base = "SELECT id FROM recall WHERE agent_id = ? AND thread_id = ? AND searchable = 1 "
-        before = self.db.conn.execute(
-            base + "AND (created_at < ? OR (created_at = ? AND id < ?)) "
-            "ORDER BY created_at DESC, id DESC LIMIT 1",
-            (self.agent_id, thread_id, created_at, created_at, rowid),
-        ).fetchall()
-        after = self.db.conn.execute(
-            base + "AND (created_at > ? OR (created_at = ? AND id > ?)) "
-            "ORDER BY created_at, id LIMIT 1",
-            (self.agent_id, thread_id, created_at, created_at, rowid),
-        ).fetchall()
-        return {int(r[0]) for r in [*before, *after]}
-
     def _forget_vectors(self, rowids: Sequence[int]) -> None:
         """Drop every vector of messages that are no longer searchable."""
         if rowids:
@@ -748,74 +724,6 @@ class RecallMemory(SearchesRecall):
                 index.delete(rowids)
             assert self._parts is not None
             self._parts.delete(rowids)
-
-    def _refresh_contexts(self, thread_id: str, new_ids: set[int]) -> list[_Row]:
-        """Recompute the context of the new messages and of their ±2 neighbours.
-
-        Reads the thread only between the first and last new message, plus four
-        searchable messages on each side (the neighbours' own neighbours): an appended
-        message costs a handful of rows, a bulk ingest one pass over its thread.
-        """
-        ordered = (
-            "SELECT r.id, r.created_at, f.text, r.context FROM recall AS r "
-            "JOIN recall_fts AS f ON f.rowid = r.id "
-            "WHERE r.agent_id = ? AND r.thread_id = ? AND r.searchable = 1 "
-        )
-        base = (self.agent_id, thread_id)
-        low_at, high_at = self.db.conn.execute(
-            "SELECT MIN(created_at), MAX(created_at) FROM recall "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(new_ids)),),
-        ).fetchone()
-        # (created_at, id) bounds at or beyond the new rows: min/max ids may belong to other
-        # new rows than the min/max times, which only widens the span read.
-        low_id, high_id = min(new_ids), max(new_ids)
-        reach = 2 * CONTEXT_RADIUS
-        # Written as a range on created_at plus a tie-break on id so the thread index
-        # serves them: an append reads a few rows, not the whole thread.
-        before = self.db.conn.execute(
-            ordered + "AND r.created_at <= ? AND (r.created_at < ? OR r.id < ?) "
-            "ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
-            (*base, low_at, low_at, low_id, reach),
-        ).fetchall()
-        span = self.db.conn.execute(
-            ordered + "AND r.created_at BETWEEN ? AND ? "
-            "AND (r.created_at > ? OR r.id >= ?) AND (r.created_at < ? OR r.id <= ?) "
-            "ORDER BY r.created_at, r.id",
-            (*base, low_at, high_at, low_at, low_id, high_at, high_id),
-        ).fetchall()
-        after = self.db.conn.execute(
-            ordered + "AND r.created_at >= ? AND (r.created_at > ? OR r.id > ?) "
-            "ORDER BY r.created_at, r.id LIMIT ?",
-            (*base, high_at, high_at, high_id, reach),
-        ).fetchall()
-        seen: set[int] = set()
-        sequence: list[_Row] = []
-        for row in [*reversed(before), *span, *after]:
-            if int(row[0]) not in seen:  # low/high bounds may straddle equal timestamps
-                seen.add(int(row[0]))
-                sequence.append(_Row(int(row[0]), str(row[1]), str(row[2]), row[3]))
-        positions = [i for i, row in enumerate(sequence) if row.id in new_ids]
-        affected = sorted(
-            {
-                j
-                for i in positions
-                for j in range(i - CONTEXT_RADIUS, i + CONTEXT_RADIUS + 1)
-                if 0 <= j < len(sequence)
-            }
-        )
-        changed: list[_Row] = []
-        for i in affected:
-            window = sequence[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1]
-            context = "\n".join(row.text for row in window)
-            if context != sequence[i].context:
-                ids = tuple(row.id for row in window)
-                changed.append(_Row(sequence[i].id, sequence[i].created_at, "", context, ids))
-        self.db.conn.executemany(
-            "UPDATE recall SET context = ? WHERE id = ?",
-            [(row.context, row.id) for row in changed],
-        )
-        return changed
 
     def _store_vectors(
         self,
@@ -842,7 +750,7 @@ class RecallMemory(SearchesRecall):
         if not windows:
             return
         wanted = sorted({i for w in windows.values() for i in w} - set(fresh))
-        known = {**self._turn_vectors(wanted), **fresh}
+        known = {**stored_vectors(self.db.conn, self.agent_id, wanted), **fresh}
         pooled: dict[bool, dict[int, FloatArray]] = {True: {}, False: {}}
         for item_id, window in windows.items():
             parts = [known[i] for i in window if i in known]
@@ -855,33 +763,6 @@ class RecallMemory(SearchesRecall):
                 index.upsert(list(pooled[complete]), vectors)
         # A window that just became complete leaves the tail.
         self._tail_index.delete(pooled[True])
-
-    def _turn_vectors(self, ids: Sequence[int]) -> dict[int, FloatArray]:
-        """Stored message vectors of ``ids`` (those that have one)."""
-        if not ids:
-            return {}
-        rows = self.db.conn.execute(
-            "SELECT item_id, embedding FROM vectors WHERE tier = ? AND agent_id = ? "
-            "AND key = 'turn' AND item_id IN (SELECT value FROM json_each(?))",
-            (TIER, self.agent_id, json.dumps(list(ids))),
-        ).fetchall()
-        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
-
-    def _thread_windows(self, thread_ids: Iterable[str]) -> dict[int, tuple[int, ...]]:
-        """The context window (ids) of every searchable message of these threads."""
-        out: dict[int, tuple[int, ...]] = {}
-        for thread_id in thread_ids:
-            ids = [
-                int(r[0])
-                for r in self.db.conn.execute(
-                    "SELECT id FROM recall WHERE agent_id = ? AND thread_id = ? "
-                    "AND searchable = 1 ORDER BY created_at, id",
-                    (self.agent_id, thread_id),
-                )
-            ]
-            for i, item_id in enumerate(ids):
-                out[item_id] = tuple(ids[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1])
-        return out
 
     def _mention_scores(
         self, query: str, where: str, params: Sequence[object], candidates: Collection[int]
@@ -952,8 +833,8 @@ class RecallMemory(SearchesRecall):
         conditions, values = date_range_sql("b.created_at", start_date, end_date)
         clauses += conditions
         params += values
-        excluding, values = _excluding("b.", exclude_ids)
-        clauses += excluding
+        left_out, values = excluding("b.", exclude_ids)
+        clauses += left_out
         params += values
         return " AND ".join(clauses), params
 
@@ -992,183 +873,6 @@ class RecallMemory(SearchesRecall):
             (self.agent_id, json.dumps(list(ids))),
         ).fetchall()
         return {int(row[0]): _message(row) for row in rows}
-
-
-SEARCH_TEXTS = ("recall_fts_content", "id", "c0")
-"""Where a message's search text is read by id: ``recall_fts``'s content table (FTS5 keeps
-a table's one column there as ``c0``), read directly: a lookup through the FTS5 table costs
-more per row."""
-
-
-class _RecallSignals:
-    """The signals of one recall search in SQLite (``stores.search.SignalSource``).
-
-    Words: FTS5 BM25 over the message and over its context. Meaning: FAISS cosine of the
-    message (its best vector: whole or one of its parts, ``stores.chunks``) and of the
-    context vector (the context and tail indexes together).
-    Named: the day and the participant a query names.
-    """
-
-    def __init__(
-        self,
-        memory: RecallMemory,
-        where: str,
-        params: list[object],
-        *,
-        narrowed: bool = True,
-        excluded: Collection[Excluded] = (),
-    ) -> None:
-        """``narrowed``: a filter beyond the agent and ``excluded`` (message ids) applies."""
-        self.memory = memory
-        self.db = memory.db
-        self.where = where
-        self.params = params
-        self.narrowed = narrowed
-        self.excluded = excluded
-        self.has_vectors = memory.embeddings is not None
-        self._allowed: list[int] | None = None
-        self._allowed_read = False
-        self._excluded_rows: list[int] | None = None
-
-    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        """BM25 of the message and of its context, a long message's raised to its best part's.
-
-        Where that is higher (``stores.bm25``); so is a long message's context.
-
-        The long messages among both signals' matches are read in one query (the
-        database picks them, ``bm25.long_text_sql``): nothing more is read in a memory of
-        short messages.
-        """
-        by_message: dict[str, list[int]] = {}
-        by_context: dict[str, list[int]] = {}
-        message = bm25_scores(
-            self.db, "recall_fts", "recall", terms, self.where, self.params, matched=by_message
-        )
-        context = bm25_scores(
-            self.db,
-            "recall_context_fts",
-            "recall",
-            terms,
-            self.where,
-            self.params,
-            matched=by_context,
-        )
-        found = long_texts(self.db, SEARCH_TEXTS, list(message.keys() | context.keys()))
-        long = {item: text for item, text in found.items() if parts_of(text)}
-        contexts = long_texts(
-            self.db, ("recall", "id", "context"), [i for i in long if i in context]
-        )
-        return [
-            with_best_parts(
-                self.db,
-                "recall_fts",
-                message,
-                by_message,
-                {i: long[i] for i in long if i in message},
-            ),
-            with_best_parts(self.db, "recall_context_fts", context, by_context, contexts),
-        ]
-
-    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
-        return term_matches(
-            self.db, "recall_fts", "recall", terms, self.where, self.params, limit=limit
-        )
-
-    def vector_text(self, query: str, mode: SearchMode) -> str:
-        return self.memory._topic_query(query, mode)
-
-    def embed(self, text: str) -> FloatArray:
-        assert self.memory.embeddings is not None
-        return embed_query(self.memory.embeddings, text)
-
-    def _indexes(self) -> tuple[VectorIndex, VectorIndex, VectorIndex]:
-        memory = self.memory
-        assert memory._turn_index is not None
-        assert memory._context_index is not None and memory._tail_index is not None
-        return memory._turn_index, memory._context_index, memory._tail_index
-
-    def allowed(self) -> list[int] | None:
-        """Ids passing the filters, or None when only the agent filter applies.
-
-        The vector indexes hold only this agent's searchable messages, so without other
-        filters (``params[0]`` is the agent id) every vector is a candidate and FAISS
-        needs no id list; nor when the only other filter leaves out a few messages
-        (those in the prompt): :meth:`excluded_rows` are then left out instead.
-        """
-        if not self._allowed_read and self.narrowed and len(self.params) > 1:
-            rows = self.db.conn.execute(
-                f"SELECT b.id FROM recall AS b WHERE {self.where}", self.params
-            )
-            self._allowed = [int(r[0]) for r in rows]
-        self._allowed_read = True
-        return self._allowed
-
-    def excluded_rows(self) -> list[int]:
-        """Row ids of the excluded messages, when they are the only filter but the agent.
-
-        Listing the allowed ids instead read every message of the agent (a search at
-        100k messages spent ~0.25 s there and in the part lookup of 100k ids).
-        """
-        if self._excluded_rows is None:
-            self._excluded_rows = []
-            if not self.narrowed and self.excluded:
-                bare, pairs = split_excluded(self.excluded)
-                rows = self.db.conn.execute(
-                    "SELECT id FROM recall WHERE agent_id = ? AND ("
-                    "message_id IN (SELECT value FROM json_each(?)) OR (thread_id, message_id) "
-                    f"IN ({_PAIRS}))",
-                    (self.memory.agent_id, json.dumps(bare), json.dumps(pairs)),
-                )
-                self._excluded_rows = sorted(int(r[0]) for r in rows)
-        return self._excluded_rows
-
-    def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
-        allowed = self.allowed()
-        if allowed is not None and not allowed:
-            return [{}, {}]
-        excluded = self.excluded_rows()
-        turn, context, tail = self._indexes()
-        # A message's similarity is its best part's (``stores.chunks``).
-        assert self.memory._parts is not None
-        turns = nearest_items(
-            dict(turn.search(vector, k, allowed_ids=allowed, excluded_ids=excluded)),
-            self.memory._parts.nearest(vector, k, allowed, excluded),
-            k,
-        )
-        # One context signal over both context indexes (the tail's newer vector wins for a
-        # message a database from before the split holds in both).
-        contexts = dict(context.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
-        contexts.update(tail.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
-        best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
-        return [turns, dict(best)]
-
-    def vector_total(self, at_most: int) -> int:
-        allowed = self.allowed()
-        if allowed is not None:
-            return min(at_most, len(allowed))
-        if len(self.params) > 1:  # a few left out: the candidates, counted up to at_most
-            row = self.db.conn.execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM recall AS b WHERE {self.where} LIMIT ?)",
-                (*self.params, at_most),
-            ).fetchone()
-            return int(row[0])
-        return min(at_most, self._indexes()[0].count())
-
-    def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
-        return self.memory._mention_scores(query, self.where, self.params, candidates)
-
-    def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
-        """Never asked: recall indexes each message's context when it is written."""
-        return {}
-
-    def fetch(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
-        return self.memory._fetch_by_ids(ids)
-
-    def text_of(self, item: RecallMessage) -> str:
-        return searchable_text(item)
-
-    def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
-        return self.memory._listing(self.where, self.params, page, page_size, newest_first=True)
 
 
 @dataclass(frozen=True)
@@ -1228,21 +932,3 @@ __all__ = [
     "is_searchable",
     "searchable_text",
 ]
-
-
-_PAIRS = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
-"""The ``(thread id, message id)`` pairs of a JSON list of pairs (one parameter)."""
-
-
-def _excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], list[object]]:
-    """SQL conditions (over ``alias``) leaving out excluded messages: bare ids, then pairs."""
-    bare, pairs = split_excluded(items)
-    clauses: list[str] = []
-    params: list[object] = []
-    if bare:
-        clauses.append(f"{alias}message_id NOT IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(bare))
-    if pairs:
-        clauses.append(f"({alias}thread_id, {alias}message_id) NOT IN ({_PAIRS})")
-        params.append(json.dumps(pairs))
-    return clauses, params

@@ -21,30 +21,31 @@ from typing import Any, Literal
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores import retention
-from langgraph_memgpt.stores.chunks import (
-    PartIndex,
-    delete_parts_without_model,
-    embed_parts,
-    nearest_items,
-)
+from langgraph_memgpt.stores.chunks import embed_parts, nearest_items
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.db import transaction
-from langgraph_memgpt.stores.deletions import LogRow, log_deletions
 from langgraph_memgpt.stores.embeddings import embed_query, embed_texts, embedding_identity
-from langgraph_memgpt.stores.fts import term_matches
-from langgraph_memgpt.stores.fts_parts import bm25_with_parts
 from langgraph_memgpt.stores.mentions import mention_signals, topic_of
 from langgraph_memgpt.stores.passages import (
     MAX_TAG_CHARS,
     NewPassage,
     PreparedPassage,
+    deletion_kind,
     normalize_tags,
     prepare_passages,
 )
 from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, Signals
+from langgraph_memgpt.stores.sqlite import retention
+from langgraph_memgpt.stores.sqlite.db import transaction
+from langgraph_memgpt.stores.sqlite.deletions import LogRow, log_deletions
+from langgraph_memgpt.stores.sqlite.fts import term_matches
+from langgraph_memgpt.stores.sqlite.fts_parts import bm25_with_parts
+from langgraph_memgpt.stores.sqlite.parts import PartIndex, delete_parts_without_model
+from langgraph_memgpt.stores.sqlite.vectors import (
+    IndexKind,
+    VectorIndex,
+    delete_items_without_model,
+)
 from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
-from langgraph_memgpt.stores.vectors import IndexKind, VectorIndex, delete_items_without_model
 
 TIER = "archival"
 VECTOR_KEY = "text"
@@ -72,7 +73,7 @@ class ArchivalMemory(SearchesArchival):
     """The archival passages of one agent.
 
     Args:
-        db: the memory database (``stores.db.open_db``).
+        db: the memory database (``stores.sqlite.db.open_db``).
         agent_id: whose passages these are; every query is scoped to it.
         embeddings: the embedding model, or None for words-only (FTS) search.
         cache_dir: root folder of the FAISS caches (``<data_dir>/faiss``).
@@ -410,7 +411,7 @@ class ArchivalMemory(SearchesArchival):
                 (self.agent_id, json.dumps(ids)),
             ).fetchall()
             deleted = [_passage(row) for row in rows]
-            log = [(_kind(p), str(p.id), p.thread_id, detail) for p in deleted]
+            log = [(deletion_kind(p), str(p.id), p.thread_id, detail) for p in deleted]
             self._delete_rows([p.id for p in deleted], actor, log)
         self._purge()
         return deleted
@@ -728,14 +729,6 @@ class _ArchivalSignals:
 
     def listing(self, page: int, page_size: int) -> SearchPage[Passage]:
         return self.memory._newest(self.where, self.params, page, page_size)
-
-
-SUMMARY_TAG = "summary"
-"""The tag eviction writes its summaries with (``nodes.summarize_evict.SUMMARY_TAG``)."""
-
-
-def _kind(passage: Passage) -> str:
-    return "summary" if SUMMARY_TAG in passage.tags else "passage"
 
 
 __all__ = ["MAX_TAG_CHARS", "ArchivalMemory", "NewPassage", "normalize_tags"]

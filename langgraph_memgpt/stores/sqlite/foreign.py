@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from langgraph_memgpt.stores.migrations import APPLICATION_ID
+from langgraph_memgpt.stores.sqlite.migrations import APPLICATION_ID
 
 REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
     "meta": frozenset({"key", "value"}),

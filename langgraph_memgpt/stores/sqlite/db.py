@@ -20,8 +20,8 @@ from pathlib import Path
 
 import sqlite_utils
 
-from langgraph_memgpt.stores.foreign import foreign_schema
-from langgraph_memgpt.stores.migrations import NewerSchemaError, migrate
+from langgraph_memgpt.stores.sqlite.foreign import foreign_schema
+from langgraph_memgpt.stores.sqlite.migrations import NewerSchemaError, migrate
 from langgraph_memgpt.stores.types import StoreAccessError, StoreCorruptError
 
 DB_FILENAME = "memory.sqlite"

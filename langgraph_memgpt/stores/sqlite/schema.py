@@ -1,6 +1,6 @@
 """The embedded backend's tables, indexes, full-text indexes and triggers, as SQL.
 
-``stores.migrations`` runs them: migration 5 creates whatever of `CORE`, `RECALL`,
+``stores.sqlite.migrations`` runs them: migration 5 creates whatever of `CORE`, `RECALL`,
 `ARCHIVAL`, `VECTORS` and `DELETIONS` is missing, 1, 2 and 6 use `ARCHIVAL_COUNTS`,
 `RECALL_COLUMNS` and `RETENTION`. The stores query these tables and never create them, so
 this module imports nothing and every store may import the migrations. The statements

@@ -17,7 +17,7 @@ from pathlib import Path
 import sqlite_utils
 
 from langgraph_memgpt.osutil import utc_now
-from langgraph_memgpt.stores.db import DB_FILENAME, open_db, transaction
+from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db, transaction
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Deletion
 

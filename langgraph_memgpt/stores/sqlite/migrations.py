@@ -9,7 +9,7 @@ later version than this package knows is refused, never written.
 Files made before numbering are version 0, in any of their historic shapes: migrations 1-4
 bring each up (each a no-op where its change is already there), and 5 creates whatever
 tier tables, indexes and triggers are missing. A change to the schema is a new migration at
-the end of `MIGRATIONS`; the tables' SQL (``stores.schema``) that migration 5 runs stays the
+the end of `MIGRATIONS`; the tables' SQL (``stores.sqlite.schema``) that migration 5 runs stays the
 shape of version 5.
 ``tests/test_migrations.py`` opens a file of every earlier version (``tests/fixtures``).
 """
@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from langgraph_memgpt.stores.schema import (
+from langgraph_memgpt.stores.sqlite.schema import (
     ARCHIVAL,
     ARCHIVAL_COUNTS,
     ARCHIVAL_SOURCES,
@@ -110,7 +110,7 @@ def _tier_tables(conn: sqlite3.Connection) -> None:
 
 
 def _retention_rules(conn: sqlite3.Connection) -> None:
-    """Archival retention rules, stored with the agent (``stores.retention``)."""
+    """Archival retention rules, stored with the agent (``stores.sqlite.retention``)."""
     conn.execute(RETENTION)
 
 

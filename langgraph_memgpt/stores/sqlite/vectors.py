@@ -22,7 +22,6 @@ import json
 import logging
 import re
 import secrets
-import shlex
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Sequence
@@ -33,9 +32,9 @@ import numpy as np
 import sqlite_utils
 
 from langgraph_memgpt.osutil import process_alive, write_atomic
-from langgraph_memgpt.stores.db import database_id, get_meta, set_meta, transaction
-from langgraph_memgpt.stores.embeddings import FloatArray, embedding_spec, normalize
-from langgraph_memgpt.stores.types import EmbeddingMismatchError
+from langgraph_memgpt.stores.embeddings import FloatArray, normalize
+from langgraph_memgpt.stores.sqlite.db import database_id, transaction
+from langgraph_memgpt.stores.sqlite.identity import check_embedding_identity, identity_key
 
 
 @functools.cache
@@ -110,84 +109,9 @@ def _warn_once(folder: Path, err: OSError) -> None:
     )
 
 
-def _meta_key(tier: str, agent_id: str) -> str:
-    return f"embedding:{tier}:{agent_id}"
-
-
 def agent_cache_dir(cache_dir: Path | str, agent_id: str) -> Path:
     """Folder of one agent's FAISS files (named by a hash: agent ids may hold any character)."""
     return Path(cache_dir) / hashlib.sha1(agent_id.encode("utf-8")).hexdigest()[:16]
-
-
-def _data_dir_of(db: sqlite_utils.Database, cache_dir: Path) -> Path:
-    for _seq, name, file in db.conn.execute("PRAGMA database_list").fetchall():
-        if name == "main" and file:
-            return Path(file).parent
-    return cache_dir.parent
-
-
-def check_embedding_identity(
-    db: sqlite_utils.Database,
-    *,
-    tier: Tier,
-    agent_id: str,
-    model: str,
-    dim: int,
-    cache_dir: Path | str,
-) -> None:
-    """Record (model, dim) for a tier of an agent, or refuse a different one.
-
-    Vectors of two models live in unrelated spaces: comparing them returns confident
-    nonsense. An empty tier simply adopts the configured model.
-
-    Raises:
-        EmbeddingMismatchError: the tier holds vectors of another model or dimension; the
-            message names the command that re-embeds it.
-    """
-    wanted = {"model": model, "dim": dim}
-    stored_raw = get_meta(db, _meta_key(tier, agent_id))
-    stored = json.loads(stored_raw) if stored_raw else None
-    if stored == wanted:
-        return
-    if stored is not None:
-        has_vectors = db.conn.execute(
-            "SELECT 1 FROM vectors WHERE tier = ? AND agent_id = ? LIMIT 1", (tier, agent_id)
-        ).fetchone()
-        if has_vectors:
-            raise EmbeddingMismatchError(
-                f"The {tier} memory of agent '{agent_id}' was built with embedding model "
-                f"{stored.get('model')} (dim {stored.get('dim')}) but is configured with "
-                f"{model} (dim {dim}); {_reembed_hint(db, Path(cache_dir), agent_id, model)}, "
-                f"or configure {stored.get('model')} again."
-            )
-    set_meta(db, _meta_key(tier, agent_id), json.dumps(wanted))
-
-
-def recorded_identity(db: sqlite_utils.Database, agent_id: str) -> dict[str, object] | None:
-    """The embedding model (``{"model", "dim"}``) an agent's vectors were made with, or None."""
-    for tier in ("archival", "recall"):
-        stored = get_meta(db, _meta_key(tier, agent_id))
-        if stored:
-            value = json.loads(stored)
-            if isinstance(value, dict):
-                return value
-    return None
-
-
-def _reembed_hint(db: sqlite_utils.Database, cache_dir: Path, agent_id: str, model: str) -> str:
-    """How to re-embed an agent's memory with ``model``: the CLI command when it can."""
-    data_dir = shlex.quote(str(_data_dir_of(db, cache_dir)))
-    command = f"langgraph-memgpt reembed --data-dir {data_dir} --agent {shlex.quote(agent_id)}"
-    spec = embedding_spec(model)
-    if spec is None:
-        return (
-            f"re-embed it with the configured model: drop the tier with "
-            f"VectorIndex.drop_tier, then call RecallMemory.embed_missing / "
-            f"ArchivalMemory.reembed with it (`{command}` re-embeds with a named model only)"
-        )
-    if spec != "minilm":
-        command += f" --embedding-model {spec}"
-    return f"run `{command}` to re-embed it with the configured model"
 
 
 def _blob(vector: FloatArray) -> bytes:
@@ -294,7 +218,7 @@ class VectorIndex:
     """Vectors of one (tier, agent, key): stored in SQLite, searched through a FAISS cache.
 
     Args:
-        db: the memory database (``stores.db.open_db``).
+        db: the memory database (``stores.sqlite.db.open_db``).
         tier: ``"recall"`` or ``"archival"`` (any short name works).
         agent_id: whose vectors these are; the index never holds another agent's.
         cache_dir: root folder of FAISS caches (``<data_dir>/faiss``).
@@ -386,7 +310,7 @@ class VectorIndex:
     def upsert(self, item_ids: Sequence[int], vectors: FloatArray) -> None:
         """Store (or replace) the vectors of ``item_ids`` in SQLite and in the FAISS cache.
 
-        Joins the caller's transaction when there is one (``stores.db.transaction``), so an
+        Joins the caller's transaction when there is one (``stores.sqlite.db.transaction``), so an
         item row and its vector commit together. Vectors are re-normalised.
 
         Raises:
@@ -672,7 +596,7 @@ class VectorIndex:
             db.conn.execute(
                 "DELETE FROM vector_state WHERE tier = ? AND agent_id = ?", (tier, agent_id)
             )
-            db.conn.execute("DELETE FROM meta WHERE key = ?", (_meta_key(tier, agent_id),))
+            db.conn.execute("DELETE FROM meta WHERE key = ?", (identity_key(tier, agent_id),))
         folder = agent_cache_dir(cache_dir, agent_id)
         if folder.is_dir():
             for path in folder.glob(f"{tier}.*"):
@@ -1001,8 +925,6 @@ __all__ = [
     "IndexKind",
     "VectorIndex",
     "agent_cache_dir",
-    "check_embedding_identity",
     "delete_items_without_model",
     "forget_loaded_indexes",
-    "recorded_identity",
 ]
