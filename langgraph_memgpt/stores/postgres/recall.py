@@ -23,6 +23,7 @@ import psycopg
 
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.chunks import embed_parts
+from langgraph_memgpt.stores.contexts import Neighbour, changed_contexts
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
@@ -70,13 +71,6 @@ _COLUMNS = (
     "b.id, b.agent_id, b.thread_id, b.message_id, b.role, b.name, b.text, b.tool_calls, "
     "b.created_at, b.turn"
 )
-
-
-@dataclass
-class _Row:
-    id: int
-    text: str
-    context: str | None
 
 
 @dataclass(frozen=True)
@@ -478,24 +472,12 @@ class PgRecallMemory(SearchesRecall, PgTier):
             base + "AND (created_at, id) > (%s, %s) ORDER BY created_at, id LIMIT %s",
             (*key, *high, reach),
         ).fetchall()
-        sequence = [_Row(int(r[0]), str(r[1]), r[2]) for r in [*reversed(before), *span, *after]]
-        new_ids = {i for i, _ in new}
-        positions = [i for i, row in enumerate(sequence) if row.id in new_ids]
-        affected = sorted(
-            {
-                j
-                for i in positions
-                for j in range(i - CONTEXT_RADIUS, i + CONTEXT_RADIUS + 1)
-                if 0 <= j < len(sequence)
-            }
-        )
-        changed: dict[int, Context] = {}
-        for i in affected:
-            window = sequence[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1]
-            context = "\n".join(row.text for row in window)
-            if context != sequence[i].context:
-                changed[sequence[i].id] = Context(context, tuple(row.id for row in window))
-        return changed
+        sequence = [
+            Neighbour(int(r[0]), str(r[1]), r[2]) for r in [*reversed(before), *span, *after]
+        ]
+        return {
+            c.id: Context(c.text, c.window) for c in changed_contexts(sequence, {i for i, _ in new})
+        }
 
     def _embed(
         self,

@@ -29,6 +29,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.chunks import embed_parts
+from langgraph_memgpt.stores.contexts import NewContext
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
@@ -64,7 +65,6 @@ from langgraph_memgpt.stores.sqlite.deletions import (
 from langgraph_memgpt.stores.sqlite.parts import PartIndex, delete_parts_without_model
 from langgraph_memgpt.stores.sqlite.recall_context import (
     TIER,
-    ContextRow,
     neighbours,
     refresh_contexts,
     stored_vectors,
@@ -455,7 +455,7 @@ class RecallMemory(SearchesRecall):
         self._never_reuse(max(rowids))
         remember_forgotten(self.db, self.agent_id, ((m.thread_id, m.message_id) for m in deleted))
         log_deletions(self.db, self.agent_id, actor, log)
-        changed: list[ContextRow] = []
+        changed: list[NewContext] = []
         for thread, ids in touched.items():
             changed.extend(refresh_contexts(self.db.conn, self.agent_id, thread, ids))
         if self.embeddings is not None:
@@ -592,7 +592,7 @@ class RecallMemory(SearchesRecall):
                 by_thread.setdefault(thread_id, set()).update(
                     neighbours(self.db.conn, self.agent_id, thread_id, rowid)
                 )
-            changed: list[ContextRow] = []
+            changed: list[NewContext] = []
             for thread_id, rowids in by_thread.items():
                 if rowids:
                     changed.extend(refresh_contexts(self.db.conn, self.agent_id, thread_id, rowids))

@@ -12,26 +12,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from langgraph_memgpt.stores.contexts import Neighbour, NewContext, changed_contexts
 from langgraph_memgpt.stores.embeddings import FloatArray
 from langgraph_memgpt.stores.search import CONTEXT_RADIUS
 
 TIER = "recall"
 """Recall's tier name in the vector tables."""
-
-
-@dataclass
-class ContextRow:
-    """A searchable message as the context computation needs it."""
-
-    id: int
-    created_at: str
-    text: str
-    context: str | None
-    window: tuple[int, ...] = ()  # ids of the messages the context is made of
 
 
 def neighbours(conn: sqlite3.Connection, agent_id: str, thread_id: str, rowid: int) -> set[int]:
@@ -54,7 +43,7 @@ def neighbours(conn: sqlite3.Connection, agent_id: str, thread_id: str, rowid: i
 
 def refresh_contexts(
     conn: sqlite3.Connection, agent_id: str, thread_id: str, new_ids: set[int]
-) -> list[ContextRow]:
+) -> list[NewContext]:
     """Recompute the context of the new messages and of their ±2 neighbours.
 
     Reads the thread only between the first and last new message, plus four
@@ -95,30 +84,15 @@ def refresh_contexts(
         (*base, high_at, high_at, high_id, reach),
     ).fetchall()
     seen: set[int] = set()
-    sequence: list[ContextRow] = []
+    sequence: list[Neighbour] = []
     for row in [*reversed(before), *span, *after]:
         if int(row[0]) not in seen:  # low/high bounds may straddle equal timestamps
             seen.add(int(row[0]))
-            sequence.append(ContextRow(int(row[0]), str(row[1]), str(row[2]), row[3]))
-    positions = [i for i, row in enumerate(sequence) if row.id in new_ids]
-    affected = sorted(
-        {
-            j
-            for i in positions
-            for j in range(i - CONTEXT_RADIUS, i + CONTEXT_RADIUS + 1)
-            if 0 <= j < len(sequence)
-        }
-    )
-    changed: list[ContextRow] = []
-    for i in affected:
-        window = sequence[max(0, i - CONTEXT_RADIUS) : i + CONTEXT_RADIUS + 1]
-        context = "\n".join(row.text for row in window)
-        if context != sequence[i].context:
-            ids = tuple(row.id for row in window)
-            changed.append(ContextRow(sequence[i].id, sequence[i].created_at, "", context, ids))
+            sequence.append(Neighbour(int(row[0]), str(row[2]), row[3]))
+    changed = changed_contexts(sequence, new_ids)
     conn.executemany(
         "UPDATE recall SET context = ? WHERE id = ?",
-        [(row.context, row.id) for row in changed],
+        [(row.text, row.id) for row in changed],
     )
     return changed
 
@@ -158,7 +132,6 @@ def stored_vectors(
 
 __all__ = [
     "TIER",
-    "ContextRow",
     "neighbours",
     "refresh_contexts",
     "stored_vectors",
