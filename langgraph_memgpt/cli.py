@@ -28,7 +28,7 @@ Command = Callable[[argparse.Namespace], int]
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run ``serve``: the agent behind ``langgraph dev`` (Studio and the HTTP API)."""
-    from langgraph_memgpt.console import serve
+    from langgraph_memgpt.dev_server import serve
 
     return serve(
         port=args.port, host=args.host, data_dir=args.data_dir, database_url=database_url(args)
@@ -37,7 +37,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     """Run ``chat``: a terminal conversation with one agent."""
-    from langgraph_memgpt.console import chat
+    from langgraph_memgpt.chat import chat
     from langgraph_memgpt.context import Context
 
     ctx = Context(agent_id=args.agent, model=args.model, data_dir=str(data_dir(args)))

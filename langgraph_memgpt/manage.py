@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
 from langgraph_memgpt.checkpoints import existing_checkpointer
+from langgraph_memgpt.export_file import ExportFormatError, read_export
 from langgraph_memgpt.forget import (
     ForgetRefusedError,
     ForgetReport,
@@ -46,14 +47,7 @@ from langgraph_memgpt.stores.sqlite import (
 from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.sqlite.identity import recorded_identity
 from langgraph_memgpt.stores.text import one_line
-from langgraph_memgpt.transfer import (
-    ExportFormatError,
-    ImportConflictError,
-    ImportMode,
-    export_agent,
-    import_agent,
-    read_export,
-)
+from langgraph_memgpt.transfer import ImportConflictError, ImportMode, export_agent, import_agent
 
 
 def _error(message: str) -> None:

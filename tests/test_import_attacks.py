@@ -14,14 +14,10 @@ from typing import Any
 import pytest
 
 from langgraph_memgpt.cli import main
+from langgraph_memgpt.export_file import ExportFormatError
 from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.transfer import (
-    ExportFormatError,
-    ImportConflictError,
-    export_agent,
-    import_agent,
-)
+from langgraph_memgpt.transfer import ImportConflictError, export_agent, import_agent
 
 
 def reseal(path: Path, records: list[dict[str, Any]]) -> Path:

@@ -60,6 +60,8 @@ CLI_MODULES = [
     PACKAGE / "retention_cli.py",
     PACKAGE / "bench" / "cli.py",
     PACKAGE / "console.py",
+    PACKAGE / "chat.py",
+    PACKAGE / "dev_server.py",
     PACKAGE / "manage.py",
     PACKAGE / "server.py",
 ]

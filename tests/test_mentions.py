@@ -15,7 +15,7 @@ from langgraph_memgpt.stores.mentions import (
     mentioned_names,
     without_names,
 )
-from langgraph_memgpt.stores.sqlite import recall as recall_module
+from langgraph_memgpt.stores.sqlite import recall_signals
 from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
@@ -117,13 +117,13 @@ def test_hybrid_search_embeds_the_query_without_the_participants_it_names(
         ]
     )
     embedded: list[str] = []
-    real = recall_module.embed_query
+    real = recall_signals.embed_query
 
     def spy(emb: MiniLMEmbeddings, text: str) -> FloatArray:
         embedded.append(text)
         return real(emb, text)
 
-    monkeypatch.setattr(recall_module, "embed_query", spy)
+    monkeypatch.setattr(recall_signals, "embed_query", spy)
     hits = recall.search("What hobbies does Ann have?", page_size=2).hits
     assert embedded == ["What hobbies does have?"]
     assert hits[0].item.message_id == "m1"

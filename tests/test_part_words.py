@@ -27,7 +27,7 @@ from langgraph_memgpt.stores.sqlite.fts_parts import (
     occurrences,
     term_documents,
 )
-from langgraph_memgpt.stores.sqlite.recall import _RecallSignals
+from langgraph_memgpt.stores.sqlite.recall_signals import RecallSignals
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 
@@ -198,7 +198,7 @@ def test_postgres_scores_parts_like_sqlite(both: dict[str, Any], query: str) -> 
         assert by_text[text] == pytest.approx(score, rel=1e-9), text
 
     db = lite.recall.db
-    message, context = _RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
+    message, context = RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
     ids = {int(r[0]): str(r[1]) for r in db.conn.execute("SELECT id, message_id FROM recall")}
     with pg.recall.pool.connection() as conn:
         signals = _recall_signals(TableSignals, pg.recall, conn)
@@ -240,7 +240,7 @@ def test_postgres_a_long_text_outranks_the_near_miss(both: dict[str, Any]) -> No
 def test_sqlite_only_a_long_messages_context_is_split(lite: Any) -> None:
     """The contexts of the long message's neighbours hold it too, yet score as before."""
     terms = query_terms("bike lock combination river")
-    _, context = _RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
+    _, context = RecallSignals(lite.recall, "b.agent_id = ?", ["ada"]).word_signals(terms)
     db = lite.recall.db
     plain = bm25_scores(db, "recall_context_fts", "recall", terms, "b.agent_id = ?", ["ada"])
     (long_id,) = [

@@ -14,10 +14,11 @@ import pytest
 from conftest import BackendFactory
 
 from langgraph_memgpt.cli import main
+from langgraph_memgpt.export_file import ExportFormatError, read_export
 from langgraph_memgpt.retention import RetentionRuleError, apply_retention, parse_age, rule
 from langgraph_memgpt.stores.passages import NewPassage
 from langgraph_memgpt.stores.sqlite import SqliteBackend
-from langgraph_memgpt.transfer import ExportFormatError, export_agent, import_agent, read_export
+from langgraph_memgpt.transfer import export_agent, import_agent
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 RULE = "retention tag=raw_html max_age=2d"

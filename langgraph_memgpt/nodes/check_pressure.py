@@ -14,6 +14,7 @@ continues).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import (
@@ -106,6 +107,35 @@ def _answer_interrupted_calls(
                 )
             )
     return repaired if missing else None
+
+
+def pressure(
+    state: State,
+    system_prompt: str,
+    queue: Sequence[AnyMessage],
+    ctx: Context,
+    counter: TokenCounter,
+    schemas: Sequence[dict[str, Any]],
+) -> tuple[bool, HumanMessage | None]:
+    """Measure the next prompt: (evict now?, the memory-pressure warning to add, or None).
+
+    Eviction is due past ``flush_fraction`` of the window (or when ``force_evict`` asks);
+    the warning past ``warning_fraction``, once per eviction cycle (``alerted``). Shared
+    by this node and `langgraph_memgpt.middleware.MemGPTMiddleware`.
+    """
+    prompt = build_prompt(
+        system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
+    )
+    used = prompt_tokens(counter, prompt, schemas)
+    window = ctx.context_window
+    if state.get("force_evict") or used > ctx.flush_fraction * window:
+        return True, None
+    if used > ctx.warning_fraction * window and not state.get("alerted"):
+        alert = HumanMessage(
+            prompts.pressure_alert(used, window), name=ALERT_NAME, id=str(uuid.uuid4())
+        )
+        return False, alert
+    return False, None
 
 
 def make_check_pressure(deps: Deps) -> Any:
@@ -214,18 +244,11 @@ def make_check_pressure(deps: Deps) -> Any:
             )
         system_prompt, system_update = system
         update.update(system_update)
-        prompt = build_prompt(
-            system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
-        )
-        used = prompt_tokens(deps.counter, prompt, deps.schemas)
-        window = ctx.context_window
-        if state.get("force_evict") or used > ctx.flush_fraction * window:
+        evict, alert = pressure(state, system_prompt, queue, ctx, deps.counter, deps.schemas)
+        if evict:
             update["force_evict"] = True
             return update
-        if used > ctx.warning_fraction * window and not state.get("alerted"):
-            alert = HumanMessage(
-                prompts.pressure_alert(used, window), name=ALERT_NAME, id=str(uuid.uuid4())
-            )
+        if alert is not None:
             record(memory, [alert], thread_of(runtime), turn)
             hide([alert], config)
             update["messages"] = [*update.get("messages", []), alert]

@@ -213,6 +213,85 @@ def clip_tokens(text: str, budget: int, counter: TokenCounter) -> str:
     return text[: max(0, int(len(text) * budget / tokens) - 1)] + "…"
 
 
+def evict(
+    state: State,
+    memory: Memory,
+    ctx: Context,
+    *,
+    system_prompt: str,
+    counter: TokenCounter,
+    schemas: Sequence[dict[str, Any]],
+    summarizer: Callable[[], BaseChatModel],
+    thread_id: str,
+) -> dict[str, Any]:
+    """The state update evicting down to ``evict_fraction`` of the window behind a new summary.
+
+    When nothing can make the prompt fit, it sets ``stop_reason`` (the turn ends with the
+    honest reply). ``summarizer`` is asked for the model only when a summary is written.
+    Shared by the ``summarize_evict`` node and `langgraph_memgpt.middleware.MemGPTMiddleware`.
+    """
+    queue = list(state["messages"])
+    summary = state.get("summary", "")
+    evicted_count = state.get("evicted_count", 0)
+    summary_budget = summary_token_budget(ctx)
+
+    def cost_after(cut: int) -> int:
+        rest = build_prompt(system_prompt, "", evicted_count, queue[cut:])
+        return prompt_tokens(counter, rest, schemas) + summary_budget
+
+    before = prompt_tokens(
+        counter, build_prompt(system_prompt, summary, evicted_count, queue), schemas
+    )
+    cut = choose_cut(queue, cost_after, int(ctx.context_window * ctx.evict_fraction))
+    if cut == 0:
+        # Nothing may leave the queue: stop the turn rather than loop on eviction.
+        return {"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False}
+    evicted = queue[:cut]
+    if cost_after(cut) - summary_budget > ctx.context_window:
+        # Even the deepest cut leaves a prompt over the window (the instructions and
+        # tools alone fill it): no summary can make this turn fit, so none is paid for.
+        # The messages still leave the queue (they are verbatim in recall memory), so
+        # the checkpoint stays bounded, and the turn ends with the honest reply.
+        return {
+            "messages": [RemoveMessage(id=str(m.id)) for m in evicted],
+            "evicted_count": evicted_count + len(evicted),
+            "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY,
+            "force_evict": False,
+            "alerted": False,
+        }
+    new_summary = write_summary(
+        summarizer(),
+        summary,
+        transcript(remembered(memory, evicted)),
+        summary_budget,
+        counter,
+    )
+    new_summary = new_summary or clip_tokens(summary, summary_budget, counter)
+    after = cost_after(cut) - summary_budget + counter.text(new_summary)
+    if after >= before:
+        return {"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False}
+    # Keyed on the eviction (thread, where the evicted range starts): a replayed
+    # eviction (the run killed after the summary was archived, then resumed or sent a
+    # new message) finds its passage and keeps its text, so the archive never holds two
+    # summaries of one eviction. A replay that evicts further (a message arrived since)
+    # keeps the first text; the extra messages stay verbatim in recall memory.
+    key = f"summary:{thread_id}:{evicted_count}:{evicted[0].id}"
+    archived = memory.archival.insert(
+        new_summary,
+        tags=[SUMMARY_TAG],
+        thread_id=thread_id,
+        turn=state.get("turn", 0),
+        key=key,
+    )
+    return {
+        "messages": [RemoveMessage(id=str(m.id)) for m in evicted],
+        "summary": archived.text,
+        "evicted_count": evicted_count + len(evicted),
+        "alerted": False,
+        "force_evict": False,
+    }
+
+
 def make_summarize_evict(deps: Deps) -> Any:
     """Build the node with the graph's dependencies."""
 
@@ -226,81 +305,26 @@ def make_summarize_evict(deps: Deps) -> Any:
         """
         ctx = context_of(runtime)
         memory = deps.memory(ctx, state)
-        queue = list(state["messages"])
-        summary = state.get("summary", "")
-        evicted_count = state.get("evicted_count", 0)
         system_prompt, _ = current_system(
             state,
             memory,
-            len(queue),
+            len(state["messages"]),
             ctx,
             mid_turn=False,
             thread_id=thread_of(runtime),
             instructions=deps.instructions,
         )
-        schemas = deps.schemas
-        summary_budget = summary_token_budget(ctx)
-
-        def cost_after(cut: int) -> int:
-            rest = build_prompt(system_prompt, "", evicted_count, queue[cut:])
-            return prompt_tokens(deps.counter, rest, schemas) + summary_budget
-
-        before = prompt_tokens(
-            deps.counter, build_prompt(system_prompt, summary, evicted_count, queue), schemas
+        update = evict(
+            state,
+            memory,
+            ctx,
+            system_prompt=system_prompt,
+            counter=deps.counter,
+            schemas=deps.schemas,
+            summarizer=lambda: deps.summarizer(ctx),
+            thread_id=thread_of(runtime),
         )
-        cut = choose_cut(queue, cost_after, int(ctx.context_window * ctx.evict_fraction))
-        if cut == 0:
-            # Nothing may leave the queue: stop the turn rather than loop on eviction.
-            return {"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False}
-        evicted = queue[:cut]
-        if cost_after(cut) - summary_budget > ctx.context_window:
-            # Even the deepest cut leaves a prompt over the window (the instructions and
-            # tools alone fill it): no summary can make this turn fit, so none is paid for.
-            # The messages still leave the queue (they are verbatim in recall memory), so
-            # the checkpoint stays bounded, and the turn ends with the honest reply.
-            removed = [RemoveMessage(id=str(m.id)) for m in evicted]
-            hide(removed, config)
-            return {
-                "messages": removed,
-                "evicted_count": evicted_count + len(evicted),
-                "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY,
-                "force_evict": False,
-                "alerted": False,
-            }
-        new_summary = write_summary(
-            deps.summarizer(ctx),
-            summary,
-            transcript(remembered(memory, evicted)),
-            summary_budget,
-            deps.counter,
-        )
-        new_summary = new_summary or clip_tokens(summary, summary_budget, deps.counter)
-        after = cost_after(cut) - summary_budget + deps.counter.text(new_summary)
-        if after >= before:
-            return {"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False}
-        thread_id = thread_of(runtime)
-        # Keyed on the eviction (thread, where the evicted range starts): a replayed
-        # eviction (the run killed after the summary was archived, then resumed or sent a
-        # new message) finds its passage and keeps its text, so the archive never holds two
-        # summaries of one eviction. A replay that evicts further (a message arrived since)
-        # keeps the first text; the extra messages stay verbatim in recall memory.
-        key = f"summary:{thread_id}:{evicted_count}:{evicted[0].id}"
-        archived = memory.archival.insert(
-            new_summary,
-            tags=[SUMMARY_TAG],
-            thread_id=thread_id,
-            turn=state.get("turn", 0),
-            key=key,
-        )
-        removed = [RemoveMessage(id=str(m.id)) for m in evicted]
-        hide(removed, config)
-        update: dict[str, Any] = {
-            "messages": removed,
-            "summary": archived.text,
-            "evicted_count": evicted_count + len(evicted),
-            "alerted": False,
-            "force_evict": False,
-        }
+        hide(update.get("messages", []), config)
         return update
 
     return summarize_evict

@@ -1,0 +1,453 @@
+"""MemGPT's memory for any LangChain agent: `MemGPTMiddleware` for ``create_agent``.
+
+``create_agent(model, tools, middleware=[MemGPTMiddleware(...)])`` gets what the five-node
+graph gives its model, from the same code (nothing here re-implements the loop):
+
+- the system prompt: MemGPT's instructions, the agent's own ``system_prompt``, then core
+  memory and the statistics (`main_context.current_system`, the prefix-cache layout of
+  `main_context.system_message`), and the recursive summary of what was evicted;
+- the memory tools (`memory_tools.make_memory_tools` over `MemoryAccess.bind`: the tool
+  objects the graph's ``ToolNode`` runs, journalled so a replayed call runs once);
+- write-ahead: every message goes into recall memory before its step is checkpointed
+  (user messages as the turn opens, the model's in ``wrap_model_call``, tool results in
+  ``wrap_tool_call``, all with `main_context.record`);
+- the memory-pressure warning and summarize-evict (`nodes.check_pressure.pressure`,
+  `nodes.summarize_evict.evict`): the evicted messages stay verbatim in recall, the new
+  summary folds in the previous one and is kept in archival memory.
+
+The agent whose memory it is: the ``agent_id`` given here, else the run context's
+``agent_id`` (``create_agent(..., context_schema=...)``, ``invoke(..., context=...)``), else
+``configurable["agent_id"]``, else the settings' (`MemoryAccess.context_for`). A thread
+belongs to the agent that first ran it, as in the graph.
+
+The hooks split as the graph's nodes do: ``before_model`` is ``check_pressure`` (open the
+turn, measure, warn, ask for an eviction); ``wrap_model_call`` is ``summarize_evict`` and
+``think``'s prompt (it knows the model, the agent's system prompt and every tool schema, so
+it measures the prompt it sends exactly and evicts if that is over the flush limit). The
+state keys are the graph's (`langgraph_memgpt.state.State`) and private to the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, NotRequired, cast
+
+try:
+    from langchain.agents.middleware import (
+        AgentMiddleware,
+        AgentState,
+        ModelRequest,
+        ModelResponse,
+    )
+    from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+except ImportError as exc:  # pragma: no cover - the compose extra is missing
+    raise ImportError(
+        "MemGPTMiddleware needs LangChain 1.x: pip install 'langgraph-memgpt[compose]'"
+    ) from exc
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import convert_to_messages as to_messages
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.config import get_config
+from langgraph.prebuilt import ToolRuntime
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from langgraph_memgpt import prompts
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.llm.errors import is_context_overflow
+from langgraph_memgpt.main_context import (
+    TIME_KEY,
+    build_prompt,
+    current_system,
+    is_user_message,
+    latest_user_index,
+    message_budget,
+    record,
+    stamped,
+    valid_message,
+)
+from langgraph_memgpt.memory_tools import (
+    DEFAULT_TOOLS,
+    Binding,
+    MemoryAccess,
+    make_memory_tools,
+    thread_of_config,
+)
+from langgraph_memgpt.nodes.call_memory_tool import ToolRules
+from langgraph_memgpt.nodes.check_pressure import _fit, pressure
+from langgraph_memgpt.nodes.summarize_evict import evict
+from langgraph_memgpt.state import State
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
+
+PLAIN_REPLIES = (
+    "In this agent you answer the user in plain text: there is no `send_message` tool, "
+    "and the text of your last message (with no tool call) is your reply."
+)
+"""Said first among the agent's instructions: MemGPT's own speak of ``send_message``."""
+
+
+class MemGPTState(AgentState[Any]):
+    """The agent's state: its messages, plus the graph's bookkeeping (private to the agent)."""
+
+    agent_id: NotRequired[Annotated[str, PrivateStateAttr]]
+    summary: NotRequired[Annotated[str, PrivateStateAttr]]
+    evicted_count: NotRequired[Annotated[int, PrivateStateAttr]]
+    core_blocks: NotRequired[Annotated[list[dict[str, Any]], PrivateStateAttr]]
+    system_prompt: NotRequired[Annotated[str, PrivateStateAttr]]
+    system_key: NotRequired[Annotated[str, PrivateStateAttr]]
+    turn: NotRequired[Annotated[int, PrivateStateAttr]]
+    turn_user_id: NotRequired[Annotated[str, PrivateStateAttr]]
+    alerted: NotRequired[Annotated[bool, PrivateStateAttr]]
+    force_evict: NotRequired[Annotated[bool, PrivateStateAttr]]
+
+
+@dataclass
+class _Seen:
+    """What the agent's last model call sent besides MemGPT's part (for ``before_model``)."""
+
+    instructions: str = ""
+    schemas: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Where:
+    """A hook's run: the settings, the agent's memory, the thread."""
+
+    ctx: Context
+    memory: Memory
+    thread_id: str
+
+    def system(
+        self, view: State, instructions: str, *, mid_turn: bool
+    ) -> tuple[str, dict[str, Any]]:
+        """`current_system` for the queue in ``view``."""
+        return current_system(
+            view,
+            self.memory,
+            len(view["messages"]),
+            self.ctx,
+            mid_turn=mid_turn,
+            thread_id=self.thread_id,
+            instructions=instructions,
+        )
+
+
+class _CallOrder(ToolRules):
+    """The graph's ordering of a step's memory calls (`ToolRules`), bound as tools are here.
+
+    ``create_agent`` runs a message's tool calls at once, as the graph does; memory edits
+    must land in the order the model wrote them ("append X, then replace X").
+    """
+
+    def __init__(self, access: MemoryAccess) -> None:
+        super().__init__(Deps())
+        self.access = access
+
+    def bind(self, runtime: ToolRuntime[Any, Any]) -> Binding:
+        """As the middleware's memory tools bind (`MemoryAccess.bind`)."""
+        return self.access.bind(runtime)
+
+    def wait(self, request: ToolCallRequest) -> None:
+        """Until the memory calls written before this one in its message have run."""
+        self._in_order(request)
+
+    def done(self, request: ToolCallRequest) -> None:
+        """This call has run: the ones after it may go."""
+        self._finished(request)
+
+
+@dataclass
+class _Step:
+    """One model call as planned: the request to send, or the reply that ends the turn."""
+
+    request: ModelRequest[Any]
+    where: _Where
+    turn: int
+    update: dict[str, Any]
+    reply: str | None = None
+    retries: int = 0
+    """Evictions forced by the provider's context-length errors in this step."""
+
+
+class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
+    """MemGPT's memory tiers for a ``create_agent`` agent (see the module docstring).
+
+    Args:
+        agent_id: Whose memory, always; None: resolved per run from the context.
+        backend: Where memory lives (`SqliteBackend`, `PostgresBackend`); None: the
+            embedded SQLite + FAISS backend in ``context.data_dir``.
+        context: The settings (window, eviction fractions, data dir, embeddings...).
+        summary_model: The model that writes eviction summaries; None: the agent's.
+        tools: Which memory tools to add (default: all but ``send_message``).
+    """
+
+    state_schema = MemGPTState
+
+    def __init__(
+        self,
+        agent_id: str | None = None,
+        *,
+        backend: MemoryBackend | None = None,
+        context: Context | None = None,
+        summary_model: BaseChatModel | None = None,
+        tools: Sequence[str] = DEFAULT_TOOLS,
+    ) -> None:
+        super().__init__()
+        self.access = MemoryAccess(agent_id, backend=backend, context=context)
+        self.summary_model = summary_model
+        self.deps = Deps(backend=backend)
+        self.tools: list[BaseTool] = make_memory_tools(self.access.bind, tools)
+        self._order = _CallOrder(self.access)
+        # Until the first model call shows the agent's prompt and tools: its own tools.
+        self._seen = _Seen(schemas=[convert_to_openai_tool(t) for t in self.tools])
+
+    # -- where ------------------------------------------------------------------------
+
+    def _open(self, state: Any, run_context: Any) -> _Where:
+        """The run's settings, the agent's memory (the thread's owner checked), the thread."""
+        config = get_config()
+        ctx = self.access.context_for(config, run_context)
+        memory = self.deps.memory(ctx, cast(State, state))
+        return _Where(ctx, memory, thread_of_config(config))
+
+    # -- before_model: check_pressure ---------------------------------------------------
+
+    def before_model(self, state: MemGPTState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Open the turn (write-ahead), refresh the system prompt, warn or ask to evict."""
+        where = self._open(state, runtime.context)
+        ctx, memory, thread_id = where.ctx, where.memory, where.thread_id
+        update: dict[str, Any] = {} if state.get("agent_id") else {"agent_id": memory.agent_id}
+        queue = list(state["messages"])
+        turn = state.get("turn", 0)
+        index = latest_user_index(queue)
+        new_turn = index is not None and queue[index].id != state.get("turn_user_id")
+        if new_turn:
+            assert index is not None
+            turn += 1
+            update.update(turn=turn, turn_user_id=queue[index].id)
+            # A user message enters the queue with the time it was sent.
+            changed = {
+                m.id: stamped(valid_message(m))
+                for m in queue
+                if is_user_message(m) and TIME_KEY not in m.additional_kwargs
+            }
+            queue = [changed.get(m.id, m) for m in queue]
+        else:
+            changed = {}
+        # Write-ahead of what came since the model's last message (recorded as it was
+        # written): the user's, tool results (recorded as they ran; twice adds nothing), a
+        # person's answers to a review.
+        last = max((i for i, m in enumerate(queue) if isinstance(m, AIMessage)), default=-1)
+        record(memory, queue[last + 1 :], thread_id, turn)
+        view = cast(State, {**state, **update, "messages": queue})
+        instructions = self._instructions(self._seen.instructions)
+        system_prompt, system_update = where.system(view, instructions, mid_turn=not new_turn)
+        update.update(system_update)
+        if changed:
+            # A message too large for the window is cut in the queue; recall keeps it whole.
+            budget = message_budget(
+                ctx,
+                self.deps.counter,
+                self._seen.schemas,
+                system_prompt,
+                state.get("evicted_count", 0),
+            )
+            changed = {i: _fit(m, budget, self.deps.counter) or m for i, m in changed.items()}
+            queue = [changed.get(m.id, m) for m in queue]
+            view = cast(State, {**view, "messages": queue})
+            update["messages"] = list(changed.values())
+        evict_now, alert = pressure(
+            view, system_prompt, queue, ctx, self.deps.counter, self._seen.schemas
+        )
+        if evict_now:
+            update["force_evict"] = True
+        elif alert is not None:
+            record(memory, [alert], thread_id, turn)
+            update["messages"] = [*update.get("messages", []), alert]
+            update["alerted"] = True
+        return update or None
+
+    async def abefore_model(
+        self, state: MemGPTState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """`before_model`, store I/O in a worker thread."""
+        return await asyncio.to_thread(self.before_model, state, runtime)
+
+    # -- wrap_model_call: summarize_evict, then the prompt -------------------------------
+
+    def _instructions(self, agent_prompt: str) -> str:
+        return f"{PLAIN_REPLIES}\n\n{agent_prompt}".strip()
+
+    def _plan(self, request: ModelRequest[Any]) -> _Step:
+        """The prompt to send: evicted first if the exact prompt is over the flush limit."""
+        state: dict[str, Any] = dict(request.state)
+        where = self._open(state, request.runtime.context)
+        ctx, memory, thread_id = where.ctx, where.memory, where.thread_id
+        agent_prompt = request.system_prompt or ""
+        schemas = [
+            dict(t) if isinstance(t, dict) else convert_to_openai_tool(t) for t in request.tools
+        ]
+        self._seen = _Seen(agent_prompt, schemas)
+        instructions = self._instructions(agent_prompt)
+        messages: list[AnyMessage] = list(request.messages)
+        turn = int(state.get("turn", 0))
+        view = cast(State, {**state, "messages": messages})
+        system_prompt, update = where.system(view, instructions, mid_turn=True)
+        evict_now, _ = pressure(view, system_prompt, messages, ctx, self.deps.counter, schemas)
+        reply = None
+        if evict_now:
+            model = self.summary_model or request.model
+            evicted = evict(
+                view,
+                memory,
+                ctx,
+                system_prompt=system_prompt,
+                counter=self.deps.counter,
+                schemas=schemas,
+                summarizer=lambda: model,
+                thread_id=thread_id,
+            )
+            reply = evicted.pop("stop_reason", None)
+            update.update(evicted)
+            gone = {m.id for m in evicted.get("messages", [])}
+            messages = [m for m in messages if m.id not in gone]
+            view = cast(State, {**state, **update, "messages": messages})
+            system_prompt, rendered = where.system(view, instructions, mid_turn=False)
+            update.update(rendered)
+        prompt = build_prompt(
+            system_prompt, view.get("summary", ""), view.get("evicted_count", 0), messages
+        )
+        sent = request.override(
+            system_message=cast(Any, prompt[0]), messages=cast(list[AnyMessage], prompt[1:])
+        )
+        return _Step(sent, where, turn, update, reply)
+
+    def _taken(self, step: _Step, result: Any) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """The model's messages, written ahead to recall (with ids), and the state update."""
+        if isinstance(result, ExtendedModelResponse):
+            result = result.model_response
+        response = result if isinstance(result, ModelResponse) else ModelResponse([result])
+        messages = [_with_id(valid_message(m)) for m in response.result]
+        record(step.where.memory, messages, step.where.thread_id, step.turn)
+        response = ModelResponse(messages, response.structured_response)
+        if not step.update:
+            return response
+        return ExtendedModelResponse(response, Command(update=step.update))
+
+    def _stopped(self, step: _Step) -> ExtendedModelResponse[Any]:
+        """The honest reply when no eviction can make the prompt fit (no model call)."""
+        return cast(ExtendedModelResponse[Any], self._taken(step, AIMessage(str(step.reply))))
+
+    def _retry(self, request: ModelRequest[Any], step: _Step) -> _Step:
+        """After a provider's context-length error: evict (forced) and plan again.
+
+        As ``think`` does, at most ``max_context_retries`` times a step; then the turn
+        ends with the honest reply.
+        """
+        if step.retries >= step.where.ctx.max_context_retries:
+            return dataclasses.replace(step, reply=prompts.CONTEXT_OVERFLOW_REPLY)
+        removed = list(step.update.get("messages", []))
+        gone = {m.id for m in removed}
+        kept = {k: v for k, v in step.update.items() if k != "messages"}
+        again = self._plan(
+            request.override(
+                messages=[m for m in request.messages if m.id not in gone],
+                state=cast(Any, {**request.state, **kept, "force_evict": True}),
+            )
+        )
+        update = {**kept, **again.update}
+        update["messages"] = [*removed, *again.update.get("messages", [])]
+        return dataclasses.replace(again, update=update, retries=step.retries + 1)
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Send the MemGPT prompt (evicting first if needed); record the reply."""
+        step = self._plan(request)
+        while step.reply is None:
+            try:
+                return self._taken(step, handler(step.request))
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                step = self._retry(request, step)
+        return self._stopped(step)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """`wrap_model_call` with the model's async API; store I/O in a worker thread."""
+        step = await asyncio.to_thread(self._plan, request)
+        while step.reply is None:
+            try:
+                result = await handler(step.request)
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                step = await asyncio.to_thread(self._retry, request, step)
+                continue
+            return await asyncio.to_thread(self._taken, step, result)
+        return await asyncio.to_thread(self._stopped, step)
+
+    # -- wrap_tool_call: write-ahead of results -----------------------------------------
+
+    def _recorded(self, request: ToolCallRequest, result: Any) -> Any:
+        state = request.state if isinstance(request.state, dict) else {}
+        where = self._open(state, request.runtime.context)
+        turn = int(state.get("turn", 0))
+        if isinstance(result, ToolMessage):
+            result = _with_id(result)
+            record(where.memory, [result], where.thread_id, turn)
+            return result
+        if isinstance(result, Command) and isinstance(result.update, dict):
+            messages = [_with_id(m) for m in to_messages(result.update.get("messages", []))]
+            record(where.memory, messages, where.thread_id, turn)
+            if messages:
+                return dataclasses.replace(result, update={**result.update, "messages": messages})
+        return result
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the call in the model's order; write its result ahead to recall."""
+        try:
+            self._order.wait(request)
+            result = self._recorded(request, handler(request))
+        finally:
+            self._order.done(request)
+        return cast(ToolMessage | Command[Any], result)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """`wrap_tool_call` for async runs."""
+        try:
+            await asyncio.to_thread(self._order.wait, request)
+            result = await asyncio.to_thread(self._recorded, request, await handler(request))
+        finally:
+            self._order.done(request)
+        return cast(ToolMessage | Command[Any], result)
+
+
+def _with_id(message: BaseMessage) -> Any:
+    """``message`` with an id (recall keys messages by it; the reducer would add one later)."""
+    return message if message.id else message.model_copy(update={"id": str(uuid.uuid4())})
+
+
+__all__ = ["MemGPTMiddleware", "MemGPTState"]

@@ -1,0 +1,264 @@
+"""The signals of one recall search in SQLite, as ``stores.search`` asks for them.
+
+``RecallMemory`` searches through the engine-neutral hybrid search (``stores.search``), which
+reads its signals from a ``SignalSource``: this is recall's, over FTS5 (words of the message
+and of its context) and FAISS (the message's vectors and its context's), plus what the
+query names (a day, a participant).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from typing import Protocol
+
+import sqlite_utils
+from langchain_core.embeddings import Embeddings
+
+from langgraph_memgpt.stores.base import SearchMode
+from langgraph_memgpt.stores.chunks import nearest_items, parts_of
+from langgraph_memgpt.stores.embeddings import FloatArray, embed_query
+from langgraph_memgpt.stores.messages import searchable_text
+from langgraph_memgpt.stores.search import split_excluded
+from langgraph_memgpt.stores.sqlite.fts import bm25_scores, term_matches
+from langgraph_memgpt.stores.sqlite.fts_parts import long_texts, with_best_parts
+from langgraph_memgpt.stores.sqlite.parts import PartIndex
+from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
+from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage
+
+
+class SearchedRecall(Protocol):
+    """What a search reads of ``RecallMemory``: its store, indexes and row helpers."""
+
+    db: sqlite_utils.Database
+    agent_id: str
+    embeddings: Embeddings | None
+    _turn_index: VectorIndex | None
+    _context_index: VectorIndex | None
+    _tail_index: VectorIndex | None
+    _parts: PartIndex | None
+
+    def _topic_query(self, query: str, mode: SearchMode) -> str: ...
+
+    def _mention_scores(
+        self, query: str, where: str, params: Sequence[object], candidates: Collection[int]
+    ) -> list[dict[int, float]]: ...
+
+    def _fetch_by_ids(self, ids: Sequence[int]) -> dict[int, RecallMessage]: ...
+
+    def _listing(
+        self,
+        where: str,
+        params: Sequence[object],
+        page: int,
+        page_size: int,
+        *,
+        newest_first: bool,
+    ) -> SearchPage[RecallMessage]: ...
+
+
+PAIRS = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
+"""The ``(thread id, message id)`` pairs of a JSON list of pairs (one parameter)."""
+
+
+def excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], list[object]]:
+    """SQL conditions (over ``alias``) leaving out excluded messages: bare ids, then pairs."""
+    bare, pairs = split_excluded(items)
+    clauses: list[str] = []
+    params: list[object] = []
+    if bare:
+        clauses.append(f"{alias}message_id NOT IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(bare))
+    if pairs:
+        clauses.append(f"({alias}thread_id, {alias}message_id) NOT IN ({PAIRS})")
+        params.append(json.dumps(pairs))
+    return clauses, params
+
+
+SEARCH_TEXTS = ("recall_fts_content", "id", "c0")
+"""Where a message's search text is read by id: ``recall_fts``'s content table (FTS5 keeps
+a table's one column there as ``c0``), read directly: a lookup through the FTS5 table costs
+more per row."""
+
+
+class RecallSignals:
+    """The signals of one recall search in SQLite (``stores.search.SignalSource``).
+
+    Words: FTS5 BM25 over the message and over its context. Meaning: FAISS cosine of the
+    message (its best vector: whole or one of its parts, ``stores.chunks``) and of the
+    context vector (the context and tail indexes together).
+    Named: the day and the participant a query names.
+    """
+
+    def __init__(
+        self,
+        memory: SearchedRecall,
+        where: str,
+        params: list[object],
+        *,
+        narrowed: bool = True,
+        excluded: Collection[Excluded] = (),
+    ) -> None:
+        """``narrowed``: a filter beyond the agent and ``excluded`` (message ids) applies."""
+        self.memory = memory
+        self.db = memory.db
+        self.where = where
+        self.params = params
+        self.narrowed = narrowed
+        self.excluded = excluded
+        self.has_vectors = memory.embeddings is not None
+        self._allowed: list[int] | None = None
+        self._allowed_read = False
+        self._excluded_rows: list[int] | None = None
+
+    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+        """BM25 of the message and of its context, a long message's raised to its best part's.
+
+        Where that is higher (``stores.bm25``); so is a long message's context.
+
+        The long messages among both signals' matches are read in one query (the
+        database picks them, ``bm25.long_text_sql``): nothing more is read in a memory of
+        short messages.
+        """
+        by_message: dict[str, list[int]] = {}
+        by_context: dict[str, list[int]] = {}
+        message = bm25_scores(
+            self.db, "recall_fts", "recall", terms, self.where, self.params, matched=by_message
+        )
+        context = bm25_scores(
+            self.db,
+            "recall_context_fts",
+            "recall",
+            terms,
+            self.where,
+            self.params,
+            matched=by_context,
+        )
+        found = long_texts(self.db, SEARCH_TEXTS, list(message.keys() | context.keys()))
+        long = {item: text for item, text in found.items() if parts_of(text)}
+        contexts = long_texts(
+            self.db, ("recall", "id", "context"), [i for i in long if i in context]
+        )
+        return [
+            with_best_parts(
+                self.db,
+                "recall_fts",
+                message,
+                by_message,
+                {i: long[i] for i in long if i in message},
+            ),
+            with_best_parts(self.db, "recall_context_fts", context, by_context, contexts),
+        ]
+
+    def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
+        """The candidates holding each term, from the message's full-text index."""
+        return term_matches(
+            self.db, "recall_fts", "recall", terms, self.where, self.params, limit=limit
+        )
+
+    def vector_text(self, query: str, mode: SearchMode) -> str:
+        """The query without the participants it names, in hybrid mode (``_topic_query``)."""
+        return self.memory._topic_query(query, mode)
+
+    def embed(self, text: str) -> FloatArray:
+        """The query vector."""
+        assert self.memory.embeddings is not None
+        return embed_query(self.memory.embeddings, text)
+
+    def _indexes(self) -> tuple[VectorIndex, VectorIndex, VectorIndex]:
+        memory = self.memory
+        assert memory._turn_index is not None
+        assert memory._context_index is not None and memory._tail_index is not None
+        return memory._turn_index, memory._context_index, memory._tail_index
+
+    def allowed(self) -> list[int] | None:
+        """Ids passing the filters, or None when only the agent filter applies.
+
+        The vector indexes hold only this agent's searchable messages, so without other
+        filters (``params[0]`` is the agent id) every vector is a candidate and FAISS
+        needs no id list; nor when the only other filter leaves out a few messages
+        (those in the prompt): :meth:`excluded_rows` are then left out instead.
+        """
+        if not self._allowed_read and self.narrowed and len(self.params) > 1:
+            rows = self.db.conn.execute(
+                f"SELECT b.id FROM recall AS b WHERE {self.where}", self.params
+            )
+            self._allowed = [int(r[0]) for r in rows]
+        self._allowed_read = True
+        return self._allowed
+
+    def excluded_rows(self) -> list[int]:
+        """Row ids of the excluded messages, when they are the only filter but the agent.
+
+        Listing the allowed ids instead read every message of the agent (a search at
+        100k messages spent ~0.25 s there and in the part lookup of 100k ids).
+        """
+        if self._excluded_rows is None:
+            self._excluded_rows = []
+            if not self.narrowed and self.excluded:
+                bare, pairs = split_excluded(self.excluded)
+                rows = self.db.conn.execute(
+                    "SELECT id FROM recall WHERE agent_id = ? AND ("
+                    "message_id IN (SELECT value FROM json_each(?)) OR (thread_id, message_id) "
+                    f"IN ({PAIRS}))",
+                    (self.memory.agent_id, json.dumps(bare), json.dumps(pairs)),
+                )
+                self._excluded_rows = sorted(int(r[0]) for r in rows)
+        return self._excluded_rows
+
+    def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
+        """The message signal (best of whole and parts) and the context signal, ``k`` each."""
+        allowed = self.allowed()
+        if allowed is not None and not allowed:
+            return [{}, {}]
+        excluded = self.excluded_rows()
+        turn, context, tail = self._indexes()
+        # A message's similarity is its best part's (``stores.chunks``).
+        assert self.memory._parts is not None
+        turns = nearest_items(
+            dict(turn.search(vector, k, allowed_ids=allowed, excluded_ids=excluded)),
+            self.memory._parts.nearest(vector, k, allowed, excluded),
+            k,
+        )
+        # One context signal over both context indexes (the tail's newer vector wins for a
+        # message a database from before the split holds in both).
+        contexts = dict(context.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
+        contexts.update(tail.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
+        best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
+        return [turns, dict(best)]
+
+    def vector_total(self, at_most: int) -> int:
+        """How many candidates have a vector, up to ``at_most``."""
+        allowed = self.allowed()
+        if allowed is not None:
+            return min(at_most, len(allowed))
+        if len(self.params) > 1:  # a few left out: the candidates, counted up to at_most
+            row = self.db.conn.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM recall AS b WHERE {self.where} LIMIT ?)",
+                (*self.params, at_most),
+            ).fetchone()
+            return int(row[0])
+        return min(at_most, self._indexes()[0].count())
+
+    def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
+        """The day and the participant the query names (``_mention_scores``)."""
+        return self.memory._mention_scores(query, self.where, self.params, candidates)
+
+    def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
+        """Never asked: recall indexes each message's context when it is written."""
+        return {}
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
+        """The messages of these row ids."""
+        return self.memory._fetch_by_ids(ids)
+
+    def text_of(self, item: RecallMessage) -> str:
+        """What a message is searched by (its text and what it said through tools)."""
+        return searchable_text(item)
+
+    def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
+        """The candidates newest first, for an empty query."""
+        return self.memory._listing(self.where, self.params, page, page_size, newest_first=True)
+
+
+__all__ = ["PAIRS", "SEARCH_TEXTS", "RecallSignals", "SearchedRecall", "excluding"]
