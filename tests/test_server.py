@@ -44,6 +44,7 @@ EDGES = {
     ("think", "summarize_evict"),
     ("think", "respond"),
     ("call_memory_tool", "check_pressure"),
+    ("call_memory_tool", "respond"),
     ("respond", "__end__"),
 }
 START_TIMEOUT_S = 60.0
