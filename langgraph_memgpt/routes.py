@@ -15,7 +15,7 @@ from langgraph.types import Send
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.state import State
-from langgraph_memgpt.tool_step import decide, open_step
+from langgraph_memgpt.tool_step import decide, open_step, results_of
 
 
 def after_pressure(state: State) -> Literal["think", "summarize_evict", "respond"]:
@@ -71,6 +71,11 @@ def after_tools(state: State) -> Literal["check_pressure", "respond"]:
     step = open_step(state)
     if step is None or state.get("handoff"):
         # A handoff is closed in check_pressure: respond then only hands control over.
+        return "check_pressure"
+    # Each call's task reads the state with its own result only: only a step of one call
+    # is seen whole here; the others close in check_pressure, once every task is done.
+    answered = {r.tool_call_id for r in results_of(state, step)}
+    if any(c.get("id") not in answered for c in step.tool_calls):
         return "check_pressure"
     try:
         limit = Context.from_any(get_runtime().context).max_repeated_calls
