@@ -49,8 +49,8 @@ from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.sqlite import archival as archival_module
+from langgraph_memgpt.stores.sqlite import faiss_cache as faiss_cache_module
 from langgraph_memgpt.stores.sqlite import recall as recall_module
-from langgraph_memgpt.stores.sqlite import vectors as vectors_module
 
 CRASH_AT = os.environ.get("MEMGPT_CRASH_AT", "")
 ARMED = False
@@ -149,7 +149,7 @@ def install_kill_points() -> None:
 
     MiniLMEmbeddings.embed_array = embed_array  # type: ignore[method-assign]
 
-    original_write = vectors_module.write_atomic
+    original_write = faiss_cache_module.write_atomic
 
     def atomic_write(path: Path, data: bytes) -> None:
         target = {"faiss_index_write": ".faiss", "faiss_sidecar_write": ".json"}.get(CRASH_AT)
@@ -163,7 +163,7 @@ def install_kill_points() -> None:
             die()
         original_write(path, data)
 
-    vectors_module.write_atomic = atomic_write
+    faiss_cache_module.write_atomic = atomic_write
 
 
 def main() -> None:

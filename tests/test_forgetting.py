@@ -27,7 +27,8 @@ from langgraph_memgpt.forget import (
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.sqlite import close_all
-from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite.faiss_cache import agent_cache_dir
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tools import Provenance, execute_tool_call
 

@@ -37,7 +37,8 @@ from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.sqlite import AgentMemory, close_all, open_memory
 from langgraph_memgpt.stores.sqlite.db import get_meta
-from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite.faiss_cache import agent_cache_dir
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.types import RecallMessage
 
 ANIMALS = [

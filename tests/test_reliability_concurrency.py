@@ -28,7 +28,8 @@ import pytest
 from checkpointers import Place, open_saver
 
 from langgraph_memgpt.stores.sqlite import close_all, open_memory
-from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite.faiss_cache import agent_cache_dir
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 WRITER = Path(__file__).parent / "concurrent_writer.py"
 AGENT = "shared-agent"

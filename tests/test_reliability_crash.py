@@ -47,7 +47,8 @@ from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.recovery import recover_thread
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.sqlite import close_all, open_memory
-from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite.faiss_cache import agent_cache_dir
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.types import StoreCorruptError
 
 HARNESS = Path(__file__).parent / "crash_harness.py"

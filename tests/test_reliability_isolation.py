@@ -26,7 +26,8 @@ from rich.console import Console
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.sqlite import close_all, open_memory
-from langgraph_memgpt.stores.sqlite.vectors import agent_cache_dir, forget_loaded_indexes
+from langgraph_memgpt.stores.sqlite.faiss_cache import agent_cache_dir
+from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 ALICE = "alice"
 # Every secret of Alice's is built from these words, so any leak shows up as one of them.

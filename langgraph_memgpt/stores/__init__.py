@@ -18,14 +18,12 @@ from typing import TYPE_CHECKING, Any
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 
 if TYPE_CHECKING:
-    from langgraph_memgpt.stores.sqlite import (
-        DB_FILENAME,
-        AgentMemory,
-        SqliteBackend,
-        close_all,
-        list_agents,
-        open_memory,
-    )
+    from langgraph_memgpt.stores.sqlite import DB_FILENAME as DB_FILENAME
+    from langgraph_memgpt.stores.sqlite import AgentMemory as AgentMemory
+    from langgraph_memgpt.stores.sqlite import SqliteBackend as SqliteBackend
+    from langgraph_memgpt.stores.sqlite import close_all as close_all
+    from langgraph_memgpt.stores.sqlite import list_agents as list_agents
+    from langgraph_memgpt.stores.sqlite import open_memory as open_memory
 
 _SQLITE = frozenset(
     {"DB_FILENAME", "AgentMemory", "SqliteBackend", "close_all", "list_agents", "open_memory"}
@@ -38,13 +36,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [
-    "DB_FILENAME",
-    "AgentMemory",
-    "Memory",
-    "MemoryBackend",
-    "SqliteBackend",
-    "close_all",
-    "list_agents",
-    "open_memory",
-]
+__all__ = ["Memory", "MemoryBackend", *sorted(_SQLITE)]

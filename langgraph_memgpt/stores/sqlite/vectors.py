@@ -17,10 +17,7 @@ top k.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import logging
-import re
 import secrets
 import threading
 import weakref
@@ -31,9 +28,15 @@ from typing import Any, Literal
 import numpy as np
 import sqlite_utils
 
-from langgraph_memgpt.osutil import process_alive, write_atomic
 from langgraph_memgpt.stores.embeddings import FloatArray, normalize
 from langgraph_memgpt.stores.sqlite.db import database_id, transaction
+from langgraph_memgpt.stores.sqlite.faiss_cache import (
+    agent_cache_dir,
+    read_cache,
+    remove_orphan_temp_files,
+    warn_once,
+    write_cache,
+)
 from langgraph_memgpt.stores.sqlite.identity import check_embedding_identity, identity_key
 
 
@@ -51,8 +54,6 @@ def _faiss() -> Any:
 IndexKind = Literal["flat", "hnsw", "auto"]
 Tier = str  # "recall" | "archival"
 
-SIDECAR_FORMAT = 2
-"""Version 2 added ``database_id``: a cache of another database is never trusted."""
 _HNSW_M = 32
 _HNSW_EF_CONSTRUCTION = 80
 _HNSW_EF_SEARCH = 128  # chosen with benchmarks/archival_1m.py's efSearch sweep
@@ -71,9 +72,7 @@ _AUTO_PERSIST_MAX_VECTORS = 5000
 _AUTO_PERSIST_FRACTION = 0.1
 
 
-_log = logging.getLogger(__name__)
-_WARNED: set[str] = set()
-_WARNED_GUARD = threading.Lock()
+_SEARCH_GUARD = threading.Lock()
 _SEARCH_THREADS_SET = False
 
 
@@ -88,53 +87,14 @@ def _use_one_search_thread() -> None:
     global _SEARCH_THREADS_SET
     if _SEARCH_THREADS_SET:
         return
-    with _WARNED_GUARD:
+    with _SEARCH_GUARD:
         if not _SEARCH_THREADS_SET:
             _faiss().omp_set_num_threads(1)
             _SEARCH_THREADS_SET = True
 
 
-def _warn_once(folder: Path, err: OSError) -> None:
-    """Log once per cache folder that the FAISS cache cannot be written."""
-    key = str(folder)
-    with _WARNED_GUARD:
-        if key in _WARNED:
-            return
-        _WARNED.add(key)
-    _log.warning(
-        "cannot write the FAISS cache in %s (%s); memory works on, with vectors read from "
-        "SQLite and the cache rebuilt when the folder is writable again",
-        folder,
-        err,
-    )
-
-
-def agent_cache_dir(cache_dir: Path | str, agent_id: str) -> Path:
-    """Folder of one agent's FAISS files (named by a hash: agent ids may hold any character)."""
-    return Path(cache_dir) / hashlib.sha1(agent_id.encode("utf-8")).hexdigest()[:16]
-
-
 def _blob(vector: FloatArray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
-
-
-def _remove_orphan_temp_files(*targets: Path) -> None:
-    """Delete the temporary files of cache writes whose process died mid-write.
-
-    ``osutil.write_atomic`` names them ``.<file>.<pid>.<random>.tmp``; a process killed before
-    its rename leaves one behind for good. A live writer's file is left alone.
-    """
-    for target in targets:
-        pattern = re.compile(rf"\.{re.escape(target.name)}\.(\d+)\.[0-9a-f]+\.tmp")
-        if not target.parent.is_dir():
-            continue
-        for tmp in target.parent.glob(f".{target.name}.*.tmp"):
-            match = pattern.fullmatch(tmp.name)
-            if match and not process_alive(int(match.group(1))):
-                try:
-                    tmp.unlink(missing_ok=True)
-                except OSError:  # a read-only cache folder: the file is harmless
-                    pass
 
 
 def delete_items_without_model(
@@ -178,7 +138,7 @@ def delete_items_without_model(
             try:
                 path.unlink(missing_ok=True)
             except OSError as err:
-                _warn_once(folder, err)
+                warn_once(folder, err)
 
 
 class _IndexState:
@@ -421,7 +381,7 @@ class VectorIndex:
             try:
                 self._write_cache_files()
             except OSError as err:
-                _warn_once(self.path.parent, err)
+                warn_once(self.path.parent, err)
                 for path in (self.path, self.sidecar_path):
                     try:
                         path.unlink(missing_ok=True)
@@ -521,7 +481,7 @@ class VectorIndex:
             try:
                 self._write_cache_files()
             except OSError as err:
-                _warn_once(self.path.parent, err)
+                warn_once(self.path.parent, err)
                 state.unsaved = 0  # retried after the next changes, not on every read
 
     def _write_cache_files(self) -> None:
@@ -530,23 +490,13 @@ class VectorIndex:
         data = _faiss().serialize_index(state.index).tobytes()
         labels = list(state.item_of)
         sidecar = {
-            "format": SIDECAR_FORMAT,
-            "tier": self.tier,
-            "agent_id": self.agent_id,
-            "key": self.key,
-            "model": self.model,
-            "dim": self.dim,
-            "database_id": self.database_id,
+            **self._cache_identity(),
             "kind": state.kind,
             "count": len(labels),
             "max_id": max(labels, default=0),
             "generation": state.generation,
-            "sha256": hashlib.sha256(data).hexdigest(),
         }
-        # Index first, sidecar second: a crash in between leaves a checksum mismatch,
-        # which is detected and rebuilt, never a silently wrong index.
-        write_atomic(self.path, data)
-        write_atomic(self.sidecar_path, json.dumps(sidecar, indent=1).encode("utf-8"))
+        write_cache(self.path, self.sidecar_path, data, sidecar)
         state.unsaved = 0
 
     def maybe_persist(self) -> None:
@@ -603,7 +553,7 @@ class VectorIndex:
                 try:
                     path.unlink(missing_ok=True)
                 except OSError as err:  # the sidecar no longer matches: never trusted
-                    _warn_once(folder, err)
+                    warn_once(folder, err)
         with _STATES_GUARD:
             for state_key, state in list(_STATES.items()):
                 if str(state_key[1]).startswith(str(folder.resolve() / f"{tier}.")):
@@ -709,7 +659,7 @@ class VectorIndex:
 
     def _load(self) -> None:
         """Open the cache file if it is intact and ours, then reconcile it with SQLite."""
-        _remove_orphan_temp_files(self.path, self.sidecar_path)
+        remove_orphan_temp_files(self.path, self.sidecar_path)
         state = self._state
         generation = self._db_generation()
         live = self._live_labels()
@@ -735,15 +685,9 @@ class VectorIndex:
         if changed:
             self.persist()
 
-    def _read_cache_file(self) -> Any:
-        """Return the cached index, or None when it is missing, damaged or not for this store."""
-        try:
-            sidecar = json.loads(self.sidecar_path.read_text(encoding="utf-8"))
-            data = self.path.read_bytes()
-        except (OSError, ValueError):
-            return None
-        expected = {
-            "format": SIDECAR_FORMAT,
+    def _cache_identity(self) -> dict[str, Any]:
+        """What a cache file must be for to be this index's (its sidecar's fields)."""
+        return {
             "database_id": self.database_id,
             "tier": self.tier,
             "agent_id": self.agent_id,
@@ -751,12 +695,14 @@ class VectorIndex:
             "model": self.model,
             "dim": self.dim,
         }
-        if not isinstance(sidecar, dict) or any(sidecar.get(k) != v for k, v in expected.items()):
+
+    def _read_cache_file(self) -> Any:
+        """Return the cached index, or None when it is missing, damaged or not for this store."""
+        found = read_cache(self.path, self.sidecar_path, self._cache_identity())
+        if found is None:
             return None
-        kind = sidecar.get("kind")
-        if kind not in ("flat", "hnsw") or self.kind not in (kind, "auto"):
-            return None
-        if sidecar.get("sha256") != hashlib.sha256(data).hexdigest():
+        data, kind = found
+        if self.kind not in (kind, "auto"):
             return None
         try:
             index = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8))
@@ -924,7 +870,6 @@ __all__ = [
     "AUTO_HNSW_MIN_VECTORS",
     "IndexKind",
     "VectorIndex",
-    "agent_cache_dir",
     "delete_items_without_model",
     "forget_loaded_indexes",
 ]
