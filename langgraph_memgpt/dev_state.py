@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_memgpt.osutil import write_atomic
+from langgraph_memgpt.redaction import REDACTED
 
 STATE_FILE = Path(".langgraph_api") / ".langgraph_ops.pckl"
 """Where ``langgraph dev`` (its in-memory runtime) saves threads and runs, in its cwd."""
@@ -132,8 +133,6 @@ def _load(path: Path) -> Any:
 
 def _clean(value: Any, texts: Sequence[str], ids: Collection[str]) -> Any:
     """``value`` without the forgotten messages, the forgotten texts redacted."""
-    from langgraph_memgpt.forget import REDACTED
-
     if isinstance(value, str):
         for text in texts:
             value = value.replace(text, REDACTED)

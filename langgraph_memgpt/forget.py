@@ -28,7 +28,7 @@ afterwards (``Scrubbable``), so no file of the data directory keeps the words.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph_memgpt.checkpoints import empty_wal, keep_latest
+from langgraph_memgpt.redaction import quotable, quotes, redacted_message
 from langgraph_memgpt.stores.base import Memory, Scrubbable
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.passages import SUMMARY_TAG
@@ -44,10 +45,6 @@ from langgraph_memgpt.stores.types import Passage, RecallMessage
 from langgraph_memgpt.stores.words import topic_stems
 
 _PAGE = 1000
-REDACTED = "[forgotten]"
-"""What a forgotten text becomes inside a message kept in a thread's queue."""
-MIN_QUOTE = 8
-"""Shortest forgotten text looked for in other messages: shorter ones ("ok") match anything."""
 MAX_THREAD_QUOTES = 2000
 """Most messages of a forgotten thread looked for in the agent's other threads (each is
 compared with every tool message of the agent)."""
@@ -403,40 +400,6 @@ def _has_checkpoint(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> b
     return checkpointer.get_tuple(config) is not None
 
 
-def quotable(texts: Iterable[str]) -> list[str]:
-    """The forgotten texts worth looking for elsewhere (long enough to mean something)."""
-    return sorted({t.strip() for t in texts if len(t.strip()) >= MIN_QUOTE}, key=len, reverse=True)
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string inside a JSON-like value (keys left out)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
-
-
-def _quotes(value: Any, texts: Sequence[str]) -> bool:
-    return any(t in s for s in _strings(value) for t in texts)
-
-
-def _redact(value: Any, texts: Sequence[str]) -> Any:
-    """``value`` with every forgotten text inside its strings replaced by `REDACTED`."""
-    if isinstance(value, str):
-        for text in texts:
-            value = value.replace(text, REDACTED)
-        return value
-    if isinstance(value, Mapping):
-        return {k: _redact(v, texts) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redact(v, texts) for v in value]
-    return value
-
-
 def _delete_echoes(memory: Memory, texts: Sequence[str], actor: str) -> list[RecallMessage]:
     """Delete the tool calls and tool results in recall that quote a forgotten text.
 
@@ -448,7 +411,7 @@ def _delete_echoes(memory: Memory, texts: Sequence[str], actor: str) -> list[Rec
     echoes = [
         m
         for m in _all_messages(memory)
-        if (m.role == "tool" or m.tool_calls) and _quotes([m.text, m.tool_calls], texts)
+        if (m.role == "tool" or m.tool_calls) and quotes([m.text, m.tool_calls], texts)
     ]
     gone: list[RecallMessage] = []
     for thread_id in sorted({m.thread_id for m in echoes}):
@@ -513,32 +476,19 @@ def _clean_threads(
         for message in values.get("messages", []):
             if str(message.id) in ids:
                 changed.append(RemoveMessage(id=str(message.id)))
-            elif _quotes([message.content, getattr(message, "tool_calls", [])], texts) or (
-                _quotes(message.additional_kwargs, texts)
+            elif quotes([message.content, getattr(message, "tool_calls", [])], texts) or (
+                quotes(message.additional_kwargs, texts)
             ):
-                changed.append(_redacted_message(message, texts))
+                changed.append(redacted_message(message, texts))
         if changed:
             update["messages"] = changed
         summary = values.get("summary")
-        if summary and (summary in removed_summaries or _quotes(summary, texts)):
+        if summary and (summary in removed_summaries or quotes(summary, texts)):
             update["summary"] = ""
         if update:
             graph.update_state(config, update)
         keep_latest(checkpointer, thread_id)
         report.checkpoints.append(thread_id)
-
-
-def _redacted_message(message: Any, texts: Sequence[str]) -> Any:
-    """A copy of a queued message (same id) with the forgotten texts redacted."""
-    changes: dict[str, Any] = {
-        "content": _redact(message.content, texts),
-        "additional_kwargs": _redact(message.additional_kwargs, texts),
-    }
-    if getattr(message, "tool_calls", None):
-        changes["tool_calls"] = [
-            {**call, "args": _redact(call.get("args", {}), texts)} for call in message.tool_calls
-        ]
-    return message.model_copy(update=changes)
 
 
 def _scrub(memory: Memory, graph: Any) -> None:
@@ -554,11 +504,9 @@ __all__ = [
     "ForgetRefusedError",
     "ForgetReport",
     "NothingToForgetError",
-    "REDACTED",
     "forget_agent",
     "forget_matching",
     "forget_messages",
     "forget_passage",
     "forget_thread",
-    "quotable",
 ]

@@ -169,7 +169,7 @@ def forget(
 def _scrub_server_state(root: Path, report: ForgetReport, deleted: list[str]) -> str:
     """Clean ``langgraph dev``'s saved copy of runs and threads (``dev_state``)."""
     from langgraph_memgpt.dev_state import scrub
-    from langgraph_memgpt.forget import quotable
+    from langgraph_memgpt.redaction import quotable
 
     removed = [*report.messages, *report.echoes]
     passages = [*report.passages, *report.summaries, *report.facts]
