@@ -18,6 +18,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[local,serve,dev,postgres,compose,bench]'
 	@touch $(STAMP)
 
+# LangGraph's JS SDK, as a chat UI streams a run, for the server tests (npm registry).
+tests/js/node_modules: tests/js/package.json tests/js/package-lock.json
+	@command -v npm >/dev/null && npm ci --prefix tests/js --no-audit --no-fund --silent || \
+	  echo "no npm: the JS SDK streaming test will fail (apt-get install nodejs npm)"
+
 install: $(STAMP)
 
 run: $(STAMP)
@@ -31,7 +36,7 @@ browser:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "no chromium: the memory page's browser tests will fail (apt-get install chromium)"
 
-test: $(STAMP) browser
+test: $(STAMP) browser tests/js/node_modules
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

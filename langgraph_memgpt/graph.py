@@ -7,7 +7,7 @@ Every edge of the loop is here; the decisions are the route functions of
     summarize_evict ─after_eviction─→ think | respond
     think ─after_think─→ call_memory_tool (one task per call) | check_pressure
                          | summarize_evict | respond
-    call_memory_tool → check_pressure
+    call_memory_tool ─after_tools─→ check_pressure | respond (the reply is out)
     respond → END
 """
 
@@ -37,7 +37,7 @@ from langgraph_memgpt.nodes import (
     make_think,
 )
 from langgraph_memgpt.nodes.call_memory_tool import log_and_describe
-from langgraph_memgpt.routes import after_eviction, after_pressure, after_think
+from langgraph_memgpt.routes import after_eviction, after_pressure, after_think, after_tools
 from langgraph_memgpt.state import InputState, OutputState, State
 from langgraph_memgpt.stores.base import MemoryBackend, ThreadLocks
 from langgraph_memgpt.threads import a_one_run, data_dir_of, one_run
@@ -225,7 +225,7 @@ def assemble(
         after_think,
         ["call_memory_tool", "check_pressure", "summarize_evict", "respond"],
     )
-    builder.add_edge("call_memory_tool", "check_pressure")
+    builder.add_conditional_edges("call_memory_tool", after_tools, ["check_pressure", "respond"])
     builder.add_edge("respond", END)
     return builder
 

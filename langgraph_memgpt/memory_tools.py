@@ -111,7 +111,9 @@ def run_once(name: str, args: dict[str, Any], bound: Binding) -> ToolOutcome:
     """
     memory, where = bound.memory, bound.where
     result_id = where.result_id
-    if result_id is not None:
+    # Only a call that changes memory needs its journal: a search or a reply run again
+    # changes nothing (its result is recorded under the same id either way).
+    if result_id is not None and MEMORY_TOOLS[name].edits:
         earlier = memory.recall.get([result_id])
         if earlier:
             return _replayed(name, args, earlier[0].text)

@@ -10,9 +10,12 @@ from __future__ import annotations
 from typing import Literal
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.runtime import get_runtime
 from langgraph.types import Send
 
+from langgraph_memgpt.context import Context
 from langgraph_memgpt.state import State
+from langgraph_memgpt.tool_step import decide, open_step, results_of
 
 
 def after_pressure(state: State) -> Literal["think", "summarize_evict", "respond"]:
@@ -57,3 +60,26 @@ def after_think(
     if last.tool_calls or last.invalid_tool_calls:
         return "check_pressure"  # every call answered (invalid ones by think itself)
     return "respond"
+
+
+def after_tools(state: State) -> Literal["check_pressure", "respond"]:
+    """After every call of a step has its result: the turn is over, or measure and think.
+
+    A step that ends the turn (the reply is out) goes straight to ``respond``, which
+    closes it; any other goes to ``check_pressure`` (a note, the breaker, the pressure).
+    """
+    step = open_step(state)
+    if step is None or state.get("handoff"):
+        # A handoff is closed in check_pressure: respond then only hands control over.
+        return "check_pressure"
+    # Each call's task reads the state with its own result only: only a step of one call
+    # is seen whole here; the others close in check_pressure, once every task is done.
+    answered = {r.tool_call_id for r in results_of(state, step)}
+    if any(c.get("id") not in answered for c in step.tool_calls):
+        return "check_pressure"
+    try:
+        limit = Context.from_any(get_runtime().context).max_repeated_calls
+    except (RuntimeError, LookupError):
+        limit = Context().max_repeated_calls
+    decision = decide(state, step, limit)
+    return "respond" if decision.turn_over and not decision.stop_reason else "check_pressure"

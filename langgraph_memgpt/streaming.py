@@ -55,9 +55,21 @@ def hide(messages: Sequence[BaseMessage], config: RunnableConfig | None) -> None
     """
     config = ensure_config(config)
     node = (config.get("metadata") or {}).get("langgraph_node")
-    if not node or not messages:
+    if not node or not messages or not _streams_messages(config):
         return
     RunnableLambda(_nothing, name=str(node)).invoke({"messages": list(messages)}, config)
+
+
+def _streams_messages(config: RunnableConfig) -> bool:
+    """Whether the run streams ``messages`` (LangGraph has added its handler).
+
+    Otherwise no message is sent, and hiding would cost a run for nothing.
+    """
+    callbacks = config.get("callbacks")
+    handlers = getattr(callbacks, "handlers", None)
+    if handlers is None:
+        handlers = callbacks if isinstance(callbacks, list) else []
+    return any(type(h).__name__.startswith("StreamMessagesHandler") for h in handlers)
 
 
 def _nothing(_: Any) -> None:
@@ -284,10 +296,32 @@ def _stamped(message: AIMessage, watch: _Watch, reply_id: str | None) -> AIMessa
     return message.model_copy(update={"additional_kwargs": kwargs})
 
 
+def listening(config: RunnableConfig | None) -> bool:
+    """Whether the run streams ``messages`` or ``custom``: else a step need not stream."""
+    return _streams_messages(ensure_config(config)) or not _is_no_op(_writer())
+
+
+def _is_no_op(writer: Any) -> bool:
+    """Whether ``writer`` is LangGraph's do-nothing writer (``custom`` is not streamed).
+
+    There is no public flag for it: a function that uses no names and whose code is
+    that of ``pass``.
+    """
+    code = getattr(writer, "__code__", None)
+    return code is not None and not code.co_names and code.co_code == _pass.__code__.co_code
+
+
+def _pass(_: Any) -> None:
+    pass
+
+
 def stream_step(
     model: Runnable[Any, Any], prompt: Any, config: RunnableConfig | None, **kwargs: Any
 ) -> AIMessage:
     """``model.invoke(prompt)``, streamed: the reply goes out as it is written."""
+    if not listening(config):
+        raw = model.invoke(prompt, config=_hidden(config), **kwargs)
+        return raw if isinstance(raw, AIMessage) else AIMessage(content=raw.content)
     watch = _Watch()
     chunks = iter(model.stream(prompt, config=_hidden(config), **kwargs))
     reply_id: str | None = None
@@ -315,6 +349,9 @@ async def astream_step(
     model: Runnable[Any, Any], prompt: Any, config: RunnableConfig | None, **kwargs: Any
 ) -> AIMessage:
     """`stream_step` on the event loop (the model's async API)."""
+    if not listening(config):
+        raw = await model.ainvoke(prompt, config=_hidden(config), **kwargs)
+        return raw if isinstance(raw, AIMessage) else AIMessage(content=raw.content)
     watch = _Watch()
     chunks = model.astream(prompt, config=_hidden(config), **kwargs).__aiter__()
     reply_id: str | None = None

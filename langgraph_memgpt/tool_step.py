@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -93,36 +94,68 @@ def sent_messages(state: State) -> list[str]:
     ]
 
 
-def close_step(
-    state: State, message: AIMessage, memory: Memory, ctx: Context
-) -> tuple[dict[str, Any], list[AnyMessage]]:
-    """The state update closing ``message``'s step, and the messages it adds (to record)."""
+@dataclass(frozen=True)
+class Decision:
+    """What a finished tool step means for the turn."""
+
+    turn_over: bool
+    note: bool = False
+    """Nothing was sent to the user: a note asks for the reply (the turn goes on)."""
+    repeat_key: str = ""
+    repeat_count: int = 0
+    stop_reason: str = ""
+    core_changed: bool = False
+
+
+def decide(state: State, message: AIMessage, max_repeated_calls: int) -> Decision:
+    """Whether the turn goes on after ``message``'s step (a pure function of the state)."""
     outcomes = [facts(r) for r in results_of(state, message)]
-    update: dict[str, Any] = {"step_closed": message.id}
-    if any(o.get("core_changed") for o in outcomes):
-        update["core_blocks"] = core_mirror(memory)
+    core_changed = any(o.get("core_changed") for o in outcomes)
     if state.get("handoff") or any(o.get("goto_respond") for o in outcomes):
         # A tool ended the turn (or handed it to another agent): no note, no breaker.
-        update.update(turn_over=True, repeat_key="", repeat_count=0)
-        return update, []
+        return Decision(turn_over=True, core_changed=core_changed)
     go_on = any(o.get("heartbeat") and o.get("ok") for o in outcomes)
     replied = bool(sent_messages(state))
     failed = any(not o.get("ok") for o in outcomes)
     # A failure is worth another step while the user still waits for a reply; after
     # the reply it would only cost time (the error stays in the queue for next turn).
     go_on = go_on or (failed and not replied)
-    added: list[AnyMessage] = []
-    if not go_on and not replied:
-        # Every user message gets a reply: a turn may not end on a silent memory edit
-        # (small models often forget send_message). Bounded by max_steps and the breaker.
-        go_on = True
-        added.append(HumanMessage(prompts.NO_REPLY_NOTE, name=ALERT_NAME, id=str(uuid.uuid4())))
+    # Every user message gets a reply: a turn may not end on a silent memory edit
+    # (small models often forget send_message). Bounded by max_steps and the breaker.
+    note = not go_on and not replied
     key = signature(message)
     repeats = state.get("repeat_count", 0) + 1 if key == state.get("repeat_key") else 1
-    update.update(repeat_key=key, repeat_count=repeats, turn_over=not go_on)
-    if repeats >= ctx.max_repeated_calls:
+    stop = ""
+    if repeats >= max_repeated_calls:
         first = message.tool_calls[0]["name"] if message.tool_calls else "an invalid call"
-        update.update(stop_reason=prompts.REPEATED_CALL_REPLY.format(name=first), turn_over=True)
-    if added:
+        stop = prompts.REPEATED_CALL_REPLY.format(name=first)
+    return Decision(
+        turn_over=bool(stop) or not (go_on or note),
+        note=note,
+        repeat_key=key,
+        repeat_count=repeats,
+        stop_reason=stop,
+        core_changed=core_changed,
+    )
+
+
+def close_step(
+    state: State, message: AIMessage, memory: Memory, ctx: Context
+) -> tuple[dict[str, Any], list[AnyMessage]]:
+    """The state update closing ``message``'s step, and the messages it adds (to record)."""
+    decision = decide(state, message, ctx.max_repeated_calls)
+    update: dict[str, Any] = {
+        "step_closed": message.id,
+        "turn_over": decision.turn_over,
+        "repeat_key": decision.repeat_key,
+        "repeat_count": decision.repeat_count,
+    }
+    if decision.core_changed:
+        update["core_blocks"] = core_mirror(memory)
+    if decision.stop_reason:
+        update["stop_reason"] = decision.stop_reason
+    added: list[AnyMessage] = []
+    if decision.note and not decision.turn_over:
+        added.append(HumanMessage(prompts.NO_REPLY_NOTE, name=ALERT_NAME, id=str(uuid.uuid4())))
         update["messages"] = added
     return update, added

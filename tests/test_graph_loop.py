@@ -92,7 +92,8 @@ def test_graph_draws_exactly_the_designed_edges() -> None:
         "think -.-> check_pressure",
         "think -.-> summarize_evict",
         "think -.-> respond",
-        "call_memory_tool --> check_pressure",
+        "call_memory_tool -.-> check_pressure",
+        "call_memory_tool -.-> respond",
         "respond --> __end__",
     ]:
         assert edge in drawing, edge

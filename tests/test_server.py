@@ -44,6 +44,7 @@ EDGES = {
     ("think", "summarize_evict"),
     ("think", "respond"),
     ("call_memory_tool", "check_pressure"),
+    ("call_memory_tool", "respond"),
     ("respond", "__end__"),
 }
 START_TIMEOUT_S = 60.0
@@ -345,4 +346,51 @@ def test_the_reply_streams_through_the_sdk_without_monologue_or_tool_json(
         texts.append(message)
     chunks = [m["content"] for m in texts if m.get("type") == "AIMessageChunk"]
     assert len(chunks) >= 3, server.log()
+    assert "".join(chunks) == reply
+
+
+JS_SDK = REPO / "tests" / "js"
+
+
+@pytest.mark.server
+@pytest.mark.timeout(120)
+def test_the_reply_streams_through_the_js_sdk_messages_tuple(
+    server: DevServer, tmp_path: Path
+) -> None:
+    """LangGraph's own JS SDK (``@langchain/langgraph-sdk``, installed by ``make test``)."""
+    assert (JS_SDK / "node_modules" / "@langchain" / "langgraph-sdk").is_dir(), (
+        "run `make test` (it installs tests/js with npm)"
+    )
+    reply = "Good morning! The sun is out and it is a fine day for a walk."
+    script_path(tmp_path).write_text(
+        json.dumps(
+            {
+                "stream_piece": 5,
+                "script": [
+                    {
+                        "content": "PRIVATE: greet back.",
+                        "tool_calls": [call("send_message", message=reply)],
+                    }
+                ],
+            }
+        )
+    )
+    done = subprocess.run(
+        ["node", str(JS_SDK / "stream_reply.mjs"), server.url, "ada", "good morning"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=True,
+    )
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    chunks = []
+    for event in events:
+        if not str(event["event"]).startswith("messages"):
+            continue
+        message = event["data"][0]
+        text = json.dumps(message.get("content"))
+        assert "PRIVATE" not in text and "status" not in text, text
+        if message.get("type") == "AIMessageChunk":
+            chunks.append(message["content"])
+    assert len(chunks) >= 3, done.stdout
     assert "".join(chunks) == reply

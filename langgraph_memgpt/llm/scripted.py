@@ -22,13 +22,14 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall
-from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
+
+from langgraph_memgpt.llm.chunks import message_chunks
 
 ScriptStep = AIMessage | Mapping[str, Any] | str
 """One scripted reply: an AIMessage, a dict ``{"content", "tool_calls"}``, or plain text."""
@@ -191,43 +192,4 @@ class ScriptedChatModel(BaseChatModel):
         # what it would have answered.
         generated = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
         reply = generated if isinstance(generated, AIMessage) else AIMessage(generated.content)
-        text = reply.content if isinstance(reply.content, str) else reply.text
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="", id=reply.id, additional_kwargs=dict(reply.additional_kwargs)
-            )
-        )
-        for piece in _pieces(text, self.stream_piece):
-            yield ChatGenerationChunk(message=AIMessageChunk(content=piece, id=reply.id))
-        calls: list[tuple[str | None, str, str | None]] = [
-            (c["name"], json.dumps(c["args"]), c.get("id")) for c in reply.tool_calls
-        ]
-        calls += [
-            (c.get("name"), str(c.get("args") or ""), c.get("id")) for c in reply.invalid_tool_calls
-        ]
-        for index, (name, args, call_id) in enumerate(calls):
-            for number, piece in enumerate(_pieces(args, self.stream_piece) or [""]):
-                first = number == 0
-                yield ChatGenerationChunk(
-                    message=AIMessageChunk(
-                        content="",
-                        id=reply.id,
-                        tool_call_chunks=[
-                            tool_call_chunk(
-                                name=name if first else None,
-                                args=piece,
-                                id=call_id if first else None,
-                                index=index,
-                            )
-                        ],
-                    )
-                )
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    """``text`` in pieces of ``size`` characters (0: whole); none for empty text."""
-    if not text:
-        return []
-    if size <= 0:
-        return [text]
-    return [text[i : i + size] for i in range(0, len(text), size)]
+        yield from message_chunks(reply, self.stream_piece)

@@ -30,7 +30,6 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackMana
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage, ToolCall
-from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -38,6 +37,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_memgpt.auto_save import add_missing_notes
 from langgraph_memgpt.core_gate import drop_ungrounded_notes
+from langgraph_memgpt.llm.chunks import message_chunks
 from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.voice import repair_reply
 
@@ -598,23 +598,12 @@ class LocalToolCallingChatModel(BaseChatModel):
         """The last chunk: the whole text parsed into calls, as ``_generate`` returns them."""
         result = ChatResult(generations=[ChatGeneration(message=AIMessage(raw))])
         message = self._finish(result, names, plain, prompt).generations[0].message
-        done = message.tool_calls if isinstance(message, AIMessage) else []
-        bad = message.invalid_tool_calls if isinstance(message, AIMessage) else []
-        calls = [
-            tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
-            for i, c in enumerate(done)
-        ]
-        calls += [
-            tool_call_chunk(name=c.get("name"), args=c.get("args") or "", id=c.get("id"), index=i)
-            for i, c in enumerate(bad, start=len(done))
-        ]
-        return ChatGenerationChunk(
-            message=AIMessageChunk(
-                content=message.content,
-                additional_kwargs=dict(message.additional_kwargs),
-                tool_call_chunks=calls,
-            )
-        )
+        parsed = message if isinstance(message, AIMessage) else AIMessage(message.content)
+        merged = message_chunks(parsed)
+        last = merged[0]
+        for part in merged[1:]:
+            last = last + part
+        return last
 
 
 def _raw_chunk(text: str) -> ChatGenerationChunk:

@@ -25,7 +25,7 @@ from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import REPLY_FLAG, context_of, record, thread_of
 from langgraph_memgpt.state import State
 from langgraph_memgpt.streaming import streamed_reply_id
-from langgraph_memgpt.tool_step import results_of, sent_messages
+from langgraph_memgpt.tool_step import close_step, open_step, results_of, sent_messages
 
 
 def make_respond(deps: Deps) -> Any:
@@ -40,10 +40,16 @@ def make_respond(deps: Deps) -> Any:
             return Command(
                 graph=Command.PARENT, goto=handoff["goto"], update=_handoff_update(state)
             )
+        ctx = context_of(runtime)
+        memory = deps.memory(ctx, state)
+        closed: dict[str, Any] = {}
+        step = open_step(state)
+        if step is not None:  # the tool step ended the turn (routes.after_tools)
+            closed, _ = close_step(state, step, memory, ctx)
         last = state["messages"][-1] if state["messages"] else None
         stop_reason = state.get("stop_reason")
         if not stop_reason and isinstance(last, AIMessage) and not last.tool_calls:
-            return {"turn_over": True}  # a plain answer: it already is the last AI message
+            return {**closed, "turn_over": True}  # a plain answer: already the last AI message
         if stop_reason:
             reply = AIMessage(stop_reason, id=str(uuid.uuid4()))
         else:
@@ -53,9 +59,8 @@ def make_respond(deps: Deps) -> Any:
                 id=_reply_id(state, text),
                 additional_kwargs={REPLY_FLAG: True},
             )
-        ctx = context_of(runtime)
-        record(deps.memory(ctx, state), [reply], thread_of(runtime), state.get("turn", 0))
-        return {"messages": [reply], "stop_reason": "", "turn_over": True}
+        record(memory, [reply], thread_of(runtime), state.get("turn", 0))
+        return {**closed, "messages": [reply], "stop_reason": "", "turn_over": True}
 
     return respond
 
