@@ -28,8 +28,9 @@ the run's ``configurable["agent_id"]``, else ``"default"``; the thread is the ru
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -37,6 +38,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.prebuilt import ToolRuntime
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from pydantic import BaseModel, create_model
 
 from langgraph_memgpt.context import Context
@@ -160,6 +162,63 @@ def result_message(name: str, call_id: str, result_id: str, outcome: ToolOutcome
             }
         },
     )
+
+
+ORDER_WAIT_SECONDS = 120.0
+"""Longest a memory call waits for the ones written before it (a slow embedding)."""
+MAX_EVENTS = 10_000
+"""Finished calls remembered for ordering (a step's calls finish within seconds)."""
+
+
+class CallOrder:
+    """Memory calls of one model message land in the order the model wrote them.
+
+    LangGraph's ``ToolNode`` (in this loop and in ``create_agent``) runs a message's calls
+    at once; memory edits must land in the model's order ("append X, then replace X"), a
+    block's lines in the order it wrote them. A call waits for the memory calls before it
+    in its message (`wait`) until each says it is `done`, or its result is already in the
+    journal (done in an earlier run of the step).
+    """
+
+    def __init__(self, bind: Binder) -> None:
+        self.bind = bind
+        self._done: dict[str, threading.Event] = {}
+        self._guard = threading.Lock()
+
+    def _event(self, result_id: str) -> threading.Event:
+        with self._guard:
+            return self._done.setdefault(result_id, threading.Event())
+
+    def wait(self, request: ToolCallRequest) -> None:
+        """Until the memory calls written before this one in its message have run."""
+        if request.tool_call["name"] not in MEMORY_TOOLS:
+            return
+        message = calling_message(request.state, request.tool_call.get("id"))
+        if message is None:
+            return
+        where = provenance(request.runtime)
+        for call in message.tool_calls:
+            if call.get("id") == request.tool_call.get("id"):
+                return
+            if call["name"] not in MEMORY_TOOLS or not call.get("id"):
+                continue
+            earlier = replace(where, call_id=str(call["id"])).result_id
+            if earlier is None or self._event(earlier).is_set():
+                continue
+            if self.bind(request.runtime).memory.recall.get([earlier]):
+                continue  # done in an earlier run of this step
+            self._event(earlier).wait(ORDER_WAIT_SECONDS)
+
+    def done(self, request: ToolCallRequest) -> None:
+        """This call has run: the ones after it may go."""
+        result_id = provenance(request.runtime).result_id
+        if result_id is None:
+            return
+        self._event(result_id).set()
+        with self._guard:
+            if len(self._done) > MAX_EVENTS:  # a long-lived process: drop the oldest
+                for key in list(self._done)[: len(self._done) - MAX_EVENTS]:
+                    del self._done[key]
 
 
 def make_memory_tools(bind: Binder, names: Sequence[str]) -> list[BaseTool]:

@@ -54,7 +54,6 @@ from langchain_core.messages import convert_to_messages as to_messages
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
-from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -76,13 +75,12 @@ from langgraph_memgpt.main_context import (
 )
 from langgraph_memgpt.memory_tools import (
     DEFAULT_TOOLS,
-    Binding,
+    CallOrder,
     MemoryAccess,
     make_memory_tools,
     thread_of_config,
 )
-from langgraph_memgpt.nodes.call_memory_tool import ToolRules
-from langgraph_memgpt.nodes.check_pressure import _fit, pressure
+from langgraph_memgpt.nodes.check_pressure import fitted, pressure
 from langgraph_memgpt.nodes.summarize_evict import evict
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
@@ -140,30 +138,6 @@ class _Where:
         )
 
 
-class _CallOrder(ToolRules):
-    """The graph's ordering of a step's memory calls (`ToolRules`), bound as tools are here.
-
-    ``create_agent`` runs a message's tool calls at once, as the graph does; memory edits
-    must land in the order the model wrote them ("append X, then replace X").
-    """
-
-    def __init__(self, access: MemoryAccess) -> None:
-        super().__init__(Deps())
-        self.access = access
-
-    def bind(self, runtime: ToolRuntime[Any, Any]) -> Binding:
-        """As the middleware's memory tools bind (`MemoryAccess.bind`)."""
-        return self.access.bind(runtime)
-
-    def wait(self, request: ToolCallRequest) -> None:
-        """Until the memory calls written before this one in its message have run."""
-        self._in_order(request)
-
-    def done(self, request: ToolCallRequest) -> None:
-        """This call has run: the ones after it may go."""
-        self._finished(request)
-
-
 @dataclass
 class _Step:
     """One model call as planned: the request to send, or the reply that ends the turn."""
@@ -205,7 +179,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         self.summary_model = summary_model
         self.deps = Deps(backend=backend)
         self.tools: list[BaseTool] = make_memory_tools(self.access.bind, tools)
-        self._order = _CallOrder(self.access)
+        self._order = CallOrder(self.access.bind)
         # Until the first model call shows the agent's prompt and tools: its own tools.
         self._seen = _Seen(schemas=[convert_to_openai_tool(t) for t in self.tools])
 
@@ -260,7 +234,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
                 system_prompt,
                 state.get("evicted_count", 0),
             )
-            changed = {i: _fit(m, budget, self.deps.counter) or m for i, m in changed.items()}
+            changed = {i: fitted(m, budget, self.deps.counter) or m for i, m in changed.items()}
             queue = [changed.get(m.id, m) for m in queue]
             view = cast(State, {**view, "messages": queue})
             update["messages"] = list(changed.values())

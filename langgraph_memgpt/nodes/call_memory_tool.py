@@ -24,9 +24,7 @@ import asyncio
 import json
 import logging
 import re
-import threading
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import (
@@ -53,6 +51,7 @@ from langgraph_memgpt.main_context import (
 from langgraph_memgpt.memory_tools import (
     OUTCOME_KEY,
     Binding,
+    CallOrder,
     calling_message,
     make_memory_tools,
     provenance,
@@ -75,11 +74,6 @@ NAMESPACE_SEPARATOR = "|"
 
 LangGraph's own constant for it is internal (``langgraph._internal``); the format is what
 LangGraph shows in every state snapshot's ``checkpoint_ns`` ("parent:task|node:task")."""
-
-ORDER_WAIT_SECONDS = 120.0
-"""Longest a memory call waits for the ones written before it (a slow embedding)."""
-MAX_EVENTS = 10_000
-"""Finished calls remembered for ordering (a step's calls finish within seconds)."""
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
@@ -122,8 +116,7 @@ class ToolRules:
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        self._done: dict[str, threading.Event] = {}
-        self._done_guard = threading.Lock()
+        self.order = CallOrder(self.bind)
 
     def bind(self, runtime: ToolRuntime[Any, Any]) -> Binding:
         """A memory tool call's memory, settings and provenance (graph's agent resolution)."""
@@ -135,65 +128,25 @@ class ToolRules:
     def wrap(self, request: ToolCallRequest, execute: Execute) -> ToolResult:
         """``wrap_tool_call``: refuse or adjust, run, then take the result in."""
         try:
-            self._in_order(request)
+            self.order.wait(request)
             checked = self._before(request)
             if isinstance(checked, ToolMessage):
                 return self._recorded(request, checked)
             return self._after(checked, execute(checked))
         finally:
-            self._finished(request)
+            self.order.done(request)
 
     async def awrap(self, request: ToolCallRequest, execute: AExecute) -> ToolResult:
         """``awrap_tool_call``: the same, store I/O off the event loop."""
         try:
-            await asyncio.to_thread(self._in_order, request)
+            await asyncio.to_thread(self.order.wait, request)
             checked = await asyncio.to_thread(self._before, request)
             if isinstance(checked, ToolMessage):
                 return await asyncio.to_thread(self._recorded, request, checked)
             result = await execute(checked)
             return await asyncio.to_thread(self._after, checked, result)
         finally:
-            self._finished(request)
-
-    # -- memory edits in the order the model wrote them ---------------------------------
-
-    def _event(self, result_id: str) -> threading.Event:
-        with self._done_guard:
-            return self._done.setdefault(result_id, threading.Event())
-
-    def _in_order(self, request: ToolCallRequest) -> None:
-        """Wait for the memory calls written before this one in the same model message.
-
-        Each call is its own task and LangGraph runs a step's tasks at once; memory edits
-        must land in the model's order ("append X, then replace X"), and a block's lines
-        in the order it wrote them. A call done in an earlier run is in the journal.
-        """
-        if request.tool_call["name"] not in MEMORY_TOOLS:
-            return
-        message = calling_message(request.state, request.tool_call.get("id"))
-        if message is None:
-            return
-        where = provenance(request.runtime)
-        for call in message.tool_calls:
-            if call.get("id") == request.tool_call.get("id"):
-                return
-            if call["name"] not in MEMORY_TOOLS or not call.get("id"):
-                continue
-            earlier = replace(where, call_id=str(call["id"])).result_id
-            if earlier is None or self._event(earlier).is_set():
-                continue
-            if self.bind(request.runtime).memory.recall.get([earlier]):
-                continue  # done in an earlier run of this step
-            self._event(earlier).wait(ORDER_WAIT_SECONDS)
-
-    def _finished(self, request: ToolCallRequest) -> None:
-        result_id = provenance(request.runtime).result_id
-        if result_id is not None:
-            self._event(result_id).set()
-            with self._done_guard:
-                if len(self._done) > MAX_EVENTS:  # a long-lived process: drop the oldest
-                    for key in list(self._done)[: len(self._done) - MAX_EVENTS]:
-                        del self._done[key]
+            self.order.done(request)
 
     # -- before the call ---------------------------------------------------------------
 

@@ -56,7 +56,7 @@ from langgraph_memgpt.tool_step import close_step, open_step
 from langgraph_memgpt.tools import error_text, tool_result
 
 
-def _fit(message: AnyMessage, budget: int, counter: TokenCounter) -> AnyMessage | None:
+def fitted(message: AnyMessage, budget: int, counter: TokenCounter) -> AnyMessage | None:
     """A copy of ``message`` cut to ``budget`` tokens as the model reads it, or None if it fits.
 
     The model reads a user message after the time it was sent (``with_time``): the stamp's
@@ -219,7 +219,7 @@ def make_check_pressure(deps: Deps) -> Any:
             for index, message in enumerate(queue):
                 admitted = arrived.get(index) or valid_message(message)
                 if index in arrived:  # earlier messages were fitted in their turn
-                    admitted = _fit(admitted, budget, deps.counter) or admitted
+                    admitted = fitted(admitted, budget, deps.counter) or admitted
                 if admitted is not message:
                     changed[message.id] = admitted
             if repaired is not None:
