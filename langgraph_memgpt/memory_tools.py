@@ -51,6 +51,7 @@ from langgraph_memgpt.tools import (
     Provenance,
     ToolOutcome,
     execute_tool_call,
+    parse_args,
     wants_heartbeat,
 )
 
@@ -131,17 +132,20 @@ def run_once(name: str, args: dict[str, Any], bound: Binding) -> ToolOutcome:
 
 
 def _replayed(name: str, args: dict[str, Any], content: str) -> ToolOutcome:
+    """The outcome of a call run before, read back from its journalled result."""
     try:
         ok = json.loads(content).get("status") == "OK"
     except (ValueError, AttributeError):
         ok = False
-    reply = str(args.get("message", "")) if ok and MEMORY_TOOLS[name].replies else None
+    parsed = parse_args(name, args)
+    if not ok or isinstance(parsed, str):  # an OK result had arguments that validated
+        return ToolOutcome(content, ok=False, heartbeat=True)
     return ToolOutcome(
         content,
-        ok=ok,
-        heartbeat=wants_heartbeat(name, args) if ok else True,
-        reply=reply,
-        core_changed=ok and MEMORY_TOOLS[name].edits,
+        ok=True,
+        heartbeat=wants_heartbeat(name, parsed),
+        reply=str(args.get("message", "")) if MEMORY_TOOLS[name].replies else None,
+        core_changed=MEMORY_TOOLS[name].edits,
     )
 
 

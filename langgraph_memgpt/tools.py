@@ -701,43 +701,38 @@ def execute_tool_call(
             run in the graph's tool step, through ``ToolNode``, never here).
     """
     limit = ctx.result_char_limit
-    if not isinstance(args, dict):
-        return failed_result(name, "arguments must be a JSON object", limit)
-    if name not in MEMORY_TOOLS:
+    if name not in MEMORY_TOOLS and isinstance(args, dict):
         known = ", ".join([*MEMORY_TOOLS, *user_tools])
         return failed_result(name, f"no tool named {name!r}; available tools: {known}", limit)
-    tool = MEMORY_TOOLS[name]
+    parsed = parse_args(name, args)
+    if isinstance(parsed, str):
+        return failed_result(name, parsed, limit)
     try:
-        parsed = tool.args.model_validate(args)
-    except ValidationError as err:
-        return failed_result(name, _validation_message(err), limit)
-    try:
-        message, core_changed = tool.run(parsed, memory, ctx, where)
+        message, core_changed = MEMORY_TOOLS[name].run(parsed, memory, ctx, where)
     except Exception as exc:  # noqa: BLE001 - every failure goes back to the model
         return failed_result(name, exc, limit)
     return ToolOutcome(
         tool_result(True, message, limit),
         ok=True,
-        heartbeat=wants_heartbeat(name, args),
+        heartbeat=wants_heartbeat(name, parsed),
         reply=parsed.message if isinstance(parsed, SendMessageArgs) else None,
         core_changed=core_changed,
     )
 
 
-def validation_text(name: str, args: Any) -> str | None:
-    """Why a memory tool's arguments are invalid (the model reads it), or None."""
+def parse_args(name: str, args: Any) -> BaseModel | str:
+    """A memory tool's arguments validated, or why they are not (the model reads it)."""
     if not isinstance(args, dict):
         return "arguments must be a JSON object"
     try:
-        MEMORY_TOOLS[name].args.model_validate(args)
+        return MEMORY_TOOLS[name].args.model_validate(args)
     except ValidationError as err:
         return _validation_message(err)
-    return None
 
 
-def wants_heartbeat(name: str, args: Mapping[str, Any]) -> bool:
+def wants_heartbeat(name: str, parsed: BaseModel) -> bool:
     """Whether the loop must think again after this memory tool call succeeds."""
-    return MEMORY_TOOLS[name].facts.must_read or args.get("request_heartbeat") is True
+    return MEMORY_TOOLS[name].facts.must_read or bool(getattr(parsed, "request_heartbeat", False))
 
 
 def failed_result(name: str, exc: BaseException | str, limit: int) -> ToolOutcome:

@@ -254,6 +254,13 @@ def test_doors_plain_functions_system_prompt_and_own_state_keys(tmp_path: Path) 
         {"messages": [HumanMessage("my printer is broken")]}, config, context=ctx_for(tmp_path)
     )
     assert graph.get_state(config).values["ticket"] == "T-1 printer"
+    # The Command's result is in the queue under the id recall holds it by (one record).
+    from langgraph_memgpt.stores import open_memory
+
+    queue = graph.get_state(config).values["messages"]
+    result = next(m for m in queue if isinstance(m, ToolMessage) and m.name == "open_ticket")
+    stored = open_memory(tmp_path, "ada", embedding_model="none").recall.get([str(result.id)])
+    assert [m.text for m in stored] == [result.content]
     system = model.calls[0][0]
     text = json.dumps(system.content)
     assert "Always sign as Concierge." in text

@@ -63,8 +63,8 @@ from langgraph_memgpt.tools import (
     MEMORY_TOOLS,
     error_text,
     facts_of,
+    parse_args,
     tool_result,
-    validation_text,
 )
 
 log = logging.getLogger(__name__)
@@ -171,9 +171,9 @@ class ToolRules:
             if reason:
                 return _failed(call, reason, limit, held_back=True)
         if name in MEMORY_TOOLS:
-            problem = validation_text(name, call["args"])
-            if problem:
-                return _failed(call, problem, limit)
+            parsed = parse_args(name, call["args"])
+            if isinstance(parsed, str):
+                return _failed(call, parsed, limit)
         return request
 
     def _whole_call(self, request: ToolCallRequest, message: AIMessage) -> ToolCall | None:
@@ -256,9 +256,8 @@ class ToolRules:
                 own or _plain(call, f"Handed off to {goto_name}."),
                 goto_respond=True,
             )
-            self._record(request, [mine])
             handoff = {"goto": command.goto, "update": command.update}
-            return Command(update={"messages": [mine], "handoff": handoff})
+            return Command(update={"messages": [self._recorded(request, mine)], "handoff": handoff})
         unknown = sorted(set(changes) - self.deps.state_keys)
         if unknown:
             return self._recorded(
@@ -285,13 +284,17 @@ class ToolRules:
                 ),
             )
         mine = self._wrapped(request, own or _plain(call, "done"), goto_respond=bool(goto))
-        self._record(request, [mine, *extra])
-        return Command(update={**changes, "messages": [mine, *extra]})
+        added = [self._recorded(request, mine), *extra]
+        self._record(request, extra)
+        return Command(update={**changes, "messages": added})
 
     # -- recording ---------------------------------------------------------------------
 
     def _recorded(self, request: ToolCallRequest, message: ToolMessage) -> ToolMessage:
-        """``message`` with the call's replay-stable id, written to recall (write-ahead)."""
+        """The call's result with its replay-stable id, written to recall (write-ahead).
+
+        The queue gets this very message: recall and the checkpoint hold one id.
+        """
         result_id = provenance(request.runtime).result_id
         if result_id is not None:
             message = message.model_copy(update={"id": result_id})
@@ -299,11 +302,11 @@ class ToolRules:
         return message
 
     def _record(self, request: ToolCallRequest, messages: list[BaseMessage]) -> None:
-        where = provenance(request.runtime)
-        result_id = where.result_id
-        if result_id is not None and messages and isinstance(messages[0], ToolMessage):
-            messages[0] = messages[0].model_copy(update={"id": result_id})
+        """Write ``messages`` to recall and keep them out of the ``messages`` stream."""
+        if not messages:
+            return
         memory = self.bind(request.runtime).memory
+        where = provenance(request.runtime)
         record(memory, messages, thread_of_config(request.runtime.config), where.turn)
         hide(messages, request.runtime.config)
 
