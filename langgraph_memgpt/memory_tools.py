@@ -50,8 +50,10 @@ from langgraph_memgpt.tools import (
     MEMORY_TOOLS,
     Provenance,
     ToolOutcome,
+    error_text,
     execute_tool_call,
     parse_args,
+    tool_result,
     wants_heartbeat,
 )
 
@@ -149,22 +151,59 @@ def _replayed(name: str, args: dict[str, Any], content: str) -> ToolOutcome:
     )
 
 
+def outcome_facts(
+    *,
+    ok: bool,
+    heartbeat: bool,
+    reply: str | None = None,
+    core_changed: bool = False,
+    held_back: bool = False,
+    goto_respond: bool = False,
+) -> dict[str, Any]:
+    """A result's facts for the loop, stored under `OUTCOME_KEY`.
+
+    Did it work, must the model think again, the reply it carried, whether core memory
+    changed, whether the reply was held back, whether a tool ended the turn.
+    """
+    return {
+        "ok": ok,
+        "heartbeat": heartbeat,
+        "reply": reply,
+        "core_changed": core_changed,
+        "held_back": held_back,
+        "goto_respond": goto_respond,
+    }
+
+
 def result_message(name: str, call_id: str, result_id: str, outcome: ToolOutcome) -> ToolMessage:
     """A memory tool's result as the queue and recall hold it (its facts in the kwargs)."""
+    facts = outcome_facts(
+        ok=outcome.ok,
+        heartbeat=outcome.heartbeat,
+        reply=outcome.reply,
+        core_changed=outcome.core_changed,
+    )
     return ToolMessage(
         outcome.content,
         tool_call_id=call_id,
         name=name,
         status="success" if outcome.ok else "error",
         id=result_id,
-        additional_kwargs={
-            OUTCOME_KEY: {
-                "ok": outcome.ok,
-                "heartbeat": outcome.heartbeat,
-                "reply": outcome.reply,
-                "core_changed": outcome.core_changed,
-            }
-        },
+        additional_kwargs={OUTCOME_KEY: facts},
+    )
+
+
+def failed_message(
+    name: str, call_id: str, detail: str, limit: int, id: str | None = None, **facts: Any
+) -> ToolMessage:
+    """A failed call's result: the model reads why and gets another step."""
+    return ToolMessage(
+        tool_result(False, error_text(name, detail), limit),
+        tool_call_id=call_id,
+        name=name,
+        status="error",
+        id=id,
+        additional_kwargs={OUTCOME_KEY: outcome_facts(ok=False, heartbeat=True, **facts)},
     )
 
 

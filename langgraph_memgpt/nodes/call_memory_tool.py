@@ -53,7 +53,9 @@ from langgraph_memgpt.memory_tools import (
     Binding,
     CallOrder,
     calling_message,
+    failed_message,
     make_memory_tools,
+    outcome_facts,
     provenance,
     thread_of_config,
 )
@@ -61,7 +63,6 @@ from langgraph_memgpt.streaming import hide
 from langgraph_memgpt.tokens import content_text
 from langgraph_memgpt.tools import (
     MEMORY_TOOLS,
-    error_text,
     facts_of,
     parse_args,
     tool_result,
@@ -216,7 +217,7 @@ class ToolRules:
                 "name": call["name"],
                 "additional_kwargs": {
                     **message.additional_kwargs,
-                    OUTCOME_KEY: _facts(ok=True, heartbeat=must_read, **facts),
+                    OUTCOME_KEY: outcome_facts(ok=True, heartbeat=must_read, **facts),
                 },
             }
         )
@@ -311,34 +312,8 @@ class ToolRules:
         hide(messages, request.runtime.config)
 
 
-def _facts(
-    *,
-    ok: bool,
-    heartbeat: bool,
-    reply: str | None = None,
-    core_changed: bool = False,
-    held_back: bool = False,
-    goto_respond: bool = False,
-) -> dict[str, Any]:
-    return {
-        "ok": ok,
-        "heartbeat": heartbeat,
-        "reply": reply,
-        "core_changed": core_changed,
-        "held_back": held_back,
-        "goto_respond": goto_respond,
-    }
-
-
 def _failed(call: ToolCall, detail: str, limit: int, **facts: Any) -> ToolMessage:
-    """A failed call's result: the model reads why and gets another step."""
-    return ToolMessage(
-        tool_result(False, error_text(call["name"], detail), limit),
-        tool_call_id=str(call["id"]),
-        name=call["name"],
-        status="error",
-        additional_kwargs={OUTCOME_KEY: _facts(ok=False, heartbeat=True, **facts)},
-    )
+    return failed_message(call["name"], str(call["id"]), detail, limit, **facts)
 
 
 def _plain(call: ToolCall, output: Any) -> ToolMessage:

@@ -33,10 +33,10 @@ from langgraph_memgpt.main_context import (
     thread_of,
     valid_message,
 )
-from langgraph_memgpt.memory_tools import OUTCOME_KEY
+from langgraph_memgpt.memory_tools import failed_message
 from langgraph_memgpt.state import State
 from langgraph_memgpt.streaming import astream_step, hide, stream_step
-from langgraph_memgpt.tools import error_text, non_editing, tool_result
+from langgraph_memgpt.tools import non_editing
 
 
 def _with_call_ids(message: AIMessage) -> AIMessage:
@@ -182,13 +182,6 @@ def _invalid_call_results(message: AIMessage, limit: int) -> list[ToolMessage]:
         reason = bad.get("error") or "parse error"
         detail = f"arguments are not valid JSON ({reason}): {bad.get('args')!r}"
         results.append(
-            ToolMessage(
-                tool_result(False, error_text(name, detail), limit),
-                tool_call_id=str(bad.get("id")),
-                name=name,
-                status="error",
-                id=str(uuid.uuid4()),
-                additional_kwargs={OUTCOME_KEY: {"ok": False, "heartbeat": True}},
-            )
+            failed_message(name, str(bad.get("id")), detail, limit, id=str(uuid.uuid4()))
         )
     return results
