@@ -33,10 +33,42 @@ _FIRST_PERSON = re.compile(
 _TIME_PREFIX = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\]\s*")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _PASSING = re.compile(
-    r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|lol|"
-    r"haha+|ugh)\b",
+    r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|just now|"
+    r"last night|yesterday|earlier|about to|brb|lol|lmao|omg|haha+|ugh)\b",
     re.IGNORECASE,
 )
+_DEGREE = (
+    r"(?:(?:so|really|a bit|a little|kind of|kinda|pretty|very|super|totally|quite|rather|"
+    r"just|absolutely|completely|too|bit)\s+)*"
+)
+_MOMENT_STATE = re.compile(
+    rf"\b(?:i['\u2019]?m|i am|we['\u2019]re|we are|i feel|i['\u2019]m feeling|i am feeling|"
+    rf"feeling)\s+{_DEGREE}"
+    r"(?:tired|exhausted|sleepy|hungry|starving|thirsty|bored|stressed|busy|sick|ill|cold|"
+    r"freezing|hot|late|stuck|sore|knackered|shattered|soaked|full|fed up|under the weather|"
+    r"in a mood|off to|heading|on (?:my|our) way|running late|home)(?![\w-])(?!\s+of\b)",
+    re.IGNORECASE,
+)
+_MUSING = re.compile(
+    r"^(?:i|we)\s+(?:think|guess|wonder|suppose|bet|can['\u2019]?t believe|cannot believe|"
+    r"need a|could use|could really use)\b",
+    re.IGNORECASE,
+)
+
+
+def passing(sentence: str) -> bool:
+    """Whether a sentence speaks of the passing moment, not of the user for good.
+
+    Day-scale time ("this morning", "last night", "about to"), chat noise ("lol", "brb"),
+    a state of the body or mood ("I'm starving", "we're running late"; "tired *of*
+    something" lasts) or a musing as the whole point ("I think it'll rain", "I need a
+    nap"): none of it belongs in every later prompt.
+    """
+    return bool(
+        _PASSING.search(sentence) or _MOMENT_STATE.search(sentence) or _MUSING.search(sentence)
+    )
+
+
 _LEAD = re.compile(
     r"^\s*((hi|hello|hey|hiya|oh|ok|okay|so|and|also|anyway|actually|well|btw|fyi|yes|no)"
     r"\b[\s,!.:-]*|(just so you know|by the way|for the record|remember that|quick one)"
@@ -59,7 +91,7 @@ def fact_sentences(message: str) -> list[str]:
     found = []
     for raw in _SENTENCES.split(_TIME_PREFIX.sub("", message)):
         sentence = _LEAD.sub("", raw.strip()).strip()
-        if not sentence or sentence.endswith("?") or _PASSING.search(sentence):
+        if not sentence or sentence.endswith("?") or passing(sentence):
             continue
         if speaks_about_themselves(sentence) or names_themselves(sentence):
             found.append(sentence)
