@@ -150,27 +150,51 @@ def drop_ungrounded_notes(
     """``message`` without its ``human`` edits that no user message in the prompt grounds.
 
     The dropped notes are listed under `DROPPED_FLAG`; everything else (the reply, other
-    blocks) stays. A prompt without user messages drops nothing.
+    blocks) stays. A prompt without user messages drops nothing. A kept note that copies
+    the user's words as they said them ("My daughter Noor turns seven in March.") is put
+    in the third person (`in_third_person`): in ``human`` it would read as the agent's own
+    daughter, and the model copies it back to the user in that voice.
     """
+    from langgraph_memgpt.auto_save import third_person_note
+
     said = [content_text(m) for m in prompt if isinstance(m, HumanMessage) and not m.name]
     if not said:
         return message
     kept: list[ToolCall] = []
     dropped: list[str] = []
+    revoiced = False
     for call in message.tool_calls:
         args = call["args"]
-        note = args.get("content", args.get("new_content"))
+        key = "content" if "content" in args else "new_content"
+        note = args.get(key)
         if (
             call["name"] in edit_tools
             and args.get("label") == "human"
             and isinstance(note, str)
             and note.strip()
-            and not grounded_in_user_words(note, said)
         ):
-            dropped.append(note)
-            continue
+            if not grounded_in_user_words(note, said):
+                dropped.append(note)
+                continue
+            if in_users_voice(note):
+                call = {**call, "args": {**args, key: third_person_note(note)}}
+                revoiced = True
         kept.append(call)
-    if not dropped:
+    if not dropped and not revoiced:
         return message
-    flags = {**message.additional_kwargs, DROPPED_FLAG: dropped}
-    return message.model_copy(update={"tool_calls": kept, "additional_kwargs": flags})
+    flags = {**message.additional_kwargs, DROPPED_FLAG: dropped} if dropped else None
+    update: dict[str, object] = {"tool_calls": kept}
+    if flags is not None:
+        update["additional_kwargs"] = flags
+    return message.model_copy(update=update)
+
+
+_USERS_VOICE = re.compile(r"^\s*(i|i['\u2019](m|ve|d|ll)|my|we|we['\u2019](re|ve)|our)\b", re.I)
+
+
+def in_users_voice(note: str) -> bool:
+    """Whether a ``human`` note opens in the first person: the user's words copied as said.
+
+    Only the opening counts: "User told me they love teal" is the agent's "me".
+    """
+    return bool(_USERS_VOICE.match(note))

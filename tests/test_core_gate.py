@@ -157,3 +157,16 @@ def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
 )
 def test_lasting_statements_stay_facts(said: str) -> None:
     assert fact_sentences(said) == [said]
+
+
+def test_a_note_copying_the_users_words_is_kept_in_the_third_person(tmp_path: Path) -> None:
+    said = "My daughter Noor turns seven in March."
+    human, step = _turn(tmp_path, said, _append(said))
+    assert human == "User's daughter Noor turns seven in March."
+    assert DROPPED_FLAG not in step.additional_kwargs
+
+
+def test_the_agents_own_me_in_a_note_is_left_alone(tmp_path: Path) -> None:
+    note = "Told me they are allergic to hazelnuts."
+    human, _ = _turn(tmp_path, "I'm allergic to hazelnuts.", _append(note))
+    assert human == note
