@@ -9,9 +9,10 @@ replies with `to_the_user` before anything else sees them.
 The repair is narrow on purpose. It touches a reply only when the user asked about
 themselves (`auto_search.is_memory_question`) or told news about themselves (then the reply
 sentence must be made of their words, see `_says_a_stated_fact`), and in it only a sentence
+(or, in a sentence that also speaks to the user, a clause between commas, colons or dashes)
 that
 
-* speaks in the first person and never addresses the user (a sentence with "you" in it is
+* speaks in the first person and never addresses the user (a clause with "you" in it is
   the agent speaking as itself: "I remember you love teal"), and
 * carries what the user stated: its content words, leaving out the question's own and the
   words an agent uses about its own knowledge ("know", "remember", "sure"...), are found
@@ -165,9 +166,9 @@ def _unquoted(text: str) -> str:
     return _QUOTED.sub(" ", text)
 
 
-def _capitalise(word: str, at: int, text: str) -> str:
+def _capitalise(word: str, at: int, text: str, opens_sentence: bool = True) -> str:
     # "I" is written upper case anywhere: only a sentence's first word stays capitalised.
-    opens = not text[:at].strip(" \"'\u201c")
+    opens = opens_sentence and not text[:at].strip(" \"'\u201c")
     return word[0].upper() + word[1:] if opens and word else word
 
 
@@ -196,7 +197,7 @@ def _second_person(match: re.Match[str]) -> str:
     return "you" if verb is None else f"you {match.group('adverbs')}{_base_form(verb)}"
 
 
-def _re_voice(sentence: str, patterns: Sequence[re.Pattern[str]]) -> str:
+def _re_voice(sentence: str, patterns: Sequence[re.Pattern[str]], opens: bool = True) -> str:
     """``sentence`` with each match of ``patterns`` outside quotes in the second person."""
     quoted = _quoted_spans(sentence)
     matches = sorted(
@@ -210,7 +211,7 @@ def _re_voice(sentence: str, patterns: Sequence[re.Pattern[str]]) -> str:
         if start < at or any(a <= start < b for a, b in quoted):
             continue
         out.append(sentence[at:start])
-        out.append(_capitalise(_second_person(match), start, sentence))
+        out.append(_capitalise(_second_person(match), start, sentence, opens))
         at = end
     out.append(sentence[at:])
     return "".join(out)
@@ -237,7 +238,9 @@ def relatives(stated: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     return found
 
 
-def _name_relation(sentence: str, known: dict[str, tuple[str, tuple[str, ...]]]) -> str:
+def _name_relation(
+    sentence: str, known: dict[str, tuple[str, tuple[str, ...]]], opens: bool = True
+) -> str:
     """``sentence`` with "your <relation>" before the first relative it names, if it lacks it.
 
     A plural relation ("twins") goes before its names only when all of them are there.
@@ -257,7 +260,10 @@ def _name_relation(sentence: str, known: dict[str, tuple[str, tuple[str, ...]]])
     if not firsts:
         return sentence
     at, relation = min(firsts)
-    return sentence[:at] + _capitalise(f"your {relation} ", at, sentence) + sentence[at:]
+    return sentence[:at] + _capitalise(f"your {relation} ", at, sentence, opens) + sentence[at:]
+
+
+_CLAUSE = re.compile(r"(?<=[,;:])(\s+)|(\s+[\u2014\u2013-]\s+)")
 
 
 def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -> str:
@@ -266,29 +272,37 @@ def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -
     Each sentence that voices what the user stated as the agent's own (or, answering a
     question, in the third person of its notes) is turned to the second person; one in no
     person that names a relative of the user gets the relation; anything else is left as
-    it is. ``echo``: ``question`` is the user's news, not a question, and ``stated`` that
-    news: stricter (see `_says_a_stated_fact`), and only first-person words change.
+    it is. A sentence that also speaks to the user ("I'm allergic to hazelnuts, do you have
+    other allergies?") is judged clause by clause, a clause with "you" in it left alone.
+    ``echo``: ``question`` is the user's news, not a question, and ``stated`` that news:
+    stricter (see `_says_a_stated_fact`), and only first-person words change.
     """
     stated_stems = topic_stems(stated)
     known = {} if echo else relatives(stated)
     patterns = [_SWAP] if echo else [_SWAP, _USER_FORMS]
+
+    def repair(unit: str, opens: bool) -> str:
+        own = _unquoted(unit)
+        if _SECOND_PERSON.search(own) or not _says_a_stated_fact(
+            unit, question, stated_stems, echo
+        ):
+            return unit
+        if any(p.search(own) for p in patterns):
+            return _re_voice(unit, patterns, opens)
+        return _name_relation(unit, known, opens) if known else unit
+
     parts = _SENTENCE.split(reply)
     out = []
     for index, part in enumerate(parts):
         if index % 2 == 1:  # the whitespace between sentences
             out.append(part)
-            continue
-        own = _unquoted(part)
-        if _SECOND_PERSON.search(own) or not _says_a_stated_fact(
-            part, question, stated_stems, echo
-        ):
-            out.append(part)
-            continue
-        if any(p.search(own) for p in patterns):
-            part = _re_voice(part, patterns)
-        elif known:
-            part = _name_relation(part, known)
-        out.append(part)
+        elif not _SECOND_PERSON.search(_unquoted(part)):
+            out.append(repair(part, True))
+        else:
+            clauses = _CLAUSE.split(part)
+            out.extend(
+                c if n % 3 else repair(c, n == 0) for n, c in enumerate(clauses) if c is not None
+            )
     return "".join(out)
 
 

@@ -263,3 +263,29 @@ def test_news_replies_get_no_relation_added() -> None:
     news = "My daughter Noor turns seven in March."
     said = to_the_user("Noor turns seven, how lovely!", "", news, echo=True)
     assert said == "Noor turns seven, how lovely!"
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        (
+            "I'm allergic to hazelnuts, do you have any other allergies?",
+            "What am I allergic to?",
+            "You're allergic to hazelnuts, do you have any other allergies?",
+        ),
+        (
+            "Sure, I can tell you: I keep recommending 'Middlemarch'.",
+            "Which book do I keep recommending?",
+            "Sure, I can tell you: you keep recommending 'Middlemarch'.",
+        ),
+        (
+            "I remember you love teal, and I like it too.",
+            "What colour do I love?",
+            "I remember you love teal, and I like it too.",
+        ),
+    ],
+)
+def test_a_sentence_that_also_speaks_to_the_user_is_judged_clause_by_clause(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, STATED) == expected
