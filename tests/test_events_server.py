@@ -9,12 +9,18 @@ SQLite file of the server's data directory, read after the runs.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_server import DevServer, call
 
+from langgraph_memgpt.llm.local_server import stop_process_group
 from langgraph_memgpt.stores.sqlite import close_all, open_memory
 
 CONFIG_CHANGED = {
@@ -71,3 +77,63 @@ def test_events_through_the_sdk_edit_memory_send_nothing_and_refuse_a_bad_field(
     (stored,) = memory.recall.get(["evt-parquet"])
     assert stored.role == "event"
     close_all()
+
+
+@pytest.mark.server
+@pytest.mark.timeout(180)
+def test_the_watch_command_posts_a_file_change_to_the_server(tmp_path: Path) -> None:
+    """``langgraph-memgpt watch PATH --agent ada --url ...``: a real process, folder and server."""
+    from langgraph_sdk import get_sync_client
+
+    from langgraph_memgpt.watch import watch_thread
+
+    data = tmp_path / "data"
+    project = tmp_path / "project"
+    project.mkdir()
+    config = project / "config.yaml"
+    config.write_text("output_format: json\n")
+    script = tmp_path / "script.json"
+    edit = call("core_memory_append", label="human", content="Preferred output format: Parquet")
+    script.write_text(json.dumps([{"content": "", "tool_calls": [edit]}]))
+    env = {"MEMGPT_MODEL": f"scripted:{script}", "MEMGPT_EMBEDDING_MODEL": "none"}
+    server = DevServer(tmp_path, data, env=env)
+    for _ in server.running():
+        watcher = subprocess.Popen(
+            [sys.executable, "-m", "langgraph_memgpt.cli", "watch", str(project)]
+            + ["--agent", "ada", "--url", server.url, "--debounce-ms", "200"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+            start_new_session=True,
+        )
+        try:
+            assert watcher.stdout is not None
+            said = [watcher.stdout.readline().decode()]
+            while said[-1] and not said[-1].startswith("Watching"):
+                said.append(watcher.stdout.readline().decode())
+            assert said[-1].startswith("Watching"), said
+            config.write_text("output_format: parquet\n")
+            client = get_sync_client(url=server.url)
+            thread_id = watch_thread("ada")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                runs = client.runs.list(thread_id) if _exists(client, thread_id) else []
+                if runs and runs[0]["status"] in ("success", "error"):
+                    break
+                time.sleep(0.2)
+            assert runs and runs[0]["status"] == "success", server.log()
+            values = client.threads.get_state(thread_id)["values"]
+            (event,) = [m for m in values["messages"] if m.get("name") == "system_event"]
+            assert "+ output_format: parquet" in event["content"]
+            assert values["event_outcome"]["edits"][0]["ok"] is True
+        finally:
+            stop_process_group(watcher, signal.SIGINT, 20)
+        assert watcher.returncode == 0, watcher.stdout.read() if watcher.stdout else ""
+
+
+def _exists(client: Any, thread_id: str) -> bool:
+    try:
+        client.threads.get(thread_id)
+    except Exception:  # noqa: BLE001 - not created yet
+        return False
+    return True
