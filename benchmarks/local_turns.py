@@ -206,15 +206,24 @@ def judge_gate(scenarios: Sequence[dict[str, Any]]) -> dict[str, Any]:
     For every user message of the sessions: the sentences `core_gate.fact_sentences` takes
     for lasting facts that hold no stated fact (small talk let through), the stated facts
     no note of `auto_save.notes_for` holds (missed) and those it holds without a word the
-    fact needs (garbled). Seconds to run: a rule can be tried on a half before a model run.
+    fact needs (garbled); and, with ``human`` made of those notes alone, corrected values
+    left at the end (stale). Seconds to run: a rule can be tried on a half before a model
+    run.
     """
     from langgraph_memgpt.auto_save import notes_for
     from langgraph_memgpt.core_gate import fact_sentences
 
-    found: dict[str, list[Any]] = {"sentences": [], "chatter": [], "missed": [], "garbled": []}
+    found: dict[str, list[Any]] = {
+        "sentences": [],
+        "chatter": [],
+        "missed": [],
+        "garbled": [],
+        "stale": [],
+    }
     facts_stated = 0
     for scenario in scenarios:
         keys = [k for fact in scenario["facts"] for k in fact["keys"]]
+        human: list[str] = []
         for index, session in enumerate(scenario["sessions"]):
             facts = [f for f in scenario["facts"] if f["session"] == index]
             for text in session:
@@ -222,6 +231,7 @@ def judge_gate(scenarios: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 found["sentences"].extend(sentences)
                 found["chatter"].extend(x for x in sentences if not _holds(x, keys))
                 notes = notes_for(text)
+                human.extend(notes)
                 for fact in (f for f in facts if _holds(text, f["keys"])):
                     facts_stated += 1
                     lines = [n for n in notes if _holds(n, fact["keys"])]
@@ -229,6 +239,8 @@ def judge_gate(scenarios: Sequence[dict[str, Any]]) -> dict[str, Any]:
                         found["missed"].append(text)
                     elif not all(_holds(" ".join(lines), g) for g in fact.get("whole", [])):
                         found["garbled"].append(lines)
+        stale_words = [w for fact in scenario["facts"] for w in fact.get("stale", [])]
+        found["stale"].extend(x for x in human if stale_words and _holds(x, stale_words))
     return {"facts_stated": facts_stated, **found}
 
 
@@ -506,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
             f"rules alone ({args.half or 'both halves'}): {len(gate['sentences'])} sentences "
             f"taken as facts, {len(gate['chatter'])} of them small talk; stated facts "
             f"{gate['facts_stated']}, missed {len(gate['missed'])}, garbled "
-            f"{len(gate['garbled'])}"
+            f"{len(gate['garbled'])}; corrected values left {len(gate['stale'])}"
         )
         if args.json:
             args.json.write_text(json.dumps(gate, indent=1, ensure_ascii=False))

@@ -197,3 +197,4 @@ def test_the_rules_alone_are_judged_without_a_model() -> None:
     assert gate["chatter"] == ["I slept badly, honestly."]
     assert gate["missed"] == ["Oslo is home."]
     assert gate["garbled"] == []
+    assert gate["stale"] == []
