@@ -135,7 +135,10 @@ _USER_VERBS = {
     "doesn't": "don't",
 }
 _VERB_LIKE = re.compile(r"^[a-z]+(?<!ss)(?<!us)(?<!is)s$")
-_NOT_VERBS = frozenset("always sometimes perhaps nowadays afterwards towards besides".split())
+_NOT_VERBS = frozenset(
+    "always sometimes perhaps nowadays afterwards towards besides thanks yes its news "
+    "cheers".split()
+)
 
 KIN = frozenset(
     """mother father mum mom dad parent parents brother brothers sister sisters son sons
@@ -263,6 +266,42 @@ def _name_relation(
     return sentence[:at] + _capitalise(f"your {relation} ", at, sentence, opens) + sentence[at:]
 
 
+_OPENING = re.compile(r"^[ \t-]*([A-Z][a-z]+)\b", re.MULTILINE)
+_OWN_NOUNS = frozenset({"name", "favourite", "favorite", "birthday", "job", "home"}) | KIN
+"""Nouns a note about the user may open with, its "user's" left out ("Name is Ada.")."""
+
+
+def note_openings(stated: str) -> set[str]:
+    """The first words of the note-style lines in ``stated`` ("Works as a welder." -> works).
+
+    Notes about the user leave the subject out, as the instructions' examples do ("Keeps
+    bees.", "Name is Ada.", "Brother Otto is a pilot."); a user's own message seldom opens
+    with a verb in the third person or a bare noun.
+    """
+    found = set()
+    for match in _OPENING.finditer(stated):
+        word = match.group(1).lower()
+        if word in _OWN_NOUNS or word in _USER_VERBS or _base_form(word) != word:
+            found.add(word)
+    return found
+
+
+def _missing_subject(sentence: str, openings: set[str]) -> str | None:
+    """``sentence`` said to the user when it opens as a note does, without a subject.
+
+    "Works as a welder." -> "You work as a welder."; "Name is Ada." -> "Your name is Ada.";
+    "Brother Otto is a pilot." -> "Your brother Otto is a pilot." None when it opens
+    otherwise.
+    """
+    match = re.match(r"\s*([A-Z][a-z]+)\b", sentence)
+    if match is None or match.group(1).lower() not in openings or sentence.rstrip().endswith("?"):
+        return None
+    word = match.group(1).lower()
+    start, end = match.span(1)
+    said = f"Your {word}" if word in _OWN_NOUNS else f"You {_base_form(word)}"
+    return sentence[:start] + said + sentence[end:]
+
+
 _CLAUSE = re.compile(r"(?<=[,;:])(\s+)|(\s+[\u2014\u2013-]\s+)")
 
 
@@ -280,6 +319,7 @@ def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -
     stated_stems = topic_stems(stated)
     known = {} if echo else relatives(stated)
     patterns = [_SWAP] if echo else [_SWAP, _USER_FORMS]
+    openings = set() if echo else note_openings(stated)
 
     def repair(unit: str, opens: bool) -> str:
         own = _unquoted(unit)
@@ -289,6 +329,8 @@ def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -
             return unit
         if any(p.search(own) for p in patterns):
             return _re_voice(unit, patterns, opens)
+        if opens and (subject := _missing_subject(unit, openings)) is not None:
+            return subject
         return _name_relation(unit, known, opens) if known else unit
 
     parts = _SENTENCE.split(reply)

@@ -289,3 +289,26 @@ def test_a_sentence_that_also_speaks_to_the_user_is_judged_clause_by_clause(
     reply: str, question: str, expected: str
 ) -> None:
     assert to_the_user(reply, question, STATED) == expected
+
+
+NOTES = "Name is Ada.\nWorks as a welder at the shipyard.\nIs allergic to hazelnuts.\nThanks, bye."
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        ("Name is Ada.", "What is my name?", "Your name is Ada."),
+        (
+            "Works as a welder at the shipyard.",
+            "What do I do for work?",
+            "You work as a welder at the shipyard.",
+        ),
+        ("Is allergic to hazelnuts.", "What am I allergic to?", "You are allergic to hazelnuts."),
+        ("Thanks, hazelnuts it is.", "What am I allergic to?", "Thanks, hazelnuts it is."),
+        ("Is it hazelnuts?", "What am I allergic to?", "Is it hazelnuts?"),
+    ],
+)
+def test_a_note_copied_without_its_subject_is_said_to_the_user(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, NOTES) == expected
