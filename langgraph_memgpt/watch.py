@@ -48,6 +48,8 @@ MAX_FILE_BYTES = 256 * 1024
 """Largest file whose text is kept for diffs; a bigger one is summarised by its size."""
 MAX_SNAPSHOTS = 2000
 """Files whose text is kept at most (the first found under the paths at start)."""
+MAX_SNAPSHOT_CHARS = 16 * 1024 * 1024
+"""All kept text together: a folder of many large files must not fill the memory."""
 MAX_DIFF_CHARS = 1500
 """The most of a diff one event carries: every event costs the agent prompt tokens."""
 MAX_LINE_CHARS = 200
@@ -182,6 +184,7 @@ class Watcher:
     _texts: dict[Path, str] = field(default_factory=dict)
     _pending: list[dict[str, str]] = field(default_factory=list)
     _missing: set[Path] = field(default_factory=set)
+    _kept_chars: int = 0
 
     def __post_init__(self) -> None:
         self.paths = [Path(p).expanduser().resolve() for p in self.paths]
@@ -202,16 +205,30 @@ class Watcher:
                 continue
             text = _read_text(path)
             if text is not None and not looks_like_secret(text):
-                self._texts[path] = text
+                self._keep(path, text)
+
+    def _keep(self, path: Path, text: str) -> None:
+        """Keep ``text`` as ``path``'s last known text, within the bounds on count and size."""
+        held = self._kept_chars - len(self._texts.get(path, ""))
+        if (len(self._texts) >= MAX_SNAPSHOTS and path not in self._texts) or (
+            held + len(text) > MAX_SNAPSHOT_CHARS
+        ):
+            self._forget(path)  # no diff next time: the change is summarised instead
+            return
+        self._texts[path] = text
+        self._kept_chars = held + len(text)
+
+    def _forget(self, path: Path) -> None:
+        self._kept_chars -= len(self._texts.pop(path, ""))
 
     def describe(self, kind: str, path: Path) -> str:
         """The event text for one changed file (``kind``: added, modified or deleted)."""
         where = f"{path.name} (in {path.parent})"
         if looks_like_credential(path):
-            self._texts.pop(path, None)
+            self._forget(path)
             return f"{where} was {kind}: it looks like a credential file, content withheld."
         if kind == "deleted":
-            self._texts.pop(path, None)
+            self._forget(path)
             return f"{where} was deleted."
         if path.is_dir():
             self._remember(path)
@@ -219,13 +236,12 @@ class Watcher:
         old = self._texts.get(path)
         new = _read_text(path)
         if new is None:
-            self._texts.pop(path, None)
+            self._forget(path)
             return f"{where} was {kind} ({_size(path)}, not shown: binary or too large)."
         if looks_like_secret(new) or (old is not None and looks_like_secret(old)):
-            self._texts.pop(path, None)
+            self._forget(path)
             return f"{where} was {kind}: it looks like it holds a secret, content withheld."
-        if len(self._texts) < MAX_SNAPSHOTS or path in self._texts:
-            self._texts[path] = new
+        self._keep(path, new)
         if old is None:
             shown = _opening(new)
             return f"{where} was {kind}." + (f" Its lines:\n{shown}" if shown else " It is empty.")
