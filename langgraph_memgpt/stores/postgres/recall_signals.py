@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from langgraph_memgpt.stores.base import SearchMode
-from langgraph_memgpt.stores.mentions import mention_signals, topic_of
+from langgraph_memgpt.stores.mentions import created_between, mention_signals, topic_of
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.postgres.recall_rows import TABLE, fetch_by_ids, listing
 from langgraph_memgpt.stores.postgres.search import TableSignals
@@ -37,21 +37,13 @@ class PgRecallSignals(TableSignals):
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         """Signals from a day or month and one participant the query names."""
         conn = self.conn
+        holders = f"SELECT id FROM {TABLE} WHERE agent_id = %s AND name = %s AND id = ANY(%s)"
+        among = sorted(candidates)
         return mention_signals(
             query,
-            lambda low, high: conn.execute(
-                f"SELECT b.id, b.created_at FROM {TABLE} AS b WHERE {self.where} "
-                "AND b.created_at >= %s AND b.created_at < %s",
-                (*self.params, low, high),
-            ).fetchall(),
+            created_between(conn.execute, TABLE, self.where, self.params, "%s"),
             participants(conn, self.agent_id) if candidates else (),
-            lambda name: (
-                r[0]
-                for r in conn.execute(
-                    f"SELECT id FROM {TABLE} WHERE agent_id = %s AND name = %s AND id = ANY(%s)",
-                    (self.agent_id, name, sorted(candidates)),
-                )
-            ),
+            lambda name: (r[0] for r in conn.execute(holders, (self.agent_id, name, among))),
         )
 
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:

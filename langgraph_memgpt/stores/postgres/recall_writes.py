@@ -19,7 +19,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.embeddings import FloatArray, embed_texts
-from langgraph_memgpt.stores.messages import PreparedMessage
+from langgraph_memgpt.stores.messages import ROW_COLUMNS, PreparedMessage
 from langgraph_memgpt.stores.postgres.db import pg_text
 from langgraph_memgpt.stores.postgres.deletions import forgotten_among
 from langgraph_memgpt.stores.postgres.models import hold_model
@@ -32,19 +32,7 @@ from langgraph_memgpt.stores.postgres.recall_context import (
 )
 from langgraph_memgpt.stores.postgres.recall_rows import TABLE
 
-MESSAGE_COLUMNS = (
-    "agent_id",
-    "thread_id",
-    "message_id",
-    "role",
-    "name",
-    "text",
-    "tool_calls",
-    "created_at",
-    "turn",
-    "searchable",
-    "search_text",
-)
+MESSAGE_COLUMNS = (*ROW_COLUMNS[1:], "searchable", "search_text")
 """The columns of a recorded message that ``add`` and the bulk loader both write."""
 
 

@@ -25,28 +25,25 @@ import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.base import SearchMode
-from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.messages import (
     PreparedMessage,
     is_searchable,
     message_from_row,
     prepare_message,
-    row_columns,
     searchable_text,
 )
-from langgraph_memgpt.stores.messages import normalise_role as _normalise_role
 from langgraph_memgpt.stores.search import RecallFilter, SearchesRecall, Signals
 from langgraph_memgpt.stores.sqlite import recall_feed
+from langgraph_memgpt.stores.sqlite.db import texts
 from langgraph_memgpt.stores.sqlite.recall_forget import RecallForgetting
-from langgraph_memgpt.stores.sqlite.recall_signals import RecallSignals, excluding
+from langgraph_memgpt.stores.sqlite.recall_rows import COLUMNS, excluding, filters, listing
+from langgraph_memgpt.stores.sqlite.recall_signals import RecallSignals
 from langgraph_memgpt.stores.sqlite.recall_vectors import RecallVectors
 from langgraph_memgpt.stores.sqlite.recall_writes import ingest, not_forgotten
-from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage, check_page
+from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage, check_page
 
 INGEST_CHUNK = 256
 """Messages per transaction (and per embedding call) in :meth:`RecallMemory.add_many`."""
-
-_COLUMNS = row_columns()
 
 
 class RecallMemory(SearchesRecall):
@@ -192,10 +189,12 @@ class RecallMemory(SearchesRecall):
     # -- searching -------------------------------------------------------------------
 
     def _recall_signals(self, chosen: RecallFilter) -> Signals[RecallMessage]:
-        where, params = self._filters(
-            chosen.roles, chosen.start_date, chosen.end_date, chosen.exclude_ids
+        where, params = filters(
+            self.agent_id, chosen.roles, chosen.start_date, chosen.end_date, chosen.exclude_ids
         )
-        narrowed = len(self._filters(chosen.roles, chosen.start_date, chosen.end_date, ())[1]) > 1
+        narrowed = (
+            len(filters(self.agent_id, chosen.roles, chosen.start_date, chosen.end_date, ())[1]) > 1
+        )
         return nullcontext(
             RecallSignals(self, where, params, narrowed=narrowed, excluded=chosen.exclude_ids)
         )
@@ -214,18 +213,18 @@ class RecallMemory(SearchesRecall):
             ValueError: A date is not "YYYY-MM-DD" or ISO-8601, or start is after end.
         """
         check_page(page, page_size)
-        where, params = self._filters(None, start_date, end_date, ())
-        return self._listing(where, params, page, page_size, newest_first=False)
+        where, params = filters(self.agent_id, None, start_date, end_date, ())
+        return listing(self.db.conn, where, params, page, page_size, newest_first=False)
 
     def participants(self) -> list[str]:
         """Names the agent's conversation messages carry (who said them), cached."""
         if self._names is None:
-            rows = self.db.conn.execute(
+            self._names = texts(
+                self.db,
                 "SELECT DISTINCT name FROM recall WHERE agent_id = ? AND searchable = 1 "
                 "AND name IS NOT NULL AND role IN ('user', 'assistant')",
                 (self.agent_id,),
-            ).fetchall()
-            self._names = [str(r[0]) for r in rows]
+            )
         return self._names
 
     # -- reading ---------------------------------------------------------------------
@@ -249,7 +248,7 @@ class RecallMemory(SearchesRecall):
         if not message_ids:
             return []
         sql = (
-            f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? "
+            f"SELECT {COLUMNS} FROM recall WHERE agent_id = ? "
             "AND message_id IN (SELECT value FROM json_each(?))"
         )
         params: list[object] = [self.agent_id, json.dumps(list(message_ids))]
@@ -263,7 +262,7 @@ class RecallMemory(SearchesRecall):
     def thread_messages(self, thread_id: str) -> list[RecallMessage]:
         """Return every message of one thread of the agent, oldest first."""
         rows = self.db.conn.execute(
-            f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? AND thread_id = ? "
+            f"SELECT {COLUMNS} FROM recall WHERE agent_id = ? AND thread_id = ? "
             "ORDER BY created_at, id",
             (self.agent_id, thread_id),
         ).fetchall()
@@ -274,7 +273,7 @@ class RecallMemory(SearchesRecall):
         if n <= 0:
             return []
         rows = self.db.conn.execute(
-            f"SELECT {_COLUMNS} FROM recall WHERE agent_id = ? "
+            f"SELECT {COLUMNS} FROM recall WHERE agent_id = ? "
             "ORDER BY created_at DESC, id DESC LIMIT ?",
             (self.agent_id, n),
         ).fetchall()
@@ -282,11 +281,8 @@ class RecallMemory(SearchesRecall):
 
     def threads(self) -> list[str]:
         """Ids of the threads the agent has messages in, sorted."""
-        rows = self.db.conn.execute(
-            "SELECT DISTINCT thread_id FROM recall WHERE agent_id = ? ORDER BY thread_id",
-            (self.agent_id,),
-        ).fetchall()
-        return [str(r[0]) for r in rows]
+        sql = "SELECT DISTINCT thread_id FROM recall WHERE agent_id = ? ORDER BY thread_id"
+        return texts(self.db, sql, (self.agent_id,))
 
     # -- storage order -------------------------------------------------------------
 
@@ -353,66 +349,6 @@ class RecallMemory(SearchesRecall):
         deleted = self._forgetting.where(where, params, actor, kind, item)
         self._names = None  # a participant may be gone
         return deleted
-
-    # -- internals: reading ----------------------------------------------------------
-
-    def _filters(
-        self,
-        roles: Sequence[str] | None,
-        start_date: str | None,
-        end_date: str | None,
-        exclude_ids: Collection[Excluded],
-    ) -> tuple[str, list[object]]:
-        """SQL condition (over alias ``b``) selecting the searchable candidates."""
-        clauses = ["b.agent_id = ?", "b.searchable = 1"]
-        params: list[object] = [self.agent_id]
-        if roles:
-            wanted = sorted({_normalise_role(r) for r in roles})
-            clauses.append("b.role IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(wanted))
-        conditions, values = date_range_sql("b.created_at", start_date, end_date)
-        clauses += conditions
-        params += values
-        left_out, values = excluding("b.", exclude_ids)
-        clauses += left_out
-        params += values
-        return " AND ".join(clauses), params
-
-    def _count(self, where: str, params: Sequence[object]) -> int:
-        row = self.db.conn.execute(f"SELECT COUNT(*) FROM recall AS b WHERE {where}", params)
-        return int(row.fetchone()[0])
-
-    def _listing(
-        self,
-        where: str,
-        params: Sequence[object],
-        page: int,
-        page_size: int,
-        *,
-        newest_first: bool,
-    ) -> SearchPage[RecallMessage]:
-        order = "DESC" if newest_first else "ASC"
-        rows = self.db.conn.execute(
-            f"SELECT {_COLUMNS} FROM recall AS b WHERE {where} "
-            f"ORDER BY b.created_at {order}, b.id {order} LIMIT ? OFFSET ?",
-            (*params, page_size, page * page_size),
-        ).fetchall()
-        hits = [Hit(message_from_row(row), 0.0) for row in rows]
-        return SearchPage(
-            hits=hits, total=self._count(where, params), page=page, page_size=page_size
-        )
-
-    def _fetch_by_ids(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
-        if not ids:
-            return {}
-        rows = self.db.conn.execute(
-            # "+agent_id": keep SQLite on the primary key; with the agent index it scanned
-            # every message of the agent to fetch one page.
-            f"SELECT {_COLUMNS} FROM recall WHERE +agent_id = ? "
-            "AND id IN (SELECT value FROM json_each(?))",
-            (self.agent_id, json.dumps(list(ids))),
-        ).fetchall()
-        return {int(row[0]): message_from_row(row) for row in rows}
 
 
 __all__ = [

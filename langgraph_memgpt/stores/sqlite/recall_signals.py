@@ -18,17 +18,18 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.chunks import nearest_items, parts_of
 from langgraph_memgpt.stores.embeddings import FloatArray, embed_query
-from langgraph_memgpt.stores.mentions import mention_signals, topic_of
+from langgraph_memgpt.stores.mentions import created_between, mention_signals, topic_of
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.search import split_excluded
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores, term_matches
 from langgraph_memgpt.stores.sqlite.fts_parts import long_texts, with_best_parts
+from langgraph_memgpt.stores.sqlite.recall_rows import PAIRS, fetch_by_ids, listing
 from langgraph_memgpt.stores.sqlite.recall_vectors import RecallVectors
 from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage
 
 
 class SearchedRecall(Protocol):
-    """What a search reads of ``RecallMemory``: its store, vectors and row helpers."""
+    """What a search reads of ``RecallMemory``: its store, vectors and participants."""
 
     db: sqlite_utils.Database
     agent_id: str
@@ -38,36 +39,6 @@ class SearchedRecall(Protocol):
     def participants(self) -> list[str]:
         """Names the agent's conversation messages carry (who said them)."""
         ...
-
-    def _fetch_by_ids(self, ids: Sequence[int]) -> dict[int, RecallMessage]: ...
-
-    def _listing(
-        self,
-        where: str,
-        params: Sequence[object],
-        page: int,
-        page_size: int,
-        *,
-        newest_first: bool,
-    ) -> SearchPage[RecallMessage]: ...
-
-
-PAIRS = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
-"""The ``(thread id, message id)`` pairs of a JSON list of pairs (one parameter)."""
-
-
-def excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], list[object]]:
-    """SQL conditions (over ``alias``) leaving out excluded messages: bare ids, then pairs."""
-    bare, pairs = split_excluded(items)
-    clauses: list[str] = []
-    params: list[object] = []
-    if bare:
-        clauses.append(f"{alias}message_id NOT IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(bare))
-    if pairs:
-        clauses.append(f"({alias}thread_id, {alias}message_id) NOT IN ({PAIRS})")
-        params.append(json.dumps(pairs))
-    return clauses, params
 
 
 SEARCH_TEXTS = ("recall_fts_content", "id", "c0")
@@ -248,22 +219,16 @@ class RecallSignals:
         exactly as before.
         """
         conn = self.db.conn
+        holders = (
+            "SELECT id FROM recall WHERE +agent_id = ? AND name = ? "
+            "AND id IN (SELECT value FROM json_each(?))"
+        )
+        among = json.dumps(sorted(candidates))
         return mention_signals(
             query,
-            lambda low, high: conn.execute(
-                f"SELECT b.id, b.created_at FROM recall AS b WHERE {self.where} "
-                "AND b.created_at >= ? AND b.created_at < ?",
-                (*self.params, low, high),
-            ).fetchall(),
+            created_between(conn.execute, "recall", self.where, self.params, "?"),
             self.memory.participants() if candidates else (),
-            lambda name: (
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM recall WHERE +agent_id = ? AND name = ? "
-                    "AND id IN (SELECT value FROM json_each(?))",
-                    (self.memory.agent_id, name, json.dumps(sorted(candidates))),
-                )
-            ),
+            lambda name: (r[0] for r in conn.execute(holders, (self.memory.agent_id, name, among))),
         )
 
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
@@ -272,7 +237,7 @@ class RecallSignals:
 
     def fetch(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
         """The messages of these row ids."""
-        return self.memory._fetch_by_ids(ids)
+        return fetch_by_ids(self.db.conn, self.memory.agent_id, ids)
 
     def text_of(self, item: RecallMessage) -> str:
         """What a message is searched by (its text and what it said through tools)."""
@@ -280,7 +245,7 @@ class RecallSignals:
 
     def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
         """The candidates newest first, for an empty query."""
-        return self.memory._listing(self.where, self.params, page, page_size, newest_first=True)
+        return listing(self.db.conn, self.where, self.params, page, page_size, newest_first=True)
 
 
-__all__ = ["PAIRS", "SEARCH_TEXTS", "RecallSignals", "SearchedRecall", "excluding"]
+__all__ = ["SEARCH_TEXTS", "RecallSignals", "SearchedRecall"]

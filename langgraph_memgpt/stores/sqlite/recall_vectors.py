@@ -9,11 +9,12 @@ in step with it, the no-model case included.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
-import sqlite_utils
 from langchain_core.embeddings import Embeddings
+from sqlite_utils import Database
 
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.embeddings import FloatArray, embed_texts, normalize
@@ -52,27 +53,15 @@ class RecallVectors:
     """
 
     def __init__(
-        self,
-        db: sqlite_utils.Database,
-        agent_id: str,
-        embeddings: Embeddings,
-        cache_dir: Path,
+        self, db: Database, agent_id: str, embeddings: Embeddings, cache_dir: Path
     ) -> None:
         self.db = db
         self.agent_id = agent_id
         self.embeddings = embeddings
         identity = _identity(embeddings)
+        opens = partial(VectorIndex.for_tier, db, tier=TIER, agent_id=agent_id, cache_dir=cache_dir)
         self.turn, self.context, self.tail = (
-            VectorIndex.for_tier(
-                db,
-                tier=TIER,
-                agent_id=agent_id,
-                cache_dir=cache_dir,
-                identity=identity,
-                key=key,
-                kind=kind,
-            )
-            for key, kind in _VECTOR_KINDS.items()
+            opens(identity=identity, key=key, kind=kind) for key, kind in _VECTOR_KINDS.items()
         )
         # Parts of long messages (``stores.chunks``): the message vector is its best part's.
         self.parts = PartIndex(self.turn)
@@ -195,7 +184,7 @@ class RecallVectors:
 
 
 def forget_without_model(
-    db: sqlite_utils.Database,
+    db: Database,
     agent_id: str,
     cache_dir: Path,
     rowids: list[int],
