@@ -61,12 +61,15 @@ def is_searchable(message: RecallMessage, text: str | None = None) -> bool:
     return bool((searchable_text(message) if text is None else text).strip())
 
 
-ROLES = ("user", "assistant", "system", "tool")
+ROLES = ("user", "assistant", "system", "tool", "event")
+"""Recall roles; ``event``: a system event from the host (`langgraph_memgpt.events`)."""
 _ROLE_ALIASES = {
     "human": "user",
     "ai": "assistant",
     "agent": "assistant",
     "bot": "assistant",
+    "system_event": "event",
+    "events": "event",
 }
 
 
@@ -109,12 +112,16 @@ def prepare_message(agent_id: str, message: RecallMessage) -> PreparedMessage:
     )
 
 
+_FILTER_ROLES = ("user", "assistant", "system", "event")
+"""The roles worth filtering by (tool results are never searched)."""
+
+
 def normalise_role(role: str) -> str:
     """A role filter as stored ("human" is "user"); raises ValueError for an unknown one."""
     value = role.strip().lower()
     value = _ROLE_ALIASES.get(value, value)
     if value not in ROLES:
-        raise ValueError(f"unknown role {role!r}; roles are {', '.join(ROLES[:3])}")
+        raise ValueError(f"unknown role {role!r}; roles are {', '.join(_FILTER_ROLES)}")
     return value
 
 
