@@ -200,6 +200,50 @@ def judge_core(facts: Sequence[dict[str, Any]], lines: Sequence[str]) -> dict[st
     return {"lines": list(lines), "chatter": chatter, "stale": stale}
 
 
+def judge_gate(scenarios: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The deterministic rules alone, without a model: what they would let into ``human``.
+
+    For every user message of the sessions: the sentences `core_gate.fact_sentences` takes
+    for lasting facts that hold no stated fact (small talk let through), the stated facts
+    no note of `auto_save.notes_for` holds (missed) and those it holds without a word the
+    fact needs (garbled); and, with ``human`` made of those notes alone, corrected values
+    left at the end (stale). Seconds to run: a rule can be tried on a half before a model
+    run.
+    """
+    from langgraph_memgpt.auto_save import notes_for
+    from langgraph_memgpt.core_gate import fact_sentences
+
+    found: dict[str, list[Any]] = {
+        "sentences": [],
+        "chatter": [],
+        "missed": [],
+        "garbled": [],
+        "stale": [],
+    }
+    facts_stated = 0
+    for scenario in scenarios:
+        keys = [k for fact in scenario["facts"] for k in fact["keys"]]
+        human: list[str] = []
+        for index, session in enumerate(scenario["sessions"]):
+            facts = [f for f in scenario["facts"] if f["session"] == index]
+            for text in session:
+                sentences = fact_sentences(text)
+                found["sentences"].extend(sentences)
+                found["chatter"].extend(x for x in sentences if not _holds(x, keys))
+                notes = notes_for(text)
+                human.extend(notes)
+                for fact in (f for f in facts if _holds(text, f["keys"])):
+                    facts_stated += 1
+                    lines = [n for n in notes if _holds(n, fact["keys"])]
+                    if not lines:
+                        found["missed"].append(text)
+                    elif not all(_holds(" ".join(lines), g) for g in fact.get("whole", [])):
+                        found["garbled"].append(lines)
+        stale_words = [w for fact in scenario["facts"] for w in fact.get("stale", [])]
+        found["stale"].extend(x for x in human if stale_words and _holds(x, stale_words))
+    return {"facts_stated": facts_stated, **found}
+
+
 def run_turn(
     graph: Any, ctx: Context, agent: str, thread: str, text: str, layout: str, first: bool
 ) -> Turn:
@@ -449,6 +493,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", type=Path, default=SCENARIOS)
     parser.add_argument("--json", type=Path, help="write every turn and the summary here")
     parser.add_argument(
+        "--gate-only",
+        action="store_true",
+        help="no model: what core_gate/auto_save's rules alone take for facts (seconds)",
+    )
+    parser.add_argument(
         "--full-tools",
         action="store_true",
         help="offer the embedded model every tool and optional argument (date and role "
@@ -463,6 +512,17 @@ def main(argv: list[str] | None = None) -> int:
         scenarios = [s for s in scenarios if s["agent"] in args.agents]
     if args.half:
         scenarios = [s for s in scenarios if s.get("half") == args.half]
+    if args.gate_only:
+        gate = judge_gate(scenarios)
+        print(
+            f"rules alone ({args.half or 'both halves'}): {len(gate['sentences'])} sentences "
+            f"taken as facts, {len(gate['chatter'])} of them small talk; stated facts "
+            f"{gate['facts_stated']}, missed {len(gate['missed'])}, garbled "
+            f"{len(gate['garbled'])}; corrected values left {len(gate['stale'])}"
+        )
+        if args.json:
+            args.json.write_text(json.dumps(gate, indent=1, ensure_ascii=False))
+        return 0
     model = resolve_model(args.model)
     if args.full_tools:
         model.compact_tools = False  # type: ignore[attr-defined]

@@ -2,8 +2,8 @@
 
 One ``cmd_*`` function per subcommand, each registered by its own ``_add_*`` function, so
 further subcommands are added without touching the existing ones. Subcommands with a home
-of their own register there: ``bench`` (``bench.cli``) and ``retention`` (``retention_cli``);
-arguments several share are declared once in ``cli_args``.
+of their own register there: ``bench`` (``bench.cli``), ``retention`` (``retention_cli``) and
+``watch`` (``watch``); arguments several share are declared once in ``cli_args``.
 """
 
 from __future__ import annotations
@@ -275,11 +275,13 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     from langgraph_memgpt.bench.cli import add_bench_command
     from langgraph_memgpt.retention_cli import add_retention_command
+    from langgraph_memgpt.watch import add_watch_command
 
     add_bench_command(subparsers)
     _add_agent_commands(subparsers)
     _add_memory_commands(subparsers)
     add_retention_command(subparsers)
+    add_watch_command(subparsers)
     return parser
 
 

@@ -33,10 +33,42 @@ _FIRST_PERSON = re.compile(
 _TIME_PREFIX = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\]\s*")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _PASSING = re.compile(
-    r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|lol|"
-    r"haha+|ugh)\b",
+    r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|just now|"
+    r"last night|yesterday|earlier|about to|brb|lol|lmao|omg|haha+|ugh)\b",
     re.IGNORECASE,
 )
+_DEGREE = (
+    r"(?:(?:so|really|a bit|a little|kind of|kinda|pretty|very|super|totally|quite|rather|"
+    r"just|absolutely|completely|too|bit)\s+)*"
+)
+_MOMENT_STATE = re.compile(
+    rf"\b(?:i['\u2019]?m|i am|we['\u2019]re|we are|i feel|i['\u2019]m feeling|i am feeling|"
+    rf"feeling)\s+{_DEGREE}"
+    r"(?:tired|exhausted|sleepy|hungry|starving|thirsty|bored|stressed|busy|sick|ill|cold|"
+    r"freezing|hot|late|stuck|sore|knackered|shattered|soaked|full|fed up|under the weather|"
+    r"in a mood|off to|heading|on (?:my|our) way|running late|home)(?![\w-])(?!\s+of\b)",
+    re.IGNORECASE,
+)
+_MUSING = re.compile(
+    r"^(?:i|we)\s+(?:think|guess|wonder|suppose|bet|can['\u2019]?t believe|cannot believe|"
+    r"need a|could use|could really use)\b",
+    re.IGNORECASE,
+)
+
+
+def passing(sentence: str) -> bool:
+    """Whether a sentence speaks of the passing moment, not of the user for good.
+
+    Day-scale time ("this morning", "last night", "about to"), chat noise ("lol", "brb"),
+    a state of the body or mood ("I'm starving", "we're running late"; "tired *of*
+    something" lasts) or a musing as the whole point ("I think it'll rain", "I need a
+    nap"): none of it belongs in every later prompt.
+    """
+    return bool(
+        _PASSING.search(sentence) or _MOMENT_STATE.search(sentence) or _MUSING.search(sentence)
+    )
+
+
 _LEAD = re.compile(
     r"^\s*((hi|hello|hey|hiya|oh|ok|okay|so|and|also|anyway|actually|well|btw|fyi|yes|no)"
     r"\b[\s,!.:-]*|(just so you know|by the way|for the record|remember that|quick one)"
@@ -59,7 +91,7 @@ def fact_sentences(message: str) -> list[str]:
     found = []
     for raw in _SENTENCES.split(_TIME_PREFIX.sub("", message)):
         sentence = _LEAD.sub("", raw.strip()).strip()
-        if not sentence or sentence.endswith("?") or _PASSING.search(sentence):
+        if not sentence or sentence.endswith("?") or passing(sentence):
             continue
         if speaks_about_themselves(sentence) or names_themselves(sentence):
             found.append(sentence)
@@ -118,27 +150,51 @@ def drop_ungrounded_notes(
     """``message`` without its ``human`` edits that no user message in the prompt grounds.
 
     The dropped notes are listed under `DROPPED_FLAG`; everything else (the reply, other
-    blocks) stays. A prompt without user messages drops nothing.
+    blocks) stays. A prompt without user messages drops nothing. A kept note that copies
+    the user's words as they said them ("My daughter Noor turns seven in March.") is put
+    in the third person (`in_third_person`): in ``human`` it would read as the agent's own
+    daughter, and the model copies it back to the user in that voice.
     """
+    from langgraph_memgpt.auto_save import third_person_note
+
     said = [content_text(m) for m in prompt if isinstance(m, HumanMessage) and not m.name]
     if not said:
         return message
     kept: list[ToolCall] = []
     dropped: list[str] = []
+    revoiced = False
     for call in message.tool_calls:
         args = call["args"]
-        note = args.get("content", args.get("new_content"))
+        key = "content" if "content" in args else "new_content"
+        note = args.get(key)
         if (
             call["name"] in edit_tools
             and args.get("label") == "human"
             and isinstance(note, str)
             and note.strip()
-            and not grounded_in_user_words(note, said)
         ):
-            dropped.append(note)
-            continue
+            if not grounded_in_user_words(note, said):
+                dropped.append(note)
+                continue
+            if in_users_voice(note):
+                call = {**call, "args": {**args, key: third_person_note(note)}}
+                revoiced = True
         kept.append(call)
-    if not dropped:
+    if not dropped and not revoiced:
         return message
-    flags = {**message.additional_kwargs, DROPPED_FLAG: dropped}
-    return message.model_copy(update={"tool_calls": kept, "additional_kwargs": flags})
+    flags = {**message.additional_kwargs, DROPPED_FLAG: dropped} if dropped else None
+    update: dict[str, object] = {"tool_calls": kept}
+    if flags is not None:
+        update["additional_kwargs"] = flags
+    return message.model_copy(update=update)
+
+
+_USERS_VOICE = re.compile(r"^\s*(i|i['\u2019](m|ve|d|ll)|my|we|we['\u2019](re|ve)|our)\b", re.I)
+
+
+def in_users_voice(note: str) -> bool:
+    """Whether a ``human`` note opens in the first person: the user's words copied as said.
+
+    Only the opening counts: "User told me they love teal" is the agent's "me".
+    """
+    return bool(_USERS_VOICE.match(note))

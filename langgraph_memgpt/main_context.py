@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
+from langgraph_memgpt.events import is_event, render_event
 from langgraph_memgpt.osutil import utc_now
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
@@ -182,7 +183,12 @@ def system_message(system_prompt: str) -> SystemMessage:
 
 
 def with_time(message: AnyMessage) -> AnyMessage:
-    """A user message as the model reads it: prefixed with the time it was sent."""
+    """A user message as the model reads it: prefixed with the time it was sent.
+
+    An event instead says it comes from the host, with its source and time (`render_event`).
+    """
+    if is_event(message):
+        return message.model_copy(update={"content": render_event(message, content_text(message))})
     sent = message.additional_kwargs.get(TIME_KEY)
     if not isinstance(message, HumanMessage) or is_runtime_note(message) or not sent:
         return message
@@ -262,6 +268,8 @@ def _role(message: BaseMessage) -> str:
     if isinstance(message, ToolMessage):
         return "tool"
     if isinstance(message, HumanMessage):
+        if is_event(message):
+            return "event"
         return "system" if is_runtime_note(message) else "user"
     return "system"
 

@@ -258,6 +258,8 @@ AUTO_SEARCH_NOTE = (
 )
 
 REPLY_ECHO = (
-    "Not sent: it repeats the user's message word for word. Reply to what they said, in "
-    "your own words, with send_message."
+    "Not sent: that reply only copied the user's message back to them. Answer what they "
+    "said instead (a short, friendly reply of your own), with send_message."
 )
+"""The small model read the old wording ("it repeats the user's message word for word")
+as a request and told the user "I can't repeat the user's message word for word"."""

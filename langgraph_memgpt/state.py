@@ -2,7 +2,8 @@
 
 The queue (``messages``) is bounded by eviction; everything older lives verbatim in recall
 memory, so a checkpoint stays small however long a thread runs. Input and output are
-``messages`` only, so the compiled graph drops into any parent graph with that key.
+``messages`` (plus the optional ``events`` in and ``event_outcome`` out, which a parent graph
+without those keys never sees), so the compiled graph drops into any parent graph with that key.
 """
 
 from __future__ import annotations
@@ -13,17 +14,25 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
+from langgraph_memgpt.events import Event, add_events
+
 
 class InputState(TypedDict):
-    """What a caller sends: new messages for the queue."""
+    """What a caller sends: new messages for the queue, and system events from the host."""
 
     messages: Annotated[list[AnyMessage], add_messages]
+    events: NotRequired[Annotated[list[Event], add_events]]
+    """System events (``source``, ``time``, ``text``): checked as the input is applied
+    (`langgraph_memgpt.events`), put into the queue by ``check_pressure``."""
 
 
 class OutputState(TypedDict):
     """What a caller gets back: the queue, whose last AI message is the reply."""
 
     messages: Annotated[list[AnyMessage], add_messages]
+    event_outcome: NotRequired[dict[str, Any] | None]
+    """After a turn opened by events alone (no reply is sent): its events, the memory
+    edits they led to, and whether the model replied anyway; None after any other turn."""
 
 
 class State(InputState):
@@ -63,6 +72,8 @@ class State(InputState):
     """Id of the model message whose tool step ``check_pressure`` closed last."""
     turn_over: NotRequired[bool]
     """The turn is over (the reply is out, or a tool ended it): ``respond`` is next."""
+    event_outcome: NotRequired[dict[str, Any] | None]
+    """See `OutputState.event_outcome`."""
     handoff: NotRequired[dict[str, Any] | None]
     """A tool's handoff to the parent graph (``goto`` and ``update`` of its ``Command``),
     carried from ``call_memory_tool`` (whose results must reach this thread's state first)

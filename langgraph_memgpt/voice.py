@@ -9,9 +9,10 @@ replies with `to_the_user` before anything else sees them.
 The repair is narrow on purpose. It touches a reply only when the user asked about
 themselves (`auto_search.is_memory_question`) or told news about themselves (then the reply
 sentence must be made of their words, see `_says_a_stated_fact`), and in it only a sentence
+(or, in a sentence that also speaks to the user, a clause between commas, colons or dashes)
 that
 
-* speaks in the first person and never addresses the user (a sentence with "you" in it is
+* speaks in the first person and never addresses the user (a clause with "you" in it is
   the agent speaking as itself: "I remember you love teal"), and
 * carries what the user stated: its content words, leaving out the question's own and the
   words an agent uses about its own knowledge ("know", "remember", "sure"...), are found
@@ -19,8 +20,15 @@ that
   results the agent read, their earlier messages).
 
 Such a sentence gets its first-person words turned to the second person ("I'm" -> "you're",
-"my" -> "your", "we" -> "you"). "I don't know that." and "I found nothing about it." are
-left alone: they state nothing the user said.
+"my" -> "your", "we" -> "you"), and, answering a question, the third person it copied from
+its notes too ("User's husband Karl" -> "Your husband Karl"). Quoted words stay as they
+were: "'My Brilliant Friend'" is a title, and a quote is someone's words. "I don't know
+that." and "I found nothing about it." are left alone: they state nothing the user said.
+
+A sentence in no person at all that names someone the user introduced by their relation
+("my daughter Noor", "Brother Otto" in ``human``) gets the relation back, said to the user:
+"Noor turns seven in March." -> "Your daughter Noor turns seven in March." Without it the
+answer names a stranger; the user asked about *their* daughter.
 """
 
 from __future__ import annotations
@@ -31,13 +39,14 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langgraph_memgpt.stores.words import topic_stems
+from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.tokens import content_text
 
 _APOSTROPHE = "['\u2019]"
 _SECOND_FOR_FIRST = {
     "i'm": "you're",
     "i am": "you are",
+    "i wasn't": "you weren't",
     "i was": "you were",
     "i've": "you've",
     "i'd": "you'd",
@@ -95,15 +104,6 @@ FUNCTION_WORDS = frozenset(
 ("I don't know: I have nothing about that" shares "don't" and "about" with any user)."""
 
 
-def _swap(match: re.Match[str]) -> str:
-    word = match.group(0)
-    key = " ".join(word.lower().replace("\u2019", "'").split())
-    replacement = _SECOND_FOR_FIRST[key]
-    # "I" is written upper case anywhere: only a sentence's first word stays capitalised.
-    opens = not match.string[: match.start()].strip(" \"'\u201c")
-    return replacement[0].upper() + replacement[1:] if opens else replacement
-
-
 def _says_a_stated_fact(sentence: str, question: str, stated: set[str], echo: bool) -> bool:
     words = topic_stems(sentence) - topic_stems(question) - AGENT_WORDS - FUNCTION_WORDS
     if echo:
@@ -115,27 +115,236 @@ def _says_a_stated_fact(sentence: str, question: str, stated: set[str], echo: bo
     return bool(words) and 3 * len(words & stated) >= len(words)
 
 
+_QUOTED = re.compile(
+    r'"[^"\n]*"|\u201c[^\u201d\n]*\u201d|\u2018[^\u2019\n]*\u2019|(?<!\w)\'[^\'\n]+\'(?!\w)'
+)
+_USER_FORMS = re.compile(
+    r"\b(?:the\s+)?user(?:(?P<own>['\u2019]s)\b|\s+(?P<adverbs>(?:(?:just|also|really|still|"
+    r"usually|always|never|often|now|only|even|already|sometimes|recently|currently)\s+)*)"
+    r"(?P<verb>[a-z]+(?:n['\u2019]t)?)\b|\b)",
+    re.IGNORECASE,
+)
+_USER_VERBS = {
+    "is": "are",
+    "isn't": "aren't",
+    "was": "were",
+    "wasn't": "weren't",
+    "has": "have",
+    "hasn't": "haven't",
+    "does": "do",
+    "doesn't": "don't",
+}
+_VERB_LIKE = re.compile(r"^[a-z]+(?<!ss)(?<!us)(?<!is)s$")
+_NOT_VERBS = frozenset(
+    "always sometimes perhaps nowadays afterwards towards besides thanks yes its news "
+    "cheers".split()
+)
+
+KIN = frozenset(
+    """mother father mum mom dad parent parents brother brothers sister sisters son sons
+    daughter daughters wife husband partner boyfriend girlfriend fiance fiancee spouse child
+    children kid kids twin twins baby cousin aunt uncle niece nephew grandma grandpa
+    grandmother grandfather grandson granddaughter stepson stepdaughter friend colleague
+    boss manager neighbour neighbor roommate flatmate housemate dog dogs cat cats pet pets
+    puppy kitten horse""".split()
+)
+"""Nouns for the people and animals in someone's life: a closed class of English, read
+from what the user stated ("my wife Ilse", "Brother Otto is a pilot", "a dog called Socks")."""
+_NAMES = r"[A-Z][\w'\u2019-]*(?:(?:\s*,\s*|\s+and\s+|\s*&\s*)[A-Z][\w'\u2019-]*)*"
+_RELATIVE = re.compile(
+    rf"(?:\b(?i:my|user['\u2019]s|a|an|his|her|their)\s+|^[ \t-]*)"
+    rf"(?P<relation>(?i:(?!called\b|named\b)[a-z][\w-]*\s+)?"
+    rf"(?P<head>(?i:(?!called\b|named\b)[a-z][\w-]*)))\s*,?\s+"
+    rf"(?:(?i:called|named)\s+)?(?P<names>{_NAMES})",
+    re.MULTILINE,
+)
+
+
+def _quoted_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _QUOTED.finditer(text)]
+
+
+def _unquoted(text: str) -> str:
+    """``text`` with its quotes blanked: what the speaker says in their own voice."""
+    return _QUOTED.sub(" ", text)
+
+
+def _capitalise(word: str, at: int, text: str, opens_sentence: bool = True) -> str:
+    # "I" is written upper case anywhere: only a sentence's first word stays capitalised.
+    opens = opens_sentence and not text[:at].strip(" \"'\u201c")
+    return word[0].upper() + word[1:] if opens and word else word
+
+
+def _base_form(verb: str) -> str:
+    """The verb after "you" for the one after "the user" ("loves" -> "love")."""
+    lowered = verb.lower()
+    if lowered in _USER_VERBS:
+        return _USER_VERBS[lowered]
+    if not _VERB_LIKE.match(lowered) or lowered in _NOT_VERBS:
+        return verb
+    if lowered.endswith("ies") and len(lowered) > 4:
+        return verb[:-3] + "y"
+    if re.search(r"(sh|ch|x|z|ss|o)es$", lowered):
+        return verb[:-2]
+    return verb[:-1]
+
+
+def _second_person(match: re.Match[str]) -> str:
+    """The second-person words for one first-person or "the user" match."""
+    word = match.group(0)
+    if match.re is _SWAP:
+        return _SECOND_FOR_FIRST[" ".join(word.lower().replace("\u2019", "'").split())]
+    if match.group("own"):
+        return "your"
+    verb = match.group("verb")
+    return "you" if verb is None else f"you {match.group('adverbs')}{_base_form(verb)}"
+
+
+def _re_voice(sentence: str, patterns: Sequence[re.Pattern[str]], opens: bool = True) -> str:
+    """``sentence`` with each match of ``patterns`` outside quotes in the second person."""
+    quoted = _quoted_spans(sentence)
+    matches = sorted(
+        (m for pattern in patterns for m in pattern.finditer(sentence)),
+        key=lambda m: (m.start(), -m.end()),
+    )
+    out: list[str] = []
+    at = 0
+    for match in matches:
+        start, end = match.span()
+        if start < at or any(a <= start < b for a, b in quoted):
+            continue
+        out.append(sentence[at:start])
+        out.append(_capitalise(_second_person(match), start, sentence, opens))
+        at = end
+    out.append(sentence[at:])
+    return "".join(out)
+
+
+def relatives(stated: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Who the user introduced by their relation: name -> (relation, names said together).
+
+    "My daughter Noor turns seven" gives ``{"Noor": ("daughter", ("Noor",))}``; "my twins
+    Aiko and Ren" gives both names the relation "twins" and the pair.
+    """
+    found: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for match in _RELATIVE.finditer(stated):
+        if match.group("head").lower() not in KIN:
+            continue
+        relation = match.group("relation").lower()
+        words = relation.split()
+        if len(words) == 2 and words[0] in STOP_WORDS | {"user's", "user\u2019s"}:
+            relation = words[1]
+        names = tuple(re.split(r"\s*,\s*|\s+and\s+|\s*&\s*", match.group("names")))
+        names = tuple(n for n in names if len(n) > 1)  # "My husband Karl and I"
+        for name in names:
+            found.setdefault(name, (relation, names))
+    return found
+
+
+def _name_relation(
+    sentence: str, known: dict[str, tuple[str, tuple[str, ...]]], opens: bool = True
+) -> str:
+    """``sentence`` with "your <relation>" before the first relative it names, if it lacks it.
+
+    A plural relation ("twins") goes before its names only when all of them are there.
+    """
+    stems = topic_stems(sentence)
+    quoted = _quoted_spans(sentence)
+    firsts = []
+    for name, (relation, names) in known.items():
+        match = re.search(rf"\b{re.escape(name)}\b", sentence)
+        if match is None or any(a <= match.start() < b for a, b in quoted):
+            continue
+        if topic_stems(relation) & stems:
+            continue  # "Aiko and Ren are twins": the relation is said already
+        if len(names) > 1 and not all(re.search(rf"\b{re.escape(n)}\b", sentence) for n in names):
+            continue
+        firsts.append((match.start(), relation))
+    if not firsts:
+        return sentence
+    at, relation = min(firsts)
+    return sentence[:at] + _capitalise(f"your {relation} ", at, sentence, opens) + sentence[at:]
+
+
+_OPENING = re.compile(r"^[ \t-]*([A-Z][a-z]+)\b", re.MULTILINE)
+_OWN_NOUNS = frozenset({"name", "favourite", "favorite", "birthday", "job", "home"}) | KIN
+"""Nouns a note about the user may open with, its "user's" left out ("Name is Ada.")."""
+
+
+def note_openings(stated: str) -> set[str]:
+    """The first words of the note-style lines in ``stated`` ("Works as a welder." -> works).
+
+    Notes about the user leave the subject out, as the instructions' examples do ("Keeps
+    bees.", "Name is Ada.", "Brother Otto is a pilot."); a user's own message seldom opens
+    with a verb in the third person or a bare noun.
+    """
+    found = set()
+    for match in _OPENING.finditer(stated):
+        word = match.group(1).lower()
+        if word in _OWN_NOUNS or word in _USER_VERBS or _base_form(word) != word:
+            found.add(word)
+    return found
+
+
+def _missing_subject(sentence: str, openings: set[str]) -> str | None:
+    """``sentence`` said to the user when it opens as a note does, without a subject.
+
+    "Works as a welder." -> "You work as a welder."; "Name is Ada." -> "Your name is Ada.";
+    "Brother Otto is a pilot." -> "Your brother Otto is a pilot." None when it opens
+    otherwise.
+    """
+    match = re.match(r"\s*([A-Z][a-z]+)\b", sentence)
+    if match is None or match.group(1).lower() not in openings or sentence.rstrip().endswith("?"):
+        return None
+    word = match.group(1).lower()
+    start, end = match.span(1)
+    said = f"Your {word}" if word in _OWN_NOUNS else f"You {_base_form(word)}"
+    return sentence[:start] + said + sentence[end:]
+
+
+_CLAUSE = re.compile(r"(?<=[,;:])(\s+)|(\s+[\u2014\u2013-]\s+)")
+
+
 def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -> str:
     """``reply`` with the user's facts said to them (see the module docstring).
 
-    Each sentence that voices what the user stated as the agent's own is turned to the
-    second person; anything else is left as it is. ``echo``: ``question`` is the user's
-    news, not a question, and ``stated`` that news: stricter (see `_says_a_stated_fact`).
+    Each sentence that voices what the user stated as the agent's own (or, answering a
+    question, in the third person of its notes) is turned to the second person; one in no
+    person that names a relative of the user gets the relation; anything else is left as
+    it is. A sentence that also speaks to the user ("I'm allergic to hazelnuts, do you have
+    other allergies?") is judged clause by clause, a clause with "you" in it left alone.
+    ``echo``: ``question`` is the user's news, not a question, and ``stated`` that news:
+    stricter (see `_says_a_stated_fact`), and only first-person words change.
     """
     stated_stems = topic_stems(stated)
+    known = {} if echo else relatives(stated)
+    patterns = [_SWAP] if echo else [_SWAP, _USER_FORMS]
+    openings = set() if echo else note_openings(stated)
+
+    def repair(unit: str, opens: bool) -> str:
+        own = _unquoted(unit)
+        if _SECOND_PERSON.search(own) or not _says_a_stated_fact(
+            unit, question, stated_stems, echo
+        ):
+            return unit
+        if any(p.search(own) for p in patterns):
+            return _re_voice(unit, patterns, opens)
+        if opens and (subject := _missing_subject(unit, openings)) is not None:
+            return subject
+        return _name_relation(unit, known, opens) if known else unit
+
     parts = _SENTENCE.split(reply)
     out = []
     for index, part in enumerate(parts):
         if index % 2 == 1:  # the whitespace between sentences
             out.append(part)
-            continue
-        if (
-            _FIRST_PERSON.search(part)
-            and not _SECOND_PERSON.search(part)
-            and _says_a_stated_fact(part, question, stated_stems, echo)
-        ):
-            part = _SWAP.sub(_swap, part)
-        out.append(part)
+        elif not _SECOND_PERSON.search(_unquoted(part)):
+            out.append(repair(part, True))
+        else:
+            clauses = _CLAUSE.split(part)
+            out.extend(
+                c if n % 3 else repair(c, n == 0) for n, c in enumerate(clauses) if c is not None
+            )
     return "".join(out)
 
 

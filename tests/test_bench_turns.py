@@ -171,3 +171,30 @@ def test_the_benchmark_reports_what_a_person_judges_per_half(tmp_path: Path) -> 
     assert person["facts_stated"] == 2 and person["facts_captured"] == 2
     assert person["facts_garbled"] == 1  # "Oboe." lost that Lou plays it
     assert person["core_lines"] == 3 and person["chatter_lines"] == 1
+
+
+def test_the_rules_alone_are_judged_without_a_model() -> None:
+    scenarios = [
+        {
+            "agent": "kim",
+            "facts": [
+                {"session": 0, "keys": ["kayak"], "whole": [["kayak"], ["red"]]},
+                {"session": 0, "keys": ["oslo"], "whole": [["oslo"]]},
+            ],
+            "sessions": [
+                [
+                    "I paddle a red kayak.",
+                    "I'm starving right now.",
+                    "I slept badly, honestly.",
+                    "Oslo is home.",
+                ]
+            ],
+            "questions": [],
+        }
+    ]
+    gate = local_turns.judge_gate(scenarios)
+    assert gate["facts_stated"] == 2
+    assert gate["chatter"] == ["I slept badly, honestly."]
+    assert gate["missed"] == ["Oslo is home."]
+    assert gate["garbled"] == []
+    assert gate["stale"] == []

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.core_gate import DROPPED_FLAG, grounded_in_user_words
+from langgraph_memgpt.core_gate import DROPPED_FLAG, fact_sentences, grounded_in_user_words
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.stores.sqlite import open_memory
@@ -121,3 +121,52 @@ def test_other_models_keep_the_notes_they_choose(tmp_path: Path) -> None:
     )
     blocks = open_memory(tmp_path, "ada", embedding_model="none").core.blocks()
     assert next(b.value for b in blocks if b.label == "human") == "Door code 4711."
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I'm off to grab a coffee, brb.",
+        "I think it's going to rain later.",
+        "I'm starving, lunch can't come soon enough.",
+        "I'm feeling a bit under the weather.",
+        "We're running late for the cinema.",
+        "I watched a great film last night.",
+        "My phone battery is about to die.",
+        "I need a nap.",
+        "I can't believe how hot it is.",
+    ],
+)
+def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
+    assert fact_sentences(said) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I'm a vet in Bristol.",
+        "I'm tired of my night shifts.",
+        "I've lived in Oslo for ten years.",
+        "I moved to Lisbon last year.",
+        "I'm training for the Berlin marathon.",
+        "I'm afraid of heights.",
+        "We're expecting a baby in April.",
+        "My wife Mei is a software engineer.",
+        "I usually cycle to work.",
+    ],
+)
+def test_lasting_statements_stay_facts(said: str) -> None:
+    assert fact_sentences(said) == [said]
+
+
+def test_a_note_copying_the_users_words_is_kept_in_the_third_person(tmp_path: Path) -> None:
+    said = "My daughter Noor turns seven in March."
+    human, step = _turn(tmp_path, said, _append(said))
+    assert human == "User's daughter Noor turns seven in March."
+    assert DROPPED_FLAG not in step.additional_kwargs
+
+
+def test_the_agents_own_me_in_a_note_is_left_alone(tmp_path: Path) -> None:
+    note = "Told me they are allergic to hazelnuts."
+    human, _ = _turn(tmp_path, "I'm allergic to hazelnuts.", _append(note))
+    assert human == note

@@ -148,3 +148,167 @@ def test_only_the_users_own_lines_of_a_search_result_count_as_stated() -> None:
     ]
     reply = model.invoke(prompt)
     assert reply.tool_calls[0]["args"]["message"] == "I found no results for that."
+
+
+FACTS = "\n".join(
+    [
+        "I am a nurse at St Mary's and I have two cats.",
+        "I was born in Lagos.",
+        "Those scissors never work for me because I'm left-handed.",
+        "I keep recommending 'My Brilliant Friend' to everyone.",
+        "My daughter Noor turns seven in March.",
+        "My husband Karl and I bought a flat in Ghent.",
+        "We adopted a dog called Socks!",
+    ]
+)
+HUMAN_NOTES = "Brother Otto is a pilot.\nUser's partner Sam is a paramedic.\nLoves orange."
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        ("I am a nurse at St Mary's.", "What is my job?", "You are a nurse at St Mary's."),
+        ("I have two cats.", "How many cats do I have?", "You have two cats."),
+        ("I was born in Lagos.", "Where was I born?", "You were born in Lagos."),
+        (
+            "Those scissors never work for me.",
+            "Which hand do I write with?",
+            "Those scissors never work for you.",
+        ),
+        (
+            "I keep recommending 'My Brilliant Friend'.",
+            "Which book do I keep recommending?",
+            "You keep recommending 'My Brilliant Friend'.",
+        ),
+        (
+            "Karl and I bought a flat in Ghent. Any plans to decorate?",
+            "Where did we buy a flat?",
+            "Karl and you bought a flat in Ghent. Any plans to decorate?",
+        ),
+    ],
+)
+def test_each_first_person_form_is_said_to_the_user(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, FACTS) == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        (
+            "Noor turns seven in March.",
+            "When does my daughter turn seven?",
+            "Your daughter Noor turns seven in March.",
+        ),
+        ("Otto is a pilot.", "What does my brother do?", "Your brother Otto is a pilot."),
+        (
+            "The flat is in Ghent, where Karl lives too.",
+            "Where did we buy a flat?",
+            "The flat is in Ghent, where your husband Karl lives too.",
+        ),
+        ("Socks is a greyhound.", "What is my dog called?", "Your dog Socks is a greyhound."),
+    ],
+)
+def test_a_relative_named_without_the_relation_gets_it_back(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, f"{FACTS}\n{HUMAN_NOTES}") == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        (
+            "User's partner Sam is a paramedic.",
+            "What does my partner do?",
+            "Your partner Sam is a paramedic.",
+        ),
+        ("The user loves orange.", "What colour do I love?", "You love orange."),
+        ("User is a nurse at St Mary's.", "What is my job?", "You are a nurse at St Mary's."),
+    ],
+)
+def test_the_third_person_of_the_notes_is_said_to_the_user(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, f"{FACTS}\n{HUMAN_NOTES}") == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "question"),
+    [
+        ("I can help you with that.", "What is my job?"),
+        ("I can help with that.", "What is my job?"),
+        ("I'm not sure I have that in my notes.", "Where was I born?"),
+        ("Do I know your cats' names? Not yet!", "How many cats do I have?"),
+        ('Your note says "I have two cats".', "How many cats do I have?"),
+        ("Noor and your daughter's party are in March.", "When does my daughter turn seven?"),
+        ("Aiko is a lovely name.", "When does my daughter turn seven?"),
+        ("Noor is your daughter.", "When does my daughter turn seven?"),
+    ],
+)
+def test_the_agents_own_words_questions_and_quotes_are_left_alone(
+    reply: str, question: str
+) -> None:
+    assert to_the_user(reply, question, f"{FACTS}\n{HUMAN_NOTES}") == reply
+
+
+def test_a_quote_inside_a_repaired_sentence_keeps_its_words() -> None:
+    said = to_the_user('I was born in Lagos, "my favourite city".', "Where was I born?", FACTS)
+    assert said == 'You were born in Lagos, "my favourite city".'
+
+
+def test_news_replies_get_no_relation_added() -> None:
+    """Replying to news the agent names people as it likes: only first person is repaired."""
+    news = "My daughter Noor turns seven in March."
+    said = to_the_user("Noor turns seven, how lovely!", "", news, echo=True)
+    assert said == "Noor turns seven, how lovely!"
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        (
+            "I'm allergic to hazelnuts, do you have any other allergies?",
+            "What am I allergic to?",
+            "You're allergic to hazelnuts, do you have any other allergies?",
+        ),
+        (
+            "Sure, I can tell you: I keep recommending 'Middlemarch'.",
+            "Which book do I keep recommending?",
+            "Sure, I can tell you: you keep recommending 'Middlemarch'.",
+        ),
+        (
+            "I remember you love teal, and I like it too.",
+            "What colour do I love?",
+            "I remember you love teal, and I like it too.",
+        ),
+    ],
+)
+def test_a_sentence_that_also_speaks_to_the_user_is_judged_clause_by_clause(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, STATED) == expected
+
+
+NOTES = "Name is Ada.\nWorks as a welder at the shipyard.\nIs allergic to hazelnuts.\nThanks, bye."
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        ("Name is Ada.", "What is my name?", "Your name is Ada."),
+        (
+            "Works as a welder at the shipyard.",
+            "What do I do for work?",
+            "You work as a welder at the shipyard.",
+        ),
+        ("Is allergic to hazelnuts.", "What am I allergic to?", "You are allergic to hazelnuts."),
+        ("Thanks, hazelnuts it is.", "What am I allergic to?", "Thanks, hazelnuts it is."),
+        ("Is it hazelnuts?", "What am I allergic to?", "Is it hazelnuts?"),
+    ],
+)
+def test_a_note_copied_without_its_subject_is_said_to_the_user(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, NOTES) == expected

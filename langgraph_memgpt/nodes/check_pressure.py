@@ -1,14 +1,15 @@
 """check_pressure: between model steps; measure the next prompt, warn once per cycle.
 
-It closes a finished tool step (`langgraph_memgpt.tool_step`: does the turn go on?) and
-asks for an eviction when the prompt passes the flush limit; `routes.after_pressure` reads
-its update. It also opens each user turn: the user's message is written to recall memory here, first
-(write-ahead), and a message too large for the window is cut in the queue while recall
-keeps it whole. A tool call left unanswered by a killed run gets its (error) result here,
-before the model sees the queue again, and a user message a killed run left in the
-checkpoint unrecorded (LangGraph saves a run's input before any node runs) opens its own
-turn here, before the newest one (see ``langgraph_memgpt.recovery`` for threads nobody
-continues).
+A run's system events enter the queue here first (`langgraph_memgpt.event_turn.with_events`)
+and open the turn as a user's message does. It closes a finished tool step
+(`langgraph_memgpt.tool_step`: does the turn go on?) and asks for an eviction when the
+prompt passes the flush limit; `routes.after_pressure` reads its update. It also opens each
+user turn: the user's message is written to recall memory here, first (write-ahead), and a
+message too large for the window is cut in the queue while recall keeps it whole. A tool
+call left unanswered by a killed run gets its (error) result here, before the model sees the
+queue again, and a user message a killed run left in the checkpoint unrecorded (LangGraph
+saves a run's input before any node runs) opens its own turn here, before the newest one
+(see ``langgraph_memgpt.recovery`` for threads nobody continues).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from langgraph.runtime import Runtime
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.event_turn import with_events
 from langgraph_memgpt.main_context import (
     ALERT_NAME,
     CUT_FLAG,
@@ -255,4 +257,4 @@ def make_check_pressure(deps: Deps) -> Any:
             update["alerted"] = True
         return update
 
-    return check_pressure
+    return with_events(check_pressure)

@@ -6,6 +6,10 @@ was stopped. A parent graph reading the last AI message gets exactly what the us
 A reply that already streamed goes out under the id it streamed with (see
 `langgraph_memgpt.streaming`): a client streaming ``messages`` gets it once.
 
+A turn opened by system events alone sends nothing (nobody asked): the run's
+``event_outcome`` lists the memory edits the events led to instead
+(`langgraph_memgpt.event_turn`), unless the model chose to ``send_message`` anyway.
+
 When a tool handed control to another agent of the parent graph (``Command.PARENT``, see
 ``call_memory_tool``), respond carries out that handoff instead of replying.
 """
@@ -22,6 +26,7 @@ from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.event_turn import awaits_reply, event_outcome
 from langgraph_memgpt.main_context import REPLY_FLAG, context_of, record, thread_of
 from langgraph_memgpt.state import State
 from langgraph_memgpt.streaming import streamed_reply_id
@@ -48,6 +53,13 @@ def make_respond(deps: Deps) -> Any:
             closed, _ = close_step(state, step, memory, ctx)
         last = state["messages"][-1] if state["messages"] else None
         stop_reason = state.get("stop_reason")
+        if not awaits_reply(state["messages"]):
+            outcome = event_outcome(state["messages"], stop_reason or "")
+            if not outcome["replied"]:
+                return {**closed, "event_outcome": outcome, "stop_reason": "", "turn_over": True}
+            closed["event_outcome"] = outcome
+        elif state.get("event_outcome") is not None:
+            closed["event_outcome"] = None  # an earlier event turn's: this turn had a user
         if not stop_reason and isinstance(last, AIMessage) and not last.tool_calls:
             return {**closed, "turn_over": True}  # a plain answer: already the last AI message
         if stop_reason:

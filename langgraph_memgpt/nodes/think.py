@@ -22,6 +22,7 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph_memgpt import auto_search, prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.event_turn import awaits_reply
 from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.main_context import (
     bounded_calls,
@@ -87,7 +88,9 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         )
         chat = deps.chat_model(ctx)
         searched: list[AnyMessage] = []
-        if steps == 0 and auto_search.wanted(ctx, chat):
+        # The helps for a user's question: events from the host ask nothing.
+        asked = awaits_reply(queue)
+        if steps == 0 and asked and auto_search.wanted(ctx, chat):
             searched = auto_search.search_messages(queue, memory, ctx)
         schemas = deps.schemas_for(chat)
         summary, evicted = state.get("summary", ""), state.get("evicted_count", 0)
@@ -101,7 +104,8 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             # instructions and tools alone fill it): the honest reply ends the turn.
             return _Call({**update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY})
         kwargs: dict[str, Any] = {}
-        if getattr(chat, "accepts_step_tools", False) and auto_search.asks_memory_question(queue):
+        step_tools = getattr(chat, "accepts_step_tools", False)
+        if step_tools and asked and auto_search.asks_memory_question(queue):
             # A small model asked about the user tends to save something while answering
             # (a copy of what it already holds): this step may search or reply, not edit.
             kwargs["step_tools"] = non_editing(schemas)

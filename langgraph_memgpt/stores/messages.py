@@ -61,12 +61,15 @@ def is_searchable(message: RecallMessage, text: str | None = None) -> bool:
     return bool((searchable_text(message) if text is None else text).strip())
 
 
-ROLES = ("user", "assistant", "system", "tool")
+ROLES = ("user", "assistant", "system", "tool", "event")
+"""Recall roles; ``event``: a system event from the host (`langgraph_memgpt.events`)."""
 _ROLE_ALIASES = {
     "human": "user",
     "ai": "assistant",
     "agent": "assistant",
     "bot": "assistant",
+    "system_event": "event",
+    "events": "event",
 }
 
 
@@ -109,20 +112,47 @@ def prepare_message(agent_id: str, message: RecallMessage) -> PreparedMessage:
     )
 
 
+_FILTER_ROLES = ("user", "assistant", "system", "event")
+"""The roles worth filtering by (tool results are never searched)."""
+
+
 def normalise_role(role: str) -> str:
     """A role filter as stored ("human" is "user"); raises ValueError for an unknown one."""
     value = role.strip().lower()
     value = _ROLE_ALIASES.get(value, value)
     if value not in ROLES:
-        raise ValueError(f"unknown role {role!r}; roles are {', '.join(ROLES[:3])}")
+        raise ValueError(f"unknown role {role!r}; roles are {', '.join(_FILTER_ROLES)}")
     return value
+
+
+ROW_COLUMNS = (
+    "id",
+    "agent_id",
+    "thread_id",
+    "message_id",
+    "role",
+    "name",
+    "text",
+    "tool_calls",
+    "created_at",
+    "turn",
+)
+"""The columns of a recall row that :func:`message_from_row` reads, in its order."""
+
+
+def row_columns(alias: str = "") -> str:
+    """The select list of :data:`ROW_COLUMNS`, each prefixed with ``alias`` (say ``"b."``).
+
+    Both backends read a message through :func:`message_from_row`, so they select these
+    columns in this order and name them once here.
+    """
+    return ", ".join(alias + column for column in ROW_COLUMNS)
 
 
 def message_from_row(row: Sequence[Any]) -> RecallMessage:
     """A stored recall row as a message; every backend selects the same columns.
 
-    Columns: id, agent_id, thread_id, message_id, role, name, text, tool_calls (JSON text),
-    created_at, turn.
+    Columns: :data:`ROW_COLUMNS` (``tool_calls`` as JSON text).
     """
     _id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn = row
     try:

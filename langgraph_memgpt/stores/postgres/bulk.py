@@ -43,7 +43,11 @@ from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts, refresh_stati
 from langgraph_memgpt.stores.postgres.deletions import forgotten_among
 from langgraph_memgpt.stores.postgres.models import hold_model
 from langgraph_memgpt.stores.postgres.parts import store_parts
-from langgraph_memgpt.stores.postgres.recall import MESSAGE_COLUMNS, message_row, writers_key
+from langgraph_memgpt.stores.postgres.recall_writes import (
+    MESSAGE_COLUMNS,
+    message_row,
+    writers_key,
+)
 from langgraph_memgpt.stores.search import CONTEXT_RADIUS
 from langgraph_memgpt.stores.types import RecallMessage
 

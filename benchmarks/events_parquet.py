@@ -1,0 +1,142 @@
+"""Issue 29's scenario on a real model: a config file's output format goes JSON -> Parquet.
+
+An agent's ``human`` block says the user's preferred output format is JSON (as an earlier
+conversation would have left it; seeded here so the run measures the event, not how well
+the model saves a fact). A real `Watcher` watches a temporary folder holding
+``config.yaml`` (``output_format: json``); the file is rewritten with ``parquet`` and the
+watcher's event runs the real graph (the agent's own thread, real SQLite and FAISS,
+MiniLM). Then, in a new thread, the user asks "What is my preferred output format?".
+
+Measured per repetition (each in a fresh data dir): whether core memory says Parquet after
+the event turn, whether the answer says Parquet, the model calls and seconds of each turn,
+and whether the event turn sent anything (it should not). Baseline: the same question
+with no event (``--no-event``) answers JSON: what the agent would say without the watcher.
+
+Run: ``/work/coord/real-model .venv/bin/python benchmarks/events_parquet.py [--model local]
+[--repeat 3] [--json out.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import print_header  # noqa: E402
+
+from langgraph_memgpt import Context, build_graph  # noqa: E402
+from langgraph_memgpt.main_context import REPLY_FLAG  # noqa: E402
+from langgraph_memgpt.stores.sqlite import close_all, open_memory  # noqa: E402
+from langgraph_memgpt.watch import Watcher, watch_thread  # noqa: E402
+
+HUMAN = "Name: Ada\nPreferred output format: JSON (set in config.yaml)"
+QUESTION = "What is my preferred output format?"
+DEADLINE_S = 1800.0
+
+
+def _model_calls(messages: list[Any]) -> int:
+    return sum(
+        1 for m in messages if isinstance(m, AIMessage) and not m.additional_kwargs.get(REPLY_FLAG)
+    )
+
+
+def run_once(model: Any, event: bool) -> dict[str, Any]:
+    """One repetition in a fresh data dir; returns what it measured."""
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    with tempfile.TemporaryDirectory(prefix="events-parquet-") as root:
+        data = Path(root) / "data"
+        ctx = Context(agent_id="ada", data_dir=str(data), human=HUMAN, max_steps=6)
+        open_memory(data, "ada").core.ensure_defaults(persona=ctx.persona, human=HUMAN)
+        result: dict[str, Any] = {"event": event}
+        if event:
+            folder = Path(root) / "project"
+            folder.mkdir()
+            config_file = folder / "config.yaml"
+            config_file.write_text("report: weekly\noutput_format: json\n")
+            thread: Any = {"configurable": {"thread_id": watch_thread("ada")}}
+            outputs: queue.Queue[tuple[float, dict[str, Any], list[dict[str, str]]]] = (
+                queue.Queue()
+            )
+
+            def run(events: list[dict[str, str]]) -> None:
+                started = time.perf_counter()
+                out = graph.invoke({"events": events}, thread, context=ctx)
+                outputs.put((time.perf_counter() - started, out, events))
+
+            ready = threading.Event()
+            stop = threading.Event()
+            watcher = Watcher([folder], run, ignore=[data], debounce_ms=400, on_ready=ready.set)
+            worker = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+            worker.start()
+            ready.wait(60)
+            config_file.write_text("report: weekly\noutput_format: parquet\n")
+            seconds, out, events = outputs.get(timeout=DEADLINE_S)
+            stop.set()
+            worker.join(60)
+            messages = graph.get_state(thread).values["messages"]
+            human = open_memory(data, "ada").core.get("human").value
+            result.update(
+                event_text=[e["text"] for e in events],
+                event_seconds=round(seconds, 1),
+                event_model_calls=_model_calls(messages),
+                event_outcome=out.get("event_outcome"),
+                event_sent_reply=any(m.additional_kwargs.get(REPLY_FLAG) for m in messages),
+                human_after=human,
+                core_says_parquet="parquet" in human.lower(),
+            )
+        asked: Any = {"configurable": {"thread_id": "question"}}
+        started = time.perf_counter()
+        out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, asked, context=ctx)
+        answer = str(out["messages"][-1].content)
+        result.update(
+            answer=answer,
+            answer_seconds=round(time.perf_counter() - started, 1),
+            answer_says_parquet="parquet" in answer.lower(),
+            answer_says_json="json" in answer.lower(),
+        )
+        close_all()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the scenario ``--repeat`` times; print each repetition and the totals."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="local", help="model spec, as for chat")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-event", action="store_true", help="baseline: no file change")
+    parser.add_argument("--json", type=Path, help="write every repetition here")
+    args = parser.parse_args(argv)
+    from langgraph_memgpt.llm.factory import resolve_model
+
+    print_header("system event JSON -> Parquet (benchmarks/events_parquet.py)")
+    model = resolve_model(args.model)
+    runs = []
+    for number in range(args.repeat):
+        result = run_once(model, event=not args.no_event)
+        runs.append(result)
+        print(f"--- repetition {number + 1}")
+        print(json.dumps(result, indent=2))
+    totals = {
+        "repetitions": len(runs),
+        "core_says_parquet": sum(bool(r.get("core_says_parquet")) for r in runs),
+        "answer_says_parquet": sum(r["answer_says_parquet"] for r in runs),
+        "event_sent_reply": sum(bool(r.get("event_sent_reply")) for r in runs),
+    }
+    print("=== totals", json.dumps(totals))
+    if args.json:
+        args.json.write_text(json.dumps({"runs": runs, "totals": totals}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

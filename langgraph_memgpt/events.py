@@ -1,0 +1,128 @@
+"""System events: what the host tells the agent, as a run's input beside (or instead of) a message.
+
+MemGPT's queue holds "user prompts, system events, and function execution results". A
+host that saw a configuration file change or a credential rotate should not have to pose
+as the user to tell the agent (who would then reply to nobody). A run's input may carry
+``events``: each has a ``source`` (who noticed: ``"watcher"``, ``"deploy"``), a ``time``
+(when it happened; default: when it arrived) and a ``text``. They are checked when the
+input is applied (`add_events`, the channel's reducer), so a malformed event fails the run
+before any node runs, with an error naming the field (``events[0].source: must be a
+non-empty string``), and nothing of that input is kept.
+
+``check_pressure`` turns waiting events into messages of the queue (`take_events`): user-role
+messages named `EVENT_NAME`, which the prompt shows as events from the host (`render_event`)
+and recall keeps under the role ``event``. A turn opened by events alone expects no reply
+(`awaits_reply`): the loop does not ask the model for one, ``respond`` sends none, and the
+run's ``event_outcome`` lists the memory edits the events led to (`event_outcome`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+from typing_extensions import TypedDict
+
+from langgraph_memgpt.osutil import utc_now
+from langgraph_memgpt.stores.dates import to_utc_iso
+
+EVENT_NAME = "system_event"
+"""Name of the user-role messages that carry events (the recall role ``event``)."""
+EVENT_KEY = "memgpt_event"
+"""Where an event message keeps its source and time (``additional_kwargs``)."""
+FIELDS = ("source", "time", "text", "id")
+MAX_SOURCE_CHARS = 200
+"""A source names who noticed; anything longer is text in the wrong field."""
+MAX_EVENTS = 100
+"""Events one run may carry: more is a host flooding the agent, each costs prompt tokens."""
+EVENT_NOTE = (
+    "[System event from {source}, {time}. This is the host, not the user: nobody is waiting "
+    "for a reply, so do not call send_message. Update memory if this changes what you know.]"
+)
+
+
+class Event(TypedDict):
+    """One checked event, as the ``events`` channel keeps it until ``check_pressure`` reads it."""
+
+    id: str
+    source: str
+    time: str
+    text: str
+
+
+class EventError(ValueError):
+    """A run's ``events`` input is malformed; the message names the field."""
+
+
+def check_events(value: Any) -> list[Event]:
+    """``value`` (a run's ``events``) checked and normalised: ids given, times in UTC.
+
+    Raises:
+        EventError: not a list of objects with a non-empty ``source`` and ``text`` (and an
+            ISO-8601 ``time``, a string ``id``, when given); the message names the field.
+    """
+    if not isinstance(value, list | tuple):
+        raise EventError(f"events: must be a list of objects, got {type(value).__name__}")
+    if len(value) > MAX_EVENTS:
+        raise EventError(f"events: at most {MAX_EVENTS} in one run, got {len(value)}")
+    return [_check_event(item, f"events[{index}]") for index, item in enumerate(value)]
+
+
+def _check_event(item: Any, where: str) -> Event:
+    if not isinstance(item, Mapping):
+        raise EventError(f"{where}: must be an object with source, time and text")
+    unknown = sorted(str(k) for k in item if k not in FIELDS)
+    if unknown:
+        raise EventError(f"{where}.{unknown[0]}: unknown field (fields: {', '.join(FIELDS)})")
+    source, text = item.get("source"), item.get("text")
+    if not isinstance(source, str) or not source.strip():
+        raise EventError(f"{where}.source: must be a non-empty string")
+    if len(source) > MAX_SOURCE_CHARS:
+        raise EventError(f"{where}.source: at most {MAX_SOURCE_CHARS} characters")
+    if not isinstance(text, str) or not text.strip():
+        raise EventError(f"{where}.text: must be a non-empty string")
+    when = item.get("time")
+    if when is None:
+        when = utc_now("seconds")
+    elif not isinstance(when, str):
+        raise EventError(f"{where}.time: must be an ISO-8601 string, e.g. 2026-12-02T09:30:00Z")
+    else:
+        try:
+            when = to_utc_iso(when)[:19] + "+00:00"
+        except ValueError:
+            raise EventError(
+                f"{where}.time: must be ISO-8601, e.g. 2026-12-02T09:30:00Z, got {when!r}"
+            ) from None
+    event_id = item.get("id")
+    if event_id is not None and (not isinstance(event_id, str) or not event_id.strip()):
+        raise EventError(f"{where}.id: must be a non-empty string when given")
+    # A caller's id makes a retried delivery (a webhook sent twice) one message in recall.
+    return Event(
+        id=event_id or str(uuid.uuid4()), source=source.strip(), time=when, text=text.strip()
+    )
+
+
+def add_events(waiting: list[Event] | None, new: Any) -> list[Event]:
+    """Reducer of the ``events`` channel: new events are checked and wait with the others.
+
+    ``None`` clears the channel (``check_pressure`` has put them in the queue). Checking
+    here, as the input is applied, refuses a malformed event before any node runs.
+    """
+    if new is None:
+        return []
+    return [*(waiting or []), *check_events(new)]
+
+
+def is_event(message: BaseMessage) -> bool:
+    """True for a queue message that carries a system event."""
+    return isinstance(message, HumanMessage) and message.name == EVENT_NAME
+
+
+def render_event(message: BaseMessage, text: str) -> str:
+    """An event as the model reads it: a header saying it comes from the host, then ``text``."""
+    meta = message.additional_kwargs.get(EVENT_KEY) or {}
+    when = str(meta.get("time") or "")
+    shown = f"{when[:10]} {when[11:16]} UTC" if when else "time unknown"
+    return f"{EVENT_NOTE.format(source=meta.get('source') or 'host', time=shown)}\n{text}"

@@ -1,0 +1,210 @@
+"""System events as a run's input: into the queue and recall, memory edited, no reply sent.
+
+Driven in-process by the scripted model over real stores (both backends); the same through
+``langgraph_sdk`` against a real ``langgraph dev`` is in ``test_events_server.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.events import EventError, check_events
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.main_context import REPLY_FLAG
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
+
+CONFIG_CHANGED = {
+    "source": "watcher",
+    "time": "2026-12-02T09:30:00Z",
+    "text": "config.yaml changed: output_format: json -> output_format: parquet",
+}
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"name": name, "args": args}
+
+
+def step(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
+    return {"content": content, "tool_calls": list(calls)}
+
+
+class Agent:
+    """A compiled graph with a scripted model, an in-memory saver and the test's backend."""
+
+    backend: ClassVar[MemoryBackend | None] = None
+
+    def __init__(self, data_dir: Path, script: list[Any]) -> None:
+        self.model = ScriptedChatModel.from_steps(script)
+        self.graph = build_graph(model=self.model, memory=self.backend).compile(
+            checkpointer=InMemorySaver()
+        )
+        self.ctx = Context(data_dir=str(data_dir))
+        self.config = {"configurable": {"thread_id": "t1"}}
+
+    def run(self, **input: Any) -> dict[str, Any]:
+        return self.graph.invoke(input, self.config, context=self.ctx)
+
+    def state(self) -> dict[str, Any]:
+        return self.graph.get_state(self.config).values
+
+    @property
+    def memory(self) -> Memory:
+        assert self.backend is not None
+        return self.backend.open(self.ctx.agent_id)
+
+
+@pytest.fixture(autouse=True)
+def _on_each_backend(make_backend: Any) -> Iterator[None]:
+    Agent.backend = make_backend()
+    yield
+    Agent.backend = None
+
+
+def replies(messages: list[Any]) -> list[AIMessage]:
+    """The AI messages a user would be shown: the reply copies ``respond`` adds."""
+    return [m for m in messages if isinstance(m, AIMessage) and m.additional_kwargs.get(REPLY_FLAG)]
+
+
+def test_an_event_only_run_edits_core_memory_and_sends_no_reply(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("send_message", message="Noted: you like JSON.")),
+            step(
+                call("core_memory_append", label="human", content="Preferred output: Parquet"),
+                content="The config changed; the user's format is now Parquet.",
+            ),
+        ],
+    )
+    agent.run(messages=[HumanMessage("I export everything as JSON, see config.yaml")])
+    before = len(replies(agent.state()["messages"]))
+
+    out = agent.run(events=[CONFIG_CHANGED])
+
+    assert "Preferred output: Parquet" in agent.memory.core.get("human").value
+    assert len(replies(agent.state()["messages"])) == before  # nothing sent
+    assert not isinstance(out["messages"][-1], AIMessage) or out["messages"][-1].tool_calls
+    outcome = out["event_outcome"]
+    assert outcome["replied"] is False
+    assert outcome["edits"] == [
+        {
+            "tool": "core_memory_append",
+            "args": {"label": "human", "content": "Preferred output: Parquet"},
+            "ok": True,
+        }
+    ]
+    assert agent.model.remaining == 0  # not nagged into another step for a reply
+    assert agent.state()["events"] == []  # consumed: the next run does not see them again
+
+
+def test_the_model_reads_an_event_as_the_hosts_not_the_users(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [step(call("core_memory_append", label="human", content="x"))])
+    agent.run(events=[CONFIG_CHANGED])
+
+    prompt = agent.model.calls[0]
+    assert isinstance(prompt[0], SystemMessage)
+    shown = prompt[-1]
+    assert isinstance(shown, HumanMessage)
+    text = str(shown.content)
+    assert text.startswith("[System event from watcher, 2026-12-02 09:30 UTC.")
+    assert "not the user" in text and "do not call send_message" in text
+    assert text.endswith(CONFIG_CHANGED["text"])
+
+
+def test_an_event_is_in_recall_under_its_own_role(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [step(call("core_memory_append", label="human", content="x"))])
+    agent.run(events=[{**CONFIG_CHANGED, "id": "evt-1"}])
+
+    (stored,) = agent.memory.recall.get(["evt-1"])
+    assert stored.role == "event"
+    assert stored.text == CONFIG_CHANGED["text"]
+    found = agent.memory.recall.search("parquet output format", roles=["event"])
+    assert [h.item.message_id for h in found.hits] == ["evt-1"]
+    assert agent.memory.recall.search("parquet output format", roles=["user"]).hits == []
+
+
+def test_events_beside_a_user_message_still_get_the_user_a_reply(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("core_memory_append", label="human", content="Format: Parquet")),
+            step(call("send_message", message="Parquet it is.")),
+        ],
+    )
+    out = agent.run(messages=[HumanMessage("what format do I use now?")], events=[CONFIG_CHANGED])
+    assert out["messages"][-1].content == "Parquet it is."
+    assert "event_outcome" not in out or out["event_outcome"] is None
+
+
+def test_the_model_may_still_choose_to_tell_the_user(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [step(call("send_message", message="Your config now says Parquet."))])
+    out = agent.run(events=[CONFIG_CHANGED])
+    assert out["messages"][-1].content == "Your config now says Parquet."
+    assert out["event_outcome"]["replied"] is True
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [
+        ({"time": "2026-12-02T09:30:00Z", "text": "x"}, "events[0].source"),
+        ({"source": "  ", "text": "x"}, "events[0].source"),
+        ({"source": "watcher"}, "events[0].text"),
+        ({"source": "watcher", "text": "x", "time": "yesterday"}, "events[0].time"),
+        ({"source": "watcher", "text": "x", "time": 5}, "events[0].time"),
+        ({"source": "watcher", "text": "x", "colour": "red"}, "events[0].colour"),
+        ("config changed", "events[0]"),
+    ],
+)
+def test_a_malformed_event_is_refused_naming_the_field(
+    tmp_path: Path, event: Any, field: str
+) -> None:
+    agent = Agent(tmp_path, [])
+    with pytest.raises(EventError, match="^" + re.escape(field) + ":"):
+        agent.run(events=[event])
+    assert agent.model.calls == []  # refused before any node ran
+    assert agent.memory.recall.count() == 0
+
+
+def test_events_must_be_a_list() -> None:
+    with pytest.raises(EventError, match=r"^events: must be a list"):
+        check_events({"source": "watcher", "text": "x"})
+
+
+def test_an_event_without_a_time_gets_its_arrival_time() -> None:
+    (event,) = check_events([{"source": "watcher", "text": "x"}])
+    assert event["time"].endswith("+00:00") and event["id"]
+
+
+def test_a_plain_answer_to_an_event_is_not_a_reply_and_is_not_nagged(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, ["Noted, nothing to change."])
+    out = agent.run(events=[CONFIG_CHANGED])
+    assert out["event_outcome"] == {
+        "events": [agent.state()["messages"][0].id],
+        "edits": [],
+        "replied": False,
+        "stop_reason": "",
+    }
+    assert replies(agent.state()["messages"]) == []
+    assert agent.model.remaining == 0
+
+
+def test_a_user_turn_after_an_event_turn_clears_its_outcome(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("core_memory_append", label="human", content="Format: Parquet")),
+            step(call("send_message", message="Parquet.")),
+        ],
+    )
+    assert agent.run(events=[CONFIG_CHANGED])["event_outcome"]["edits"]
+    out = agent.run(messages=[HumanMessage("which format?")])
+    assert out["messages"][-1].content == "Parquet."
+    assert out["event_outcome"] is None
