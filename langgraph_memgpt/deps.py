@@ -78,7 +78,10 @@ class Deps:
         return self.agent_id or ctx.agent_id
 
     def memory(self, ctx: Context, state: State | None = None) -> Memory:
-        """The agent's memory tiers from the graph's backend, default core blocks ensured.
+        """The agent's memory tiers from the graph's backend.
+
+        Default core blocks are ensured when ``state`` is None or a thread no step has
+        claimed for an agent yet (``agent_id`` unset): once per thread, not per step.
 
         Without a backend given to ``build_graph``, the embedded SQLite + FAISS backend in
         ``ctx.data_dir`` (opened once per process and agent).
@@ -104,7 +107,11 @@ class Deps:
             core_block_limit=ctx.core_block_limit,
         )
         memory = backend.open(agent_id)
-        memory.core.ensure_defaults(
-            persona=ctx.persona, human=ctx.human, char_limit=ctx.core_block_limit
-        )
+        if not owner:
+            # A thread's first step seeds a new agent's blocks (and calls from outside a
+            # thread always check); later steps of the thread skip the two reads, and a
+            # block the user deleted on purpose stays deleted.
+            memory.core.ensure_defaults(
+                persona=ctx.persona, human=ctx.human, char_limit=ctx.core_block_limit
+            )
         return memory

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Self
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
@@ -40,66 +39,36 @@ from langgraph_memgpt.nodes.call_memory_tool import log_and_describe
 from langgraph_memgpt.routes import after_eviction, after_pressure, after_think, after_tools
 from langgraph_memgpt.state import InputState, OutputState, State
 from langgraph_memgpt.stores.base import MemoryBackend, ThreadLocks
-from langgraph_memgpt.threads import a_one_run, data_dir_of, one_run
+from langgraph_memgpt.threads import lock_dir_of, thread_guard
 from langgraph_memgpt.tools import MEMORY_TOOLS
 
 
-class OneRunPerThread(CompiledStateGraph[Any, Any, Any, Any]):
-    """The compiled MemGPT graph: a run holds its thread's lock (`langgraph_memgpt.threads`).
+class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
+    """The MemGPT loop's builder; its compiled graph runs one run per thread at a time.
 
-    Two runs of one thread at once would both start from the same checkpoint and the last
-    to write would drop the other's messages; here the second waits for the first (every
-    entry point, ``invoke``/``ainvoke``/events included, goes through ``stream`` or
-    ``astream``).
+    ``compile`` hands the compiled graph the callbacks of `langgraph_memgpt.threads`
+    (``with_config``), which claim a run's thread before LangGraph reads its checkpoint.
     """
 
-    lock_data_dir: str | None = None
-    """Where the thread locks live; None: the run context's ``data_dir`` (the served graph
-    sets its server's, since a client's context names none)."""
     thread_locks: ThreadLocks | None = None
-    """The memory backend's cross-machine thread claims (Postgres), taken after the file
-    lock; None for the embedded backend, whose file locks already cover every process."""
-
-    def _lock_dir(self, kwargs: dict[str, Any]) -> str | None:
-        return self.lock_data_dir or data_dir_of(kwargs.get("context"))
-
-    def copy(self, update: dict[str, Any] | None = None) -> Self:
-        """`Pregel.copy` keeping the locks (the server copies the graph for every run)."""
-        copied = super().copy(update)
-        copied.lock_data_dir = self.lock_data_dir
-        copied.thread_locks = self.thread_locks
-        return copied
-
-    def stream(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Iterator[Any]:
-        """`CompiledStateGraph.stream`, one run per thread at a time."""
-        with one_run(config, self._lock_dir(kwargs), self.thread_locks):
-            yield from super().stream(input, config, **kwargs)
-
-    async def astream(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> AsyncIterator[Any]:
-        """`CompiledStateGraph.astream`, one run per thread at a time."""
-        async with a_one_run(config, self._lock_dir(kwargs), self.thread_locks):
-            async for chunk in super().astream(input, config, **kwargs):
-                yield chunk
-
-
-class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
-    """The MemGPT loop's builder: ``compile`` returns a `OneRunPerThread` graph."""
-
-    thread_locks: ThreadLocks | None = None
-    """Handed to the compiled graph (`OneRunPerThread.thread_locks`)."""
+    """The memory backend's cross-machine thread claims (Postgres); None for the embedded
+    backend, whose file locks already reach every process of the machine."""
+    lock_dir: str | None = None
+    """The folder whose ``locks/`` holds the thread locks (the server's data directory);
+    None: the folder of the ``SqliteSaver`` file given to ``compile``, or this process."""
 
     def compile(
         self, *args: Any, **kwargs: Any
     ) -> CompiledStateGraph[State, Any, InputState, OutputState]:
         """`StateGraph.compile`; the compiled graph serialises runs per thread."""
         compiled = super().compile(*args, **kwargs)
-        compiled.__class__ = OneRunPerThread
-        compiled.thread_locks = self.thread_locks  # type: ignore[attr-defined]
-        return compiled
+        checkpointer = kwargs.get("checkpointer", args[0] if args else None)
+        guard = thread_guard(
+            self.lock_dir or lock_dir_of(checkpointer),
+            self.thread_locks,
+            scope=f"checkpointer {id(checkpointer)}:",
+        )
+        return compiled.with_config(callbacks=guard)
 
 
 ToolLike = BaseTool | Callable[..., Any] | dict[str, Any]
@@ -178,11 +147,13 @@ def assemble(
     system_prompt: str | None = None,
     state_schema: type[Any] | None = None,
     handle_tool_errors: Any = log_and_describe,
+    lock_dir: str | None = None,
 ) -> StateGraph[Any, Any, InputState, OutputState]:
     """The graph with ``context_schema``.
 
     `Context` for library users; the served graph (`langgraph_memgpt.server`) passes its
-    client allow-list schema instead.
+    client allow-list schema instead, and its data directory as ``lock_dir`` (a client's
+    context names none; see `MemGPTStateGraph.lock_dir`).
     """
     schema = state_schema or State
     missing = set(State.__annotations__) - set(_annotations(schema))
@@ -210,6 +181,7 @@ def assemble(
         schema, input_schema=InputState, output_schema=OutputState, context_schema=context_schema
     )
     builder.thread_locks = memory if isinstance(memory, ThreadLocks) else None
+    builder.lock_dir = lock_dir
     builder.add_node("check_pressure", make_check_pressure(deps))
     builder.add_node("summarize_evict", make_summarize_evict(deps))
     builder.add_node("think", make_think(deps))

@@ -94,8 +94,27 @@ def calling_message(state: Any, call_id: str | None) -> AIMessage | None:
     return None
 
 
+_RECENT_PROVENANCE: dict[int, tuple[ToolRuntime[Any, Any], Provenance]] = {}
+"""The latest calls' provenance by runtime (a call's ordering, binding and result all ask
+for it, and each answer scans the queue)."""
+_RECENT_MAX = 64
+
+
 def provenance(runtime: ToolRuntime[Any, Any], turn: int | None = None) -> Provenance:
     """Where the injected runtime's call happens: thread, turn, its AI message, the queue."""
+    if turn is not None:
+        return _provenance(runtime, turn)
+    hit = _RECENT_PROVENANCE.get(id(runtime))
+    if hit is not None and hit[0] is runtime:
+        return hit[1]
+    found = _provenance(runtime, None)
+    if len(_RECENT_PROVENANCE) >= _RECENT_MAX:
+        _RECENT_PROVENANCE.clear()  # a run's calls are few; the oldest are long done
+    _RECENT_PROVENANCE[id(runtime)] = (runtime, found)
+    return found
+
+
+def _provenance(runtime: ToolRuntime[Any, Any], turn: int | None) -> Provenance:
     state = runtime.state if isinstance(runtime.state, Mapping) else {}
     messages: Sequence[AnyMessage] = state.get("messages") or []
     message = calling_message(state, runtime.tool_call_id)

@@ -222,9 +222,8 @@ def served_graph(
         tools=tools,
         summary_model=summary_model,
         memory=memory if memory is not None else server_memory(settings, embeddings),
+        lock_dir=str(settings.data_dir),
     ).compile(name=GRAPH_ID)
-    # Thread locks beside the server's memory (a client's context names no data dir).
-    compiled.lock_data_dir = settings.data_dir  # type: ignore[attr-defined]
     return checked_factory(compiled, settings)
 
 

@@ -3,19 +3,29 @@
 Two runs of one thread at once (two ``ainvoke`` calls, two threads of a program, two
 processes sharing the checkpoints) both start from the same checkpoint, and whichever
 writes last drops the other's messages from the thread. So a run of the compiled graph
-first takes the thread's lock and keeps it until the run ends (returned, raised, or its
-stream closed): a second run of the same thread waits, then starts from the first one's
-final checkpoint. The lock is an exclusive ``flock`` on a file in
-``<data_dir>/locks/`` (shared by every process using that data directory; the kernel drops
-it when a process dies, so a killed run never leaves a thread locked), and a per-process
-lock when that folder cannot be written. A run that waits longer than
+first claims its thread and keeps the claim until the run ends (returned, raised,
+interrupted, or its stream closed): a second run of the same thread waits, then starts
+from the first one's final checkpoint. A run that waits longer than
 ``THREAD_WAIT_SECONDS`` fails with `ThreadBusyError` naming the thread.
 
-A file lock reaches the processes of one machine only. When the memory backend is shared
-by several machines (Postgres: `stores.base.ThreadLocks`), the run also claims the thread
-in that store (a Postgres advisory lock held by a session of its own), after the file
-lock, so two server workers on two machines serialise their runs of one thread as two
-processes on one machine do.
+The claim is taken by a callback handler the compiled graph carries in its own config
+(`thread_guard`, attached with LangGraph's ``with_config``): LangGraph calls a graph's
+``on_chain_start`` before its loop reads the checkpoint and ``on_chain_end`` /
+``on_chain_error`` after the last checkpoint is written. The handler is the graph run's
+own (not inherited), so its nodes, tools and models never see it. Sync runs wait in
+their thread; async runs wait on the event loop without blocking it.
+
+Where the claim lives follows the checkpoints, since that is what two runs fight over:
+
+- an exclusive ``flock`` on a file in ``<folder>/locks/``, the folder being the one given
+  (the server's data directory) or the one holding a ``SqliteSaver``'s file: every
+  process using those checkpoints shares it, and the kernel drops it when a process dies,
+  so a killed run never leaves a thread locked;
+- a per-process lock otherwise (an in-memory saver, or a saver this module cannot place);
+- and, when the memory backend is shared by several machines (Postgres:
+  `stores.base.ThreadLocks`), a claim in that store too (a Postgres advisory lock held by
+  a session of its own), so two server workers on two machines serialise their runs of
+  one thread as two processes on one machine do.
 
 One LangGraph server already runs one run per thread at a time (its multitask strategy);
 there the local locks are always free, and the shared one is what keeps two servers on one
@@ -32,10 +42,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler, CallbackManager
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_memgpt.stores.base import ThreadLocks
@@ -71,14 +83,18 @@ class _Claim:
     """One attempt-at-a-time claim of a thread: the process lock, the file lock, the store's."""
 
     def __init__(
-        self, thread_id: str, path: Path | None, shared: ThreadLocks | None = None
+        self,
+        thread_id: str,
+        path: Path | None,
+        shared: ThreadLocks | None = None,
+        scope: str | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.path = path
         self.shared = shared
         self.release_shared: Callable[[], None] | None = None
         self.shared_misses = 0
-        key = str(path) if path is not None else f"thread:{thread_id}"
+        key = str(path) if path is not None else f"{scope or ''}thread:{thread_id}"
         with _local_guard:
             self.local = _local_locks.setdefault(key, threading.Lock())
         self.fd: int | None = None
@@ -158,57 +174,182 @@ class _Claim:
         )
 
 
+def _take(claim: _Claim) -> None:
+    """Wait (sleeping) until ``claim`` is held, or fail after ``THREAD_WAIT_SECONDS``."""
+    deadline = time.monotonic() + THREAD_WAIT_SECONDS
+    while not claim.try_acquire():
+        if time.monotonic() > deadline:
+            raise claim.busy()
+        time.sleep(claim.pause())
+
+
+async def _a_take(claim: _Claim) -> None:
+    """`_take` for asyncio: file work in a worker thread, the event loop never blocked."""
+    deadline = time.monotonic() + THREAD_WAIT_SECONDS
+    while not await asyncio.to_thread(claim.try_acquire):
+        if time.monotonic() > deadline:
+            raise claim.busy()
+        await asyncio.sleep(claim.pause())
+
+
 @contextlib.contextmanager
 def one_run(
     config: RunnableConfig | None, data_dir: str | None, shared: ThreadLocks | None = None
 ) -> Iterator[None]:
-    """Hold the thread's lock for the body (no lock without a thread id).
+    """Hold the thread's claim for the body (none without a thread id), as a run does.
 
-    ``shared``: the memory backend's cross-machine thread locks, when it has them.
+    ``data_dir``: the folder whose ``locks/`` holds the file locks (None: this process
+    only); ``shared``: the memory backend's cross-machine thread locks, when it has them.
     """
     thread_id = _thread_of(config)
     if thread_id is None:
         yield
         return
     claim = _Claim(thread_id, _lock_path(data_dir, thread_id), shared)
-    deadline = time.monotonic() + THREAD_WAIT_SECONDS
-    while not claim.try_acquire():
-        if time.monotonic() > deadline:
-            raise claim.busy()
-        time.sleep(claim.pause())
+    _take(claim)
     try:
         yield
     finally:
         claim.release()
 
 
-@contextlib.asynccontextmanager
-async def a_one_run(
-    config: RunnableConfig | None, data_dir: str | None, shared: ThreadLocks | None = None
-) -> AsyncIterator[None]:
-    """`one_run` for asyncio: waits without blocking the event loop."""
-    thread_id = _thread_of(config)
-    if thread_id is None:
-        yield
-        return
-    claim = _Claim(thread_id, _lock_path(data_dir, thread_id), shared)
-    deadline = time.monotonic() + THREAD_WAIT_SECONDS
-    # File work runs in a worker thread: the server's event loop must never block on it.
-    while not await asyncio.to_thread(claim.try_acquire):
-        if time.monotonic() > deadline:
-            raise claim.busy()
-        await asyncio.sleep(claim.pause())
+class _RunClaims:
+    """The claims a compiled graph's runs hold, by LangGraph run id.
+
+    ``scope`` keeps apart the per-process locks of graphs whose checkpoints cannot meet
+    (two in-memory savers may both hold a thread ``"1"``).
+    """
+
+    def __init__(self, lock_dir: str | None, shared: ThreadLocks | None, scope: str) -> None:
+        self.lock_dir = lock_dir
+        self.shared = shared
+        self.scope = scope
+        self.held: dict[UUID, _Claim] = {}
+        self.guard = threading.Lock()
+
+    def new(self, metadata: dict[str, Any] | None) -> _Claim | None:
+        """The claim a run starting with ``metadata`` needs (None: a run without thread)."""
+        thread_id = (metadata or {}).get("thread_id")
+        if thread_id is None:
+            return None
+        thread = str(thread_id)
+        path = _lock_path(self.lock_dir, thread)
+        return _Claim(thread, path, self.shared, scope=None if path else self.scope)
+
+    def hold(self, run_id: UUID, claim: _Claim) -> None:
+        with self.guard:
+            self.held[run_id] = claim
+
+    def drop(self, run_id: UUID) -> _Claim | None:
+        with self.guard:
+            return self.held.pop(run_id, None)
+
+
+def _event_loop_running() -> bool:
     try:
-        yield
-    finally:
-        await asyncio.to_thread(claim.release)
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
-def data_dir_of(context: Any) -> str | None:
-    """The data directory a run's context names, or None when it names none readably."""
-    from langgraph_memgpt.context import Context
+class _HoldThread(BaseCallbackHandler):
+    """Sync runs: claim the thread at the graph run's start, release it at its end."""
 
-    try:
-        return str(Context.from_any(context).data_dir)
-    except Exception:  # noqa: BLE001 - a bad context fails in the run itself, clearly
+    raise_error = True
+
+    def __init__(self, claims: _RunClaims) -> None:
+        self.claims = claims
+
+    @property
+    def ignore_chain(self) -> bool:
+        """Async runs (called from the event loop) are `_AHoldThread`'s."""
+        return _event_loop_running()
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        claim = self.claims.new(metadata)
+        if claim is not None:
+            _take(claim)
+            self.claims.hold(run_id, claim)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if (claim := self.claims.drop(run_id)) is not None:
+            claim.release()
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        if (claim := self.claims.drop(run_id)) is not None:
+            claim.release()
+
+
+class _AHoldThread(AsyncCallbackHandler):
+    """Async runs: `_HoldThread`, waiting on the event loop instead of in a thread."""
+
+    raise_error = True
+
+    def __init__(self, claims: _RunClaims) -> None:
+        self.claims = claims
+
+    @property
+    def ignore_chain(self) -> bool:
+        """Sync runs (no event loop in the calling thread) are `_HoldThread`'s."""
+        return not _event_loop_running()
+
+    async def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        claim = self.claims.new(metadata)
+        if claim is not None:
+            await _a_take(claim)
+            self.claims.hold(run_id, claim)
+
+    async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if (claim := self.claims.drop(run_id)) is not None:
+            await asyncio.to_thread(claim.release)
+
+    async def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        if (claim := self.claims.drop(run_id)) is not None:
+            await asyncio.to_thread(claim.release)
+
+
+def thread_guard(
+    lock_dir: str | None, shared: ThreadLocks | None = None, *, scope: str = ""
+) -> CallbackManager:
+    """Callbacks for a compiled graph's ``with_config``: one run per thread at a time.
+
+    Args:
+        lock_dir: the folder whose ``locks/`` holds the file locks every process using
+            these checkpoints shares; None: the locks of this process only.
+        shared: the memory backend's cross-machine thread locks, when it has them.
+        scope: what tells apart this graph's per-process locks from another's, when
+            ``lock_dir`` is None.
+
+    Local handlers of the graph's own run (not inherited by its nodes).
+    """
+    claims = _RunClaims(lock_dir, shared, scope)
+    return CallbackManager(handlers=[_HoldThread(claims), _AHoldThread(claims)])
+
+
+def lock_dir_of(checkpointer: Any) -> str | None:
+    """The folder of a ``SqliteSaver``'s checkpoint file (None for any other saver)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if not isinstance(checkpointer, SqliteSaver):
         return None
+    with checkpointer.lock:
+        rows = checkpointer.conn.execute("PRAGMA database_list").fetchall()
+    files = [str(row[2]) for row in rows if row[1] == "main" and row[2]]
+    return str(Path(files[0]).parent) if files else None

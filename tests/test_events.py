@@ -181,3 +181,30 @@ def test_events_must_be_a_list() -> None:
 def test_an_event_without_a_time_gets_its_arrival_time() -> None:
     (event,) = check_events([{"source": "watcher", "text": "x"}])
     assert event["time"].endswith("+00:00") and event["id"]
+
+
+def test_a_plain_answer_to_an_event_is_not_a_reply_and_is_not_nagged(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, ["Noted, nothing to change."])
+    out = agent.run(events=[CONFIG_CHANGED])
+    assert out["event_outcome"] == {
+        "events": [agent.state()["messages"][0].id],
+        "edits": [],
+        "replied": False,
+        "stop_reason": "",
+    }
+    assert replies(agent.state()["messages"]) == []
+    assert agent.model.remaining == 0
+
+
+def test_a_user_turn_after_an_event_turn_clears_its_outcome(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("core_memory_append", label="human", content="Format: Parquet")),
+            step(call("send_message", message="Parquet.")),
+        ],
+    )
+    assert agent.run(events=[CONFIG_CHANGED])["event_outcome"]["edits"]
+    out = agent.run(messages=[HumanMessage("which format?")])
+    assert out["messages"][-1].content == "Parquet."
+    assert out["event_outcome"] is None

@@ -80,7 +80,7 @@ def test_events_through_the_sdk_edit_memory_send_nothing_and_refuse_a_bad_field(
 
 
 @pytest.mark.server
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_the_watch_command_posts_a_file_change_to_the_server(tmp_path: Path) -> None:
     """``langgraph-memgpt watch PATH --agent ada --url ...``: a real process, folder and server."""
     from langgraph_sdk import get_sync_client
@@ -127,7 +127,8 @@ def test_the_watch_command_posts_a_file_change_to_the_server(tmp_path: Path) -> 
             assert "+ output_format: parquet" in event["content"]
             assert values["event_outcome"]["edits"][0]["ok"] is True
         finally:
-            stop_process_group(watcher, signal.SIGINT, 20)
+            # Ctrl-C; the interpreter's own shutdown is slow on a loaded machine.
+            stop_process_group(watcher, signal.SIGINT, 90)
         assert watcher.returncode == 0, watcher.stdout.read() if watcher.stdout else ""
 
 

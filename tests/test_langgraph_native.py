@@ -323,3 +323,45 @@ def test_the_step_cap_still_ends_a_looping_turn(tmp_path: Path) -> None:
     out = graph.invoke({"messages": [HumanMessage("go")]}, context=ctx)
     assert isinstance(out["messages"][-1], AIMessage)
     assert model.remaining == 0
+
+
+def test_the_compiled_graph_is_langgraphs_own_and_still_one_run_per_thread(
+    tmp_path: Path,
+) -> None:
+    """No subclass swapped in: the thread claim rides on the graph's own callbacks, and a
+    caller's callbacks are merged with it, not put in its place."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langgraph.graph.state import CompiledStateGraph
+    from thread_runner import SlowModel, reply
+
+    class Starts(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.graph_runs = 0
+
+        def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+            self.graph_runs += kwargs.get("parent_run_id") is None
+
+    graph = build_graph(model=SlowModel.from_steps([reply("first"), reply("second")])).compile(
+        checkpointer=InMemorySaver()
+    )
+    assert type(graph) is CompiledStateGraph
+    seen = Starts()
+    config: Any = {"configurable": {"thread_id": "shared"}, "callbacks": [seen]}
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none")
+    with ThreadPoolExecutor(2) as pool:
+        runs = [
+            pool.submit(graph.invoke, {"messages": [HumanMessage(t)]}, config, context=ctx)
+            for t in ("from A", "from B")
+        ]
+        for run in runs:
+            run.result()
+    messages = graph.get_state(config).values["messages"]
+    assert sorted(str(m.content) for m in messages if isinstance(m, HumanMessage)) == [
+        "from A",
+        "from B",
+    ]
+    replies = [str(m.content) for m in messages if isinstance(m, AIMessage) and m.content]
+    assert replies == ["first", "second"]
+    assert seen.graph_runs == 2  # the caller's handler saw both runs

@@ -162,21 +162,26 @@ def test_two_processes_running_one_thread_keep_every_turn(place: Place, tmp_path
 def test_a_thread_held_too_long_is_a_clear_error_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SQLite only: the thread is held by the data directory's file lock. On Postgres a
-    thread another worker holds is test_many_workers' clear-error test."""
+    """SQLite only: the thread is held by the file lock beside the checkpoint file. On
+    Postgres a thread another worker holds is test_many_workers' clear-error test."""
     from langgraph_memgpt import threads
 
     monkeypatch.setattr(threads, "THREAD_WAIT_SECONDS", 0.2)
     config = {"configurable": {"thread_id": "busy-thread"}}
-    with one_run(config, str(tmp_path)):
-        graph = build_graph(model=SlowModel.from_steps([reply("x")])).compile(
-            checkpointer=InMemorySaver()
-        )
-        started = time.monotonic()
-        with pytest.raises(ThreadBusyError, match="thread 'busy-thread' is busy"):
-            graph.invoke(
-                {"messages": [HumanMessage("hi")]},
-                config,
-                context=Context(data_dir=str(tmp_path), embedding_model="none"),
+    saver, close = open_saver(str(tmp_path / "threads.sqlite"))
+    try:
+        with one_run(config, str(tmp_path)):  # another process's run, as far as locks go
+            graph = build_graph(model=SlowModel.from_steps([reply("x")])).compile(
+                checkpointer=saver
             )
-        assert time.monotonic() - started < 5
+            started = time.monotonic()
+            with pytest.raises(ThreadBusyError, match="thread 'busy-thread' is busy"):
+                graph.invoke(
+                    {"messages": [HumanMessage("hi")]},
+                    config,
+                    context=Context(data_dir=str(tmp_path), embedding_model="none"),
+                )
+            assert time.monotonic() - started < 5
+        assert graph.get_state(config).values == {}  # refused before it read the thread
+    finally:
+        close()

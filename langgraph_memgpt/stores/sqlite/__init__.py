@@ -11,6 +11,7 @@ agent's lock (the graph never does).
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -63,6 +64,7 @@ class _Locked:
             with self._lock:
                 return attr(*args, **kwargs)
 
+        setattr(self, name, locked)  # made once: the next access finds it directly
         return locked
 
 
@@ -178,6 +180,12 @@ def _retire(memory: AgentMemory) -> None:
     weakref.finalize(memory, memory.db.conn.close)
 
 
+@functools.lru_cache(maxsize=256)
+def _absolute(data_dir: str, cwd: str) -> str:
+    """``data_dir`` resolved, once per (path, working directory): every graph step asks."""
+    return str(Path(data_dir).expanduser().resolve())
+
+
 def open_memory(
     data_dir: str | Path,
     agent_id: str,
@@ -192,7 +200,7 @@ def open_memory(
     :func:`_retire`) and opened again if it is needed again.
     """
     key = (
-        str(Path(data_dir).expanduser().resolve()),
+        _absolute(str(data_dir), "" if Path(data_dir).is_absolute() else os.getcwd()),
         agent_id,
         embedding_model if embeddings is None else f"obj:{id(embeddings)}",
         core_block_limit,
