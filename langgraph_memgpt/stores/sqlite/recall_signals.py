@@ -162,8 +162,9 @@ class RecallSignals:
     def excluded_rows(self) -> list[int]:
         """Row ids of the excluded messages, when they are the only filter but the agent.
 
-        Listing the allowed ids instead read every message of the agent (a search at
-        100k messages spent ~0.25 s there and in the part lookup of 100k ids).
+        Listing the allowed ids instead would read every message of the agent, and the part
+        lookup would take every id: a cost that grows with the history, where the excluded
+        messages are the few in the prompt.
         """
         if self._excluded_rows is None:
             self._excluded_rows = []
