@@ -12,7 +12,14 @@ turn's (a recorded message's row written three times, each write a new row versi
 both HNSW graphs).
 
     python benchmarks/pg_turn_sql.py --data-dir DIR [--sizes 1000 100000] [--embeddings none]
-        [--turns 20] [--shared-buffers 2GB] [--scenario search|chat]
+        [--turns 20] [--shared-buffers 2GB] [--scenario search|chat] [--explain 6]
+
+``--explain N`` then runs the N costliest statements of the larger size once more, with the
+parameters of their last call, under ``EXPLAIN (ANALYZE, BUFFERS)`` at each size (the HNSW
+settings of a vector query set as the store sets them): what a statement reads, from
+Postgres' buffers (hit) or from outside them (read), tells a statement that grows because
+it reads more rows from one that reads the same rows from a working set that no longer
+fits the buffers.
 """
 
 from __future__ import annotations
@@ -47,12 +54,16 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=12, help="statements shown per size")
     parser.add_argument("--shared-buffers", help="the server's shared_buffers, e.g. 2GB")
     parser.add_argument("--scenario", choices=per_turn.SCENARIOS, default="search")
+    parser.add_argument(
+        "--explain", type=int, default=0, help="EXPLAIN (ANALYZE, BUFFERS) the N costliest"
+    )
     args = parser.parse_args()
     print_header("pg_turn_sql: SQL time of a turn per statement, two sizes")
 
     times: dict[int, dict[str, list[float]]] = collections.defaultdict(
         lambda: collections.defaultdict(list)
     )
+    last: dict[int, dict[str, tuple[str, Any]]] = collections.defaultdict(dict)
     current: list[int | None] = [None]
     execute = psycopg.Connection.execute
 
@@ -60,8 +71,10 @@ def main() -> None:
         start = time.perf_counter()
         cursor = execute(self, query, params, **kw)
         if current[0] is not None:
-            key = re.sub(r"\s+", " ", query if isinstance(query, str) else str(query))[:100]
+            text = query if isinstance(query, str) else str(query)
+            key = re.sub(r"\s+", " ", text)[:100]
             times[current[0]][key].append((time.perf_counter() - start) * 1000)
+            last[current[0]][key] = (text, params)
         return cursor
 
     psycopg.Connection.execute = timed  # type: ignore[method-assign]
@@ -126,6 +139,33 @@ def main() -> None:
                 f"  {sum(spent) / turns:6.1f} ms/turn (N={small:,}: {base:5.1f})  "
                 f"{len(spent) / turns:4.1f}/turn  p50 {np.median(spent):6.2f} ms  {statement}"
             )
+    if args.explain:
+        large = args.sizes[-1]
+        ranked = sorted(times[large].items(), key=lambda kv: -sum(kv[1]))[: args.explain]
+        for statement, _ in ranked:
+            print(f"\nEXPLAIN {statement}")
+            for n in args.sizes:
+                if statement in last[n]:
+                    print(f"  N={n:,}:")
+                    for line in explain(urls[n], *last[n][statement]):
+                        print(f"    {line}")
+
+
+def explain(url: str, query: str, params: Any) -> list[str]:
+    """The plan of ``query`` run once with ``params``, with its buffers (the notable lines)."""
+    from pgvector.psycopg import register_vector
+
+    from langgraph_memgpt.stores.postgres.search import HNSW_EF_SEARCH
+
+    with psycopg.connect(url) as conn:
+        register_vector(conn)
+        if "::vector(" in query or "::halfvec(" in query:
+            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+        rows = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS) {query}", params).fetchall()
+        conn.rollback()  # a write explained is not kept
+    keep = ("Scan", "Buffers", "Execution Time", "Rows Removed", "Sort", "Limit", "Join", "Heap")
+    return [str(r[0]) for r in rows if any(word in str(r[0]) for word in keep)]
 
 
 if __name__ == "__main__":

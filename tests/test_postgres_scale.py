@@ -118,3 +118,46 @@ def test_recording_a_message_writes_each_row_it_changes_once(
         assert stored == (0,)
     finally:
         backend.close()
+
+
+def test_the_graphs_hold_half_precision_copies_and_scores_stay_the_stored_vectors(
+    postgres_url: str, embeddings: Embeddings
+) -> None:
+    """A graph walk reads pages all over the graph, so the graphs hold ``halfvec`` copies
+    (half the pages); they only choose the candidates, whose similarity is the stored
+    vector's, exactly as an exact scan gives it. A database made with single-precision
+    graphs loses them at its next open (each would still take every vector write)."""
+    backend = PostgresBackend(postgres_url, embeddings=embeddings)
+    backend.pool()  # the schema
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # an older version's graph
+        conn.execute(
+            "CREATE INDEX memgpt_archival_embedding_hnsw_384 ON memgpt_archival USING hnsw "
+            "((embedding::vector(384)) vector_cosine_ops) WHERE vector_dims(embedding) = 384"
+        )
+    approximate = PostgresBackend(postgres_url, embeddings=embeddings, exact_scan_limit=0)
+    try:
+        memory = backend.open("ada")
+        memory.archival.insert_many(
+            [f"note {i}: the garden needs {i} litres of water" for i in range(30)]
+        )
+        with psycopg.connect(postgres_url) as conn:
+            graphs = conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%' "
+                "ORDER BY 1"
+            ).fetchall()
+        assert [name for name, _ in graphs] == [
+            "memgpt_archival_embedding_hnswh_384",
+            "memgpt_recall_context_embedding_hnswh_384",
+            "memgpt_recall_embedding_hnswh_384",
+        ]
+        assert all("halfvec_cosine_ops" in definition for _, definition in graphs)
+        exact = memory.archival.search("how much water for the garden?", mode="vector")
+        walked = approximate.open("ada").archival.search(
+            "how much water for the garden?", mode="vector"
+        )
+        assert [(h.item.id, h.score) for h in walked.hits] == [
+            (h.item.id, h.score) for h in exact.hits
+        ]
+    finally:
+        approximate.close()
+        backend.close()

@@ -611,9 +611,9 @@ def test_every_searchable_message_gets_turn_and_context_vectors(
     for i, text in enumerate(PUPPY_THREAD):
         hybrid.add([msg(i, text)])
     hybrid.add([msg(9, "tool says hi", role="tool", name="t")])
-    turn_index, context_index = hybrid._turn_index, hybrid._context_index
-    tail_index = hybrid._tail_index
-    assert turn_index is not None and context_index is not None and tail_index is not None
+    assert hybrid.vectors is not None
+    turn_index, context_index = hybrid.vectors.turn, hybrid.vectors.context
+    tail_index = hybrid.vectors.tail
     # Windows with both successors are final; the thread's last two wait in the tail.
     assert (turn_index.count(), context_index.count(), tail_index.count()) == (5, 3, 2)
     # The context vector of "Biscuit." was refreshed by the two messages after it: it is
@@ -640,8 +640,9 @@ def test_vectors_that_no_longer_change_turn_hnsw_as_they_grow(
     monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 3)
     hybrid.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
     hybrid.close()
-    indexes = (hybrid._turn_index, hybrid._context_index, hybrid._tail_index)
-    kinds = [json.loads(i.sidecar_path.read_text())["kind"] for i in indexes if i is not None]
+    assert hybrid.vectors is not None
+    indexes = (hybrid.vectors.turn, hybrid.vectors.context, hybrid.vectors.tail)
+    kinds = [json.loads(i.sidecar_path.read_text())["kind"] for i in indexes]
     assert kinds == ["hnsw", "hnsw", "flat"]
     found = ids(hybrid.search("what is the puppy called?", page_size=5, mode="vector"))
     assert sorted(found) == [f"agent-a-t1-{i}" for i in range(len(PUPPY_THREAD))]

@@ -86,8 +86,8 @@ def test_an_edited_and_rerun_message_replaces_its_old_text_in_recall_and_search(
     assert recall.embeddings is not None
     rowid = db.conn.execute("SELECT id FROM recall WHERE message_id = 'b'").fetchone()[0]
     query = embed_query(recall.embeddings, "My favourite drink is black coffee")
-    assert recall._turn_index is not None
-    assert recall._turn_index.scores(query, [rowid])[rowid] == pytest.approx(1.0, abs=1e-5)
+    assert recall.vectors is not None
+    assert recall.vectors.turn.scores(query, [rowid])[rowid] == pytest.approx(1.0, abs=1e-5)
     top = recall.search("black coffee", mode="vector", page_size=1)
     assert texts(top) == ["My favourite drink is black coffee"]
 

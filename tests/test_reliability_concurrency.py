@@ -126,8 +126,8 @@ def test_two_processes_writing_one_agent_lose_nothing_and_duplicate_nothing(tmp_
     searchable = conn.execute(
         "SELECT count(*) FROM recall WHERE agent_id = ? AND searchable = 1", (AGENT,)
     ).fetchone()[0]
-    assert memory.recall._turn_index is not None
-    assert memory.recall._turn_index.count() == searchable == 3 * n
+    assert memory.recall.vectors is not None
+    assert memory.recall.vectors.turn.count() == searchable == 3 * n
     page = memory.recall.search("w2 says message 7", mode="vector", page_size=3)
     assert "w2-m7" in [hit.item.message_id for hit in page.hits]
     # The two writers' cache files may have crossed (one's index, the other's checksum);

@@ -372,8 +372,8 @@ def _assert_sqlite_and_faiss_agree(plan: dict[str, Any], memory: Any, passages: 
     searchable = conn.execute(
         "SELECT count(*) FROM recall WHERE agent_id = ? AND searchable = 1", (AGENT,)
     ).fetchone()[0]
-    assert memory.recall._turn_index is not None
-    assert memory.recall._turn_index.count() == searchable
+    assert memory.recall.vectors is not None
+    assert memory.recall.vectors.turn.count() == searchable
     memory.close()  # writes the caches: they must come out intact
 
 

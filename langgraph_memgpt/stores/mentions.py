@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date
+from typing import Any
 
 from langgraph_memgpt.stores.dates import day_after_iso, shift_day
 from langgraph_memgpt.stores.words import query_words
@@ -145,6 +146,27 @@ def date_scores(
         for key, created in created_between(low.isoformat(), day_after_iso(high))
     }
     return {key: value for key, value in scores.items() if value > 0}
+
+
+def created_between(
+    execute: Callable[[str, Sequence[object]], Iterable[Any]],
+    table: str,
+    where: str,
+    params: Sequence[object],
+    mark: str,
+) -> Callable[[str, str], list[tuple[int, str]]]:
+    """The ``created_between`` of :func:`date_scores` for one search of ``table``.
+
+    The candidates are ``table``'s rows over the alias ``b`` that pass ``where`` (the
+    search's filters, with ``params``); ``execute`` runs a statement on the search's
+    connection, and ``mark`` is the engine's placeholder. Every tier of both backends
+    reads a named day this way, so the statement is written once.
+    """
+    sql = (
+        f"SELECT b.id, b.created_at FROM {table} AS b WHERE {where} "
+        f"AND b.created_at >= {mark} AND b.created_at < {mark}"
+    )
+    return lambda low, high: list(execute(sql, (*params, low, high)))
 
 
 def mention_signals(

@@ -125,11 +125,34 @@ def normalise_role(role: str) -> str:
     return value
 
 
+ROW_COLUMNS = (
+    "id",
+    "agent_id",
+    "thread_id",
+    "message_id",
+    "role",
+    "name",
+    "text",
+    "tool_calls",
+    "created_at",
+    "turn",
+)
+"""The columns of a recall row that :func:`message_from_row` reads, in its order."""
+
+
+def row_columns(alias: str = "") -> str:
+    """The select list of :data:`ROW_COLUMNS`, each prefixed with ``alias`` (say ``"b."``).
+
+    Both backends read a message through :func:`message_from_row`, so they select these
+    columns in this order and name them once here.
+    """
+    return ", ".join(alias + column for column in ROW_COLUMNS)
+
+
 def message_from_row(row: Sequence[Any]) -> RecallMessage:
     """A stored recall row as a message; every backend selects the same columns.
 
-    Columns: id, agent_id, thread_id, message_id, role, name, text, tool_calls (JSON text),
-    created_at, turn.
+    Columns: :data:`ROW_COLUMNS` (``tool_calls`` as JSON text).
     """
     _id, agent_id, thread_id, message_id, role, name, text, tool_calls, created_at, turn = row
     try:

@@ -42,6 +42,76 @@ class NewPassage:
     """Idempotency key: a second insert with the same key returns the first passage."""
 
 
+INSERT_BATCH = 256
+"""Passages per transaction and per embedding call in ``insert_many``."""
+
+
+class InsertsPassages:
+    """``ArchivalStore.insert`` for every backend: one passage is a batch of one.
+
+    A backend supplies ``insert_many``; a passage inserted alone is checked, keyed and
+    embedded exactly as one in a batch.
+    """
+
+    def insert(
+        self,
+        text: str,
+        tags: Iterable[str] | str | None = (),
+        thread_id: str | None = None,
+        turn: int | None = None,
+        created_at: str | datetime | None = None,
+        key: str | None = None,
+    ) -> Passage:
+        """Save one passage (with its tags and provenance) and return it.
+
+        Args:
+            text: the passage.
+            tags: its tags (normalised by ``normalize_tags``).
+            thread_id: the thread it came from (provenance).
+            turn: the turn it came from (provenance).
+            created_at: when it was written; default now.
+            key: makes the insert idempotent: when this agent already has a passage with
+                this key (a replayed tool call, keyed on its call id; a replayed eviction),
+                that passage is returned and nothing is written.
+
+        Raises:
+            ValueError: the text is empty or too long, a tag too long, or ``created_at``
+                is not a timestamp.
+        """
+        item = NewPassage(text, normalize_tags(tags), thread_id, turn, created_at, key)
+        return self.insert_many([item])[0]
+
+    def insert_many(
+        self,
+        items: Sequence[str | NewPassage],
+        *,
+        tags: Iterable[str] | str | None = (),
+        thread_id: str | None = None,
+        turn: int | None = None,
+        created_at: str | datetime | None = None,
+    ) -> list[Passage]:
+        """Save many passages, embedding them in batches; returns them in input order.
+
+        Plain strings take the shared ``tags``/``thread_id``/``turn``/``created_at``;
+        ``NewPassage`` items carry their own. Each batch of :data:`INSERT_BATCH` commits
+        as one transaction, rows and vectors together, and is embedded before it.
+
+        Raises:
+            ValueError: a text is empty, or a ``created_at`` is not a timestamp.
+        """
+        prepared = prepare_passages(
+            items, tags=tags, thread_id=thread_id, turn=turn, created_at=created_at
+        )
+        passages: list[Passage] = []
+        for start in range(0, len(prepared), INSERT_BATCH):
+            passages.extend(self._insert_batch(prepared[start : start + INSERT_BATCH]))
+        return passages
+
+    def _insert_batch(self, batch: list[PreparedPassage]) -> list[Passage]:
+        """Write one batch in one transaction (the backend's own way)."""
+        raise NotImplementedError
+
+
 def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
     """Lower-case, strip and de-duplicate tags, keeping their order.
 

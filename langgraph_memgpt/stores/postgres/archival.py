@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -20,11 +19,10 @@ from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
 from langgraph_memgpt.stores.mentions import mention_signals, topic_of
 from langgraph_memgpt.stores.passages import (
-    NewPassage,
+    InsertsPassages,
     PreparedPassage,
     deletion_kind,
     normalize_tags,
-    prepare_passages,
 )
 from langgraph_memgpt.stores.postgres import retention
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
@@ -42,10 +40,9 @@ from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPag
 
 TABLE = "memgpt_archival"
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
-_EMBED_BATCH = 256
 
 
-class PgArchivalMemory(SearchesArchival, PgTier):
+class PgArchivalMemory(InsertsPassages, SearchesArchival, PgTier):
     """The archival passages of one agent in Postgres (meets ``ArchivalStore``).
 
     Args:
@@ -59,42 +56,6 @@ class PgArchivalMemory(SearchesArchival, PgTier):
     table = TABLE
 
     # -- writing ---------------------------------------------------------------------
-
-    def insert(
-        self,
-        text: str,
-        tags: Iterable[str] | str | None = (),
-        thread_id: str | None = None,
-        turn: int | None = None,
-        created_at: str | datetime | None = None,
-        key: str | None = None,
-    ) -> Passage:
-        """Save one passage with its tags and provenance (once per ``key``, if given).
-
-        Raises:
-            ValueError: the text is empty or too long, a tag too long, or ``created_at``
-                unreadable.
-        """
-        item = NewPassage(text, normalize_tags(tags), thread_id, turn, created_at, key)
-        return self.insert_many([item])[0]
-
-    def insert_many(
-        self,
-        items: Sequence[str | NewPassage],
-        *,
-        tags: Iterable[str] | str | None = (),
-        thread_id: str | None = None,
-        turn: int | None = None,
-        created_at: str | datetime | None = None,
-    ) -> list[Passage]:
-        """Save many passages (one transaction per batch of 256), in input order."""
-        prepared = prepare_passages(
-            items, tags=tags, thread_id=thread_id, turn=turn, created_at=created_at
-        )
-        passages: list[Passage] = []
-        for start in range(0, len(prepared), _EMBED_BATCH):
-            passages.extend(self._insert_batch(prepared[start : start + _EMBED_BATCH]))
-        return passages
 
     def _insert_batch(self, batch: list[PreparedPassage]) -> list[Passage]:
         # Embed before the transaction: the model is the slow part.

@@ -346,31 +346,50 @@ def _stored_version(conn: psycopg.Connection[Any], name: str) -> int | None:
     return int(row[0]) if row else None
 
 
+HNSW_TYPE = "halfvec"
+"""What the HNSW graphs hold of each vector: its half-precision copy (pgvector ``halfvec``).
+
+A graph walk reads thousands of index pages spread over the whole graph; half-precision
+copies make the graphs half the size, so more of their pages stay in Postgres' buffers
+beside the tables. The graph only chooses candidates: their similarity is computed from
+the stored single-precision vector (``search.vector_scores``)."""
+
+
+def hnsw_index_name(table: str, column: str, dims: int) -> str:
+    """The name of ``table.column``'s HNSW index over vectors of ``dims`` dimensions."""
+    return f"{table}_{column}_hnswh_{int(dims)}"
+
+
 def ensure_hnsw(pool: ConnectionPool[Any], dims: int) -> None:
     """HNSW indexes (cosine) over the vectors of dimension ``dims``, created once.
 
-    An expression index on ``embedding::vector(dims)``, partial on that dimension: the
-    plain ``embedding <=> q`` of an exact scan never matches it, so only the searches that
-    ask for it (large agents, `VectorSearch`) walk the graph.
+    An expression index on ``embedding::halfvec(dims)`` (`HNSW_TYPE`), partial on that
+    dimension: the plain ``embedding <=> q`` of an exact scan never matches it, so only the
+    searches that ask for it (large agents, `VectorSearch`) walk the graph. The
+    single-precision graphs of earlier versions are dropped once these exist: every write
+    of a vector is an insert into each graph of its column.
     """
-    names = [f"{table}_{column}_hnsw_{int(dims)}" for table, column in VECTOR_COLUMNS]
+    names = [hnsw_index_name(table, column, dims) for table, column in VECTOR_COLUMNS]
+    older = [f"{table}_{column}_hnsw_{int(dims)}" for table, column in VECTOR_COLUMNS]
     with pool.connection() as conn:
         # Checked first: CREATE INDEX IF NOT EXISTS locks the table against writers even
         # when the index exists, and every process opening an agent comes here.
         found = conn.execute(
-            "SELECT count(*) FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NOT NULL",
-            (names,),
+            "SELECT count(*) FILTER (WHERE n = ANY(%s)), count(*) FROM unnest(%s::text[]) "
+            "AS n WHERE to_regclass(n) IS NOT NULL",
+            (names, names + older),
         ).fetchone()
-        if found and int(found[0]) == len(names):
+        if found and int(found[0]) == int(found[1]) == len(names):
             return
     with pool.connection() as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-        for table, column in VECTOR_COLUMNS:
+        for (table, column), name, old in zip(VECTOR_COLUMNS, names, older, strict=True):
             conn.execute(
-                f"CREATE INDEX IF NOT EXISTS {table}_{column}_hnsw_{int(dims)} ON {table} "
-                f"USING hnsw (({column}::vector({int(dims)})) vector_cosine_ops) "
+                f"CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
+                f"(({column}::{HNSW_TYPE}({int(dims)})) {HNSW_TYPE}_cosine_ops) "
                 f"WHERE vector_dims({column}) = {int(dims)}"
             )
+            conn.execute(f"DROP INDEX IF EXISTS {old}")
 
 
 STATISTICS_TABLES = (

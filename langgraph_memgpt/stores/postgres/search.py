@@ -23,6 +23,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.bm25 import bm25_term, long_text_sql
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
+from langgraph_memgpt.stores.postgres.db import HNSW_TYPE
 from langgraph_memgpt.stores.postgres.part_words import long_column, with_best_parts
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
 from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
@@ -283,14 +284,16 @@ def vector_scores(
         return {}
     dims = int(vector.shape[0])
     if not approximate:
-        expr = f"b.{column}"
+        order = f"b.{column} <=> %s"
         extra = f"b.{column} IS NOT NULL"
     else:
-        expr = f"b.{column}::vector({dims})"
+        # The graph's order (half precision, `db.HNSW_TYPE`) picks the rows; the
+        # similarity returned is the stored vector's, as an exact scan returns it.
+        order = f"b.{column}::{HNSW_TYPE}({dims}) <=> %s::{HNSW_TYPE}({dims})"
         extra = f"vector_dims(b.{column}) = {dims}"
     sql = (
-        f"SELECT b.id, 1 - ({expr} <=> %s) FROM {table} AS b "
-        f"WHERE ({where}) AND {extra} ORDER BY {expr} <=> %s LIMIT %s"
+        f"SELECT b.id, 1 - (b.{column} <=> %s) FROM {table} AS b "
+        f"WHERE ({where}) AND {extra} ORDER BY {order} LIMIT %s"
     )
     args = (vector, *params, vector, k)
     if not approximate:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,13 @@ from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
 from langgraph_memgpt.stores.passages import (
+    INSERT_BATCH,
     MAX_TAG_CHARS,
+    InsertsPassages,
     NewPassage,
     PreparedPassage,
     deletion_kind,
     normalize_tags,
-    prepare_passages,
 )
 from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, Signals
 from langgraph_memgpt.stores.sqlite import retention
@@ -49,7 +49,7 @@ from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPag
 TIER = "archival"
 VECTOR_KEY = "text"
 
-_EMBED_BATCH = 256
+_EMBED_BATCH = INSERT_BATCH
 
 _COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
 
@@ -66,7 +66,7 @@ def _passage(row: Sequence[Any]) -> Passage:
     )
 
 
-class ArchivalMemory(SearchesArchival):
+class ArchivalMemory(InsertsPassages, SearchesArchival):
     """The archival passages of one agent.
 
     Args:
@@ -110,67 +110,6 @@ class ArchivalMemory(SearchesArchival):
             self.parts = PartIndex(self.index)
 
     # ------------------------------------------------------------------ writes
-
-    def insert(
-        self,
-        text: str,
-        tags: Iterable[str] | str | None = (),
-        thread_id: str | None = None,
-        turn: int | None = None,
-        created_at: str | datetime | None = None,
-        key: str | None = None,
-    ) -> Passage:
-        """Save one passage (with its tags and provenance) and return it.
-
-        Args:
-            text: the passage.
-            tags: its tags (normalised by ``normalize_tags``).
-            thread_id: the thread it came from (provenance).
-            turn: the turn it came from (provenance).
-            created_at: when it was written; default now.
-            key: makes the insert idempotent: when this agent already has a passage with
-                this key (a replayed tool call, keyed on its call id; a replayed eviction),
-                that passage is returned and nothing is written.
-
-        Raises:
-            ValueError: the text is empty or longer than ``MAX_PASSAGE_CHARS``, or
-                ``created_at`` is not a timestamp.
-        """
-        item = NewPassage(
-            text=text,
-            tags=normalize_tags(tags),
-            thread_id=thread_id,
-            turn=turn,
-            created_at=created_at,
-            key=key,
-        )
-        return self.insert_many([item])[0]
-
-    def insert_many(
-        self,
-        items: Sequence[str | NewPassage],
-        *,
-        tags: Iterable[str] | str | None = (),
-        thread_id: str | None = None,
-        turn: int | None = None,
-        created_at: str | datetime | None = None,
-    ) -> list[Passage]:
-        """Save many passages, embedding them in batches; returns them in input order.
-
-        Plain strings take the shared ``tags``/``thread_id``/``turn``/``created_at``;
-        ``NewPassage`` items carry their own. Each batch commits as one transaction, rows
-        and vectors together.
-
-        Raises:
-            ValueError: a text is empty, or a ``created_at`` is not a timestamp.
-        """
-        prepared = prepare_passages(
-            items, tags=tags, thread_id=thread_id, turn=turn, created_at=created_at
-        )
-        passages: list[Passage] = []
-        for start in range(0, len(prepared), _EMBED_BATCH):
-            passages.extend(self._insert_batch(prepared[start : start + _EMBED_BATCH]))
-        return passages
 
     def keyed(self, keys: Iterable[str]) -> dict[str, Passage]:
         """This agent's passages stored under any of ``keys`` (idempotency keys), by key."""

@@ -18,7 +18,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
-from langgraph_memgpt.stores.mentions import mention_signals, topic_of
+from langgraph_memgpt.stores.mentions import created_between, mention_signals, topic_of
 from langgraph_memgpt.stores.sqlite.fts import term_matches
 from langgraph_memgpt.stores.sqlite.fts_parts import bm25_with_parts
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
@@ -130,23 +130,17 @@ class ArchivalSignals:
 
         The tag lifts only passages another signal found, as recall's speaker does.
         """
+        holders = (
+            "SELECT passage_id FROM archival_tags WHERE agent_id = ? AND tag = ? "
+            "AND passage_id IN (SELECT value FROM json_each(?))"
+        )
+        among = json.dumps(sorted(candidates))
         conn = self.db.conn
         return mention_signals(
             query,
-            lambda low, high: conn.execute(
-                f"SELECT b.id, b.created_at FROM archival AS b WHERE {self.where} "
-                "AND b.created_at >= ? AND b.created_at < ?",
-                (*self.params, low, high),
-            ).fetchall(),
+            created_between(conn.execute, "archival", self.where, self.params, "?"),
             self._tags_of(candidates),
-            lambda tag: (
-                r[0]
-                for r in conn.execute(
-                    "SELECT passage_id FROM archival_tags WHERE agent_id = ? AND tag = ? "
-                    "AND passage_id IN (SELECT value FROM json_each(?))",
-                    (self.memory.agent_id, tag, json.dumps(sorted(candidates))),
-                )
-            ),
+            lambda tag: (r[0] for r in conn.execute(holders, (self.memory.agent_id, tag, among))),
         )
 
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:

@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -247,6 +247,11 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         except BaseException:
             db.rollback()
             raise
+
+
+def texts(db: sqlite_utils.Database, sql: str, params: Sequence[object]) -> list[str]:
+    """The first column of every row ``sql`` selects, as text (ids, names, tags)."""
+    return [str(row[0]) for row in db.conn.execute(sql, params).fetchall()]
 
 
 def get_meta(db: sqlite_utils.Database, key: str) -> str | None:

@@ -18,61 +18,27 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.chunks import nearest_items, parts_of
 from langgraph_memgpt.stores.embeddings import FloatArray, embed_query
+from langgraph_memgpt.stores.mentions import created_between, mention_signals, topic_of
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.search import split_excluded
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores, term_matches
 from langgraph_memgpt.stores.sqlite.fts_parts import long_texts, with_best_parts
-from langgraph_memgpt.stores.sqlite.parts import PartIndex
-from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
+from langgraph_memgpt.stores.sqlite.recall_rows import PAIRS, fetch_by_ids, listing
+from langgraph_memgpt.stores.sqlite.recall_vectors import RecallVectors
 from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage
 
 
 class SearchedRecall(Protocol):
-    """What a search reads of ``RecallMemory``: its store, indexes and row helpers."""
+    """What a search reads of ``RecallMemory``: its store, vectors and participants."""
 
     db: sqlite_utils.Database
     agent_id: str
     embeddings: Embeddings | None
-    _turn_index: VectorIndex | None
-    _context_index: VectorIndex | None
-    _tail_index: VectorIndex | None
-    _parts: PartIndex | None
+    vectors: RecallVectors | None
 
-    def _topic_query(self, query: str, mode: SearchMode) -> str: ...
-
-    def _mention_scores(
-        self, query: str, where: str, params: Sequence[object], candidates: Collection[int]
-    ) -> list[dict[int, float]]: ...
-
-    def _fetch_by_ids(self, ids: Sequence[int]) -> dict[int, RecallMessage]: ...
-
-    def _listing(
-        self,
-        where: str,
-        params: Sequence[object],
-        page: int,
-        page_size: int,
-        *,
-        newest_first: bool,
-    ) -> SearchPage[RecallMessage]: ...
-
-
-PAIRS = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
-"""The ``(thread id, message id)`` pairs of a JSON list of pairs (one parameter)."""
-
-
-def excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], list[object]]:
-    """SQL conditions (over ``alias``) leaving out excluded messages: bare ids, then pairs."""
-    bare, pairs = split_excluded(items)
-    clauses: list[str] = []
-    params: list[object] = []
-    if bare:
-        clauses.append(f"{alias}message_id NOT IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(bare))
-    if pairs:
-        clauses.append(f"({alias}thread_id, {alias}message_id) NOT IN ({PAIRS})")
-        params.append(json.dumps(pairs))
-    return clauses, params
+    def participants(self) -> list[str]:
+        """Names the agent's conversation messages carry (who said them)."""
+        ...
 
 
 SEARCH_TEXTS = ("recall_fts_content", "id", "c0")
@@ -157,19 +123,25 @@ class RecallSignals:
         )
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
-        """The query without the participants it names, in hybrid mode (``_topic_query``)."""
-        return self.memory._topic_query(query, mode)
+        """The text to embed: in hybrid mode, the query without the participants it names.
+
+        The names stay in the words signals, and one named participant still lifts their
+        own messages (:meth:`named_signals`); the embedding is left with what the query
+        is about. Vector mode keeps the names, since no other signal would carry who is
+        asked about; a query that is nothing but names is embedded as it is.
+        """
+        if mode != "hybrid":
+            return query
+        return topic_of(query, self.memory.participants())
 
     def embed(self, text: str) -> FloatArray:
         """The query vector."""
         assert self.memory.embeddings is not None
         return embed_query(self.memory.embeddings, text)
 
-    def _indexes(self) -> tuple[VectorIndex, VectorIndex, VectorIndex]:
-        memory = self.memory
-        assert memory._turn_index is not None
-        assert memory._context_index is not None and memory._tail_index is not None
-        return memory._turn_index, memory._context_index, memory._tail_index
+    def _vectors(self) -> RecallVectors:
+        assert self.memory.vectors is not None
+        return self.memory.vectors
 
     def allowed(self) -> list[int] | None:
         """Ids passing the filters, or None when only the agent filter applies.
@@ -190,8 +162,9 @@ class RecallSignals:
     def excluded_rows(self) -> list[int]:
         """Row ids of the excluded messages, when they are the only filter but the agent.
 
-        Listing the allowed ids instead read every message of the agent (a search at
-        100k messages spent ~0.25 s there and in the part lookup of 100k ids).
+        Listing the allowed ids instead would read every message of the agent, and the part
+        lookup would take every id: a cost that grows with the history, where the excluded
+        messages are the few in the prompt.
         """
         if self._excluded_rows is None:
             self._excluded_rows = []
@@ -212,12 +185,12 @@ class RecallSignals:
         if allowed is not None and not allowed:
             return [{}, {}]
         excluded = self.excluded_rows()
-        turn, context, tail = self._indexes()
+        vectors = self._vectors()
+        turn, context, tail = vectors.turn, vectors.context, vectors.tail
         # A message's similarity is its best part's (``stores.chunks``).
-        assert self.memory._parts is not None
         turns = nearest_items(
             dict(turn.search(vector, k, allowed_ids=allowed, excluded_ids=excluded)),
-            self.memory._parts.nearest(vector, k, allowed, excluded),
+            vectors.parts.nearest(vector, k, allowed, excluded),
             k,
         )
         # One context signal over both context indexes (the tail's newer vector wins for a
@@ -238,11 +211,26 @@ class RecallSignals:
                 (*self.params, at_most),
             ).fetchone()
             return int(row[0])
-        return min(at_most, self._indexes()[0].count())
+        return min(at_most, self._vectors().turn.count())
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
-        """The day and the participant the query names (``_mention_scores``)."""
-        return self.memory._mention_scores(query, self.where, self.params, candidates)
+        """Signals from what the query names: a day or month, and one participant.
+
+        A signal is only added when the query names such a thing, so other queries rank
+        exactly as before.
+        """
+        conn = self.db.conn
+        holders = (
+            "SELECT id FROM recall WHERE +agent_id = ? AND name = ? "
+            "AND id IN (SELECT value FROM json_each(?))"
+        )
+        among = json.dumps(sorted(candidates))
+        return mention_signals(
+            query,
+            created_between(conn.execute, "recall", self.where, self.params, "?"),
+            self.memory.participants() if candidates else (),
+            lambda name: (r[0] for r in conn.execute(holders, (self.memory.agent_id, name, among))),
+        )
 
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
         """Never asked: recall indexes each message's context when it is written."""
@@ -250,7 +238,7 @@ class RecallSignals:
 
     def fetch(self, ids: Sequence[int]) -> dict[int, RecallMessage]:
         """The messages of these row ids."""
-        return self.memory._fetch_by_ids(ids)
+        return fetch_by_ids(self.db.conn, self.memory.agent_id, ids)
 
     def text_of(self, item: RecallMessage) -> str:
         """What a message is searched by (its text and what it said through tools)."""
@@ -258,7 +246,7 @@ class RecallSignals:
 
     def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
         """The candidates newest first, for an empty query."""
-        return self.memory._listing(self.where, self.params, page, page_size, newest_first=True)
+        return listing(self.db.conn, self.where, self.params, page, page_size, newest_first=True)
 
 
-__all__ = ["PAIRS", "SEARCH_TEXTS", "RecallSignals", "SearchedRecall", "excluding"]
+__all__ = ["SEARCH_TEXTS", "RecallSignals", "SearchedRecall"]

@@ -423,8 +423,8 @@ class VectorIndex:
                 ``min(k, allowed items with a vector)`` results.
             excluded_ids: items never ranked (applied inside FAISS as well). Every item
                 but a few (a search leaving out the messages in the prompt) is passed
-                as these few: listing every allowed id cost a read of the agent's rows
-                and a selector over all of them, ~0.2 s a search at 100k messages.
+                as these few: listing every allowed id would cost a read of the agent's
+                rows and a selector over all of them, growing with the history.
         """
         q = self._check_vectors(query, 1)
         if k <= 0:
