@@ -64,9 +64,7 @@ def run_once(model: Any, event: bool) -> dict[str, Any]:
             config_file = folder / "config.yaml"
             config_file.write_text("report: weekly\noutput_format: json\n")
             thread: Any = {"configurable": {"thread_id": watch_thread("ada")}}
-            outputs: queue.Queue[tuple[float, dict[str, Any], list[dict[str, str]]]] = (
-                queue.Queue()
-            )
+            outputs: queue.Queue[tuple[float, dict[str, Any], list[dict[str, str]]]] = queue.Queue()
 
             def run(events: list[dict[str, str]]) -> None:
                 started = time.perf_counter()

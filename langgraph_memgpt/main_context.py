@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -393,14 +394,48 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+_RECORDED: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], str]] = weakref.WeakKeyDictionary()
+"""Per open recall store: what this process wrote there, by (thread, message id), as the
+fingerprint of the record's content. A turn re-records its whole queue (a message a killed
+run left out is caught up there); what is already there as it is skips the store."""
+_RECORDED_MAX = 50_000
+
+
 def record(memory: Memory, messages: Iterable[BaseMessage], thread_id: str, turn: int) -> None:
     """Write-ahead: put messages into recall memory before they reach the checkpoint.
 
-    Idempotent on message id, so re-recording after a crash or a retry adds nothing.
+    Idempotent on message id, so re-recording after a crash or a retry adds nothing; a
+    message this process already wrote with the same content is not sent to the store
+    again (the store would find it unchanged, after cleaning and reading it back).
     """
     records = [to_recall(m, memory.agent_id, thread_id, turn) for m in messages if m.id]
-    if records:
-        memory.recall.add(records)
+    try:
+        written = _RECORDED.setdefault(memory.recall, {})
+    except TypeError:  # a store object that cannot be weakly referenced: no memo
+        written = {}
+    fresh = [r for r in records if written.get((r.thread_id, r.message_id)) != _fingerprint(r)]
+    if not fresh:
+        return
+    memory.recall.add(fresh)
+    if len(written) > _RECORDED_MAX:
+        written.clear()
+    for r in fresh:  # only once the store has them
+        written[(r.thread_id, r.message_id)] = _fingerprint(r)
+
+
+def _fingerprint(record: RecallMessage) -> str:
+    """What makes a stored record differ (time and turn do not, as in the stores)."""
+    return json.dumps(
+        [
+            record.role,
+            record.name,
+            record.text,
+            record.tool_calls,
+            record.searchable,
+            record.partial,
+        ],
+        default=str,
+    )
 
 
 def current_system(

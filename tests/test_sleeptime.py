@@ -501,13 +501,13 @@ def test_on_postgres_a_read_waits_for_an_earlier_message_still_being_recorded(
     import psycopg
 
     from langgraph_memgpt.stores.postgres import PostgresBackend
+    from langgraph_memgpt.stores.postgres.recall_writes import writers_key
 
     backend = PostgresBackend(postgres_url, embedding_model="none")
     try:
         memory = backend.open(AGENT)
-        recall: Any = memory.recall
         with psycopg.connect(postgres_url) as writer:  # a recording still in flight
-            writer.execute("SELECT pg_advisory_xact_lock_shared(%s)", (recall._writers_key(),))
+            writer.execute("SELECT pg_advisory_xact_lock_shared(%s)", (writers_key(AGENT),))
             writer.execute(
                 "INSERT INTO memgpt_recall (agent_id, thread_id, message_id, role, text, "
                 "created_at, searchable) VALUES (%s, 't1', 'early', 'user', 'I am first', "
