@@ -20,92 +20,22 @@ whole; a sentence it cannot turn safely (a "we") is kept as the user said it, in
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
-from langgraph_memgpt.core_gate import fact_sentences, names_themselves, speaks_about_themselves
+from langgraph_memgpt.core_gate import (
+    fact_sentences,
+    names_themselves,
+    speaks_about_themselves,
+    third_person_note,
+)
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.tokens import content_text
 
 AUTO_SAVE_FLAG = "memgpt_auto_saved"
 """On an AI message: how many of its calls the loop added (facts the model did not save)."""
-
-_WE = re.compile(r"\b(we|we're|we've|us|our|ours)\b", re.IGNORECASE)
-_ADVERBS = frozenset(
-    """just also really still usually always never recently finally now actually only often
-    sometimes mostly currently even already""".split()
-)
-_SAME_FORM = frozenset(
-    """can could will would should must may might did was had got went bought took made
-    left lost found met began became came said told sold won broke saw quit ran put set
-    cut hurt kept""".split()
-)
-_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "don't": "doesn't"}
-
-
-def _third_person(verb: str) -> str:
-    lowered = verb.lower()
-    if lowered in _IRREGULAR:
-        return _IRREGULAR[lowered]
-    if lowered in _SAME_FORM or lowered.endswith(("ed", "n't")):
-        return verb
-    if re.search(r"(s|sh|ch|x|z|o)$", lowered):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", lowered):
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-_SUBJECT_FORMS = (
-    (re.compile(r"\bI(?:'|\u2019)m\b|\bI am\b"), "is"),
-    (re.compile(r"\bI(?:'|\u2019)ve\b"), "has"),
-    (re.compile(r"\bI(?:'|\u2019)d\b"), "would"),
-    (re.compile(r"\bI(?:'|\u2019)ll\b"), "will"),
-)
-
-
-def third_person_note(sentence: str) -> str:
-    """The sentence as a note about the user ("I work as a welder." -> "Works as a welder.")."""
-    text = sentence.strip()
-    if _WE.search(text):
-        return f'Said: "{text}"'
-    for pattern, verb in _SUBJECT_FORMS:
-        text = pattern.sub(f"user {verb}", text)
-    words = text.split(" ")
-    out: list[str] = []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word == "I":
-            out.append("user")
-            index += 1
-            while index < len(words) and words[index].lower() in _ADVERBS:
-                out.append(words[index])
-                index += 1
-            if index < len(words):
-                out.append(_third_person(words[index]))
-                index += 1
-            continue
-        lowered = word.lower()
-        if lowered in ("my", "mine"):
-            out.append("user's")
-        elif lowered.rstrip(".,!?") == "me":
-            out.append("user" + word[len(word.rstrip(".,!?")) :])
-        elif lowered.rstrip(".,!?") == "myself":
-            out.append("themselves" + word[len(word.rstrip(".,!?")) :])
-        else:
-            out.append(word)
-        index += 1
-    note = " ".join(out)
-    if note.startswith("user "):
-        note = note[len("user ") :]  # "Works as a welder.", as the instructions' examples
-    note = note.rstrip(" ,;:-") or note
-    if note[-1] not in ".!":
-        note += "."
-    return note[0].upper() + note[1:]
 
 
 def notes_for(message: str) -> list[str]:

@@ -140,6 +140,81 @@ def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
     return False
 
 
+_WE = re.compile(r"\b(we|we're|we've|us|our|ours)\b", re.IGNORECASE)
+_ADVERBS = frozenset(
+    """just also really still usually always never recently finally now actually only often
+    sometimes mostly currently even already""".split()
+)
+_SAME_FORM = frozenset(
+    """can could will would should must may might did was had got went bought took made
+    left lost found met began became came said told sold won broke saw quit ran put set
+    cut hurt kept""".split()
+)
+_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "don't": "doesn't"}
+
+
+def _third_person(verb: str) -> str:
+    lowered = verb.lower()
+    if lowered in _IRREGULAR:
+        return _IRREGULAR[lowered]
+    if lowered in _SAME_FORM or lowered.endswith(("ed", "n't")):
+        return verb
+    if re.search(r"(s|sh|ch|x|z|o)$", lowered):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", lowered):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+_SUBJECT_FORMS = (
+    (re.compile(r"\bI(?:'|\u2019)m\b|\bI am\b"), "is"),
+    (re.compile(r"\bI(?:'|\u2019)ve\b"), "has"),
+    (re.compile(r"\bI(?:'|\u2019)d\b"), "would"),
+    (re.compile(r"\bI(?:'|\u2019)ll\b"), "will"),
+)
+
+
+def third_person_note(sentence: str) -> str:
+    """The sentence as a note about the user ("I work as a welder." -> "Works as a welder.")."""
+    text = sentence.strip()
+    if _WE.search(text):
+        return f'Said: "{text}"'
+    for pattern, verb in _SUBJECT_FORMS:
+        text = pattern.sub(f"user {verb}", text)
+    words = text.split(" ")
+    out: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "I":
+            out.append("user")
+            index += 1
+            while index < len(words) and words[index].lower() in _ADVERBS:
+                out.append(words[index])
+                index += 1
+            if index < len(words):
+                out.append(_third_person(words[index]))
+                index += 1
+            continue
+        lowered = word.lower()
+        if lowered in ("my", "mine"):
+            out.append("user's")
+        elif lowered.rstrip(".,!?") == "me":
+            out.append("user" + word[len(word.rstrip(".,!?")) :])
+        elif lowered.rstrip(".,!?") == "myself":
+            out.append("themselves" + word[len(word.rstrip(".,!?")) :])
+        else:
+            out.append(word)
+        index += 1
+    note = " ".join(out)
+    if note.startswith("user "):
+        note = note[len("user ") :]  # "Works as a welder.", as the instructions' examples
+    note = note.rstrip(" ,;:-") or note
+    if note[-1] not in ".!":
+        note += "."
+    return note[0].upper() + note[1:]
+
+
 DROPPED_FLAG = "memgpt_dropped_notes"
 """On an AI message: the ``human`` notes the wrapper took out of it (no user words ground them)."""
 
@@ -152,11 +227,9 @@ def drop_ungrounded_notes(
     The dropped notes are listed under `DROPPED_FLAG`; everything else (the reply, other
     blocks) stays. A prompt without user messages drops nothing. A kept note that copies
     the user's words as they said them ("My daughter Noor turns seven in March.") is put
-    in the third person (`in_third_person`): in ``human`` it would read as the agent's own
+    in the third person (`third_person_note`): in ``human`` it would read as the agent's own
     daughter, and the model copies it back to the user in that voice.
     """
-    from langgraph_memgpt.auto_save import third_person_note
-
     said = [content_text(m) for m in prompt if isinstance(m, HumanMessage) and not m.name]
     if not said:
         return message
