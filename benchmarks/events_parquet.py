@@ -87,6 +87,12 @@ def run_once(model: Any, event: bool) -> dict[str, Any]:
                 event_text=[e["text"] for e in events],
                 event_seconds=round(seconds, 1),
                 event_model_calls=_model_calls(messages),
+                event_calls=[
+                    {"name": c["name"], "args": c["args"]}
+                    for m in messages
+                    if isinstance(m, AIMessage) and not m.additional_kwargs.get(REPLY_FLAG)
+                    for c in m.tool_calls
+                ],
                 event_outcome=out.get("event_outcome"),
                 event_sent_reply=any(m.additional_kwargs.get(REPLY_FLAG) for m in messages),
                 human_after=human,
