@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import sqlite_utils
 
-from langgraph_memgpt.stores.sqlite import vectors as vectors_module
+from langgraph_memgpt.stores.sqlite import faiss_index
 from langgraph_memgpt.stores.sqlite.db import open_db, transaction
 from langgraph_memgpt.stores.sqlite.vectors import IndexKind, VectorIndex, forget_loaded_indexes
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
@@ -407,7 +407,7 @@ def sidecar_kind(index: VectorIndex) -> str:
 def test_auto_index_is_exact_until_the_threshold_then_hnsw_for_good(
     make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 300)
+    monkeypatch.setattr(faiss_index, "AUTO_HNSW_MIN_VECTORS", 300)
     vectors = random_unit(400, seed=5)
     index = make_index(kind="auto")
     index.upsert(list(range(299)), vectors[:299])
@@ -433,7 +433,7 @@ def test_auto_index_never_builds_its_graph_while_holding_the_write_lock(
     make_index: MakeIndex, db: sqlite_utils.Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Building a graph takes seconds; other writers wait only 10 s for the lock.
-    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 100)
+    monkeypatch.setattr(faiss_index, "AUTO_HNSW_MIN_VECTORS", 100)
     vectors = random_unit(150, seed=8)
     index = make_index(kind="auto")
     with transaction(db):
@@ -452,7 +452,7 @@ def test_auto_index_opened_on_a_big_flat_cache_rebuilds_it_as_hnsw(
     flat = make_index(kind="flat")
     flat.upsert(list(range(120)), vectors)
     flat.persist()
-    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 100)
+    monkeypatch.setattr(faiss_index, "AUTO_HNSW_MIN_VECTORS", 100)
     auto = reopen(make_index, kind="auto")
     assert [item for item, _ in auto.search(vectors[7], 1)] == [7]
     assert sidecar_kind(auto) == "hnsw"
