@@ -502,6 +502,19 @@ def test_drop_tier_clears_vectors_so_another_model_can_be_used(
     assert fresh.count() == 0
 
 
+def test_drop_tier_unloads_that_tiers_indexes_in_this_process(
+    db: sqlite_utils.Database, make_index: MakeIndex, cache_dir: Path
+) -> None:
+    archival = make_index()
+    archival.upsert([1, 2], random_unit(2))
+    recall = make_index(tier="recall", key="turn")
+    recall.upsert([1], random_unit(1))
+    VectorIndex.drop_tier(db, tier="archival", agent_id="alice", cache_dir=cache_dir)
+    assert archival._state.index is None  # its vectors are gone: no copy stays in memory
+    assert recall._state.index is not None
+    assert archival.count() == 0 and recall.count() == 1
+
+
 def test_two_databases_never_share_a_loaded_index(tmp_path: Path) -> None:
     vectors = random_unit(2)
     indexes = []

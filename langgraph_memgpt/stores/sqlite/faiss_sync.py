@@ -84,9 +84,11 @@ def forget_loaded_indexes() -> None:
 
 def unload_tier(folder: Path, tier: Tier) -> None:
     """Mark the loaded indexes of a tier in ``folder`` unloaded (its vectors were dropped)."""
+    prefix = str(folder.resolve() / f"{tier}.")
     with _STATES_GUARD:
         for state_key, state in list(_STATES.items()):
-            if str(state_key[1]).startswith(str(folder.resolve() / f"{tier}.")):
+            _db, _database_id, path, *_rest = state_key  # as SyncedIndex.__init__ makes it
+            if str(path).startswith(prefix):
                 with state.lock:
                     state.index = None
                     state.generation = None
