@@ -34,11 +34,13 @@ def after_eviction(state: State) -> Literal["think", "respond"]:
 
 def after_think(
     state: State,
-) -> list[Send] | Literal["check_pressure", "summarize_evict", "respond"]:
+) -> list[Send] | Literal["call_memory_tool", "check_pressure", "summarize_evict", "respond"]:
     """After ``think``: each unanswered tool call as its own tool task, or the next node.
 
     One task per call (as ``create_agent`` does): a call that completed before another
-    interrupted is not run again when the run resumes.
+    interrupted is not run again when the run resumes. A step of one call goes to the tool
+    node by its plain edge: the node's own task is then that call's, and it skips
+    building a ``Send`` (most steps are one call).
     """
     if state.get("stop_reason"):
         return "respond"
@@ -55,6 +57,8 @@ def after_think(
     # Only results after it: call ids may repeat across steps ("0" every response).
     answered = {m.tool_call_id for m in queue[index + 1 :] if isinstance(m, ToolMessage)}
     pending = [c for c in last.tool_calls if c.get("id") not in answered]
+    if pending and len(last.tool_calls) == 1:
+        return "call_memory_tool"
     if pending:
         return [Send("call_memory_tool", [{**c, "type": "tool_call"}]) for c in pending]
     if last.tool_calls or last.invalid_tool_calls:

@@ -122,8 +122,9 @@ class ConversationSearchArgs(_HeartbeatArgs):
     """
 
     query: str = Field(description="What to look for: a few topic words.")
-    roles: list[Literal["user", "assistant"]] = Field(
-        default_factory=list, description="Only messages from these roles."
+    roles: list[Literal["user", "assistant", "event"]] = Field(
+        default_factory=list,
+        description="Only messages from these roles ('event': what the host reported).",
     )
     start_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
     end_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")

@@ -131,6 +131,26 @@ def test_an_event_is_in_recall_under_its_own_role(tmp_path: Path) -> None:
     assert agent.memory.recall.search("parquet output format", roles=["user"]).hits == []
 
 
+def test_the_model_finds_an_event_by_filtering_conversation_search_to_events(
+    tmp_path: Path,
+) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("core_memory_append", label="human", content="x")),
+            step(call("conversation_search", query="output format", roles=["event"])),
+            step(call("send_message", message="It changed to Parquet.")),
+        ],
+    )
+    agent.run(events=[{**CONFIG_CHANGED, "id": "evt-1"}])
+    agent.config = {"configurable": {"thread_id": "t2"}}  # the event is out of view there
+    agent.run(messages=[HumanMessage("What did the host tell you about the output format?")])
+
+    result = agent.model.calls[2][-1]
+    assert "event:" in str(result.content) and "output_format: parquet" in str(result.content)
+    assert "No match with the filters" not in str(result.content)
+
+
 def test_events_beside_a_user_message_still_get_the_user_a_reply(tmp_path: Path) -> None:
     agent = Agent(
         tmp_path,

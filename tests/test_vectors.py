@@ -533,3 +533,25 @@ def test_two_databases_never_share_a_loaded_index(tmp_path: Path) -> None:
     assert indexes[0].scores(vectors[0], [1])[1] == pytest.approx(1.0, abs=1e-5)
     assert indexes[1].search(vectors[1], 1) == [(1, pytest.approx(1.0, abs=1e-5))]
     assert indexes[0].search(vectors[0], 1) == [(1, pytest.approx(1.0, abs=1e-5))]
+
+
+def test_a_search_from_any_thread_runs_faiss_on_one_thread(make_index: MakeIndex) -> None:
+    """OpenMP's thread count is per calling thread; LangGraph runs tools on worker threads."""
+    import threading
+
+    import faiss
+
+    index = make_index()
+    index.upsert([1, 2, 3], random_unit(3))
+    index.search(random_unit(1, seed=9)[0], k=2)  # this thread
+    seen: list[int] = []
+
+    def search_in_a_new_thread() -> None:
+        index.search(random_unit(1, seed=9)[0], k=2)
+        seen.append(faiss.omp_get_max_threads())
+
+    for _ in range(2):
+        worker = threading.Thread(target=search_in_a_new_thread)
+        worker.start()
+        worker.join()
+    assert seen == [1, 1]

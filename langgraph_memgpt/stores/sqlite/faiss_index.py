@@ -72,25 +72,24 @@ class IndexState:
         self.unsaved = 0  # changes since the cache file was written
 
 
-_SEARCH_GUARD = threading.Lock()
-_SEARCH_THREADS_SET = False
+_SEARCH_THREADS = threading.local()
 
 
 def _use_one_search_thread() -> None:
-    """Give FAISS one OpenMP thread, once per process.
+    """Give FAISS one OpenMP thread in the calling thread, once per thread.
 
     One query on busy cores runs faster on one thread than on several fighting over them
-    (``benchmarks/archival_1m.py`` compares 1 and 2). Setting and restoring
-    the count around each search, from several threads at once, raced: one thread's
-    restore undid another's setting mid-search.
+    (``benchmarks/archival_1m.py`` compares 1 and 2). OpenMP keeps the count per calling
+    thread, and a search usually runs on a worker thread (LangGraph runs each tool call
+    on its executor's threads, new ones per tool step): set once per process, from one
+    thread, it left the others at the default, each search starting a team of threads that
+    spin on the cores the embedding model needs. Setting and restoring the count around
+    each search raced instead (one thread's restore undid another's setting mid-search).
     """
-    global _SEARCH_THREADS_SET
-    if _SEARCH_THREADS_SET:
+    if getattr(_SEARCH_THREADS, "one", False):
         return
-    with _SEARCH_GUARD:
-        if not _SEARCH_THREADS_SET:
-            load_faiss().omp_set_num_threads(1)
-            _SEARCH_THREADS_SET = True
+    load_faiss().omp_set_num_threads(1)
+    _SEARCH_THREADS.one = True
 
 
 # ---------------------------------------------------------------------- kinds
