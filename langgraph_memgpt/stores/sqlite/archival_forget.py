@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlite_utils
@@ -28,6 +29,7 @@ from langgraph_memgpt.stores.sqlite.vectors import VectorIndex, delete_items_wit
 from langgraph_memgpt.stores.types import Passage
 
 
+@dataclass(frozen=True)
 class ArchivalForgetting:
     """Deletes one agent's archival passages (``ArchivalMemory.delete`` and ``delete_all``).
 
@@ -39,19 +41,11 @@ class ArchivalForgetting:
         cache_dir: Folder of the FAISS caches (the no-model path edits them directly).
     """
 
-    def __init__(
-        self,
-        db: sqlite_utils.Database,
-        agent_id: str,
-        index: VectorIndex | None,
-        parts: PartIndex | None,
-        cache_dir: Path,
-    ) -> None:
-        self.db = db
-        self.agent_id = agent_id
-        self.index = index
-        self.parts = parts
-        self.cache_dir = cache_dir
+    db: sqlite_utils.Database
+    agent_id: str
+    index: VectorIndex | None
+    parts: PartIndex | None
+    cache_dir: Path
 
     def passages(self, ids: list[int], actor: str, detail: str) -> list[Passage]:
         """Delete these passages (sorted ids) of the agent, each logged; returns them."""
