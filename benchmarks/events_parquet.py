@@ -12,8 +12,14 @@ the event turn, whether the answer says Parquet, the model calls and seconds of 
 and whether the event turn sent anything (it should not). Baseline: the same question
 with no event (``--no-event``) answers JSON: what the agent would say without the watcher.
 
-Run: ``/work/coord/real-model .venv/bin/python benchmarks/events_parquet.py [--model local]
-[--repeat 3] [--json out.json]``
+``--scenario`` picks another file change: ``parquet`` is the issue's (the event note and the
+small-model rules were tuned on it); ``timezone`` (a setting in ``settings.toml`` that core
+memory quotes changes) and ``unrelated`` (a grocery list changes: core memory must stay as
+it is) were written after the tuning and never tuned on. "Says the new value" counts only
+when the old one is gone from ``human``.
+
+Run: ``.venv/bin/python benchmarks/events_parquet.py [--model local] [--repeat 3]
+[--scenario parquet|timezone|unrelated] [--json out.json]``
 """
 
 from __future__ import annotations
@@ -41,6 +47,38 @@ from langgraph_memgpt.watch import Watcher, watch_thread  # noqa: E402
 
 HUMAN = "Name: Ada\nPreferred output format: JSON (set in config.yaml)"
 QUESTION = "What is my preferred output format?"
+
+SCENARIOS: dict[str, dict[str, str]] = {
+    # The issue's scenario: the event note and the small-model rules were tuned on it.
+    "parquet": {
+        "human": HUMAN,
+        "file": "config.yaml",
+        "before": "report: weekly\noutput_format: json\n",
+        "after": "report: weekly\noutput_format: parquet\n",
+        "question": QUESTION,
+        "new": "parquet",
+        "old": "json",
+    },
+    # Held out (written after the tuning, never tuned on).
+    "timezone": {
+        "human": "Name: Ravi\nWorks from Berlin; calendar timezone Europe/Berlin (settings.toml)",
+        "file": "settings.toml",
+        "before": 'editor = "vim"\ntimezone = "Europe/Berlin"\n',
+        "after": 'editor = "vim"\ntimezone = "America/Toronto"\n',
+        "question": "Which timezone is my calendar in?",
+        "new": "toronto",
+        "old": "berlin",
+    },
+    "unrelated": {
+        "human": "Name: Mei\nPrefers answers in British English.",
+        "file": "notes.txt",
+        "before": "groceries: eggs, rice\n",
+        "after": "groceries: eggs, rice, lemons\n",
+        "question": "Which English do I prefer for answers?",
+        "new": "british",
+        "old": "",
+    },
+}
 DEADLINE_S = 1800.0
 
 
@@ -50,19 +88,21 @@ def _model_calls(messages: list[Any]) -> int:
     )
 
 
-def run_once(model: Any, event: bool) -> dict[str, Any]:
+def run_once(model: Any, event: bool, scenario: dict[str, str] | None = None) -> dict[str, Any]:
     """One repetition in a fresh data dir; returns what it measured."""
+    scenario = scenario or SCENARIOS["parquet"]
+    human_seed = scenario["human"]
     graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
     with tempfile.TemporaryDirectory(prefix="events-parquet-") as root:
         data = Path(root) / "data"
-        ctx = Context(agent_id="ada", data_dir=str(data), human=HUMAN, max_steps=6)
-        open_memory(data, "ada").core.ensure_defaults(persona=ctx.persona, human=HUMAN)
+        ctx = Context(agent_id="ada", data_dir=str(data), human=human_seed, max_steps=6)
+        open_memory(data, "ada").core.ensure_defaults(persona=ctx.persona, human=human_seed)
         result: dict[str, Any] = {"event": event}
         if event:
             folder = Path(root) / "project"
             folder.mkdir()
-            config_file = folder / "config.yaml"
-            config_file.write_text("report: weekly\noutput_format: json\n")
+            config_file = folder / scenario["file"]
+            config_file.write_text(scenario["before"])
             thread: Any = {"configurable": {"thread_id": watch_thread("ada")}}
             outputs: queue.Queue[tuple[float, dict[str, Any], list[dict[str, str]]]] = queue.Queue()
 
@@ -77,7 +117,7 @@ def run_once(model: Any, event: bool) -> dict[str, Any]:
             worker = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
             worker.start()
             ready.wait(60)
-            config_file.write_text("report: weekly\noutput_format: parquet\n")
+            config_file.write_text(scenario["after"])
             seconds, out, events = outputs.get(timeout=DEADLINE_S)
             stop.set()
             worker.join(60)
@@ -87,20 +127,29 @@ def run_once(model: Any, event: bool) -> dict[str, Any]:
                 event_text=[e["text"] for e in events],
                 event_seconds=round(seconds, 1),
                 event_model_calls=_model_calls(messages),
+                event_calls=[
+                    {"name": c["name"], "args": c["args"]}
+                    for m in messages
+                    if isinstance(m, AIMessage) and not m.additional_kwargs.get(REPLY_FLAG)
+                    for c in m.tool_calls
+                ],
                 event_outcome=out.get("event_outcome"),
                 event_sent_reply=any(m.additional_kwargs.get(REPLY_FLAG) for m in messages),
                 human_after=human,
-                core_says_parquet="parquet" in human.lower(),
+                core_unchanged=human == human_seed,
+                core_says_parquet=scenario["new"] in human.lower()
+                and (not scenario["old"] or scenario["old"] not in human.lower()),
             )
         asked: Any = {"configurable": {"thread_id": "question"}}
         started = time.perf_counter()
-        out = graph.invoke({"messages": [HumanMessage(QUESTION)]}, asked, context=ctx)
+        question = scenario["question"]
+        out = graph.invoke({"messages": [HumanMessage(question)]}, asked, context=ctx)
         answer = str(out["messages"][-1].content)
         result.update(
             answer=answer,
             answer_seconds=round(time.perf_counter() - started, 1),
-            answer_says_parquet="parquet" in answer.lower(),
-            answer_says_json="json" in answer.lower(),
+            answer_says_parquet=scenario["new"] in answer.lower(),
+            answer_says_json=bool(scenario["old"]) and scenario["old"] in answer.lower(),
         )
         close_all()
     return result
@@ -113,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-event", action="store_true", help="baseline: no file change")
     parser.add_argument("--json", type=Path, help="write every repetition here")
+    parser.add_argument(
+        "--scenario",
+        choices=sorted(SCENARIOS),
+        default="parquet",
+        help="parquet: the issue's (tuned on); timezone, unrelated: held out",
+    )
     args = parser.parse_args(argv)
     from langgraph_memgpt.llm.factory import resolve_model
 
@@ -120,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     model = resolve_model(args.model)
     runs = []
     for number in range(args.repeat):
-        result = run_once(model, event=not args.no_event)
+        result = run_once(model, event=not args.no_event, scenario=SCENARIOS[args.scenario])
         runs.append(result)
         print(f"--- repetition {number + 1}")
         print(json.dumps(result, indent=2))
@@ -129,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         "core_says_parquet": sum(bool(r.get("core_says_parquet")) for r in runs),
         "answer_says_parquet": sum(r["answer_says_parquet"] for r in runs),
         "event_sent_reply": sum(bool(r.get("event_sent_reply")) for r in runs),
+        "core_unchanged": sum(bool(r.get("core_unchanged")) for r in runs),
+        "scenario": args.scenario,
     }
     print("=== totals", json.dumps(totals))
     if args.json:

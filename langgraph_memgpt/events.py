@@ -39,7 +39,8 @@ MAX_EVENTS = 100
 """Events one run may carry: more is a host flooding the agent, each costs prompt tokens."""
 EVENT_NOTE = (
     "[System event from {source}, {time}. This is the host, not the user: nobody is waiting "
-    "for a reply, so do not call send_message. Update memory if this changes what you know.]"
+    "for a reply, so do not call send_message. If this changes what your core memory says, "
+    "correct that line where it is (block 'human' for the user).]"
 )
 
 

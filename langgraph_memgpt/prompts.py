@@ -257,6 +257,17 @@ AUTO_SEARCH_NOTE = (
     "If no result above answers it, say you do not know.)"
 )
 
+EVENT_REPLY_HELD_BACK = (
+    "Not sent: this turn is a system event from the host, and nobody is waiting for a "
+    "reply. If the event changes something your core memory says (a setting, a "
+    "preference, a fact about the user), correct that line now with core_memory_replace. "
+    "If nothing needs to change, you are done: call send_message again and nothing will "
+    "be sent."
+)
+"""A reply in an event-only turn (`nodes.call_memory_tool._event_turn_send`)."""
+
+EVENT_REPLY_NOT_SENT = "Not sent: nobody is waiting for a reply to a system event."
+
 REPLY_ECHO = (
     "Not sent: that reply only copied the user's message back to them. Answer what they "
     "said instead (a short, friendly reply of your own), with send_message."

@@ -584,6 +584,12 @@ def non_editing(schemas: Sequence[dict[str, Any]]) -> list[str]:
     return [n for n in names if n not in MEMORY_TOOLS or not MEMORY_TOOLS[n].edits]
 
 
+def editing(schemas: Sequence[dict[str, Any]]) -> list[str]:
+    """Names of the bound tools that edit memory."""
+    names = [str(s.get("function", s)["name"]) for s in schemas]
+    return [n for n in names if n in MEMORY_TOOLS and MEMORY_TOOLS[n].edits]
+
+
 def tool_schemas(
     user_tools: Sequence[BaseTool] = (), *, compact: bool = False
 ) -> list[dict[str, Any]]:

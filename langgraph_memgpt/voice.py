@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -393,30 +394,73 @@ def stated_text(prompt: Sequence[BaseMessage], question: str) -> str:
     return "\n".join(parts)
 
 
-def repair_reply(message: AIMessage, prompt: Sequence[BaseMessage], reply_tool: str) -> AIMessage:
-    """``message`` with its reply (``reply_tool``'s ``message``) said to the user, if needed.
+@dataclass(frozen=True)
+class ReplyVoice:
+    """How replies to one prompt are said to the user (`reply_voice`)."""
 
-    When the newest user message asks about the user, against everything they stated; when
-    it is news about themselves ("Hi, I'm Ada. I love teal." answered "I love the colour
-    teal."), against that news only, and stricter. Otherwise ``message`` itself.
+    repair: Callable[[str], str]
+    """The repaired reply; sentence by sentence, so whole sentences may be repaired alone."""
+    echo: bool
+    """Answering news, only first-person words change (else a sentence may gain a subject
+    or a relation at its start)."""
+
+    def settled(self, text: str) -> str:
+        """What of an unfinished reply may be shown already, repaired.
+
+        Its whole sentences, repaired; of the open sentence, answering news, the words
+        before its first first-person word (nothing else there can change).
+        """
+        ends = [m.end() for m in _SENTENCE.finditer(text)]
+        whole = ends[-1] if ends else 0
+        shown = self.repair(text[:whole]) if whole else ""
+        if self.echo:
+            rest = text[whole:]
+            first = _FIRST_PERSON.search(rest)
+            shown += rest[: first.start() if first else _last_word_start(rest)]
+        return shown
+
+
+def _last_word_start(text: str) -> int:
+    """Where the last (maybe unfinished) word of ``text`` starts: it may still become "I'm"."""
+    return len(text.rstrip()) - len(text.rstrip().split(" ")[-1]) if text.strip() else 0
+
+
+def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
+    """The repair a reply to ``prompt`` gets, or None when replies to it are left alone.
+
+    When the newest user message asks about the user, `to_the_user` against everything
+    they stated; when it is news about themselves ("Hi, I'm Ada. I love teal." answered "I
+    love the colour teal."), against that news only, and stricter.
     """
     from langgraph_memgpt.auto_search import is_memory_question
 
-    if not any(c["name"] == reply_tool for c in message.tool_calls):
-        return message
     question = user_question(prompt)
     if question is None:
-        return message
+        return None
     echo = not is_memory_question(question)
     if echo and (question.rstrip().endswith("?") or not _FIRST_PERSON.search(question)):
-        return message
+        return None
     stated = question if echo else stated_text(prompt, question)
+    asked = "" if echo else question
+    return ReplyVoice(lambda text: to_the_user(text, asked, stated, echo=echo), echo)
+
+
+def repair_reply(message: AIMessage, prompt: Sequence[BaseMessage], reply_tool: str) -> AIMessage:
+    """``message`` with its reply (``reply_tool``'s ``message``) said to the user.
+
+    ``message`` itself when no repair applies (`reply_voice`) or none changes it.
+    """
+    if not any(c["name"] == reply_tool for c in message.tool_calls):
+        return message
+    voice = reply_voice(prompt)
+    if voice is None:
+        return message
     calls = []
     changed = False
     for call in message.tool_calls:
         text = call["args"].get("message")
         if call["name"] == reply_tool and isinstance(text, str):
-            fixed = to_the_user(text, "" if echo else question, stated, echo=echo)
+            fixed = voice.repair(text)
             if fixed != text:
                 call = {**call, "args": {**call["args"], "message": fixed}}
                 changed = True

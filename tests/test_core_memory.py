@@ -106,6 +106,21 @@ def test_replace_of_text_that_occurs_twice_asks_for_more_context(core: CoreMemor
         core.replace("human", "likes tea", "likes coffee")
 
 
+def test_replace_finds_text_copied_in_another_case_when_only_one_place_matches(
+    core: CoreMemory,
+) -> None:
+    core.append("human", "Name: Ada\nPreferred output format: JSON (set in config.yaml)")
+    changed = core.replace("human", "preferred output format: json", "Preferred format: Parquet")
+    assert changed.value == "Name: Ada\nPreferred format: Parquet (set in config.yaml)"
+
+
+def test_replace_in_another_case_is_refused_when_two_places_match(core: CoreMemory) -> None:
+    core.append("human", "Likes Tea\nsister likes tea")
+    with pytest.raises(BlockEditError, match="was not found"):
+        core.replace("human", "LIKES TEA", "likes coffee")
+    assert core.get("human").value == "Likes Tea\nsister likes tea"
+
+
 def test_empty_old_content_is_an_error(core: CoreMemory) -> None:
     with pytest.raises(BlockEditError, match="old_content is empty"):
         core.replace("human", "", "anything")

@@ -164,11 +164,39 @@ def test_events_beside_a_user_message_still_get_the_user_a_reply(tmp_path: Path)
     assert "event_outcome" not in out or out["event_outcome"] is None
 
 
-def test_the_model_may_still_choose_to_tell_the_user(tmp_path: Path) -> None:
-    agent = Agent(tmp_path, [step(call("send_message", message="Your config now says Parquet."))])
+def test_a_reply_to_an_event_is_held_back_so_the_model_may_edit_memory(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("send_message", message="Got it, Parquet from now on!")),
+            step(call("core_memory_append", label="human", content="Output format: Parquet")),
+        ],
+    )
     out = agent.run(events=[CONFIG_CHANGED])
-    assert out["messages"][-1].content == "Your config now says Parquet."
-    assert out["event_outcome"]["replied"] is True
+
+    held = agent.model.calls[1][-1]
+    assert "Not sent" in str(held.content) and "core_memory_replace" in str(held.content)
+    assert replies(agent.state()["messages"]) == []
+    assert out["event_outcome"]["replied"] is False
+    assert [e["args"]["content"] for e in out["event_outcome"]["edits"]] == [
+        "Output format: Parquet"
+    ]
+    assert "Output format: Parquet" in agent.memory.core.get("human").value
+
+
+def test_an_event_turn_sends_nothing_even_when_the_model_insists(tmp_path: Path) -> None:
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("send_message", message="Your config now says Parquet.")),
+            step(call("send_message", message="Really: Parquet.")),
+        ],
+    )
+    out = agent.run(events=[CONFIG_CHANGED])
+
+    assert agent.model.remaining == 0  # the second reply ended the turn
+    assert replies(agent.state()["messages"]) == []
+    assert out["event_outcome"]["replied"] is False
 
 
 @pytest.mark.parametrize(
@@ -228,3 +256,29 @@ def test_a_user_turn_after_an_event_turn_clears_its_outcome(tmp_path: Path) -> N
     out = agent.run(messages=[HumanMessage("which format?")])
     assert out["messages"][-1].content == "Parquet."
     assert out["event_outcome"] is None
+
+
+class _SmallScriptedModel(ScriptedChatModel):
+    """A scripted model that declares itself small, as the embedded one does."""
+
+    compact_tools: bool = True
+    accepts_step_tools: bool = True
+
+
+def test_a_small_model_answering_events_alone_may_only_edit_memory(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, [])
+    agent.model = _SmallScriptedModel.from_steps(
+        [
+            step(call("core_memory_append", label="human", content="Output format: Parquet")),
+            step(call("send_message", message="Parquet it is.")),
+        ]
+    )
+    agent.graph = build_graph(model=agent.model, memory=agent.backend).compile(
+        checkpointer=InMemorySaver()
+    )
+    agent.run(events=[CONFIG_CHANGED])
+    allowed = set(agent.model.call_kwargs[0]["step_tools"])
+    assert allowed == {"core_memory_append", "core_memory_replace", "archival_memory_insert"}
+
+    agent.run(messages=[HumanMessage("Thanks, sounds good.")])  # a user waits: any tool
+    assert "step_tools" not in agent.model.call_kwargs[1]

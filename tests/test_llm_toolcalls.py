@@ -479,3 +479,27 @@ def test_the_wrapper_streams_the_raw_text_then_the_same_calls_as_invoke() -> Non
     assert [c["name"] for c in merged.tool_calls] == ["core_memory_append", "send_message"]
     growing = [s for s in seen if s]
     assert growing[-1] == "Hello Ada, lovely to meet you!" and len(set(growing)) >= 3
+
+
+def test_a_streamed_reply_is_said_to_the_user_as_it_streams() -> None:
+    """The repaired reply streams; a UI never shows the first-person one it replaces."""
+    reply = "Hi Ada! I love the colour teal. It is such a calming colour."
+    calls = [{"name": "send_message", "arguments": {"message": reply}}]
+    inner = ScriptedChatModel.from_steps([json.dumps(calls)])
+    inner.stream_piece = 4
+    model = LocalToolCallingChatModel(
+        inner=inner, reply_tool="send_message", companions=("core_memory_append",)
+    ).bind_tools([send_message, core_memory_append])
+
+    chunks = list(model.stream([HumanMessage("Hi, I'm Ada. I love the colour teal.")]))
+    merged = chunks[0]
+    seen: list[str] = []
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+        seen.append(reply_so_far(merged) or "")
+    final = "Hi Ada! You love the colour teal. It is such a calming colour."
+    assert merged.tool_calls[-1]["args"]["message"] == final
+    growing = [s for s in seen if s]
+    assert all(final.startswith(s) for s in growing), "nothing shown is taken back"
+    assert len(set(growing)) >= 5 and growing[-1] == final
+    assert "Hi Ada! " in growing, "a sentence without the user's words goes out at once"

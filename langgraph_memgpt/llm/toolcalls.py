@@ -19,6 +19,7 @@ both around every call.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import uuid
@@ -39,7 +40,8 @@ from langgraph_memgpt.auto_save import add_missing_notes
 from langgraph_memgpt.core_gate import drop_ungrounded_notes
 from langgraph_memgpt.llm.chunks import message_chunks
 from langgraph_memgpt.llm.errors import is_context_overflow
-from langgraph_memgpt.voice import repair_reply
+from langgraph_memgpt.llm.voiced_stream import VoicedRaw
+from langgraph_memgpt.voice import repair_reply, reply_voice
 
 RAW_TEXT_KEY = "memgpt_raw_text"
 """Key of the model's raw JSON text in streamed chunks: the calls are parsed at the end,
@@ -552,6 +554,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         """The raw JSON text as it comes (under `RAW_TEXT_KEY`), then the parsed calls."""
         messages, request, names, plain = self._prepare(messages, kwargs)
         pieces: list[str] = []
+        voiced = self._voiced(messages)
         try:
             try:
                 chunks = iter(self.inner._stream(messages, stop=stop, **request))
@@ -562,15 +565,16 @@ class LocalToolCallingChatModel(BaseChatModel):
                 self.inner = self.reconnect()
                 chunks = iter(self.inner._stream(messages, stop=stop, **request))
                 first = next(chunks, None)
-            if first is not None:
-                pieces.append(str(first.message.text))
-                yield _raw_chunk(str(first.message.text))
-            for chunk in chunks:
+            for chunk in itertools.chain([first] if first is not None else [], chunks):
                 pieces.append(str(chunk.message.text))
-                yield _raw_chunk(str(chunk.message.text))
+                out = voiced.add(pieces[-1]) if voiced else pieces[-1]
+                if out:
+                    yield _raw_chunk(out)
         except Exception as exc:
             _raise_if_context_overflow(exc)
             raise
+        if voiced and (tail := voiced.end()):
+            yield _raw_chunk(tail)
         yield self._parsed_chunk("".join(pieces), names, plain, messages)
 
     async def _astream(
@@ -583,14 +587,26 @@ class LocalToolCallingChatModel(BaseChatModel):
         """`_stream` on the event loop."""
         messages, request, names, plain = self._prepare(messages, kwargs)
         pieces: list[str] = []
+        voiced = self._voiced(messages)
         try:
             async for chunk in self.inner._astream(messages, stop=stop, **request):
                 pieces.append(str(chunk.message.text))
-                yield _raw_chunk(str(chunk.message.text))
+                out = voiced.add(pieces[-1]) if voiced else pieces[-1]
+                if out:
+                    yield _raw_chunk(out)
         except Exception as exc:
             _raise_if_context_overflow(exc)
             raise
+        if voiced and (tail := voiced.end()):
+            yield _raw_chunk(tail)
         yield self._parsed_chunk("".join(pieces), names, plain, messages)
+
+    def _voiced(self, prompt: list[BaseMessage]) -> VoicedRaw | None:
+        """The streamed reply's voice repair for this prompt (see `llm.voiced_stream`)."""
+        if self.reply_tool is None:
+            return None
+        voice = reply_voice(prompt)
+        return VoicedRaw(voice, self.reply_tool) if voice is not None else None
 
     def _parsed_chunk(
         self, raw: str, names: list[str], plain: bool, prompt: list[BaseMessage]

@@ -43,6 +43,7 @@ from langgraph.types import Command
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.event_turn import awaits_reply
 from langgraph_memgpt.main_context import (
     CUT_CALLS_FLAG,
     latest_user_index,
@@ -168,6 +169,9 @@ class ToolRules:
                 request = request.override(tool_call=whole)
                 call = whole
         if name == "send_message":
+            unsent = _event_turn_send(call, request.state, limit)
+            if unsent is not None:
+                return unsent
             reason = _hold_back_reason(call, message, request.state, self.deps.user_tools)
             if reason:
                 return _failed(call, reason, limit, held_back=True)
@@ -325,6 +329,29 @@ def _in_subgraph(request: ToolCallRequest) -> bool:
     """A handoff needs a graph to hand control to: the namespace is "parent:task|node:task"."""
     config = request.runtime.config or {}
     return NAMESPACE_SEPARATOR in str(config.get("configurable", {}).get("checkpoint_ns", ""))
+
+
+def _event_turn_send(call: ToolCall, state: Any, limit: int) -> ToolMessage | None:
+    """A reply in a turn that only events opened: never sent, since nobody is waiting.
+
+    A small model answers an event ("config.yaml changed ...") with a chat reply instead of
+    correcting the memory the event contradicts. The first such reply is held back with a
+    note saying so (the model gets another step to edit memory); a second one ends the
+    turn, still unsent. None when a user waits for this turn's reply.
+    """
+    queue: list[AnyMessage] = (
+        list(state.get("messages") or []) if isinstance(state, Mapping) else []
+    )
+    if not queue or awaits_reply(queue):
+        return None
+    index = latest_user_index(queue) or 0
+    noted = any(
+        isinstance(m, ToolMessage) and prompts.EVENT_REPLY_HELD_BACK in content_text(m)
+        for m in queue[index:]
+    )
+    if noted:
+        return _failed(call, prompts.EVENT_REPLY_NOT_SENT, limit, goto_respond=True)
+    return _failed(call, prompts.EVENT_REPLY_HELD_BACK, limit, held_back=True)
 
 
 def _hold_back_reason(

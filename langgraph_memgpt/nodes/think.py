@@ -37,7 +37,7 @@ from langgraph_memgpt.main_context import (
 from langgraph_memgpt.memory_tools import failed_message
 from langgraph_memgpt.state import State
 from langgraph_memgpt.streaming import astream_step, hide, stream_step
-from langgraph_memgpt.tools import non_editing
+from langgraph_memgpt.tools import editing, non_editing
 
 
 def _with_call_ids(message: AIMessage) -> AIMessage:
@@ -109,6 +109,10 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             # A small model asked about the user tends to save something while answering
             # (a copy of what it already holds): this step may search or reply, not edit.
             kwargs["step_tools"] = non_editing(schemas)
+        elif step_tools and not asked:
+            # Events alone, nobody waiting: a small model answers the host with a chat
+            # reply (held back, and again) instead of correcting what the event changed.
+            kwargs["step_tools"] = editing(schemas)
         return _Call(update, chat.bind_tools(schemas), list(prompt), kwargs, searched)
 
     def overflowed(state: State, runtime: Runtime[Context], call: _Call) -> dict[str, Any]:

@@ -152,9 +152,18 @@ def block_from_row(row: Sequence[Any]) -> Block:
 
 
 def replaced(block: Block, old: str, new: str) -> str:
-    """The value of ``block`` with its one occurrence of ``old`` replaced by ``new``."""
+    """The value of ``block`` with its one occurrence of ``old`` replaced by ``new``.
+
+    An ``old`` found nowhere as written but once when case is ignored is that occurrence: a
+    small model copies "Preferred format: JSON" back as "preferred format: json", and the
+    one place it means is not in doubt.
+    """
     found = block.value.count(old)
     if found == 0:
+        loose = list(re.finditer(re.escape(old), block.value, re.IGNORECASE))
+        if len(loose) == 1:
+            start, end = loose[0].span()
+            return block.value[:start] + new + block.value[end:]
         raise BlockEditError(
             f"Edit failed: the text {_quote(old)} was not found in block '{block.label}'. "
             "Copy the exact text to change, character for character, from the block "
