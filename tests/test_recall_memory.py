@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_texts, normalize
-from langgraph_memgpt.stores.sqlite import vectors as vectors_module
+from langgraph_memgpt.stores.sqlite import faiss_index
 from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.sqlite.fts import match_phrase
 from langgraph_memgpt.stores.sqlite.recall import RecallMemory
@@ -664,7 +664,7 @@ def test_vectors_that_no_longer_change_turn_hnsw_as_they_grow(
 ) -> None:
     hybrid = sqlite_hybrid
     # Vectors that are still re-pooled (the tail) stay where deleting is cheap.
-    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 3)
+    monkeypatch.setattr(faiss_index, "AUTO_HNSW_MIN_VECTORS", 3)
     hybrid.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
     hybrid.close()
     assert hybrid.vectors is not None
