@@ -15,8 +15,11 @@ with no event (``--no-event``) answers JSON: what the agent would say without th
 ``--scenario`` picks another file change: ``parquet`` is the issue's (the event note and the
 small-model rules were tuned on it); ``timezone`` (a setting in ``settings.toml`` that core
 memory quotes changes) and ``unrelated`` (a grocery list changes: core memory must stay as
-it is) were written after the tuning and never tuned on. "Says the new value" counts only
-when the old one is gone from ``human``.
+it is) were written after the tuning; the second showed that offering appends made the
+model save the file's content in ``human``, so the rules changed on it (no longer held
+out). ``rotated`` (a credential file changes: its content withheld, core memory must stay)
+and ``editor`` (a setting core memory quotes) were written after that change and never
+tuned on. "Says the new value" counts only when the old one is gone from ``human``.
 
 Run: ``.venv/bin/python benchmarks/events_parquet.py [--model local] [--repeat 3]
 [--scenario parquet|timezone|unrelated] [--json out.json]``
@@ -67,7 +70,26 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "after": 'editor = "vim"\ntimezone = "America/Toronto"\n',
         "question": "Which timezone is my calendar in?",
         "new": "toronto",
-        "old": "berlin",
+        "old": "europe/berlin",
+    },
+    # Held out again: written after the rules changed on the two above.
+    "rotated": {
+        "human": "Name: Lina\nDeploys with the key in deploy.env; on-call on Fridays.",
+        "file": "deploy.env",
+        "before": "DEPLOY_KEY=abc123old\n",
+        "after": "DEPLOY_KEY=zz987new\n",
+        "question": "Which day am I on call?",
+        "new": "friday",
+        "old": "",
+    },
+    "editor": {
+        "human": "Name: Tom\nWrites code in Emacs (editor setting in .toolrc).",
+        "file": ".toolrc",
+        "before": "theme=dark\neditor=emacs\n",
+        "after": "theme=dark\neditor=neovim\n",
+        "question": "Which editor do I write code in?",
+        "new": "neovim",
+        "old": "emacs",
     },
     "unrelated": {
         "human": "Name: Mei\nPrefers answers in British English.",
@@ -166,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         "--scenario",
         choices=sorted(SCENARIOS),
         default="parquet",
-        help="parquet: the issue's (tuned on); timezone, unrelated: held out",
+        help="parquet: the issue's (tuned on); timezone, unrelated: held out, then seen; "
+        "rotated, editor: held out",
     )
     args = parser.parse_args(argv)
     from langgraph_memgpt.llm.factory import resolve_model

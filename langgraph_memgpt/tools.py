@@ -584,10 +584,16 @@ def non_editing(schemas: Sequence[dict[str, Any]]) -> list[str]:
     return [n for n in names if n not in MEMORY_TOOLS or not MEMORY_TOOLS[n].edits]
 
 
-def editing(schemas: Sequence[dict[str, Any]]) -> list[str]:
-    """Names of the bound tools that edit memory."""
+EVENT_TOOLS = ("core_memory_replace", "archival_memory_insert")
+"""What a small model may call in a turn only events opened: correct the line of core memory
+the event changed, or keep the event in archival. Offered appends too, it wrote a file's new
+content ("groceries: eggs, rice, lemons") into ``human`` as a fact about the user."""
+
+
+def for_events(schemas: Sequence[dict[str, Any]]) -> list[str]:
+    """Names of the bound tools a small model may call answering events (`EVENT_TOOLS`)."""
     names = [str(s.get("function", s)["name"]) for s in schemas]
-    return [n for n in names if n in MEMORY_TOOLS and MEMORY_TOOLS[n].edits]
+    return [n for n in names if n in EVENT_TOOLS]
 
 
 def tool_schemas(
