@@ -18,8 +18,10 @@ memory quotes changes) and ``unrelated`` (a grocery list changes: core memory mu
 it is) were written after the tuning; the second showed that offering appends made the
 model save the file's content in ``human``, so the rules changed on it (no longer held
 out). ``rotated`` (a credential file changes: its content withheld, core memory must stay)
-and ``editor`` (a setting core memory quotes) were written after that change and never
-tuned on. "Says the new value" counts only when the old one is gone from ``human``.
+and ``editor`` (a setting core memory quotes) were written after that change; ``editor``
+failed (the model copied the file's ``editor=emacs`` as the text to replace, which core
+memory words differently), and the replace refusal changed on it; ``shell`` and ``city``
+were written before that change and never tuned on. "Says the new value" counts only when the old one is gone from ``human``.
 
 Run: ``.venv/bin/python benchmarks/events_parquet.py [--model local] [--repeat 3]
 [--scenario parquet|timezone|unrelated] [--json out.json]``
@@ -90,6 +92,25 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "question": "Which editor do I write code in?",
         "new": "neovim",
         "old": "emacs",
+    },
+    # Held out a third time: written before the replace refusal named the lines it means.
+    "shell": {
+        "human": "Name: Iris\nUses zsh as her login shell.",
+        "file": ".profile",
+        "before": "export EDITOR=nano\nSHELL=/bin/zsh\n",
+        "after": "export EDITOR=nano\nSHELL=/usr/bin/fish\n",
+        "question": "Which shell do I use?",
+        "new": "fish",
+        "old": "zsh",
+    },
+    "city": {
+        "human": "Name: Jon\nGets weather reports for Lyon (city in weather.ini).",
+        "file": "weather.ini",
+        "before": "[report]\ncity=Lyon\nhour=7\n",
+        "after": "[report]\ncity=Porto\nhour=7\n",
+        "question": "For which city do I get weather reports?",
+        "new": "porto",
+        "old": "lyon",
     },
     "unrelated": {
         "human": "Name: Mei\nPrefers answers in British English.",
@@ -189,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(SCENARIOS),
         default="parquet",
         help="parquet: the issue's (tuned on); timezone, unrelated: held out, then seen; "
-        "rotated, editor: held out",
+        "rotated, editor: held out, then seen; shell, city: held out",
     )
     args = parser.parse_args(argv)
     from langgraph_memgpt.llm.factory import resolve_model
