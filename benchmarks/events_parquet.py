@@ -21,7 +21,8 @@ out). ``rotated`` (a credential file changes: its content withheld, core memory 
 and ``editor`` (a setting core memory quotes) were written after that change; ``editor``
 failed (the model copied the file's ``editor=emacs`` as the text to replace, which core
 memory words differently), and the replace refusal changed on it; ``shell`` and ``city``
-were written before that change and never tuned on. "Says the new value" counts only when the old one is gone from ``human``.
+were written before that change and never tuned on. "Says the new value" counts only
+when the old one is gone from ``human``.
 
 Run: ``.venv/bin/python benchmarks/events_parquet.py [--model local] [--repeat 3]
 [--scenario parquet|timezone|unrelated] [--json out.json]``
