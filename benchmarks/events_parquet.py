@@ -21,7 +21,9 @@ out). ``rotated`` (a credential file changes: its content withheld, core memory 
 and ``editor`` (a setting core memory quotes) were written after that change; ``editor``
 failed (the model copied the file's ``editor=emacs`` as the text to replace, which core
 memory words differently), and the replace refusal changed on it; ``shell`` and ``city``
-were written before that change and never tuned on. "Says the new value" counts only
+were written before that change and failed too (0 of 3, 1 of 3), and the embedded model's
+wrapper now corrects a changed value itself (`event_notes`); ``browser`` and ``team`` were
+written before that and never tuned on. "Says the new value" counts only
 when the old one is gone from ``human``.
 
 Run: ``.venv/bin/python benchmarks/events_parquet.py [--model local] [--repeat 3]
@@ -112,6 +114,25 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "question": "For which city do I get weather reports?",
         "new": "porto",
         "old": "lyon",
+    },
+    # Held out a fourth time: written before the wrapper corrected changed values itself.
+    "browser": {
+        "human": "Name: Noa\nReads the news in Firefox (default browser in apps.conf).",
+        "file": "apps.conf",
+        "before": "mail=thunderbird\nbrowser=firefox\n",
+        "after": "mail=thunderbird\nbrowser=chromium\n",
+        "question": "Which browser do I read the news in?",
+        "new": "chromium",
+        "old": "firefox",
+    },
+    "team": {
+        "human": "Name: Ola\nWorks on the billing team (team in profile.yml).",
+        "file": "profile.yml",
+        "before": "name: Ola\nteam: billing\n",
+        "after": "name: Ola\nteam: identity\n",
+        "question": "Which team do I work on?",
+        "new": "identity",
+        "old": "billing",
     },
     "unrelated": {
         "human": "Name: Mei\nPrefers answers in British English.",
@@ -211,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(SCENARIOS),
         default="parquet",
         help="parquet: the issue's (tuned on); timezone, unrelated: held out, then seen; "
-        "rotated, editor: held out, then seen; shell, city: held out",
+        "rotated, editor, shell, city: held out, then seen; browser, team: held out",
     )
     args = parser.parse_args(argv)
     from langgraph_memgpt.llm.factory import resolve_model

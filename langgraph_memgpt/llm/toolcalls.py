@@ -38,6 +38,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_memgpt.auto_save import add_missing_notes
 from langgraph_memgpt.core_gate import drop_ungrounded_notes
+from langgraph_memgpt.event_notes import correct_event_values
 from langgraph_memgpt.llm.chunks import message_chunks
 from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.llm.voiced_stream import VoicedRaw
@@ -497,6 +498,8 @@ class LocalToolCallingChatModel(BaseChatModel):
                     message = drop_ungrounded_notes(message, prompt, self.companions)
                     # ...and leaves facts the user stated unsaved (see `auto_save`).
                     message = add_missing_notes(message, prompt, self.reply_tool, self.companions)
+                    # ...and copies a changed setting's file line as the text to replace.
+                    message = correct_event_values(message, prompt)
             generations.append(
                 ChatGeneration(message=message, generation_info=generation.generation_info)
             )
