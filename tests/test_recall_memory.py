@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_texts, normalize
-from langgraph_memgpt.stores.sqlite import vectors as vectors_module
+from langgraph_memgpt.stores.sqlite import faiss_index
 from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.sqlite.fts import match_phrase
 from langgraph_memgpt.stores.sqlite.recall import RecallMemory
@@ -604,6 +604,33 @@ def test_message_ids_are_looked_up_without_reading_the_agent(
     assert any("recall_by_message (agent_id=? AND message_id=?)" in str(row) for row in plan)
 
 
+def test_the_ids_a_search_leaves_out_are_found_by_index_probes(
+    sqlite_recall: RecallMemory,
+) -> None:
+    # Bare message ids and (thread, message) pairs are looked up through the indexes: one
+    # OR of the two read every message of the agent (~20 ms at 100k, each search turn).
+    from langgraph_memgpt.stores.sqlite.recall_signals import RecallSignals
+
+    sqlite_recall.add([msg(i, f"note {i}", thread=f"t{i % 2}") for i in range(6)])
+    rows = dict(sqlite_recall.db.conn.execute("SELECT message_id, id FROM recall").fetchall())
+    left_out = ["agent-a-t0-0", ("t1", "agent-a-t1-3"), ("t0", "agent-a-t1-5"), "gone"]
+    statements: list[str] = []
+    sqlite_recall.db.conn.set_trace_callback(statements.append)
+    try:
+        signals = RecallSignals(
+            sqlite_recall, "b.agent_id = ?", ["agent-a"], narrowed=False, excluded=left_out
+        )
+        found = signals.excluded_rows()
+    finally:
+        sqlite_recall.db.conn.set_trace_callback(None)
+    # The pair names the thread: a message of another thread under that id is not left out.
+    assert found == sorted([rows["agent-a-t0-0"], rows["agent-a-t1-3"]])
+    (lookup,) = [s for s in statements if "json_each" in s]
+    plan = [str(r) for r in sqlite_recall.db.conn.execute(f"EXPLAIN QUERY PLAN {lookup}")]
+    probes = [line for line in plan if "SEARCH recall" in line]
+    assert len(probes) == 2 and all("message_id=?" in line for line in probes), plan
+
+
 def test_every_searchable_message_gets_turn_and_context_vectors(
     sqlite_hybrid: RecallMemory,
 ) -> None:
@@ -637,7 +664,7 @@ def test_vectors_that_no_longer_change_turn_hnsw_as_they_grow(
 ) -> None:
     hybrid = sqlite_hybrid
     # Vectors that are still re-pooled (the tail) stay where deleting is cheap.
-    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 3)
+    monkeypatch.setattr(faiss_index, "AUTO_HNSW_MIN_VECTORS", 3)
     hybrid.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
     hybrid.close()
     assert hybrid.vectors is not None

@@ -172,10 +172,14 @@ def test_the_process_keeps_a_bounded_number_of_memories_open(
         conn.execute("SELECT 1")
 
 
-def test_searches_from_several_threads_never_touch_faiss_thread_count(
+def test_searches_from_several_threads_set_faiss_to_one_thread_once_each(
     tmp_path: Path, embeddings: MiniLMEmbeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SQLite only: about FAISS's OpenMP threads (Postgres searches in the server)."""
+    """SQLite only: about FAISS's OpenMP threads (Postgres searches in the server).
+
+    OpenMP keeps the count per thread: each searching thread sets it once, never again
+    around its later searches (setting and restoring it per search raced between threads).
+    """
     memory = AgentMemory.open(tmp_path, "ada", embeddings)
     memory.archival.insert_many(ANIMALS + COOKING)
     memory.archival.search("pasta", mode="vector")
@@ -192,7 +196,7 @@ def test_searches_from_several_threads_never_touch_faiss_thread_count(
         worker.start()
     for worker in workers:
         worker.join()
-    assert calls == []
+    assert calls == [1] * len(workers)  # 10 searches each, one setting each
     assert faiss.omp_get_max_threads() == 1
     memory.close()
 

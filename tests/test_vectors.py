@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import sqlite_utils
 
-from langgraph_memgpt.stores.sqlite import vectors as vectors_module
+from langgraph_memgpt.stores.sqlite import faiss_index
 from langgraph_memgpt.stores.sqlite.db import open_db, transaction
 from langgraph_memgpt.stores.sqlite.vectors import IndexKind, VectorIndex, forget_loaded_indexes
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
@@ -407,7 +407,7 @@ def sidecar_kind(index: VectorIndex) -> str:
 def test_auto_index_is_exact_until_the_threshold_then_hnsw_for_good(
     make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 300)
+    monkeypatch.setattr(faiss_index, "AUTO_HNSW_MIN_VECTORS", 300)
     vectors = random_unit(400, seed=5)
     index = make_index(kind="auto")
     index.upsert(list(range(299)), vectors[:299])
@@ -433,7 +433,7 @@ def test_auto_index_never_builds_its_graph_while_holding_the_write_lock(
     make_index: MakeIndex, db: sqlite_utils.Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Building a graph takes seconds; other writers wait only 10 s for the lock.
-    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 100)
+    monkeypatch.setattr(faiss_index, "AUTO_HNSW_MIN_VECTORS", 100)
     vectors = random_unit(150, seed=8)
     index = make_index(kind="auto")
     with transaction(db):
@@ -452,7 +452,7 @@ def test_auto_index_opened_on_a_big_flat_cache_rebuilds_it_as_hnsw(
     flat = make_index(kind="flat")
     flat.upsert(list(range(120)), vectors)
     flat.persist()
-    monkeypatch.setattr(vectors_module, "AUTO_HNSW_MIN_VECTORS", 100)
+    monkeypatch.setattr(faiss_index, "AUTO_HNSW_MIN_VECTORS", 100)
     auto = reopen(make_index, kind="auto")
     assert [item for item, _ in auto.search(vectors[7], 1)] == [7]
     assert sidecar_kind(auto) == "hnsw"
@@ -500,6 +500,19 @@ def test_drop_tier_clears_vectors_so_another_model_can_be_used(
     assert not index.path.exists()
     fresh = make_index(model="model-b")
     assert fresh.count() == 0
+
+
+def test_drop_tier_unloads_that_tiers_indexes_in_this_process(
+    db: sqlite_utils.Database, make_index: MakeIndex, cache_dir: Path
+) -> None:
+    archival = make_index()
+    archival.upsert([1, 2], random_unit(2))
+    recall = make_index(tier="recall", key="turn")
+    recall.upsert([1], random_unit(1))
+    VectorIndex.drop_tier(db, tier="archival", agent_id="alice", cache_dir=cache_dir)
+    assert archival._state.index is None  # its vectors are gone: no copy stays in memory
+    assert recall._state.index is not None
+    assert archival.count() == 0 and recall.count() == 1
 
 
 def test_two_databases_never_share_a_loaded_index(tmp_path: Path) -> None:

@@ -11,9 +11,11 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langgraph_memgpt.stores.sections import check_content, edit_section
+from langgraph_memgpt.stores.sections import decode as decode_sections
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockConflictError, BlockEditError
 from langgraph_memgpt.stores.words import topic_stems
@@ -120,6 +122,34 @@ def editable(block: Block | None, label: str, actor: str, labels: Callable[[], l
 def appended(block: Block, content: str) -> str:
     """The value of ``block`` with ``content`` as a new last line."""
     return f"{block.value}\n{content}" if block.value else content
+
+
+def append_value(block: Block, content: str, section: str | None) -> str:
+    """The value of ``block`` with ``content`` appended to it, or to ``section`` when named."""
+    if section:
+        return edit_section(block, section, lambda part: appended(part, content))
+    check_content(block, content)
+    return appended(block, content)
+
+
+def replace_value(block: Block, old: str, new: str, section: str | None) -> str:
+    """The value of ``block`` with its one ``old`` (in ``section`` when named) made ``new``."""
+    if section:
+        return edit_section(block, section, lambda part: replaced(part, old, new))
+    return replaced(block, old, new)
+
+
+def block_from_row(row: Sequence[Any]) -> Block:
+    """The block in a stored row: label, value, description, limit, read-only, sections."""
+    label, value, description, char_limit, read_only, sections = row
+    return Block(
+        str(label),
+        str(value),
+        str(description),
+        int(char_limit),
+        bool(read_only),
+        decode_sections(sections),
+    )
 
 
 def replaced(block: Block, old: str, new: str) -> str:

@@ -17,14 +17,15 @@ from langgraph_memgpt.stores.blocks import (
     HUMAN_DESCRIPTION,
     PERSONA_DESCRIPTION,
     SHARE_SECRET,
-    appended,
+    append_value,
+    block_from_row,
     check_append,
     check_expected,
     check_new_block,
     check_replace,
     checked_value,
     editable,
-    replaced,
+    replace_value,
     restorable,
     share_proof,
     unknown_label,
@@ -33,14 +34,11 @@ from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.postgres.db import pg_text, store_secret
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.sections import (
-    check_content,
     check_names,
     check_value,
     compose,
-    edit_section,
     with_headers,
 )
-from langgraph_memgpt.stores.sections import decode as decode_sections
 from langgraph_memgpt.stores.sections import encode as encode_sections
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
@@ -172,7 +170,7 @@ class PgCoreMemory:
                     "DO UPDATE SET owner_id = excluded.owner_id",
                     (self.agent_id, pg_text(label), pg_text(owner_id)),
                 )
-            return _block(row)
+            return block_from_row(row)
 
     def share_proof(self, label: str, owner_id: str) -> str:
         """This store's signature of the claim that this agent has ``label`` attached."""
@@ -256,11 +254,7 @@ class PgCoreMemory:
         check_append(label, content)
         with self.pool.connection() as conn, conn.transaction():
             block = self._editable(conn, label, actor)
-            if section:
-                value = edit_section(block, section, lambda part: appended(part, content))
-            else:
-                check_content(block, content)
-                value = appended(block, content)
+            value = append_value(block, content, section)
             return self._write(conn, block, value, actor, "append")
 
     def replace(
@@ -270,10 +264,7 @@ class PgCoreMemory:
         old = check_replace(label, old)
         with self.pool.connection() as conn, conn.transaction():
             block = self._editable(conn, label, actor)
-            if section:
-                value = edit_section(block, section, lambda part: replaced(part, old, new))
-            else:
-                value = replaced(block, old, new)
+            value = replace_value(block, old, new, section)
             return self._write(conn, block, value, actor, "replace")
 
     def set(
@@ -360,7 +351,7 @@ class PgCoreMemory:
         rows = conn.execute(
             f"SELECT * FROM ({_VISIBLE}) AS v ORDER BY shared, n", {"agent": self.agent_id}
         ).fetchall()
-        return [_block(row[:6]) for row in rows]
+        return [block_from_row(row[:6]) for row in rows]
 
     def owner(self, label: str) -> str:
         """The agent whose block ``label`` is: this agent, or the owner it is attached from."""
@@ -384,7 +375,7 @@ class PgCoreMemory:
             _BLOCK + "WHERE agent_id = %s AND label = %s" + (" FOR UPDATE" if for_update else ""),
             (owner, pg_text(label)),
         ).fetchone()
-        return None if row is None else _block(row)
+        return None if row is None else block_from_row(row)
 
     def _editable(self, conn: psycopg.Connection[Any], label: str, actor: str) -> Block:
         block = self._find(conn, label, for_update=True)
@@ -463,15 +454,3 @@ class PgCoreMemory:
             "VALUES (%s, %s, %s, %s, %s, %s, %s)",
             (owner or self.agent_id, label, old, new, pg_text(actor), op, created_at),
         )
-
-
-def _block(row: tuple[Any, ...]) -> Block:
-    label, value, description, char_limit, read_only, sections = row
-    return Block(
-        str(label),
-        str(value),
-        str(description),
-        int(char_limit),
-        bool(read_only),
-        decode_sections(sections),
-    )

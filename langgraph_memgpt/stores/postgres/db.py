@@ -415,13 +415,13 @@ def refresh_statistics(
     A table holding rows but no planner statistics (a bulk load or a restore autovacuum has
     not reached yet, as on a server that has just loaded its data) is ANALYZEd: without
     statistics the planner takes an agent's filter to match a few hundred rows and, for a
-    100k-message agent, picks an exact scan of every vector over the HNSW index (0.8 s a
-    vector query here, against 50 ms). With ``loaded`` ({table: rows just written}), a
-    table that took more than `LOADED_SHARE` of the rows its statistics counted is
-    VACUUMed and ANALYZEd: the vacuum also sets the loaded rows' visibility and moves the
-    GIN indexes' pending entries into the index, which autovacuum would otherwise do while
-    the first turns run. A table the connecting role does not own is skipped by Postgres
-    with a warning.
+    large agent, picks an exact scan of every vector over the HNSW index, a cost that grows
+    with the agent's history (the figures: ``benchmarks/README.md``, ``per_turn.py``: both
+    backends at 100k). With ``loaded`` ({table: rows just written}), a table that took more
+    than `LOADED_SHARE` of the rows its statistics counted is VACUUMed and ANALYZEd: the
+    vacuum also sets the loaded rows' visibility and moves the GIN indexes' pending entries
+    into the index, which autovacuum would otherwise do while the first turns run. A table
+    the connecting role does not own is skipped by Postgres with a warning.
     """
     grown = loaded or {}
     with pool.connection() as conn:

@@ -276,9 +276,10 @@ def vector_scores(
 
     Exact (``approximate`` False): the filter picks the agent's rows through its btree index
     and every candidate's distance is computed, so a narrow filter is never starved (a plain
-    HNSW scan with a 1%-selective filter returned 0.4 of 10 rows here). Approximate: the
-    HNSW index of the vector's dimension, with pgvector's iterative scan so filtered-out
-    neighbours make it look further instead of returning fewer rows; for large agents.
+    HNSW scan filters only the candidates its walk visits, so a selective filter can leave
+    fewer than ``k`` of them). Approximate: the HNSW index of the vector's dimension, with
+    pgvector's iterative scan so filtered-out neighbours make it look further instead of
+    returning fewer rows; for large agents.
     """
     if k <= 0:
         return {}

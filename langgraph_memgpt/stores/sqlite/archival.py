@@ -7,6 +7,10 @@ truth) with an FTS5 index over the text and one vector per passage (``VectorInde
 key ``"text.parts"``). Search fuses BM25 and cosine similarity (``stores.ranking.fuse``);
 every filter (agent, tags, dates) is applied before ranking, so a narrow filter cannot be
 crowded out by closer passages it excludes.
+
+``ArchivalMemory`` is the tier's interface: it writes passages, embeds them and reads
+them back. Forgetting is ``archival_forget``'s, the search signals ``archival_signals``',
+and the columns and filters all three read ``archival_rows``'.
 """
 
 from __future__ import annotations
@@ -15,14 +19,11 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.base import TagMatch
 from langgraph_memgpt.stores.chunks import embed_parts
-from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
 from langgraph_memgpt.stores.passages import (
     INSERT_BATCH,
@@ -30,40 +31,25 @@ from langgraph_memgpt.stores.passages import (
     InsertsPassages,
     NewPassage,
     PreparedPassage,
-    deletion_kind,
     normalize_tags,
 )
 from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, Signals
 from langgraph_memgpt.stores.sqlite import retention
+from langgraph_memgpt.stores.sqlite.archival_forget import ArchivalForgetting
+from langgraph_memgpt.stores.sqlite.archival_rows import (
+    COLUMNS,
+    TIER,
+    VECTOR_KEY,
+    filters,
+    passage_from_row,
+)
 from langgraph_memgpt.stores.sqlite.archival_signals import ArchivalSignals
 from langgraph_memgpt.stores.sqlite.db import transaction
-from langgraph_memgpt.stores.sqlite.deletions import LogRow, log_deletions
-from langgraph_memgpt.stores.sqlite.parts import PartIndex, delete_parts_without_model
-from langgraph_memgpt.stores.sqlite.vectors import (
-    IndexKind,
-    VectorIndex,
-    delete_items_without_model,
-)
+from langgraph_memgpt.stores.sqlite.parts import PartIndex
+from langgraph_memgpt.stores.sqlite.vectors import IndexKind, VectorIndex
 from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
 
-TIER = "archival"
-VECTOR_KEY = "text"
-
 _EMBED_BATCH = INSERT_BATCH
-
-_COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
-
-
-def _passage(row: Sequence[Any]) -> Passage:
-    return Passage(
-        id=int(row[0]),
-        agent_id=str(row[1]),
-        text=str(row[2]),
-        tags=list(json.loads(row[3] or "[]")),
-        created_at=str(row[4]),
-        thread_id=row[5],
-        turn=None if row[6] is None else int(row[6]),
-    )
 
 
 class ArchivalMemory(InsertsPassages, SearchesArchival):
@@ -108,6 +94,7 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
                 kind=index_kind,
             )
             self.parts = PartIndex(self.index)
+        self._forgetting = ArchivalForgetting(db, agent_id, self.index, self.parts, self.cache_dir)
 
     # ------------------------------------------------------------------ writes
 
@@ -133,11 +120,11 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
         if not wanted:
             return {}
         rows = self.db.conn.execute(
-            f"SELECT b.key, {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
+            f"SELECT b.key, {COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
             "AND b.key IN (SELECT value FROM json_each(?))",
             (self.agent_id, json.dumps(wanted)),
         ).fetchall()
-        return {str(row[0]): _passage(row[1:]) for row in rows}
+        return {str(row[0]): passage_from_row(row[1:]) for row in rows}
 
     def _insert_batch(self, batch: list[PreparedPassage]) -> list[Passage]:
         # A replay finds its passage without embedding it again.
@@ -269,8 +256,8 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
     # ------------------------------------------------------------------ reads
 
     def _archival_signals(self, chosen: ArchivalFilter) -> Signals[Passage]:
-        where, params = self._filters(
-            chosen.tags, chosen.tag_match, chosen.start_date, chosen.end_date
+        where, params = filters(
+            self.agent_id, chosen.tags, chosen.tag_match, chosen.start_date, chosen.end_date
         )
         return nullcontext(ArchivalSignals(self, where, params))
 
@@ -299,31 +286,31 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
     def recent(self, n: int = 5) -> list[Passage]:
         """The ``n`` newest passages, newest first."""
         rows = self.db.conn.execute(
-            f"SELECT {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
+            f"SELECT {COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
             "ORDER BY b.created_at DESC, b.id DESC LIMIT ?",
             (self.agent_id, max(0, n)),
         ).fetchall()
-        return [_passage(row) for row in rows]
+        return [passage_from_row(row) for row in rows]
 
     def get(self, passage_id: int) -> Passage | None:
         """One of this agent's passages by id (None if absent or another agent's)."""
         row = self.db.conn.execute(
-            f"SELECT {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? AND b.id = ?",
+            f"SELECT {COLUMNS} FROM archival AS b WHERE b.agent_id = ? AND b.id = ?",
             (self.agent_id, int(passage_id)),
         ).fetchone()
-        return None if row is None else _passage(row)
+        return None if row is None else passage_from_row(row)
 
     def list_passages(
         self, *, after: int = 0, limit: int = 1000, thread_id: str | None = None
     ) -> list[tuple[Passage, str | None]]:
         """Passages with their idempotency key, in id order after ``after`` (export, forget)."""
-        sql = f"SELECT {_COLUMNS}, b.key FROM archival AS b WHERE b.agent_id = ? AND b.id > ?"
+        sql = f"SELECT {COLUMNS}, b.key FROM archival AS b WHERE b.agent_id = ? AND b.id > ?"
         params: list[object] = [self.agent_id, int(after)]
         if thread_id is not None:
             sql += " AND b.thread_id = ?"
             params.append(thread_id)
         rows = self.db.conn.execute(sql + " ORDER BY b.id LIMIT ?", [*params, max(1, limit)])
-        return [(_passage(row[:-1]), row[-1]) for row in rows.fetchall()]
+        return [(passage_from_row(row[:-1]), row[-1]) for row in rows.fetchall()]
 
     def delete(
         self, passage_ids: Sequence[int], *, actor: str = "user", detail: str = ""
@@ -340,17 +327,7 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
         ids = sorted({int(i) for i in passage_ids})
         if not ids:
             return []
-        with transaction(self.db):
-            rows = self.db.conn.execute(
-                f"SELECT {_COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
-                "AND b.id IN (SELECT value FROM json_each(?)) ORDER BY b.id",
-                (self.agent_id, json.dumps(ids)),
-            ).fetchall()
-            deleted = [_passage(row) for row in rows]
-            log = [(deletion_kind(p), str(p.id), p.thread_id, detail) for p in deleted]
-            self._delete_rows([p.id for p in deleted], actor, log)
-        self._purge()
-        return deleted
+        return self._forgetting.passages(ids, actor, detail)
 
     def add_sources(self, passage_id: int, sources: Sequence[tuple[str, str]]) -> None:
         """Record the messages (thread, message id) passage ``passage_id`` was made from."""
@@ -397,51 +374,7 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
 
     def delete_all(self, *, actor: str = "user") -> int:
         """Forget every passage of the agent (one log entry, kind ``archival``)."""
-        with transaction(self.db):
-            ids = [
-                int(r[0])
-                for r in self.db.conn.execute(
-                    "SELECT id FROM archival WHERE agent_id = ?", (self.agent_id,)
-                )
-            ]
-            if not ids:
-                return 0
-            log = [("archival", self.agent_id, None, f"{len(ids)} passages")]
-            self._delete_rows(ids, actor, log)
-        self._purge()
-        return len(ids)
-
-    def _purge(self) -> None:
-        """Drop deleted vectors (whole and parts) from FAISS and its files, after the commit."""
-        if self.index is not None and self.parts is not None:
-            self.index.purge()
-            self.parts.purge()
-
-    def _delete_rows(self, ids: list[int], actor: str, log: Sequence[LogRow]) -> None:
-        """Delete passages in the caller's transaction (triggers drop words and counts)."""
-        if not ids:
-            return
-        self.db.conn.execute(
-            "DELETE FROM archival WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
-            (self.agent_id, json.dumps(ids)),
-        )
-        if self.index is not None and self.parts is not None:
-            self.index.delete(ids)
-            self.parts.delete(ids)
-        else:
-            # Parts first: they are found through the whole vectors' key.
-            delete_parts_without_model(
-                self.db,
-                tier=TIER,
-                agent_id=self.agent_id,
-                cache_dir=self.cache_dir,
-                item_ids=ids,
-                key=VECTOR_KEY,
-            )
-            delete_items_without_model(
-                self.db, tier=TIER, agent_id=self.agent_id, cache_dir=self.cache_dir, item_ids=ids
-            )
-        log_deletions(self.db, self.agent_id, actor, log)
+        return self._forgetting.everything(actor)
 
     def close(self) -> None:
         """Write any unsaved FAISS cache changes."""
@@ -450,36 +383,6 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
             self.parts.close()
 
     # ------------------------------------------------------------------ internals
-
-    def _filters(
-        self,
-        tags: Iterable[str] | str | None,
-        tag_match: TagMatch,
-        start_date: str | None,
-        end_date: str | None,
-    ) -> tuple[str, list[object]]:
-        """A parameterised WHERE over ``b`` (the archival table); the agent always first."""
-        conditions = ["b.agent_id = ?"]
-        params: list[object] = [self.agent_id]
-        wanted = normalize_tags(tags)
-        if wanted:
-            if tag_match == "all" and len(wanted) > 1:
-                conditions.append(
-                    "b.id IN (SELECT passage_id FROM archival_tags WHERE agent_id = ? "
-                    "AND tag IN (SELECT value FROM json_each(?)) "
-                    "GROUP BY passage_id HAVING count(DISTINCT tag) = ?)"
-                )
-                params += [self.agent_id, json.dumps(wanted), len(wanted)]
-            else:
-                conditions.append(
-                    "b.id IN (SELECT passage_id FROM archival_tags WHERE agent_id = ? "
-                    "AND tag IN (SELECT value FROM json_each(?)))"
-                )
-                params += [self.agent_id, json.dumps(wanted)]
-        date_conditions, date_params = date_range_sql("b.created_at", start_date, end_date)
-        conditions += date_conditions
-        params += date_params
-        return " AND ".join(conditions), params
 
     def _count_with_vector(self, where: str, params: Sequence[object]) -> int:
         """Filtered passages that have a vector."""
@@ -509,11 +412,11 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
             ).fetchone()[0]
         )
         rows = self.db.conn.execute(
-            f"SELECT {_COLUMNS} FROM archival AS b WHERE {where} "
+            f"SELECT {COLUMNS} FROM archival AS b WHERE {where} "
             "ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?",
             [*params, page_size, page * page_size],
         ).fetchall()
-        hits = [Hit(item=_passage(row), score=0.0) for row in rows]
+        hits = [Hit(item=passage_from_row(row), score=0.0) for row in rows]
         return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
 
     def _hits(self, ranked: Sequence[tuple[int, float]]) -> list[Hit[Passage]]:
@@ -521,11 +424,11 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
             return []
         rows = self.db.conn.execute(
             # "+agent_id": look the page up by primary key, not by scanning the agent.
-            f"SELECT {_COLUMNS} FROM archival AS b WHERE +b.agent_id = ? "
+            f"SELECT {COLUMNS} FROM archival AS b WHERE +b.agent_id = ? "
             "AND b.id IN (SELECT value FROM json_each(?))",
             (self.agent_id, json.dumps([i for i, _ in ranked])),
         ).fetchall()
-        by_id = {int(row[0]): _passage(row) for row in rows}
+        by_id = {int(row[0]): passage_from_row(row) for row in rows}
         return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
 
 

@@ -17,27 +17,25 @@ from langgraph_memgpt.stores.blocks import (
     HUMAN_DESCRIPTION,
     PERSONA_DESCRIPTION,
     SHARE_SECRET,
-    appended,
+    append_value,
+    block_from_row,
     check_append,
     check_expected,
     check_new_block,
     check_replace,
     checked_value,
     editable,
-    replaced,
+    replace_value,
     restorable,
     share_proof,
     unknown_label,
 )
 from langgraph_memgpt.stores.sections import (
-    check_content,
     check_names,
     check_value,
     compose,
-    edit_section,
     with_headers,
 )
-from langgraph_memgpt.stores.sections import decode as decode_sections
 from langgraph_memgpt.stores.sections import encode as encode_sections
 from langgraph_memgpt.stores.sqlite.db import store_secret, transaction
 from langgraph_memgpt.stores.sqlite.deletions import log_deletions
@@ -88,7 +86,7 @@ class CoreMemory:
         rows = self.db.conn.execute(
             f"SELECT * FROM ({self._visible}) ORDER BY shared, n", {"agent": self.agent_id}
         ).fetchall()
-        return [_block(row[:6]) for row in rows]
+        return [block_from_row(row[:6]) for row in rows]
 
     def get(self, label: str) -> Block:
         """Return the block called ``label``.
@@ -206,7 +204,7 @@ class CoreMemory:
                     "ON CONFLICT (agent_id, label) DO UPDATE SET owner_id = excluded.owner_id",
                     (self.agent_id, label, owner_id),
                 )
-            return _block(block)
+            return block_from_row(block)
 
     def share_proof(self, label: str, owner_id: str) -> str:
         """This store's signature of the claim that this agent has ``label`` attached."""
@@ -321,11 +319,7 @@ class CoreMemory:
         check_append(label, content)
         with transaction(self.db):
             block = self._editable(label, actor)
-            if section:
-                value = edit_section(block, section, lambda part: appended(part, content))
-            else:
-                check_content(block, content)
-                value = appended(block, content)
+            value = append_value(block, content, section)
             return self._write(block, value, actor, "append")
 
     def replace(
@@ -344,10 +338,7 @@ class CoreMemory:
         old = check_replace(label, old)
         with transaction(self.db):
             block = self._editable(label, actor)
-            if section:
-                value = edit_section(block, section, lambda part: replaced(part, old, new))
-            else:
-                value = replaced(block, old, new)
+            value = replace_value(block, old, new, section)
             return self._write(block, value, actor, "replace")
 
     def set(
@@ -447,7 +438,7 @@ class CoreMemory:
             f"SELECT * FROM ({self._visible}) WHERE label = :label ORDER BY shared LIMIT 1",
             {"agent": self.agent_id, "label": valid_text(label)},
         ).fetchone()
-        return None if row is None else _block(row[:6])
+        return None if row is None else block_from_row(row[:6])
 
     def owner(self, label: str) -> str:
         """Whose row block ``label`` is for this agent: its own, or the sharing owner's."""
@@ -534,15 +525,3 @@ class CoreMemory:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (owner or self.agent_id, label, old, new, valid_text(actor), op, created_at),
         )
-
-
-def _block(row: tuple[Any, ...]) -> Block:
-    label, value, description, char_limit, read_only, sections = row
-    return Block(
-        str(label),
-        str(value),
-        str(description),
-        int(char_limit),
-        bool(read_only),
-        decode_sections(sections),
-    )

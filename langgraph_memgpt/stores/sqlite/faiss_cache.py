@@ -84,6 +84,22 @@ def read_cache(
     return data, str(kind)
 
 
+def remove_tier_files(cache_dir: Path | str, agent_id: str, tier: str) -> Path:
+    """Delete the cache files of one tier of an agent; returns the agent's cache folder.
+
+    A file that cannot be deleted is logged once; one left behind is treated as any
+    stale cache on its next open: reconciled with the rows in SQLite, or rebuilt.
+    """
+    folder = agent_cache_dir(cache_dir, agent_id)
+    if folder.is_dir():
+        for path in folder.glob(f"{tier}.*"):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as err:
+                warn_once(folder, err)
+    return folder
+
+
 def remove_orphan_temp_files(*targets: Path) -> None:
     """Delete the temporary files of cache writes whose process died mid-write.
 
@@ -108,6 +124,7 @@ __all__ = [
     "agent_cache_dir",
     "read_cache",
     "remove_orphan_temp_files",
+    "remove_tier_files",
     "warn_once",
     "write_cache",
 ]

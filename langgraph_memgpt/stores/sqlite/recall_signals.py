@@ -170,11 +170,19 @@ class RecallSignals:
             self._excluded_rows = []
             if not self.narrowed and self.excluded:
                 bare, pairs = split_excluded(self.excluded)
+                # Two index probes joined by UNION: one ``OR`` of the two made SQLite read
+                # every row of the agent instead.
                 rows = self.db.conn.execute(
-                    "SELECT id FROM recall WHERE agent_id = ? AND ("
-                    "message_id IN (SELECT value FROM json_each(?)) OR (thread_id, message_id) "
-                    f"IN ({PAIRS}))",
-                    (self.memory.agent_id, json.dumps(bare), json.dumps(pairs)),
+                    "SELECT id FROM recall WHERE agent_id = ? "
+                    "AND message_id IN (SELECT value FROM json_each(?)) "
+                    "UNION SELECT id FROM recall WHERE agent_id = ? "
+                    f"AND (thread_id, message_id) IN ({PAIRS})",
+                    (
+                        self.memory.agent_id,
+                        json.dumps(bare),
+                        self.memory.agent_id,
+                        json.dumps(pairs),
+                    ),
                 )
                 self._excluded_rows = sorted(int(r[0]) for r in rows)
         return self._excluded_rows

@@ -1,0 +1,74 @@
+"""Reading archival rows in SQLite: a passage's columns, and the condition a search applies.
+
+The archival store, its forgetting and its search signals all read passages this way: the
+columns a :class:`~langgraph_memgpt.stores.types.Passage` is made from, and the filters of
+a search or listing (agent, tags, dates) as one SQL condition over the alias ``b``, so
+every filter is applied before ranking.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langgraph_memgpt.stores.base import TagMatch
+from langgraph_memgpt.stores.dates import date_range_sql
+from langgraph_memgpt.stores.passages import normalize_tags
+from langgraph_memgpt.stores.types import Passage
+
+TIER = "archival"
+"""The tier name of archival vectors (``vectors.tier``)."""
+
+VECTOR_KEY = "text"
+"""The key of a passage's whole-text vector (its parts' key derives from it)."""
+
+COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
+"""A passage's columns (over the alias ``b``), as :func:`passage_from_row` reads them."""
+
+
+def passage_from_row(row: Sequence[Any]) -> Passage:
+    """The passage in a row of :data:`COLUMNS`."""
+    return Passage(
+        id=int(row[0]),
+        agent_id=str(row[1]),
+        text=str(row[2]),
+        tags=list(json.loads(row[3] or "[]")),
+        created_at=str(row[4]),
+        thread_id=row[5],
+        turn=None if row[6] is None else int(row[6]),
+    )
+
+
+def filters(
+    agent_id: str,
+    tags: Iterable[str] | str | None,
+    tag_match: TagMatch,
+    start_date: str | None,
+    end_date: str | None,
+) -> tuple[str, list[object]]:
+    """A parameterised WHERE over ``b`` (the archival table); the agent always first."""
+    conditions = ["b.agent_id = ?"]
+    params: list[object] = [agent_id]
+    wanted = normalize_tags(tags)
+    if wanted:
+        if tag_match == "all" and len(wanted) > 1:
+            conditions.append(
+                "b.id IN (SELECT passage_id FROM archival_tags WHERE agent_id = ? "
+                "AND tag IN (SELECT value FROM json_each(?)) "
+                "GROUP BY passage_id HAVING count(DISTINCT tag) = ?)"
+            )
+            params += [agent_id, json.dumps(wanted), len(wanted)]
+        else:
+            conditions.append(
+                "b.id IN (SELECT passage_id FROM archival_tags WHERE agent_id = ? "
+                "AND tag IN (SELECT value FROM json_each(?)))"
+            )
+            params += [agent_id, json.dumps(wanted)]
+    date_conditions, date_params = date_range_sql("b.created_at", start_date, end_date)
+    conditions += date_conditions
+    params += date_params
+    return " AND ".join(conditions), params
+
+
+__all__ = ["COLUMNS", "TIER", "VECTOR_KEY", "filters", "passage_from_row"]
