@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 HEARTBEAT_DESCRIPTION = "true: think again after this returns; false: end your turn."
+SECTION_DESCRIPTION = "Only for a block in labelled sections: the section to edit; others stay."
 MAX_PAGE = 10_000
 """Highest result page a search takes: beyond it a page number is a model's mistake (a
 2**64 page overflowed SQLite's integer), refused with a readable error."""
@@ -42,10 +43,7 @@ class CoreMemoryAppendArgs(HeartbeatArgs):
 
     label: str = Field(description="Block to edit: 'human' (the user) or 'persona' (you).")
     content: str = Field(description="The fact, as a short note.")
-    section: str | None = Field(
-        default=None,
-        description="Only for a block in labelled sections: the section to edit; others stay.",
-    )
+    section: str | None = Field(default=None, description=SECTION_DESCRIPTION)
 
 
 class CoreMemoryReplaceArgs(HeartbeatArgs):
@@ -58,10 +56,7 @@ class CoreMemoryReplaceArgs(HeartbeatArgs):
     label: str = Field(description="Block to edit: 'human' or 'persona'.")
     old_content: str = Field(description="Exact text currently in the block.")
     new_content: str = Field(description="Text to put in its place.")
-    section: str | None = Field(
-        default=None,
-        description="Only for a block in labelled sections: the section to edit; others stay.",
-    )
+    section: str | None = Field(default=None, description=SECTION_DESCRIPTION)
 
 
 class ArchivalMemoryInsertArgs(HeartbeatArgs):
