@@ -9,8 +9,10 @@ import hashlib
 import os
 import platform
 import sqlite3
+import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
@@ -109,6 +111,20 @@ def print_header(title: str) -> None:
 
 
 # ----------------------------------------------------------------------------- timing
+
+
+def wait_for_ok(url: str, proc: subprocess.Popen[Any]) -> bool:
+    """Poll a server's ``/ok`` until it answers (True) or its process exits (False)."""
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=1) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.2)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -15,7 +15,15 @@ with no event (``--no-event``) answers JSON: what the agent would say without th
 ``--scenario`` picks another file change: ``parquet`` is the issue's (the event note and the
 small-model rules were tuned on it); ``timezone`` (a setting in ``settings.toml`` that core
 memory quotes changes) and ``unrelated`` (a grocery list changes: core memory must stay as
-it is) were written after the tuning and never tuned on. "Says the new value" counts only
+it is) were written after the tuning; the second showed that offering appends made the
+model save the file's content in ``human``, so the rules changed on it (no longer held
+out). ``rotated`` (a credential file changes: its content withheld, core memory must stay)
+and ``editor`` (a setting core memory quotes) were written after that change; ``editor``
+failed (the model copied the file's ``editor=emacs`` as the text to replace, which core
+memory words differently), and the replace refusal changed on it; ``shell`` and ``city``
+were written before that change and failed too (0 of 3, 1 of 3), and the embedded model's
+wrapper now corrects a changed value itself (`event_notes`); ``browser`` and ``team`` were
+written before that and never tuned on. "Says the new value" counts only
 when the old one is gone from ``human``.
 
 Run: ``.venv/bin/python benchmarks/events_parquet.py [--model local] [--repeat 3]
@@ -67,7 +75,64 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "after": 'editor = "vim"\ntimezone = "America/Toronto"\n',
         "question": "Which timezone is my calendar in?",
         "new": "toronto",
-        "old": "berlin",
+        "old": "europe/berlin",
+    },
+    # Held out again: written after the rules changed on the two above.
+    "rotated": {
+        "human": "Name: Lina\nDeploys with the key in deploy.env; on-call on Fridays.",
+        "file": "deploy.env",
+        "before": "DEPLOY_KEY=abc123old\n",
+        "after": "DEPLOY_KEY=zz987new\n",
+        "question": "Which day am I on call?",
+        "new": "friday",
+        "old": "",
+    },
+    "editor": {
+        "human": "Name: Tom\nWrites code in Emacs (editor setting in .toolrc).",
+        "file": ".toolrc",
+        "before": "theme=dark\neditor=emacs\n",
+        "after": "theme=dark\neditor=neovim\n",
+        "question": "Which editor do I write code in?",
+        "new": "neovim",
+        "old": "emacs",
+    },
+    # Held out a third time: written before the replace refusal named the lines it means.
+    "shell": {
+        "human": "Name: Iris\nUses zsh as her login shell.",
+        "file": ".profile",
+        "before": "export EDITOR=nano\nSHELL=/bin/zsh\n",
+        "after": "export EDITOR=nano\nSHELL=/usr/bin/fish\n",
+        "question": "Which shell do I use?",
+        "new": "fish",
+        "old": "zsh",
+    },
+    "city": {
+        "human": "Name: Jon\nGets weather reports for Lyon (city in weather.ini).",
+        "file": "weather.ini",
+        "before": "[report]\ncity=Lyon\nhour=7\n",
+        "after": "[report]\ncity=Porto\nhour=7\n",
+        "question": "For which city do I get weather reports?",
+        "new": "porto",
+        "old": "lyon",
+    },
+    # Held out a fourth time: written before the wrapper corrected changed values itself.
+    "browser": {
+        "human": "Name: Noa\nReads the news in Firefox (default browser in apps.conf).",
+        "file": "apps.conf",
+        "before": "mail=thunderbird\nbrowser=firefox\n",
+        "after": "mail=thunderbird\nbrowser=chromium\n",
+        "question": "Which browser do I read the news in?",
+        "new": "chromium",
+        "old": "firefox",
+    },
+    "team": {
+        "human": "Name: Ola\nWorks on the billing team (team in profile.yml).",
+        "file": "profile.yml",
+        "before": "name: Ola\nteam: billing\n",
+        "after": "name: Ola\nteam: identity\n",
+        "question": "Which team do I work on?",
+        "new": "identity",
+        "old": "billing",
     },
     "unrelated": {
         "human": "Name: Mei\nPrefers answers in British English.",
@@ -166,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         "--scenario",
         choices=sorted(SCENARIOS),
         default="parquet",
-        help="parquet: the issue's (tuned on); timezone, unrelated: held out",
+        help="parquet: the issue's (tuned on); timezone, unrelated: held out, then seen; "
+        "rotated, editor, shell, city: held out, then seen; browser, team: held out",
     )
     args = parser.parse_args(argv)
     from langgraph_memgpt.llm.factory import resolve_model

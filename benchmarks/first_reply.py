@@ -22,7 +22,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import wait_for_ok  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,17 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=pump, daemon=True).start()
     url = f"http://127.0.0.1:{args.port}"
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None:
-                print("\n".join(line for _, line in lines))
-                return 1
-            time.sleep(0.2)
+        if not wait_for_ok(url, proc):
+            print("\n".join(line for _, line in lines))
+            return 1
         out: dict[str, object] = {"ready_s": round(time.monotonic() - started, 1)}
         client = get_sync_client(url=url)
         for number, text in enumerate(

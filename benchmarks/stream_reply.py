@@ -27,9 +27,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import wait_for_ok  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 JS = REPO / "tests" / "js"
@@ -139,17 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{args.port}"
     turns: list[dict[str, Any]] = []
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None:
-                print("the server did not start")
-                return 1
-            time.sleep(0.5)
+        if not wait_for_ok(url, proc):
+            print("the server did not start")
+            return 1
         for text in MESSAGES:
             for sdk, run in (("python", python_turn), ("js", js_turn)):
                 figures = run(url, text)

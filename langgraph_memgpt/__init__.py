@@ -4,7 +4,7 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.memory_tools import memory_prompt, memory_tools, recorder
 from langgraph_memgpt.state import InputState, OutputState, State
-from langgraph_memgpt.tools import ToolFacts, declare_tool
+from langgraph_memgpt.tool_facts import ToolFacts, declare_tool
 
 __all__ = [
     "Context",

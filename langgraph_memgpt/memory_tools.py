@@ -45,11 +45,9 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import record, render_memory_view
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.tool_facts import FACTS_KEY, Provenance, ToolOutcome
 from langgraph_memgpt.tools import (
-    FACTS_KEY,
     MEMORY_TOOLS,
-    Provenance,
-    ToolOutcome,
     error_text,
     execute_tool_call,
     parse_args,

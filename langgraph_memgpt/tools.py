@@ -19,14 +19,12 @@ import copy
 import functools
 import json
 import re
-import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
@@ -36,199 +34,19 @@ from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
 from langgraph_memgpt.stores.words import topic_stems
-
-HEARTBEAT_DESCRIPTION = "true: think again after this returns; false: end your turn."
-MAX_PAGE = 10_000
-"""Highest result page a search takes: beyond it a page number is a model's mistake (a
-2**64 page overflowed SQLite's integer), refused with a readable error."""
-
-
-class _HeartbeatArgs(BaseModel):
-    request_heartbeat: bool = Field(default=False, description=HEARTBEAT_DESCRIPTION)
-
-
-class SendMessageArgs(BaseModel):
-    """Send your reply to the user: the only text the user sees. Once per user message.
-
-    Example: {"message": "<your reply>"}
-    """
-
-    message: str = Field(description="The full message to show the user.")
-
-
-class CoreMemoryAppendArgs(_HeartbeatArgs):
-    """Add a lasting fact to a core memory block (always in view). Not for chatter or questions.
-
-    'human' holds facts about the user, 'persona' facts about you. Write a short note in
-    the third person, not the user's words. Example: {"label": "human", "content": "<one
-    short fact about the user>"}
-    """
-
-    label: str = Field(description="Block to edit: 'human' (the user) or 'persona' (you).")
-    content: str = Field(description="The fact, as a short note.")
-    section: str | None = Field(
-        default=None,
-        description="Only for a block in labelled sections: the section to edit; others stay.",
-    )
-
-
-class CoreMemoryReplaceArgs(_HeartbeatArgs):
-    """Correct or delete a fact in a core memory block: old_content must be its exact text.
-
-    Example: {"label": "human", "old_content": "<exact old text>", "new_content": "<the
-    corrected text>"}; an empty new_content deletes.
-    """
-
-    label: str = Field(description="Block to edit: 'human' or 'persona'.")
-    old_content: str = Field(description="Exact text currently in the block.")
-    new_content: str = Field(description="Text to put in its place.")
-    section: str | None = Field(
-        default=None,
-        description="Only for a block in labelled sections: the section to edit; others stay.",
-    )
-
-
-class ArchivalMemoryInsertArgs(_HeartbeatArgs):
-    """Save a long or detailed passage to archival memory (unlimited, found by search later).
-
-    Example: {"content": "<a detailed passage worth keeping>"}
-    """
-
-    content: str = Field(description="Self-contained text to keep.")
-    tags: list[str] = Field(default_factory=list, description="Tags for later filtering.")
-
-
-class ArchivalMemorySearchArgs(_HeartbeatArgs):
-    """Search archival memory (saved passages, summaries of old conversations) by meaning.
-
-    Only when core memory does not already hold the answer. Example: {"query": "<topic words>"}
-    """
-
-    query: str = Field(description="What to look for: a few topic words.")
-    tags: list[str] = Field(default_factory=list, description="Only passages with these tags.")
-    tag_match: Literal["any", "all"] = Field(
-        default="any", description="'any': a passage needs one of the tags; 'all': every tag."
-    )
-    start_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
-    end_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
-    page: int = Field(default=0, ge=0, le=MAX_PAGE, description="Result page, from 0.")
-
-
-class ConversationSearchArgs(_HeartbeatArgs):
-    """Search every earlier message with this user, in all conversations, by words and meaning.
-
-    Only when core memory does not already hold the answer. Example: {"query": "<topic
-    words>"}
-    """
-
-    query: str = Field(description="What to look for: a few topic words.")
-    roles: list[Literal["user", "assistant", "event"]] = Field(
-        default_factory=list,
-        description="Only messages from these roles ('event': what the host reported).",
-    )
-    start_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
-    end_date: str = Field(default="", description="Inclusive, YYYY-MM-DD.")
-    page: int = Field(default=0, ge=0, le=MAX_PAGE, description="Result page, from 0.")
-
-
-class ConversationSearchDateArgs(_HeartbeatArgs):
-    """List earlier messages between two dates, oldest first.
-
-    Example: {"start_date": "<YYYY-MM-DD>", "end_date": "<YYYY-MM-DD>"}
-    """
-
-    start_date: str = Field(description="Inclusive, YYYY-MM-DD.")
-    end_date: str = Field(description="Inclusive, YYYY-MM-DD.")
-    page: int = Field(default=0, ge=0, le=MAX_PAGE, description="Result page, from 0.")
-
-
-class ForgetArgs(_HeartbeatArgs):
-    """Delete from your memory what the user asks you to forget (their own data only).
-
-    Deletes every saved passage and past message containing all the words you give, and
-    the summaries written from them. Only when the user asks you to forget something;
-    never to tidy up. Example: {"about": "<words naming what to forget>"}
-    """
-
-    about: str = Field(description="A few words the forgotten text contains, e.g. a name.")
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where a tool call happened, recorded with what it writes."""
-
-    thread_id: str
-    turn: int
-    call_id: str | None = None
-    """The tool call's id, as the model (or its provider) numbered it."""
-    message_id: str | None = None
-    """Id of the AI message holding the call. Some servers number calls per response
-    (``"0"`` every turn): only thread, message and call id together name one call."""
-    in_view: frozenset[str] = frozenset()
-    """Ids of the messages in the queue: the model sees them, so a search skips them (the
-    question being asked would otherwise take the first result slot)."""
-
-    @property
-    def replay_key(self) -> str | None:
-        """What names this call for good: a replay (a resumed or re-run step) has the same."""
-        if not self.call_id:
-            return None
-        return f"{self.thread_id}:{self.message_id or ''}:{self.call_id}"
-
-    @property
-    def result_id(self) -> str | None:
-        """The id of this call's result message: the same on every replay of the call."""
-        key = self.replay_key
-        return str(uuid.uuid5(RESULT_NAMESPACE, key)) if key else None
-
-
-RESULT_NAMESPACE = uuid.UUID("6d0f4c1e-8a57-4d6b-9a7e-4f1c2b3a5d60")
-"""uuid5 namespace of tool result ids (`Provenance.result_id`)."""
-
-
-@dataclass(frozen=True)
-class ToolFacts:
-    """What the loop must know about one tool, declared beside the tool.
-
-    Attributes:
-        replies: its ``message`` argument is the user-visible reply (``send_message``).
-        reads: it looks memory up: a reply written beside it waits until its result was
-            read, and a model message made only of such calls is never found by a later
-            search (it would echo the query).
-        edits: it changes memory (the console marks it as an edit; a small model may write
-            it beside its reply).
-        must_read: its result must be read before the turn can end: the loop thinks again
-            after it. True for the caller's tools unless declared otherwise (an unknown
-            result may matter); for memory tools, the searches.
-    """
-
-    replies: bool = False
-    reads: bool = False
-    edits: bool = False
-    must_read: bool = True
-
-
-FACTS_KEY = "memgpt"
-"""Key of a user tool's `ToolFacts` in ``BaseTool.metadata`` (beside other libraries' keys,
-such as langgraph-swarm's handoff destination)."""
-
-
-def declare_tool(
-    tool: BaseTool,
-    *,
-    must_read: bool = True,
-    reads: bool = False,
-    edits: bool = False,
-    replies: bool = False,
-) -> BaseTool:
-    """Tell the loop how to treat one of your tools; returns the same tool.
-
-    Example: a tool whose result the model need not see before replying (a notifier)
-    does not cost another think step: ``declare_tool(notify, must_read=False)``.
-    """
-    facts = ToolFacts(replies=replies, reads=reads, edits=edits, must_read=must_read)
-    tool.metadata = {**(tool.metadata or {}), FACTS_KEY: facts}
-    return tool
+from langgraph_memgpt.tool_args import (
+    ArchivalMemoryInsertArgs,
+    ArchivalMemorySearchArgs,
+    ConversationSearchArgs,
+    ConversationSearchDateArgs,
+    CoreMemoryAppendArgs,
+    CoreMemoryReplaceArgs,
+    ForgetArgs,
+    SendMessageArgs,
+)
+from langgraph_memgpt.tool_facts import FACTS_KEY, MemoryTool, ToolFacts, ToolOutcome
+from langgraph_memgpt.tool_facts import Provenance as Provenance
+from langgraph_memgpt.tool_facts import declare_tool as declare_tool
 
 
 def facts_of(name: str, user_tools: Mapping[str, BaseTool] | None = None) -> ToolFacts:
@@ -238,66 +56,6 @@ def facts_of(name: str, user_tools: Mapping[str, BaseTool] | None = None) -> Too
     tool = (user_tools or {}).get(name)
     declared = (tool.metadata or {}).get(FACTS_KEY) if tool is not None else None
     return declared if isinstance(declared, ToolFacts) else ToolFacts()
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """What one executed tool call produced and what it means for routing.
-
-    Attributes:
-        content: the result the model reads (``{"status": ..., "message": ...}``).
-        ok: the call succeeded.
-        heartbeat: the model must think again after it.
-        reply: the user-visible reply it carried (``send_message``).
-        core_changed: core memory changed (the state's mirror must follow).
-    """
-
-    content: str
-    ok: bool
-    heartbeat: bool
-    reply: str | None = None
-    core_changed: bool = False
-
-
-ToolFn = Callable[[Any, Memory, Context, Provenance], tuple[str, bool]]
-"""A memory tool: (args, memory, context, provenance) -> (message, core_changed)."""
-
-
-@dataclass(frozen=True)
-class MemoryTool:
-    """One memory tool and what the loop must know about it, declared in one place.
-
-    Attributes:
-        name: the name the model calls.
-        args: the argument model; its docstring is the description the model reads.
-        run: the implementation.
-        replies: its ``message`` argument is the user-visible reply (``send_message``).
-        reads: its result must be read before the turn can end (searches): the loop
-            thinks again after it, whatever ``request_heartbeat`` says.
-        edits: it changes memory (shown as an edit in the console).
-        compact_args: the arguments offered to a small model; the others (filters, pages,
-            tags, ``request_heartbeat``) stay out of its schema, because constrained
-            decoding over optional fields invites it to fill every one of them.
-        for_small_models: offered to a small model at all. A tool that is only a filter
-            (listing messages by date) drew the embedded model to invent dates for
-            ordinary questions; ``conversation_search`` ranks by dates a query names.
-    """
-
-    name: str
-    args: type[BaseModel]
-    run: ToolFn
-    replies: bool = False
-    reads: bool = False
-    edits: bool = False
-    compact_args: tuple[str, ...] = ()
-    for_small_models: bool = True
-
-    @property
-    def facts(self) -> ToolFacts:
-        """What the loop knows about it (a search's result must be read)."""
-        return ToolFacts(
-            replies=self.replies, reads=self.reads, edits=self.edits, must_read=self.reads
-        )
 
 
 def _send_message(
@@ -584,10 +342,16 @@ def non_editing(schemas: Sequence[dict[str, Any]]) -> list[str]:
     return [n for n in names if n not in MEMORY_TOOLS or not MEMORY_TOOLS[n].edits]
 
 
-def editing(schemas: Sequence[dict[str, Any]]) -> list[str]:
-    """Names of the bound tools that edit memory."""
+EVENT_TOOLS = ("core_memory_replace", "archival_memory_insert")
+"""What a small model may call in a turn only events opened: correct the line of core memory
+the event changed, or keep the event in archival. Offered appends too, it wrote a file's new
+content ("groceries: eggs, rice, lemons") into ``human`` as a fact about the user."""
+
+
+def for_events(schemas: Sequence[dict[str, Any]]) -> list[str]:
+    """Names of the bound tools a small model may call answering events (`EVENT_TOOLS`)."""
     names = [str(s.get("function", s)["name"]) for s in schemas]
-    return [n for n in names if n in MEMORY_TOOLS and MEMORY_TOOLS[n].edits]
+    return [n for n in names if n in EVENT_TOOLS]
 
 
 def tool_schemas(

@@ -10,9 +10,10 @@ changed lines (a bounded diff against the text it had) or a short summary.
 Never a secret's value: a file whose name looks like a credential (``.env``, ``*.pem``,
 ``*key*``, ``*secret*``, ``*token*``, ``credentials*``, anything under ``.ssh``...) is never
 read, and a file whose text looks like a secret (a private key block, ``password = ...``, a
-cloud access key) is reported as changed with its content withheld. The events reach the
-agent through a sink: `ServerSink` posts a run to a ``langgraph dev`` server with
-``langgraph_sdk``; `LocalSink` runs the graph in this process on the agent's data directory.
+cloud access key) is reported as changed with its content withheld (`watch_text`). The
+events reach the agent through a sink (`watch_sinks`): `ServerSink` posts a run to a
+``langgraph dev`` server with ``langgraph_sdk``; `LocalSink` runs the graph in this process
+on the agent's data directory.
 
 A watched folder that is deleted is reported once and watched again when it comes back
 (notify backends stop seeing a folder once it is gone, so the watch restarts on it).
@@ -21,145 +22,38 @@ A watched folder that is deleted is reported once and watched again when it come
 from __future__ import annotations
 
 import argparse
-import difflib
-import fnmatch
 import logging
 import os
-import re
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from langgraph_memgpt.events import MAX_EVENTS
 from langgraph_memgpt.osutil import utc_now
+from langgraph_memgpt.watch_sinks import LocalSink, ServerSink, Sink
+from langgraph_memgpt.watch_sinks import watch_thread as watch_thread
+from langgraph_memgpt.watch_text import (
+    changed_lines,
+    looks_like_credential,
+    looks_like_secret,
+    opening_lines,
+    read_text,
+    size_text,
+)
 
 if TYPE_CHECKING:
-    from langgraph_memgpt.context import Context
+    pass
 
 log = logging.getLogger(__name__)
 
 SOURCE = "watcher"
-MAX_FILE_BYTES = 256 * 1024
-"""Largest file whose text is kept for diffs; a bigger one is summarised by its size."""
 MAX_SNAPSHOTS = 2000
 """Files whose text is kept at most (the first found under the paths at start)."""
 MAX_SNAPSHOT_CHARS = 16 * 1024 * 1024
 """All kept text together: a folder of many large files must not fill the memory."""
-MAX_DIFF_CHARS = 1500
-"""The most of a diff one event carries: every event costs the agent prompt tokens."""
-MAX_LINE_CHARS = 200
-CREDENTIAL_NAMES = (
-    ".env",
-    ".env.*",
-    "*.env",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.kdbx",
-    "*.gpg",
-    "*.asc",
-    "*key*",
-    "*secret*",
-    "*token*",
-    "*passw*",
-    "credentials*",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    ".netrc",
-    ".pgpass",
-    ".npmrc",
-    ".pypirc",
-    ".htpasswd",
-)
-"""File names (case-insensitive globs) that look like credentials: never read."""
-CREDENTIAL_DIRS = frozenset({".ssh", ".aws", ".gnupg", ".docker", ".kube", "secrets"})
-"""Folders whose files are all treated as credentials."""
-SECRET_TEXT = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key id
-    r"|\bgh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"  # Slack tokens
-    r"|\bsk-[A-Za-z0-9_-]{20,}"  # OpenAI-style API keys
-    r"|\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\."  # JWTs
-    r"|(?i:\b(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
-    r"|client[_-]?secret)\b[\"']?\s*[:=]\s*[\"']?[^\s\"']{4,})"
-)
-"""Text that looks like a secret's value: the content of such a file is withheld."""
-
-
-def looks_like_credential(path: Path) -> bool:
-    """Whether ``path``'s name (or a folder it is in) says it holds a credential."""
-    name = path.name.lower()
-    if any(fnmatch.fnmatch(name, pattern) for pattern in CREDENTIAL_NAMES):
-        return True
-    return any(part.lower() in CREDENTIAL_DIRS for part in path.parts[:-1])
-
-
-def looks_like_secret(text: str) -> bool:
-    """Whether ``text`` holds something that looks like a secret's value."""
-    return SECRET_TEXT.search(text) is not None
-
-
-def _read_text(path: Path) -> str | None:
-    """The file's text, or None: missing, unreadable, too large or not text."""
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if b"\0" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _size(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return "size unknown"
-    return f"{size} bytes"
-
-
-def changed_lines(old: str, new: str, limit: int = MAX_DIFF_CHARS) -> str:
-    """The lines that changed, ``- old`` / ``+ new``, cut to ``limit`` characters.
-
-    No headers and no context lines: a small model reads "- output_format: json /
-    + output_format: parquet" more reliably than a full unified diff.
-    """
-    out: list[str] = []
-    used = 0
-    diff = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
-    for line in diff:
-        if line.startswith(("---", "+++", "@@")):
-            continue
-        text = line[1:]
-        if len(text) > MAX_LINE_CHARS:
-            text = text[:MAX_LINE_CHARS] + "..."
-        shown = f"{line[0]} {text}"
-        if used + len(shown) + 1 > limit:
-            out.append("(more changes not shown)")
-            break
-        out.append(shown)
-        used += len(shown) + 1
-    return "\n".join(out)
-
-
-def _opening(text: str, limit: int = MAX_DIFF_CHARS) -> str:
-    """A new file's first lines, as ``+`` lines, bounded like a diff."""
-    return changed_lines("", text, limit)
 
 
 @dataclass
@@ -203,7 +97,7 @@ class Watcher:
                 return
             if self._ignored(path) or looks_like_credential(path):
                 continue
-            text = _read_text(path)
+            text = read_text(path)
             if text is not None and not looks_like_secret(text):
                 self._keep(path, text)
 
@@ -234,16 +128,16 @@ class Watcher:
             self._remember(path)
             return f"Folder {where} was {kind}."
         old = self._texts.get(path)
-        new = _read_text(path)
+        new = read_text(path)
         if new is None:
             self._forget(path)
-            return f"{where} was {kind} ({_size(path)}, not shown: binary or too large)."
+            return f"{where} was {kind} ({size_text(path)}, not shown: binary or too large)."
         if looks_like_secret(new) or (old is not None and looks_like_secret(old)):
             self._forget(path)
             return f"{where} was {kind}: it looks like it holds a secret, content withheld."
         self._keep(path, new)
         if old is None:
-            shown = _opening(new)
+            shown = opening_lines(new)
             return f"{where} was {kind}." + (f" Its lines:\n{shown}" if shown else " It is empty.")
         if old == new:
             return f"{where} was {kind} (same text as before)."
@@ -388,106 +282,6 @@ def _walk(root: Path) -> list[Path]:
         if len(found) >= MAX_SNAPSHOTS:
             break
     return found
-
-
-class Sink(Protocol):
-    """Where a batch of events goes: a run of the agent."""
-
-    def __call__(self, events: list[dict[str, str]]) -> None:
-        """Deliver ``events`` as one run; raise if they did not arrive."""
-
-
-def watch_thread(agent_id: str) -> str:
-    """The watcher's own thread of an agent: a UUID (servers want one), the same every time.
-
-    Its events stay out of the user's conversations; what they change in memory (core,
-    archival) is the agent's, seen from every thread.
-    """
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"langgraph-memgpt:watch:{agent_id}"))
-
-
-@dataclass
-class ServerSink:
-    """Posts each batch as a run on a LangGraph server (``langgraph dev``, a deployment)."""
-
-    url: str
-    agent_id: str
-    thread_id: str
-    graph_id: str = "memgpt"
-    api_key: str | None = None
-
-    def __post_init__(self) -> None:
-        from langgraph_sdk import get_sync_client
-
-        self.client = get_sync_client(url=self.url, api_key=self.api_key)
-        self.client.threads.create(thread_id=self.thread_id, if_exists="do_nothing")
-
-    def __call__(self, events: list[dict[str, str]]) -> None:
-        """One run with the events; waits for it (the next batch follows it)."""
-        payload: Any = {"events": events}
-        output = self.client.runs.wait(
-            self.thread_id,
-            self.graph_id,
-            input=payload,
-            context={"agent_id": self.agent_id},
-            multitask_strategy="enqueue",
-        )
-        report(output)
-
-
-@dataclass
-class LocalSink:
-    """Runs the graph in this process on the agent's memory and checkpoints (``--data-dir``)."""
-
-    ctx: Context
-    thread_id: str
-    database_url: str = ""
-    _stack: ExitStack = field(default_factory=ExitStack)
-
-    def __post_init__(self) -> None:
-        from langgraph_memgpt.checkpoints import open_checkpointer
-        from langgraph_memgpt.graph import build_graph
-        from langgraph_memgpt.stores.backends import open_backend
-
-        data_dir = Path(self.ctx.data_dir).expanduser()
-        backend = open_backend(
-            data_dir,
-            database_url=self.database_url,
-            embedding_model=self.ctx.embedding_model,
-            core_block_limit=self.ctx.core_block_limit,
-        )
-        self._stack.callback(backend.close)
-        backend.open(self.ctx.agent_id).core.ensure_defaults(
-            persona=self.ctx.persona, human=self.ctx.human, char_limit=self.ctx.core_block_limit
-        )
-        saver = self._stack.enter_context(open_checkpointer(data_dir, self.database_url))
-        if self.database_url:
-            saver.setup()
-        self.graph = build_graph(memory=backend).compile(checkpointer=saver)
-
-    def __call__(self, events: list[dict[str, str]]) -> None:
-        """One run of the graph with the events."""
-        config: Any = {"configurable": {"thread_id": self.thread_id}}
-        payload: Any = {"events": events}
-        report(self.graph.invoke(payload, config, context=self.ctx))
-
-    def close(self) -> None:
-        """Close the checkpointer and the memory."""
-        self._stack.close()
-
-
-def report(output: Any) -> None:
-    """Log what a run did with the events (the memory edits of its ``event_outcome``)."""
-    outcome = output.get("event_outcome") if isinstance(output, dict) else None
-    if not isinstance(outcome, dict):
-        log.info("events delivered")
-        return
-    edits = outcome.get("edits") or []
-    log.info(
-        "%d event(s) delivered; memory edits: %s",
-        len(outcome.get("events") or []),
-        "; ".join(f"{e.get('tool')} {e.get('args')}" for e in edits) or "none",
-    )
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

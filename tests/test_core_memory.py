@@ -100,6 +100,15 @@ def test_replace_of_missing_text_quotes_it(core: CoreMemory) -> None:
     assert "was not found in block 'human'" in message
 
 
+def test_replace_of_missing_text_shows_the_lines_it_may_mean(core: CoreMemory) -> None:
+    core.append("human", "Name: Tom\nWrites code in Emacs (editor setting in .toolrc).")
+    with pytest.raises(BlockEditError) as info:
+        core.replace("human", "editor=emacs", "editor=neovim")
+    assert str(info.value).endswith(
+        "The block's lines with those words: 'Writes code in Emacs (editor setting in .toolrc).'."
+    )
+
+
 def test_replace_of_text_that_occurs_twice_asks_for_more_context(core: CoreMemory) -> None:
     core.append("human", "likes tea\nsister likes tea")
     with pytest.raises(BlockEditError, match="occurs 2 times"):

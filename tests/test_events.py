@@ -265,11 +265,13 @@ class _SmallScriptedModel(ScriptedChatModel):
     accepts_step_tools: bool = True
 
 
-def test_a_small_model_answering_events_alone_may_only_edit_memory(tmp_path: Path) -> None:
+def test_a_small_model_answering_events_alone_may_only_correct_core_or_file_the_event(
+    tmp_path: Path,
+) -> None:
     agent = Agent(tmp_path, [])
     agent.model = _SmallScriptedModel.from_steps(
         [
-            step(call("core_memory_append", label="human", content="Output format: Parquet")),
+            step(call("archival_memory_insert", content="config.yaml now says Parquet")),
             step(call("send_message", message="Parquet it is.")),
         ]
     )
@@ -278,7 +280,7 @@ def test_a_small_model_answering_events_alone_may_only_edit_memory(tmp_path: Pat
     )
     agent.run(events=[CONFIG_CHANGED])
     allowed = set(agent.model.call_kwargs[0]["step_tools"])
-    assert allowed == {"core_memory_append", "core_memory_replace", "archival_memory_insert"}
+    assert allowed == {"core_memory_replace", "archival_memory_insert"}
 
     agent.run(messages=[HumanMessage("Thanks, sounds good.")])  # a user waits: any tool
     assert "step_tools" not in agent.model.call_kwargs[1]

@@ -10,15 +10,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 
-from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.llm.toolcalls import (
-    PLAIN_REPLY_KEY,
-    LocalToolCallingChatModel,
+from langgraph_memgpt.llm.call_parse import PLAIN_REPLY_KEY, parse_tool_calls
+from langgraph_memgpt.llm.call_schema import (
     build_tool_call_schema,
-    parse_tool_calls,
     response_format_for,
     select_tools,
 )
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.streaming import reply_so_far
 
 NAMES = ["send_message", "core_memory_append"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.llm.toolcalls import build_tool_call_schema, describe_tools
+from langgraph_memgpt.llm.call_schema import build_tool_call_schema, describe_tools
 from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tools import MEMORY_TOOLS, Provenance, execute_tool_call, tool_schemas

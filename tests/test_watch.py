@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
-from langgraph_memgpt.watch import Watcher, changed_lines, looks_like_credential
+from langgraph_memgpt.watch import Watcher
+from langgraph_memgpt.watch_text import changed_lines, looks_like_credential
 
 DEADLINE_S = 60.0
 

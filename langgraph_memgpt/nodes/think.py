@@ -37,7 +37,7 @@ from langgraph_memgpt.main_context import (
 from langgraph_memgpt.memory_tools import failed_message
 from langgraph_memgpt.state import State
 from langgraph_memgpt.streaming import astream_step, hide, stream_step
-from langgraph_memgpt.tools import editing, non_editing
+from langgraph_memgpt.tools import for_events, non_editing
 
 
 def _with_call_ids(message: AIMessage) -> AIMessage:
@@ -112,7 +112,7 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         elif step_tools and not asked:
             # Events alone, nobody waiting: a small model answers the host with a chat
             # reply (held back, and again) instead of correcting what the event changed.
-            kwargs["step_tools"] = editing(schemas)
+            kwargs["step_tools"] = for_events(schemas)
         return _Call(update, chat.bind_tools(schemas), list(prompt), kwargs, searched)
 
     def overflowed(state: State, runtime: Runtime[Context], call: _Call) -> dict[str, Any]:

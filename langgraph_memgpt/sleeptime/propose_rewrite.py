@@ -17,7 +17,8 @@ from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel, response_format_for
+from langgraph_memgpt.llm.call_schema import response_format_for
+from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.main_context import context_of
 from langgraph_memgpt.sleeptime.proposal import (
     INSTRUCTIONS,

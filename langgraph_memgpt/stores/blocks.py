@@ -18,6 +18,7 @@ from langgraph_memgpt.stores.sections import check_content, edit_section
 from langgraph_memgpt.stores.sections import decode as decode_sections
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockConflictError, BlockEditError
+from langgraph_memgpt.stores.words import topic_stems
 
 PERSONA_DESCRIPTION = (
     "Who you are: your name, personality, how you speak and behave. Stay in character; "
@@ -167,7 +168,7 @@ def replaced(block: Block, old: str, new: str) -> str:
         raise BlockEditError(
             f"Edit failed: the text {_quote(old)} was not found in block '{block.label}'. "
             "Copy the exact text to change, character for character, from the block "
-            "as shown in your core memory."
+            "as shown in your core memory." + _lines_about(block, old)
         )
     if found > 1:
         raise BlockEditError(
@@ -175,6 +176,20 @@ def replaced(block: Block, old: str, new: str) -> str:
             f"'{block.label}'. Include more of the surrounding text so it matches only once."
         )
     return block.value.replace(old, new, 1)
+
+
+def _lines_about(block: Block, old: str) -> str:
+    """The block's lines that share a content word with ``old``, quoted for the model.
+
+    A small model copies the wording of what it read (a file's ``editor=emacs``) instead of
+    the block's ("Writes code in Emacs."), and repeats the refused call; shown the line,
+    it copies that.
+    """
+    wanted = topic_stems(old)
+    lines = [line for line in block.value.splitlines() if wanted & topic_stems(line)]
+    if not lines or len(lines) > 3:
+        return ""
+    return " The block's lines with those words: " + "; ".join(_quote(x) for x in lines) + "."
 
 
 def checked_value(block: Block, new_value: str) -> str:
