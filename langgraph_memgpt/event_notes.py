@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 
 from langgraph_memgpt.events import EVENT_NAME
+from langgraph_memgpt.prompts import HUMAN_BLOCK
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.tokens import content_text
 
@@ -29,7 +30,6 @@ EVENT_FIX_FLAG = "memgpt_event_fix"
 """On an AI message: how many value corrections the wrapper made for it."""
 
 REPLACE_TOOL = "core_memory_replace"
-_HUMAN = re.compile(r"<human[^>]*>(.*?)</human>", re.DOTALL)
 _TOKEN = re.compile(r"[\w.@+-]+")
 
 
@@ -67,7 +67,7 @@ def human_lines(prompt: Sequence[BaseMessage]) -> list[str]:
     lines: list[str] = []
     for message in prompt:
         if isinstance(message, SystemMessage):
-            for block in _HUMAN.findall(content_text(message)):
+            for block in HUMAN_BLOCK.findall(content_text(message)):
                 lines.extend(
                     line for line in block.splitlines() if line.strip() and not line.startswith("<")
                 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -105,6 +106,10 @@ def render_core_blocks(blocks: Sequence[dict[str, Any]], *, legacy: bool = False
         fill = f'<chars current="{len(value)}" limit="{limit}"/>'
         parts.append(f"<{label}{flags}>\n{description}\n{fill}\n{value}\n</{label}>")
     return "<core_memory>\n" + "\n".join(parts) + "\n</core_memory>"
+
+
+HUMAN_BLOCK = re.compile(r"<human[^>]*>(.*?)</human>", re.DOTALL)
+"""The ``human`` block in a rendered core memory (`render_core_blocks`): its inner text."""
 
 
 def render_memory_statistics(

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langgraph_memgpt.prompts import HUMAN_BLOCK
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.tokens import content_text
 
@@ -84,7 +85,6 @@ _SECOND_PERSON = re.compile(
 )
 _SENTENCE = re.compile(r"(?<=[.!?])(\s+)")
 _TIME_PREFIX = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\]\s*")
-_HUMAN_BLOCK = re.compile(r"<human[^>]*>(.*?)</human>", re.DOTALL)
 
 AGENT_WORDS = frozenset(
     topic_stems(
@@ -384,7 +384,7 @@ def stated_text(prompt: Sequence[BaseMessage], question: str) -> str:
     for message in prompt:
         text = content_text(message)
         if isinstance(message, SystemMessage):
-            parts.extend(_HUMAN_BLOCK.findall(text))
+            parts.extend(HUMAN_BLOCK.findall(text))
         elif isinstance(message, ToolMessage):
             parts.extend(_user_lines(text))
         elif isinstance(message, HumanMessage) and not message.name:

@@ -331,6 +331,11 @@ def _in_subgraph(request: ToolCallRequest) -> bool:
     return NAMESPACE_SEPARATOR in str(config.get("configurable", {}).get("checkpoint_ns", ""))
 
 
+def _queue_of(state: Any) -> list[AnyMessage]:
+    """The queue of the state a tool call sees (none when the call came without one)."""
+    return list(state.get("messages") or []) if isinstance(state, Mapping) else []
+
+
 def _event_turn_send(call: ToolCall, state: Any, limit: int) -> ToolMessage | None:
     """A reply in a turn that only events opened: never sent, since nobody is waiting.
 
@@ -339,9 +344,7 @@ def _event_turn_send(call: ToolCall, state: Any, limit: int) -> ToolMessage | No
     note saying so (the model gets another step to edit memory); a second one ends the
     turn, still unsent. None when a user waits for this turn's reply.
     """
-    queue: list[AnyMessage] = (
-        list(state.get("messages") or []) if isinstance(state, Mapping) else []
-    )
+    queue = _queue_of(state)
     if not queue or awaits_reply(queue):
         return None
     index = latest_user_index(queue) or 0
@@ -366,9 +369,7 @@ def _hold_back_reason(
     calls = message.tool_calls if message is not None else []
     if any(facts_of(c["name"], user_tools).reads for c in calls):
         return prompts.REPLY_HELD_BACK
-    queue: list[AnyMessage] = (
-        list(state.get("messages") or []) if isinstance(state, Mapping) else []
-    )
+    queue = _queue_of(state)
     index = latest_user_index(queue)
     if index is None:
         return None
