@@ -502,3 +502,19 @@ def test_a_streamed_reply_is_said_to_the_user_as_it_streams() -> None:
     assert all(final.startswith(s) for s in growing), "nothing shown is taken back"
     assert len(set(growing)) >= 5 and growing[-1] == final
     assert "Hi Ada! " in growing, "a sentence without the user's words goes out at once"
+
+
+def test_a_reply_that_is_not_json_streams_without_failing_the_step() -> None:
+    """An invalid escape inside the reply: the stream goes on, the step reads it as text."""
+    raw = '[{"name": "send_message", "arguments": {"message": "I love \\q teal."}}]'
+    inner = ScriptedChatModel.from_steps([raw])
+    inner.stream_piece = 5
+    model = LocalToolCallingChatModel(
+        inner=inner, reply_tool="send_message", companions=("core_memory_append",)
+    ).bind_tools([send_message, core_memory_append])
+
+    chunks = list(model.stream([HumanMessage("Hi, I'm Ada. I love teal.")]))
+    merged = chunks[0]
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+    assert not merged.tool_calls  # the parser leaves what it cannot read as text

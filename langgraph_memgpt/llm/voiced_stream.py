@@ -60,7 +60,10 @@ class VoicedRaw:
             if finished:  # cut off mid-string: show what is there, as written
                 return raw
             return raw[:start] + _escaped(self.voice.settled(_decoded_prefix(raw[start:])))
-        text = json.loads('"' + raw[start:close] + '"')
+        try:
+            text = json.loads('"' + raw[start:close] + '"')
+        except ValueError:  # not JSON (an invalid escape): shown as written, parsed later
+            return raw
         return raw[:start] + _escaped(self.voice.repair(text)) + raw[close:]
 
 
