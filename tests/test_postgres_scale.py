@@ -3,8 +3,9 @@
 Behaviour, not timings: the planner knows an agent's rows after a bulk load (which also
 leaves the loaded pages vacuumed) or a first start on loaded data (without statistics it
 took a 100k-message agent's filter for a few hundred rows and scanned every vector instead
-of walking the HNSW index), and recording a message writes each row it changes once (every
-row version is an insert into each index, the HNSW graphs included).
+of walking the HNSW index), recording a message writes each row it changes once (every
+row version is an insert into each index), and a recall row enters the HNSW graphs once,
+when its context is final: until then it is searched exactly.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.postgres import PostgresBackend
 from langgraph_memgpt.stores.postgres.bulk import load_messages, load_passages
+from langgraph_memgpt.stores.postgres.recall_writes import UNSETTLED_CAP
 from langgraph_memgpt.stores.types import RecallMessage
 
 ROWS = 600
@@ -147,8 +149,8 @@ def test_the_graphs_hold_half_precision_copies_and_scores_stay_the_stored_vector
             ).fetchall()
         assert [name for name, _ in graphs] == [
             "memgpt_archival_embedding_hnswh_384",
-            "memgpt_recall_context_embedding_hnswh_384",
-            "memgpt_recall_embedding_hnswh_384",
+            "memgpt_recall_context_embedding_hnsws_384",
+            "memgpt_recall_embedding_hnsws_384",
         ]
         assert all("halfvec_cosine_ops" in definition for _, definition in graphs)
         exact = memory.archival.search("how much water for the garden?", mode="vector")
@@ -160,4 +162,76 @@ def test_the_graphs_hold_half_precision_copies_and_scores_stay_the_stored_vector
         ]
     finally:
         approximate.close()
+        backend.close()
+
+
+def unsettled(url: str, agent: str) -> list[str]:
+    """The message ids of the agent's rows outside the graphs, oldest first."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT message_id FROM memgpt_recall WHERE agent_id = %s AND NOT settled ORDER BY id",
+            (agent,),
+        ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def test_a_recall_row_enters_the_graphs_only_with_its_final_context(
+    postgres_url: str, embeddings: Embeddings
+) -> None:
+    """Each message of a thread rewrites the rows of the two before it (their windows take
+    it in); a row in the graphs would be inserted into each graph at every rewrite, so a
+    row waits outside them until two messages follow it, searched exactly meanwhile."""
+    backend = PostgresBackend(postgres_url, embeddings=embeddings, exact_scan_limit=0)
+    try:
+        recall = backend.open("ada").recall
+        recall.add(messages("ada", 6))
+        assert unsettled(postgres_url, "ada") == ["m4", "m5"]
+        with psycopg.connect(postgres_url) as conn:
+            walked = conn.execute(
+                "EXPLAIN (ANALYZE, FORMAT JSON) SELECT id FROM memgpt_recall "
+                "WHERE agent_id = 'ada' AND vector_dims(embedding) = 384 AND settled "
+                "ORDER BY embedding::halfvec(384) <=> "
+                "(SELECT embedding FROM memgpt_recall WHERE message_id = 'm0')::halfvec(384) "
+                "LIMIT 10"
+            ).fetchone()
+        assert walked is not None and "hnsws" in str(walked[0])
+        recall.add(
+            [RecallMessage("ada", "t0", "m6", "user", "and the roses?", "2026-01-01T09:01:00Z")]
+        )
+        assert unsettled(postgres_url, "ada") == ["m5", "m6"]
+        # The newest messages are found through their exact scan, the others by the walk.
+        for text, wanted in (("and the roses?", "m6"), ("message 1 about the garden", "m1")):
+            hits = recall.search(text, mode="vector").hits
+            assert wanted in [h.item.message_id for h in hits[:3]]
+    finally:
+        backend.close()
+
+
+def test_unsettled_rows_of_ended_threads_settle_past_the_cap(
+    postgres_url: str, embeddings: Embeddings
+) -> None:
+    """Every thread's last two messages wait for a next message that may never come; the
+    exact scan beside each walk stays bounded: past the cap, the oldest settle as they are."""
+    backend = PostgresBackend(postgres_url, embeddings=embeddings)
+    try:
+        recall = backend.open("ada").recall
+        threads = UNSETTLED_CAP // 2 + 10
+        for t in range(threads):
+            recall.add(
+                [
+                    RecallMessage(
+                        "ada",
+                        f"t{t}",
+                        f"t{t}-{i}",
+                        "user",
+                        f"note {t}.{i}",
+                        f"2026-01-01T09:00:{i:02d}Z",
+                    )
+                    for i in range(3)
+                ]
+            )
+        waiting = unsettled(postgres_url, "ada")
+        assert len(waiting) == UNSETTLED_CAP
+        assert waiting[-2:] == [f"t{threads - 1}-1", f"t{threads - 1}-2"]
+    finally:
         backend.close()

@@ -208,6 +208,15 @@ VECTOR_COLUMNS = (
 )
 """Vector columns; each gets an HNSW index per dimension in use (see `ensure_hnsw`)."""
 
+SETTLING_TABLE = "memgpt_recall"
+"""The table whose graphs hold only its ``settled`` rows (``recall_context.write_rows``).
+
+A recorded message's row is rewritten as each of the next messages of its thread joins
+its context window, and every version of a row is an insert into each graph that holds
+it: keeping a row out of the graphs until its window is complete makes one insert of
+three. The rows not settled yet (a thread's newest few) are searched exactly beside the
+walk (``search.vector_scores``)."""
+
 
 class SchemaVersionError(MemoryStoreError):
     """The database was made by a newer version of this package."""
@@ -271,6 +280,17 @@ def _archival_sources(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+def _settled(conn: psycopg.Connection[Any]) -> None:
+    # Rows stored before this column existed are in the graphs already: settled.
+    conn.execute(
+        "ALTER TABLE memgpt_recall ADD COLUMN IF NOT EXISTS settled boolean NOT NULL DEFAULT true"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memgpt_recall_unsettled ON memgpt_recall (agent_id, id) "
+        "WHERE NOT settled"
+    )
+
+
 UNNUMBERED = 1
 """The ``memory`` version of every database made before numbered migrations, whatever its
 shape: the first numbered migration is 2."""
@@ -280,6 +300,7 @@ MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(4, "the tags in use kept by triggers", tag_counts.ensure_tag_counts),
     PgMigration(5, "the store's secrets (the key that signs an export's shared blocks)", _secrets),
     PgMigration(6, "the messages a passage was made from", _archival_sources),
+    PgMigration(7, "recall rows out of the graphs until their context is final", _settled),
 )
 """Each runs inside `ensure_schema`'s transaction, under its advisory lock. A new database,
 and one made before numbering (version `UNNUMBERED`), runs them all: each brings any older
@@ -357,7 +378,18 @@ the stored single-precision vector (``search.vector_scores``)."""
 
 def hnsw_index_name(table: str, column: str, dims: int) -> str:
     """The name of ``table.column``'s HNSW index over vectors of ``dims`` dimensions."""
-    return f"{table}_{column}_hnswh_{int(dims)}"
+    kind = "hnsws" if table == SETTLING_TABLE else "hnswh"
+    return f"{table}_{column}_{kind}_{int(dims)}"
+
+
+def _older_graphs(table: str, column: str, dims: int) -> list[str]:
+    """The names earlier versions gave ``table.column``'s graph (dropped once it is rebuilt).
+
+    ``hnsw``: single-precision; ``hnswh``: half-precision over every row, settled or not.
+    """
+    current = hnsw_index_name(table, column, dims)
+    names = [f"{table}_{column}_{kind}_{int(dims)}" for kind in ("hnsw", "hnswh")]
+    return [name for name in names if name != current]
 
 
 def ensure_hnsw(pool: ConnectionPool[Any], dims: int) -> None:
@@ -366,11 +398,12 @@ def ensure_hnsw(pool: ConnectionPool[Any], dims: int) -> None:
     An expression index on ``embedding::halfvec(dims)`` (`HNSW_TYPE`), partial on that
     dimension: the plain ``embedding <=> q`` of an exact scan never matches it, so only the
     searches that ask for it (large agents, `VectorSearch`) walk the graph. The
-    single-precision graphs of earlier versions are dropped once these exist: every write
-    of a vector is an insert into each graph of its column.
+    graphs of earlier versions are dropped once these exist: every write of a vector is an
+    insert into each graph of its column. Recall's graphs hold its settled rows only
+    (`SETTLING_TABLE`).
     """
     names = [hnsw_index_name(table, column, dims) for table, column in VECTOR_COLUMNS]
-    older = [f"{table}_{column}_hnsw_{int(dims)}" for table, column in VECTOR_COLUMNS]
+    older = [name for t, c in VECTOR_COLUMNS for name in _older_graphs(t, c, dims)]
     with pool.connection() as conn:
         # Checked first: CREATE INDEX IF NOT EXISTS locks the table against writers even
         # when the index exists, and every process opening an agent comes here.
@@ -383,13 +416,15 @@ def ensure_hnsw(pool: ConnectionPool[Any], dims: int) -> None:
             return
     with pool.connection() as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-        for (table, column), name, old in zip(VECTOR_COLUMNS, names, older, strict=True):
+        for (table, column), name in zip(VECTOR_COLUMNS, names, strict=True):
+            settled = " AND settled" if table == SETTLING_TABLE else ""
             conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
                 f"(({column}::{HNSW_TYPE}({int(dims)})) {HNSW_TYPE}_cosine_ops) "
-                f"WHERE vector_dims({column}) = {int(dims)}"
+                f"WHERE vector_dims({column}) = {int(dims)}{settled}"
             )
-            conn.execute(f"DROP INDEX IF EXISTS {old}")
+            for old in _older_graphs(table, column, dims):
+                conn.execute(f"DROP INDEX IF EXISTS {old}")
 
 
 STATISTICS_TABLES = (

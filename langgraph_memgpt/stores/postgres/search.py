@@ -23,7 +23,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.bm25 import bm25_term, long_text_sql
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
-from langgraph_memgpt.stores.postgres.db import HNSW_TYPE
+from langgraph_memgpt.stores.postgres.db import HNSW_TYPE, SETTLING_TABLE
 from langgraph_memgpt.stores.postgres.part_words import long_column, with_best_parts
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
 from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
@@ -279,32 +279,35 @@ def vector_scores(
     HNSW scan filters only the candidates its walk visits, so a selective filter can leave
     fewer than ``k`` of them). Approximate: the HNSW index of the vector's dimension, with
     pgvector's iterative scan so filtered-out neighbours make it look further instead of
-    returning fewer rows; for large agents.
+    returning fewer rows; for large agents. A table whose graphs hold settled rows only
+    (`db.SETTLING_TABLE`) adds its unsettled rows (a few hundred at most) scanned exactly,
+    in the same statement, and the nearest ``k`` of both are returned.
     """
     if k <= 0:
         return {}
     dims = int(vector.shape[0])
-    if not approximate:
-        order = f"b.{column} <=> %s"
-        extra = f"b.{column} IS NOT NULL"
-    else:
-        # The graph's order (half precision, `db.HNSW_TYPE`) picks the rows; the
-        # similarity returned is the stored vector's, as an exact scan returns it.
-        order = f"b.{column}::{HNSW_TYPE}({dims}) <=> %s::{HNSW_TYPE}({dims})"
-        extra = f"vector_dims(b.{column}) = {dims}"
-    sql = (
-        f"SELECT b.id, 1 - (b.{column} <=> %s) FROM {table} AS b "
-        f"WHERE ({where}) AND {extra} ORDER BY {order} LIMIT %s"
-    )
+    select = f"SELECT b.id, 1 - (b.{column} <=> %s) FROM {table} AS b WHERE ({where})"
+    nearest = f"ORDER BY b.{column} <=> %s LIMIT %s"
     args = (vector, *params, vector, k)
     if not approximate:
+        rows = conn.execute(f"{select} AND b.{column} IS NOT NULL {nearest}", args).fetchall()
+        return {int(r[0]): float(r[1]) for r in rows}
+    # The graph's order (half precision, `db.HNSW_TYPE`) picks the rows; the similarity
+    # returned is the stored vector's, as an exact scan returns it.
+    settling = table == SETTLING_TABLE
+    sql = (
+        f"{select} AND vector_dims(b.{column}) = {dims}{' AND b.settled' if settling else ''} "
+        f"ORDER BY b.{column}::{HNSW_TYPE}({dims}) <=> %s::{HNSW_TYPE}({dims}) LIMIT %s"
+    )
+    if settling:
+        unsettled = f"{select} AND NOT b.settled AND b.{column} IS NOT NULL {nearest}"
+        sql, args = f"({sql}) UNION ALL ({unsettled})", (*args, *args)
+    with conn.transaction():
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
         rows = conn.execute(sql, args).fetchall()
-    else:
-        with conn.transaction():
-            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
-            rows = conn.execute(sql, args).fetchall()
-    return {int(r[0]): float(r[1]) for r in rows}
+    best = sorted(rows, key=lambda r: -float(r[1]))[:k]
+    return {int(r[0]): float(r[1]) for r in best}
 
 
 HNSW_EF_SEARCH = 256
