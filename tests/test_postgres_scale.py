@@ -5,7 +5,7 @@ leaves the loaded pages vacuumed) or a first start on loaded data (without stati
 took a 100k-message agent's filter for a few hundred rows and scanned every vector instead
 of walking the HNSW index), recording a message writes each row it changes once (every
 row version is an insert into each index), and a recall row enters the HNSW graphs once,
-when its context is final: until then it is searched exactly.
+when its context is final, settled beside the turns: until then it is searched exactly.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.postgres import PostgresBackend
 from langgraph_memgpt.stores.postgres.bulk import load_messages, load_passages
-from langgraph_memgpt.stores.postgres.recall_writes import UNSETTLED_CAP
+from langgraph_memgpt.stores.postgres.settling import UNSETTLED_CAP
 from langgraph_memgpt.stores.types import RecallMessage
 
 ROWS = 600
@@ -99,8 +99,9 @@ def test_recording_a_message_writes_each_row_it_changes_once(
                 "BEGIN INSERT INTO row_writes VALUES (new.id); RETURN new; END $$"
             )
             conn.execute(
-                "CREATE TRIGGER log_row_write AFTER UPDATE ON memgpt_recall "
-                "FOR EACH ROW EXECUTE FUNCTION log_row_write()"
+                # Settling (the graph insert, beside the turn) is not the write's.
+                "CREATE TRIGGER log_row_write AFTER UPDATE ON memgpt_recall FOR EACH ROW "
+                "WHEN (old.settled = new.settled) EXECUTE FUNCTION log_row_write()"
             )
         follow_up = RecallMessage(
             "ada", "t0", "m6", "user", "and the roses?", "2026-01-01T09:00:06Z"
@@ -180,11 +181,18 @@ def test_a_recall_row_enters_the_graphs_only_with_its_final_context(
 ) -> None:
     """Each message of a thread rewrites the rows of the two before it (their windows take
     it in); a row in the graphs would be inserted into each graph at every rewrite, so a
-    row waits outside them until two messages follow it, searched exactly meanwhile."""
+    row waits outside them until two messages follow it, searched exactly meanwhile. The
+    backend's settler thread does the graph inserts after the write returns."""
     backend = PostgresBackend(postgres_url, embeddings=embeddings, exact_scan_limit=0)
     try:
         recall = backend.open("ada").recall
         recall.add(messages("ada", 6))
+        with psycopg.connect(postgres_url) as conn:  # written unsettled, settled after
+            rows = conn.execute(
+                "SELECT count(*) FROM memgpt_recall WHERE agent_id = 'ada'"
+            ).fetchone()
+        assert rows == (6,)
+        assert recall.settler is not None and recall.settler.drain()
         assert unsettled(postgres_url, "ada") == ["m4", "m5"]
         with psycopg.connect(postgres_url) as conn:
             walked = conn.execute(
@@ -198,6 +206,7 @@ def test_a_recall_row_enters_the_graphs_only_with_its_final_context(
         recall.add(
             [RecallMessage("ada", "t0", "m6", "user", "and the roses?", "2026-01-01T09:01:00Z")]
         )
+        assert recall.settler.drain()
         assert unsettled(postgres_url, "ada") == ["m5", "m6"]
         # The newest messages are found through their exact scan, the others by the walk.
         for text, wanted in (("and the roses?", "m6"), ("message 1 about the garden", "m1")):
@@ -230,6 +239,7 @@ def test_unsettled_rows_of_ended_threads_settle_past_the_cap(
                     for i in range(3)
                 ]
             )
+        assert recall.settler is not None and recall.settler.drain()
         waiting = unsettled(postgres_url, "ada")
         assert len(waiting) == UNSETTLED_CAP
         assert waiting[-2:] == [f"t{threads - 1}-1", f"t{threads - 1}-2"]

@@ -39,6 +39,7 @@ from langgraph_memgpt.stores.postgres.db import (
 from langgraph_memgpt.stores.postgres.deletions import PgDeletionLog
 from langgraph_memgpt.stores.postgres.models import claim_model
 from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
+from langgraph_memgpt.stores.postgres.settling import Settler
 from langgraph_memgpt.stores.text import valid_text
 
 __all__ = [
@@ -109,6 +110,7 @@ class PostgresBackend:
         self._embeddings_ready = embeddings is not None
         self._identity: tuple[str, int] | None = None
         self._pool: ConnectionPool[Any] | None = None
+        self._settler: Settler | None = None
         self._open: dict[str, PostgresMemory] = {}
         self._lock = threading.Lock()
 
@@ -133,6 +135,7 @@ class PostgresBackend:
         if self._pool is None:
             ensure_schema(self.url)
             self._pool = open_pool(self.url, max_size=self.pool_size)
+            self._settler = Settler(self._pool)
             # A first start on loaded or restored data: the planner statistics first.
             refresh_statistics(self._pool)
         return self._pool
@@ -160,7 +163,11 @@ class PostgresBackend:
                 agent_id=agent_id,
                 core=PgCoreMemory(pool, agent_id, default_limit=self.core_block_limit),
                 recall=PgRecallMemory(
-                    pool, agent_id, embeddings, exact_scan_limit=self.exact_scan_limit
+                    pool,
+                    agent_id,
+                    embeddings,
+                    exact_scan_limit=self.exact_scan_limit,
+                    settler=self._settler,
                 ),
                 archival=PgArchivalMemory(
                     pool, agent_id, embeddings, exact_scan_limit=self.exact_scan_limit
@@ -225,6 +232,9 @@ class PostgresBackend:
     def close(self) -> None:
         """Close the connection pool (the backend opens a new one if used again)."""
         with self._lock:
+            if self._settler is not None:
+                self._settler.close()
+                self._settler = None
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None

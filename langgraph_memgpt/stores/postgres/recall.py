@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.embeddings import embedding_identity
 from langgraph_memgpt.stores.messages import message_from_row, prepare_message
@@ -30,6 +34,7 @@ from langgraph_memgpt.stores.postgres.recall_rows import (
 from langgraph_memgpt.stores.postgres.recall_signals import PgRecallSignals
 from langgraph_memgpt.stores.postgres.recall_writes import write_messages
 from langgraph_memgpt.stores.postgres.search import Params
+from langgraph_memgpt.stores.postgres.settling import Settler, settle
 from langgraph_memgpt.stores.postgres.tier import PgTier
 from langgraph_memgpt.stores.search import RecallFilter, SearchesRecall, SignalSource
 from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage, check_page
@@ -44,9 +49,23 @@ class PgRecallMemory(SearchesRecall, PgTier):
         embeddings: embedding model for the vector signals; None keeps search to words.
         exact_scan_limit: up to this many vectors an agent's vector search is exact;
             beyond it, the HNSW index with an iterative scan.
+        settler: settles the written rows beside the caller (``settling``); without one,
+            each write settles them itself before it returns.
     """
 
     table = TABLE
+
+    def __init__(
+        self,
+        pool: ConnectionPool[Any],
+        agent_id: str,
+        embeddings: Embeddings | None,
+        *,
+        exact_scan_limit: int = 5_000,
+        settler: Settler | None = None,
+    ) -> None:
+        super().__init__(pool, agent_id, embeddings, exact_scan_limit=exact_scan_limit)
+        self.settler = settler
 
     # -- writing ---------------------------------------------------------------------
 
@@ -61,10 +80,17 @@ class PgRecallMemory(SearchesRecall, PgTier):
         prepared = [prepare_message(self.agent_id, m) for m in messages]
         if not prepared:
             return 0
-        with self.pool.connection() as conn, conn.transaction():
-            return write_messages(
-                conn, self.agent_id, self.embeddings, self._model_identity(), prepared
-            )
+        with self.pool.connection() as conn:
+            with conn.transaction():
+                new = write_messages(
+                    conn, self.agent_id, self.embeddings, self._model_identity(), prepared
+                )
+            if new and self.settler is not None:
+                self.settler.due(self.agent_id)
+            elif new:
+                with conn.transaction():
+                    settle(conn, self.agent_id)
+        return new
 
     def _model_identity(self) -> tuple[str, int] | None:
         """The embedding model's identity, held while vectors are written (None: no model)."""

@@ -30,14 +30,6 @@ class Context:
     text: str
     window: tuple[int, ...]
 
-    def final_for(self, row_id: int) -> bool:
-        """Whether the window of ``row_id`` is complete after it: no later message joins it.
-
-        A thread's next messages join the windows of its last `CONTEXT_RADIUS` messages;
-        a message with that many after it has its final context (until one is forgotten).
-        """
-        return len(self.window) - 1 - self.window.index(row_id) >= CONTEXT_RADIUS
-
 
 def new_contexts(
     conn: psycopg.Connection[Any], agent_id: str, thread_id: str, new: Sequence[tuple[int, str]]
@@ -106,8 +98,6 @@ def write_rows(
     contexts: Mapping[int, Context],
     vectors: Mapping[int, FloatArray],
     pooled: Mapping[int, FloatArray | None],
-    *,
-    settle: bool = False,
 ) -> None:
     """One UPDATE per changed row: its new context, message vector, context vector.
 
@@ -117,10 +107,8 @@ def write_rows(
     to three versions of each new message and two of each neighbour. An absent value
     keeps the stored one; a context vector given as None is cleared.
 
-    ``settle``: a row whose context is final is marked ``settled`` in the same update, and
-    only then enters the graphs (``db.SETTLING_TABLE``); the versions before it, while the
-    thread's next messages join its window, stay out of them. Without it (a forget's
-    refresh) a row keeps its mark.
+    Recall's graphs hold settled rows only (``settling``): a row's versions while the next
+    messages of its thread join its window are in none of them.
     """
     rows = sorted(set(contexts) | set(vectors) | set(pooled))
     if not rows:
@@ -129,15 +117,14 @@ def write_rows(
         cursor.executemany(
             f"UPDATE {TABLE} SET context = coalesce(%s, context), "
             "embedding = coalesce(%s, embedding), "
-            "context_embedding = CASE WHEN %s THEN %s::vector ELSE context_embedding END, "
-            "settled = coalesce(%s, settled) WHERE id = %s",
+            "context_embedding = CASE WHEN %s THEN %s::vector ELSE context_embedding END "
+            "WHERE id = %s",
             [
                 (
                     None if i not in contexts else pg_text(contexts[i].text),
                     vectors.get(i),
                     i in pooled,
                     pooled.get(i),
-                    contexts[i].final_for(i) if settle and i in contexts else None,
                     i,
                 )
                 for i in rows

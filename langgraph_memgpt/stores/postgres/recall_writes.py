@@ -71,8 +71,8 @@ def write_messages(
     for item, key in zip(prepared, keys, strict=True):
         if key in skip:
             continue
-        # A searchable row is not settled (kept out of the graphs) until its context is
-        # final (`recall_context.write_rows`); the others never have vectors.
+        # A searchable row stays out of the graphs until its context is final
+        # (`settling`); the others never have vectors.
         row = conn.execute(
             f"INSERT INTO {TABLE} ({', '.join(MESSAGE_COLUMNS)}, settled) "
             f"VALUES ({', '.join(['%s'] * len(MESSAGE_COLUMNS))}, %s) "
@@ -94,26 +94,8 @@ def write_messages(
     pooled: dict[int, FloatArray] = {}
     if embeddings is not None:
         vectors, pooled = _embed(conn, agent_id, embeddings, searchable, contexts)
-    write_rows(conn, contexts, vectors, pooled, settle=True)
-    settle_overflow(conn, agent_id)
+    write_rows(conn, contexts, vectors, pooled)
     return len(new)
-
-
-UNSETTLED_CAP = 256
-"""At most this many of an agent's rows wait outside the graphs (each search scans them).
-
-A thread's last messages stay unsettled until it goes on, and an agent may have many
-threads that ended: past the cap the oldest are settled (enter the graphs) as they are.
-Should their thread go on, their rewrite is one more graph insert, as every rewrite was."""
-
-
-def settle_overflow(conn: psycopg.Connection[Any], agent_id: str) -> None:
-    """Settle the agent's unsettled rows beyond its newest `UNSETTLED_CAP` (an index range)."""
-    conn.execute(
-        f"UPDATE {TABLE} SET settled = true WHERE id IN (SELECT id FROM {TABLE} "
-        "WHERE agent_id = %s AND NOT settled ORDER BY id DESC OFFSET %s)",
-        (agent_id, UNSETTLED_CAP),
-    )
 
 
 def message_row(agent_id: str, item: PreparedMessage) -> tuple[Any, ...]:
@@ -187,10 +169,8 @@ def _embed(
 
 __all__ = [
     "MESSAGE_COLUMNS",
-    "UNSETTLED_CAP",
     "lock_threads",
     "message_row",
-    "settle_overflow",
     "write_messages",
     "writers_key",
 ]
