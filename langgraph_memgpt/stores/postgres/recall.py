@@ -85,9 +85,12 @@ class PgRecallMemory(SearchesRecall, PgTier):
                 new = write_messages(
                     conn, self.agent_id, self.embeddings, self._model_identity(), prepared
                 )
-            if new and self.settler is not None:
+            # Only a searchable message has vectors, and a context that others complete.
+            if not new or not any(p.searchable for p in prepared):
+                return new
+            if self.settler is not None:
                 self.settler.due(self.agent_id)
-            elif new:
+            else:
                 with conn.transaction():
                     settle(conn, self.agent_id)
         return new
