@@ -245,3 +245,31 @@ def test_unsettled_rows_of_ended_threads_settle_past_the_cap(
         assert waiting[-2:] == [f"t{threads - 1}-1", f"t{threads - 1}-2"]
     finally:
         backend.close()
+
+
+def test_rows_a_stopped_process_left_unsettled_settle_at_the_next_write(
+    postgres_url: str, embeddings: Embeddings
+) -> None:
+    """Settling runs beside the writes: a process killed before its pass leaves final rows
+    unsettled (found all the same, by the exact scan); the next writer's pass settles them."""
+    backend = PostgresBackend(postgres_url, embeddings=embeddings)
+    try:
+        recall = backend.open("ada").recall
+        recall.add(messages("ada", 6))
+        assert recall.settler is not None and recall.settler.drain()
+        with psycopg.connect(postgres_url, autocommit=True) as conn:  # as if never settled
+            conn.execute("UPDATE memgpt_recall SET settled = false WHERE agent_id = 'ada'")
+        assert len(unsettled(postgres_url, "ada")) == 6
+        assert "m2" in [h.item.message_id for h in recall.search("message 2", mode="vector").hits]
+    finally:
+        backend.close()
+    later = PostgresBackend(postgres_url, embeddings=embeddings)
+    try:
+        recall = later.open("ada").recall
+        recall.add(
+            [RecallMessage("ada", "t0", "m6", "user", "and the roses?", "2026-01-01T09:01:00Z")]
+        )
+        assert recall.settler is not None and recall.settler.drain()
+        assert unsettled(postgres_url, "ada") == ["m5", "m6"]
+    finally:
+        later.close()

@@ -209,7 +209,7 @@ VECTOR_COLUMNS = (
 """Vector columns; each gets an HNSW index per dimension in use (see `ensure_hnsw`)."""
 
 SETTLING_TABLE = "memgpt_recall"
-"""The table whose graphs hold only its ``settled`` rows (``recall_context.write_rows``).
+"""The table whose graphs hold only its ``settled`` rows (``settling``).
 
 A recorded message's row is rewritten as each of the next messages of its thread joins
 its context window, and every version of a row is an insert into each graph that holds

@@ -167,10 +167,4 @@ def _embed(
     return fresh, pool_contexts(conn, contexts, fresh)
 
 
-__all__ = [
-    "MESSAGE_COLUMNS",
-    "lock_threads",
-    "message_row",
-    "write_messages",
-    "writers_key",
-]
+__all__ = ["MESSAGE_COLUMNS", "lock_threads", "message_row", "write_messages", "writers_key"]
