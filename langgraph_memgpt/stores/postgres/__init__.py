@@ -163,17 +163,14 @@ class PostgresBackend:
                 agent_id=agent_id,
                 core=PgCoreMemory(pool, agent_id, default_limit=self.core_block_limit),
                 recall=PgRecallMemory(
-                    pool,
-                    agent_id,
-                    embeddings,
-                    exact_scan_limit=self.exact_scan_limit,
-                    settler=self._settler,
+                    pool, agent_id, embeddings, exact_scan_limit=self.exact_scan_limit
                 ),
                 archival=PgArchivalMemory(
                     pool, agent_id, embeddings, exact_scan_limit=self.exact_scan_limit
                 ),
                 deletions=PgDeletionLog(pool, agent_id),
             )
+            memory.recall.settler = self._settler
             self._open[agent_id] = memory
             return memory
 

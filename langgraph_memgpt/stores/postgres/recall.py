@@ -14,10 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
-
-from langchain_core.embeddings import Embeddings
-from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.embeddings import embedding_identity
 from langgraph_memgpt.stores.messages import message_from_row, prepare_message
@@ -49,23 +45,13 @@ class PgRecallMemory(SearchesRecall, PgTier):
         embeddings: embedding model for the vector signals; None keeps search to words.
         exact_scan_limit: up to this many vectors an agent's vector search is exact;
             beyond it, the HNSW index with an iterative scan.
-        settler: settles the written rows beside the caller (``settling``); without one,
-            each write settles them itself before it returns.
+
+    ``settler`` (set by the backend) settles the written rows beside the caller
+    (``settling``); without one, each write settles them itself before it returns.
     """
 
     table = TABLE
-
-    def __init__(
-        self,
-        pool: ConnectionPool[Any],
-        agent_id: str,
-        embeddings: Embeddings | None,
-        *,
-        exact_scan_limit: int = 5_000,
-        settler: Settler | None = None,
-    ) -> None:
-        super().__init__(pool, agent_id, embeddings, exact_scan_limit=exact_scan_limit)
-        self.settler = settler
+    settler: Settler | None = None
 
     # -- writing ---------------------------------------------------------------------
 
