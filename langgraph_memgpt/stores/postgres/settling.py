@@ -39,6 +39,10 @@ oldest settle as they are (should their thread go on, that rewrite is one more g
 insert, as every rewrite used to be)."""
 
 
+SETTLE_PAUSE = 0.05
+"""Seconds the settler waits after a write before its pass, gathering the turn's others."""
+
+
 def settle(conn: psycopg.Connection[Any], agent_id: str) -> int:
     """Settle the agent's rows whose context is final, and the oldest past the cap.
 
@@ -115,6 +119,9 @@ class Settler:
             with self._wake:
                 while not self._due and not self._closing:
                     self._wake.wait()
+                # A turn writes several times; one pass after a short pause settles them
+                # all, instead of a pass (two statements, a transaction) per write.
+                self._wake.wait_for(lambda: self._closing, SETTLE_PAUSE)
                 agents, self._due = sorted(self._due), set()
                 if not agents and self._closing:
                     return
@@ -131,4 +138,4 @@ class Settler:
                     self._wake.notify_all()
 
 
-__all__ = ["UNSETTLED_CAP", "Settler", "settle"]
+__all__ = ["SETTLE_PAUSE", "UNSETTLED_CAP", "Settler", "settle"]
