@@ -226,6 +226,22 @@ class PostgresBackend:
 
         return release
 
+    def wait_settled(self, timeout: float = 30.0) -> bool:
+        """Wait until the recall rows written so far are settled (``settling``).
+
+        Nothing needs it to be correct (an unsettled row is searched exactly); a benchmark
+        that runs turns back to back waits here so one turn's settling does not run in the
+        next one's time. False when ``timeout`` passed first.
+        """
+        settler = self._settler
+        return settler is None or settler.drain(timeout)
+
+    @property
+    def settling_seconds(self) -> float:
+        """The time settling passes have taken in this process so far (beside the turns)."""
+        settler = self._settler
+        return 0.0 if settler is None else settler.seconds
+
     def close(self) -> None:
         """Close the connection pool (the backend opens a new one if used again)."""
         with self._lock:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import psycopg
@@ -81,6 +82,8 @@ class Settler:
         self._thread: threading.Thread | None = None
         self._closing = False
         self._busy = False
+        self.seconds = 0.0
+        """Time the thread's passes have taken, all told (``per_turn.py`` reports it)."""
 
     def due(self, agent_id: str) -> None:
         """Settle ``agent_id``'s rows soon (returns at once)."""
@@ -128,10 +131,12 @@ class Settler:
                 self._busy = True
             try:
                 for agent_id in agents:
+                    start = time.perf_counter()
                     try:
                         self.settle_now(agent_id)
                     except Exception:  # the rows stay unsettled and searchable; retried later
                         logger.warning("settling recall of %r failed", agent_id, exc_info=True)
+                    self.seconds += time.perf_counter() - start
             finally:
                 with self._wake:
                     self._busy = False
