@@ -349,17 +349,33 @@ def test_a_one_string_system_message_keeps_the_tools_in_the_request() -> None:
     assert [t["function"]["name"] for t in inner.call_kwargs[0]["tools"]] == ["send_message"]
 
 
+def merged_stream(model: Any, prompt: Any) -> tuple[list[Any], Any, list[str]]:
+    """The model's stream, its chunks merged as a UI merges them, and the reply seen after each."""
+    chunks = list(model.stream(prompt))
+    merged = chunks[0]
+    seen: list[str] = []
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+        seen.append(reply_so_far(merged) or "")
+    return chunks, merged, seen
+
+
+def voiced_model(raw: str, piece: int) -> Any:
+    """The embedded model's wrapper over scripted text streamed ``piece`` characters at a time."""
+    inner = ScriptedChatModel.from_steps([raw])
+    inner.stream_piece = piece
+    return LocalToolCallingChatModel(
+        inner=inner, reply_tool="send_message", companions=("core_memory_append",)
+    ).bind_tools([send_message, core_memory_append])
+
+
 def test_wrapper_streaming_keeps_the_parsed_tool_calls() -> None:
     inner = ScriptedChatModel.from_steps(
         ['{"name": "send_message", "arguments": {"message": "x"}}']
     )
     model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message])
 
-    chunks = list(model.stream("hi"))
-    merged = chunks[0]
-    for chunk in chunks[1:]:
-        merged = merged + chunk
-
+    _, merged, _ = merged_stream(model, "hi")
     assert merged.tool_calls[0]["name"] == "send_message"
 
 
@@ -468,12 +484,7 @@ def test_the_wrapper_streams_the_raw_text_then_the_same_calls_as_invoke() -> Non
     inner.stream_piece = 7
     model = LocalToolCallingChatModel(inner=inner).bind_tools([send_message, core_memory_append])
 
-    chunks = list(model.stream("I'm Ada"))
-    merged = chunks[0]
-    seen: list[str] = []
-    for chunk in chunks[1:]:
-        merged = merged + chunk
-        seen.append(reply_so_far(merged) or "")
+    chunks, merged, seen = merged_stream(model, "I'm Ada")
     assert len(chunks) > 5, "the text arrives in pieces, not at the end"
     assert [c["name"] for c in merged.tool_calls] == ["core_memory_append", "send_message"]
     growing = [s for s in seen if s]
@@ -484,18 +495,9 @@ def test_a_streamed_reply_is_said_to_the_user_as_it_streams() -> None:
     """The repaired reply streams; a UI never shows the first-person one it replaces."""
     reply = "Hi Ada! I love the colour teal. It is such a calming colour."
     calls = [{"name": "send_message", "arguments": {"message": reply}}]
-    inner = ScriptedChatModel.from_steps([json.dumps(calls)])
-    inner.stream_piece = 4
-    model = LocalToolCallingChatModel(
-        inner=inner, reply_tool="send_message", companions=("core_memory_append",)
-    ).bind_tools([send_message, core_memory_append])
+    model = voiced_model(json.dumps(calls), 4)
 
-    chunks = list(model.stream([HumanMessage("Hi, I'm Ada. I love the colour teal.")]))
-    merged = chunks[0]
-    seen: list[str] = []
-    for chunk in chunks[1:]:
-        merged = merged + chunk
-        seen.append(reply_so_far(merged) or "")
+    _, merged, seen = merged_stream(model, [HumanMessage("Hi, I'm Ada. I love the colour teal.")])
     final = "Hi Ada! You love the colour teal. It is such a calming colour."
     assert merged.tool_calls[-1]["args"]["message"] == final
     growing = [s for s in seen if s]
@@ -507,14 +509,5 @@ def test_a_streamed_reply_is_said_to_the_user_as_it_streams() -> None:
 def test_a_reply_that_is_not_json_streams_without_failing_the_step() -> None:
     """An invalid escape inside the reply: the stream goes on, the step reads it as text."""
     raw = '[{"name": "send_message", "arguments": {"message": "I love \\q teal."}}]'
-    inner = ScriptedChatModel.from_steps([raw])
-    inner.stream_piece = 5
-    model = LocalToolCallingChatModel(
-        inner=inner, reply_tool="send_message", companions=("core_memory_append",)
-    ).bind_tools([send_message, core_memory_append])
-
-    chunks = list(model.stream([HumanMessage("Hi, I'm Ada. I love teal.")]))
-    merged = chunks[0]
-    for chunk in chunks[1:]:
-        merged = merged + chunk
+    _, merged, _ = merged_stream(voiced_model(raw, 5), [HumanMessage("Hi, I'm Ada. I love teal.")])
     assert not merged.tool_calls  # the parser leaves what it cannot read as text
