@@ -448,15 +448,17 @@ def memgpt_lane(
     def invoke(text: str) -> object:
         return graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
 
+    if memory is None:
+        return Lane(invoke, summarizer)
+    backend = memory
+
     def beside() -> float:
         """Wait for the settling the turn left behind (``stores.postgres.settling``), so it
         does not run inside the next lane's turn; the seconds it has taken so far."""
-        if memory is None:
-            return 0.0
-        memory.wait_settled()
-        return memory.settling_seconds
+        backend.wait_settled()
+        return backend.settling_seconds
 
-    return Lane(invoke, summarizer, beside if memory is not None else None)
+    return Lane(invoke, summarizer, beside)
 
 
 def baseline_lane(scenario: str, users: list[str], queries: list[str]) -> Lane:
