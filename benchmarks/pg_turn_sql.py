@@ -112,7 +112,10 @@ def main() -> None:
         for n in args.sizes
     }
     walls: dict[int, list[float]] = collections.defaultdict(list)
+    blocks: dict[int, dict[str, tuple[int, int]]] = {}
     for i, text in enumerate(users):
+        if i == WARMUP:
+            blocks = {n: block_counts(urls[n]) for n in args.sizes}
         for n, lane in lanes.items():
             current[0] = n if i >= WARMUP else None
             start = time.perf_counter()
@@ -120,6 +123,8 @@ def main() -> None:
             if i >= WARMUP:
                 walls[n].append((time.perf_counter() - start) * 1000)
             current[0] = None
+    time.sleep(STATS_FLUSH)  # the servers' statistics reach the counters
+    read = {n: block_counts(urls[n]) for n in args.sizes}
     for backend in per_turn._OPEN_BACKENDS:
         backend.close()
 
@@ -139,6 +144,14 @@ def main() -> None:
                 f"  {sum(spent) / turns:6.1f} ms/turn (N={small:,}: {base:5.1f})  "
                 f"{len(spent) / turns:4.1f}/turn  p50 {np.median(spent):6.2f} ms  {statement}"
             )
+        print("  blocks a turn, by relation (from Postgres' buffers / from outside them):")
+        grown = {
+            name: (hit - blocks[n].get(name, (0, 0))[0], out - blocks[n].get(name, (0, 0))[1])
+            for name, (hit, out) in read[n].items()
+        }
+        for name, (hit, out) in sorted(grown.items(), key=lambda kv: -sum(kv[1]))[: args.top]:
+            if hit + out:
+                print(f"    {hit / turns:8.0f} hit {out / turns:8.0f} read  {name}")
     if args.explain:
         large = args.sizes[-1]
         ranked = sorted(times[large].items(), key=lambda kv: -sum(kv[1]))[: args.explain]
@@ -149,6 +162,29 @@ def main() -> None:
                     print(f"  N={n:,}:")
                     for line in explain(urls[n], *last[n][statement]):
                         print(f"    {line}")
+
+
+STATS_FLUSH = 1.5
+"""Seconds to wait for the server processes' block counters to be published (Postgres
+flushes a backend's statistics at most once a second)."""
+
+
+def block_counts(url: str) -> dict[str, tuple[int, int]]:
+    """Each relation's blocks so far, ``{name: (from buffers, from outside)}``.
+
+    Tables' heaps and their TOAST (``name`` and ``name (toast)``) and each index.
+    """
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT relname, coalesce(heap_blks_hit, 0), coalesce(heap_blks_read, 0) "
+            "FROM pg_statio_user_tables UNION ALL "
+            "SELECT relname || ' (toast)', coalesce(toast_blks_hit, 0) + "
+            "coalesce(tidx_blks_hit, 0), coalesce(toast_blks_read, 0) + "
+            "coalesce(tidx_blks_read, 0) FROM pg_statio_user_tables UNION ALL "
+            "SELECT indexrelname, coalesce(idx_blks_hit, 0), coalesce(idx_blks_read, 0) "
+            "FROM pg_statio_user_indexes"
+        ).fetchall()
+    return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
 
 
 def explain(url: str, query: str, params: Any) -> list[str]:

@@ -85,6 +85,42 @@ def test_a_first_start_on_rows_loaded_elsewhere_gathers_their_statistics(
         backend.close()
 
 
+def test_a_column_added_to_rows_already_held_gets_statistics_at_the_next_start(
+    postgres_url: str,
+) -> None:
+    # As migration 7 added ``settled`` to tables holding rows: until the planner knew the
+    # column, it took half the rows for unsettled and read the whole table to find a few.
+    backend = PostgresBackend(postgres_url, embedding_model="none")
+    load_messages(backend.pool(), "ada", None, messages("ada", ROWS))
+    backend.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE memgpt_recall ADD COLUMN later boolean NOT NULL DEFAULT true")
+        assert unknown_columns(conn, "memgpt_recall") == ["later"]
+    backend = PostgresBackend(postgres_url, embedding_model="none")
+    try:
+        with backend.pool().connection() as conn:
+            assert unknown_columns(conn, "memgpt_recall") == []
+            plan = conn.execute(
+                "EXPLAIN (FORMAT JSON) SELECT 1 FROM memgpt_recall WHERE NOT later"
+            ).fetchone()
+            assert plan is not None and float(plan[0][0]["Plan"]["Plan Rows"]) < ROWS / 10
+    finally:
+        backend.close()
+
+
+def unknown_columns(conn: psycopg.Connection[Any], table: str) -> list[str]:
+    """The columns of ``table`` the planner has no statistics of."""
+    return [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT a.attname FROM pg_attribute AS a WHERE a.attrelid = %s::regclass "
+            "AND a.attnum > 0 AND NOT a.attisdropped AND NOT EXISTS (SELECT 1 FROM pg_stats "
+            "AS s WHERE s.tablename = %s AND s.attname = a.attname)",
+            (table, table),
+        )
+    ]
+
+
 def test_recording_a_message_writes_each_row_it_changes_once(
     postgres_url: str, embeddings: Embeddings
 ) -> None:

@@ -452,17 +452,24 @@ def refresh_statistics(
     statistics the planner takes an agent's filter to match a few hundred rows and, for a
     large agent, picks an exact scan of every vector over the HNSW index, a cost that grows
     with the agent's history (the figures: ``benchmarks/README.md``, ``per_turn.py``: both
-    backends at 100k). With ``loaded`` ({table: rows just written}), a table that took more
-    than `LOADED_SHARE` of the rows its statistics counted is VACUUMed and ANALYZEd: the
-    vacuum also sets the loaded rows' visibility and moves the GIN indexes' pending entries
-    into the index, which autovacuum would otherwise do while the first turns run. A table
-    the connecting role does not own is skipped by Postgres with a warning.
+    backends at 100k). So is a table with a column that has none: one a migration added to
+    a table holding rows (migration 7's ``settled``: taken for true in half the rows, the
+    settling pass's few unsettled rows were looked for by reading the whole table, ~100 ms
+    and every heap page through the buffers at 100k, until autovacuum's next ANALYZE,
+    10% of the table's rows of writes later). With ``loaded`` ({table: rows just
+    written}), a table that took more than `LOADED_SHARE` of the rows its statistics
+    counted is VACUUMed and ANALYZEd: the vacuum also sets the loaded rows' visibility and
+    moves the GIN indexes' pending entries into the index, which autovacuum would otherwise
+    do while the first turns run. A table the connecting role does not own is skipped by
+    Postgres with a warning.
     """
     grown = loaded or {}
     with pool.connection() as conn:
         rows = conn.execute(
-            "SELECT c.relname, c.reltuples, EXISTS (SELECT 1 FROM pg_stats AS s "
-            "WHERE s.schemaname = n.nspname AND s.tablename = c.relname) "
+            "SELECT c.relname, c.reltuples, NOT EXISTS (SELECT 1 FROM pg_attribute AS a "
+            "WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+            "AND NOT EXISTS (SELECT 1 FROM pg_stats AS s WHERE s.schemaname = n.nspname "
+            "AND s.tablename = c.relname AND s.attname = a.attname)) "
             "FROM unnest(%s::text[]) AS t JOIN pg_class AS c ON c.oid = to_regclass(t) "
             "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
             "WHERE pg_relation_size(c.oid) > 0",
