@@ -34,12 +34,13 @@ seeded with the package's bulk loader (``stores.postgres.bulk``: the same rows, 
 and contexts as the stores write, by COPY; ``--seed stores`` writes through the stores,
 about 36 s per 1k here) and measured right after, as a user meets a fresh load; the
 checkpointer stays ``InMemorySaver``. A Postgres turn leaves its recall rows' graph
-inserts to the backend's settler thread (``stores.postgres.settling``); the scripted model
-answers at once, so that work would run inside whichever lane's turn came next: after each
-turn the run waits for it, untimed, and prints its time per turn ("beside/turn", the
-store work a user does not wait for). ``--backend sqlite postgres`` runs both in one
-rotation and prints each backend's 100k / 1k ratio in one table (with the load average of
-each group's start and end: the machine is shared).
+inserts to the backend's settler thread (``stores.postgres.settling``), as a SQLite turn
+leaves its FAISS graph inserts to the flusher thread (``stores.sqlite.faiss_pending``); the
+scripted model answers at once, so that work would run inside whichever lane's turn came
+next: after each turn the run waits for it, untimed, and prints its time per turn
+("beside/turn", the store work a user does not wait for). ``--backend sqlite postgres``
+runs both in one rotation and prints each backend's 100k / 1k ratio in one table (with the
+load average of each group's start and end: the machine is shared).
 
 Run: ``.venv/bin/python benchmarks/per_turn.py [--sizes 1000 10000 100000] [--quick]
 [--backend sqlite postgres]``
@@ -449,7 +450,15 @@ def memgpt_lane(
         return graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
 
     if memory is None:
-        return Lane(invoke, summarizer)
+        from langgraph_memgpt.stores.sqlite.faiss_pending import FLUSHER
+
+        def added() -> float:
+            """Wait for the graph inserts the turn left behind (``stores.sqlite.faiss_pending``),
+            so they do not run inside the next lane's turn; the seconds they have taken."""
+            FLUSHER.drain()
+            return FLUSHER.seconds
+
+        return Lane(invoke, summarizer, added)
     backend = memory
 
     def beside() -> float:

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import sqlite_utils
 
-from langgraph_memgpt.stores.sqlite import faiss_index
+from langgraph_memgpt.stores.sqlite import faiss_index, faiss_pending, faiss_sync
 from langgraph_memgpt.stores.sqlite.db import open_db, transaction
+from langgraph_memgpt.stores.sqlite.faiss_cache import read_cache
 from langgraph_memgpt.stores.sqlite.vectors import IndexKind, VectorIndex, forget_loaded_indexes
 from langgraph_memgpt.stores.types import EmbeddingMismatchError
 
@@ -555,3 +556,125 @@ def test_a_search_from_any_thread_runs_faiss_on_one_thread(make_index: MakeIndex
         worker.start()
         worker.join()
     assert seen == [1, 1]
+
+
+# ---------------------------------------------------------------- graph inserts beside the turn
+
+
+class HeldFlusher(faiss_pending.Flusher):
+    """The process's flusher, held: vectors stay pending until the test lets them in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[faiss_index.IndexState] = []
+
+    def due(self, state: faiss_index.IndexState) -> None:
+        self.held.append(state)
+
+    def release(self) -> None:
+        for state in self.held:
+            with state.lock:
+                faiss_pending.flush(state)
+        self.held = []
+
+
+BIG = 300
+"""Vectors a graph holds before a test's writes: a large index, whose cache file is written
+once a tenth of it changed (a small one is written, and so added to, at every write)."""
+
+
+@pytest.fixture
+def big_graph(make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch) -> VectorIndex:
+    monkeypatch.setattr(faiss_sync, "_AUTO_PERSIST_MAX_VECTORS", 0)
+    index = make_index(kind="hnsw")
+    index.upsert(list(range(BIG)), random_unit(BIG, seed=40))
+    assert in_graph(index) == BIG and not index._state.pending
+    return index
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> HeldFlusher:
+    flusher = HeldFlusher()
+    monkeypatch.setattr(faiss_pending, "FLUSHER", flusher)
+    return flusher
+
+
+def in_graph(index: VectorIndex) -> int:
+    return int(index._state.index.ntotal)
+
+
+def test_a_graphs_new_vectors_are_found_before_they_join_it(
+    big_graph: VectorIndex, held: HeldFlusher
+) -> None:
+    index = big_graph
+    vectors = random_unit(21, seed=41)
+    new = list(range(BIG, BIG + 20))
+    index.upsert(new, vectors[:20])
+    assert in_graph(index) == BIG and len(index._state.pending) == 20  # not walked yet
+    assert index.search(vectors[4], 1)[0][0] == BIG + 4
+    assert index.search(vectors[9], 3, allowed_ids=new[5:15])[0][0] == BIG + 9
+    assert BIG + 4 not in dict(index.search(vectors[4], 5, excluded_ids=[BIG + 4]))
+    index.upsert([7], vectors[20])  # in the graph: its old vector is a tombstone there
+    index.upsert([BIG + 5], vectors[20])  # replaced while pending: the old never joins
+    index.delete([BIG + 6])
+    held.release()
+    assert in_graph(index) == BIG + 20 and not index._state.pending
+    assert index.search(vectors[4], 1)[0][0] == BIG + 4
+    assert dict(index.search(vectors[20], 2)).keys() == {7, BIG + 5}
+    assert BIG + 6 not in dict(index.search(vectors[6], BIG + 20))
+    assert index.count() == BIG + 19
+
+
+def test_vectors_in_and_out_of_the_graph_rank_together(
+    big_graph: VectorIndex, held: HeldFlusher
+) -> None:
+    index = big_graph
+    target = random_unit(1, seed=42)[0]
+    close = near(target, 6, 0.05, seed=43)
+    index.upsert([BIG + 1, BIG + 2, BIG + 3], close[:3])
+    held.release()
+    index.upsert([BIG + 4, BIG + 5, BIG + 6], close[3:])  # pending
+    assert len(index._state.pending) == 3
+    expected = sorted(range(6), key=lambda i: -float(close[i] @ target))
+    assert [item for item, _ in index.search(target, 6)] == [BIG + 1 + i for i in expected]
+
+
+def test_a_cache_file_holds_every_live_vector_pending_or_not(
+    big_graph: VectorIndex, make_index: MakeIndex, held: HeldFlusher
+) -> None:
+    index = big_graph
+    vectors = random_unit(20, seed=44)
+    index.upsert(list(range(BIG, BIG + 20)), vectors)
+    index.persist()
+    assert not index._state.pending and in_graph(index) == BIG + 20
+    assert json.loads(index.sidecar_path.read_text())["count"] == BIG + 20
+    found = read_cache(index.path, index.sidecar_path, index._cache_identity())
+    assert found is not None and faiss_index.deserialize(found[0], DIM).ntotal == BIG + 20
+    again = reopen(make_index, kind="hnsw")
+    assert again.search(vectors[17], 1)[0][0] == BIG + 17
+
+
+def test_a_process_that_stops_with_vectors_pending_loses_none(
+    big_graph: VectorIndex, make_index: MakeIndex, held: HeldFlusher
+) -> None:
+    vectors = random_unit(20, seed=45)
+    big_graph.upsert(list(range(BIG, BIG + 20)), vectors)  # pending when the process stops
+    again = reopen(make_index, kind="hnsw")  # its cache file holds BIG: SQLite, all
+    assert again.count() == BIG + 20
+    assert all(again.search(vectors[i], 1)[0][0] == BIG + i for i in range(20))
+
+
+def test_a_write_past_the_cap_adds_its_vectors_to_the_graph_itself(
+    big_graph: VectorIndex, held: HeldFlusher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(faiss_pending, "PENDING_CAP", 10)
+    big_graph.upsert(list(range(BIG, BIG + 11)), random_unit(11, seed=46))
+    assert in_graph(big_graph) == BIG + 11 and not big_graph._state.pending
+
+
+def test_the_flusher_adds_pending_vectors_beside_the_writer(big_graph: VectorIndex) -> None:
+    vectors = random_unit(20, seed=47)
+    big_graph.upsert(list(range(BIG, BIG + 20)), vectors)
+    assert faiss_pending.FLUSHER.drain()
+    assert in_graph(big_graph) == BIG + 20 and not big_graph._state.pending
+    assert big_graph.search(vectors[3], 1)[0][0] == BIG + 3

@@ -11,7 +11,9 @@ tombstones with an ID selector, and a filtered search restricts FAISS to the all
 labels *before* ranking, so a narrow filter never comes back empty because closer
 vectors outside it crowded the top k. When an approximate walk returns fewer than k hits,
 or a filter is narrow enough to starve it, the vectors are scored exactly instead (read
-from SQLite through a ``Fetch``), so a search never comes back short.
+from SQLite through a ``Fetch``), so a search never comes back short. Vectors written to a
+graph but not added to it yet (``faiss_pending``) are scored exactly beside every walk
+(:func:`with_pending`).
 
 FAISS itself is imported on first use: importing the package does not load it.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -70,6 +72,9 @@ class IndexState:
         self.kind: str = "flat"  # what the loaded index is ("flat" or "hnsw")
         self.generation: str | None = None
         self.unsaved = 0  # changes since the cache file was written
+        # Live labels of an HNSW index not in its graph yet, with their vectors
+        # (``faiss_pending``); every search scores them exactly.
+        self.pending: dict[int, FloatArray] = {}
 
 
 _SEARCH_THREADS = threading.local()
@@ -187,6 +192,35 @@ def _run_search(
     return hits
 
 
+def with_pending(
+    state: IndexState,
+    q: FloatArray,
+    k: int,
+    hits: list[tuple[int, float]],
+    *,
+    allowed: Collection[int] | None = None,
+    excluded: Collection[int] = (),
+) -> list[tuple[int, float]]:
+    """The ``k`` best of the graph's ``hits`` and of the pending vectors the search may return.
+
+    ``allowed`` / ``excluded``: labels, as the search's FAISS selector holds them.
+    """
+    labels = [
+        label
+        for label in state.pending
+        if label not in excluded and (allowed is None or label in allowed)
+    ]
+    if not labels:
+        return hits
+    sims = np.stack([state.pending[label] for label in labels]) @ q[0]
+    found = [
+        (state.item_of[label], float(s))
+        for label, s in zip(labels, sims.tolist(), strict=True)
+        if label in state.item_of
+    ]
+    return sorted([*hits, *found], key=lambda hit: -hit[1])[:k]
+
+
 def search_all(state: IndexState, q: FloatArray, k: int, fetch: Fetch) -> list[tuple[int, float]]:
     """The ``k`` live vectors nearest ``q``, as ``(item, cosine)``, nearest first."""
     live = len(state.label_of)
@@ -200,7 +234,7 @@ def search_all(state: IndexState, q: FloatArray, k: int, fetch: Fetch) -> list[t
         batch = load_faiss().IDSelectorBatch(len(dead), load_faiss().swig_ptr(dead))
         selector = load_faiss().IDSelectorNot(batch)
         keep += [dead, batch]
-    hits = _run_search(state, q, k, selector, keep)
+    hits = with_pending(state, q, k, _run_search(state, q, k, selector, keep))
     if len(hits) < k:  # an approximate graph can miss; never return short
         return exact(state, q, k, list(state.item_of), fetch)
     return hits
@@ -223,6 +257,7 @@ def search_excluding(
     dead = np.array(sorted(state.tombstones | excluded), dtype=np.int64)
     batch = load_faiss().IDSelectorBatch(len(dead), load_faiss().swig_ptr(dead))
     hits = _run_search(state, q, k, load_faiss().IDSelectorNot(batch), [dead, batch])
+    hits = with_pending(state, q, k, hits, excluded=excluded)
     if len(hits) < k:
         return exact(state, q, k, [i for i in state.item_of if i not in excluded], fetch)
     return hits
@@ -239,6 +274,7 @@ def search_labels(
     allowed = np.array(labels, dtype=np.int64)
     batch = load_faiss().IDSelectorBatch(len(allowed), load_faiss().swig_ptr(allowed))
     hits = _run_search(state, q, k, batch, [allowed])
+    hits = with_pending(state, q, k, hits, allowed=set(labels))
     if len(hits) < k:
         return exact(state, q, k, labels, fetch)
     return hits
@@ -282,4 +318,5 @@ __all__ = [
     "search_labels",
     "serialize",
     "wanted_kind",
+    "with_pending",
 ]

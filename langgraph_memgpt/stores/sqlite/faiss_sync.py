@@ -36,6 +36,7 @@ import numpy as np
 import sqlite_utils
 
 from langgraph_memgpt.stores.embeddings import FloatArray
+from langgraph_memgpt.stores.sqlite import faiss_pending as pending
 from langgraph_memgpt.stores.sqlite.db import database_id
 from langgraph_memgpt.stores.sqlite.faiss_cache import (
     agent_cache_dir,
@@ -172,6 +173,7 @@ class SyncedIndex:
     def _write_cache_files(self) -> None:
         state = self._state
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        pending.flush(state)  # a cache file holds every live vector its sidecar counts
         data = serialize(state.index)
         labels = list(state.item_of)
         sidecar = {
@@ -302,6 +304,7 @@ class SyncedIndex:
         state.item_of = {}
         state.label_of = {}
         state.tombstones = set()
+        state.pending = {}
         for label in labels_in(index):
             if label in live:
                 state.item_of[label] = live[label]
@@ -347,13 +350,13 @@ class SyncedIndex:
             item = state.item_of.pop(label)
             if state.label_of.get(item) == label:
                 del state.label_of[item]
-            state.tombstones.add(label)
+            pending.drop(state, label)
         if missing:
             for item in {live[label] for label in missing}:
                 old = state.label_of.pop(item, None)
                 if old is not None:
                     state.item_of.pop(old, None)
-                    state.tombstones.add(old)
+                    pending.drop(state, old)
             labels, matrix = self._fetch(missing)
             state.index.add_with_ids(matrix, labels)
             for label in labels.tolist():
@@ -382,6 +385,7 @@ class SyncedIndex:
         state.item_of = dict(live)
         state.label_of = {item: label for label, item in live.items()}
         state.tombstones = set()
+        state.pending = {}  # the graph was built from every live vector
         state.unsaved = max(len(live), 1)
 
     def _compact(self) -> None:

@@ -31,6 +31,7 @@ import numpy as np
 import sqlite_utils
 
 from langgraph_memgpt.stores.embeddings import FloatArray, normalize
+from langgraph_memgpt.stores.sqlite import faiss_pending as pending
 from langgraph_memgpt.stores.sqlite.db import transaction
 from langgraph_memgpt.stores.sqlite.faiss_cache import remove_tier_files, warn_once
 from langgraph_memgpt.stores.sqlite.faiss_index import (
@@ -190,9 +191,9 @@ class VectorIndex(SyncedIndex):
                 old = state.label_of.pop(item, None)
                 if old is not None:
                     state.item_of.pop(old, None)
-                    state.tombstones.add(old)
+                    pending.drop(state, old)
             labels = np.array([label_by_item[item] for item in ids], dtype=np.int64)
-            state.index.add_with_ids(array, labels)
+            pending.add(state, labels, array)  # an HNSW graph gets them beside the turn
             for item, label in zip(ids, labels.tolist(), strict=True):
                 state.item_of[label] = item
                 state.label_of[item] = label
@@ -223,7 +224,7 @@ class VectorIndex(SyncedIndex):
                 old = state.label_of.pop(item, None)
                 if old is not None:
                     state.item_of.pop(old, None)
-                    state.tombstones.add(old)
+                    pending.drop(state, old)
             state.unsaved += max(removed, 1)
         self.maybe_persist()
         return int(removed)
