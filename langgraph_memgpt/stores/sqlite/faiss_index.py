@@ -205,10 +205,13 @@ def with_pending(
 
     ``allowed`` / ``excluded``: labels, as the search's FAISS selector holds them.
     """
+    if not state.pending:
+        return hits
+    kept = None if allowed is None else set(allowed)
     labels = [
         label
         for label in state.pending
-        if label not in excluded and (allowed is None or label in allowed)
+        if label not in excluded and (kept is None or label in kept)
     ]
     if not labels:
         return hits
@@ -274,7 +277,7 @@ def search_labels(
     allowed = np.array(labels, dtype=np.int64)
     batch = load_faiss().IDSelectorBatch(len(allowed), load_faiss().swig_ptr(allowed))
     hits = _run_search(state, q, k, batch, [allowed])
-    hits = with_pending(state, q, k, hits, allowed=set(labels))
+    hits = with_pending(state, q, k, hits, allowed=labels)
     if len(hits) < k:
         return exact(state, q, k, labels, fetch)
     return hits
