@@ -678,3 +678,47 @@ def test_the_flusher_adds_pending_vectors_beside_the_writer(big_graph: VectorInd
     assert faiss_pending.FLUSHER.drain()
     assert in_graph(big_graph) == BIG + 20 and not big_graph._state.pending
     assert big_graph.search(vectors[3], 1)[0][0] == BIG + 3
+
+
+KILLED_WITH_VECTORS_PENDING = """
+import os, signal, sys
+from pathlib import Path
+import numpy as np
+from langgraph_memgpt.stores.sqlite import faiss_pending, faiss_sync
+from langgraph_memgpt.stores.sqlite.db import open_db
+from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
+
+data, big, dim = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+faiss_sync._AUTO_PERSIST_MAX_VECTORS = 0
+faiss_pending.FLUSH_PAUSE = 3600.0  # the flusher never gets to them
+index = VectorIndex(open_db(data / "memory.sqlite"), tier="archival", agent_id="alice",
+                    cache_dir=data / "faiss", model="test-model", dim=dim, kind="hnsw")
+vectors = np.load(data / "vectors.npy")
+index.upsert(list(range(big)), vectors[:big])  # written to the cache file
+index.upsert(list(range(big, len(vectors))), vectors[big:])  # pending
+assert len(index._state.pending) == len(vectors) - big
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_process_killed_with_vectors_pending_loses_none(
+    tmp_data_dir: Path, make_index: MakeIndex
+) -> None:
+    import subprocess
+    import sys
+
+    vectors = random_unit(BIG + 20, seed=48)
+    np.save(tmp_data_dir / "vectors.npy", vectors)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_WITH_VECTORS_PENDING, str(tmp_data_dir), str(BIG), str(DIM)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9, killed.stderr
+    index = make_index(kind="hnsw")
+    found = read_cache(index.path, index.sidecar_path, index._cache_identity())
+    assert found is not None and faiss_index.deserialize(found[0], DIM).ntotal == BIG
+    assert index.count() == BIG + 20
+    assert all(index.search(vectors[i], 1)[0][0] == i for i in range(BIG, BIG + 20))
+    assert in_graph(index) == BIG + 20  # its file held BIG: the rest came from SQLite
