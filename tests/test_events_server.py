@@ -79,6 +79,16 @@ def test_events_through_the_sdk_edit_memory_send_nothing_and_refuse_a_bad_field(
     close_all()
 
 
+def hear_ctrl_c() -> None:
+    """The watcher hears Ctrl-C as in a terminal, however the test run was started.
+
+    A command a non-interactive shell starts in the background (``cmd &``) ignores SIGINT,
+    and so does every process it starts: a test suite started that way saw its watcher
+    ignore the test's Ctrl-C and be killed after 90 s.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.server
 @pytest.mark.timeout(300)
 def test_the_watch_command_posts_a_file_change_to_the_server(tmp_path: Path) -> None:
@@ -105,6 +115,7 @@ def test_the_watch_command_posts_a_file_change_to_the_server(tmp_path: Path) -> 
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
             start_new_session=True,
+            preexec_fn=hear_ctrl_c,
         )
         try:
             assert watcher.stdout is not None
