@@ -35,10 +35,11 @@ and contexts as the stores write, by COPY; ``--seed stores`` writes through the 
 about 36 s per 1k here) and measured right after, as a user meets a fresh load; the
 checkpointer stays ``InMemorySaver``. A Postgres turn leaves its recall rows' graph
 inserts to the backend's settler thread (``stores.postgres.settling``), as a SQLite turn
-leaves its FAISS graph inserts to the flusher thread (``stores.sqlite.faiss_pending``); the
-scripted model answers at once, so that work would run inside whichever lane's turn came
-next: after each turn the run waits for it, untimed, and prints its time per turn
-("beside/turn", the store work a user does not wait for). ``--backend sqlite postgres``
+leaves its FAISS graph inserts and WAL checkpoints to threads
+(``stores.sqlite.faiss_pending``, ``stores.sqlite.wal``); the scripted model answers at
+once, so that work would run inside whichever lane's turn came next: after each turn the
+run waits for it, untimed, and prints its time per turn ("beside/turn", the store work a
+user does not wait for). ``--backend sqlite postgres``
 runs both in one rotation and prints each backend's 100k / 1k ratio in one table (with the
 load average of each group's start and end: the machine is shared).
 
@@ -451,12 +452,15 @@ def memgpt_lane(
 
     if memory is None:
         from langgraph_memgpt.stores.sqlite.faiss_pending import FLUSHER
+        from langgraph_memgpt.stores.sqlite.wal import CHECKPOINTER
 
         def added() -> float:
-            """Wait for the graph inserts the turn left behind (``stores.sqlite.faiss_pending``),
-            so they do not run inside the next lane's turn; the seconds they have taken."""
+            """Wait for the graph inserts and the WAL checkpoints the turn left behind
+            (``stores.sqlite.faiss_pending``, ``stores.sqlite.wal``), so they do not run
+            inside the next lane's turn; the seconds they have taken."""
             FLUSHER.drain()
-            return FLUSHER.seconds
+            CHECKPOINTER.drain()
+            return FLUSHER.seconds + CHECKPOINTER.seconds
 
         return Lane(invoke, summarizer, added)
     backend = memory
@@ -584,7 +588,18 @@ def main() -> None:
         default="bulk",
         help="Postgres seeding: the bulk loader (default) or the stores' own writes",
     )
+    parser.add_argument(
+        "--wal-in-commit",
+        action="store_true",
+        help="SQLite: checkpoint inside the commits, as SQLite does by default (the "
+        "baseline of stores/sqlite/wal.py's checkpoints beside the turn)",
+    )
     args = parser.parse_args()
+    if args.wal_in_commit:
+        from langgraph_memgpt.stores.sqlite import wal
+
+        wal.FOREGROUND_PAGES = 1000  # SQLite's own wal_autocheckpoint
+        wal.CHECKPOINTER.committed = lambda path: None  # type: ignore[method-assign]
     if args.quick:
         args.sizes, args.turns, args.warmup = [200, 2000], 5, 1
     backends: list[str] = list(dict.fromkeys(args.backend))

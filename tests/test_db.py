@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
+from langgraph_memgpt.stores.sqlite import wal
 from langgraph_memgpt.stores.sqlite.db import (
     BUSY_TIMEOUT_MS,
     get_meta,
@@ -200,3 +201,36 @@ def test_a_locked_database_is_not_reported_as_corrupt(
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+# ---------------------------------------------------------------- checkpoints beside the turn
+
+
+def file_only(path: Path) -> sqlite3.Connection:
+    """The database file as it is on disk, without its write-ahead log."""
+    return sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)
+
+
+def test_commits_reach_the_database_file_beside_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite"
+    db = open_db(path)
+    assert db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == wal.FOREGROUND_PAGES
+    with transaction(db):
+        db.conn.execute("CREATE TABLE notes (text TEXT)")
+        db.conn.execute("INSERT INTO notes VALUES ('kept')")
+    assert wal.CHECKPOINTER.drain()
+    # Copied from the log into the file by the checkpointer's thread, not by the commit.
+    assert file_only(path).execute("SELECT text FROM notes").fetchall() == [("kept",)]
+    db.conn.close()
+
+
+def test_a_removed_database_is_not_made_again_by_its_checkpoint(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite"
+    db = open_db(path)
+    with transaction(db):
+        db.conn.execute("CREATE TABLE notes (text TEXT)")
+    db.conn.close()
+    for made in tmp_path.glob("memory.sqlite*"):
+        made.unlink()
+    assert wal.CHECKPOINTER.drain()
+    assert not list(tmp_path.glob("memory.sqlite*"))

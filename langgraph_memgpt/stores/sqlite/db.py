@@ -20,6 +20,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from langgraph_memgpt.stores.sqlite import wal
 from langgraph_memgpt.stores.sqlite.foreign import foreign_schema
 from langgraph_memgpt.stores.sqlite.migrations import NewerSchemaError, migrate
 from langgraph_memgpt.stores.types import StoreAccessError, StoreCorruptError
@@ -42,6 +43,9 @@ _LOCKS: weakref.WeakKeyDictionary[sqlite_utils.Database, threading.RLock] = (
     weakref.WeakKeyDictionary()
 )
 _LOCKS_GUARD = threading.Lock()
+
+# The file of each writable database, for the checkpoints after its commits (``wal``).
+_WAL_FILES: weakref.WeakKeyDictionary[sqlite_utils.Database, str] = weakref.WeakKeyDictionary()
 
 
 def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Database:
@@ -82,6 +86,8 @@ def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Databa
         if not read_only:
             _set_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints run beside the turns (``wal``); a commit runs one only as a safety net.
+            conn.execute(f"PRAGMA wal_autocheckpoint={wal.FOREGROUND_PAGES}")
             # Forgotten text is overwritten where it lay, not left in free pages (forget).
             conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -117,7 +123,10 @@ def open_db(path: Path | str, *, read_only: bool = False) -> sqlite_utils.Databa
     except (StoreCorruptError, StoreAccessError):
         conn.close()
         raise
-    return sqlite_utils.Database(conn)
+    database = sqlite_utils.Database(conn)
+    if not read_only:
+        _WAL_FILES[database] = str(path.resolve())
+    return database
 
 
 def _make_data_dir(folder: Path) -> None:
@@ -247,6 +256,9 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         except BaseException:
             db.rollback()
             raise
+        path = _WAL_FILES.get(db)
+        if path is not None:
+            wal.CHECKPOINTER.committed(path)
 
 
 def texts(db: sqlite_utils.Database, sql: str, params: Sequence[object]) -> list[str]:

@@ -1,0 +1,114 @@
+"""WAL checkpoints beside the turn: the memory file catches up with its log in a thread.
+
+In WAL mode a commit appends to the ``-wal`` file, and SQLite copies the log back into the
+database file (a checkpoint, ending in an fsync) from inside the commit that takes the log
+past ``wal_autocheckpoint`` pages: every few turns one turn's commit waited for it, 0.3-0.4 s
+on this VM at 100k messages (``benchmarks/per_turn.py``, a chat turn's p95). So a writable
+memory connection checkpoints by itself only as a safety net (`FOREGROUND_PAGES`), and
+after an outermost commit (``db.transaction``) the process's `Checkpointer` thread runs a
+``PASSIVE`` checkpoint on a connection of its own, at most once every `EVERY` seconds per
+file. A passive checkpoint never waits for writers or readers and never blocks them: it
+copies what no reader still needs, and the next pass copies the rest.
+
+Nothing depends on when it runs: the log holds every committed transaction until it is
+copied, and a crash leaves it to be replayed at the next open, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+FOREGROUND_PAGES = 10_000
+"""``wal_autocheckpoint`` of the memory connections: a commit checkpoints by itself only
+when the thread has fallen this far behind (~40 MB of log; SQLite's default is 1,000)."""
+
+EVERY = 1.0
+"""Seconds between two background checkpoints of one file."""
+
+PAUSE = 0.2
+"""Seconds the thread waits after a commit, gathering a turn's other commits."""
+
+
+class Checkpointer:
+    """One thread per process that checkpoints the memory files written to.
+
+    `committed` after a commit; the thread starts at the first one. `drain` waits until
+    nothing is due or running (benchmarks and tests).
+    """
+
+    def __init__(self) -> None:
+        self._due: set[str] = set()
+        self._last: dict[str, float] = {}
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._busy = False
+        self.seconds = 0.0
+        """Time the thread's checkpoints have taken, all told (``per_turn.py`` reports it)."""
+
+    def committed(self, path: str) -> None:
+        """The database file at ``path`` committed a transaction (returns at once)."""
+        now = time.monotonic()
+        with self._wake:
+            if path in self._due or now - self._last.get(path, float("-inf")) < EVERY:
+                return
+            self._last[path] = now
+            self._due.add(path)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="memgpt-wal-checkpointer", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+
+    def drain(self, timeout: float = 30.0) -> bool:
+        """Wait until no file is due and no checkpoint runs; False if ``timeout`` passed."""
+        with self._wake:
+            return self._wake.wait_for(lambda: not self._due and not self._busy, timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._due:
+                    self._wake.wait()
+                self._wake.wait_for(lambda: False, PAUSE)
+                due, self._due = sorted(self._due), set()
+                self._busy = True
+            start = time.perf_counter()
+            try:
+                for path in due:
+                    checkpoint(path)
+            finally:
+                with self._wake:
+                    self.seconds += time.perf_counter() - start
+                    self._busy = False
+                    self._wake.notify_all()
+
+
+def checkpoint(path: str) -> None:
+    """A ``PASSIVE`` checkpoint of the database file at ``path``, if it still exists.
+
+    Opened ``mode=rw``: a file removed since its commit is not created again.
+    """
+    try:
+        conn = sqlite3.connect(f"{Path(path).as_uri()}?mode=rw", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return  # removed, or not ours to write any more
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except sqlite3.Error as err:  # busy, or a file replaced meanwhile: the next one copies it
+        logger.debug("background checkpoint of %s skipped: %s", path, err)
+    finally:
+        conn.close()
+
+
+CHECKPOINTER = Checkpointer()
+"""The process's checkpointer."""
+
+
+__all__ = ["CHECKPOINTER", "EVERY", "FOREGROUND_PAGES", "Checkpointer", "checkpoint"]
