@@ -20,17 +20,13 @@ their insert is a copy.
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from typing import Any
 
 import numpy as np
 
+from langgraph_memgpt.stores.beside import Beside
 from langgraph_memgpt.stores.embeddings import FloatArray
 from langgraph_memgpt.stores.sqlite.faiss_index import IndexState, load_faiss
-
-logger = logging.getLogger(__name__)
 
 PENDING_CAP = 1024
 """At most this many vectors of one index wait outside its graph; a write past it adds them."""
@@ -71,61 +67,27 @@ def flush(state: IndexState) -> None:
     state.index.add_with_ids(matrix, labels)
 
 
-class Flusher:
+class Flusher(Beside[IndexState]):
     """One thread per process that adds indexes' pending vectors to their graphs.
 
-    `due` after a write; the thread starts at the first one. `drain` waits until nothing
-    is pending or being added (benchmarks and tests).
+    `due` after a write; `drain` waits until nothing is pending or being added.
     """
 
-    def __init__(self) -> None:
-        self._due: dict[int, IndexState] = {}
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._busy = False
-        self.seconds = 0.0
-        """Time the thread's additions have taken, all told (``per_turn.py`` reports it)."""
+    name = "memgpt-faiss-flusher"
+    pause = FLUSH_PAUSE  # a turn writes several vectors: one batch after a pause adds all
 
     def due(self, state: IndexState) -> None:
         """Add ``state``'s pending vectors soon (returns at once)."""
-        with self._wake:
-            self._due[id(state)] = state
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="memgpt-faiss-flusher", daemon=True
-                )
-                self._thread.start()
-            self._wake.notify()
+        self.mark_due(id(state), state)
 
-    def drain(self, timeout: float = 30.0) -> bool:
-        """Wait until no index is due and none is being added to; False on ``timeout``."""
-        with self._wake:
-            return self._wake.wait_for(lambda: not self._due and not self._busy, timeout)
+    def start(self) -> None:
+        """One OpenMP thread for the inserts: beside the turn, not across both cores."""
+        load_faiss().omp_set_num_threads(1)
 
-    def _run(self) -> None:
-        load_faiss().omp_set_num_threads(1)  # beside the turn, not across both cores
-        while True:
-            with self._wake:
-                while not self._due:
-                    self._wake.wait()
-                # A turn writes several vectors, in several writes: one batch after a
-                # short pause adds them all.
-                self._wake.wait_for(lambda: False, FLUSH_PAUSE)
-                due, self._due = list(self._due.values()), {}
-                self._busy = True
-            start = time.perf_counter()
-            try:
-                for state in due:
-                    try:
-                        with state.lock:
-                            flush(state)
-                    except Exception:  # the vectors stay pending: searched, added later
-                        logger.exception("adding pending vectors to a FAISS graph failed")
-            finally:
-                with self._wake:
-                    self.seconds += time.perf_counter() - start
-                    self._busy = False
-                    self._wake.notify_all()
+    def work(self, state: IndexState) -> None:
+        """Add the index's pending vectors (if it fails they stay pending, still searched)."""
+        with state.lock:
+            flush(state)
 
 
 FLUSHER = Flusher()

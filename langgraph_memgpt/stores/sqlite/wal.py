@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 import time
 from pathlib import Path
+
+from langgraph_memgpt.stores.beside import Beside
 
 logger = logging.getLogger(__name__)
 
@@ -35,59 +36,30 @@ PAUSE = 0.2
 """Seconds the thread waits after a commit, gathering a turn's other commits."""
 
 
-class Checkpointer:
+class Checkpointer(Beside[str]):
     """One thread per process that checkpoints the memory files written to.
 
-    `committed` after a commit; the thread starts at the first one. `drain` waits until
-    nothing is due or running (benchmarks and tests).
+    `committed` after a commit; `drain` waits until nothing is due or running.
     """
 
+    name = "memgpt-wal-checkpointer"
+    pause = PAUSE
+
     def __init__(self) -> None:
-        self._due: set[str] = set()
+        super().__init__()
         self._last: dict[str, float] = {}
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._busy = False
-        self.seconds = 0.0
-        """Time the thread's checkpoints have taken, all told (``per_turn.py`` reports it)."""
 
     def committed(self, path: str) -> None:
         """The database file at ``path`` committed a transaction (returns at once)."""
         now = time.monotonic()
-        with self._wake:
-            if path in self._due or now - self._last.get(path, float("-inf")) < EVERY:
-                return
-            self._last[path] = now
-            self._due.add(path)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="memgpt-wal-checkpointer", daemon=True
-                )
-                self._thread.start()
-            self._wake.notify()
+        if now - self._last.get(path, float("-inf")) < EVERY:
+            return  # checkpointed or due within the last second: the next commit's
+        self._last[path] = now
+        self.mark_due(path, path)
 
-    def drain(self, timeout: float = 30.0) -> bool:
-        """Wait until no file is due and no checkpoint runs; False if ``timeout`` passed."""
-        with self._wake:
-            return self._wake.wait_for(lambda: not self._due and not self._busy, timeout)
-
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while not self._due:
-                    self._wake.wait()
-                self._wake.wait_for(lambda: False, PAUSE)
-                due, self._due = sorted(self._due), set()
-                self._busy = True
-            start = time.perf_counter()
-            try:
-                for path in due:
-                    checkpoint(path)
-            finally:
-                with self._wake:
-                    self.seconds += time.perf_counter() - start
-                    self._busy = False
-                    self._wake.notify_all()
+    def work(self, path: str) -> None:
+        """Checkpoint the file (`checkpoint`)."""
+        checkpoint(path)
 
 
 def checkpoint(path: str) -> None:
