@@ -4,7 +4,8 @@ A turn's writes leave some work that no answer waits for (FAISS graph inserts, S
 WAL checkpoints). `Beside` is the thread that does it: a write marks an item due and
 returns at once; after a short pause (gathering the turn's other writes) the thread takes
 every due item and does its pass; `drain` waits until nothing is left (benchmarks wait
-for it between turns, untimed; tests to see the result).
+for it between turns, untimed; tests to see the result); `close` does what is due and
+stops the thread.
 """
 
 from __future__ import annotations
@@ -35,12 +36,15 @@ class Beside(Generic[Item]):
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._busy = False
+        self._closing = False
         self.seconds = 0.0
         """Time the thread's passes have taken, all told (``per_turn.py`` reports it)."""
 
     def mark_due(self, key: Hashable, item: Item) -> None:
         """Do ``item`` in the next pass (once, however often it is marked); returns at once."""
         with self._wake:
+            if self._closing:
+                return
             self._due[key] = item
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -51,6 +55,15 @@ class Beside(Generic[Item]):
         """Wait until nothing is due and no pass runs; False if ``timeout`` passed first."""
         with self._wake:
             return self._wake.wait_for(lambda: not self._due and not self._busy, timeout)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Do what is due, then stop the thread (waits up to ``timeout`` seconds)."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
 
     def start(self) -> None:
         """Set the thread up (runs in it, before its first pass)."""
@@ -63,10 +76,12 @@ class Beside(Generic[Item]):
         self.start()
         while True:
             with self._wake:
-                while not self._due:
+                while not self._due and not self._closing:
                     self._wake.wait()
-                self._wake.wait_for(lambda: False, self.pause)
+                self._wake.wait_for(lambda: self._closing, self.pause)
                 due, self._due = list(self._due.values()), {}
+                if not due and self._closing:
+                    return
                 self._busy = True
             begun = time.perf_counter()
             try:

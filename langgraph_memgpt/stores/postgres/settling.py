@@ -20,13 +20,12 @@ writer's pass. Several processes settling one agent skip each other's rows
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.beside import Beside
 from langgraph_memgpt.stores.postgres.recall_rows import TABLE
 from langgraph_memgpt.stores.search import CONTEXT_RADIUS
 
@@ -81,79 +80,37 @@ def settle(conn: psycopg.Connection[Any], agent_id: str) -> int:
     return len(ids)
 
 
-class Settler:
+class Settler(Beside[str]):
     """One thread per backend that settles the agents whose recall was written.
 
     `due` after a write's commit; the thread starts at the first one. `drain` waits for
     it to be idle; `close` settles what is due and stops it.
     """
 
+    name = "memgpt-recall-settler"
+    # A turn writes several times; one pass after a short pause settles them all, instead
+    # of a pass (two statements, a transaction) per write.
+    pause = SETTLE_PAUSE
+
     def __init__(self, pool: ConnectionPool[Any]) -> None:
+        super().__init__()
         self.pool = pool
-        self._due: set[str] = set()
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._closing = False
-        self._busy = False
-        self.seconds = 0.0
-        """Time the thread's passes have taken, all told (``per_turn.py`` reports it)."""
 
     def due(self, agent_id: str) -> None:
         """Settle ``agent_id``'s rows soon (returns at once)."""
-        with self._wake:
-            if self._closing:
-                return
-            self._due.add(agent_id)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="memgpt-recall-settler", daemon=True
-                )
-                self._thread.start()
-            self._wake.notify()
+        self.mark_due(agent_id, agent_id)
 
     def settle_now(self, agent_id: str) -> int:
         """Settle ``agent_id``'s rows in the calling thread; returns how many settled."""
         with self.pool.connection() as conn, conn.transaction():
             return settle(conn, agent_id)
 
-    def drain(self, timeout: float = 30.0) -> bool:
-        """Wait until no agent is due and no pass runs; False if ``timeout`` passed first."""
-        with self._wake:
-            return self._wake.wait_for(lambda: not self._due and not self._busy, timeout)
-
-    def close(self, timeout: float = 30.0) -> None:
-        """Settle what is due, then stop the thread (waits up to ``timeout`` seconds)."""
-        with self._wake:
-            self._closing = True
-            self._wake.notify()
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while not self._due and not self._closing:
-                    self._wake.wait()
-                # A turn writes several times; one pass after a short pause settles them
-                # all, instead of a pass (two statements, a transaction) per write.
-                self._wake.wait_for(lambda: self._closing, SETTLE_PAUSE)
-                agents, self._due = sorted(self._due), set()
-                if not agents and self._closing:
-                    return
-                self._busy = True
-            try:
-                for agent_id in agents:
-                    start = time.perf_counter()
-                    try:
-                        self.settle_now(agent_id)
-                    except Exception:  # the rows stay unsettled and searchable; retried later
-                        logger.warning("settling recall of %r failed", agent_id, exc_info=True)
-                    self.seconds += time.perf_counter() - start
-            finally:
-                with self._wake:
-                    self._busy = False
-                    self._wake.notify_all()
+    def work(self, agent_id: str) -> None:
+        """Settle the agent's rows (if it fails they stay unsettled and searchable)."""
+        try:
+            self.settle_now(agent_id)
+        except Exception:  # retried at the agent's next write
+            logger.warning("settling recall of %r failed", agent_id, exc_info=True)
 
 
 __all__ = ["SETTLE_PAUSE", "UNSETTLED_CAP", "Settler", "settle"]
