@@ -108,6 +108,10 @@ class Tier:
     otherwise got a page of the nearest small talk, which a small model answered from.
     Archival keeps ranking its whole vector pool."""
     neighbour_context: bool = False
+    vectors_after_words: bool = False
+    """The text a hybrid search embeds depends on its word matches (archival leaves out the
+    tags they carry), so its vector signals start after the word signals; otherwise they
+    start first, and a backend may run them beside the words (``begin_nearest``)."""
     """Score each candidate also by its neighbours in its thread, at search time
     (:func:`neighbour_signals`). Recall indexes each message's context when it is written;
     archival passages come one at a time, in any order, from tools and evictions, so their
@@ -116,7 +120,12 @@ class Tier:
 
 RECALL = Tier("recall", RECALL_POOL, refuse_vector_mode=True, matches_only=True)
 ARCHIVAL = Tier(
-    "archival", ARCHIVAL_POOL, refuse_vector_mode=False, matches_only=False, neighbour_context=True
+    "archival",
+    ARCHIVAL_POOL,
+    refuse_vector_mode=False,
+    matches_only=False,
+    neighbour_context=True,
+    vectors_after_words=True,
 )
 
 CONTEXT_RADIUS = 2
@@ -157,8 +166,13 @@ class SignalSource(Protocol[T]):
         """The query vector of ``text``."""
         ...
 
-    def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
-        """One ``{id: cosine}`` map per vector signal: its ``k`` nearest candidates."""
+    def begin_nearest(self, vector: Any, k: int) -> Callable[[], list[dict[int, float]]]:
+        """One ``{id: cosine}`` map per vector signal, its ``k`` nearest candidates, begun.
+
+        Calling the result returns them: a backend that can run them beside the word
+        signals (Postgres, on spare connections) starts them here; the others find them
+        here (:func:`found_now`).
+        """
         ...
 
     def vector_total(self, at_most: int) -> int:
@@ -200,19 +214,22 @@ class _Search(Generic[T]):
         self.terms = terms
         self.signals: list[Signal[int]] = []
         self.rare: list[Collection[int]] = []
+        self._nearest: Callable[[], list[dict[int, float]]] = list
 
     def add_words(self) -> None:
         self.signals += [Signal(scores) for scores in self.source.word_signals(self.terms)]
         matches = self.source.term_matches(self.terms, RARE_MATCHES)
         self.rare = rare_term_matches(matches)
 
-    def add_vectors(self, mode: SearchMode, k: int) -> None:
+    def begin_vectors(self, mode: SearchMode, k: int) -> None:
         vector = self.source.embed(self.source.vector_text(self.query, mode))
+        self._nearest = self.source.begin_nearest(vector, k)
+
+    def add_vectors(self) -> None:
         # A word match outside a vector pool scores 0 there. Giving the best of them their
         # true cosine (archival did) changed no LoCoMo figure of archival and none of
         # recall at recall's pool, so there is no such step.
-        nearest = self.source.nearest(vector, k)
-        self.signals += [Signal(scores, "similarity") for scores in nearest]
+        self.signals += [Signal(scores, "similarity") for scores in self._nearest()]
 
     def questions(self) -> set[int]:
         """Holders of every rare term that only ask about it (see ``ranking.fuse``)."""
@@ -225,6 +242,11 @@ class _Search(Generic[T]):
             for key, item in holders.items()
             if is_question(self.source.text_of(item), self.terms)
         }
+
+
+def found_now(signals: list[dict[int, float]]) -> Callable[[], list[dict[int, float]]]:
+    """``begin_nearest``'s result for signals found at once (a backend that cannot wait)."""
+    return lambda: signals
 
 
 def neighbour_signals(
@@ -304,11 +326,17 @@ def hybrid_search(
     if not terms:
         return source.listing(page, page_size)
     search = _Search(source, query, terms)
+    with_vectors = vectors and mode != "fts"
+    first = with_vectors and not tier.vectors_after_words
+    if first:
+        search.begin_vectors(mode, pool.size(page, page_size))
     if mode != "vector":
         search.add_words()
     total: int | None = None
-    if vectors and mode != "fts":
-        search.add_vectors(mode, pool.size(page, page_size))
+    if with_vectors:
+        if not first:
+            search.begin_vectors(mode, pool.size(page, page_size))
+        search.add_vectors()  # after the words: the signals' order is the same either way
         if mode == "vector":
             total = source.vector_total(VECTOR_TOTAL_CAP)
     if tier.neighbour_context:

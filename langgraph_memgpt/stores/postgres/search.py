@@ -19,10 +19,12 @@ from typing import Any, Protocol
 import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
+from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.bm25 import bm25_term, long_text_sql
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
+from langgraph_memgpt.stores.postgres import spare
 from langgraph_memgpt.stores.postgres.db import HNSW_TYPE, SETTLING_TABLE
 from langgraph_memgpt.stores.postgres.part_words import long_column, with_best_parts
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
@@ -360,6 +362,7 @@ class PgTier(Protocol):
 
     agent_id: str
     embeddings: Embeddings | None
+    pool: ConnectionPool[Any]
 
     def _approximate(self, conn: psycopg.Connection[Any]) -> bool: ...
 
@@ -389,6 +392,7 @@ class TableSignals:
         self, memory: PgTier, conn: psycopg.Connection[Any], where: str, params: Params
     ) -> None:
         self.conn = conn
+        self.pool = memory.pool
         self.agent_id = memory.agent_id
         self.embeddings = memory.embeddings
         self.has_vectors = memory.embeddings is not None
@@ -445,29 +449,36 @@ class TableSignals:
         assert self.embeddings is not None
         return embed_query(self.embeddings, text)
 
-    def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
-        """The ``k`` nearest candidates of each vector column.
+    def begin_nearest(self, vector: Any, k: int) -> Callable[[], list[dict[int, float]]]:
+        """The ``k`` nearest candidates of each vector column, begun on spare connections.
 
-        The first column is the row's own vector: a long text's similarity there is its
-        best vector's, the whole text's or one of its parts' (``stores.chunks``).
+        Each column's statement (and the parts') runs on a connection of its own
+        (``spare.begin``) while the caller goes on, e.g. to the word signals; the result
+        waits for them. The first column is the row's own vector: a long text's similarity
+        there is its best vector's, the whole text's or one of its parts'
+        (``stores.chunks``).
         """
         approximate = self.approximate(self.conn)
-        signals = [
-            vector_scores(
-                self.conn,
-                self.table,
-                column,
-                vector,
-                k,
-                self.where,
-                self.params,
-                approximate=approximate,
+        where, params = self.where, self.params
+
+        def column_scores(column: str) -> Callable[[psycopg.Connection[Any]], dict[int, float]]:
+            return lambda conn: vector_scores(
+                conn, self.table, column, vector, k, where, params, approximate=approximate
             )
-            for column in self.vectors
-        ]
-        if self.table in PARTS_OF:
-            parts = nearest_parts(self.conn, self.table, vector, k, self.where, self.params)
-            signals[0] = nearest_items(signals[0], parts, k)
+
+        tasks = [column_scores(column) for column in self.vectors]
+        has_parts = self.table in PARTS_OF
+        if has_parts:
+            tasks.append(lambda conn: nearest_parts(conn, self.table, vector, k, where, params))
+        collect = spare.begin(self.pool, self.conn, tasks)
+
+        def signals() -> list[dict[int, float]]:
+            found = collect()
+            columns = found[: len(self.vectors)]
+            if has_parts:
+                columns[0] = nearest_items(columns[0], found[-1], k)
+            return columns
+
         return signals
 
     def vector_total(self, at_most: int) -> int:

@@ -9,7 +9,7 @@ day, a tag) and a passage's neighbours in its thread.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
 import sqlite_utils
@@ -19,6 +19,7 @@ from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.mentions import created_between, mention_signals, topic_of
+from langgraph_memgpt.stores.search import found_now
 from langgraph_memgpt.stores.sqlite.fts import term_matches
 from langgraph_memgpt.stores.sqlite.fts_parts import bm25_with_parts
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
@@ -104,6 +105,10 @@ class ArchivalSignals:
     def _index(self) -> VectorIndex:
         assert self.memory.index is not None
         return self.memory.index
+
+    def begin_nearest(self, vector: Any, k: int) -> Callable[[], list[dict[int, float]]]:
+        """:meth:`nearest`, found at once (the FAISS searches take a few milliseconds)."""
+        return found_now(self.nearest(vector, k))
 
     def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
         """The passage signal: the ``k`` best of whole passages and their parts."""

@@ -9,8 +9,8 @@ query names (a day, a participant).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
-from typing import Protocol
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Protocol
 
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
@@ -20,7 +20,7 @@ from langgraph_memgpt.stores.chunks import nearest_items, parts_of
 from langgraph_memgpt.stores.embeddings import FloatArray, embed_query
 from langgraph_memgpt.stores.mentions import created_between, mention_signals, topic_of
 from langgraph_memgpt.stores.messages import searchable_text
-from langgraph_memgpt.stores.search import split_excluded
+from langgraph_memgpt.stores.search import found_now, split_excluded
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores, term_matches
 from langgraph_memgpt.stores.sqlite.fts_parts import long_texts, with_best_parts
 from langgraph_memgpt.stores.sqlite.recall_rows import PAIRS, fetch_by_ids, listing
@@ -186,6 +186,10 @@ class RecallSignals:
                 )
                 self._excluded_rows = sorted(int(r[0]) for r in rows)
         return self._excluded_rows
+
+    def begin_nearest(self, vector: Any, k: int) -> Callable[[], list[dict[int, float]]]:
+        """:meth:`nearest`, found at once (the FAISS searches take a few milliseconds)."""
+        return found_now(self.nearest(vector, k))
 
     def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
         """The message signal (best of whole and parts) and the context signal, ``k`` each."""
