@@ -4,7 +4,8 @@ Behaviour, not timings: the statements given to ``spare.begin`` run in other ser
 sessions while the caller goes on (one of them waits on a lock the caller holds, and the
 caller sees it waiting); with no spare connection they run on the caller's own, in order;
 an error reaches whoever collects; every connection goes back to the pool. A search finds
-the same page whether its pool has connections to spare or not.
+the same page whether its pool has connections to spare or not, and whether its vector
+statements start before its words or after them.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.postgres import PostgresBackend
+from langgraph_memgpt.stores.postgres.archival import _PgArchivalSignals
+from langgraph_memgpt.stores.postgres.search import TableSignals
 from langgraph_memgpt.stores.postgres.spare import begin
-from langgraph_memgpt.stores.types import RecallMessage
+from langgraph_memgpt.stores.types import Passage, RecallMessage
 
 LOCK = 730_001
 
@@ -55,6 +58,10 @@ def pool_of(url: str, size: int) -> Iterator[ConnectionPool[Any]]:
         yield opened(backend.pool(), size)
     finally:
         backend.close()
+
+
+def key(item: RecallMessage | Passage) -> str:
+    return item.message_id if isinstance(item, RecallMessage) else str(item.id)
 
 
 def waiting_on_the_lock(conn: psycopg.Connection[Any]) -> int:
@@ -150,13 +157,56 @@ def test_a_search_finds_the_same_with_or_without_connections_to_spare(
                 store = memory.recall if tier == "recall" else memory.archival
                 for mode in ("hybrid", "vector"):
                     page = store.search("how much water does the garden need?", mode=mode)
-                    found[(pool_size, limit, mode)] = [
-                        (h.item.message_id if tier == "recall" else str(h.item.id), h.score)
-                        for h in page.hits
-                    ]
+                    found[(pool_size, limit, mode)] = [(key(h.item), h.score) for h in page.hits]
             finally:
                 backend.close()
     for limit in (0, 10_000):
         for mode in ("hybrid", "vector"):
             assert found[(8, limit, mode)], (limit, mode)
             assert found[(8, limit, mode)] == found[(1, limit, mode)]
+
+
+def test_archival_vectors_start_first_unless_the_query_names_a_tag(
+    postgres_url: str, embeddings: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Archival's hybrid text leaves out the tags of its word matches that the query
+    names: a query naming one of the agent's tags waits for its words, any other starts
+    its vectors first; either way the page is the one the words-first order finds."""
+    backend = PostgresBackend(postgres_url, embeddings=embeddings, exact_scan_limit=0)
+    try:
+        opened(backend.pool(), 4)
+        archival = backend.open("ada").archival
+        for i in range(30):
+            archival.insert(
+                f"note {i}: the plants need {i} litres of water", tags=["garden", f"week{i % 4}"]
+            )
+        calls: list[str] = []
+        begin_nearest = TableSignals.begin_nearest
+        word_signals = _PgArchivalSignals.word_signals
+
+        def logged_nearest(self: TableSignals, vector: Any, k: int) -> Any:
+            calls.append("vectors")
+            return begin_nearest(self, vector, k)
+
+        def logged_words(self: _PgArchivalSignals, terms: Any) -> Any:
+            calls.append("words")
+            return word_signals(self, terms)
+
+        monkeypatch.setattr(TableSignals, "begin_nearest", logged_nearest)
+        monkeypatch.setattr(_PgArchivalSignals, "word_signals", logged_words)
+        queries = {
+            "how much water do the garden plants need?": ["words", "vectors"],
+            "how much water do the plants need?": ["vectors", "words"],
+        }
+        found = {}
+        for query, order in queries.items():
+            calls.clear()
+            page = archival.search(query)
+            assert calls == order, query
+            found[query] = [(h.item.id, h.score) for h in page.hits]
+        monkeypatch.setattr(_PgArchivalSignals, "vectors_wait_for_words", lambda *_: True)
+        for query in queries:
+            page = archival.search(query)
+            assert found[query] and found[query] == [(h.item.id, h.score) for h in page.hits]
+    finally:
+        backend.close()

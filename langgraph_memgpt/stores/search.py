@@ -108,10 +108,6 @@ class Tier:
     otherwise got a page of the nearest small talk, which a small model answered from.
     Archival keeps ranking its whole vector pool."""
     neighbour_context: bool = False
-    vectors_after_words: bool = False
-    """The text a hybrid search embeds depends on its word matches (archival leaves out the
-    tags they carry), so its vector signals start after the word signals; otherwise they
-    start first, and a backend may run them beside the words (``begin_nearest``)."""
     """Score each candidate also by its neighbours in its thread, at search time
     (:func:`neighbour_signals`). Recall indexes each message's context when it is written;
     archival passages come one at a time, in any order, from tools and evictions, so their
@@ -125,7 +121,6 @@ ARCHIVAL = Tier(
     refuse_vector_mode=False,
     matches_only=False,
     neighbour_context=True,
-    vectors_after_words=True,
 )
 
 CONTEXT_RADIUS = 2
@@ -160,6 +155,14 @@ class SignalSource(Protocol[T]):
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
         """The text to embed for ``query`` (recall leaves out participants' names)."""
+        ...
+
+    def vectors_wait_for_words(self, query: str, mode: SearchMode) -> bool:
+        """Whether :meth:`vector_text` needs the word signals first.
+
+        Archival's hybrid text leaves out the tags its word matches carry; when the query
+        can name none, the vector signals start before the words (``begin_nearest``).
+        """
         ...
 
     def embed(self, text: str) -> Any:
@@ -327,7 +330,7 @@ def hybrid_search(
         return source.listing(page, page_size)
     search = _Search(source, query, terms)
     with_vectors = vectors and mode != "fts"
-    first = with_vectors and not tier.vectors_after_words
+    first = with_vectors and not source.vectors_wait_for_words(query, mode)
     if first:
         search.begin_vectors(mode, pool.size(page, page_size))
     if mode != "vector":

@@ -17,7 +17,7 @@ from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
-from langgraph_memgpt.stores.mentions import mention_signals, topic_of
+from langgraph_memgpt.stores.mentions import mention_signals, mentioned_names, topic_of
 from langgraph_memgpt.stores.passages import (
     InsertsPassages,
     PreparedPassage,
@@ -330,6 +330,11 @@ class PgArchivalMemory(InsertsPassages, SearchesArchival, PgTier):
         return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
 
 
+TAGS_LOOKED_AT = 1000
+"""An agent with more tags than this starts a hybrid search's vectors after its words
+(whose matches' tags are all :meth:`_PgArchivalSignals.vector_text` reads)."""
+
+
 class _PgArchivalSignals(TableSignals):
     """The signals of one archival search in Postgres (``stores.search.SignalSource``).
 
@@ -352,6 +357,21 @@ class _PgArchivalSignals(TableSignals):
         signals = super().word_signals(terms)
         self._word_matches = set(signals[0])
         return signals
+
+    def vectors_wait_for_words(self, query: str, mode: SearchMode) -> bool:
+        """In hybrid mode, when the query names one of the agent's tags (or it has many).
+
+        :meth:`vector_text` leaves out the tags of the word matches that the query names;
+        a query naming none of the agent's tags is embedded as it is whatever the words
+        match, so its vector statements start first and run beside them.
+        """
+        if mode != "hybrid":
+            return False
+        rows = self.conn.execute(
+            "SELECT tag FROM memgpt_archival_tag_counts WHERE agent_id = %s LIMIT %s",
+            (self.agent_id, TAGS_LOOKED_AT + 1),
+        ).fetchall()
+        return len(rows) > TAGS_LOOKED_AT or bool(mentioned_names(query, (r[0] for r in rows)))
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
         """As SQLite's: in hybrid mode, without the word matches' tags the query names."""

@@ -21,6 +21,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.bm25 import bm25_term, long_text_sql
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
@@ -443,6 +444,10 @@ class TableSignals:
             return {term: set(known[term][: limit + 1]) for term in dict.fromkeys(terms)}
         tsv = self.words[0][0]
         return term_matches(self.conn, self.table, tsv, terms, self.where, self.params, limit=limit)
+
+    def vectors_wait_for_words(self, query: str, mode: SearchMode) -> bool:
+        """Never, unless a tier's :meth:`vector_text` reads the word matches (archival)."""
+        return False
 
     def embed(self, text: str) -> Any:
         """The query vector."""

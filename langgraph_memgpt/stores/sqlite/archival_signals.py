@@ -75,6 +75,10 @@ class ArchivalSignals:
             self.db, "archival_fts", "archival", terms, self.where, self.params, limit=limit
         )
 
+    def vectors_wait_for_words(self, query: str, mode: SearchMode) -> bool:
+        """In hybrid mode (:meth:`vector_text` reads the word matches' tags)."""
+        return mode == "hybrid"
+
     def vector_text(self, query: str, mode: SearchMode) -> str:
         """In hybrid mode, the query without the tags it names (``mentions.topic_of``).
 

@@ -122,6 +122,10 @@ class RecallSignals:
             self.db, "recall_fts", "recall", terms, self.where, self.params, limit=limit
         )
 
+    def vectors_wait_for_words(self, query: str, mode: SearchMode) -> bool:
+        """Never: the text to embed leaves out participants, not anything words found."""
+        return False
+
     def vector_text(self, query: str, mode: SearchMode) -> str:
         """The text to embed: in hybrid mode, the query without the participants it names.
 
