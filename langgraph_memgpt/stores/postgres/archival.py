@@ -352,6 +352,8 @@ class _PgArchivalSignals(TableSignals):
         super().__init__(memory, conn, where, params)
         self.memory = memory
         self._word_matches: set[int] = set()
+        self._names_no_tag = False
+        """Known to name none of the agent's tags (:meth:`vectors_wait_for_words`)."""
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         signals = super().word_signals(terms)
@@ -371,7 +373,9 @@ class _PgArchivalSignals(TableSignals):
             "SELECT tag FROM memgpt_archival_tag_counts WHERE agent_id = %s LIMIT %s",
             (self.agent_id, TAGS_LOOKED_AT + 1),
         ).fetchall()
-        return len(rows) > TAGS_LOOKED_AT or bool(mentioned_names(query, (r[0] for r in rows)))
+        named = len(rows) > TAGS_LOOKED_AT or bool(mentioned_names(query, (r[0] for r in rows)))
+        self._names_no_tag = not named
+        return named
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
         """As SQLite's: in hybrid mode, without the word matches' tags the query names."""
@@ -395,7 +399,7 @@ class _PgArchivalSignals(TableSignals):
                 "AND b.created_at >= %s AND b.created_at < %s",
                 (*self.params, low, high),
             ).fetchall(),
-            self._tags_of(candidates),
+            [] if self._names_no_tag else self._tags_of(candidates),
             lambda tag: (
                 r[0]
                 for r in self.conn.execute(
