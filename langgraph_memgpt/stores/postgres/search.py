@@ -137,7 +137,6 @@ def bm25_scores(
     reading: Callable[[int, int], Reading] = term_reading,
     matched: dict[str, list[int]] | None = None,
     long: tuple[str, set[int]] | None = None,
-    newest: NewestIds | None = None,
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
@@ -166,14 +165,12 @@ def bm25_scores(
         long: (a text column, a set) whose set is filled with the matches whose column
             may have parts (``stores.bm25.long_text_sql``), tested on the rows the term's
             query reads anyway (``part_words.with_best_parts``).
-        newest: the agent's newest ids in ``table``, when the caller scores several of its
-            columns (one lookup for all of them); else looked up here if a window needs it.
     """
     if not terms:
         return {}
     tsv, length = columns
     stats, frequencies = term_statistics(conn, table, tsv, agent_id, list(dict.fromkeys(terms)))
-    newest = newest or NewestIds(conn, table, agent_id)
+    newest = NewestIds(conn, table, agent_id)
     scores: dict[int, float] = {}
     for term, found in frequencies.items():
         if not found.documents:
@@ -405,33 +402,40 @@ class TableSignals:
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of each word signal's column, a long text's raised to its best part's.
 
-        See ``stores.bm25`` and ``part_words.with_best_parts``.
+        See ``stores.bm25`` and ``part_words.with_best_parts``. The first column is scored
+        on the search's connection (its matches tell the rare terms, :meth:`term_matches`),
+        the others beside it on spare connections (``spare.begin``).
         """
-        self._matched = {}
-        newest = NewestIds(self.conn, self.table, self.agent_id)  # shared by the columns
-        signals = []
-        for i, columns in enumerate(self.words):
-            matched: dict[str, list[int]] = self._matched if i == 0 else {}
-            long: set[int] = set()
-            text = long_column(self.table, columns[0])
-            whole = bm25_scores(
-                self.conn,
-                self.table,
-                columns,
-                self.agent_id,
-                terms,
-                self.where,
-                self.params,
-                matched=matched,
-                long=None if text is None else (text, long),
-                newest=newest,
-            )
-            signals.append(
-                with_best_parts(
-                    self.conn, self.table, columns[0], self.agent_id, whole, matched, long
+        first: dict[str, list[int]] = {}
+        self._matched = first
+
+        def column_signal(
+            i: int, columns: tuple[str, str]
+        ) -> Callable[[psycopg.Connection[Any]], dict[int, float]]:
+            def scores(conn: psycopg.Connection[Any]) -> dict[int, float]:
+                matched: dict[str, list[int]] = first if i == 0 else {}
+                long: set[int] = set()
+                text = long_column(self.table, columns[0])
+                whole = bm25_scores(
+                    conn,
+                    self.table,
+                    columns,
+                    self.agent_id,
+                    terms,
+                    self.where,
+                    self.params,
+                    matched=matched,
+                    long=None if text is None else (text, long),
                 )
-            )
-        return signals
+                return with_best_parts(
+                    conn, self.table, columns[0], self.agent_id, whole, matched, long
+                )
+
+            return scores
+
+        tasks = [column_signal(i, columns) for i, columns in enumerate(self.words)]
+        others = spare.begin(self.pool, self.conn, tasks[1:])
+        return [tasks[0](self.conn), *others()]
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         """The rows holding each term, in the first word column.
