@@ -116,11 +116,7 @@ class Tier:
 
 RECALL = Tier("recall", RECALL_POOL, refuse_vector_mode=True, matches_only=True)
 ARCHIVAL = Tier(
-    "archival",
-    ARCHIVAL_POOL,
-    refuse_vector_mode=False,
-    matches_only=False,
-    neighbour_context=True,
+    "archival", ARCHIVAL_POOL, refuse_vector_mode=False, matches_only=False, neighbour_context=True
 )
 
 CONTEXT_RADIUS = 2
