@@ -232,5 +232,24 @@ def test_a_removed_database_is_not_made_again_by_its_checkpoint(tmp_path: Path) 
     db.conn.close()
     for made in tmp_path.glob("memory.sqlite*"):
         made.unlink()
-    assert wal.CHECKPOINTER.drain()
+    assert wal.CHECKPOINTER.drain()  # the thread's pass, had it not run before the removal
+    wal.checkpoint(str(path))  # and a pass after it, whenever the thread ran
     assert not list(tmp_path.glob("memory.sqlite*"))
+
+
+def test_the_checkpointer_forgets_the_clocks_of_files_long_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that writes many files over time (a test suite, a server opening agents)
+    keeps the last checkpoint time of the recent ones only."""
+    clock = iter(range(0, 10_000, 2))  # two seconds between commits
+    monkeypatch.setattr(wal.time, "monotonic", lambda: float(next(clock)))
+    checkpointer = wal.Checkpointer()
+    try:
+        for i in range(300):
+            checkpointer.committed(str(tmp_path / f"agent-{i}.sqlite"))  # never made
+        assert checkpointer.drain()
+        assert len(checkpointer._last) <= wal.KEPT_CLOCKS
+        assert not list(tmp_path.iterdir())
+    finally:
+        checkpointer.close()

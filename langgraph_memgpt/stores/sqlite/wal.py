@@ -35,6 +35,10 @@ EVERY = 1.0
 PAUSE = 0.2
 """Seconds the thread waits after a commit, gathering a turn's other commits."""
 
+KEPT_CLOCKS = 64
+"""Files whose last checkpoint time is kept before the ones older than `EVERY` are
+dropped (a server writes a few files; a test suite thousands)."""
+
 
 class Checkpointer(Beside[str]):
     """One thread per process that checkpoints the memory files written to.
@@ -54,6 +58,8 @@ class Checkpointer(Beside[str]):
         now = time.monotonic()
         if now - self._last.get(path, float("-inf")) < EVERY:
             return  # checkpointed or due within the last second: the next commit's
+        if len(self._last) >= KEPT_CLOCKS:  # only the last second's matter
+            self._last = {p: t for p, t in self._last.items() if now - t < EVERY}
         self._last[path] = now
         self.mark_due(path, path)
 
