@@ -302,10 +302,14 @@ def vector_scores(
     if settling:
         unsettled = f"{select} AND NOT b.settled AND b.{column} IS NOT NULL {nearest}"
         sql, args = f"({sql}) UNION ALL ({unsettled})", (*args, *args)
-    with conn.transaction():
-        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
-        rows = conn.execute(sql, args).fetchall()
+    # One pipeline: the transaction, its two settings and the walk reach the server in one
+    # flush, not four round trips (each a wait for the server on a busy machine).
+    with conn.pipeline():
+        with conn.transaction():
+            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+            walked = conn.execute(sql, args)
+        rows = walked.fetchall()
     best = sorted(rows, key=lambda r: -float(r[1]))[:k]
     return {int(r[0]): float(r[1]) for r in best}
 
