@@ -213,22 +213,25 @@ class _Search(Generic[T]):
         self.terms = terms
         self.signals: list[Signal[int]] = []
         self.rare: list[Collection[int]] = []
-        self._nearest: Callable[[], list[dict[int, float]]] = list
+        self._nearest: Callable[[], list[dict[int, float]]] | None = None
 
     def add_words(self) -> None:
         self.signals += [Signal(scores) for scores in self.source.word_signals(self.terms)]
         matches = self.source.term_matches(self.terms, RARE_MATCHES)
         self.rare = rare_term_matches(matches)
 
-    def begin_vectors(self, mode: SearchMode, k: int) -> None:
+    def begin_vectors(self, mode: SearchMode, k: int) -> Callable[[], list[dict[int, float]]]:
         vector = self.source.embed(self.source.vector_text(self.query, mode))
         self._nearest = self.source.begin_nearest(vector, k)
+        return self._nearest
 
-    def add_vectors(self) -> None:
+    def add_vectors(self, mode: SearchMode, k: int) -> None:
+        """The vector signals, begun now unless :meth:`begin_vectors` began them."""
+        nearest = self._nearest or self.begin_vectors(mode, k)
         # A word match outside a vector pool scores 0 there. Giving the best of them their
         # true cosine (archival did) changed no LoCoMo figure of archival and none of
         # recall at recall's pool, so there is no such step.
-        self.signals += [Signal(scores, "similarity") for scores in self._nearest()]
+        self.signals += [Signal(scores, "similarity") for scores in nearest()]
 
     def questions(self) -> set[int]:
         """Holders of every rare term that only ask about it (see ``ranking.fuse``)."""
@@ -326,16 +329,14 @@ def hybrid_search(
         return source.listing(page, page_size)
     search = _Search(source, query, terms)
     with_vectors = vectors and mode != "fts"
-    first = with_vectors and not source.vectors_wait_for_words(query, mode)
-    if first:
-        search.begin_vectors(mode, pool.size(page, page_size))
+    k = pool.size(page, page_size)
+    if with_vectors and not source.vectors_wait_for_words(query, mode):
+        search.begin_vectors(mode, k)  # beside the words, where the backend can
     if mode != "vector":
         search.add_words()
     total: int | None = None
     if with_vectors:
-        if not first:
-            search.begin_vectors(mode, pool.size(page, page_size))
-        search.add_vectors()  # after the words: the signals' order is the same either way
+        search.add_vectors(mode, k)  # after the words: the signals' order is the same either way
         if mode == "vector":
             total = source.vector_total(VECTOR_TOTAL_CAP)
     if tier.neighbour_context:
