@@ -112,6 +112,24 @@ def mentioned_names(text: str, names: Iterable[str]) -> set[str]:
     }
 
 
+TAGS_LOOKED_AT = 1000
+"""The most of an agent's tags a hybrid archival search reads before its words
+(:func:`may_name_a_tag`); an agent with more starts the search's vectors after its words."""
+
+
+def may_name_a_tag(query: str, tags: Sequence[str]) -> bool:
+    """Whether archival's hybrid vector text may need the word matches' tags first.
+
+    That text is the query without the tags of its word matches that it names
+    (:func:`topic_of`), so a query naming none of the agent's ``tags`` (read up to
+    :data:`TAGS_LOOKED_AT` + 1) is embedded as it is whatever the words match, and its
+    vectors can start before them (``stores.search.SignalSource.vectors_wait_for_words``);
+    nor can its tag signal (:func:`mention_signals`) name one. True when it names one, or
+    when more tags were read than were looked at.
+    """
+    return len(tags) > TAGS_LOOKED_AT or bool(mentioned_names(query, tags))
+
+
 def without_names(text: str, names: Iterable[str]) -> str:
     """``text`` with each of ``names`` (and a possessive ``'s`` after it) taken out.
 

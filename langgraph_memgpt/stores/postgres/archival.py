@@ -17,7 +17,12 @@ from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
-from langgraph_memgpt.stores.mentions import mention_signals, mentioned_names, topic_of
+from langgraph_memgpt.stores.mentions import (
+    TAGS_LOOKED_AT,
+    may_name_a_tag,
+    mention_signals,
+    topic_of,
+)
 from langgraph_memgpt.stores.passages import (
     InsertsPassages,
     PreparedPassage,
@@ -330,11 +335,6 @@ class PgArchivalMemory(InsertsPassages, SearchesArchival, PgTier):
         return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
 
 
-TAGS_LOOKED_AT = 1000
-"""An agent with more tags than this starts a hybrid search's vectors after its words
-(whose matches' tags are all :meth:`_PgArchivalSignals.vector_text` reads)."""
-
-
 class _PgArchivalSignals(TableSignals):
     """The signals of one archival search in Postgres (``stores.search.SignalSource``).
 
@@ -373,7 +373,7 @@ class _PgArchivalSignals(TableSignals):
             "SELECT tag FROM memgpt_archival_tag_counts WHERE agent_id = %s LIMIT %s",
             (self.agent_id, TAGS_LOOKED_AT + 1),
         ).fetchall()
-        named = len(rows) > TAGS_LOOKED_AT or bool(mentioned_names(query, (r[0] for r in rows)))
+        named = may_name_a_tag(query, [str(r[0]) for r in rows])
         self._names_no_tag = not named
         return named
 

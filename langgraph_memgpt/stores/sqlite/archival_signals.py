@@ -18,8 +18,13 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
-from langgraph_memgpt.stores.mentions import created_between, mention_signals, topic_of
-from langgraph_memgpt.stores.search import found_now
+from langgraph_memgpt.stores.mentions import (
+    TAGS_LOOKED_AT,
+    created_between,
+    may_name_a_tag,
+    mention_signals,
+    topic_of,
+)
 from langgraph_memgpt.stores.sqlite.fts import term_matches
 from langgraph_memgpt.stores.sqlite.fts_parts import bm25_with_parts
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
@@ -59,6 +64,8 @@ class ArchivalSignals:
         self.params = params
         self.has_vectors = memory.index is not None
         self._word_matches: set[int] = set()
+        self._names_no_tag = False
+        """Known to name none of the agent's tags (:meth:`vectors_wait_for_words`)."""
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the passage, a long one's raised to its best part's (``stores.bm25``)."""
@@ -76,8 +83,34 @@ class ArchivalSignals:
         )
 
     def vectors_wait_for_words(self, query: str, mode: SearchMode) -> bool:
-        """In hybrid mode (:meth:`vector_text` reads the word matches' tags)."""
-        return mode == "hybrid"
+        """In hybrid mode, when the query names one of the agent's tags (or it has many).
+
+        :meth:`vector_text` leaves out the tags of the word matches that the query names
+        (``mentions.may_name_a_tag``); a query naming none of the agent's tags is embedded
+        as it is whatever the words match, so its graph walk starts first and runs beside
+        them.
+        """
+        if mode != "hybrid":
+            return False
+        named = may_name_a_tag(query, self._agent_tags(TAGS_LOOKED_AT + 1))
+        self._names_no_tag = not named
+        return named
+
+    def _agent_tags(self, limit: int) -> list[str]:
+        """Up to ``limit`` of the agent's distinct tags, one index seek each.
+
+        A ``DISTINCT`` would read every tag row of the agent (one per tagged passage);
+        stepping from each tag to the next one in the ``(agent_id, tag)`` index does not.
+        """
+        rows = self.db.conn.execute(
+            "WITH RECURSIVE t(tag) AS ("
+            "SELECT min(tag) FROM archival_tags WHERE agent_id = ?1 "
+            "UNION ALL SELECT (SELECT min(tag) FROM archival_tags "
+            "WHERE agent_id = ?1 AND tag > t.tag) FROM t WHERE t.tag IS NOT NULL LIMIT ?2"
+            ") SELECT tag FROM t WHERE tag IS NOT NULL",
+            (self.memory.agent_id, limit),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
         """In hybrid mode, the query without the tags it names (``mentions.topic_of``).
@@ -111,11 +144,11 @@ class ArchivalSignals:
         return self.memory.index
 
     def begin_nearest(self, vector: Any, k: int) -> Callable[[], list[dict[int, float]]]:
-        """:meth:`nearest`, found at once (the FAISS searches take a few milliseconds)."""
-        return found_now(self.nearest(vector, k))
+        """The passage signal: the ``k`` best of whole passages and their parts.
 
-    def nearest(self, vector: Any, k: int) -> list[dict[int, float]]:
-        """The passage signal: the ``k`` best of whole passages and their parts."""
+        The passages' graph walk runs beside the word signals
+        (``VectorIndex.begin_search``); the filter is read here.
+        """
         # The index holds this agent's vectors only: with no filter beyond the agent
         # (its one parameter) there is nothing to restrict.
         allowed = None
@@ -124,11 +157,11 @@ class ArchivalSignals:
                 f"SELECT b.id FROM archival AS b WHERE {self.where}", self.params
             )
             allowed = [int(row[0]) for row in rows]
-        # A passage's similarity is its best part's (``stores.chunks``).
-        whole = dict(self._index().search(vector, k, allowed_ids=allowed))
+        whole = self._index().begin_search(vector, k, allowed_ids=allowed)
         assert self.memory.parts is not None
-        parts = self.memory.parts.nearest(vector, k, allowed)
-        return [nearest_items(whole, parts, k)]
+        parts = self.memory.parts.begin_nearest(vector, k, allowed)
+        # A passage's similarity is its best part's (``stores.chunks``).
+        return lambda: [nearest_items(dict(whole()), parts(), k)]
 
     def vector_total(self, at_most: int) -> int:
         """How many candidates have a vector, up to ``at_most``."""
@@ -148,7 +181,7 @@ class ArchivalSignals:
         return mention_signals(
             query,
             created_between(conn.execute, "archival", self.where, self.params, "?"),
-            self._tags_of(candidates),
+            [] if self._names_no_tag else self._tags_of(candidates),
             lambda tag: (r[0] for r in conn.execute(holders, (self.memory.agent_id, tag, among))),
         )
 

@@ -224,22 +224,46 @@ def with_pending(
     return sorted([*hits, *found], key=lambda hit: -hit[1])[:k]
 
 
-def search_all(state: IndexState, q: FloatArray, k: int, fetch: Fetch) -> list[tuple[int, float]]:
-    """The ``k`` live vectors nearest ``q``, as ``(item, cosine)``, nearest first."""
-    live = len(state.label_of)
+def walk(
+    state: IndexState, q: FloatArray, k: int, excluded: Collection[int] = ()
+) -> list[tuple[int, float]] | None:
+    """The ``k`` live vectors nearest ``q`` but the ``excluded`` labels, found by FAISS alone.
+
+    The graph (or exact index) and the pending vectors, read in memory: no SQLite, so it
+    may run on any thread (``VectorIndex.begin_search``). None when FAISS found fewer than
+    ``k``: the caller then scores exactly (:func:`exact`, which reads SQLite). Hold
+    ``state.lock``.
+    """
+    live = len(state.label_of) - len(excluded)
     k = min(k, live)
-    if k == 0:
+    if k <= 0:
         return []
-    keep: list[Any] = []
+    dead = np.array(sorted(state.tombstones | set(excluded)), dtype=np.int64)
+    keep: list[Any] = [dead]
     selector = None
-    if state.tombstones:
-        dead = np.array(sorted(state.tombstones), dtype=np.int64)
+    if len(dead):
         batch = load_faiss().IDSelectorBatch(len(dead), load_faiss().swig_ptr(dead))
         selector = load_faiss().IDSelectorNot(batch)
-        keep += [dead, batch]
-    hits = with_pending(state, q, k, _run_search(state, q, k, selector, keep))
-    if len(hits) < k:  # an approximate graph can miss; never return short
-        return exact(state, q, k, list(state.item_of), fetch)
+        keep.append(batch)
+    hits = _run_search(state, q, k, selector, keep)
+    hits = with_pending(state, q, k, hits, excluded=excluded)
+    return hits if len(hits) >= k else None
+
+
+def walks_all(state: IndexState, excluded: Collection[int] = ()) -> bool:
+    """Whether a search of every live vector but ``excluded`` walks FAISS (:func:`walk`).
+
+    Not when the few left of an HNSW graph are cheaper (and surer) to score exactly.
+    """
+    live = len(state.label_of) - len(excluded)
+    return not excluded or state.kind != "hnsw" or live > max(4096, state.index.ntotal // 20)
+
+
+def search_all(state: IndexState, q: FloatArray, k: int, fetch: Fetch) -> list[tuple[int, float]]:
+    """The ``k`` live vectors nearest ``q``, as ``(item, cosine)``, nearest first."""
+    hits = walk(state, q, k)
+    if hits is None:  # an approximate graph can miss; never return short
+        return exact(state, q, min(k, len(state.label_of)), list(state.item_of), fetch)
     return hits
 
 
@@ -254,15 +278,10 @@ def search_excluding(
     live = len(state.label_of) - len(excluded)
     if live <= 0:
         return []
-    k = min(k, live)
-    if state.kind == "hnsw" and live <= max(4096, state.index.ntotal // 20):
-        return exact(state, q, k, [i for i in state.item_of if i not in excluded], fetch)
-    dead = np.array(sorted(state.tombstones | excluded), dtype=np.int64)
-    batch = load_faiss().IDSelectorBatch(len(dead), load_faiss().swig_ptr(dead))
-    hits = _run_search(state, q, k, load_faiss().IDSelectorNot(batch), [dead, batch])
-    hits = with_pending(state, q, k, hits, excluded=excluded)
-    if len(hits) < k:
-        return exact(state, q, k, [i for i in state.item_of if i not in excluded], fetch)
+    hits = walk(state, q, k, excluded) if walks_all(state, excluded) else None
+    if hits is None:
+        kept = [i for i in state.item_of if i not in excluded]
+        return exact(state, q, min(k, live), kept, fetch)
     return hits
 
 
@@ -319,6 +338,8 @@ __all__ = [
     "search_all",
     "search_excluding",
     "search_labels",
+    "walk",
+    "walks_all",
     "serialize",
     "wanted_kind",
     "with_pending",

@@ -7,7 +7,7 @@ whose items are part ids (``chunks.part_id``); search maps the parts back to the
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import sqlite_utils
@@ -69,15 +69,26 @@ class PartIndex:
         fewer than the parts. ``allowed``: only these items (None: all); ``excluded``:
         never these (``VectorIndex.search``'s ``excluded_ids``, for a few items).
         """
+        return self.begin_nearest(vector, k, allowed, excluded)()
+
+    def begin_nearest(
+        self,
+        vector: FloatArray,
+        k: int,
+        allowed: Collection[int] | None,
+        excluded: Collection[int] = (),
+    ) -> Callable[[], dict[int, float]]:
+        """:meth:`nearest`, begun (``VectorIndex.begin_search``); the part ids are read here."""
         allowed_parts = None
         if allowed is not None:
             allowed_parts = part_ids(self.db, self.tier, self.agent_id, self.key, allowed)
             if not allowed_parts:
-                return {}
+                return lambda: {}
         excluded_parts = part_ids(self.db, self.tier, self.agent_id, self.key, excluded)
-        return best_parts(
-            self.index.search(vector, 2 * k, allowed_ids=allowed_parts, excluded_ids=excluded_parts)
+        found = self.index.begin_search(
+            vector, 2 * k, allowed_ids=allowed_parts, excluded_ids=excluded_parts
         )
+        return lambda: best_parts(found())
 
     def purge(self) -> None:
         """Drop deleted part vectors from FAISS and its cache files (after the commit)."""

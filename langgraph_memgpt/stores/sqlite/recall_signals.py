@@ -192,29 +192,34 @@ class RecallSignals:
         return self._excluded_rows
 
     def begin_nearest(self, vector: Any, k: int) -> Callable[[], list[dict[int, float]]]:
-        """:meth:`nearest`, found at once (the FAISS searches take a few milliseconds)."""
-        return found_now(self.nearest(vector, k))
+        """The message signal (best of whole and parts) and the context signal, ``k`` each.
 
-    def nearest(self, vector: FloatArray, k: int) -> list[dict[int, float]]:
-        """The message signal (best of whole and parts) and the context signal, ``k`` each."""
+        The big indexes' graph walks run beside the word signals
+        (``VectorIndex.begin_search``); the filters and the small indexes are read here.
+        """
         allowed = self.allowed()
         if allowed is not None and not allowed:
-            return [{}, {}]
+            return found_now([{}, {}])
         excluded = self.excluded_rows()
         vectors = self._vectors()
-        turn, context, tail = vectors.turn, vectors.context, vectors.tail
-        # A message's similarity is its best part's (``stores.chunks``).
-        turns = nearest_items(
-            dict(turn.search(vector, k, allowed_ids=allowed, excluded_ids=excluded)),
-            vectors.parts.nearest(vector, k, allowed, excluded),
-            k,
+        turn = vectors.turn.begin_search(vector, k, allowed_ids=allowed, excluded_ids=excluded)
+        context = vectors.context.begin_search(
+            vector, k, allowed_ids=allowed, excluded_ids=excluded
         )
-        # One context signal over both context indexes (the tail's newer vector wins for a
-        # message a database from before the split holds in both).
-        contexts = dict(context.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
-        contexts.update(tail.search(vector, k, allowed_ids=allowed, excluded_ids=excluded))
-        best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
-        return [turns, dict(best)]
+        parts = vectors.parts.begin_nearest(vector, k, allowed, excluded)
+        tail = vectors.tail.search(vector, k, allowed_ids=allowed, excluded_ids=excluded)
+
+        def collect() -> list[dict[int, float]]:
+            # A message's similarity is its best part's (``stores.chunks``).
+            turns = nearest_items(dict(turn()), parts(), k)
+            # One context signal over both context indexes (the tail's newer vector wins
+            # for a message a database from before the split holds in both).
+            contexts = dict(context())
+            contexts.update(tail)
+            best = sorted(contexts.items(), key=lambda pair: -pair[1])[:k]
+            return [turns, dict(best)]
+
+        return collect
 
     def vector_total(self, at_most: int) -> int:
         """How many candidates have a vector, up to ``at_most``."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ import sqlite_utils
 from langgraph_memgpt.stores.embeddings import FloatArray, normalize
 from langgraph_memgpt.stores.sqlite import faiss_pending as pending
 from langgraph_memgpt.stores.sqlite.db import transaction
+from langgraph_memgpt.stores.sqlite.faiss_beside import begin_walk
 from langgraph_memgpt.stores.sqlite.faiss_cache import remove_tier_files, warn_once
 from langgraph_memgpt.stores.sqlite.faiss_index import (
     AUTO_HNSW_MIN_VECTORS,
@@ -42,6 +43,7 @@ from langgraph_memgpt.stores.sqlite.faiss_index import (
     search_all,
     search_excluding,
     search_labels,
+    walks_all,
 )
 from langgraph_memgpt.stores.sqlite.faiss_index import (  # noqa: F401 (benchmarks/archival_1m.py)
     HNSW_EF_SEARCH as _HNSW_EF_SEARCH,
@@ -310,6 +312,39 @@ class VectorIndex(SyncedIndex):
             if excluded:
                 return search_excluding(state, q, k, excluded, self._fetch)
             return search_all(state, q, k, self._fetch)
+
+    def begin_search(
+        self,
+        query: FloatArray,
+        k: int,
+        allowed_ids: Collection[int] | None = None,
+        excluded_ids: Collection[int] = (),
+    ) -> Callable[[], list[tuple[int, float]]]:
+        """:meth:`search`, begun: calling the result returns what ``search`` would.
+
+        A search of every vector (or all but a few excluded) of an HNSW graph walks it on
+        a search thread while the caller goes on (``faiss_beside``): the hybrid search
+        scores its words meanwhile. Every other search (an exact index, a filter, the few
+        left of a graph) is done here and now, as ``search`` does it, since it reads SQLite.
+        """
+        q = self._check_vectors(query, 1)
+        state = self._state
+        with state.lock:
+            self._sync()
+            excluded = {state.label_of[i] for i in excluded_ids if i in state.label_of}
+            graph = state.kind == "hnsw" and allowed_ids is None
+            walks = k > 0 and graph and walks_all(state, excluded)
+        if not walks:
+            hits = self.search(query, k, allowed_ids, excluded_ids)
+            return lambda: hits
+        walked = begin_walk(state, q, k, excluded)
+
+        def collect() -> list[tuple[int, float]]:
+            found = walked()
+            # Short (the graph missed some): scored exactly here, where SQLite may be read.
+            return self.search(query, k, allowed_ids, excluded_ids) if found is None else found
+
+        return collect
 
     def scores(self, query: FloatArray, item_ids: Collection[int]) -> dict[int, float]:
         """Exact cosine of ``query`` with each of ``item_ids`` that has a vector."""
