@@ -179,3 +179,10 @@ def test_helpers_renormalise_whatever_a_model_returns() -> None:
 
 def test_identity_of_an_unknown_model_is_probed_once() -> None:
     assert embedding_identity(UnnormalisedEmbeddings()) == ("toy-3", 3)
+
+
+def test_the_models_threads_stop_spinning_when_a_run_ends(embeddings: MiniLMEmbeddings) -> None:
+    """A search's graph walks and SQLite reads run next, on the cores they would spin on."""
+    embeddings.embed_query("warm")
+    options = emb_module._get_runtime().session.get_session_options()
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"

@@ -142,7 +142,7 @@ def test_only_a_graph_of_every_candidate_walks_beside(
 def test_with_no_free_search_thread_the_walk_runs_here(
     graph: VectorIndex, walk_log: WalkLog
 ) -> None:
-    threads = faiss_beside._get_threads()
+    threads = faiss_beside.THREADS.get()
     taken = 0
     while threads.free.acquire(blocking=False):
         taken += 1
@@ -179,7 +179,7 @@ def test_a_failed_walk_raises_where_it_is_collected_and_frees_its_thread(
         found = graph.begin_search(unit(1, seed=9)[0], 10)
         with pytest.raises(RuntimeError, match="walk failed"):
             found()
-    threads = faiss_beside._get_threads()
+    threads = faiss_beside.THREADS.get()
     assert all(threads.free.acquire(blocking=False) for _ in range(faiss_beside.SEARCH_THREADS))
     for _ in range(faiss_beside.SEARCH_THREADS):
         threads.free.release()

@@ -96,6 +96,10 @@ class _MiniLMRuntime:
         options = ort.SessionOptions()
         options.intra_op_num_threads = _onnx_threads()
         options.inter_op_num_threads = 1
+        # ONNX Runtime's worker threads spin after a run, waiting for the next one, on the
+        # cores a search's graph walks and SQLite reads need next: stop them when a run ends
+        # (they still spin between the operators of a run, which keeps it fast).
+        options.add_session_config_entry("session.force_spinning_stop", "1")
         self.session = ort.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )

@@ -20,14 +20,19 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from langgraph_memgpt.stores.per_process import PerProcess
+
 R = TypeVar("R")
 Task = Callable[[psycopg.Connection[Any]], R]
 
 SPARE_WAIT = 0.005
 """Seconds to wait for a spare connection before running a statement on the caller's."""
 
-_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memgpt-pg-spare")
-"""Where the statements on spare connections wait for their rows (the server does the work)."""
+_THREADS = PerProcess(
+    lambda: ThreadPoolExecutor(max_workers=4, thread_name_prefix="memgpt-pg-spare")
+)
+"""Where the statements on spare connections wait for their rows (the server does the work);
+a forked child makes its own."""
 
 
 def begin(
@@ -44,7 +49,7 @@ def begin(
         spare = _spare(pool)
         if spare is None:
             break
-        started.append(_THREADS.submit(_on, pool, spare, task))
+        started.append(_THREADS.get().submit(_on, pool, spare, task))
     here = [task(conn) for task in tasks[len(started) :]]
     return lambda: [future.result() for future in started] + here
 

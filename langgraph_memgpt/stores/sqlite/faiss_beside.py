@@ -18,12 +18,12 @@ once) walks on the caller's thread, as before, and never queues behind another s
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from langgraph_memgpt.stores.embeddings import FloatArray
+from langgraph_memgpt.stores.per_process import PerProcess
 from langgraph_memgpt.stores.sqlite.faiss_index import IndexState, walk
 
 Hits = list[tuple[int, float]]
@@ -40,26 +40,8 @@ class _Threads:
         self.free = threading.BoundedSemaphore(SEARCH_THREADS)
 
 
-_threads: _Threads | None = None
-_threads_lock = threading.Lock()
-
-
-def _get_threads() -> _Threads:
-    global _threads
-    with _threads_lock:
-        if _threads is None:
-            _threads = _Threads()
-        return _threads
-
-
-def _forget_threads() -> None:
-    """A forked child has none of its parent's threads: it starts its own when it searches."""
-    global _threads, _threads_lock
-    _threads = None
-    _threads_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_threads)
+THREADS = PerProcess(_Threads)
+"""This process's search threads (a forked child makes its own)."""
 
 
 def begin_walk(
@@ -71,7 +53,7 @@ def begin_walk(
     the walk raised. The walk takes ``state.lock`` itself; the caller must not hold it
     while it waits.
     """
-    threads = _get_threads()
+    threads = THREADS.get()
     if not threads.free.acquire(blocking=False):
         return begin_walk_here(state, q, k, excluded)
 
