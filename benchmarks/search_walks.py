@@ -6,13 +6,16 @@ process on the same memory: recall and archival hybrid searches of the same quer
 alternating query by query between the walks beside (the package) and the walks on the
 caller's thread (the baseline, ``faiss_beside.begin_walk_here``, as before), and prints
 each tier's p50 and the ratio. The queries are embedded once beforehand (real MiniLM),
-so what is timed is the stores' work; ``per_turn.py`` has the turns.
+so what is timed is the stores' work; ``per_turn.py`` has the turns. ``--embed`` embeds
+each query in each search instead, as a turn does; ``--onnx-spinning`` then makes the
+MiniLM session as before ``session.force_spinning_stop`` (its threads spin after a run, on
+the cores the walks need), the baseline that option was measured against.
 
 The memory is ``per_turn.py``'s seed (N messages in recall, N passages in archival, with
 seeded vectors under MiniLM's identity), made here or copied from ``--data-dir``.
 
 Run: ``.venv/bin/python benchmarks/search_walks.py [--sizes 1000 100000] [--queries 80]
-[--data-dir DIR]``
+[--data-dir DIR] [--embed [--onnx-spinning]]``
 """
 
 from __future__ import annotations
@@ -57,6 +60,20 @@ def embed_once() -> None:
     archival_signals.embed_query = cached  # type: ignore[assignment]
 
 
+def spin_after_runs() -> None:
+    """MiniLM's session made as before: ONNX Runtime's threads spin after each run."""
+    import onnxruntime
+
+    made = onnxruntime.InferenceSession.__init__
+
+    def spinning(session: Any, path: Any, sess_options: Any = None, **kwargs: Any) -> None:
+        if sess_options is not None:
+            sess_options.add_session_config_entry("session.force_spinning_stop", "0")
+        made(session, path, sess_options=sess_options, **kwargs)
+
+    onnxruntime.InferenceSession.__init__ = spinning  # type: ignore[method-assign]
+
+
 def measure(root: Path, queries: list[str], rounds: int) -> dict[str, dict[str, list[float]]]:
     db = open_db(root / "memory.sqlite")
     model = get_embeddings("minilm")
@@ -87,15 +104,23 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=80)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--embed", action="store_true", help="embed each query in each search")
+    parser.add_argument("--onnx-spinning", action="store_true", help="with --embed: spin as before")
     args = parser.parse_args()
     args.seed_only = False
     print_header("SQLite hybrid searches: graph walks beside the word scores, and on the caller")
-    embed_once()
+    if not args.embed:
+        embed_once()
+    elif args.onnx_spinning:
+        spin_after_runs()
     vocab = Vocabulary()
     queries = vocab.queries(np.random.default_rng(2025), args.queries)
     with tempfile.TemporaryDirectory() as tmp:
         roots = prepare_sqlite(args, Path(tmp), vocab)
-        print(f"\n{args.queries} queries x {args.rounds} rounds, p50 ms (mean)")
+        embedded = "each search embeds its query" if args.embed else "queries embedded once"
+        if args.onnx_spinning:
+            embedded += ", ONNX Runtime spinning after each run (as before)"
+        print(f"\n{args.queries} queries x {args.rounds} rounds ({embedded}), p50 ms (mean)")
         print(f"{'N':>8}  {'tier':<9}{'walks here':>16}{'walks beside':>16}{'ratio':>8}")
         for n, root in roots.items():
             times = measure(root, queries, args.rounds)

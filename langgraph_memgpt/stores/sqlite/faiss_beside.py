@@ -81,4 +81,4 @@ def begin_walk_here(
     return lambda: hits
 
 
-__all__ = ["SEARCH_THREADS", "begin_walk"]
+__all__ = ["SEARCH_THREADS", "THREADS", "begin_walk", "begin_walk_here"]
