@@ -130,6 +130,26 @@ def may_name_a_tag(query: str, tags: Sequence[str]) -> bool:
     return len(tags) > TAGS_LOOKED_AT or bool(mentioned_names(query, tags))
 
 
+class TagNaming:
+    """:func:`may_name_a_tag` for one search's query, the agent's tags read once.
+
+    Both archival signals ask it: whether the vector text must wait for the words
+    (``vectors_wait_for_words``), and whether the tag signal needs the candidates' tags
+    (``named_signals``); a query that names none of the agent's tags needs neither.
+    ``agent_tags(limit)`` reads up to ``limit`` of the agent's distinct tags.
+    """
+
+    def __init__(self, agent_tags: Callable[[int], Sequence[str]]) -> None:
+        self._agent_tags = agent_tags
+        self._answers: dict[str, bool] = {}
+
+    def __call__(self, query: str) -> bool:
+        """Whether ``query`` may name one of the agent's tags (:func:`may_name_a_tag`)."""
+        if query not in self._answers:
+            self._answers[query] = may_name_a_tag(query, self._agent_tags(TAGS_LOOKED_AT + 1))
+        return self._answers[query]
+
+
 def without_names(text: str, names: Iterable[str]) -> str:
     """``text`` with each of ``names`` (and a possessive ``'s`` after it) taken out.
 

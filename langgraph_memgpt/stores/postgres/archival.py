@@ -18,8 +18,7 @@ from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
 from langgraph_memgpt.stores.mentions import (
-    TAGS_LOOKED_AT,
-    may_name_a_tag,
+    TagNaming,
     mention_signals,
     topic_of,
 )
@@ -352,8 +351,7 @@ class _PgArchivalSignals(TableSignals):
         super().__init__(memory, conn, where, params)
         self.memory = memory
         self._word_matches: set[int] = set()
-        self._names_no_tag = False
-        """Known to name none of the agent's tags (:meth:`vectors_wait_for_words`)."""
+        self._names_a_tag = TagNaming(self._agent_tags)
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         signals = super().word_signals(terms)
@@ -367,15 +365,15 @@ class _PgArchivalSignals(TableSignals):
         a query naming none of the agent's tags is embedded as it is whatever the words
         match, so its vector statements start first and run beside them.
         """
-        if mode != "hybrid":
-            return False
+        return mode == "hybrid" and self._names_a_tag(query)
+
+    def _agent_tags(self, limit: int) -> list[str]:
+        """Up to ``limit`` of the agent's tags in use (``tag_counts``)."""
         rows = self.conn.execute(
             "SELECT tag FROM memgpt_archival_tag_counts WHERE agent_id = %s LIMIT %s",
-            (self.agent_id, TAGS_LOOKED_AT + 1),
+            (self.agent_id, limit),
         ).fetchall()
-        named = may_name_a_tag(query, [str(r[0]) for r in rows])
-        self._names_no_tag = not named
-        return named
+        return [str(r[0]) for r in rows]
 
     def vector_text(self, query: str, mode: SearchMode) -> str:
         """As SQLite's: in hybrid mode, without the word matches' tags the query names."""
@@ -399,7 +397,7 @@ class _PgArchivalSignals(TableSignals):
                 "AND b.created_at >= %s AND b.created_at < %s",
                 (*self.params, low, high),
             ).fetchall(),
-            [] if self._names_no_tag else self._tags_of(candidates),
+            self._tags_of(candidates) if self._names_a_tag(query) else [],
             lambda tag: (
                 r[0]
                 for r in self.conn.execute(

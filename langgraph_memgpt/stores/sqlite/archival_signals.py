@@ -19,9 +19,8 @@ from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.mentions import (
-    TAGS_LOOKED_AT,
+    TagNaming,
     created_between,
-    may_name_a_tag,
     mention_signals,
     topic_of,
 )
@@ -64,8 +63,7 @@ class ArchivalSignals:
         self.params = params
         self.has_vectors = memory.index is not None
         self._word_matches: set[int] = set()
-        self._names_no_tag = False
-        """Known to name none of the agent's tags (:meth:`vectors_wait_for_words`)."""
+        self._names_a_tag = TagNaming(self._agent_tags)
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the passage, a long one's raised to its best part's (``stores.bm25``)."""
@@ -90,11 +88,7 @@ class ArchivalSignals:
         as it is whatever the words match, so its graph walk starts first and runs beside
         them.
         """
-        if mode != "hybrid":
-            return False
-        named = may_name_a_tag(query, self._agent_tags(TAGS_LOOKED_AT + 1))
-        self._names_no_tag = not named
-        return named
+        return mode == "hybrid" and self._names_a_tag(query)
 
     def _agent_tags(self, limit: int) -> list[str]:
         """Up to ``limit`` of the agent's distinct tags, one index seek each.
@@ -181,7 +175,7 @@ class ArchivalSignals:
         return mention_signals(
             query,
             created_between(conn.execute, "archival", self.where, self.params, "?"),
-            [] if self._names_no_tag else self._tags_of(candidates),
+            self._tags_of(candidates) if self._names_a_tag(query) else [],
             lambda tag: (r[0] for r in conn.execute(holders, (self.memory.agent_id, tag, among))),
         )
 
