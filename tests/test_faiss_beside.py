@@ -239,12 +239,20 @@ def graphs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(faiss_index, "AUTO_HNSW_MIN_VECTORS", 100)
 
 
-def test_recall_finds_the_same_page_with_walks_beside_and_here(
-    tmp_path: Path, graphs: None, monkeypatch: pytest.MonkeyPatch, walk_log: WalkLog
-) -> None:
+@pytest.fixture
+def memory_db(tmp_path: Path, graphs: None, walk_log: WalkLog) -> sqlite_utils.Database:
+    """A memory database whose indexes are graphs; walks are logged, never held back."""
     walk_log.went_on.set()
-    db = open_db(tmp_path / "memory.sqlite")
-    recall = RecallMemory(db, "alice", Words(), tmp_path / "faiss")  # type: ignore[arg-type]
+    return open_db(tmp_path / "memory.sqlite")
+
+
+def test_recall_finds_the_same_page_with_walks_beside_and_here(
+    memory_db: sqlite_utils.Database,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    walk_log: WalkLog,
+) -> None:
+    recall = RecallMemory(memory_db, "alice", Words(), tmp_path / "faiss")  # type: ignore[arg-type]
     recall.add_many(
         [
             RecallMessage(
@@ -267,11 +275,9 @@ def test_recall_finds_the_same_page_with_walks_beside_and_here(
 
 
 def test_archival_starts_its_walk_before_its_words_unless_the_query_names_a_tag(
-    tmp_path: Path, graphs: None, monkeypatch: pytest.MonkeyPatch, walk_log: WalkLog
+    memory_db: sqlite_utils.Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    walk_log.went_on.set()
-    db = open_db(tmp_path / "memory.sqlite")
-    archival = ArchivalMemory(db, "alice", Words(), tmp_path / "faiss")  # type: ignore[arg-type]
+    archival = ArchivalMemory(memory_db, "alice", Words(), tmp_path / "faiss")  # type: ignore[arg-type]
     archival.insert_many(
         [NewPassage(text, [TOPICS[n % 3], "notes"]) for n, text in enumerate(texts(300))]
     )
