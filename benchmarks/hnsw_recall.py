@@ -22,6 +22,12 @@ For each ``ef_search`` and pool size ``k`` (recall's pool is 50, archival's 100:
   top ``k`` holds too (what the walk costs the search that follows);
 - the walk's median time (the server's buffers are its default 128MB, as a fresh install).
 
+``--graph binary`` measures another graph instead, not the package's: one over the vectors'
+signs (``binary_quantize(embedding)::bit(384)``, Hamming distance), each walk returning
+``ef_search`` candidates that are then ranked by their exact cosine (the top ``k`` kept):
+a graph a quarter of the size or less, which a 128MB server could keep in its buffers. The
+table prints each graph's size.
+
 The filler vectors are cached in ``--data-dir`` (embedding 100k texts takes ~7 minutes on
 the 2-core VM). Run: ``.venv/bin/python benchmarks/hnsw_recall.py --data
 ../shared/bench/locomo-dev.json [--size 100000] [--ef 40 64 128 256] [--data-dir DIR]``
@@ -44,6 +50,20 @@ from langgraph_memgpt.bench.locomo import load_locomo
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 
 DIMS = 384
+
+GRAPHS = {
+    "halfvec": (
+        "(embedding::halfvec(384)) halfvec_cosine_ops",
+        "SELECT id FROM t ORDER BY embedding::halfvec(384) <=> %(q)s::halfvec(384) LIMIT %(k)s",
+    ),
+    "binary": (
+        "(binary_quantize(embedding)::bit(384)) bit_hamming_ops",
+        "SELECT id FROM (SELECT id, embedding FROM t ORDER BY binary_quantize(embedding)::bit(384)"
+        " <~> binary_quantize(%(q)s::vector) LIMIT %(candidates)s) AS c "
+        "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s",
+    ),
+}
+"""Each graph: its index expression, and the walk (binary: candidates re-ranked exactly)."""
 
 
 def filler_vectors(embeddings: MiniLMEmbeddings, count: int, cache: Path | None) -> np.ndarray:
@@ -68,6 +88,7 @@ def main() -> None:
     parser.add_argument("--ef", type=int, nargs="+", default=[40, 64, 96, 128, 192, 256])
     parser.add_argument("--k", type=int, nargs="+", default=[50, 100])
     parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--graph", choices=["halfvec", "binary"], default="halfvec")
     args = parser.parse_args()
     print_header("hnsw_recall: graph walk against exact scan, real MiniLM vectors")
 
@@ -105,11 +126,15 @@ def main() -> None:
                 for i, vector in enumerate([*filler, *real]):
                     copy.write_row((i, vector))
             started = time.perf_counter()
-            conn.execute(
-                "CREATE INDEX ON t USING hnsw ((embedding::halfvec(384)) halfvec_cosine_ops)"
-            )
+            graph = GRAPHS[args.graph]
+            conn.execute(f"CREATE INDEX t_graph ON t USING hnsw ({graph[0]})")
             conn.execute("VACUUM ANALYZE t")
-            print(f"graph built in {time.perf_counter() - started:.0f} s", flush=True)
+            size = conn.execute("SELECT pg_size_pretty(pg_relation_size('t_graph'))").fetchone()
+            print(
+                f"{args.graph} graph built in {time.perf_counter() - started:.0f} s, "
+                f"{size[0] if size else '?'}",
+                flush=True,
+            )
             first_real = len(filler)
             where = {first_real + i: (conv, dia) for i, (conv, dia, _) in enumerate(turns)}
             exact: dict[int, list[list[int]]] = {}
@@ -134,9 +159,8 @@ def main() -> None:
                             conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
                             started = time.perf_counter()
                             found = conn.execute(
-                                "SELECT id FROM t ORDER BY embedding::halfvec(384) <=> "
-                                "%s::halfvec(384) LIMIT %s",
-                                (q, k),
+                                graph[1],
+                                {"q": q, "k": k, "candidates": max(k, int(ef))},
                             ).fetchall()
                             if k == max(args.k):
                                 times.append(time.perf_counter() - started)
