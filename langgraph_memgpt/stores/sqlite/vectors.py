@@ -294,24 +294,38 @@ class VectorIndex(SyncedIndex):
         q = self._check_vectors(query, 1)
         if k <= 0:
             return []
-        state = self._state
-        with state.lock:
+        with self._state.lock:
             self._sync()
-            excluded = {state.label_of[i] for i in excluded_ids if i in state.label_of}
-            if allowed_ids is not None:
-                labels = [
-                    label
-                    for label in (state.label_of.get(i) for i in set(allowed_ids))
-                    if label is not None and label not in excluded
-                ]
-                if not labels:
-                    return []
-                if len(labels) == len(state.label_of):
-                    return search_all(state, q, k, self._fetch)
-                return search_labels(state, q, min(k, len(labels)), labels, self._fetch)
-            if excluded:
-                return search_excluding(state, q, k, excluded, self._fetch)
-            return search_all(state, q, k, self._fetch)
+            return self._search_synced(q, k, allowed_ids, self._labels(excluded_ids))
+
+    def _labels(self, item_ids: Collection[int]) -> set[int]:
+        """The live labels of these items (hold the lock, the index caught up)."""
+        label_of = self._state.label_of
+        return {label_of[i] for i in item_ids if i in label_of}
+
+    def _search_synced(
+        self,
+        q: FloatArray,
+        k: int,
+        allowed_ids: Collection[int] | None,
+        excluded: set[int],
+    ) -> list[tuple[int, float]]:
+        """:meth:`search`'s ranking, ``excluded`` as labels (hold the lock, caught up)."""
+        state = self._state
+        if allowed_ids is not None:
+            labels = [
+                label
+                for label in (state.label_of.get(i) for i in set(allowed_ids))
+                if label is not None and label not in excluded
+            ]
+            if not labels:
+                return []
+            if len(labels) == len(state.label_of):
+                return search_all(state, q, k, self._fetch)
+            return search_labels(state, q, min(k, len(labels)), labels, self._fetch)
+        if excluded:
+            return search_excluding(state, q, k, excluded, self._fetch)
+        return search_all(state, q, k, self._fetch)
 
     def begin_search(
         self,
@@ -328,15 +342,15 @@ class VectorIndex(SyncedIndex):
         left of a graph) is done here and now, as ``search`` does it, since it reads SQLite.
         """
         q = self._check_vectors(query, 1)
+        if k <= 0:
+            return lambda: []
         state = self._state
         with state.lock:
-            self._sync()
-            excluded = {state.label_of[i] for i in excluded_ids if i in state.label_of}
-            graph = state.kind == "hnsw" and allowed_ids is None
-            walks = k > 0 and graph and walks_all(state, excluded)
-        if not walks:
-            hits = self.search(query, k, allowed_ids, excluded_ids)
-            return lambda: hits
+            self._sync()  # once: the searches found here and now rank on this catch-up
+            excluded = self._labels(excluded_ids)
+            if allowed_ids is not None or state.kind != "hnsw" or not walks_all(state, excluded):
+                hits = self._search_synced(q, k, allowed_ids, excluded)
+                return lambda: hits
         walked = begin_walk(state, q, k, excluded)
 
         def collect() -> list[tuple[int, float]]:
