@@ -56,21 +56,6 @@ class PartIndex:
         if found:
             self.index.delete(found)
 
-    def nearest(
-        self,
-        vector: FloatArray,
-        k: int,
-        allowed: Collection[int] | None,
-        excluded: Collection[int] = (),
-    ) -> dict[int, float]:
-        """``{item: best part similarity}`` of the items among the ``2k`` nearest parts.
-
-        ``2k`` parts, since several parts of one item may be near: the items are then
-        fewer than the parts. ``allowed``: only these items (None: all); ``excluded``:
-        never these (``VectorIndex.search``'s ``excluded_ids``, for a few items).
-        """
-        return self.begin_nearest(vector, k, allowed, excluded)()
-
     def begin_nearest(
         self,
         vector: FloatArray,
@@ -78,7 +63,13 @@ class PartIndex:
         allowed: Collection[int] | None,
         excluded: Collection[int] = (),
     ) -> Callable[[], dict[int, float]]:
-        """:meth:`nearest`, begun (``VectorIndex.begin_search``); the part ids are read here."""
+        """``{item: best part similarity}`` of the items among the ``2k`` nearest parts, begun.
+
+        ``2k`` parts, since several parts of one item may be near: the items are then
+        fewer than the parts. ``allowed``: only these items (None: all); ``excluded``:
+        never these (``VectorIndex.search``'s ``excluded_ids``, for a few items). The part
+        ids are read here; the walk may run beside the caller (``VectorIndex.begin_search``).
+        """
         allowed_parts = None
         if allowed is not None:
             allowed_parts = part_ids(self.db, self.tier, self.agent_id, self.key, allowed)
