@@ -20,7 +20,15 @@ For each ``ef_search`` and pool size ``k`` (recall's pool is 50, archival's 100:
   in ``strict_order``, as the package runs it);
 - evidence kept: of the evidence turns the exact top ``k`` holds, the share the walk's
   top ``k`` holds too (what the walk costs the search that follows);
-- the walk's median time (the server's buffers are its default 128MB, as a fresh install).
+- the walk's median time (the server's buffers are its default 128MB, as a fresh install);
+- the pages a walk touches (graph and table, from ``EXPLAIN (ANALYZE, BUFFERS)`` of the
+  first ``--explain`` questions' walks): on a server whose buffers cannot hold the graphs,
+  as a 100k agent's three at the default 128MB, each is a read from outside them, and
+  that, more than the walk's time alone, is what a search turn pays.
+
+``--m`` and ``--ef-construction`` build the graph with other parameters than pgvector's
+defaults (16 and 64, the package's): a graph built with a longer candidate list finds as
+much with a shorter walk, at a slower build and insert.
 
 ``--graph binary`` measures another graph instead, not the package's: one over the vectors'
 signs (``binary_quantize(embedding)::bit(384)``, Hamming distance), each walk returning
@@ -81,6 +89,24 @@ def filler_vectors(embeddings: MiniLMEmbeddings, count: int, cache: Path | None)
     return vectors
 
 
+SEED_BUILD_MEMORY = "1GB"
+"""``maintenance_work_mem`` of the graph's build only: an in-memory build, as per_turn's seeding."""
+
+
+def walk_pages(conn: Any, walk: str, q: np.ndarray, k: int, ef: int) -> int:
+    """The buffers one walk touches (hit or read): what it costs a server whose buffers
+    cannot hold the graph (each page a read from outside them)."""
+    with conn.transaction():
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+        plan = conn.execute(
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {walk}",
+            {"q": q, "k": k, "candidates": max(k, int(ef))},
+        ).fetchone()[0]
+    top = plan[0]["Plan"]
+    return int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path)
@@ -89,6 +115,13 @@ def main() -> None:
     parser.add_argument("--k", type=int, nargs="+", default=[50, 100])
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--graph", choices=["halfvec", "binary"], default="halfvec")
+    parser.add_argument("--m", type=int, default=16, help="the graph's m (pgvector's: 16)")
+    parser.add_argument(
+        "--ef-construction", type=int, default=64, help="its ef_construction (pgvector's: 64)"
+    )
+    parser.add_argument(
+        "--explain", type=int, default=40, help="questions whose walks count the pages read"
+    )
     args = parser.parse_args()
     print_header("hnsw_recall: graph walk against exact scan, real MiniLM vectors")
 
@@ -127,11 +160,17 @@ def main() -> None:
                     copy.write_row((i, vector))
             started = time.perf_counter()
             graph = GRAPHS[args.graph]
-            conn.execute(f"CREATE INDEX t_graph ON t USING hnsw ({graph[0]})")
+            conn.execute(f"SET maintenance_work_mem = '{SEED_BUILD_MEMORY}'")
+            conn.execute(
+                f"CREATE INDEX t_graph ON t USING hnsw ({graph[0]}) WITH "
+                f"(m = {int(args.m)}, ef_construction = {int(args.ef_construction)})"
+            )
+            conn.execute("RESET maintenance_work_mem")
             conn.execute("VACUUM ANALYZE t")
             size = conn.execute("SELECT pg_size_pretty(pg_relation_size('t_graph'))").fetchone()
             print(
-                f"{args.graph} graph built in {time.perf_counter() - started:.0f} s, "
+                f"{args.graph} graph (m {args.m}, ef_construction {args.ef_construction}) "
+                f"built in {time.perf_counter() - started:.0f} s, "
                 f"{size[0] if size else '?'}",
                 flush=True,
             )
@@ -152,6 +191,9 @@ def main() -> None:
             for ef in args.ef:
                 walked: dict[int, list[list[int]]] = {k: [] for k in args.k}
                 times: list[float] = []
+                pages = [
+                    walk_pages(conn, graph[1], q, max(args.k), ef) for q in asked[: args.explain]
+                ]
                 for q in asked:
                     for k in args.k:
                         with conn.transaction():
@@ -190,6 +232,7 @@ def main() -> None:
                                 f"{sum(v[2] for v in values) / had:.3f}" if had else "-",
                                 had,
                                 f"{statistics.median(times) * 1000:.1f} ms",
+                                f"{statistics.median(pages):.0f}" if pages else "-",
                             ]
                         )
             print()
@@ -204,6 +247,7 @@ def main() -> None:
                         "evidence kept",
                         "evidence in exact",
                         f"walk p50 (k={max(args.k)})",
+                        "pages a walk, p50",
                     ],
                 )
             )
