@@ -18,7 +18,6 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.postgres import PostgresBackend
 from langgraph_memgpt.stores.postgres.bulk import load_messages, load_passages
-from langgraph_memgpt.stores.postgres.db import HNSW_EF_CONSTRUCTION
 from langgraph_memgpt.stores.postgres.settling import UNSETTLED_CAP
 from langgraph_memgpt.stores.types import RecallMessage
 
@@ -165,21 +164,14 @@ def test_the_graphs_hold_half_precision_copies_and_scores_stay_the_stored_vector
 ) -> None:
     """A graph walk reads pages all over the graph, so the graphs hold ``halfvec`` copies
     (half the pages); they only choose the candidates, whose similarity is the stored
-    vector's, exactly as an exact scan gives it. The graphs are built with a longer
-    candidate list than pgvector's default (`HNSW_EF_CONSTRUCTION`), so a walk finds as much
-    with a shorter one. A database made with single-precision graphs, or with the default
-    list, loses them at its next open (each would still take every vector write)."""
+    vector's, exactly as an exact scan gives it. A database made with single-precision
+    graphs loses them at its next open (each would still take every vector write)."""
     backend = PostgresBackend(postgres_url, embeddings=embeddings)
     backend.pool()  # the schema
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # an older version's graph
         conn.execute(
             "CREATE INDEX memgpt_archival_embedding_hnsw_384 ON memgpt_archival USING hnsw "
             "((embedding::vector(384)) vector_cosine_ops) WHERE vector_dims(embedding) = 384"
-        )
-        conn.execute(
-            "CREATE INDEX memgpt_recall_embedding_hnsws_384 ON memgpt_recall USING hnsw "
-            "((embedding::halfvec(384)) halfvec_cosine_ops) "
-            "WHERE vector_dims(embedding) = 384 AND settled"
         )
     approximate = PostgresBackend(postgres_url, embeddings=embeddings, exact_scan_limit=0)
     try:
@@ -193,14 +185,11 @@ def test_the_graphs_hold_half_precision_copies_and_scores_stay_the_stored_vector
                 "ORDER BY 1"
             ).fetchall()
         assert [name for name, _ in graphs] == [
-            "memgpt_archival_embedding_hnswh200_384",
-            "memgpt_recall_context_embedding_hnsws200_384",
-            "memgpt_recall_embedding_hnsws200_384",
+            "memgpt_archival_embedding_hnswh_384",
+            "memgpt_recall_context_embedding_hnsws_384",
+            "memgpt_recall_embedding_hnsws_384",
         ]
         assert all("halfvec_cosine_ops" in definition for _, definition in graphs)
-        assert all(
-            f"ef_construction='{HNSW_EF_CONSTRUCTION}'" in definition for _, definition in graphs
-        )
         exact = memory.archival.search("how much water for the garden?", mode="vector")
         walked = approximate.open("ada").archival.search(
             "how much water for the garden?", mode="vector"

@@ -376,38 +376,19 @@ beside the tables. The graph only chooses candidates: their similarity is comput
 the stored single-precision vector (``search.vector_scores``)."""
 
 
-HNSW_EF_CONSTRUCTION = 200
-"""The candidate list each vector's insert into a graph keeps (pgvector's ``ef_construction``;
-its default, which the graphs used until now, is 64).
-
-A graph built with a longer list links each vector to better neighbours, so a walk finds as
-much with a shorter list of its own (`search.HNSW_EF_SEARCH`): on real MiniLM vectors at
-100k (``benchmarks/hnsw_recall.py --ef-construction``), a 200-graph walked at 160 kept as
-much of the exact top 50's evidence on each LoCoMo dev conversation as a 64-graph walked at
-256, touching ~30% fewer pages; at the default 128MB of buffers a 100k agent's graphs do
-not fit, and those pages are what its search turn waits for. The cost is at build and
-insert: a 100k graph builds in ~2.5x the time, and each insert (the settler's, an archival
-write) walks the longer list."""
-
-
 def hnsw_index_name(table: str, column: str, dims: int) -> str:
-    """The name of ``table.column``'s HNSW index over vectors of ``dims`` dimensions.
-
-    The name holds `HNSW_EF_CONSTRUCTION`: a graph built with another is rebuilt.
-    """
+    """The name of ``table.column``'s HNSW index over vectors of ``dims`` dimensions."""
     kind = "hnsws" if table == SETTLING_TABLE else "hnswh"
-    return f"{table}_{column}_{kind}{HNSW_EF_CONSTRUCTION}_{int(dims)}"
+    return f"{table}_{column}_{kind}_{int(dims)}"
 
 
 def _older_graphs(table: str, column: str, dims: int) -> list[str]:
     """The names earlier versions gave ``table.column``'s graph (dropped once it is rebuilt).
 
-    ``hnsw``: single-precision; ``hnswh``: half-precision over every row, settled or not;
-    ``hnsws``: half-precision, recall's over its settled rows; all three built with
-    pgvector's default ``ef_construction`` (64).
+    ``hnsw``: single-precision; ``hnswh``: half-precision over every row, settled or not.
     """
     current = hnsw_index_name(table, column, dims)
-    names = [f"{table}_{column}_{kind}_{int(dims)}" for kind in ("hnsw", "hnswh", "hnsws")]
+    names = [f"{table}_{column}_{kind}_{int(dims)}" for kind in ("hnsw", "hnswh")]
     return [name for name in names if name != current]
 
 
@@ -440,7 +421,6 @@ def ensure_hnsw(pool: ConnectionPool[Any], dims: int) -> None:
             conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
                 f"(({column}::{HNSW_TYPE}({int(dims)})) {HNSW_TYPE}_cosine_ops) "
-                f"WITH (ef_construction = {HNSW_EF_CONSTRUCTION}) "
                 f"WHERE vector_dims({column}) = {int(dims)}{settled}"
             )
             for old in _older_graphs(table, column, dims):

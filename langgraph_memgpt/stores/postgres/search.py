@@ -314,19 +314,15 @@ def vector_scores(
     return {int(r[0]): float(r[1]) for r in best}
 
 
-HNSW_EF_SEARCH = 160
+HNSW_EF_SEARCH = 256
 """The HNSW candidate list per search (pgvector's ``hnsw.ef_search``; its default is 40).
 
 Larger lists find more of the exact top 10 and cost every scan, and a recall turn runs
-several: each candidate is pages of the graph, and at the default 128MB of buffers a 100k
-agent's graphs do not fit, so a search turn waits for them. On real MiniLM vectors at 100k
-(``benchmarks/hnsw_recall.py``: LoCoMo dev turns among filler, its questions as queries),
-the graphs as built now (`db.HNSW_EF_CONSTRUCTION` 200) walked at 160 keep 98.8% and 98.4%
-of the evidence the exact top 50 holds (two builds), at least as much on each conversation
-as the graphs built with pgvector's default 64 kept walked at 256 (97.2%, 98.1%), through
-~2,850 pages a walk instead of ~4,150; at 128, 0.970 on one conversation against 0.977.
-256 was chosen earlier with ``benchmarks/archival_pg.py`` (recall@10 at 1M passages) on
-the default graphs."""
+several: 256 was chosen with ``benchmarks/archival_pg.py`` (recall@10 at 1M passages) and
+``benchmarks/per_turn.py --backend postgres`` (the turn's cost). On real MiniLM vectors at
+100k (``benchmarks/hnsw_recall.py``: LoCoMo dev turns among filler, its questions as
+queries) a walk at 256 keeps 97.5% of the evidence the exact top 50 holds, at 128 95.0%,
+at pgvector's 40 85.1%: less would be a trade of what large agents find (docs/scale.md)."""
 
 
 def has_more_than(
