@@ -258,6 +258,50 @@ def text_vector(text: str, dim: int = DIM) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+class CachedEmbeddings(Embeddings):
+    """Another model's vectors, each text's kept in a SQLite file and embedded only once.
+
+    For seeding real vectors (MiniLM) into benchmarks that reseed the same texts every run:
+    100k texts take ~8 minutes to embed on two cores, then seconds to read back. The
+    identity (``model_name``, ``dimension``) is the wrapped model's, as the stores record it.
+    """
+
+    def __init__(self, inner: Embeddings, path: Path, model_name: str, dimension: int) -> None:
+        self.inner = inner
+        self.model_name = model_name
+        self.dimension = dimension
+        self.conn = sqlite3.connect(path)
+        self.conn.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, v BLOB)")
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        keys = [self._key(t) for t in texts]
+        found: dict[bytes, bytes] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                self.conn.execute(f"SELECT key, v FROM vectors WHERE key IN ({marks})", chunk)
+            )
+        missing = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in found))
+        for start in range(0, len(missing), 256):
+            batch = missing[start : start + 256]
+            vectors = np.asarray(
+                self.inner.embed_documents([texts[i] for i in batch]), dtype=np.float32
+            )
+            rows = [(keys[i], v.tobytes()) for i, v in zip(batch, vectors, strict=True)]
+            self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+            self.conn.commit()
+            found.update(rows)
+        return [np.frombuffer(found[k], dtype=np.float32).tolist() for k in keys]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
 class LookupEmbeddings(Embeddings):
     """Precomputable embeddings: every text maps to a seeded random unit vector.
 

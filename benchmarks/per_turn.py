@@ -8,7 +8,10 @@ its summary, and the checkpointer (``InMemorySaver``).
 For each store size N (default 1k, 10k, 100k) the agent's recall memory is pre-seeded with
 N messages and its archival memory with N passages, directly through the stores and with
 ``LookupEmbeddings`` (seeded random vectors, recorded under MiniLM's identity so the graph
-accepts them), because embedding 200k texts with MiniLM would take hours here. The
+accepts them), because embedding 200k texts with MiniLM takes ~15 minutes here; random
+vectors are the hardest data for a graph, though (no clusters), so ``--seed-vectors
+minilm`` seeds the real model's instead, each text embedded once and kept in
+``--data-dir`` (``minilm-seed-vectors.sqlite``) for later runs. The
 measured turns then run exactly as a user would run them: the graph opens the memory
 itself with ``Context.embedding_model`` = "minilm" (real MiniLM for every new message and
 query) or "none" (words only).
@@ -81,6 +84,7 @@ from typing import Any
 import numpy as np
 from _common import (
     AGENT,
+    CachedEmbeddings,
     LookupEmbeddings,
     Vocabulary,
     load_average,
@@ -92,6 +96,7 @@ from _common import (
     rss_mib,
     table,
 )
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -228,7 +233,9 @@ def plain_agent(model: ScriptedChatModel) -> Any:
 # ----------------------------------------------------------------------------- seeding
 
 
-def seed_postgres(url: str, n: int, vocab: Vocabulary, how: str = "bulk") -> float:
+def seed_postgres(
+    url: str, n: int, vocab: Vocabulary, how: str = "bulk", emb: Embeddings | None = None
+) -> float:
     """`seed` into the Postgres database at ``url``; returns seconds taken.
 
     ``bulk``: the package's bulk loader (``stores.postgres.bulk``: the rows the stores
@@ -240,7 +247,7 @@ def seed_postgres(url: str, n: int, vocab: Vocabulary, how: str = "bulk") -> flo
     from langgraph_memgpt.stores.postgres.bulk import load_messages, load_passages
 
     start = time.perf_counter()
-    emb = LookupEmbeddings(model_name=MINILM_MODEL_NAME, dimension=MINILM_DIMENSION)
+    emb = emb or seed_embeddings("lookup", None)
     backend = PostgresBackend(url, embeddings=emb)
     rng = np.random.default_rng(n)
     messages = recall_messages(
@@ -371,10 +378,35 @@ def postgres_databases(
     return urls, clean_up
 
 
-def seed(root: Path, n: int, vocab: Vocabulary) -> float:
+SEED_VECTORS = {"lookup": "LookupEmbeddings vectors", "minilm": "real MiniLM vectors"}
+"""What the header says of each ``--seed-vectors``."""
+
+
+def seed_embeddings(kind: str, data_dir: Path | None) -> Embeddings:
+    """The vectors the seeded memory gets, under MiniLM's identity either way.
+
+    ``lookup``: a random unit vector per text (`LookupEmbeddings`: seconds for 100k, and
+    the hardest data for a graph, with no clusters: a walk touches about twice the pages
+    it does among real MiniLM vectors, ``pg_walks.py``). ``minilm``: the real model's,
+    each text embedded once and kept in ``DATA_DIR/minilm-seed-vectors.sqlite``
+    (`CachedEmbeddings`; ~15 minutes for the first 100k messages and passages here).
+    """
+    if kind == "lookup":
+        return LookupEmbeddings(model_name=MINILM_MODEL_NAME, dimension=MINILM_DIMENSION)
+    folder = data_dir or Path(tempfile.mkdtemp(prefix="memgpt-seed-vectors-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return CachedEmbeddings(
+        MiniLMEmbeddings(),
+        folder / "minilm-seed-vectors.sqlite",
+        model_name=MINILM_MODEL_NAME,
+        dimension=MINILM_DIMENSION,
+    )
+
+
+def seed(root: Path, n: int, vocab: Vocabulary, emb: Embeddings | None = None) -> float:
     """Pre-seed recall (N messages) and archival (N passages); returns seconds taken."""
     start = time.perf_counter()
-    emb = LookupEmbeddings(model_name=MINILM_MODEL_NAME, dimension=MINILM_DIMENSION)
+    emb = emb or seed_embeddings("lookup", None)
     db = open_db(root / "memory.sqlite")
     rng = np.random.default_rng(n)
     texts = vocab.texts(rng, n)
@@ -516,16 +548,18 @@ def run_group(lanes: list[Lane], users: list[str]) -> None:
 def prepare_sqlite(args: argparse.Namespace, tmp: Path, vocab: Vocabulary) -> dict[int, Path]:
     """The data dir of each size's SQLite agent (seeded, or copied from ``--data-dir``)."""
     roots: dict[int, Path] = {}
+    vectors = getattr(args, "seed_vectors", "lookup")
+    emb = seed_embeddings(vectors, args.data_dir)
     for n in args.sizes:
         roots[n] = tmp / f"sqlite-{n}"
         if args.data_dir is None:
-            seconds = seed(roots[n], n, vocab)
+            seconds = seed(roots[n], n, vocab, emb)
             print(f"sqlite: seeded N={n:,} in {seconds:.1f} s", flush=True)
             continue
-        kept = args.data_dir / f"sqlite-{n}"
+        kept = args.data_dir / (f"sqlite-{n}" + ("" if vectors == "lookup" else f"-{vectors}"))
         if not (kept / "seeded").exists():
             shutil.rmtree(kept, ignore_errors=True)
-            seconds = seed(kept, n, vocab)
+            seconds = seed(kept, n, vocab, emb)
             (kept / "seeded").write_text(f"{seconds:.1f}\n")
             print(f"sqlite: seeded N={n:,} into {kept} in {seconds:.1f} s", flush=True)
         else:
@@ -545,6 +579,9 @@ def prepare_postgres(
     """
     seeded: set[int] = set()
     clean_up: Callable[[], None] = lambda: None  # noqa: E731
+    emb = seed_embeddings(args.seed_vectors, args.data_dir)
+    if args.seed_vectors != "lookup" and args.data_dir is not None and not args.fresh_postgres:
+        raise SystemExit("--seed-vectors minilm keeps no Postgres databases: add --fresh-postgres")
     if args.data_dir is not None and not args.fresh_postgres:
         urls, seeded = kept_postgres_databases(
             args.sizes, args.data_dir / "pg", args.shared_buffers
@@ -555,7 +592,7 @@ def prepare_postgres(
         if n in seeded:
             print(f"postgres: N={n:,}: reusing the memory seeded by an earlier run", flush=True)
             continue
-        seconds = seed_postgres(urls[n], n, vocab, args.seed)
+        seconds = seed_postgres(urls[n], n, vocab, args.seed, emb)
         if args.data_dir is not None and not args.fresh_postgres:
             import psycopg
 
@@ -604,6 +641,13 @@ def main() -> None:
         help="Postgres seeding: the bulk loader (default) or the stores' own writes",
     )
     parser.add_argument(
+        "--seed-vectors",
+        choices=["lookup", "minilm"],
+        default="lookup",
+        help="the seeded memory's vectors: random per text (default) or real MiniLM "
+        "(embedded once, kept in --data-dir)",
+    )
+    parser.add_argument(
         "--wal-in-commit",
         action="store_true",
         help="SQLite: checkpoint inside the commits, as SQLite does by default (the "
@@ -624,7 +668,7 @@ def main() -> None:
     print_header(f"per_turn: graph overhead per turn vs store size ({', '.join(backends)})")
     print(
         "Model: ScriptedChatModel (zero latency). Checkpointer: InMemorySaver (both agents).\n"
-        "Stores pre-seeded with LookupEmbeddings vectors under MiniLM's identity; the\n"
+        f"Stores pre-seeded with {SEED_VECTORS[args.seed_vectors]} under MiniLM's identity; the\n"
         "measured turns embed with the configured model (minilm = real MiniLM int8 ONNX,\n"
         "loaded once before the runs). Per (embedding, turn shape) group, one agent per\n"
         "backend and size plus the baseline take turns in rotation (turn i of each, then\n"
