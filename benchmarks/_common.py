@@ -258,6 +258,23 @@ def text_vector(text: str, dim: int = DIM) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+SEED_BUILD_MEMORY = "1GB"
+"""``maintenance_work_mem`` of a benchmark's HNSW builds over loaded rows, and of nothing
+else: at the server's default 64MB a 100k graph does not fit, and pgvector goes on
+building it on disk, far slower. Measured turns and walks meet the defaults."""
+
+
+def walk_plan(conn: Any, sql: str, params: Any, ef_search: int) -> dict[str, Any]:
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of one graph walk as the stores run it: pgvector's
+    iterative scan in strict order, ``ef_search`` candidates. The plan's JSON document
+    (``Plan`` with its ``Shared Hit Blocks`` / ``Shared Read Blocks``, ``Execution Time``)."""
+    with conn.transaction():
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+        found = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}", params).fetchone()
+    return dict(found[0][0]) if found else {}
+
+
 class CachedEmbeddings(Embeddings):
     """Another model's vectors, each text's kept in a SQLite file and embedded only once.
 
@@ -286,7 +303,12 @@ class CachedEmbeddings(Embeddings):
             found.update(
                 self.conn.execute(f"SELECT key, v FROM vectors WHERE key IN ({marks})", chunk)
             )
-        missing = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in found))
+        # One index per missing text: a text asked for twice is embedded once.
+        first: dict[bytes, int] = {}
+        for i, key in enumerate(keys):
+            if key not in found:
+                first.setdefault(key, i)
+        missing = list(first.values())
         for start in range(0, len(missing), 256):
             batch = missing[start : start + 256]
             vectors = np.asarray(

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import Vocabulary, print_header, table
+from _common import SEED_BUILD_MEMORY, Vocabulary, print_header, table, walk_plan
 
 from langgraph_memgpt.bench.locomo import load_locomo
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
@@ -89,21 +89,10 @@ def filler_vectors(embeddings: MiniLMEmbeddings, count: int, cache: Path | None)
     return vectors
 
 
-SEED_BUILD_MEMORY = "1GB"
-"""``maintenance_work_mem`` of the graph's build only: an in-memory build, as per_turn's seeding."""
-
-
 def walk_pages(conn: Any, walk: str, q: np.ndarray, k: int, ef: int) -> int:
     """The buffers one walk touches (hit or read): what it costs a server whose buffers
     cannot hold the graph (each page a read from outside them)."""
-    with conn.transaction():
-        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-        plan = conn.execute(
-            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {walk}",
-            {"q": q, "k": k, "candidates": max(k, int(ef))},
-        ).fetchone()[0]
-    top = plan[0]["Plan"]
+    top = walk_plan(conn, walk, {"q": q, "k": k, "candidates": max(k, int(ef))}, ef)["Plan"]
     return int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])
 
 

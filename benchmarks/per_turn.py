@@ -84,6 +84,7 @@ from typing import Any
 import numpy as np
 from _common import (
     AGENT,
+    SEED_BUILD_MEMORY,
     CachedEmbeddings,
     LookupEmbeddings,
     Vocabulary,
@@ -117,9 +118,6 @@ from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 SCENARIOS = ("chat", "search")
-
-SEED_BUILD_MEMORY = "1GB"
-"""``maintenance_work_mem`` of the seeding's HNSW builds only (see `seed_postgres`)."""
 
 
 class EmbedMeter:
@@ -579,9 +577,9 @@ def prepare_postgres(
     """
     seeded: set[int] = set()
     clean_up: Callable[[], None] = lambda: None  # noqa: E731
-    emb = seed_embeddings(args.seed_vectors, args.data_dir)
     if args.seed_vectors != "lookup" and args.data_dir is not None and not args.fresh_postgres:
         raise SystemExit("--seed-vectors minilm keeps no Postgres databases: add --fresh-postgres")
+    emb = seed_embeddings(args.seed_vectors, args.data_dir)
     if args.data_dir is not None and not args.fresh_postgres:
         urls, seeded = kept_postgres_databases(
             args.sizes, args.data_dir / "pg", args.shared_buffers

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import per_turn
 import psycopg
-from _common import AGENT, print_header, table
+from _common import AGENT, print_header, table, walk_plan
 from pgvector.psycopg import register_vector
 
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
@@ -72,14 +72,8 @@ def main() -> None:
                     for round_ in range(1, args.rounds + 1):
                         runs = []
                         for q in questions:
-                            with conn.transaction():
-                                conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                                conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-                                found = conn.execute(
-                                    f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}",
-                                    {"q": q, "agent": AGENT, "limit": limit},
-                                ).fetchone()
-                            plan = found[0][0] if found else {}
+                            params = {"q": q, "agent": AGENT, "limit": limit}
+                            plan = walk_plan(conn, sql, params, ef)
                             top = plan.get("Plan", {})
                             hit = int(top.get("Shared Hit Blocks", 0))
                             read = int(top.get("Shared Read Blocks", 0))
