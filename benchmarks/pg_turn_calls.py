@@ -12,7 +12,10 @@ stood still for its walks after its words) and begun-to-collected.
 Two switches change what the stores do, for finding the critical path, never for a
 figure to quote: ``--ef-search N`` walks the graphs with another candidate list (a list
 shorter than the search's pool makes pgvector's iterative scan resume, which costs more
-pages, not fewer), ``--no-words`` scores no word column (the search's BM25 signals empty).
+pages, not fewer), ``--no-words`` scores no word column (the search's BM25 signals empty),
+``--settle-pause S`` lets the recall settler wait ``S`` seconds after a write (instead of
+``settling.SETTLE_PAUSE``) before its pass. The report also gives how much of each size's
+settling passes ran while one of its searches did (``settler passes beside searches``).
 
     python benchmarks/pg_turn_calls.py [--ef-search N] [--no-words] -- \\
         --backend postgres --sizes 1000 100000 --turns 20 --warmup 3 --embeddings minilm
@@ -32,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from langgraph_memgpt.stores.postgres import archival, recall, recall_signals, search
+from langgraph_memgpt.stores.postgres import archival, recall, recall_signals, search, settling
 
 SIGNAL_CALLS = (
     "word_signals",
@@ -52,6 +55,8 @@ TIER_CALLS = {
 }
 
 spent: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+spans: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
+"""(size, "search" or "settle") -> (start, end) of each tier search and settling pass."""
 
 
 def size_of(obj: Any) -> str:
@@ -73,6 +78,8 @@ def timed(cls: type, name: str) -> None:
         out = inner(self, *args, **kwargs)
         size = size_of(self)
         spent[(size, label)].append(time.perf_counter() - start)
+        if name == "search":
+            spans[(size, "search")].append((start, time.perf_counter()))
         if name.startswith("begin") and callable(out):
             collect: Callable[[], Any] = out
 
@@ -89,6 +96,26 @@ def timed(cls: type, name: str) -> None:
     setattr(cls, name, call)
 
 
+def timed_settling() -> None:
+    """Record each settling pass's span by agent size (the settler's pool names it)."""
+    inner = settling.Settler.settle_now
+
+    @functools.wraps(inner)
+    def settle_now(self: settling.Settler, agent_id: str) -> int:
+        start = time.perf_counter()
+        try:
+            return inner(self, agent_id)
+        finally:
+            spans[(size_of(self), "settle")].append((start, time.perf_counter()))
+
+    settling.Settler.settle_now = settle_now  # type: ignore[method-assign]
+
+
+def overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Seconds during which a span of ``a`` and one of ``b`` both ran."""
+    return sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b)
+
+
 def report() -> None:
     """Per call: calls, total and p50 wall time at each size."""
     sizes = sorted({s for s, _ in spent}, key=lambda s: int(s.replace(",", "") or 0))
@@ -100,17 +127,27 @@ def report() -> None:
             p50 = np.median(values) * 1000 if values else 0.0
             cells.append(f"N={size}: {len(values):4d} {sum(values) * 1000:8.1f} ms {p50:6.2f}")
         print(f"  {label:48s} " + "   ".join(cells))
+    print("\nsettler passes beside searches: passes, their total, the part while a search ran")
+    for size in sizes:
+        passes, searches = spans.get((size, "settle"), []), spans.get((size, "search"), [])
+        total = sum(e - s for s, e in passes) * 1000
+        both = overlap(passes, searches) * 1000
+        print(f"  N={size}: {len(passes):4d} passes {total:8.1f} ms, {both:8.1f} ms in a search")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ef-search", type=int, help="walk the graphs with this list")
     parser.add_argument("--no-words", action="store_true", help="score no word column")
+    parser.add_argument("--settle-pause", type=float, help="seconds the settler waits")
     args, rest = parser.parse_known_args()
     if args.ef_search:
         search.HNSW_EF_SEARCH = args.ef_search
     if args.no_words:
         search.bm25_scores = lambda *a, **k: {}  # type: ignore[assignment]
+    if args.settle_pause is not None:
+        settling.Settler.pause = args.settle_pause
+    timed_settling()
     for cls in (recall_signals.PgRecallSignals, archival._PgArchivalSignals):
         for name in SIGNAL_CALLS:
             if hasattr(cls, name):
@@ -124,6 +161,7 @@ def main() -> None:
 
     switches = [f"--ef-search {args.ef_search}"] * bool(args.ef_search)
     switches += ["--no-words"] * args.no_words
+    switches += [f"--settle-pause {args.settle_pause}"] * (args.settle_pause is not None)
     print(f"pg_turn_calls switches: {' '.join(switches) or 'none'}", flush=True)
     sys.argv = ["per_turn.py", *[r for r in rest if r != "--"]]
     per_turn.main()

@@ -202,6 +202,42 @@ def test_the_graphs_hold_half_precision_copies_and_scores_stay_the_stored_vector
         backend.close()
 
 
+def test_a_recall_rows_word_columns_stay_in_the_row_when_it_is_too_long(
+    postgres_url: str, embeddings: Embeddings
+) -> None:
+    """A word statement reads the tsvector of every match it scores; in TOAST, each match
+    cost an index lookup more. Rows over Postgres' 2 kB keep their word columns and
+    move their vectors and context text out instead."""
+    backend = PostgresBackend(postgres_url, embeddings=embeddings)
+    words = [f"{stem}{n}" for n in range(12) for stem in ("fern", "basil", "quartz", "lupin")]
+    talk = [
+        RecallMessage(
+            "ada",
+            "t",
+            f"m{i}",
+            "user" if i % 2 == 0 else "assistant",
+            " ".join(words[(i * 7 + j) % len(words)] + f"x{i}" for j in range(40)),
+            f"2026-01-01T09:00:{i:02d}Z",
+        )
+        for i in range(6)
+    ]
+    try:
+        backend.open("ada").recall.add(talk)
+        with psycopg.connect(postgres_url) as conn:
+            rows = conn.execute(
+                "SELECT message_id, pg_column_toast_chunk_id(embedding) IS NOT NULL, "
+                "pg_column_toast_chunk_id(context_tsv) IS NOT NULL, "
+                "pg_column_toast_chunk_id(search_tsv) IS NOT NULL, pg_column_size(context_tsv) "
+                "FROM memgpt_recall WHERE agent_id = 'ada' ORDER BY id"
+            ).fetchall()
+        assert len(rows) == 6
+        assert all(vector_out for _, vector_out, *_ in rows)  # rows over the 2 kB
+        assert max(size for *_, size in rows) > 1000  # a window of three long messages
+        assert not any(context_out or search_out for _, _, context_out, search_out, _ in rows)
+    finally:
+        backend.close()
+
+
 def unsettled(url: str, agent: str) -> list[str]:
     """The message ids of the agent's rows outside the graphs, oldest first."""
     with psycopg.connect(url) as conn:

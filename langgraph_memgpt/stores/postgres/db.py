@@ -291,6 +291,23 @@ def _settled(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+WORD_COLUMNS = {"memgpt_recall": ("search_tsv", "context_tsv"), "memgpt_archival": ("tsv",)}
+"""The ``tsvector`` columns a search's word statements read, row by row (``search.bm25_scores``)."""
+
+
+def _words_inline(conn: psycopg.Connection[Any]) -> None:
+    # A recall row with its context window is over the 2 kB at which Postgres moves values
+    # out of the row, and the largest left after the vectors was `context_tsv`: half the
+    # rows kept it in TOAST, and every match a word statement scored cost a TOAST index
+    # lookup more. MAIN moves the vectors and the context text out first (the rows written
+    # from now on; an older row keeps its layout until it is rewritten).
+    for table, columns in WORD_COLUMNS.items():
+        conn.execute(
+            f"ALTER TABLE {table} "
+            + ", ".join(f"ALTER COLUMN {column} SET STORAGE MAIN" for column in columns)
+        )
+
+
 UNNUMBERED = 1
 """The ``memory`` version of every database made before numbered migrations, whatever its
 shape: the first numbered migration is 2."""
@@ -301,6 +318,7 @@ MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(5, "the store's secrets (the key that signs an export's shared blocks)", _secrets),
     PgMigration(6, "the messages a passage was made from", _archival_sources),
     PgMigration(7, "recall rows out of the graphs until their context is final", _settled),
+    PgMigration(8, "the word columns kept in their rows, out of TOAST", _words_inline),
 )
 """Each runs inside `ensure_schema`'s transaction, under its advisory lock. A new database,
 and one made before numbering (version `UNNUMBERED`), runs them all: each brings any older
