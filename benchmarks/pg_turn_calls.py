@@ -16,9 +16,12 @@ pages, not fewer), ``--no-words`` scores no word column (the search's BM25 signa
 ``--settle-pause S`` lets the recall settler wait ``S`` seconds after a write (instead of
 ``settling.SETTLE_PAUSE``) before its pass. The report also gives how much of each size's
 settling passes ran while one of its searches did (``settler passes beside searches``).
+``--graph binary|side-binary`` walks smaller graphs instead of the package's
+(``pg_graph_probe.py``), re-ranking ``--candidates`` of them.
 
     python benchmarks/pg_turn_calls.py [--ef-search N] [--no-words] -- \\
         --backend postgres --sizes 1000 100000 --turns 20 --warmup 3 --embeddings minilm
+    python benchmarks/pg_turn_calls.py --graph side-binary --candidates 512 -- ... --fresh-postgres
 """
 
 from __future__ import annotations
@@ -140,6 +143,8 @@ def main() -> None:
     parser.add_argument("--ef-search", type=int, help="walk the graphs with this list")
     parser.add_argument("--no-words", action="store_true", help="score no word column")
     parser.add_argument("--settle-pause", type=float, help="seconds the settler waits")
+    parser.add_argument("--graph", choices=["halfvec", "binary", "side-binary"], default="halfvec")
+    parser.add_argument("--candidates", type=int, default=512, help="re-ranked, other graphs")
     args, rest = parser.parse_known_args()
     if args.ef_search:
         search.HNSW_EF_SEARCH = args.ef_search
@@ -147,6 +152,10 @@ def main() -> None:
         search.bm25_scores = lambda *a, **k: {}  # type: ignore[assignment]
     if args.settle_pause is not None:
         settling.Settler.pause = args.settle_pause
+    if args.graph != "halfvec":
+        import pg_graph_probe
+
+        pg_graph_probe.install(args.graph, args.candidates)
     timed_settling()
     for cls in (recall_signals.PgRecallSignals, archival._PgArchivalSignals):
         for name in SIGNAL_CALLS:
@@ -162,6 +171,7 @@ def main() -> None:
     switches = [f"--ef-search {args.ef_search}"] * bool(args.ef_search)
     switches += ["--no-words"] * args.no_words
     switches += [f"--settle-pause {args.settle_pause}"] * (args.settle_pause is not None)
+    switches += [f"--graph {args.graph} --candidates {args.candidates}"] * (args.graph != "halfvec")
     print(f"pg_turn_calls switches: {' '.join(switches) or 'none'}", flush=True)
     sys.argv = ["per_turn.py", *[r for r in rest if r != "--"]]
     per_turn.main()
