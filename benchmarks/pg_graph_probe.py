@@ -110,14 +110,7 @@ def install(graph: str, candidates: int) -> None:
                 f"AND NOT b.settled AND b.{column} IS NOT NULL ORDER BY b.{column} <=> %s LIMIT %s"
             )
             walk, args = f"({walk}) UNION ALL ({unsettled})", (*args, vector, *params, vector, k)
-        with conn.pipeline():
-            with conn.transaction():
-                conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                conn.execute(f"SET LOCAL hnsw.ef_search = {max(candidates, 40)}")
-                walked = conn.execute(walk, args)
-            rows = walked.fetchall()
-        best = sorted(rows, key=lambda r: -float(r[1]))[:k]
-        return {int(r[0]): float(r[1]) for r in best}
+        return search.walk_scores(conn, walk, args, k, ef_search=max(candidates, 40))
 
     search.vector_scores = vector_scores  # type: ignore[assignment]
 

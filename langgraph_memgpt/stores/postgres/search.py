@@ -302,12 +302,27 @@ def vector_scores(
     if settling:
         unsettled = f"{select} AND NOT b.settled AND b.{column} IS NOT NULL {nearest}"
         sql, args = f"({sql}) UNION ALL ({unsettled})", (*args, *args)
+    return walk_scores(conn, sql, args, k)
+
+
+def walk_scores(
+    conn: psycopg.Connection[Any],
+    sql: str,
+    args: Sequence[object],
+    k: int,
+    ef_search: int | None = None,
+) -> dict[int, float]:
+    """Run a graph walk ``sql`` returning ``(id, similarity)`` rows; the ``k`` most similar.
+
+    The walk's settings are local to its transaction: pgvector's iterative scan (a filter
+    that drops neighbours makes it look further), and ``ef_search`` (`HNSW_EF_SEARCH`).
+    """
     # One pipeline: the transaction, its two settings and the walk reach the server in one
     # flush, not four round trips (each a wait for the server on a busy machine).
     with conn.pipeline():
         with conn.transaction():
             conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search or HNSW_EF_SEARCH)}")
             walked = conn.execute(sql, args)
         rows = walked.fetchall()
     best = sorted(rows, key=lambda r: -float(r[1]))[:k]
