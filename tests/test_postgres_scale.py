@@ -10,14 +10,17 @@ when its context is final, settled beside the turns: until then it is searched e
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import psycopg
 import pytest
 from langchain_core.embeddings import Embeddings
 
+import langgraph_memgpt.stores.postgres as pg
 from langgraph_memgpt.stores.postgres import PostgresBackend
 from langgraph_memgpt.stores.postgres.bulk import load_messages, load_passages
+from langgraph_memgpt.stores.postgres.db import graphs_and_buffers, graphs_outgrow_buffers
 from langgraph_memgpt.stores.postgres.settling import UNSETTLED_CAP
 from langgraph_memgpt.stores.types import RecallMessage
 
@@ -347,3 +350,45 @@ def test_rows_a_stopped_process_left_unsettled_settle_at_the_next_write(
         assert unsettled(postgres_url, "ada") == ["m5", "m6"]
     finally:
         later.close()
+
+
+def test_a_backend_says_when_its_graphs_outgrow_the_servers_buffers(
+    postgres_url: str,
+    embeddings: Embeddings,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Graph walks touch pages all over their graphs: graphs larger than ``shared_buffers``
+    make a large agent's searches wait on pages read from outside them (1.6-1.7x a small
+    agent's at 128MB, 1.3-1.5x at 512MB). The backend says so when it opens, with both
+    sizes; a memory too small to matter never warns."""
+    mb = 2**20
+    assert graphs_outgrow_buffers(336 * mb, 128 * mb)  # a 100k agent at the default
+    assert not graphs_outgrow_buffers(336 * mb, 512 * mb)
+    assert not graphs_outgrow_buffers(30 * mb, 16 * mb)
+    first = PostgresBackend(postgres_url, embeddings=embeddings)
+    try:
+        first.open("ada").archival.insert_many([f"note {i} on the garden" for i in range(20)])
+        with first.pool().connection() as conn:
+            graphs, buffers = graphs_and_buffers(conn)
+            setting = conn.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))")
+            assert (buffers,) == setting.fetchone()
+        assert 0 < graphs < buffers
+    finally:
+        first.close()
+    with caplog.at_level(logging.WARNING, logger="langgraph_memgpt.stores.postgres"):
+        quiet = PostgresBackend(postgres_url, embeddings=embeddings)
+        quiet.pool()
+        quiet.close()
+        assert not [r for r in caplog.records if "shared_buffers" in r.getMessage()]
+        monkeypatch.setattr(pg, "graphs_outgrow_buffers", lambda graphs, buffers: True)
+        told = PostgresBackend(postgres_url, embeddings=embeddings)
+        told.pool()
+        told.close()
+    warned = [r.getMessage() for r in caplog.records if "shared_buffers" in r.getMessage()]
+    assert warned == [
+        f"the memory's HNSW graphs ({graphs // mb} MB) are larger than the server's "
+        f"shared_buffers ({buffers // mb} MB): large agents' searches will read their pages "
+        "from outside Postgres' buffers; give shared_buffers at least the graphs' size "
+        "(docs/scale.md, 'What a Postgres server must be given')"
+    ]

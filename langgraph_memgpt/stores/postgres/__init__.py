@@ -16,6 +16,7 @@ vector``).
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from langgraph_memgpt.stores.postgres.db import (
     SchemaVersionError,
     ensure_hnsw,
     ensure_schema,
+    graphs_and_buffers,
+    graphs_outgrow_buffers,
     open_pool,
     refresh_statistics,
 )
@@ -41,6 +44,8 @@ from langgraph_memgpt.stores.postgres.models import claim_model
 from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
 from langgraph_memgpt.stores.postgres.settling import Settler
 from langgraph_memgpt.stores.text import valid_text
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -138,6 +143,17 @@ class PostgresBackend:
             self._settler = Settler(self._pool)
             # A first start on loaded or restored data: the planner statistics first.
             refresh_statistics(self._pool)
+            with self._pool.connection() as conn:
+                graphs, buffers = graphs_and_buffers(conn)
+            if graphs_outgrow_buffers(graphs, buffers):
+                logger.warning(
+                    "the memory's HNSW graphs (%d MB) are larger than the server's "
+                    "shared_buffers (%d MB): large agents' searches will read their pages "
+                    "from outside Postgres' buffers; give shared_buffers at least the graphs' "
+                    "size (docs/scale.md, 'What a Postgres server must be given')",
+                    graphs // 2**20,
+                    buffers // 2**20,
+                )
         return self._pool
 
     def open(self, agent_id: str) -> PostgresMemory:

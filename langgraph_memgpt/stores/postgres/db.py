@@ -445,6 +445,33 @@ def ensure_hnsw(pool: ConnectionPool[Any], dims: int) -> None:
                 conn.execute(f"DROP INDEX IF EXISTS {old}")
 
 
+GRAPHS_WORTH_A_WARNING = 64 * 2**20
+"""Graphs smaller than this (bytes, all told) never warn: a small memory is fast anywhere."""
+
+
+def graphs_and_buffers(conn: psycopg.Connection[Any]) -> tuple[int, int]:
+    """(bytes of the memory's HNSW graphs, bytes of the server's ``shared_buffers``)."""
+    row = conn.execute(
+        "SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0), "
+        "pg_size_bytes(current_setting('shared_buffers')) FROM pg_index AS i "
+        "JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_am AS a ON a.oid = c.relam "
+        "WHERE a.amname = 'hnsw' AND i.indrelid = ANY(%s::regclass[])",
+        (sorted({table for table, _ in VECTOR_COLUMNS}),),
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def graphs_outgrow_buffers(graphs: int, buffers: int) -> bool:
+    """Whether a search's graph walks will read most of their pages from outside the buffers.
+
+    A walk touches pages all over its graph, so graphs larger than ``shared_buffers``
+    leave a large agent's search turn waiting on pages the buffers keep losing: a 100k
+    agent's (three graphs of ~112 MB) measured 1.6-1.7x a small agent's at the default
+    128MB and 1.3-1.5x at 512MB (docs/scale.md, "What a Postgres server must be given").
+    """
+    return graphs >= GRAPHS_WORTH_A_WARNING and graphs > buffers
+
+
 STATISTICS_TABLES = (
     "memgpt_recall",
     "memgpt_archival",
