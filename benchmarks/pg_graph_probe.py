@@ -61,6 +61,7 @@ def install(graph: str, candidates: int) -> None:
                         f"WHERE vector_dims({column}) = {dims}{settled_only(table)}"
                     )
 
+    search.HNSW_EF_SEARCH = max(candidates, 40)  # every walk of the run is the probe's
     pg.ensure_hnsw = no_graphs  # type: ignore[assignment]
     db.ensure_hnsw = no_graphs
     if graph == "side-binary":
@@ -110,7 +111,7 @@ def install(graph: str, candidates: int) -> None:
                 f"AND NOT b.settled AND b.{column} IS NOT NULL ORDER BY b.{column} <=> %s LIMIT %s"
             )
             walk, args = f"({walk}) UNION ALL ({unsettled})", (*args, vector, *params, vector, k)
-        return search.walk_scores(conn, walk, args, k, ef_search=max(candidates, 40))
+        return search.walk_scores(conn, walk, args, k)
 
     search.vector_scores = vector_scores  # type: ignore[assignment]
 

@@ -291,17 +291,15 @@ def _settled(conn: psycopg.Connection[Any]) -> None:
     )
 
 
-WORD_COLUMNS = {"memgpt_recall": ("search_tsv", "context_tsv"), "memgpt_archival": ("tsv",)}
-"""The ``tsvector`` columns a search's word statements read, row by row (``search.bm25_scores``)."""
-
-
 def _words_inline(conn: psycopg.Connection[Any]) -> None:
     # A recall row with its context window is over the 2 kB at which Postgres moves values
     # out of the row, and the largest left after the vectors was `context_tsv`: half the
     # rows kept it in TOAST, and every match a word statement scored cost a TOAST index
     # lookup more. MAIN moves the vectors and the context text out first (the rows written
-    # from now on; an older row keeps its layout until it is rewritten).
-    for table, columns in WORD_COLUMNS.items():
+    # from now on; an older row keeps its layout until it is rewritten). The columns are
+    # named here, not taken from the search code: a migration's statements never change.
+    words = {"memgpt_recall": ("search_tsv", "context_tsv"), "memgpt_archival": ("tsv",)}
+    for table, columns in words.items():
         conn.execute(
             f"ALTER TABLE {table} "
             + ", ".join(f"ALTER COLUMN {column} SET STORAGE MAIN" for column in columns)

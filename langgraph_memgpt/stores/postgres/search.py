@@ -306,11 +306,7 @@ def vector_scores(
 
 
 def walk_scores(
-    conn: psycopg.Connection[Any],
-    sql: str,
-    args: Sequence[object],
-    k: int,
-    ef_search: int | None = None,
+    conn: psycopg.Connection[Any], sql: str, args: Sequence[object], k: int
 ) -> dict[int, float]:
     """Run a graph walk ``sql`` returning ``(id, similarity)`` rows; the ``k`` most similar.
 
@@ -322,7 +318,7 @@ def walk_scores(
     with conn.pipeline():
         with conn.transaction():
             conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search or HNSW_EF_SEARCH)}")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
             walked = conn.execute(sql, args)
         rows = walked.fetchall()
     best = sorted(rows, key=lambda r: -float(r[1]))[:k]
