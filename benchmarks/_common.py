@@ -264,13 +264,18 @@ else: at the server's default 64MB a 100k graph does not fit, and pgvector goes 
 building it on disk, far slower. Measured turns and walks meet the defaults."""
 
 
-def walk_plan(conn: Any, sql: str, params: Any, ef_search: int) -> dict[str, Any]:
+def walk_plan(
+    conn: Any, sql: str, params: Any, ef_search: int, settings: Sequence[str] | None = None
+) -> dict[str, Any]:
     """``EXPLAIN (ANALYZE, BUFFERS)`` of one graph walk as the stores run it: pgvector's
-    iterative scan in strict order, ``ef_search`` candidates. The plan's JSON document
-    (``Plan`` with its ``Shared Hit Blocks`` / ``Shared Read Blocks``, ``Execution Time``)."""
+    iterative scan in strict order, ``ef_search`` candidates (``search.walk_settings``), or
+    the ``settings`` given (another index's). The plan's JSON document (``Plan`` with its
+    ``Shared Hit Blocks`` / ``Shared Read Blocks``, ``Execution Time``)."""
+    from langgraph_memgpt.stores.postgres.search import walk_settings
+
     with conn.transaction():
-        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+        for setting in walk_settings(ef_search) if settings is None else settings:
+            conn.execute(setting)
         found = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}", params).fetchone()
     return dict(found[0][0]) if found else {}
 

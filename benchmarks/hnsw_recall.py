@@ -36,6 +36,11 @@ signs (``binary_quantize(embedding)::bit(384)``, Hamming distance), each walk re
 a graph a quarter of the size or less, which a 128MB server could keep in its buffers. The
 table prints each graph's size.
 
+``--graph ivfflat`` measures pgvector's other index instead: ``--lists`` clusters of the
+``halfvec`` copies, each search reading the vectors of its ``ivfflat.probes`` nearest
+clusters in full (the ``--ef`` values are then the probes): few pages, each read through,
+against the graph's many pages with one vector read on each.
+
 The filler vectors are cached in ``--data-dir`` (embedding 100k texts takes ~7 minutes on
 the 2-core VM). Run: ``.venv/bin/python benchmarks/hnsw_recall.py --data
 ../shared/bench/locomo-dev.json [--size 100000] [--ef 40 64 128 256] [--data-dir DIR]``
@@ -56,6 +61,7 @@ from _common import SEED_BUILD_MEMORY, Vocabulary, print_header, table, walk_pla
 
 from langgraph_memgpt.bench.locomo import load_locomo
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+from langgraph_memgpt.stores.postgres.search import walk_settings
 
 DIMS = 384
 
@@ -70,8 +76,19 @@ GRAPHS = {
         " <~> binary_quantize(%(q)s::vector) LIMIT %(candidates)s) AS c "
         "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s",
     ),
+    "ivfflat": (
+        "(embedding::halfvec(384)) halfvec_cosine_ops",
+        "SELECT id FROM t ORDER BY embedding::halfvec(384) <=> %(q)s::halfvec(384) LIMIT %(k)s",
+    ),
 }
-"""Each graph: its index expression, and the walk (binary: candidates re-ranked exactly)."""
+"""Each index: its expression, and the search (binary: candidates re-ranked exactly)."""
+
+
+def search_settings(graph: str, ef: int) -> tuple[str, ...]:
+    """A search's settings: the stores' walk with ``ef`` candidates, or ``ef`` IVF probes."""
+    if graph == "ivfflat":
+        return (f"SET LOCAL ivfflat.probes = {int(ef)}",)
+    return walk_settings(ef)
 
 
 def filler_vectors(embeddings: MiniLMEmbeddings, count: int, cache: Path | None) -> np.ndarray:
@@ -89,10 +106,11 @@ def filler_vectors(embeddings: MiniLMEmbeddings, count: int, cache: Path | None)
     return vectors
 
 
-def walk_pages(conn: Any, walk: str, q: np.ndarray, k: int, ef: int) -> int:
+def walk_pages(conn: Any, graph: str, q: np.ndarray, k: int, ef: int) -> int:
     """The buffers one walk touches (hit or read): what it costs a server whose buffers
     cannot hold the graph (each page a read from outside them)."""
-    top = walk_plan(conn, walk, {"q": q, "k": k, "candidates": max(k, int(ef))}, ef)["Plan"]
+    params = {"q": q, "k": k, "candidates": max(k, int(ef))}
+    top = walk_plan(conn, GRAPHS[graph][1], params, ef, search_settings(graph, ef))["Plan"]
     return int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])
 
 
@@ -103,7 +121,8 @@ def main() -> None:
     parser.add_argument("--ef", type=int, nargs="+", default=[40, 64, 96, 128, 192, 256])
     parser.add_argument("--k", type=int, nargs="+", default=[50, 100])
     parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--graph", choices=["halfvec", "binary"], default="halfvec")
+    parser.add_argument("--graph", choices=list(GRAPHS), default="halfvec")
+    parser.add_argument("--lists", type=int, default=1000, help="ivfflat's clusters")
     parser.add_argument("--m", type=int, default=16, help="the graph's m (pgvector's: 16)")
     parser.add_argument(
         "--ef-construction", type=int, default=64, help="its ef_construction (pgvector's: 64)"
@@ -150,15 +169,23 @@ def main() -> None:
             started = time.perf_counter()
             graph = GRAPHS[args.graph]
             conn.execute(f"SET maintenance_work_mem = '{SEED_BUILD_MEMORY}'")
-            conn.execute(
-                f"CREATE INDEX t_graph ON t USING hnsw ({graph[0]}) WITH "
+            built = (
+                f"ivfflat ({graph[0]}) WITH (lists = {int(args.lists)})"
+                if args.graph == "ivfflat"
+                else f"hnsw ({graph[0]}) WITH "
                 f"(m = {int(args.m)}, ef_construction = {int(args.ef_construction)})"
             )
+            conn.execute(f"CREATE INDEX t_graph ON t USING {built}")
             conn.execute("RESET maintenance_work_mem")
             conn.execute("VACUUM ANALYZE t")
             size = conn.execute("SELECT pg_size_pretty(pg_relation_size('t_graph'))").fetchone()
+            shape = (
+                f"lists {args.lists}"
+                if args.graph == "ivfflat"
+                else f"m {args.m}, ef_construction {args.ef_construction}"
+            )
             print(
-                f"{args.graph} graph (m {args.m}, ef_construction {args.ef_construction}) "
+                f"{args.graph} index ({shape}) "
                 f"built in {time.perf_counter() - started:.0f} s, "
                 f"{size[0] if size else '?'}",
                 flush=True,
@@ -181,13 +208,13 @@ def main() -> None:
                 walked: dict[int, list[list[int]]] = {k: [] for k in args.k}
                 times: list[float] = []
                 pages = [
-                    walk_pages(conn, graph[1], q, max(args.k), ef) for q in asked[: args.explain]
+                    walk_pages(conn, args.graph, q, max(args.k), ef) for q in asked[: args.explain]
                 ]
                 for q in asked:
                     for k in args.k:
                         with conn.transaction():
-                            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                            conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+                            for setting in search_settings(args.graph, ef):
+                                conn.execute(setting)
                             started = time.perf_counter()
                             found = conn.execute(
                                 graph[1],
@@ -229,7 +256,7 @@ def main() -> None:
                 table(
                     rows,
                     [
-                        "ef_search",
+                        "ef_search" if args.graph != "ivfflat" else "probes",
                         "k",
                         "conversation",
                         "overlap@k",

@@ -191,13 +191,13 @@ def explain(url: str, query: str, params: Any) -> list[str]:
     """The plan of ``query`` run once with ``params``, with its buffers (the notable lines)."""
     from pgvector.psycopg import register_vector
 
-    from langgraph_memgpt.stores.postgres.search import HNSW_EF_SEARCH
+    from langgraph_memgpt.stores.postgres.search import walk_settings
 
     with psycopg.connect(url) as conn:
         register_vector(conn)
         if "::vector(" in query or "::halfvec(" in query:
-            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+            for setting in walk_settings():
+                conn.execute(setting)
         rows = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS) {query}", params).fetchall()
         conn.rollback()  # a write explained is not kept
     keep = ("Scan", "Buffers", "Execution Time", "Rows Removed", "Sort", "Limit", "Join", "Heap")

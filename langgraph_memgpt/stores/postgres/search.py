@@ -317,12 +317,24 @@ def walk_scores(
     # flush, not four round trips (each a wait for the server on a busy machine).
     with conn.pipeline():
         with conn.transaction():
-            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+            for setting in walk_settings():
+                conn.execute(setting)
             walked = conn.execute(sql, args)
         rows = walked.fetchall()
     best = sorted(rows, key=lambda r: -float(r[1]))[:k]
     return {int(r[0]): float(r[1]) for r in best}
+
+
+def walk_settings(ef_search: int | None = None) -> tuple[str, ...]:
+    """The statements that set a transaction's graph walks up as the stores run them.
+
+    pgvector's iterative scan in strict order and ``ef_search`` candidates (``HNSW_EF_SEARCH``
+    unless given, read when called: a benchmark that changes it for a run changes every
+    walk). Benchmarks that explain or time a walk set it up with these, so what they measure
+    is the stores' walk.
+    """
+    ef = HNSW_EF_SEARCH if ef_search is None else int(ef_search)
+    return ("SET LOCAL hnsw.iterative_scan = strict_order", f"SET LOCAL hnsw.ef_search = {ef}")
 
 
 HNSW_EF_SEARCH = 256
