@@ -18,7 +18,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 import langgraph_memgpt.stores.postgres as pg
-from langgraph_memgpt.stores.postgres import PostgresBackend
+from langgraph_memgpt.stores.postgres import PostgresBackend, search
 from langgraph_memgpt.stores.postgres.bulk import load_messages, load_passages
 from langgraph_memgpt.stores.postgres.db import graphs_and_buffers, graphs_outgrow_buffers
 from langgraph_memgpt.stores.postgres.settling import UNSETTLED_CAP
@@ -392,3 +392,27 @@ def test_a_backend_says_when_its_graphs_outgrow_the_servers_buffers(
         "from outside Postgres' buffers; give shared_buffers at least the graphs' size "
         "(docs/scale.md, 'What a Postgres server must be given')"
     ]
+
+
+def test_a_walk_runs_with_the_stores_settings_and_they_end_with_it(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every graph walk runs with pgvector's iterative scan in strict order (a filter that
+    drops neighbours makes it look further) and the package's candidate list, read when it
+    runs (a benchmark that changes ``HNSW_EF_SEARCH`` changes every walk); the settings are
+    the walk's transaction's, so nothing else on a pooled connection inherits them."""
+    settings = (
+        "SELECT 1, current_setting('hnsw.ef_search')::float8 UNION ALL "
+        "SELECT 2, (current_setting('hnsw.iterative_scan') = 'strict_order')::int::float8"
+    )
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        assert search.walk_scores(conn, settings, (), 2) == {1: search.HNSW_EF_SEARCH, 2: 1.0}
+        monkeypatch.setattr(search, "HNSW_EF_SEARCH", 100)
+        assert search.walk_scores(conn, settings, (), 2) == {1: 100.0, 2: 1.0}
+        after = conn.execute(
+            "SELECT current_setting('hnsw.ef_search', true), "
+            "current_setting('hnsw.iterative_scan', true)"
+        ).fetchone()
+        assert after is not None
+        assert after[0] in (None, "40") and after[1] in (None, "off")
