@@ -293,17 +293,12 @@ def throwaway_vector_db(prefix: str) -> Iterator[Any]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def walk_plan(
-    conn: Any, sql: str, params: Any, ef_search: int, settings: Sequence[str] | None = None
-) -> dict[str, Any]:
-    """``EXPLAIN (ANALYZE, BUFFERS)`` of one graph walk as the stores run it: pgvector's
-    iterative scan in strict order, ``ef_search`` candidates (``search.walk_settings``), or
-    the ``settings`` given (another index's). The plan's JSON document (``Plan`` with its
-    ``Shared Hit Blocks`` / ``Shared Read Blocks``, ``Execution Time``)."""
-    from langgraph_memgpt.stores.postgres.search import walk_settings
-
+def walk_plan(conn: Any, sql: str, params: Any, settings: Sequence[str]) -> dict[str, Any]:
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of one search of an index under its ``settings``
+    (``search.walk_settings(ef)`` for a walk as the stores run it). The plan's JSON document
+    (``Plan`` with its ``Shared Hit Blocks`` / ``Shared Read Blocks``, ``Execution Time``)."""
     with conn.transaction():
-        for setting in walk_settings(ef_search) if settings is None else settings:
+        for setting in settings:
             conn.execute(setting)
         found = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}", params).fetchone()
     return dict(found[0][0]) if found else {}

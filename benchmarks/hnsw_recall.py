@@ -115,7 +115,7 @@ def walk_pages(conn: Any, graph: str, q: np.ndarray, k: int, ef: int) -> int:
     """The buffers one walk touches (hit or read): what it costs a server whose buffers
     cannot hold the graph (each page a read from outside them)."""
     params = {"q": q, "k": k, "candidates": max(k, int(ef))}
-    top = walk_plan(conn, GRAPHS[graph][1], params, ef, search_settings(graph, ef))["Plan"]
+    top = walk_plan(conn, GRAPHS[graph][1], params, search_settings(graph, ef))["Plan"]
     return int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])
 
 

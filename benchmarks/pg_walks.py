@@ -29,6 +29,7 @@ from _common import AGENT, print_header, table, walk_plan
 from pgvector.psycopg import register_vector
 
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+from langgraph_memgpt.stores.postgres.search import walk_settings
 
 QUESTIONS = (
     "what did we plan for the garden trip",
@@ -73,7 +74,7 @@ def main() -> None:
                         runs = []
                         for q in questions:
                             params = {"q": q, "agent": AGENT, "limit": limit}
-                            plan = walk_plan(conn, sql, params, ef)
+                            plan = walk_plan(conn, sql, params, walk_settings(ef))
                             top = plan.get("Plan", {})
                             hit = int(top.get("Shared Hit Blocks", 0))
                             read = int(top.get("Shared Read Blocks", 0))
