@@ -8,6 +8,7 @@ first, in SQLite and in Postgres, with the same scores; short texts score as bef
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,12 @@ from langgraph_memgpt.stores.chunks import parts_of
 from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores
 from langgraph_memgpt.stores.sqlite.fts_parts import (
-    bm25_with_parts,
     fts5_tokens,
     fts_corpus,
     occurrences,
     term_documents,
 )
+from langgraph_memgpt.stores.sqlite.part_terms import bm25_with_parts
 from langgraph_memgpt.stores.sqlite.recall_signals import RecallSignals
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
@@ -74,9 +75,8 @@ def _sqlite_archival(memory: Any, parts: bool) -> dict[str, float]:
     archival = memory.archival
     terms = query_terms(QUERY)
     if parts:
-        source = ("archival", "id", "text")
         scores = bm25_with_parts(
-            archival.db, "archival_fts", "archival", source, terms, "b.agent_id = ?", ["ada"]
+            archival.db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"]
         )
     else:
         scores = bm25_scores(
@@ -121,13 +121,10 @@ def test_sqlite_part_statistics_and_tokens_are_fts5s_own(lite: Any) -> None:
 
 def test_sqlite_texts_without_parts_score_exactly_as_before(lite: Any) -> None:
     db = lite.archival.db
-    source = ("archival", "id", "text")
     for query in ["river morning", "tomatoes balcony", "lock", "bike ride", QUERY]:
         terms = query_terms(query)
         plain = bm25_scores(db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"])
-        parts = bm25_with_parts(
-            db, "archival_fts", "archival", source, terms, "b.agent_id = ?", ["ada"]
-        )
+        parts = bm25_with_parts(db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"])
         assert parts.keys() == plain.keys()
         for rowid, score in plain.items():
             if lite.archival.get(rowid).text == LONG:
@@ -154,7 +151,6 @@ def test_sqlite_inside_a_writing_transaction_parts_never_fail(tmp_path: Path) ->
                 archival.db,
                 "archival_fts",
                 "archival",
-                ("archival", "id", "text"),
                 query_terms(QUERY),
                 "b.agent_id = ?",
                 ["ada"],
@@ -184,9 +180,8 @@ def test_postgres_scores_parts_like_sqlite(both: dict[str, Any], query: str) -> 
 
     terms = query_terms(query)
     lite, pg = both["sqlite"], both["postgres"]
-    source = ("archival", "id", "text")
     sqlite_scores = bm25_with_parts(
-        lite.archival.db, "archival_fts", "archival", source, terms, "b.agent_id = ?", ["ada"]
+        lite.archival.db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"]
     )
     expected = {lite.archival.get(i).text: s for i, s in sqlite_scores.items()}
     with pg.archival.pool.connection() as conn:
@@ -251,3 +246,125 @@ def test_sqlite_only_a_long_messages_context_is_split(lite: Any) -> None:
     for item, score in plain.items():
         if item != long_id:
             assert context[item] == score
+
+
+def _every_term(texts: list[str]) -> list[str]:
+    return sorted({w for text in texts for w in query_terms(text)})
+
+
+def test_sqlite_parts_words_are_counted_when_written_exactly_as_a_search_counted_them(
+    lite: Any,
+) -> None:
+    """The kept rows give every long text's parts the lengths and counts that splitting
+    and tokenizing the text at search time gave (for every word of the corpus)."""
+    from langgraph_memgpt.stores.sqlite.fts_parts import part_words
+    from langgraph_memgpt.stores.sqlite.part_terms import stored_part_words, texts_with_parts
+
+    terms = [*_every_term(CORPUS), "running", "combinations"]
+    for db, fts_table, table in (
+        (lite.archival.db, "archival_fts", "archival"),
+        (lite.recall.db, "recall_fts", "recall"),
+        (lite.recall.db, "recall_context_fts", "recall"),
+    ):
+        assert db.conn.execute("SELECT count(*) FROM part_terms_stale").fetchone()[0] == 0
+        ids = [int(r[0]) for r in db.conn.execute(f"SELECT id FROM {table}")]
+        texts = texts_with_parts(db.conn, fts_table, ids)
+        assert texts, fts_table  # the long message, its context
+        assert stored_part_words(db.conn, fts_table, ids, terms) == part_words(texts, terms)
+
+
+def test_sqlite_a_search_reads_kept_counts_and_tokenizes_no_stored_text(
+    lite: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_memgpt.stores.sqlite import part_terms
+
+    def refuse(*_: Any) -> Any:
+        raise AssertionError("a search split and tokenized a stored text")
+
+    monkeypatch.setattr(part_terms, "part_words", refuse)
+    assert lite.archival.search(QUERY, mode="fts").hits[0].item.text == LONG
+    assert lite.recall.search(QUERY, mode="fts").hits[0].item.text == LONG
+
+
+def test_sqlite_a_text_written_outside_a_transaction_still_scores_by_its_parts(
+    tmp_path: Path,
+) -> None:
+    """A writer that never catches up (raw SQL, another tool) leaves a stale mark: the
+    search scores that text from its text; the next write transaction counts it."""
+    from langgraph_memgpt.stores.sqlite.db import transaction
+
+    close_all()
+    try:
+        archival = SqliteBackend(tmp_path / "memory", embedding_model="none").open("ada").archival
+        archival.insert_many([t for t in CORPUS if t != LONG])
+        archival.db.conn.execute(
+            "INSERT INTO archival (agent_id, text, tags, created_at) "
+            "VALUES ('ada', ?, '[]', '2026-03-01T10:00:00.000000+00:00')",
+            (LONG,),
+        )
+        archival.db.conn.commit()
+        stale = "SELECT count(*) FROM part_terms_stale"
+        assert archival.db.conn.execute(stale).fetchone()[0] == 1
+        assert archival.search(QUERY, mode="fts").hits[0].item.text == LONG
+        with transaction(archival.db):
+            pass
+        assert archival.db.conn.execute(stale).fetchone()[0] == 0
+        assert archival.search(QUERY, mode="fts").hits[0].item.text == LONG
+    finally:
+        close_all()
+
+
+def test_sqlite_a_deleted_text_takes_its_counted_words_with_it(lite: Any) -> None:
+    for memory, table, source in (
+        (lite.archival, "archival", (3,)),
+        (lite.recall, "recall", (1, 2)),
+    ):
+        db = memory.db
+        (long_id,) = [
+            int(r[0]) for r in db.conn.execute(f"SELECT id FROM {table} WHERE text = ?", (LONG,))
+        ]
+        held = (
+            "SELECT count(*) FROM part_terms WHERE item = ? "
+            "AND source IN (SELECT value FROM json_each(?))"
+        )
+        assert db.conn.execute(held, (long_id, json.dumps(source))).fetchone()[0] > 0
+        with db.conn:
+            db.conn.execute(f"DELETE FROM {table} WHERE id = ?", (long_id,))
+        assert db.conn.execute(held, (long_id, json.dumps(source))).fetchone()[0] == 0
+
+
+def test_sqlite_a_memory_written_before_kept_counts_gets_them_when_opened(tmp_path: Path) -> None:
+    """Migration 8 counts the parts of every long text a file already holds."""
+    import sqlite3
+
+    close_all()
+    folder = tmp_path / "memory"
+    try:
+        memory = SqliteBackend(folder, embedding_model="none").open("ada")
+        memory.archival.insert_many(CORPUS)
+        path = memory.archival.db.conn.execute("PRAGMA database_list").fetchone()[2]
+    finally:
+        close_all()
+    conn = sqlite3.connect(path)
+    with conn:  # the file as migration 7 left it
+        conn.execute("DROP TABLE part_terms")
+        conn.execute("DROP TABLE part_terms_stale")
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%_parts_%'"
+        ).fetchall():
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("PRAGMA user_version = 7")
+    conn.close()
+    try:
+        archival = SqliteBackend(folder, embedding_model="none").open("ada").archival
+        (long_id,) = [
+            int(r[0])
+            for r in archival.db.conn.execute("SELECT id FROM archival WHERE text = ?", (LONG,))
+        ]
+        rows = archival.db.conn.execute(
+            "SELECT count(*) FROM part_terms WHERE source = 3 AND item = ?", (long_id,)
+        ).fetchone()[0]
+        assert rows > 0
+        assert archival.search(QUERY, mode="fts").hits[0].item.text == LONG
+    finally:
+        close_all()

@@ -25,7 +25,7 @@ from langgraph_memgpt.stores.mentions import (
     topic_of,
 )
 from langgraph_memgpt.stores.sqlite.fts import term_matches
-from langgraph_memgpt.stores.sqlite.fts_parts import bm25_with_parts
+from langgraph_memgpt.stores.sqlite.part_terms import bm25_with_parts
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
 from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
@@ -67,9 +67,8 @@ class ArchivalSignals:
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the passage, a long one's raised to its best part's (``stores.bm25``)."""
-        source = ("archival", "id", "text")
         scores = bm25_with_parts(
-            self.db, "archival_fts", "archival", source, terms, self.where, self.params
+            self.db, "archival_fts", "archival", terms, self.where, self.params
         )
         self._word_matches = set(scores)
         return [scores]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from langgraph_memgpt.stores.sqlite import wal
+from langgraph_memgpt.stores.sqlite import part_terms, wal
 from langgraph_memgpt.stores.sqlite.foreign import foreign_schema
 from langgraph_memgpt.stores.sqlite.migrations import NewerSchemaError, migrate
 from langgraph_memgpt.stores.types import StoreAccessError, StoreCorruptError
@@ -248,6 +248,8 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         db.conn.execute("BEGIN IMMEDIATE")
         try:
             yield db
+            # Whatever the block wrote, its long texts' parts are counted with it.
+            part_terms.catch_up(db.conn)
         except BaseException:
             db.rollback()
             raise

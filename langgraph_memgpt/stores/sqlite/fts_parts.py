@@ -1,7 +1,7 @@
-"""Long texts scored on words by their best part in SQLite FTS5 (``stores.bm25``).
+"""FTS5's view of a text for scoring long texts by their best part (``stores.bm25``).
 
 A part's score is what FTS5's ``bm25()`` would give it as one more row of the text's FTS5
-table, with nothing stored for it:
+table:
 
 - the table's statistics, read as ``bm25()`` reads them: the row count and total length
   from FTS5's averages record (the first record of its ``_data`` table: varints, the rows
@@ -9,26 +9,23 @@ table, with nothing stored for it:
   document frequency as the number of rows matching it (``bm25()`` counts the same);
 - the part's own tokens from FTS5's own tokenizer (:data:`TOKENIZE`, the tables'), in a
   private in-memory database (:func:`fts5_tokens`), so stemming and word boundaries are
-  exactly the table's, and the search's own connection, and its transaction, is left
-  alone.
+  exactly the table's, and the caller's connection, and its transaction, is left alone.
 
-Only the long texts among a search's word matches are read and split (the database picks
-them, ``bm25.long_text_sql``, then ``chunks.parts_of`` decides), so a memory of short
-texts reads nothing more. A term held by a part costs one count of its matching rows.
+The parts' tokens are counted when a text is written (``part_terms``); :func:`part_words`
+counts them from the text, for a text written since and not yet caught up.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 
 import sqlite_utils
 
-from langgraph_memgpt.stores.bm25 import Corpus, PartWords, best_part_scores, long_text_sql
+from langgraph_memgpt.stores.bm25 import Corpus, PartWords
 from langgraph_memgpt.stores.chunks import parts_of
-from langgraph_memgpt.stores.sqlite.fts import bm25_scores, match_phrase
+from langgraph_memgpt.stores.sqlite.fts import match_phrase
 
 TOKENIZE = "porter unicode61"
 """The tokenizer of every FTS5 table of the package (``recall_fts``, ``recall_context_fts``,
@@ -130,75 +127,11 @@ def part_words(texts: Mapping[int, str], terms: Sequence[str]) -> dict[int, list
     return out
 
 
-def long_texts(
-    db: sqlite_utils.Database, source: tuple[str, str, str], ids: Sequence[int]
-) -> dict[int, str]:
-    """``{id: text}`` of the rows among ``ids`` long enough to have parts.
-
-    ``source`` is (table, id column, text column), trusted names.
-    """
-    if not ids:
-        return {}
-    table, key, column = source
-    rows = db.conn.execute(
-        f"SELECT t.{key}, t.{column} FROM json_each(?) AS j CROSS JOIN {table} AS t "
-        f"ON t.{key} = j.value WHERE {long_text_sql(f't.{column}', 'char')}",
-        (json.dumps(sorted(ids)),),
-    ).fetchall()
-    return {int(r[0]): str(r[1]) for r in rows if r[1] is not None}
-
-
-def with_best_parts(
-    db: sqlite_utils.Database,
-    fts_table: str,
-    whole: dict[int, float],
-    matched: Mapping[str, Sequence[int]],
-    texts: Mapping[int, str],
-) -> dict[int, float]:
-    """``whole`` (``fts.bm25_scores`` of ``fts_table``) with each long text's best part's.
-
-    ``matched``: each term's rows ``whole`` was scored for; ``texts``: the long texts among
-    them (:func:`long_texts`), scored as rows of ``fts_table`` would be.
-    """
-    parts = part_words(texts, list(matched))
-    if not parts:
-        return whole
-    held = {term for pieces in parts.values() for piece in pieces for term in piece.frequencies}
-    documents = {term: term_documents(db, fts_table, term) for term in held}
-    corpus = fts_corpus(db, fts_table)
-    if any(df > corpus.documents for df in documents.values()):
-        return whole  # the statistics predate this transaction's writes (see fts_corpus)
-    return best_part_scores(
-        whole, {t: ids for t, ids in matched.items() if t in held}, parts, corpus, documents
-    )
-
-
-def bm25_with_parts(
-    db: sqlite_utils.Database,
-    fts_table: str,
-    base_table: str,
-    source: tuple[str, str, str],
-    terms: Sequence[str],
-    where: str,
-    params: Sequence[object],
-) -> dict[int, float]:
-    """``fts.bm25_scores``, each long text scoring as its best part where that is higher.
-
-    ``source`` is where the scored texts are read: (table, id column, text column).
-    """
-    matched: dict[str, list[int]] = {}
-    whole = bm25_scores(db, fts_table, base_table, terms, where, params, matched=matched)
-    return with_best_parts(db, fts_table, whole, matched, long_texts(db, source, list(whole)))
-
-
 __all__ = [
     "TOKENIZE",
-    "bm25_with_parts",
     "fts5_tokens",
     "fts_corpus",
-    "long_texts",
     "occurrences",
     "part_words",
     "term_documents",
-    "with_best_parts",
 ]

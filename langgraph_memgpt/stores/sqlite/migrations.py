@@ -20,6 +20,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from langgraph_memgpt.stores.sqlite import part_terms
 from langgraph_memgpt.stores.sqlite.schema import (
     ARCHIVAL,
     ARCHIVAL_COUNTS,
@@ -120,6 +121,14 @@ def _archival_sources(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _part_terms(conn: sqlite3.Connection) -> None:
+    """Long texts' parts counted when written (``part_terms``), for the texts already held."""
+    for statement in part_terms.SCHEMA:
+        conn.execute(statement)
+    part_terms.mark_all_stale(conn)
+    part_terms.catch_up(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "archival counts per agent", _archival_counts),
     Migration(2, "recall keyed by (agent, thread, message id)", _recall_thread_key),
@@ -128,6 +137,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "every tier's tables, indexes and triggers", _tier_tables),
     Migration(6, "archival retention rules", _retention_rules),
     Migration(7, "the messages a passage was made from", _archival_sources),
+    Migration(8, "long texts' parts counted when written", _part_terms),
 )
 LATEST = MIGRATIONS[-1].version
 assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)), "numbered 1, 2, ..."

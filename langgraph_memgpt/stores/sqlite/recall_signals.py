@@ -16,13 +16,13 @@ import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.base import SearchMode
-from langgraph_memgpt.stores.chunks import nearest_items, parts_of
+from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import FloatArray, embed_query
 from langgraph_memgpt.stores.mentions import created_between, mention_signals, topic_of
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.search import found_now, split_excluded
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores, term_matches
-from langgraph_memgpt.stores.sqlite.fts_parts import long_texts, with_best_parts
+from langgraph_memgpt.stores.sqlite.part_terms import with_best_parts
 from langgraph_memgpt.stores.sqlite.recall_rows import PAIRS, fetch_by_ids, listing
 from langgraph_memgpt.stores.sqlite.recall_vectors import RecallVectors
 from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage
@@ -39,12 +39,6 @@ class SearchedRecall(Protocol):
     def participants(self) -> list[str]:
         """Names the agent's conversation messages carry (who said them)."""
         ...
-
-
-SEARCH_TEXTS = ("recall_fts_content", "id", "c0")
-"""Where a message's search text is read by id: ``recall_fts``'s content table (FTS5 keeps
-a table's one column there as ``c0``), read directly: a lookup through the FTS5 table costs
-more per row."""
 
 
 class RecallSignals:
@@ -80,11 +74,8 @@ class RecallSignals:
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the message and of its context, a long message's raised to its best part's.
 
-        Where that is higher (``stores.bm25``); so is a long message's context.
-
-        The long messages among both signals' matches are read in one query (the
-        database picks them, ``bm25.long_text_sql``): nothing more is read in a memory of
-        short messages.
+        Where that is higher (``stores.bm25``); so is a long message's context. The parts'
+        words were counted when the message was written (``part_terms``).
         """
         by_message: dict[str, list[int]] = {}
         by_context: dict[str, list[int]] = {}
@@ -100,20 +91,9 @@ class RecallSignals:
             self.params,
             matched=by_context,
         )
-        found = long_texts(self.db, SEARCH_TEXTS, list(message.keys() | context.keys()))
-        long = {item: text for item, text in found.items() if parts_of(text)}
-        contexts = long_texts(
-            self.db, ("recall", "id", "context"), [i for i in long if i in context]
-        )
         return [
-            with_best_parts(
-                self.db,
-                "recall_fts",
-                message,
-                by_message,
-                {i: long[i] for i in long if i in message},
-            ),
-            with_best_parts(self.db, "recall_context_fts", context, by_context, contexts),
+            with_best_parts(self.db, "recall_fts", message, by_message),
+            with_best_parts(self.db, "recall_context_fts", context, by_context),
         ]
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
@@ -270,4 +250,4 @@ class RecallSignals:
         return listing(self.db.conn, self.where, self.params, page, page_size, newest_first=True)
 
 
-__all__ = ["SEARCH_TEXTS", "RecallSignals", "SearchedRecall"]
+__all__ = ["RecallSignals", "SearchedRecall"]

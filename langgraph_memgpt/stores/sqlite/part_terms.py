@@ -1,0 +1,320 @@
+"""The words of long texts' parts, kept when a text is written (``stores.bm25``).
+
+A long text scores on words as its best part (``bm25.best_part_scores``), which needs each
+part's length and its terms' frequencies. Computed at search time, that re-tokenized every
+long match of every query through FTS5's tokenizer: 1.5 s a search in a memory of 100k
+tokens of long messages, 7 s at 1M, growing with the memory. They are kept instead, when
+the text is written, in ``part_terms``: one row per (source, item, term) holding the parts
+that have the term and how often (``"part:count part:count"``), and one row per item under
+the empty term holding every part's length. A search reads the rows of its long matches
+for its own terms only: a few index lookups per match, whatever the memory's size.
+
+Sources (:data:`SOURCES`): a recall message's searchable text (``recall_fts``), a long
+message's context (``recall_context_fts``; a short message's context has no parts, as at
+search time before), a passage (``archival_fts``).
+
+Who keeps them: triggers mark every written text *stale* (``part_terms_stale``: any
+writer, even one that never imports this package, leaves a mark), the delete triggers
+remove a text's rows with it, and :func:`catch_up` turns the marks into rows before a
+write transaction commits (``db.transaction``). A search scores a text still marked stale
+from its text, as it did before (``fts_parts.part_words``), so it is never wrong, only
+slower, until the next write catches up.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import sqlite_utils
+
+from langgraph_memgpt.stores.bm25 import PartWords, best_part_scores, long_text_sql
+from langgraph_memgpt.stores.chunks import parts_of
+from langgraph_memgpt.stores.sqlite.fts import bm25_scores
+from langgraph_memgpt.stores.sqlite.fts_parts import (
+    fts5_tokens,
+    fts_corpus,
+    part_words,
+    term_documents,
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one kind of scored text is read, and the number its rows carry."""
+
+    number: int
+    table: str
+    key: str
+    column: str
+    gate: str | None = None
+    """The FTS table whose text must have parts for this one to be split (a message's
+    context only for a long message)."""
+
+
+SOURCES: dict[str, Source] = {
+    "recall_fts": Source(1, "recall_fts_content", "id", "c0"),
+    "recall_context_fts": Source(2, "recall", "id", "context", gate="recall_fts"),
+    "archival_fts": Source(3, "archival", "id", "text"),
+}
+"""Each FTS5 table scored with parts (its name is the key) and where its texts are."""
+
+LENGTHS = ""
+"""The term of the row holding an item's part lengths (no FTS5 token is empty)."""
+
+CATCH_UP_BATCH = 500
+"""Stale items read and tokenized at a time (a migration marks every text)."""
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS part_terms (
+        source INTEGER NOT NULL,
+        item INTEGER NOT NULL,
+        term TEXT NOT NULL,
+        counts TEXT NOT NULL,
+        PRIMARY KEY (source, item, term)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS part_terms_stale (
+        source INTEGER NOT NULL,
+        item INTEGER NOT NULL,
+        PRIMARY KEY (source, item)
+    ) WITHOUT ROWID""",
+    # A message's searchable text is written to recall_fts after its row, by the writer;
+    # its context by an UPDATE: both end up marked, and caught up before the commit.
+    """CREATE TRIGGER IF NOT EXISTS recall_parts_insert AFTER INSERT ON recall BEGIN
+        INSERT OR IGNORE INTO part_terms_stale (source, item) VALUES (1, new.id), (2, new.id);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS recall_parts_text
+        AFTER UPDATE OF text, tool_calls, searchable ON recall BEGIN
+        INSERT OR IGNORE INTO part_terms_stale (source, item) VALUES (1, new.id), (2, new.id);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS recall_parts_context AFTER UPDATE OF context ON recall BEGIN
+        INSERT OR IGNORE INTO part_terms_stale (source, item) VALUES (2, new.id);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS recall_parts_delete AFTER DELETE ON recall BEGIN
+        DELETE FROM part_terms WHERE source IN (1, 2) AND item = old.id;
+        DELETE FROM part_terms_stale WHERE source IN (1, 2) AND item = old.id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS archival_parts_insert AFTER INSERT ON archival BEGIN
+        INSERT OR IGNORE INTO part_terms_stale (source, item) VALUES (3, new.id);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS archival_parts_text AFTER UPDATE OF text ON archival BEGIN
+        INSERT OR IGNORE INTO part_terms_stale (source, item) VALUES (3, new.id);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS archival_parts_delete AFTER DELETE ON archival BEGIN
+        DELETE FROM part_terms WHERE source = 3 AND item = old.id;
+        DELETE FROM part_terms_stale WHERE source = 3 AND item = old.id;
+    END""",
+)
+"""The tables and triggers (SQLite migration 8)."""
+
+
+def mark_all_stale(conn: sqlite3.Connection) -> None:
+    """Mark every text the database holds (a database written before ``part_terms``)."""
+    conn.execute(
+        "INSERT OR IGNORE INTO part_terms_stale (source, item) "
+        "SELECT 1, id FROM recall UNION ALL SELECT 2, id FROM recall "
+        "UNION ALL SELECT 3, id FROM archival"
+    )
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return json.dumps(sorted({int(i) for i in ids}))
+
+
+def texts_with_parts(
+    conn: sqlite3.Connection, fts_table: str, ids: Collection[int]
+) -> dict[int, str]:
+    """``{id: text}`` of the items among ``ids`` whose ``fts_table`` text has parts.
+
+    The database leaves out most short texts itself (``bm25.long_text_sql``); a gated
+    source (a context) only for items whose gate text has parts too.
+    """
+    if not ids:
+        return {}
+    source = SOURCES[fts_table]
+    if source.gate is not None:
+        ids = list(texts_with_parts(conn, source.gate, ids))
+        if not ids:
+            return {}
+    rows = conn.execute(
+        f"SELECT t.{source.key}, t.{source.column} FROM json_each(?) AS j "
+        f"CROSS JOIN {source.table} AS t ON t.{source.key} = j.value "
+        f"WHERE {long_text_sql(f't.{source.column}', 'char')}",
+        (_ids(ids),),
+    ).fetchall()
+    return {int(r[0]): str(r[1]) for r in rows if r[1] is not None and parts_of(str(r[1]))}
+
+
+def term_rows(source: int, texts: Mapping[int, str]) -> list[tuple[int, int, str, str]]:
+    """The ``part_terms`` rows of these texts: each term's parts and counts, the lengths."""
+    split = {item: parts_of(text) for item, text in texts.items()}
+    flat = [part for parts in split.values() for part in parts]
+    tokens = iter(fts5_tokens(flat)) if flat else iter(())
+    rows: list[tuple[int, int, str, str]] = []
+    for item, parts in split.items():
+        lengths: list[str] = []
+        counts: dict[str, list[str]] = {}
+        for n in range(len(parts)):
+            part = next(tokens)
+            lengths.append(str(len(part)))
+            frequencies: dict[str, int] = {}
+            for token in part:
+                frequencies[token] = frequencies.get(token, 0) + 1
+            for token, count in frequencies.items():
+                counts.setdefault(token, []).append(f"{n}:{count}")
+        if parts:
+            rows.append((source, item, LENGTHS, " ".join(lengths)))
+            rows.extend((source, item, term, " ".join(c)) for term, c in counts.items())
+    return rows
+
+
+def catch_up(conn: sqlite3.Connection) -> None:
+    """Turn every stale mark into rows (the caller's transaction; a no-op when none).
+
+    Called before each write transaction commits; a database without the tables (being
+    migrated) is left alone.
+    """
+    try:
+        if conn.execute("SELECT 1 FROM part_terms_stale LIMIT 1").fetchone() is None:
+            return
+    except sqlite3.OperationalError:  # no such table: before migration 8
+        return
+    # Gates first: a context is split only once its message's rows are known.
+    for fts_table, source in sorted(SOURCES.items(), key=lambda s: s[1].gate is not None):
+        while True:
+            stale = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT item FROM part_terms_stale WHERE source = ? LIMIT ?",
+                    (source.number, CATCH_UP_BATCH),
+                )
+            ]
+            if not stale:
+                break
+            batch = _ids(stale)
+            conn.execute(
+                "DELETE FROM part_terms WHERE source = ? "
+                "AND item IN (SELECT value FROM json_each(?))",
+                (source.number, batch),
+            )
+            rows = term_rows(source.number, texts_with_parts(conn, fts_table, stale))
+            conn.executemany(
+                "INSERT INTO part_terms (source, item, term, counts) VALUES (?, ?, ?, ?)", rows
+            )
+            conn.execute(
+                "DELETE FROM part_terms_stale WHERE source = ? "
+                "AND item IN (SELECT value FROM json_each(?))",
+                (source.number, batch),
+            )
+
+
+def stored_part_words(
+    conn: sqlite3.Connection, fts_table: str, ids: Collection[int], terms: Sequence[str]
+) -> dict[int, list[PartWords]]:
+    """The parts of the long texts among ``ids`` with their lengths and ``terms``' counts.
+
+    Kept rows where they are; a text still marked stale is split and tokenized here
+    (:func:`fts_parts.part_words`), as is every text when a term is more than one FTS5
+    token (a phrase: its count needs the tokens' order, which the rows do not keep).
+    """
+    if not ids or not terms:
+        return {}
+    source = SOURCES[fts_table]
+    unique = list(dict.fromkeys(terms))
+    stems = fts5_tokens(unique)
+    stale = {
+        int(r[0])
+        for r in conn.execute(
+            "SELECT item FROM part_terms_stale WHERE source = ? "
+            "AND item IN (SELECT value FROM json_each(?))",
+            (source.number, _ids(ids)),
+        )
+    }
+    if any(len(tokens) > 1 for tokens in stems):
+        stale = set(ids)
+    out: dict[int, list[PartWords]] = {}
+    if stale:
+        out.update(part_words(texts_with_parts(conn, fts_table, stale), unique))
+    kept = [i for i in ids if i not in stale]
+    if not kept:
+        return out
+    by_token: dict[str, list[str]] = {}
+    for term, tokens in zip(unique, stems, strict=True):
+        if tokens:
+            by_token.setdefault(tokens[0], []).append(term)
+    rows = conn.execute(
+        "SELECT p.item, p.term, p.counts FROM json_each(?) AS j CROSS JOIN part_terms AS p "
+        "ON p.source = ? AND p.item = j.value "
+        "AND p.term IN (SELECT value FROM json_each(?))",
+        (_ids(kept), source.number, json.dumps([LENGTHS, *by_token])),
+    ).fetchall()
+    lengths: dict[int, list[int]] = {}
+    counts: dict[int, dict[int, dict[str, int]]] = {}
+    for item, token, packed in rows:
+        if token == LENGTHS:
+            lengths[int(item)] = [int(n) for n in str(packed).split()]
+            continue
+        per_part = counts.setdefault(int(item), {})
+        for pair in str(packed).split():
+            n, count = pair.split(":")
+            frequencies = per_part.setdefault(int(n), {})
+            for term in by_token[str(token)]:
+                frequencies[term] = int(count)
+    for item, sizes in lengths.items():
+        per_part = counts.get(item, {})
+        out[item] = [PartWords(size, per_part.get(n, {})) for n, size in enumerate(sizes)]
+    return out
+
+
+def with_best_parts(
+    db: sqlite_utils.Database,
+    fts_table: str,
+    whole: dict[int, float],
+    matched: Mapping[str, Sequence[int]],
+) -> dict[int, float]:
+    """``whole`` (``fts.bm25_scores`` of ``fts_table``) with each long text's best part's.
+
+    ``matched``: each term's rows ``whole`` was scored for. Each part scores as one more
+    row of ``fts_table`` would (its statistics, the part's own length and counts).
+    """
+    parts = stored_part_words(db.conn, fts_table, list(whole), list(matched))
+    if not parts:
+        return whole
+    held = {term for pieces in parts.values() for piece in pieces for term in piece.frequencies}
+    documents = {term: term_documents(db, fts_table, term) for term in held}
+    corpus = fts_corpus(db, fts_table)
+    if any(df > corpus.documents for df in documents.values()):
+        return whole  # the statistics predate this transaction's writes (see fts_corpus)
+    return best_part_scores(
+        whole, {t: ids for t, ids in matched.items() if t in held}, parts, corpus, documents
+    )
+
+
+def bm25_with_parts(
+    db: sqlite_utils.Database,
+    fts_table: str,
+    base_table: str,
+    terms: Sequence[str],
+    where: str,
+    params: Sequence[object],
+) -> dict[int, float]:
+    """``fts.bm25_scores``, each long text scoring as its best part where that is higher."""
+    matched: dict[str, list[int]] = {}
+    whole = bm25_scores(db, fts_table, base_table, terms, where, params, matched=matched)
+    return with_best_parts(db, fts_table, whole, matched)
+
+
+__all__ = [
+    "SCHEMA",
+    "bm25_with_parts",
+    "SOURCES",
+    "Source",
+    "catch_up",
+    "mark_all_stale",
+    "stored_part_words",
+    "term_rows",
+    "texts_with_parts",
+    "with_best_parts",
+]
