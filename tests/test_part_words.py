@@ -19,7 +19,7 @@ from corpora import one_thread
 
 from langgraph_memgpt.stores.bm25 import bm25_term
 from langgraph_memgpt.stores.chunks import parts_of
-from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
+from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all, part_terms
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores
 from langgraph_memgpt.stores.sqlite.fts_parts import (
     fts5_tokens,
@@ -27,7 +27,7 @@ from langgraph_memgpt.stores.sqlite.fts_parts import (
     occurrences,
     term_documents,
 )
-from langgraph_memgpt.stores.sqlite.part_terms import bm25_with_parts
+from langgraph_memgpt.stores.sqlite.part_terms import bm25_with_parts, with_best_parts
 from langgraph_memgpt.stores.sqlite.recall_signals import RecallSignals
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
@@ -255,33 +255,50 @@ def _every_term(texts: list[str]) -> list[str]:
 def test_sqlite_parts_words_are_counted_when_written_exactly_as_a_search_counted_them(
     lite: Any,
 ) -> None:
-    """The kept rows give every long text's parts the lengths and counts that splitting
-    and tokenizing the text at search time gave (for every word of the corpus)."""
-    from langgraph_memgpt.stores.sqlite.fts_parts import part_words
-    from langgraph_memgpt.stores.sqlite.part_terms import stored_part_words, texts_with_parts
-
-    terms = [*_every_term(CORPUS), "running", "combinations"]
-    for db, fts_table, table in (
-        (lite.archival.db, "archival_fts", "archival"),
-        (lite.recall.db, "recall_fts", "recall"),
-        (lite.recall.db, "recall_context_fts", "recall"),
+    """Every long text scores the same from its kept rows as from its text split and
+    tokenized at search time (what a text not yet caught up gets), for every word of the
+    corpus alone and for whole queries."""
+    queries = [[w] for w in _every_term(CORPUS)] + [
+        query_terms(q) for q in (QUERY, "bike lock", "combination 123456", "river morning")
+    ]
+    for db, fts_table, table, source in (
+        (lite.archival.db, "archival_fts", "archival", 3),
+        (lite.recall.db, "recall_fts", "recall", 1),
+        (lite.recall.db, "recall_context_fts", "recall", 2),
     ):
         assert db.conn.execute("SELECT count(*) FROM part_terms_stale").fetchone()[0] == 0
-        ids = [int(r[0]) for r in db.conn.execute(f"SELECT id FROM {table}")]
-        texts = texts_with_parts(db.conn, fts_table, ids)
-        assert texts, fts_table  # the long message, its context
-        assert stored_part_words(db.conn, fts_table, ids, terms) == part_words(texts, terms)
+        assert db.conn.execute(
+            "SELECT count(*) FROM part_terms WHERE source = ?", (source,)
+        ).fetchone()[0]
+        raised = 0
+        for terms in queries:
+            matched: dict[str, list[int]] = {}
+            whole = bm25_scores(db, fts_table, table, terms, matched=matched)
+            kept = with_best_parts(db, fts_table, whole, matched)
+            db.conn.execute(
+                "INSERT INTO part_terms_stale (source, item) SELECT ?, value FROM json_each(?)",
+                (source, json.dumps(list(whole))),
+            )
+            try:
+                from_text = with_best_parts(db, fts_table, whole, matched)
+            finally:
+                db.conn.execute("DELETE FROM part_terms_stale")
+                db.conn.commit()
+            assert kept.keys() == from_text.keys()
+            for item, score in from_text.items():
+                assert kept[item] == pytest.approx(score, rel=1e-12), (terms, item)
+            raised += sum(kept[i] > whole[i] for i in whole)
+        assert raised  # some long text's best part beat its whole
 
 
 def test_sqlite_a_search_reads_kept_counts_and_tokenizes_no_stored_text(
     lite: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph_memgpt.stores.sqlite import part_terms
-
     def refuse(*_: Any) -> Any:
         raise AssertionError("a search split and tokenized a stored text")
 
     monkeypatch.setattr(part_terms, "part_words", refuse)
+    monkeypatch.setattr(part_terms, "texts_with_parts", refuse)
     assert lite.archival.search(QUERY, mode="fts").hits[0].item.text == LONG
     assert lite.recall.search(QUERY, mode="fts").hits[0].item.text == LONG
 

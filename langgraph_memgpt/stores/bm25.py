@@ -80,11 +80,14 @@ def bm25_term(tf: float, df: int, length: float, stats: Corpus) -> float:
     the documents still counts a little), times ``tf (k1 + 1) / (tf + k1 (1 - b + b
     length / avgdl))``.
     """
-    idf = math.log((stats.documents - df + 0.5) / (df + 0.5))
-    if idf <= 0.0:
-        idf = 1e-6
     norm = 1.0 - BM25_B + BM25_B * length / stats.average_length
-    return idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
+    return bm25_idf(df, stats) * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
+
+
+def bm25_idf(df: int, stats: Corpus) -> float:
+    """A term's BM25 weight, as FTS5's ``bm25()`` computes it (see :func:`bm25_term`)."""
+    idf = math.log((stats.documents - df + 0.5) / (df + 0.5))
+    return 1e-6 if idf <= 0.0 else idf
 
 
 @dataclass(frozen=True)
@@ -113,20 +116,20 @@ def best_part_scores(
         documents: each term's document frequency in that column.
     """
     holders = {term: set(ids) for term, ids in matched.items()}
+    # bm25_term's two factors, hoisted: each term's idf once, each part's length norm once
+    # (a search may score thousands of parts).
+    idf = {term: bm25_idf(documents[term], corpus) for term in holders}
     out = dict(whole)
     for item, pieces in parts.items():
-        terms = [term for term, ids in holders.items() if item in ids]
-        best = max(
-            (
-                sum(
-                    bm25_term(float(piece.frequencies[term]), documents[term], piece.length, corpus)
-                    for term in terms
-                    if piece.frequencies.get(term)
-                )
-                for piece in pieces
-            ),
-            default=0.0,
-        )
+        terms = {term for term, ids in holders.items() if item in ids}
+        best = 0.0
+        for piece in pieces:
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * piece.length / corpus.average_length)
+            score = 0.0
+            for term, tf in piece.frequencies.items():
+                if tf and term in terms:
+                    score += idf[term] * tf * (BM25_K1 + 1.0) / (tf + norm)
+            best = max(best, score)
         if best > out.get(item, 0.0):
             out[item] = best
     return out
@@ -140,6 +143,7 @@ __all__ = [
     "Corpus",
     "PartWords",
     "best_part_scores",
+    "bm25_idf",
     "bm25_term",
     "long_text_sql",
 ]

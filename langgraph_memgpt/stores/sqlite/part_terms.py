@@ -28,10 +28,18 @@ import sqlite3
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import sqlite_utils
 
-from langgraph_memgpt.stores.bm25 import PartWords, best_part_scores, long_text_sql
-from langgraph_memgpt.stores.chunks import parts_of
+from langgraph_memgpt.stores.bm25 import (
+    BM25_B,
+    BM25_K1,
+    Corpus,
+    best_part_scores,
+    bm25_idf,
+    long_text_sql,
+)
+from langgraph_memgpt.stores.chunks import PART_SLOTS, parts_of
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores
 from langgraph_memgpt.stores.sqlite.fts_parts import (
     fts5_tokens,
@@ -60,6 +68,9 @@ SOURCES: dict[str, Source] = {
     "archival_fts": Source(3, "archival", "id", "text"),
 }
 """Each FTS5 table scored with parts (its name is the key) and where its texts are."""
+
+INT32 = np.dtype("<i4")
+"""How ``counts`` are stored (see :func:`term_rows`)."""
 
 LENGTHS = ""
 """The term of the row holding an item's part lengths (no FTS5 token is empty)."""
@@ -147,27 +158,35 @@ def texts_with_parts(
     return {int(r[0]): str(r[1]) for r in rows if r[1] is not None and parts_of(str(r[1]))}
 
 
-def term_rows(source: int, texts: Mapping[int, str]) -> list[tuple[int, int, str, str]]:
-    """The ``part_terms`` rows of these texts: each term's parts and counts, the lengths."""
+def term_rows(source: int, texts: Mapping[int, str]) -> list[tuple[int, int, str, bytes]]:
+    """The ``part_terms`` rows of these texts: each term's parts and counts, the lengths.
+
+    ``counts`` is little-endian int32 (part, count) pairs; the lengths row's, one int32 a
+    part: read back with numpy in one call a row (:func:`kept_best_parts`).
+    """
     split = {item: parts_of(text) for item, text in texts.items()}
     flat = [part for parts in split.values() for part in parts]
     tokens = iter(fts5_tokens(flat)) if flat else iter(())
-    rows: list[tuple[int, int, str, str]] = []
+    rows: list[tuple[int, int, str, bytes]] = []
     for item, parts in split.items():
-        lengths: list[str] = []
-        counts: dict[str, list[str]] = {}
+        lengths: list[int] = []
+        counts: dict[str, list[int]] = {}
         for n in range(len(parts)):
             part = next(tokens)
-            lengths.append(str(len(part)))
+            lengths.append(len(part))
             frequencies: dict[str, int] = {}
             for token in part:
                 frequencies[token] = frequencies.get(token, 0) + 1
             for token, count in frequencies.items():
-                counts.setdefault(token, []).append(f"{n}:{count}")
+                counts.setdefault(token, []).extend((n, count))
         if parts:
-            rows.append((source, item, LENGTHS, " ".join(lengths)))
-            rows.extend((source, item, term, " ".join(c)) for term, c in counts.items())
+            rows.append((source, item, LENGTHS, _int32(lengths)))
+            rows.extend((source, item, term, _int32(c)) for term, c in counts.items())
     return rows
+
+
+def _int32(values: Sequence[int]) -> bytes:
+    return np.asarray(values, dtype=INT32).tobytes()
 
 
 def catch_up(conn: sqlite3.Connection) -> None:
@@ -210,62 +229,61 @@ def catch_up(conn: sqlite3.Connection) -> None:
             )
 
 
-def stored_part_words(
-    conn: sqlite3.Connection, fts_table: str, ids: Collection[int], terms: Sequence[str]
-) -> dict[int, list[PartWords]]:
-    """The parts of the long texts among ``ids`` with their lengths and ``terms``' counts.
+def kept_best_parts(
+    conn: sqlite3.Connection,
+    fts_table: str,
+    holders: Mapping[str, Collection[int]],
+    tokens: Mapping[str, str],
+    weights: Mapping[str, float],
+    corpus: Corpus,
+) -> dict[int, float]:
+    """Each kept long text's best part score among ``holders``' items (``bm25`` math).
 
-    Kept rows where they are; a text still marked stale is split and tokenized here
-    (:func:`fts_parts.part_words`), as is every text when a term is more than one FTS5
-    token (a phrase: its count needs the tokens' order, which the rows do not keep).
+    ``holders``: each term's items it may count for (the rows the whole texts were scored
+    for); ``tokens``: each term's FTS5 token; ``weights``: each term's ``bm25_idf``. A
+    part's score is the sum over the terms it holds of BM25's term score with its own
+    length; computed for every (part, term) at once with numpy, so a search over long
+    matches with dozens of parts each costs little more than reading their rows.
     """
-    if not ids or not terms:
+    items = {item for ids in holders.values() for item in ids}
+    by_token: dict[str, list[str]] = {}
+    for term in holders:
+        by_token.setdefault(tokens[term], []).append(term)
+    if not items or not by_token:
         return {}
     source = SOURCES[fts_table]
-    unique = list(dict.fromkeys(terms))
-    stems = fts5_tokens(unique)
-    stale = {
-        int(r[0])
-        for r in conn.execute(
-            "SELECT item FROM part_terms_stale WHERE source = ? "
-            "AND item IN (SELECT value FROM json_each(?))",
-            (source.number, _ids(ids)),
-        )
-    }
-    if any(len(tokens) > 1 for tokens in stems):
-        stale = set(ids)
-    out: dict[int, list[PartWords]] = {}
-    if stale:
-        out.update(part_words(texts_with_parts(conn, fts_table, stale), unique))
-    kept = [i for i in ids if i not in stale]
-    if not kept:
-        return out
-    by_token: dict[str, list[str]] = {}
-    for term, tokens in zip(unique, stems, strict=True):
-        if tokens:
-            by_token.setdefault(tokens[0], []).append(term)
     rows = conn.execute(
         "SELECT p.item, p.term, p.counts FROM json_each(?) AS j CROSS JOIN part_terms AS p "
         "ON p.source = ? AND p.item = j.value "
         "AND p.term IN (SELECT value FROM json_each(?))",
-        (_ids(kept), source.number, json.dumps([LENGTHS, *by_token])),
+        (_ids(items), source.number, json.dumps([LENGTHS, *by_token])),
     ).fetchall()
-    lengths: dict[int, list[int]] = {}
-    counts: dict[int, dict[int, dict[str, int]]] = {}
+    lengths: dict[int, np.ndarray] = {}
+    found: list[tuple[int, np.ndarray, float]] = []  # (item, (part, count) pairs, weight)
     for item, token, packed in rows:
         if token == LENGTHS:
-            lengths[int(item)] = [int(n) for n in str(packed).split()]
+            lengths[int(item)] = np.frombuffer(packed, dtype=INT32)
             continue
-        per_part = counts.setdefault(int(item), {})
-        for pair in str(packed).split():
-            n, count = pair.split(":")
-            frequencies = per_part.setdefault(int(n), {})
-            for term in by_token[str(token)]:
-                frequencies[term] = int(count)
-    for item, sizes in lengths.items():
-        per_part = counts.get(item, {})
-        out[item] = [PartWords(size, per_part.get(n, {})) for n, size in enumerate(sizes)]
-    return out
+        for term in by_token[str(token)]:
+            if int(item) in holders[term]:
+                found.append((int(item), np.frombuffer(packed, dtype=INT32), weights[term]))
+    if not found:
+        return {}
+    pairs = np.concatenate([p for _, p, _ in found]).reshape(-1, 2)
+    counts = pairs[:, 1].astype(np.float64)
+    sizes = np.concatenate([lengths[item][p.reshape(-1, 2)[:, 0]] for item, p, _ in found])
+    weight = np.repeat([w for _, _, w in found], [len(p) // 2 for _, p, _ in found])
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * sizes / corpus.average_length)
+    scores = weight * counts * (BM25_K1 + 1.0) / (counts + norm)
+    owner = np.repeat([item for item, _, _ in found], [len(p) // 2 for _, p, _ in found])
+    # One sum per (item, part), then the best part of each item.
+    keys, where = np.unique(owner * PART_SLOTS + pairs[:, 0], return_inverse=True)
+    per_part = np.bincount(where, weights=scores)
+    best: dict[int, float] = {}
+    for key, score in zip((keys // PART_SLOTS).tolist(), per_part.tolist(), strict=True):
+        if score > best.get(key, 0.0):
+            best[key] = score
+    return best
 
 
 def with_best_parts(
@@ -277,19 +295,46 @@ def with_best_parts(
     """``whole`` (``fts.bm25_scores`` of ``fts_table``) with each long text's best part's.
 
     ``matched``: each term's rows ``whole`` was scored for. Each part scores as one more
-    row of ``fts_table`` would (its statistics, the part's own length and counts).
+    row of ``fts_table`` would (its statistics, the part's own length and counts): from
+    the kept rows (:func:`kept_best_parts`); a text still marked stale is split and
+    tokenized here (``fts_parts.part_words``), as is every text when a term is more than
+    one FTS5 token (a phrase: its count needs the tokens' order, which the rows do not
+    keep).
     """
-    parts = stored_part_words(db.conn, fts_table, list(whole), list(matched))
-    if not parts:
+    holders = {term: set(ids) for term, ids in matched.items() if ids}
+    if not whole or not holders:
         return whole
-    held = {term for pieces in parts.values() for piece in pieces for term in piece.frequencies}
-    documents = {term: term_documents(db, fts_table, term) for term in held}
     corpus = fts_corpus(db, fts_table)
+    documents = {term: term_documents(db, fts_table, term) for term in holders}
     if any(df > corpus.documents for df in documents.values()):
         return whole  # the statistics predate this transaction's writes (see fts_corpus)
-    return best_part_scores(
-        whole, {t: ids for t, ids in matched.items() if t in held}, parts, corpus, documents
-    )
+    stems = dict(zip(holders, fts5_tokens(list(holders)), strict=True))
+    items = {item for ids in holders.values() for item in ids}
+    source = SOURCES[fts_table]
+    stale = {
+        int(r[0])
+        for r in db.conn.execute(
+            "SELECT item FROM part_terms_stale WHERE source = ? "
+            "AND item IN (SELECT value FROM json_each(?))",
+            (source.number, _ids(items)),
+        )
+    }
+    if any(len(tokens) > 1 for tokens in stems.values()):
+        stale = items
+    single = {term: tokens[0] for term, tokens in stems.items() if len(tokens) == 1}
+    weights = {term: bm25_idf(df, corpus) for term, df in documents.items()}
+    kept = {term: ids - stale for term, ids in holders.items() if term in single}
+    out = dict(whole)
+    best = kept_best_parts(db.conn, fts_table, kept, single, weights, corpus)
+    if stale:
+        texts = texts_with_parts(db.conn, fts_table, stale)
+        parts = part_words(texts, list(holders))
+        from_text = best_part_scores({}, holders, parts, corpus, documents)
+        best.update(from_text)
+    for item, score in best.items():
+        if score > out.get(item, 0.0):
+            out[item] = score
+    return out
 
 
 def bm25_with_parts(
@@ -312,8 +357,8 @@ __all__ = [
     "SOURCES",
     "Source",
     "catch_up",
+    "kept_best_parts",
     "mark_all_stale",
-    "stored_part_words",
     "term_rows",
     "texts_with_parts",
     "with_best_parts",
