@@ -71,6 +71,9 @@ class Question:
     answer: str
     category: int
     evidence: tuple[str, ...]  # dia ids, deduplicated, all present in the conversation
+    #: BEAM's ability (``qa[].beam_type``, e.g. ``"knowledge_update"``) in a BEAM file
+    #: converted to this schema; None in LoCoMo's own files.
+    beam_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -187,8 +190,21 @@ def _parse_conversation(sample: Any, index: int) -> Conversation:
             dropped += 1
             continue
         answer = qa.get("answer", "")
-        questions.append(Question(str(qa["question"]), str(answer), category, evidence))
+        beam_type = _beam_type(qa.get("beam_type"), f"{where} qa {number}")
+        questions.append(Question(str(qa["question"]), str(answer), category, evidence, beam_type))
     return Conversation(sample_id, speakers, tuple(sessions), tuple(questions), dropped)
+
+
+def _beam_type(value: Any, where: str) -> str | None:
+    """A question's BEAM ability (``beam_type``), None when absent; not a name -> format error."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise LocomoFormatError(
+            f"{where}: 'beam_type' must be a BEAM ability name such as "
+            f'"knowledge_update", got {value!r:.40}'
+        )
+    return value.strip()
 
 
 def _category(value: Any, where: str) -> int:
