@@ -105,6 +105,12 @@ def test_beam_questions_are_scored_per_ability_beside_their_category(
     )
     assert report["questions"] == 4
     assert report["dropped_questions"] == 1  # the abstention question, no evidence
+    assert report["beam_abilities"] == {
+        "temporal_reasoning": 2,
+        "contradiction_resolution": 3,
+        "knowledge_update": 3,
+        "information_extraction": 4,
+    }
     systems = {**report["modes"], "bm25": report["baseline"]["bm25"]}
     assert list(systems) == ["fts", "hybrid", "bm25"]
     for name, figures in systems.items():
@@ -146,6 +152,9 @@ def test_the_printed_report_has_a_table_per_beam_ability(
     assert len(rows) == 2
     assert all("0.000" in row for row in rows)
     assert "abstention" not in table[: table.index("per conversation")]
+    # The categories are BEAM's groups of abilities, not LoCoMo's names.
+    assert "3 = contradiction_resolution, knowledge_update" in " ".join(out.split())
+    assert "open-domain" not in out
     # The baseline's per-conversation figures are printed too.
     conversation = out[out.index("per conversation @1") :]
     assert "baseline bm25" in conversation and "beam-b" in conversation
@@ -160,6 +169,7 @@ def test_locomo_files_without_beam_types_get_no_ability_figures(tmp_path: Path) 
     report = run_locomo(conversations, BenchOptions(modes=["fts"], ks=(1,)), tmp_path / "d")
     assert "per_ability" not in report["modes"]["fts"]
     assert "per_ability" not in report["baseline"]["bm25"]
+    assert "beam_abilities" not in report
     assert set(report["modes"]["fts"]["per_category"]) == {"2", "3", "4"}
 
 

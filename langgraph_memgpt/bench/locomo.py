@@ -1,5 +1,8 @@
 """LoCoMo loader: conversations, sessions, turns and scorable questions.
 
+BEAM chats converted to this schema load the same way; each question's BEAM ability
+(``qa[].beam_type``) is kept for the per-ability figures.
+
 Reads files in the public ``locomo10.json`` schema (Maharana et al., ACL 2024) and turns them
 into what an agent would have lived: every turn a recall message of one thread per session,
 stamped with the session's date. The file's known evidence defects (several ids packed in one
@@ -293,6 +296,15 @@ def recall_messages(
                 )
             )
     return out
+
+
+def beam_abilities(conversations: Sequence[Conversation]) -> dict[str, int]:
+    """BEAM abilities of the scored questions and the category each is filed under.
+
+    Ordered by category, then name; empty for LoCoMo's own files (no ``beam_type``).
+    """
+    found = {q.beam_type: q.category for c in conversations for q in c.questions if q.beam_type}
+    return dict(sorted(found.items(), key=lambda item: (item[1], item[0])))
 
 
 def scorable(conversations: Sequence[Conversation]) -> int:

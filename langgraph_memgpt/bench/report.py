@@ -86,7 +86,8 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
     console = console or Console()
     ks: Sequence[int] = report["ks"]
     systems = _systems(report)
-    beam = any("per_ability" in summary for _, summary in systems)
+    abilities: Mapping[str, int] = report.get("beam_abilities") or {}
+    beam = bool(abilities)
     console.print(
         f"LoCoMo turn retrieval: {report['questions']} questions "
         f"({report['conversations']} conversations, categories 1-4; "
@@ -132,13 +133,21 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
             "category",
             cut,
             [
-                (label, f"{cat} {_category_name(cat)}", figures)
+                (label, cat if beam else f"{cat} {_category_name(cat)}", figures)
                 for label, summary in labelled
                 for cat, figures in summary["per_category"].items()
             ],
         )
     )
     if beam:
+        legend: dict[int, list[str]] = {}
+        for ability, category in abilities.items():
+            legend.setdefault(category, []).append(ability)
+        console.print(
+            "BEAM categories: "
+            + "; ".join(f"{cat} = {', '.join(names)}" for cat, names in sorted(legend.items())),
+            markup=False,
+        )
         console.print(
             _group_table(
                 f"per BEAM ability @{cut}",

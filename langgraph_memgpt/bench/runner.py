@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, get_args
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.bench.bm25 import BM25
-from langgraph_memgpt.bench.locomo import Conversation, Question, recall_messages, turn_text
+from langgraph_memgpt.bench.locomo import (
+    Conversation,
+    Question,
+    beam_abilities,
+    recall_messages,
+    turn_text,
+)
 from langgraph_memgpt.bench.metrics import DEFAULT_KS, MetricAccumulator, percentiles
 
 if TYPE_CHECKING:
@@ -167,7 +173,8 @@ def run_locomo(
         ``per_conversation`` and, when questions carry BEAM's ``beam_type``,
         ``per_ability``), ``baseline`` (grouped the same), ``ingest`` (turns per second)
         and ``search_ms_per_query`` (per mode the queries timed, ``p50``, ``p95`` and
-        ``mean`` of each search call's milliseconds); plus
+        ``mean`` of each search call's milliseconds); ``beam_abilities`` (ability ->
+        category) when questions carry them; plus
         ``answer`` (see `AnswerRun.report`) with an ``answerer``; with a
         ``summarizer``, ``ingest.archival_summaries`` (see `SessionSummarizer.report`) and
         session-level entries in ``modes`` marked ``"level": "session"``.
@@ -268,6 +275,9 @@ def run_locomo(
         },
         "search_ms_per_query": timing.search_report(),
     }
+    abilities = beam_abilities(conversations)
+    if abilities:
+        report["beam_abilities"] = abilities
     if summarizer is not None:
         report["ingest"]["archival_summaries"] = summarizer.report()
     if answerer is not None:
