@@ -20,11 +20,11 @@ from langgraph_memgpt.bench.answer import (
     locomo_f1,
     multi_answer_f1,
     normalize_answer,
-    percentiles,
     stem,
 )
 from langgraph_memgpt.bench.judge import JUDGE_RESPONSE_FORMAT, parse_judgement
 from langgraph_memgpt.bench.locomo import load_locomo
+from langgraph_memgpt.bench.metrics import percentiles
 from langgraph_memgpt.bench.runner import BenchOptions, run_locomo
 from langgraph_memgpt.cli import main
 from langgraph_memgpt.llm.factory import clear_model_cache, resolve_model

@@ -99,6 +99,25 @@ def test_accumulator_averages_overall_and_per_category() -> None:
     assert per["4"]["recall_all@1"] == 1.0
 
 
+def test_accumulator_files_each_question_under_its_ability_and_conversation() -> None:
+    acc = MetricAccumulator(ks=(1,))
+    acc.add(3, ["a"], ["a"], ability="knowledge_update", conversation="c1")
+    acc.add(3, ["b"], ["a"], ability="contradiction_resolution", conversation="c2")
+    acc.add(2, ["a"], ["a"], ability="temporal_reasoning", conversation="c2")
+    acc.add(4, ["a"], ["a"])  # a LoCoMo question: no ability, no conversation named
+    per = acc.per_ability()
+    assert list(per) == ["temporal_reasoning", "contradiction_resolution", "knowledge_update"]
+    assert per["knowledge_update"]["recall_any@1"] == 1.0
+    assert per["contradiction_resolution"]["recall_any@1"] == 0.0
+    assert per["knowledge_update"]["n"] == 1
+    assert acc.per_category()["3"]["recall_any@1"] == 0.5
+    assert acc.per_conversation() == {
+        "c1": {"recall_any@1": 1.0, "recall_all@1": 1.0, "ndcg_any@1": 1.0, "n": 1},
+        "c2": {"recall_any@1": 0.5, "recall_all@1": 0.5, "ndcg_any@1": 0.5, "n": 2},
+    }
+    assert MetricAccumulator(ks=(1,)).per_ability() == {}
+
+
 # -- loader ------------------------------------------------------------------------
 
 

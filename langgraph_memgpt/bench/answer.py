@@ -15,7 +15,7 @@ import re
 import string
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from nltk.stem import PorterStemmer
 
 from langgraph_memgpt.bench.judge import JUDGE_RESPONSE_FORMAT, judge_messages, parse_judgement
 from langgraph_memgpt.bench.locomo import Conversation, Question
+from langgraph_memgpt.bench.metrics import percentiles
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tokens import TokenCounter, content_text
 
@@ -267,17 +268,6 @@ class QuestionResult:
             "judge_ms": round(self.judge_ms, 1),
             "prompt_tokens": self.prompt_tokens,
         }
-
-
-def percentiles(values: Iterable[float], digits: int = 1) -> dict[str, float | None]:
-    """p50 and p95 with linear interpolation (numpy's default); None when empty."""
-    import numpy as np
-
-    data = list(values)
-    if not data:
-        return {"p50": None, "p95": None}
-    p50, p95 = np.percentile(np.asarray(data, dtype=float), [50, 95])
-    return {"p50": round(float(p50), digits), "p95": round(float(p95), digits)}
 
 
 def summarize(results: Sequence[QuestionResult]) -> dict[str, Any]:

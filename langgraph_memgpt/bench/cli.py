@@ -165,10 +165,14 @@ def add_bench_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         description="Ingest each LoCoMo conversation into a fresh agent's recall memory "
         "and score the agent's own search on every question outside category 5 "
         "(LongMemEval's recall_any@k, recall_all@k, ndcg_any@k), next to a plain BM25 "
-        "baseline (the bm25s library's). Needs the 'bench' extra: "
-        "pip install 'langgraph-memgpt[bench]'.",
+        "baseline (the bm25s library's), overall, per category and per conversation, with "
+        "each mode's search time per query (p50 / p95) and the ingest rate. A BEAM file "
+        "converted to LoCoMo's schema (questions with qa[].beam_type) is also scored per "
+        "BEAM ability. Needs the 'bench' extra: pip install 'langgraph-memgpt[bench]'.",
     )
-    locomo.add_argument("--data", required=True, type=Path, help="LoCoMo JSON file")
+    locomo.add_argument(
+        "--data", required=True, type=Path, help="LoCoMo JSON file (or BEAM in its schema)"
+    )
     locomo.add_argument(
         "--modes",
         default="hybrid,fts,vector",

@@ -1,5 +1,8 @@
 """LoCoMo loader: conversations, sessions, turns and scorable questions.
 
+BEAM chats converted to this schema load the same way; each question's BEAM ability
+(``qa[].beam_type``) is kept for the per-ability figures.
+
 Reads files in the public ``locomo10.json`` schema (Maharana et al., ACL 2024) and turns them
 into what an agent would have lived: every turn a recall message of one thread per session,
 stamped with the session's date. The file's known evidence defects (several ids packed in one
@@ -71,6 +74,9 @@ class Question:
     answer: str
     category: int
     evidence: tuple[str, ...]  # dia ids, deduplicated, all present in the conversation
+    #: BEAM's ability (``qa[].beam_type``, e.g. ``"knowledge_update"``) in a BEAM file
+    #: converted to this schema; None in LoCoMo's own files.
+    beam_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -187,8 +193,21 @@ def _parse_conversation(sample: Any, index: int) -> Conversation:
             dropped += 1
             continue
         answer = qa.get("answer", "")
-        questions.append(Question(str(qa["question"]), str(answer), category, evidence))
+        beam_type = _beam_type(qa.get("beam_type"), f"{where} qa {number}")
+        questions.append(Question(str(qa["question"]), str(answer), category, evidence, beam_type))
     return Conversation(sample_id, speakers, tuple(sessions), tuple(questions), dropped)
+
+
+def _beam_type(value: Any, where: str) -> str | None:
+    """A question's BEAM ability (``beam_type``), None when absent; not a name -> format error."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise LocomoFormatError(
+            f"{where}: 'beam_type' must be a BEAM ability name such as "
+            f'"knowledge_update", got {value!r:.40}'
+        )
+    return value.strip()
 
 
 def _category(value: Any, where: str) -> int:
@@ -277,6 +296,15 @@ def recall_messages(
                 )
             )
     return out
+
+
+def beam_abilities(conversations: Sequence[Conversation]) -> dict[str, int]:
+    """BEAM abilities of the scored questions and the category each is filed under.
+
+    Ordered by category, then name; empty for LoCoMo's own files (no ``beam_type``).
+    """
+    found = {q.beam_type: q.category for c in conversations for q in c.questions if q.beam_type}
+    return dict(sorted(found.items(), key=lambda item: (item[1], item[0])))
 
 
 def scorable(conversations: Sequence[Conversation]) -> int:

@@ -69,17 +69,38 @@ def score_ranking(
 
 @dataclass
 class MetricAccumulator:
-    """Averages per-question metrics overall and per question category."""
+    """Averages per-question metrics overall and per group of questions.
+
+    Each question is filed under its category, and where given under its BEAM ability
+    (``qa[].beam_type``) and its conversation: every figure of a report, overall or per
+    group, comes from this one accumulator of one system's rankings.
+    """
 
     ks: tuple[int, ...] = DEFAULT_KS
     _overall: list[dict[str, float]] = field(default_factory=list)
     _by_category: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    _by_ability: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    _ability_category: dict[str, str] = field(default_factory=dict)
+    _by_conversation: dict[str, list[dict[str, float]]] = field(default_factory=dict)
 
-    def add(self, category: int | str, ranked: Sequence[str], relevant: Collection[str]) -> None:
-        """Score one question's ranking and file it under its category."""
+    def add(
+        self,
+        category: int | str,
+        ranked: Sequence[str],
+        relevant: Collection[str],
+        *,
+        ability: str | None = None,
+        conversation: str | None = None,
+    ) -> None:
+        """Score one question's ranking; file it under its category, ability, conversation."""
         scores = score_ranking(ranked, relevant, self.ks)
         self._overall.append(scores)
         self._by_category.setdefault(str(category), []).append(scores)
+        if ability is not None:
+            self._by_ability.setdefault(ability, []).append(scores)
+            self._ability_category.setdefault(ability, str(category))
+        if conversation is not None:
+            self._by_conversation.setdefault(conversation, []).append(scores)
 
     @property
     def count(self) -> int:
@@ -96,6 +117,33 @@ class MetricAccumulator:
             cat: {**_mean(rows), "n": float(len(rows))}
             for cat, rows in sorted(self._by_category.items(), key=lambda kv: _cat_key(kv[0]))
         }
+
+    def per_ability(self) -> dict[str, dict[str, float]]:
+        """As `per_category`, per BEAM ability; ordered by the category it maps to, then name.
+
+        Empty when no question carried an ability (LoCoMo's own files).
+        """
+        order = sorted(self._by_ability, key=lambda a: (_cat_key(self._ability_category[a]), a))
+        return {
+            a: {**_mean(self._by_ability[a]), "n": float(len(self._by_ability[a]))} for a in order
+        }
+
+    def per_conversation(self) -> dict[str, dict[str, float]]:
+        """Mean of every metric per conversation (in the order first scored), with ``"n"``."""
+        return {
+            conv: {**_mean(rows), "n": len(rows)} for conv, rows in self._by_conversation.items()
+        }
+
+
+def percentiles(values: Iterable[float], digits: int = 1) -> dict[str, float | None]:
+    """p50 and p95 with linear interpolation (numpy's default); None when empty."""
+    import numpy as np
+
+    data = list(values)
+    if not data:
+        return {"p50": None, "p95": None}
+    p50, p95 = np.percentile(np.asarray(data, dtype=float), [50, 95])
+    return {"p50": round(float(p50), digits), "p95": round(float(p95), digits)}
 
 
 def _cat_key(cat: str) -> tuple[int, str]:

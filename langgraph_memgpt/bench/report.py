@@ -45,16 +45,56 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float | int) else "-"
 
 
+def _ms(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, float | int) else "-"
+
+
+def _category_name(cat: str) -> str:
+    return CATEGORY_NAMES.get(int(cat), cat) if cat.isdigit() else cat
+
+
+def _group_table(
+    title: str, column: str, cut: int, rows: Sequence[tuple[str, str, Mapping[str, Any]]]
+) -> Table:
+    """Figures at ``cut`` per group of questions: ``(system, group, figures)`` rows.
+
+    A new section starts with each system, so the groups of one system read together.
+    """
+    table = Table(title=title, title_justify="left")
+    for col in ("system", column, "n"):
+        table.add_column(col, justify="right" if col == "n" else "left", no_wrap=True)
+    for metric, _ in _METRICS:
+        table.add_column(
+            f"{metric.replace('recall_', '').replace('_any', '')}@{cut}", justify="right"
+        )
+    previous = None
+    for label, group, figures in rows:
+        if previous is not None and label != previous:
+            table.add_section()
+        previous = label
+        table.add_row(
+            label,
+            group,
+            str(int(figures.get("n", 0))),
+            *(_fmt(figures.get(f"{m}@{cut}")) for m, _ in _METRICS),
+        )
+    return table
+
+
 def print_report(report: Mapping[str, Any], console: Console | None = None) -> None:
     """Render overall figures per metric and k, then per-category figures at k = 10."""
     console = console or Console()
     ks: Sequence[int] = report["ks"]
     systems = _systems(report)
+    abilities: Mapping[str, int] = report.get("beam_abilities") or {}
+    beam = bool(abilities)
     console.print(
         f"LoCoMo turn retrieval: {report['questions']} questions "
         f"({report['conversations']} conversations, categories 1-4; "
-        f"{report['dropped_questions']} without resolvable evidence skipped). "
-        f"* = the mode the memory tools use."
+        f"{report['dropped_questions']} without resolvable evidence skipped"
+        + ("; BEAM abilities from qa[].beam_type, abstention has no evidence" if beam else "")
+        + "). * = the mode the memory tools use.",
+        markup=False,
     )
     for metric, title in _METRICS:
         table = Table(title=title, title_justify="left")
@@ -86,25 +126,40 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
         console.print(table)
 
     cut = 10 if 10 in ks else ks[len(ks) // 2]
-    table = Table(title=f"per category @{cut}", title_justify="left")
-    for col in ("system", "category", "n"):
-        table.add_column(col, justify="right" if col == "n" else "left", no_wrap=True)
-    for metric, _ in _METRICS:
-        table.add_column(
-            f"{metric.replace('recall_', '').replace('_any', '')}@{cut}", justify="right"
-        )
     labelled = systems + [(f"{label} (session)", s) for label, s in sessions]
-    for label, summary in labelled:
-        for cat, figures in summary["per_category"].items():
-            name = CATEGORY_NAMES.get(int(cat), cat) if cat.isdigit() else cat
-            table.add_row(
-                label,
-                f"{cat} {name}",
-                str(int(figures.get("n", 0))),
-                *(_fmt(figures.get(f"{m}@{cut}")) for m, _ in _METRICS),
+    console.print(
+        _group_table(
+            f"per category @{cut}",
+            "category",
+            cut,
+            [
+                (label, cat if beam else f"{cat} {_category_name(cat)}", figures)
+                for label, summary in labelled
+                for cat, figures in summary["per_category"].items()
+            ],
+        )
+    )
+    if beam:
+        legend: dict[int, list[str]] = {}
+        for ability, category in abilities.items():
+            legend.setdefault(category, []).append(ability)
+        console.print(
+            "BEAM categories: "
+            + "; ".join(f"{cat} = {', '.join(names)}" for cat, names in sorted(legend.items())),
+            markup=False,
+        )
+        console.print(
+            _group_table(
+                f"per BEAM ability @{cut}",
+                "ability",
+                cut,
+                [
+                    (label, ability, figures)
+                    for label, summary in labelled
+                    for ability, figures in summary.get("per_ability", {}).items()
+                ],
             )
-        table.add_section()
-    console.print(table)
+        )
 
     conv_rows = [(label, s["per_conversation"]) for label, s in systems if "per_conversation" in s]
     if conv_rows:
@@ -148,11 +203,20 @@ def print_report(report: Mapping[str, Any], console: Console | None = None) -> N
             f"{summaries['max_words']} words / {summaries['max_tokens']} tokens",
             markup=False,
         )
-    latency = report.get("search_ms_per_query") or {}
+    latency: Mapping[str, Mapping[str, Any]] = report.get("search_ms_per_query") or {}
     if latency:
-        console.print(
-            "search: " + ", ".join(f"{mode} {ms} ms/query" for mode, ms in latency.items())
+        table = Table(
+            title="search ms per query (each search call timed alone)", title_justify="left"
         )
+        for col in ("system", "queries", "p50", "p95", "mean"):
+            table.add_column(col, justify="left" if col == "system" else "right", no_wrap=True)
+        for key, times in latency.items():
+            table.add_row(
+                key,
+                str(times.get("n", "-")),
+                *(_ms(times.get(stat)) for stat in ("p50", "p95", "mean")),
+            )
+        console.print(table)
     if report.get("answer"):
         print_answer_report(report["answer"], console)
 
@@ -188,8 +252,7 @@ def print_answer_report(answer: Mapping[str, Any], console: Console | None = Non
     )
     rows = [("overall", answer["overall"])]
     for cat, figures in answer["per_category"].items():
-        name = CATEGORY_NAMES.get(int(cat), cat) if cat.isdigit() else cat
-        rows.append((f"{cat} {name}", figures))
+        rows.append((f"{cat} {_category_name(cat)}", figures))
 
     table = _category_table(
         "answers: LoCoMo F1 and LLM judge J", ("n", "F1", "J", "judge errors", "evidence in top k")

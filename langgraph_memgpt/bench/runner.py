@@ -12,21 +12,30 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, get_args
 
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.bench.bm25 import BM25
-from langgraph_memgpt.bench.locomo import Conversation, recall_messages, turn_text
-from langgraph_memgpt.bench.metrics import DEFAULT_KS, MetricAccumulator
+from langgraph_memgpt.bench.locomo import (
+    Conversation,
+    Question,
+    beam_abilities,
+    recall_messages,
+    turn_text,
+)
+from langgraph_memgpt.bench.metrics import DEFAULT_KS, MetricAccumulator, percentiles
 
 if TYPE_CHECKING:
     from langgraph_memgpt.bench.answer import AnswerRun
     from langgraph_memgpt.bench.summaries import SessionSummarizer, SummaryArchive
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 Mode = Literal["fts", "vector", "hybrid"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -58,7 +67,40 @@ class _Timing:
     ingest_seconds: float = 0.0
     archival_seconds: float = 0.0
     turns: int = 0
-    search_seconds: dict[str, float] = field(default_factory=dict)
+    #: Per score key, each query's search time in ms (the search call alone, in order).
+    search_ms: dict[str, list[float]] = field(default_factory=dict)
+
+    def timed(
+        self, key: str, search: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """Run one query's ``search(*args, **kwargs)`` and keep its time under ``key``."""
+        start = time.perf_counter()
+        out = search(*args, **kwargs)
+        self.search_ms.setdefault(key, []).append(1000.0 * (time.perf_counter() - start))
+        return out
+
+    def search_report(self) -> dict[str, dict[str, float | int | None]]:
+        """Per key: queries timed, p50 / p95 and mean ms per query."""
+        return {
+            key: {
+                "n": len(values),
+                **percentiles(values, 2),
+                "mean": round(sum(values) / len(values), 2) if values else None,
+            }
+            for key, values in self.search_ms.items()
+        }
+
+
+def _add(
+    acc: MetricAccumulator,
+    conv: Conversation,
+    q: Question,
+    ranked: Sequence[str],
+    relevant: Sequence[str] | None = None,
+) -> None:
+    """Score one question's ranking under its category, BEAM ability and conversation."""
+    evidence = q.evidence if relevant is None else relevant
+    acc.add(q.category, ranked, evidence, ability=q.beam_type, conversation=conv.sample_id)
 
 
 def parse_modes(text: str) -> list[Mode]:
@@ -81,7 +123,10 @@ def bm25_baseline(
     ks: Sequence[int],
     progress: ProgressFn | None = None,
 ) -> MetricAccumulator:
-    """Score plain BM25 over ``speaker: text`` turns, one index per conversation."""
+    """Score plain BM25 over ``speaker: text`` turns, one index per conversation.
+
+    Its figures are grouped as the modes' are (category, BEAM ability, conversation).
+    """
     acc = MetricAccumulator(tuple(ks))
     total = sum(len(c.questions) for c in conversations)
     for conv in conversations:
@@ -89,19 +134,10 @@ def bm25_baseline(
         index = BM25([f"{t.speaker}: {t.text}" for t in turns])
         for q in conv.questions:
             ranked = [turns[i].dia_id for i in index.rank(q.question, max(ks))]
-            acc.add(q.category, ranked, q.evidence)
+            _add(acc, conv, q, ranked)
             if progress:
                 progress("baseline bm25", 1, total)
     return acc
-
-
-@contextmanager
-def _clock(timing: dict[str, float], key: str) -> Iterator[None]:
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        timing[key] = timing.get(key, 0.0) + time.perf_counter() - start
 
 
 def run_locomo(
@@ -133,8 +169,12 @@ def run_locomo(
 
     Returns:
         The report as a JSON-ready dict: ``default_mode``, ``backend`` ("sqlite" or
-        "postgres"), ``questions``, ``modes`` (per mode ``overall`` and
-        ``per_category``), ``baseline`` and ``ingest``; plus
+        "postgres"), ``questions``, ``modes`` (per mode ``overall``, ``per_category``,
+        ``per_conversation`` and, when questions carry BEAM's ``beam_type``,
+        ``per_ability``), ``baseline`` (grouped the same), ``ingest`` (turns per second)
+        and ``search_ms_per_query`` (per mode the queries timed, ``p50``, ``p95`` and
+        ``mean`` of each search call's milliseconds); ``beam_abilities`` (ability ->
+        category) when questions carry them; plus
         ``answer`` (see `AnswerRun.report`) with an ``answerer``; with a
         ``summarizer``, ``ingest.archival_summaries`` (see `SessionSummarizer.report`) and
         session-level entries in ``modes`` marked ``"level": "session"``.
@@ -148,9 +188,8 @@ def run_locomo(
         embeddings = get_embeddings(options.embedding_model)
     timing = _Timing()
     keys = _score_keys(options, summaries=summarizer is not None)
-    accs: dict[str, MetricAccumulator] = {m: MetricAccumulator(ks) for m in keys}
     # Per conversation too: a ranking change is kept only if it holds on each one alone.
-    by_conv: dict[str, dict[str, MetricAccumulator]] = {m: {} for m in keys}
+    accs: dict[str, MetricAccumulator] = {m: MetricAccumulator(ks) for m in keys}
     total_turns = sum(c.turn_count for c in conversations)
     total_q = sum(len(c.questions) for c in conversations)
     total_answered = answerer.planned(conversations) if answerer is not None else 0
@@ -194,7 +233,6 @@ def run_locomo(
                         options,
                         ks,
                         accs,
-                        by_conv,
                         timing,
                         progress,
                         total_q,
@@ -222,8 +260,7 @@ def run_locomo(
         "dropped_questions": sum(c.dropped_questions for c in conversations),
         "ks": list(ks),
         "modes": {
-            key: _summary(acc, session_level=_is_session_level(key), by_conv=by_conv[key])
-            for key, acc in accs.items()
+            key: _summary(acc, session_level=_is_session_level(key)) for key, acc in accs.items()
         },
         "baseline": {"bm25": _summary(baseline)},
         "ingest": {
@@ -236,11 +273,11 @@ def run_locomo(
             "archival": options.archival,
             "archival_seconds": round(timing.archival_seconds, 3) if options.archival else None,
         },
-        "search_ms_per_query": {
-            key: round(1000.0 * sec / total_q, 2) if total_q else None
-            for key, sec in timing.search_seconds.items()
-        },
+        "search_ms_per_query": timing.search_report(),
     }
+    abilities = beam_abilities(conversations)
+    if abilities:
+        report["beam_abilities"] = abilities
     if summarizer is not None:
         report["ingest"]["archival_summaries"] = summarizer.report()
     if answerer is not None:
@@ -313,34 +350,30 @@ def _score_conversation(
     options: BenchOptions,
     ks: tuple[int, ...],
     accs: dict[str, MetricAccumulator],
-    by_conv: dict[str, dict[str, MetricAccumulator]],
     timing: _Timing,
     progress: ProgressFn | None,
     total_q: int,
 ) -> None:
-    """Search every question of ``conv`` in each mode (recall, archival, summaries); score."""
+    """Search every question of ``conv`` in each mode (recall, archival, summaries); score.
+
+    Each search call is timed on its own (`_Timing.timed`), so a report gives the spread
+    of search times per mode, not only their mean.
+    """
     prefix = f"{conv.sample_id}:"
     for mode in options.modes:
-        with _clock(timing.search_seconds, mode):
-            for q in conv.questions:
-                page = recall.search(q.question, mode=mode, page_size=max(ks))
-                ranked = [h.item.message_id.removeprefix(prefix) for h in page.hits]
-                accs[mode].add(q.category, ranked, q.evidence)
-                conv_acc = by_conv[mode].setdefault(conv.sample_id, MetricAccumulator(ks))
-                conv_acc.add(q.category, ranked, q.evidence)
-                if progress:
-                    progress(f"search {mode}", 1, total_q)
+        for q in conv.questions:
+            page = timing.timed(mode, recall.search, q.question, mode=mode, page_size=max(ks))
+            ranked = [h.item.message_id.removeprefix(prefix) for h in page.hits]
+            _add(accs[mode], conv, q, ranked)
+            if progress:
+                progress(f"search {mode}", 1, total_q)
         if archival is not None:
             key = ARCHIVAL_PREFIX + mode
-            with _clock(timing.search_seconds, key):
-                for q in conv.questions:
-                    ranked = archival(q.question, mode, max(ks))
-                    accs[key].add(q.category, ranked, q.evidence)
-                    by_conv[key].setdefault(conv.sample_id, MetricAccumulator(ks)).add(
-                        q.category, ranked, q.evidence
-                    )
-                    if progress:
-                        progress(f"search {key}", 1, total_q)
+            for q in conv.questions:
+                ranked = timing.timed(key, archival, q.question, mode, max(ks))
+                _add(accs[key], conv, q, ranked)
+                if progress:
+                    progress(f"search {key}", 1, total_q)
         if summaries is not None:
             _score_summaries(conv, summaries, mode, ks, accs, timing, progress, total_q)
 
@@ -372,21 +405,19 @@ def _is_session_level(key: str) -> bool:
     return key.startswith(SUMMARIES_PREFIX)
 
 
-def _summary(
-    acc: MetricAccumulator,
-    *,
-    session_level: bool = False,
-    by_conv: Mapping[str, MetricAccumulator] | None = None,
-) -> dict[str, Any]:
+def _summary(acc: MetricAccumulator, *, session_level: bool = False) -> dict[str, Any]:
+    """One system's figures: overall, per category, per BEAM ability (if any), per conversation."""
     out: dict[str, Any] = {
         "questions": acc.count,
         "overall": acc.overall(),
         "per_category": acc.per_category(),
     }
-    if by_conv:
-        out["per_conversation"] = {
-            sample_id: {**conv.overall(), "n": conv.count} for sample_id, conv in by_conv.items()
-        }
+    per_ability = acc.per_ability()
+    if per_ability:
+        out["per_ability"] = per_ability
+    per_conversation = acc.per_conversation()
+    if per_conversation:
+        out["per_conversation"] = per_conversation
     if session_level:
         from langgraph_memgpt.bench.summaries import SESSION_LEVEL, SESSION_LEVEL_NOTE
 
@@ -408,12 +439,11 @@ def _score_summaries(
     from langgraph_memgpt.bench.summaries import evidence_sessions
 
     key = SUMMARIES_PREFIX + mode
-    with _clock(timing.search_seconds, key):
-        for q in conv.questions:
-            ranked = summaries.search(q.question, mode, max(ks))
-            accs[key].add(q.category, ranked, evidence_sessions(conv, q))
-            if progress:
-                progress(f"search {key}", 1, total_q)
+    for q in conv.questions:
+        ranked = timing.timed(key, summaries.search, q.question, mode, max(ks))
+        _add(accs[key], conv, q, ranked, evidence_sessions(conv, q))
+        if progress:
+            progress(f"search {key}", 1, total_q)
 
 
 def _ingest_archival(

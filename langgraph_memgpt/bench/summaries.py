@@ -25,8 +25,9 @@ from typing import Any, Literal
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
-from langgraph_memgpt.bench.answer import describe_model, percentiles
+from langgraph_memgpt.bench.answer import describe_model
 from langgraph_memgpt.bench.locomo import Conversation, Question, Session, turn_text
+from langgraph_memgpt.bench.metrics import percentiles
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.main_context import summary_token_budget
 from langgraph_memgpt.nodes.summarize_evict import (
