@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import sqlite_utils
 from conftest import BackendFactory
+from corpora import TALK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -783,3 +784,36 @@ def test_a_message_without_words_is_never_a_hit(recall: Recall) -> None:
     )
     page = recall.search("ZX4417 locker", page_size=10)
     assert ids(page) == ["agent-a-t1-0", "agent-a-t1-2"]
+
+
+ASKER_CHAT = [
+    ("user", "We started a new sprint at work this week."),
+    *[(("assistant", "user")[n % 2], text) for n, text in enumerate(TALK)],
+    ("user", "My sprint ends on Friday, the day of the review."),
+    ("assistant", "Sprint planning tips: a sprint ends with a review. Keep each sprint short."),
+    ("user", "Thanks, that helps."),
+]
+
+
+def test_a_question_about_its_asker_lifts_the_askers_own_messages(recall: Recall) -> None:
+    """Asked in the first person ("when does my sprint end?") or about "the user", a
+    hybrid search lifts the user's own messages by ``mentions.ASKER_WEIGHT``: the user's
+    statement comes before the assistant's reply that holds more of the words, on both
+    backends. Asked without its asker, or in words-only mode, the words rank alone."""
+    from langgraph_memgpt.stores.mentions import ASKER_WEIGHT
+
+    recall.add([msg(n, text, role=role) for n, (role, text) in enumerate(ASKER_CHAT)])
+    statement, reply = (f"agent-a-t1-{n}" for n in (len(ASKER_CHAT) - 3, len(ASKER_CHAT) - 2))
+
+    def scores(query: str, mode: str = "hybrid") -> dict[str, float]:
+        return {h.item.message_id: h.score for h in recall.search(query, mode=mode).hits}
+
+    plain = scores("When does the sprint end?")
+    assert max(plain, key=plain.__getitem__) == reply
+    for asked in ("When does my sprint end?", "When does the user's sprint end?"):
+        lifted = scores(asked)
+        assert max(lifted, key=lifted.__getitem__) == statement
+        assert lifted[statement] == pytest.approx(plain[statement] + ASKER_WEIGHT)
+        assert lifted[reply] == pytest.approx(plain[reply])
+    words = scores("When does my sprint end?", mode="fts")
+    assert max(words, key=words.__getitem__) == reply

@@ -231,6 +231,27 @@ def mention_signals(
     return out
 
 
+ASKER_WORDS = frozenset({"i", "me", "my", "mine", "myself", "user"})
+"""Words by which a query speaks of its asker: the first person singular (a user's own
+question, as the agent's pre-think search passes it on) and "user" (the agent's own
+queries: "the user's sprint")."""
+
+ASKER_WEIGHT = 0.5
+"""The weight of the asker's lift (``stores.search``): a pronoun says less than a name
+(a named participant's lift weighs 1.0), and at the full weight the asker's messages
+crowded out the assistant's replies that some questions are about."""
+
+
+def asks_about_asker(query: str) -> bool:
+    """Whether ``query`` is about its asker: "have I used Bootstrap?", "when does my sprint end?".
+
+    Such a question is about what its asker said, most often in their own messages, while
+    the assistant's replies to them (in a chat with an assistant, several times as long)
+    hold more of the query's words and outrank them on words and meaning alike.
+    """
+    return not ASKER_WORDS.isdisjoint(query_words(query))
+
+
 def topic_of(query: str, names: Iterable[str]) -> str:
     """``query`` without the ``names`` it mentions, to embed; the query itself if nothing is left.
 

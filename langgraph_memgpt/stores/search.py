@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
+from langgraph_memgpt.stores.mentions import ASKER_WEIGHT, asks_about_asker
 from langgraph_memgpt.stores.ranking import (
     RARE_MATCHES,
     Signal,
@@ -180,6 +181,10 @@ class SignalSource(Protocol[T]):
 
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         """Signals from what the query names (a date, a participant); [] if none."""
+        ...
+
+    def askers_own(self, candidates: Collection[int]) -> Collection[int]:
+        """The candidates the asker wrote (recall: the user's messages; archival: none)."""
         ...
 
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
@@ -344,6 +349,12 @@ def hybrid_search(
     if mode != "vector":
         candidates = {key for signal in search.signals for key in signal.scores}
         search.signals += [Signal(s) for s in source.named_signals(query, candidates)]
+        if mode == "hybrid" and asks_about_asker(query):
+            # A question about its asker: their own messages among the candidates are
+            # lifted, as a named participant's are (``mentions.asks_about_asker``).
+            own = source.askers_own(candidates)
+            if own:
+                search.signals.append(Signal(dict.fromkeys(own, 1.0), weight=ASKER_WEIGHT))
     fused = fuse(
         search.signals,
         rare=search.rare,

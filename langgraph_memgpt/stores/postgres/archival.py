@@ -388,6 +388,10 @@ class _PgArchivalSignals(TableSignals):
         ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def askers_own(self, candidates: Collection[int]) -> list[int]:
+        """None: a passage has no author among the conversation's speakers."""
+        return []
+
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         """As SQLite's: a day the query names, and one tag it names among the candidates'."""
         return mention_signals(

@@ -46,6 +46,14 @@ class PgRecallSignals(TableSignals):
             lambda name: (r[0] for r in conn.execute(holders, (self.agent_id, name, among))),
         )
 
+    def askers_own(self, candidates: Collection[int]) -> list[int]:
+        """The user's messages among the candidates."""
+        rows = self.conn.execute(
+            f"SELECT id FROM {TABLE} WHERE agent_id = %s AND id = ANY(%s) AND role = 'user'",
+            (self.agent_id, sorted(candidates)),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
         """Never asked: recall indexes each message's context when it is written."""
         return {}

@@ -160,6 +160,10 @@ class ArchivalSignals:
         """How many candidates have a vector, up to ``at_most``."""
         return min(at_most, self.memory._count_with_vector(self.where, self.params))
 
+    def askers_own(self, candidates: Collection[int]) -> list[int]:
+        """None: a passage has no author among the conversation's speakers."""
+        return []
+
     def named_signals(self, query: str, candidates: Collection[int]) -> list[dict[int, float]]:
         """A day the query names (``created_at``) and one tag it names, as recall's are.
 

@@ -233,6 +233,15 @@ class RecallSignals:
             lambda name: (r[0] for r in conn.execute(holders, (self.memory.agent_id, name, among))),
         )
 
+    def askers_own(self, candidates: Collection[int]) -> list[int]:
+        """The user's messages among the candidates."""
+        rows = self.db.conn.execute(
+            "SELECT id FROM recall WHERE id IN (SELECT value FROM json_each(?)) "
+            "AND role = 'user'",
+            (json.dumps(sorted(candidates)),),
+        )
+        return [int(r[0]) for r in rows]
+
     def sequences(self, ids: Sequence[int], reach: int) -> dict[int, list[int]]:
         """Never asked: recall indexes each message's context when it is written."""
         return {}
