@@ -42,6 +42,7 @@ from langgraph_memgpt.bench.locomo import load_locomo, recall_messages
 from langgraph_memgpt.stores import ranking, words
 from langgraph_memgpt.stores import search as search_module
 from langgraph_memgpt.stores.embeddings import embed_query, get_embeddings
+from langgraph_memgpt.stores.mentions import topic_of
 from langgraph_memgpt.stores.ranking import Signal, fuse
 from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.sqlite.recall import RecallMemory
@@ -102,7 +103,9 @@ def capture(data: Path, data_dir: Path) -> tuple[list[Record], dict[str, Record]
                         "evidence": set(q.evidence),
                         "signals": list(signals),
                         "kw": kw,
-                        "query": embed_query(embeddings, recall._topic_query(q.question, "hybrid")),
+                        "query": embed_query(
+                            embeddings, topic_of(q.question, recall.participants())
+                        ),
                     }
                 )
             recall.close()

@@ -76,7 +76,7 @@ def _sqlite_archival(memory: Any, parts: bool) -> dict[str, float]:
     terms = query_terms(QUERY)
     if parts:
         scores = bm25_with_parts(
-            archival.db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"]
+            archival.db, "archival_fts", "archival", "ada", terms, "b.agent_id = ?", ["ada"]
         )
     else:
         scores = bm25_scores(
@@ -124,7 +124,9 @@ def test_sqlite_texts_without_parts_score_exactly_as_before(lite: Any) -> None:
     for query in ["river morning", "tomatoes balcony", "lock", "bike ride", QUERY]:
         terms = query_terms(query)
         plain = bm25_scores(db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"])
-        parts = bm25_with_parts(db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"])
+        parts = bm25_with_parts(
+            db, "archival_fts", "archival", "ada", terms, "b.agent_id = ?", ["ada"]
+        )
         assert parts.keys() == plain.keys()
         for rowid, score in plain.items():
             if lite.archival.get(rowid).text == LONG:
@@ -151,6 +153,7 @@ def test_sqlite_inside_a_writing_transaction_parts_never_fail(tmp_path: Path) ->
                 archival.db,
                 "archival_fts",
                 "archival",
+                "ada",
                 query_terms(QUERY),
                 "b.agent_id = ?",
                 ["ada"],
@@ -181,7 +184,7 @@ def test_postgres_scores_parts_like_sqlite(both: dict[str, Any], query: str) -> 
     terms = query_terms(query)
     lite, pg = both["sqlite"], both["postgres"]
     sqlite_scores = bm25_with_parts(
-        lite.archival.db, "archival_fts", "archival", terms, "b.agent_id = ?", ["ada"]
+        lite.archival.db, "archival_fts", "archival", "ada", terms, "b.agent_id = ?", ["ada"]
     )
     expected = {lite.archival.get(i).text: s for i, s in sqlite_scores.items()}
     with pg.archival.pool.connection() as conn:
@@ -274,13 +277,13 @@ def test_sqlite_parts_words_are_counted_when_written_exactly_as_a_search_counted
         for terms in queries:
             matched: dict[str, list[int]] = {}
             whole = bm25_scores(db, fts_table, table, terms, matched=matched)
-            kept = with_best_parts(db, fts_table, whole, matched)
+            kept = with_best_parts(db, fts_table, "ada", whole, matched)
             db.conn.execute(
                 "INSERT INTO part_terms_stale (source, item) SELECT ?, value FROM json_each(?)",
                 (source, json.dumps(list(whole))),
             )
             try:
-                from_text = with_best_parts(db, fts_table, whole, matched)
+                from_text = with_best_parts(db, fts_table, "ada", whole, matched)
             finally:
                 db.conn.execute("DELETE FROM part_terms_stale")
                 db.conn.commit()

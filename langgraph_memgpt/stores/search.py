@@ -35,6 +35,7 @@ from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.mentions import ASKER_WEIGHT, asks_about_asker
 from langgraph_memgpt.stores.ranking import (
     RARE_MATCHES,
+    SIMILARITY_FLOOR,
     Signal,
     fuse,
     is_question,
@@ -350,9 +351,16 @@ def hybrid_search(
         candidates = {key for signal in search.signals for key in signal.scores}
         search.signals += [Signal(s) for s in source.named_signals(query, candidates)]
         if mode == "hybrid" and asks_about_asker(query):
-            # A question about its asker: their own messages among the candidates are
-            # lifted, as a named participant's are (``mentions.asks_about_asker``).
-            own = source.askers_own(candidates)
+            # A question about its asker: their own messages among the matches are lifted,
+            # as a named participant's are (``mentions.asks_about_asker``); never one that
+            # only the vector pool brought, which would then pass for a match.
+            matched = {
+                key
+                for signal in search.signals
+                for key, value in signal.scores.items()
+                if signal.kind == "rank" or value > SIMILARITY_FLOOR
+            }
+            own = source.askers_own(matched)
             if own:
                 search.signals.append(Signal(dict.fromkeys(own, 1.0), weight=ASKER_WEIGHT))
     fused = fuse(

@@ -68,7 +68,13 @@ class ArchivalSignals:
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the passage, a long one's raised to its best part's (``stores.bm25``)."""
         scores = bm25_with_parts(
-            self.db, "archival_fts", "archival", terms, self.where, self.params
+            self.db,
+            "archival_fts",
+            "archival",
+            self.memory.agent_id,
+            terms,
+            self.where,
+            self.params,
         )
         self._word_matches = set(scores)
         return [scores]

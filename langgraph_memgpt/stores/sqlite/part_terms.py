@@ -57,6 +57,8 @@ class Source:
     table: str
     key: str
     column: str
+    owner: str = "recall"
+    """The table whose ``agent_id`` the text's row carries (same id)."""
     gate: str | None = None
     """The FTS table whose text must have parts for this one to be split (a message's
     context only for a long message)."""
@@ -65,27 +67,28 @@ class Source:
 SOURCES: dict[str, Source] = {
     "recall_fts": Source(1, "recall_fts_content", "id", "c0"),
     "recall_context_fts": Source(2, "recall", "id", "context", gate="recall_fts"),
-    "archival_fts": Source(3, "archival", "id", "text"),
+    "archival_fts": Source(3, "archival", "id", "text", owner="archival"),
 }
 """Each FTS5 table scored with parts (its name is the key) and where its texts are."""
 
 INT32 = np.dtype("<i4")
 """How ``counts`` are stored (see :func:`term_rows`)."""
 
-LENGTHS = ""
-"""The term of the row holding an item's part lengths (no FTS5 token is empty)."""
-
 CATCH_UP_BATCH = 500
 """Stale items read and tokenized at a time (a migration marks every text)."""
 
 SCHEMA = (
+    # Keyed term first: the items a search scores for a term are its newest matches, the
+    # highest ids, so their rows are one range of the key (one scan, not a lookup each).
     """CREATE TABLE IF NOT EXISTS part_terms (
         source INTEGER NOT NULL,
-        item INTEGER NOT NULL,
+        agent_id TEXT NOT NULL,
         term TEXT NOT NULL,
-        counts TEXT NOT NULL,
-        PRIMARY KEY (source, item, term)
+        item INTEGER NOT NULL,
+        counts BLOB NOT NULL,
+        PRIMARY KEY (source, agent_id, term, item)
     ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS part_terms_items ON part_terms (source, item)",
     """CREATE TABLE IF NOT EXISTS part_terms_stale (
         source INTEGER NOT NULL,
         item INTEGER NOT NULL,
@@ -158,35 +161,43 @@ def texts_with_parts(
     return {int(r[0]): str(r[1]) for r in rows if r[1] is not None and parts_of(str(r[1]))}
 
 
-def term_rows(source: int, texts: Mapping[int, str]) -> list[tuple[int, int, str, bytes]]:
-    """The ``part_terms`` rows of these texts: each term's parts and counts, the lengths.
+def term_rows(
+    source: int, texts: Mapping[int, tuple[str, str]]
+) -> list[tuple[int, str, str, int, bytes]]:
+    """The ``part_terms`` rows of these ``{item: (agent id, text)}``: each term's parts.
 
-    ``counts`` is little-endian int32 (part, count) pairs; the lengths row's, one int32 a
-    part: read back with numpy in one call a row (:func:`kept_best_parts`).
+    ``counts`` is little-endian int32 (part, count, part length) triples, read back with
+    numpy in one call a row (:func:`kept_best_parts`).
     """
-    split = {item: parts_of(text) for item, text in texts.items()}
+    split = {item: parts_of(text) for item, (_, text) in texts.items()}
     flat = [part for parts in split.values() for part in parts]
     tokens = iter(fts5_tokens(flat)) if flat else iter(())
-    rows: list[tuple[int, int, str, bytes]] = []
+    rows: list[tuple[int, str, str, int, bytes]] = []
     for item, parts in split.items():
-        lengths: list[int] = []
         counts: dict[str, list[int]] = {}
         for n in range(len(parts)):
             part = next(tokens)
-            lengths.append(len(part))
             frequencies: dict[str, int] = {}
             for token in part:
                 frequencies[token] = frequencies.get(token, 0) + 1
             for token, count in frequencies.items():
-                counts.setdefault(token, []).extend((n, count))
-        if parts:
-            rows.append((source, item, LENGTHS, _int32(lengths)))
-            rows.extend((source, item, term, _int32(c)) for term, c in counts.items())
+                counts.setdefault(token, []).extend((n, count, len(part)))
+        agent = texts[item][0]
+        rows.extend((source, agent, term, item, _int32(c)) for term, c in counts.items())
     return rows
 
 
 def _int32(values: Sequence[int]) -> bytes:
     return np.asarray(values, dtype=INT32).tobytes()
+
+
+def _owners(conn: sqlite3.Connection, source: Source, ids: Iterable[int]) -> dict[int, str]:
+    """The agent of each item's row."""
+    rows = conn.execute(
+        f"SELECT id, agent_id FROM {source.owner} WHERE id IN (SELECT value FROM json_each(?))",
+        (_ids(ids),),
+    )
+    return {int(r[0]): str(r[1]) for r in rows}
 
 
 def catch_up(conn: sqlite3.Connection) -> None:
@@ -218,9 +229,13 @@ def catch_up(conn: sqlite3.Connection) -> None:
                 "AND item IN (SELECT value FROM json_each(?))",
                 (source.number, batch),
             )
-            rows = term_rows(source.number, texts_with_parts(conn, fts_table, stale))
+            texts = texts_with_parts(conn, fts_table, stale)
+            owners = _owners(conn, source, texts)
+            rows = term_rows(source.number, {i: (owners[i], t) for i, t in texts.items()})
             conn.executemany(
-                "INSERT INTO part_terms (source, item, term, counts) VALUES (?, ?, ?, ?)", rows
+                "INSERT INTO part_terms (source, agent_id, term, item, counts) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
             )
             conn.execute(
                 "DELETE FROM part_terms_stale WHERE source = ? "
@@ -232,6 +247,7 @@ def catch_up(conn: sqlite3.Connection) -> None:
 def kept_best_parts(
     conn: sqlite3.Connection,
     fts_table: str,
+    agent_id: str,
     holders: Mapping[str, Collection[int]],
     tokens: Mapping[str, str],
     weights: Mapping[str, float],
@@ -240,44 +256,36 @@ def kept_best_parts(
     """Each kept long text's best part score among ``holders``' items (``bm25`` math).
 
     ``holders``: each term's items it may count for (the rows the whole texts were scored
-    for); ``tokens``: each term's FTS5 token; ``weights``: each term's ``bm25_idf``. A
-    part's score is the sum over the terms it holds of BM25's term score with its own
-    length; computed for every (part, term) at once with numpy, so a search over long
-    matches with dozens of parts each costs little more than reading their rows.
+    for, the term's newest matches); ``tokens``: each term's FTS5 token; ``weights``: each
+    term's ``bm25_idf``. A term's rows for its items are one range of the table's key
+    (from its oldest to its newest item). A part's score is the sum over the terms it
+    holds of BM25's term score with its own length, computed for every (part, term) at
+    once with numpy.
     """
-    items = {item for ids in holders.values() for item in ids}
-    by_token: dict[str, list[str]] = {}
-    for term in holders:
-        by_token.setdefault(tokens[term], []).append(term)
-    if not items or not by_token:
-        return {}
     source = SOURCES[fts_table]
-    rows = conn.execute(
-        "SELECT p.item, p.term, p.counts FROM json_each(?) AS j CROSS JOIN part_terms AS p "
-        "ON p.source = ? AND p.item = j.value "
-        "AND p.term IN (SELECT value FROM json_each(?))",
-        (_ids(items), source.number, json.dumps([LENGTHS, *by_token])),
-    ).fetchall()
-    lengths: dict[int, np.ndarray] = {}
-    found: list[tuple[int, np.ndarray, float]] = []  # (item, (part, count) pairs, weight)
-    for item, token, packed in rows:
-        if token == LENGTHS:
-            lengths[int(item)] = np.frombuffer(packed, dtype=INT32)
+    found: list[tuple[int, np.ndarray, float]] = []  # (item, triples, weight)
+    for term, items in holders.items():
+        if not items or term not in tokens:
             continue
-        for term in by_token[str(token)]:
-            if int(item) in holders[term]:
+        rows = conn.execute(
+            "SELECT item, counts FROM part_terms WHERE source = ? AND agent_id = ? "
+            "AND term = ? AND item BETWEEN ? AND ?",
+            (source.number, agent_id, tokens[term], min(items), max(items)),
+        ).fetchall()
+        for item, packed in rows:
+            if int(item) in items:
                 found.append((int(item), np.frombuffer(packed, dtype=INT32), weights[term]))
     if not found:
         return {}
-    pairs = np.concatenate([p for _, p, _ in found]).reshape(-1, 2)
-    counts = pairs[:, 1].astype(np.float64)
-    sizes = np.concatenate([lengths[item][p.reshape(-1, 2)[:, 0]] for item, p, _ in found])
-    weight = np.repeat([w for _, _, w in found], [len(p) // 2 for _, p, _ in found])
-    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * sizes / corpus.average_length)
+    triples = np.concatenate([t for _, t, _ in found]).reshape(-1, 3)
+    sizes = [len(t) // 3 for _, t, _ in found]
+    counts = triples[:, 1].astype(np.float64)
+    weight = np.repeat([w for _, _, w in found], sizes)
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * triples[:, 2] / corpus.average_length)
     scores = weight * counts * (BM25_K1 + 1.0) / (counts + norm)
-    owner = np.repeat([item for item, _, _ in found], [len(p) // 2 for _, p, _ in found])
+    owner = np.repeat([item for item, _, _ in found], sizes)
     # One sum per (item, part), then the best part of each item.
-    keys, where = np.unique(owner * PART_SLOTS + pairs[:, 0], return_inverse=True)
+    keys, where = np.unique(owner * PART_SLOTS + triples[:, 0], return_inverse=True)
     per_part = np.bincount(where, weights=scores)
     best: dict[int, float] = {}
     for key, score in zip((keys // PART_SLOTS).tolist(), per_part.tolist(), strict=True):
@@ -289,6 +297,7 @@ def kept_best_parts(
 def with_best_parts(
     db: sqlite_utils.Database,
     fts_table: str,
+    agent_id: str,
     whole: dict[int, float],
     matched: Mapping[str, Sequence[int]],
 ) -> dict[int, float]:
@@ -325,7 +334,7 @@ def with_best_parts(
     weights = {term: bm25_idf(df, corpus) for term, df in documents.items()}
     kept = {term: ids - stale for term, ids in holders.items() if term in single}
     out = dict(whole)
-    best = kept_best_parts(db.conn, fts_table, kept, single, weights, corpus)
+    best = kept_best_parts(db.conn, fts_table, agent_id, kept, single, weights, corpus)
     if stale:
         texts = texts_with_parts(db.conn, fts_table, stale)
         parts = part_words(texts, list(holders))
@@ -341,6 +350,7 @@ def bm25_with_parts(
     db: sqlite_utils.Database,
     fts_table: str,
     base_table: str,
+    agent_id: str,
     terms: Sequence[str],
     where: str,
     params: Sequence[object],
@@ -348,7 +358,7 @@ def bm25_with_parts(
     """``fts.bm25_scores``, each long text scoring as its best part where that is higher."""
     matched: dict[str, list[int]] = {}
     whole = bm25_scores(db, fts_table, base_table, terms, where, params, matched=matched)
-    return with_best_parts(db, fts_table, whole, matched)
+    return with_best_parts(db, fts_table, agent_id, whole, matched)
 
 
 __all__ = [

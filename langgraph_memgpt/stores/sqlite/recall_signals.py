@@ -92,8 +92,10 @@ class RecallSignals:
             matched=by_context,
         )
         return [
-            with_best_parts(self.db, "recall_fts", message, by_message),
-            with_best_parts(self.db, "recall_context_fts", context, by_context),
+            with_best_parts(self.db, "recall_fts", self.memory.agent_id, message, by_message),
+            with_best_parts(
+                self.db, "recall_context_fts", self.memory.agent_id, context, by_context
+            ),
         ]
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
@@ -236,8 +238,7 @@ class RecallSignals:
     def askers_own(self, candidates: Collection[int]) -> list[int]:
         """The user's messages among the candidates."""
         rows = self.db.conn.execute(
-            "SELECT id FROM recall WHERE id IN (SELECT value FROM json_each(?)) "
-            "AND role = 'user'",
+            "SELECT id FROM recall WHERE id IN (SELECT value FROM json_each(?)) AND role = 'user'",
             (json.dumps(sorted(candidates)),),
         )
         return [int(r[0]) for r in rows]
