@@ -29,15 +29,24 @@ from langgraph_memgpt.main_context import (
     build_prompt,
     context_of,
     current_system,
+    latest_user_index,
     prompt_tokens,
     record,
     thread_of,
     valid_message,
 )
 from langgraph_memgpt.memory_tools import failed_message
+from langgraph_memgpt.reply_rules import ReplyGate, Turn
 from langgraph_memgpt.state import State
-from langgraph_memgpt.streaming import astream_step, hide, stream_step
-from langgraph_memgpt.tools import for_events, non_editing
+from langgraph_memgpt.streaming import (
+    REPLY_SEPARATOR,
+    ReplyStream,
+    astream_step,
+    hide,
+    stream_step,
+)
+from langgraph_memgpt.tool_step import sent_messages
+from langgraph_memgpt.tools import facts_of, for_events, non_editing
 
 
 def _with_call_ids(message: AIMessage) -> AIMessage:
@@ -65,6 +74,7 @@ class _Call:
     prompt: list[BaseMessage] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     searched: list[AnyMessage] = field(default_factory=list)
+    reply: ReplyStream | None = None
 
 
 def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
@@ -113,7 +123,14 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             # Events alone, nobody waiting: a small model answers the host with a chat
             # reply (held back, and again) instead of correcting what the event changed.
             kwargs["step_tools"] = for_events(schemas)
-        return _Call(update, chat.bind_tools(schemas), list(prompt), kwargs, searched)
+        gate = ReplyGate(
+            Turn.of(queue),
+            reads=lambda name: facts_of(name, deps.user_tools).reads,
+            reply_last=getattr(chat, "reply_last", False),
+        )
+        turn = queue[latest_user_index(queue) or 0 :]
+        reply = ReplyStream.of(gate, turn, REPLY_SEPARATOR.join(sent_messages(state)))
+        return _Call(update, chat.bind_tools(schemas), list(prompt), kwargs, searched, reply)
 
     def overflowed(state: State, runtime: Runtime[Context], call: _Call) -> dict[str, Any]:
         retries = state.get("context_retries", 0)
@@ -142,8 +159,11 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         budget = int(ctx.context_window * ctx.max_message_fraction)
         message = bounded_calls(message, budget, deps.counter)
         added = [*call.searched, message, *answers]
-        # The model's step is for the model; a plain answer (no call) is the reply itself.
-        hide(added if message.tool_calls or message.invalid_tool_calls else call.searched, config)
+        # The model's step is for the model; a plain answer (no call) is the reply itself,
+        # when the loop sends it (it streamed as it was written, under the message's id).
+        step = bool(message.tool_calls or message.invalid_tool_calls)
+        sent = call.reply is not None and call.reply.gate.turn.answer_sent()
+        hide(added if step or not sent else call.searched, config)
         return {
             **call.update,
             "messages": added,
@@ -158,7 +178,8 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         if call.model is None:
             return call.update
         try:
-            raw = stream_step(call.model, call.prompt, config, **call.kwargs)
+            assert call.reply is not None
+            raw = stream_step(call.model, call.prompt, config, call.reply, **call.kwargs)
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
@@ -172,7 +193,8 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         if call.model is None:
             return call.update
         try:
-            raw = await astream_step(call.model, call.prompt, config, **call.kwargs)
+            assert call.reply is not None
+            raw = await astream_step(call.model, call.prompt, config, call.reply, **call.kwargs)
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
