@@ -447,3 +447,50 @@ def test_the_reply_streams_through_the_js_sdk_messages_tuple(
             chunks.append(message["content"])
     assert len(chunks) >= 3, done.stdout
     assert "".join(chunks) == reply
+
+
+@pytest.mark.server
+@pytest.mark.timeout(120)
+def test_a_chat_ui_merging_by_id_shows_the_reply_the_loop_sends_as_one_message(
+    server: DevServer, tmp_path: Path
+) -> None:
+    """``useStream``'s own merger (the JS SDK's ``MessageTupleManager``) over
+    ``messages-tuple``: one AI message, the sent reply; not the one held back beside a
+    search, not the monologue, no empty second message."""
+    assert (JS_SDK / "node_modules" / "@langchain" / "langgraph-sdk").is_dir(), (
+        "run `make test` (it installs tests/js with npm)"
+    )
+    script_path(tmp_path).write_text(
+        json.dumps(
+            {
+                "stream_piece": 5,
+                "script": [
+                    {
+                        "content": "PRIVATE: look it up.",
+                        "tool_calls": [
+                            call("send_message", message="Your bike is red."),
+                            call("conversation_search", query="bike"),
+                        ],
+                    },
+                    {
+                        "tool_calls": [
+                            call("send_message", message="I found nothing about a bike."),
+                            call("send_message", message="What colour is it?"),
+                        ]
+                    },
+                ],
+            }
+        )
+    )
+    done = subprocess.run(
+        ["node", str(JS_SDK / "use_stream_messages.mjs"), server.url, "ada", "My bike?"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=True,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    reply = "I found nothing about a bike.\n\nWhat colour is it?"
+    assert result["last"]["content"] == reply
+    shown = [(m["id"], m["content"]) for m in result["shown"] if m["type"] == "ai"]
+    assert shown == [(result["last"]["id"], reply)], done.stdout
