@@ -303,16 +303,37 @@ def _evicting_turns(n: int) -> list[str]:
     return [f"message {i}: " + " ".join(f"word{i}_{j}" for j in range(120)) for i in range(n)]
 
 
-def test_an_eviction_summary_never_reaches_the_messages_stream(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["sync", "async", "astream_events"])
+def test_an_eviction_summary_never_reaches_a_stream(tmp_path: Path, mode: str) -> None:
     turns = _evicting_turns(10)
     model = scripted([step(call("send_message", message=f"reply {i}")) for i in range(10)])
     summarizer = scripted([f"SUMMARY {i}: I talked with the user." for i in range(10)], 5)
     graph = build_graph(model=model, summary_model=summarizer).compile(checkpointer=InMemorySaver())
     ctx = ctx_for(tmp_path, context_window=4000, flush_fraction=0.8)
-    for text in turns:
-        items, state = stream(graph, {"messages": [HumanMessage(text)]}, ctx)
-        assert "SUMMARY" not in everything(items), "an eviction summary streamed"
+    for number, text in enumerate(turns):
+        payload = {"messages": [HumanMessage(text)]}
+        if mode == "astream_events":
+            tokens = [
+                str(e["data"]["chunk"].content)
+                for e in asyncio.run(events_of(graph, payload, ctx))
+                if e["event"] == "on_chat_model_stream"
+            ]
+            assert "".join(tokens) == f"reply {number}", "more than the reply streamed"
+        else:
+            items, _ = stream(graph, payload, ctx, mode)
+            assert "SUMMARY" not in everything(items), "an eviction summary streamed"
+    state = graph.get_state({"configurable": {"thread_id": "t"}}).values
     assert summarizer.calls and state["summary"].startswith("SUMMARY")
+
+
+async def events_of(graph: Any, payload: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
+    """Every ``astream_events`` v2 event of one run."""
+    return [
+        event
+        async for event in graph.astream_events(
+            payload, {"configurable": {"thread_id": "t"}}, context=ctx, version="v2"
+        )
+    ]
 
 
 def test_an_eviction_summary_in_the_middleware_never_reaches_the_messages_stream(
