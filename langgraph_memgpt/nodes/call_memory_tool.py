@@ -8,7 +8,9 @@ its journal (`langgraph_memgpt.memory_tools.run_once`). What this module adds to
 
 - an unknown tool, or memory tool arguments that do not validate, answer a readable
   ``{"status": "Failed", ...}`` result (the loop goes on; the model fixes its call);
-- a reply written beside a search, or an echo of the user's words, is held back;
+- a reply written beside a search, or an echo of the user's words, is held back, and none
+  is sent in a turn opened by events alone (`langgraph_memgpt.reply_rules`, which the
+  stream applies too while the reply is written);
 - a call whose arguments were cut in the queue runs with what the model really wrote;
 - a user tool's output is wrapped like a memory tool's result; its ``Command`` may set keys
   of the graph's state, end the turn (``goto="respond"``) or, inside a parent graph, hand

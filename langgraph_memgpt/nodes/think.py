@@ -2,10 +2,11 @@
 
 The model's text next to a tool call is its inner monologue; a reply with no tool call is
 a plain answer and ends the turn. A provider "context length exceeded" error asks for an
-eviction and a retry (bounded by ``Context.max_context_retries``). The call streams: the
-reply reaches a client as it is written, the monologue only if it asks (see
-`langgraph_memgpt.streaming`). Under ``ainvoke``/``astream`` the model's async API is used
-and the store I/O runs in a worker thread. Where the turn goes next is `routes.after_think`.
+eviction and a retry (bounded by ``Context.max_context_retries``). The call is private: a
+client streaming the run sees only the reply the loop sends, as it is written (see
+`langgraph_memgpt.streaming` and `langgraph_memgpt.reply_rules`). Under
+``ainvoke``/``astream`` the model's async API is used and the store I/O runs in a worker
+thread. Where the turn goes next is `routes.after_think`.
 """
 
 from __future__ import annotations
