@@ -174,6 +174,13 @@ def invoke_privately(model: Runnable[Any, Any], prompt: Any, **kwargs: Any) -> A
         return model.invoke(prompt, config=config, **kwargs)
 
 
+async def ainvoke_privately(model: Runnable[Any, Any], prompt: Any, **kwargs: Any) -> Any:
+    """`invoke_privately` with the model's async API."""
+    config = private(None)
+    with _current(config):
+        return await model.ainvoke(prompt, config=config, **kwargs)
+
+
 def listening(config: RunnableConfig | None) -> bool:
     """Whether anyone streams this run's tokens or its ``custom`` stream."""
     config = ensure_config(config)
@@ -659,6 +666,7 @@ __all__ = [
     "REPLY_TAG",
     "ReplyStream",
     "Written",
+    "ainvoke_privately",
     "astream_step",
     "hide",
     "invoke_privately",

@@ -558,3 +558,34 @@ def test_whatever_the_model_writes_a_client_sees_exactly_what_the_loop_sends(
             assert shown(items) == [(last.id, last.content)]
 
     check()
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_a_model_called_privately_inside_a_node_reaches_no_stream(how: str) -> None:
+    """What summarize_evict (and the middleware's eviction) use for the summarizer."""
+    from langgraph_memgpt.streaming import ainvoke_privately, invoke_privately
+
+    model = scripted(["SECRET summary text."], 3)
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        if how == "invoke":
+            answer = await asyncio.to_thread(invoke_privately, model.bind(), "hi")
+        else:
+            answer = await ainvoke_privately(model.bind(), "hi")
+        assert answer.content == "SECRET summary text."
+        return {}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("summarize", node)
+    builder.add_edge(START, "summarize")
+    graph = builder.compile()
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        events = [e async for e in graph.astream_events({"messages": []}, version="v2")]
+        model.calls.clear()
+        items = [i async for i in graph.astream({"messages": []}, stream_mode="messages")]
+        return events, items
+
+    events, items = asyncio.run(run())
+    assert not [e for e in events if e["event"].startswith("on_chat_model")]
+    assert items == []
