@@ -349,6 +349,59 @@ def test_the_reply_streams_through_the_sdk_without_monologue_or_tool_json(
     assert "".join(chunks) == reply
 
 
+@pytest.mark.server
+@pytest.mark.timeout(120)
+def test_a_reply_held_back_beside_a_search_never_reaches_an_sdk_client(
+    server: DevServer, tmp_path: Path
+) -> None:
+    """``messages-tuple`` shows the answer the loop sends, as one message (one id, no empty
+    chunk), never the reply it held back because it was written before a search was read."""
+    from langgraph_sdk import get_sync_client
+
+    answer = "I found nothing about a bike in my memory; what colour is it?"
+    script_path(tmp_path).write_text(
+        json.dumps(
+            {
+                "stream_piece": 5,
+                "script": [
+                    {
+                        "content": "PRIVATE: look it up.",
+                        "tool_calls": [
+                            call("send_message", message="Your bike is red."),
+                            call("conversation_search", query="bike"),
+                        ],
+                    },
+                    {"tool_calls": [call("send_message", message=answer)]},
+                ],
+            }
+        )
+    )
+    client = get_sync_client(url=server.url)
+    thread_id = client.threads.create()["thread_id"]
+    events = list(
+        client.runs.stream(
+            thread_id,
+            "memgpt",
+            input={"messages": [{"role": "user", "content": "What colour is my bike?"}]},
+            context={"agent_id": "ada"},
+            stream_mode="messages-tuple",
+        )
+    )
+    sent = [e.data[0] for e in events if e.event == "messages"]
+    everything = "".join(
+        c if isinstance(c := m.get("content"), str) else json.dumps(c) for m in sent
+    )
+    assert "bike is red" not in everything, "the held-back reply reached the client"
+    assert "PRIVATE" not in everything and "status" not in everything
+    ai = [m for m in sent if m.get("type", "").startswith("AIMessage")]
+    assert len(ai) >= 3, server.log()
+    assert all(m["content"] for m in ai), "an empty chunk (a second message in useStream)"
+    assert {m["id"] for m in ai} == {
+        client.threads.get_state(thread_id)["values"]["messages"][-1]["id"]
+    }
+    assert "".join(m["content"] for m in ai) == answer
+
+
 JS_SDK = REPO / "tests" / "js"
 
 
@@ -394,3 +447,50 @@ def test_the_reply_streams_through_the_js_sdk_messages_tuple(
             chunks.append(message["content"])
     assert len(chunks) >= 3, done.stdout
     assert "".join(chunks) == reply
+
+
+@pytest.mark.server
+@pytest.mark.timeout(120)
+def test_a_chat_ui_merging_by_id_shows_the_reply_the_loop_sends_as_one_message(
+    server: DevServer, tmp_path: Path
+) -> None:
+    """``useStream``'s own merger (the JS SDK's ``MessageTupleManager``) over
+    ``messages-tuple``: one AI message, the sent reply; not the one held back beside a
+    search, not the monologue, no empty second message."""
+    assert (JS_SDK / "node_modules" / "@langchain" / "langgraph-sdk").is_dir(), (
+        "run `make test` (it installs tests/js with npm)"
+    )
+    script_path(tmp_path).write_text(
+        json.dumps(
+            {
+                "stream_piece": 5,
+                "script": [
+                    {
+                        "content": "PRIVATE: look it up.",
+                        "tool_calls": [
+                            call("send_message", message="Your bike is red."),
+                            call("conversation_search", query="bike"),
+                        ],
+                    },
+                    {
+                        "tool_calls": [
+                            call("send_message", message="I found nothing about a bike."),
+                            call("send_message", message="What colour is it?"),
+                        ]
+                    },
+                ],
+            }
+        )
+    )
+    done = subprocess.run(
+        ["node", str(JS_SDK / "use_stream_messages.mjs"), server.url, "ada", "My bike?"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=True,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    reply = "I found nothing about a bike.\n\nWhat colour is it?"
+    assert result["last"]["content"] == reply
+    shown = [(m["id"], m["content"]) for m in result["shown"] if m["type"] == "ai"]
+    assert shown == [(result["last"]["id"], reply)], done.stdout

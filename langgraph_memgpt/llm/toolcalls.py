@@ -80,6 +80,15 @@ class LocalToolCallingChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "local-tool-calling"
 
+    @property
+    def reply_last(self) -> bool:
+        """Whether its reply is its step's last call (`build_tool_call_schema`'s shapes).
+
+        Once the reply is being written, every other call of the step is known (the
+        stream need not hold the reply until the step ends, `langgraph_memgpt.streaming`).
+        """
+        return self.reply_tool is not None
+
     def bind_tools(
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],

@@ -8,7 +8,9 @@ its journal (`langgraph_memgpt.memory_tools.run_once`). What this module adds to
 
 - an unknown tool, or memory tool arguments that do not validate, answer a readable
   ``{"status": "Failed", ...}`` result (the loop goes on; the model fixes its call);
-- a reply written beside a search, or an echo of the user's words, is held back;
+- a reply written beside a search, or an echo of the user's words, is held back, and none
+  is sent in a turn opened by events alone (`langgraph_memgpt.reply_rules`, which the
+  stream applies too while the reply is written);
 - a call whose arguments were cut in the queue runs with what the model really wrote;
 - a user tool's output is wrapped like a memory tool's result; its ``Command`` may set keys
   of the graph's state, end the turn (``goto="respond"``) or, inside a parent graph, hand
@@ -23,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -35,18 +36,14 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
-from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode, ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.event_turn import awaits_reply
 from langgraph_memgpt.main_context import (
     CUT_CALLS_FLAG,
-    latest_user_index,
     record,
 )
 from langgraph_memgpt.memory_tools import (
@@ -60,7 +57,8 @@ from langgraph_memgpt.memory_tools import (
     provenance,
     thread_of_config,
 )
-from langgraph_memgpt.streaming import hide
+from langgraph_memgpt.reply_rules import Turn
+from langgraph_memgpt.streaming import REPLY_TOOL, hide
 from langgraph_memgpt.tokens import content_text
 from langgraph_memgpt.tools import (
     MEMORY_TOOLS,
@@ -168,13 +166,16 @@ class ToolRules:
             if whole is not None:
                 request = request.override(tool_call=whole)
                 call = whole
-        if name == "send_message":
-            unsent = _event_turn_send(call, request.state, limit)
-            if unsent is not None:
-                return unsent
-            reason = _hold_back_reason(call, message, request.state, self.deps.user_tools)
-            if reason:
-                return _failed(call, reason, limit, held_back=True)
+        if name == REPLY_TOOL:
+            # The same rules the stream applied while the reply was written (reply_rules).
+            calls = message.tool_calls if message is not None else []
+            verdict = Turn.of(_queue_of(request.state)).verdict(
+                str(call["args"].get("message", "")),
+                written=True,
+                reads_beside=any(facts_of(c["name"], self.deps.user_tools).reads for c in calls),
+            )
+            if verdict.sent is False:
+                return _failed(call, verdict.reason, limit, **verdict.facts)
         if name in MEMORY_TOOLS:
             parsed = parse_args(name, call["args"])
             if isinstance(parsed, str):
@@ -334,54 +335,3 @@ def _in_subgraph(request: ToolCallRequest) -> bool:
 def _queue_of(state: Any) -> list[AnyMessage]:
     """The queue of the state a tool call sees (none when the call came without one)."""
     return list(state.get("messages") or []) if isinstance(state, Mapping) else []
-
-
-def _event_turn_send(call: ToolCall, state: Any, limit: int) -> ToolMessage | None:
-    """A reply in a turn that only events opened: never sent, since nobody is waiting.
-
-    A small model answers an event ("config.yaml changed ...") with a chat reply instead of
-    correcting the memory the event contradicts. The first such reply is held back with a
-    note saying so (the model gets another step to edit memory); a second one ends the
-    turn, still unsent. None when a user waits for this turn's reply.
-    """
-    queue = _queue_of(state)
-    if not queue or awaits_reply(queue):
-        return None
-    index = latest_user_index(queue) or 0
-    noted = any(
-        isinstance(m, ToolMessage) and prompts.EVENT_REPLY_HELD_BACK in content_text(m)
-        for m in queue[index:]
-    )
-    if noted:
-        return _failed(call, prompts.EVENT_REPLY_NOT_SENT, limit, goto_respond=True)
-    return _failed(call, prompts.EVENT_REPLY_HELD_BACK, limit, held_back=True)
-
-
-def _hold_back_reason(
-    call: ToolCall, message: AIMessage | None, state: Any, user_tools: Mapping[str, BaseTool]
-) -> str | None:
-    """Why a reply must not reach the user yet, or None.
-
-    Written beside a search, it was written before the results were read. An echo of the
-    user's own message (a small model's habit) answers nothing; it is held back once per
-    turn, since a model that echoes again would only loop into the repeated-call breaker.
-    """
-    calls = message.tool_calls if message is not None else []
-    if any(facts_of(c["name"], user_tools).reads for c in calls):
-        return prompts.REPLY_HELD_BACK
-    queue = _queue_of(state)
-    index = latest_user_index(queue)
-    if index is None:
-        return None
-    said = _words(content_text(queue[index]))
-    reply = _words(str(call["args"].get("message", "")))
-    if len(said.split()) <= 3 or reply != said:
-        return None
-    held = any(
-        isinstance(m, ToolMessage) and prompts.REPLY_ECHO in content_text(m) for m in queue[index:]
-    )
-    return None if held else prompts.REPLY_ECHO
-
-
-def _words(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())

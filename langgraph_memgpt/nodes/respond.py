@@ -16,27 +16,35 @@ When a tool handed control to another agent of the parent graph (``Command.PAREN
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.event_turn import awaits_reply, event_outcome
-from langgraph_memgpt.main_context import REPLY_FLAG, context_of, record, thread_of
+from langgraph_memgpt.main_context import (
+    REPLY_FLAG,
+    context_of,
+    latest_user_index,
+    record,
+    thread_of,
+)
 from langgraph_memgpt.state import State
-from langgraph_memgpt.streaming import streamed_reply_id
+from langgraph_memgpt.streaming import REPLY_SEPARATOR, finish_reply
 from langgraph_memgpt.tool_step import close_step, open_step, results_of, sent_messages
 
 
 def make_respond(deps: Deps) -> Any:
     """Build the node with the graph's dependencies."""
 
-    def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any] | Command[Any]:
+    def respond(
+        state: State, config: RunnableConfig, runtime: Runtime[Context]
+    ) -> dict[str, Any] | Command[Any]:
         """Emit the turn's reply as the last AI message, or hand control over."""
         handoff = state.get("handoff")
         if handoff:
@@ -62,27 +70,24 @@ def make_respond(deps: Deps) -> Any:
             closed["event_outcome"] = None  # an earlier event turn's: this turn had a user
         if not stop_reason and isinstance(last, AIMessage) and not last.tool_calls:
             return {**closed, "turn_over": True}  # a plain answer: already the last AI message
+        sent = sent_messages(state)
+        turn = state["messages"][latest_user_index(state["messages"]) or 0 :]
         if stop_reason:
-            reply = AIMessage(stop_reason, id=str(uuid.uuid4()))
+            # What was sent before the turn was stopped stays the reply's start: the user
+            # saw it stream (it was sent), and the stop follows it.
+            text = REPLY_SEPARATOR.join([*sent, stop_reason])
+            reply = AIMessage(text, id=finish_reply(turn, text, config))
         else:
-            text = "\n\n".join(sent_messages(state))
+            text = REPLY_SEPARATOR.join(sent)
             reply = AIMessage(
                 text,
-                id=_reply_id(state, text),
+                id=finish_reply(turn, text, config),
                 additional_kwargs={REPLY_FLAG: True},
             )
         record(memory, [reply], thread_of(runtime), state.get("turn", 0))
         return {**closed, "messages": [reply], "stop_reason": "", "turn_over": True}
 
     return respond
-
-
-def _reply_id(state: State, text: str) -> str:
-    """The id the reply streamed under (same text), else a new one."""
-    for message in reversed(state["messages"]):
-        if isinstance(message, AIMessage) and (found := streamed_reply_id(message, text)):
-            return found
-    return str(uuid.uuid4())
 
 
 def _handoff_update(state: State) -> Any:

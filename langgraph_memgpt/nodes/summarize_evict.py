@@ -42,7 +42,7 @@ from langgraph_memgpt.main_context import (
 )
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
-from langgraph_memgpt.streaming import hide
+from langgraph_memgpt.streaming import hide, invoke_privately
 from langgraph_memgpt.tokens import TokenCounter, content_text
 
 TRANSCRIPT_LINE_CHARS = 600
@@ -193,12 +193,14 @@ def write_summary(
     """
     max_words = summary_word_limit(budget)
     request = summary_request(previous_summary, transcript_text, max_words)
-    reply = content_text(model.invoke(request, **summary_call_kwargs(model, budget)))
+    # Privately (no stream sees a summary's tokens), also when the middleware's model node
+    # writes it.
+    reply = content_text(invoke_privately(model, request, **summary_call_kwargs(model, budget)))
     reply = drop_repeated_sentences(reply)
     if copied_fraction(reply, previous_summary, transcript_text) >= COPY_FRACTION:
         half = budget // 2
         request = summary_request("", transcript_text, summary_word_limit(half))
-        fresh = content_text(model.invoke(request, **summary_call_kwargs(model, half)))
+        fresh = content_text(invoke_privately(model, request, **summary_call_kwargs(model, half)))
         fresh = drop_repeated_sentences(fresh)
         kept = clip_tokens(previous_summary.strip(), half, counter)
         reply = "\n\n".join(part for part in (kept, clip_tokens(fresh, half, counter)) if part)

@@ -2,10 +2,11 @@
 
 The model's text next to a tool call is its inner monologue; a reply with no tool call is
 a plain answer and ends the turn. A provider "context length exceeded" error asks for an
-eviction and a retry (bounded by ``Context.max_context_retries``). The call streams: the
-reply reaches a client as it is written, the monologue only if it asks (see
-`langgraph_memgpt.streaming`). Under ``ainvoke``/``astream`` the model's async API is used
-and the store I/O runs in a worker thread. Where the turn goes next is `routes.after_think`.
+eviction and a retry (bounded by ``Context.max_context_retries``). The call is private: a
+client streaming the run sees only the reply the loop sends, as it is written (see
+`langgraph_memgpt.streaming` and `langgraph_memgpt.reply_rules`). Under
+``ainvoke``/``astream`` the model's async API is used and the store I/O runs in a worker
+thread. Where the turn goes next is `routes.after_think`.
 """
 
 from __future__ import annotations
@@ -29,15 +30,24 @@ from langgraph_memgpt.main_context import (
     build_prompt,
     context_of,
     current_system,
+    latest_user_index,
     prompt_tokens,
     record,
     thread_of,
     valid_message,
 )
 from langgraph_memgpt.memory_tools import failed_message
+from langgraph_memgpt.reply_rules import ReplyGate, Turn
 from langgraph_memgpt.state import State
-from langgraph_memgpt.streaming import astream_step, hide, stream_step
-from langgraph_memgpt.tools import for_events, non_editing
+from langgraph_memgpt.streaming import (
+    REPLY_SEPARATOR,
+    ReplyStream,
+    astream_step,
+    hide,
+    stream_step,
+)
+from langgraph_memgpt.tool_step import sent_messages
+from langgraph_memgpt.tools import facts_of, for_events, non_editing
 
 
 def _with_call_ids(message: AIMessage) -> AIMessage:
@@ -65,6 +75,7 @@ class _Call:
     prompt: list[BaseMessage] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     searched: list[AnyMessage] = field(default_factory=list)
+    reply: ReplyStream | None = None
 
 
 def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
@@ -113,7 +124,14 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             # Events alone, nobody waiting: a small model answers the host with a chat
             # reply (held back, and again) instead of correcting what the event changed.
             kwargs["step_tools"] = for_events(schemas)
-        return _Call(update, chat.bind_tools(schemas), list(prompt), kwargs, searched)
+        gate = ReplyGate(
+            Turn.of(queue),
+            reads=lambda name: facts_of(name, deps.user_tools).reads,
+            reply_last=getattr(chat, "reply_last", False),
+        )
+        turn = queue[latest_user_index(queue) or 0 :]
+        reply = ReplyStream.of(gate, turn, REPLY_SEPARATOR.join(sent_messages(state)))
+        return _Call(update, chat.bind_tools(schemas), list(prompt), kwargs, searched, reply)
 
     def overflowed(state: State, runtime: Runtime[Context], call: _Call) -> dict[str, Any]:
         retries = state.get("context_retries", 0)
@@ -142,8 +160,11 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         budget = int(ctx.context_window * ctx.max_message_fraction)
         message = bounded_calls(message, budget, deps.counter)
         added = [*call.searched, message, *answers]
-        # The model's step is for the model; a plain answer (no call) is the reply itself.
-        hide(added if message.tool_calls or message.invalid_tool_calls else call.searched, config)
+        # The model's step is for the model; a plain answer (no call) is the reply itself,
+        # when the loop sends it (it streamed as it was written, under the message's id).
+        step = bool(message.tool_calls or message.invalid_tool_calls)
+        sent = call.reply is not None and call.reply.gate.turn.answer_sent()
+        hide(added if step or not sent else call.searched, config)
         return {
             **call.update,
             "messages": added,
@@ -158,7 +179,8 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         if call.model is None:
             return call.update
         try:
-            raw = stream_step(call.model, call.prompt, config, **call.kwargs)
+            assert call.reply is not None
+            raw = stream_step(call.model, call.prompt, config, call.reply, **call.kwargs)
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
@@ -172,7 +194,8 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         if call.model is None:
             return call.update
         try:
-            raw = await astream_step(call.model, call.prompt, config, **call.kwargs)
+            assert call.reply is not None
+            raw = await astream_step(call.model, call.prompt, config, call.reply, **call.kwargs)
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
