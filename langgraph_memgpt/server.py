@@ -53,6 +53,16 @@ OFFLINE_ENV = {
     "LANGSMITH_TRACING": "false",
 }
 """Keeps ``langgraph dev`` from calling home: no analytics, version check or tracing."""
+STUDIO_ORIGIN = "https://smith.langchain.com"
+STUDIO_CORS: dict[str, Any] = {
+    "allow_origins": [STUDIO_ORIGIN],
+    "allow_methods": ["*"],
+    "allow_headers": ["*"],
+    "expose_headers": ["x-pagination-total", "x-pagination-next", "content-location"],
+}
+"""The origins a browser may call the server from: LangGraph Studio's only (``make run``
+prints its URL). Every other web page is refused (`langgraph_memgpt.web.guard`); name more
+in ``langgraph.json``'s ``http.cors.allow_origins``."""
 
 
 def langgraph_config() -> dict[str, Any]:
@@ -64,7 +74,7 @@ def langgraph_config() -> dict[str, Any]:
             "memgpt_sleeptime": "langgraph_memgpt.sleeptime.server:graph",
         },
         "checkpointer": {"path": "langgraph_memgpt.server.checkpointer"},
-        "http": {"app": "langgraph_memgpt.web:app"},
+        "http": {"app": "langgraph_memgpt.web:app", "cors": dict(STUDIO_CORS)},
         "env": dict(OFFLINE_ENV),
     }
 
