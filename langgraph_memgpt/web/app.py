@@ -20,7 +20,7 @@ Memory is opened the way the served graph opens it (`ServerSettings` from the se
 environment: the SQLite data directory, or ``MEMGPT_DATABASE_URL``). Threads are read
 through the server's own threads API, in process. When the server has custom auth
 (``langgraph.json``'s ``auth``), the API routes run the server's authentication and a
-caller sees only the agents `langgraph_memgpt.auth.may_use` allows them, as for runs.
+caller sees only the agents `langgraph_memgpt.ownership.may_use` allows them, as for runs.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from langgraph_memgpt.auth import may_use
 from langgraph_memgpt.llm.factory import hosted_endpoint_configured
+from langgraph_memgpt.ownership import may_use
 from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.sqlite import SqliteBackend, list_agents
