@@ -61,7 +61,12 @@ def take_events(state: Mapping[str, Any], queue: Sequence[AnyMessage]) -> list[H
         if event["id"] in events_held:
             continue
         if event["id"] in others_held:
-            event = Event(**{**event, "id": event_message_id(str(uuid.uuid4()))})
+            event = Event(
+                id=event_message_id(str(uuid.uuid4())),
+                source=event["source"],
+                time=event["time"],
+                text=event["text"],
+            )
         events_held.add(event["id"])
         taken.append(event_message(event))
     return taken
