@@ -17,16 +17,17 @@ everywhere it applies:
   recorded the thread for. ``agent_id`` in the thread's state is only a claim: it is
   believed when that agent's recall memory holds messages of this very thread, written by
   a run whose context auth accepted. Recovery (`langgraph_memgpt.recovery`) records a
-  thread's unrecorded messages for that agent only.
+  thread's unrecorded messages for that agent only, and the memory page shows an agent
+  the threads that are its own (`belongs_to`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from langgraph_memgpt.stores.base import MemoryBackend
+    from langgraph_memgpt.stores.base import Memory, MemoryBackend
 
 OWNER_KEY = "owner"
 """Thread / run metadata naming the user who created it (the example auth stamps it)."""
@@ -107,13 +108,30 @@ def thread_agent(values: Mapping[str, Any], thread_id: str, backend: MemoryBacke
     claimed = values.get("agent_id")
     if not isinstance(claimed, str) or not claimed or claimed not in backend.agents():
         return None
-    return claimed if thread_id in backend.open(claimed).recall.threads() else None
+    return claimed if belongs_to(backend.open(claimed), thread_id, values) else None
+
+
+def belongs_to(
+    memory: Memory,
+    thread_id: str,
+    values: Mapping[str, Any],
+    recorded: Collection[str] | None = None,
+) -> bool:
+    """Whether a thread (its latest state ``values``) is ``memory``'s agent's (`thread_agent`).
+
+    Its state names the agent, and the agent's recall holds messages a run recorded for it.
+    ``recorded``: the agent's ``recall.threads()``, when the caller asks about many threads.
+    """
+    if values.get("agent_id") != memory.agent_id:
+        return False
+    return thread_id in (recorded if recorded is not None else memory.recall.threads())
 
 
 __all__ = [
     "CLIENT_STATE_KEYS",
     "OWNER_KEY",
     "ClientWriteError",
+    "belongs_to",
     "check_client_write",
     "client_write_refusal",
     "command_refusal",

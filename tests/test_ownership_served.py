@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -63,13 +64,15 @@ def recall_of(data: Path) -> list[tuple[str, str, str]]:
     return [(str(a), str(t), str(x)) for a, t, x in rows]
 
 
-def page_search(server: DevServer, token: str, agent: str, query: str) -> str:
-    url = f"{server.url}/memory/api/recall?" + urllib.parse.urlencode(
-        {"agent": agent, "query": query}
-    )
+def page(server: DevServer, token: str, path: str, **params: str) -> tuple[int, str]:
+    """The memory page's API as a user: (status, body)."""
+    url = f"{server.url}/memory/api/{path}?" + urllib.parse.urlencode(params)
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return str(response.read().decode())
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, str(response.read().decode())
+    except urllib.error.HTTPError as exc:
+        return exc.code, str(exc.read().decode())
 
 
 def forge_offline(data: Path, thread_id: str, values: dict[str, Any]) -> None:
@@ -133,4 +136,11 @@ def test_another_user_cannot_write_into_alices_memory(authed: DevServer) -> None
     rows = recall_of(authed.data_dir)
     assert not [r for r in rows if "FORGED" in r[2]], rows
     assert not [r for r in rows if r[0] == "alice" and r[1] in (his, stamped)]
-    assert "FORGED" not in page_search(authed, "token-alice", "alice", "bank account")
+    # Her page: the search finds nothing of his, and his thread is not listed as hers.
+    status, found = page(authed, "token-alice", "recall", agent="alice", query="bank account")
+    assert status == 200 and "FORGED" not in found
+    status, listed = page(authed, "token-alice", "threads", agent="alice")
+    assert status == 200
+    assert [t["thread_id"] for t in json.loads(listed)["threads"]] == [hers]
+    status, _ = page(authed, "token-alice", "thread", agent="alice", thread_id=stamped)
+    assert status == 404
