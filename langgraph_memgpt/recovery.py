@@ -150,6 +150,7 @@ def _thread_ids(checkpointer: BaseCheckpointSaver[Any]) -> list[str]:
     it); another saver's from ``list``, as far as it can be read (a failure is logged).
     """
     if isinstance(checkpointer, SqliteSaver):
+        checkpointer.setup()  # a new file has no tables yet (``list`` makes them too)
         with checkpointer.lock:
             rows = checkpointer.conn.execute(
                 "SELECT thread_id FROM checkpoints WHERE checkpoint_ns = '' "

@@ -286,6 +286,8 @@ def _refuse_client_write(values: object) -> None:
     """`ownership.check_client_write`, as the server's 403 (with the same words)."""
     from langgraph_memgpt.ownership import client_write_refusal
 
+    if isinstance(values, Command):  # a superstep given as a command: its update
+        values = values.update
     why = client_write_refusal(values)
     if why is not None:
         from starlette.exceptions import HTTPException

@@ -16,6 +16,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,53 @@ def test_another_user_cannot_write_into_alices_memory(authed: DevServer) -> None
     assert [t["thread_id"] for t in json.loads(listed)["threads"]] == [hers]
     status, _ = page(authed, "token-alice", "thread", agent="alice", thread_id=stamped)
     assert status == 404
+
+
+@pytest.fixture(scope="module")
+def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """The repository's langgraph.json, no auth (as ``make run`` serves)."""
+    root = tmp_path_factory.mktemp("ownership-open")
+    (root / "script.json").write_text(json.dumps([{"content": f"reply {i}"} for i in range(20)]))
+    yield from DevServer(
+        root,
+        root / "data",
+        env={"MEMGPT_MODEL": f"scripted:{root / 'script.json'}", "MEMGPT_EMBEDDING_MODEL": "none"},
+    ).running()
+
+
+@pytest.mark.timeout(300)
+def test_without_auth_a_client_still_writes_only_the_conversation(open_server: DevServer) -> None:
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=open_server.url)
+    thread = client.threads.create()["thread_id"]
+    client.runs.wait(thread, "memgpt", input=HI, context={"agent_id": "ada"})
+    with pytest.raises(Exception) as refused:
+        client.threads.update_state(thread, {"agent_id": "mallory"})
+    assert status_of(refused.value) == 403
+    assert "'agent_id'" in refused.value.response.text  # type: ignore[attr-defined]
+    # A run's command may not either: the run fails before anything is checkpointed.
+    before = len(client.threads.get_history(thread, limit=100))
+    failed = client.runs.wait(
+        thread,
+        "memgpt",
+        command={"update": {"agent_id": "mallory", "turn": 0}},
+        context={"agent_id": "ada"},
+        raise_error=False,
+    )
+    assert "a client may write only ['messages']" in json.dumps(failed), failed
+    assert len(client.threads.get_history(thread, limit=100)) == before
+    state = client.threads.get_state(thread)["values"]
+    assert (state["agent_id"], state["turn"]) == ("ada", 1)
+    # The conversation it may write; a new thread's supersteps are held to the same rule.
+    note = {"role": "user", "content": "a note", "id": "note-1"}
+    client.threads.update_state(thread, {"messages": [note]})
+    # (LangGraph answers a refused superstep with 201 and its words: the thread exists, empty.)
+    prefilled = str(uuid.uuid4())
+    answer = client.threads.create(
+        thread_id=prefilled,
+        graph_id="memgpt",
+        supersteps=[{"updates": [{"values": {"agent_id": "ada"}, "as_node": "__input__"}]}],
+    )
+    assert "a client may write only" in json.dumps(answer)
+    assert "agent_id" not in client.threads.get_state(prefilled)["values"]

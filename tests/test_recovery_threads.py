@@ -98,3 +98,15 @@ def test_recovery_records_a_thread_for_the_agent_its_runs_recorded_not_the_one_i
         ("hers", "hello from alice"),
     ]
     assert "FORGED-BY-BOB" not in str(texts(memory_backend, "bob"))
+
+
+def test_a_server_starting_on_a_new_data_directory_recovers_nothing_and_logs_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langgraph_memgpt.server import recover_at_start
+
+    monkeypatch.setenv("MEMGPT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("MEMGPT_EMBEDDING_MODEL", "none")
+    with caplog.at_level("ERROR"):
+        assert recover_at_start(tmp_path / "checkpoints.sqlite") == 0
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
