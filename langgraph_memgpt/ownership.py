@@ -8,7 +8,7 @@ everywhere it applies:
 - **which agents a user may use** (`may_use`): their own name, or ``<user>/<anything>``
   (`langgraph_memgpt.auth` checks every run's ``agent_id`` with it, the memory page lists
   agents with it);
-- **what a client may write into a thread's state** (`check_client_write`): the
+- **what a client may write into a thread's state** (`client_write_refusal`): the
   conversation only (``messages``), never ``agent_id`` or any other key the graph keeps
   (turn counters, the summary, the system prompt). The served graph applies it to thread
   state updates (``POST /threads/{id}/state``, a new thread's ``supersteps``) and to a
@@ -33,10 +33,6 @@ OWNER_KEY = "owner"
 """Thread / run metadata naming the user who created it (the example auth stamps it)."""
 CLIENT_STATE_KEYS = frozenset({"messages"})
 """What a client may write into a thread's state: the conversation."""
-
-
-class ClientWriteError(PermissionError):
-    """A client tried to write state the graph keeps itself; the message names the keys."""
 
 
 def may_use(user: str, agent_id: object) -> bool:
@@ -71,18 +67,6 @@ def client_write_refusal(values: object) -> str | None:
         f"{kept}: the graph keeps the rest ('agent_id' names the agent whose memory the "
         "thread is; it is set by the thread's first run, from the run's context)"
     )
-
-
-def check_client_write(values: object) -> None:
-    """Refuse a client's state write that touches more than the conversation.
-
-    Raises:
-        ClientWriteError: ``values`` sets a key outside `CLIENT_STATE_KEYS`, or is not an
-            object; the message names the keys.
-    """
-    why = client_write_refusal(values)
-    if why is not None:
-        raise ClientWriteError(why)
 
 
 def command_refusal(command: object) -> str | None:
@@ -130,9 +114,7 @@ def belongs_to(
 __all__ = [
     "CLIENT_STATE_KEYS",
     "OWNER_KEY",
-    "ClientWriteError",
     "belongs_to",
-    "check_client_write",
     "client_write_refusal",
     "command_refusal",
     "may_use",

@@ -244,7 +244,7 @@ class ClientWrites(CompiledStateGraph[Any, Any, Any, Any]):
 
     A thread state update (``POST /threads/{id}/state``, a new thread's ``supersteps``) and
     a run's ``command.update`` may set ``messages`` and nothing else
-    (`ownership.check_client_write`): ``agent_id``, which names the agent whose memory the
+    (`ownership.client_write_refusal`): ``agent_id``, which names the agent whose memory the
     thread is, and every other key are the graph's own. A refused write keeps nothing and
     answers 403 naming the keys.
     """
@@ -258,14 +258,14 @@ class ClientWrites(CompiledStateGraph[Any, Any, Any, Any]):
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
-        """As LangGraph's, after `ownership.check_client_write` on every update."""
+        """As LangGraph's, after `ownership.client_write_refusal` on every update."""
         self._check(supersteps)
         return super().bulk_update_state(config, supersteps)
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
-        """As LangGraph's, after `ownership.check_client_write` on every update."""
+        """As LangGraph's, after `ownership.client_write_refusal` on every update."""
         self._check(supersteps)
         return await super().abulk_update_state(config, supersteps)
 
@@ -283,7 +283,7 @@ class ClientWrites(CompiledStateGraph[Any, Any, Any, Any]):
 
 
 def _refuse_client_write(values: object) -> None:
-    """`ownership.check_client_write`, as the server's 403 (with the same words)."""
+    """`ownership.client_write_refusal`, as the server's 403 (with the same words)."""
     from langgraph_memgpt.ownership import client_write_refusal
 
     if isinstance(values, Command):  # a superstep given as a command: its update
