@@ -34,6 +34,7 @@ import functools
 import json
 import os
 import re
+import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -56,6 +57,26 @@ def allowed_hosts(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     raw = (environ if environ is not None else os.environ).get(ALLOWED_HOSTS_ENV, "")
     extra = {h.strip().lower().strip("[]") for h in raw.split(",") if h.strip()}
     return LOOPBACK_HOSTS | extra
+
+
+def names_for_bind(host: str) -> list[str]:
+    """Host names a server bound on ``host`` is reached by, besides the loopback ones.
+
+    A named interface is reached by its name; a wildcard bind (``0.0.0.0``, ``::``) by the
+    machine's host name, its fully qualified name and their addresses. ``serve`` adds them
+    to ``MEMGPT_ALLOWED_HOSTS`` so a server it binds beyond loopback answers its clients.
+    """
+    name = host.strip().lower().strip("[]")
+    if name in LOOPBACK_HOSTS:
+        return []
+    if name not in ("", "0.0.0.0", "::"):  # noqa: S104 - naming the wildcard, not binding it
+        return [name]
+    found = {socket.gethostname(), socket.getfqdn()}
+    try:
+        found |= {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}
+    except OSError:
+        pass  # a host name without an address: its name still counts
+    return sorted({n.lower() for n in found if n} - LOOPBACK_HOSTS)
 
 
 @dataclass(frozen=True)
