@@ -11,6 +11,10 @@ Then every request needs ``Authorization: Bearer <token>``, and:
   ``<user>/<anything>``; a run without ``agent_id`` gets the user name. Another agent id
   is refused (403) before the run is created;
 - threads belong to the user who created them: other users neither see nor run them;
+  a thread's owner writes its conversation only: a run's ``command`` updating any other
+  state key (``agent_id`` above all) is refused here, and the served graph refuses such
+  a state update (``POST /threads/{id}/state``, whose values no auth handler sees) for
+  every server, with auth or without (`langgraph_memgpt.ownership`);
 - assistants can be read (the server's own), not created, changed or deleted, so no
   assistant context can carry another user's agent id; crons and the store are refused.
 
@@ -27,8 +31,9 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
+from langgraph_memgpt.ownership import OWNER_KEY, command_refusal, may_use
+
 TOKENS_ENV = "MEMGPT_AUTH_TOKENS"
-OWNER_KEY = "owner"
 
 auth = Auth()
 
@@ -53,11 +58,6 @@ def _parse_tokens(raw: str) -> dict[str, str]:
 def tokens() -> dict[str, str]:
     """The token → user mapping of ``$MEMGPT_AUTH_TOKENS`` (no tokens: nobody gets in)."""
     return _parse_tokens(os.environ.get(TOKENS_ENV) or "{}")
-
-
-def may_use(user: str, agent_id: object) -> bool:
-    """Whether ``user`` may run ``agent_id``: their own name, or ``<user>/<name>``."""
-    return isinstance(agent_id, str) and (agent_id == user or agent_id.startswith(user + "/"))
 
 
 @auth.authenticate
@@ -103,6 +103,10 @@ async def own_agents(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) 
     if not isinstance(context, dict):
         context = {}
         kwargs["context"] = context
+    refused = command_refusal(kwargs.get("command"))
+    if refused is not None:
+        # The thread's agent and counters are the graph's: a command writes the conversation.
+        raise Auth.exceptions.HTTPException(status_code=403, detail=refused)
     agent_id = context.get("agent_id")
     if agent_id is None:
         # Set explicitly: the run's context wins over any assistant's.

@@ -145,6 +145,7 @@ def serve(
         console.print(f"{taken} on {host}: serving on port {chosen} instead.")
     port = chosen
     url = f"http://{host}:{port}"
+    reached_as = _allow_bound_names(env, host)
     shown_root = escape(str(root))
     console.print(
         f"\n[bold]Serving the '{GRAPH_ID}' agent at {url}[/] (data in {shown_root})\n"
@@ -162,11 +163,33 @@ def serve(
         soft_wrap=True,
         highlight=False,
     )
+    if reached_as:
+        console.print(escape(reached_as), soft_wrap=True, highlight=False)
     cmd = [langgraph, "dev", "--no-browser", "--no-reload", "--host", host, "--port", str(port)]
     cmd += ["--config", str(config_path)]
     # cwd = the data directory: langgraph dev keeps its thread list in ./.langgraph_api.
     with serving(root):  # forget leaves the server's saved state alone meanwhile
         return _run_server(cmd, env, root)
+
+
+def _allow_bound_names(env: dict[str, str], host: str) -> str:
+    """Add the names a server bound on ``host`` is reached by to ``MEMGPT_ALLOWED_HOSTS``.
+
+    The served API answers only host names it knows (`langgraph_memgpt.web.guard`):
+    loopback always; bound beyond it, the names clients reach it by. Returns a line
+    saying so ("" on loopback).
+    """
+    from langgraph_memgpt.web.guard import ALLOWED_HOSTS_ENV, names_for_bind
+
+    names = names_for_bind(host)
+    if not names:
+        return ""
+    known = [h.strip() for h in env.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()]
+    env[ALLOWED_HOSTS_ENV] = ",".join(dict.fromkeys([*known, *names]))
+    return (
+        f"  Answers as host {', '.join(names)} too (other web pages are refused); "
+        f"reached under another name, add it to {ALLOWED_HOSTS_ENV}.\n"
+    )
 
 
 def _run_server(cmd: list[str], env: dict[str, str], root: Path) -> int:

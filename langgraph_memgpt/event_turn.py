@@ -8,6 +8,7 @@ event-only turn's memory edits instead of replying (`event_outcome`).
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.events import EVENT_KEY, EVENT_NAME, Event, is_event
+from langgraph_memgpt.events import EVENT_KEY, EVENT_NAME, Event, event_message_id, is_event
 from langgraph_memgpt.main_context import is_runtime_note, latest_user_index
 from langgraph_memgpt.memory_tools import OUTCOME_KEY
 from langgraph_memgpt.state import State
@@ -46,9 +47,29 @@ def event_message(event: Event) -> HumanMessage:
 
 
 def take_events(state: Mapping[str, Any], queue: Sequence[AnyMessage]) -> list[HumanMessage]:
-    """The waiting events as queue messages, leaving out any the queue already holds."""
-    held = {m.id for m in queue}
-    return [event_message(e) for e in state.get("events") or [] if e["id"] not in held]
+    """The waiting events as queue messages, leaving out those the queue already holds.
+
+    Only the same event (an event message with its id: a retried delivery) is left out.
+    A message of another kind holding that id (a client named a message ``event:...``)
+    keeps it, and the event comes in under an id of its own: never dropped, never
+    recorded over that message.
+    """
+    events_held = {m.id for m in queue if is_event(m)}
+    others_held = {m.id for m in queue if not is_event(m)}
+    taken: list[HumanMessage] = []
+    for event in state.get("events") or []:
+        if event["id"] in events_held:
+            continue
+        if event["id"] in others_held:
+            event = Event(
+                id=event_message_id(str(uuid.uuid4())),
+                source=event["source"],
+                time=event["time"],
+                text=event["text"],
+            )
+        events_held.add(event["id"])
+        taken.append(event_message(event))
+    return taken
 
 
 def with_events(

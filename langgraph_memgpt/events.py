@@ -9,6 +9,9 @@ input is applied (`add_events`, the channel's reducer), so a malformed event fai
 before any node runs, with an error naming the field (``events[0].source: must be a
 non-empty string``), and nothing of that input is kept.
 
+An event's message id is ``event:<its id>`` (`event_message_id`): events keep ids of their
+own and never stand for, nor overwrite, a user's message with the same id.
+
 ``check_pressure`` turns waiting events into messages of the queue (`take_events`): user-role
 messages named `EVENT_NAME`, which the prompt shows as events from the host (`render_event`)
 and recall keeps under the role ``event``. A turn opened by events alone expects no reply
@@ -33,6 +36,8 @@ EVENT_NAME = "system_event"
 EVENT_KEY = "memgpt_event"
 """Where an event message keeps its source and time (``additional_kwargs``)."""
 FIELDS = ("source", "time", "text", "id")
+EVENT_ID_PREFIX = "event:"
+"""The namespace of events' message ids (`event_message_id`)."""
 MAX_SOURCE_CHARS = 200
 """A source names who noticed; anything longer is text in the wrong field."""
 MAX_EVENTS = 100
@@ -101,8 +106,24 @@ def _check_event(item: Any, where: str) -> Event:
         raise EventError(f"{where}.id: must be a non-empty string when given")
     # A caller's id makes a retried delivery (a webhook sent twice) one message in recall.
     return Event(
-        id=event_id or str(uuid.uuid4()), source=source.strip(), time=when, text=text.strip()
+        id=event_message_id(event_id or str(uuid.uuid4())),
+        source=source.strip(),
+        time=when,
+        text=text.strip(),
     )
+
+
+def event_message_id(event_id: str) -> str:
+    """The id an event's message has in the queue and in recall: ``event:<the event's id>``.
+
+    Events have ids of their own, apart from messages': a host numbering its events
+    ``1, 2, ...`` never names a user's message ``1``, so an event is never taken for that
+    message (left out of the queue while it is in view) nor recorded over it in recall.
+    The same event id always gives the same message id, so a retried delivery is one
+    message; an id already in the namespace is kept as it is.
+    """
+    event_id = event_id.strip()
+    return event_id if event_id.startswith(EVENT_ID_PREFIX) else EVENT_ID_PREFIX + event_id
 
 
 def add_events(waiting: list[Event] | None, new: Any) -> list[Event]:

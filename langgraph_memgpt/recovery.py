@@ -15,17 +15,23 @@ for its thread.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.pregel import Pregel
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.main_context import TIME_KEY, is_user_message, record, stamped
+from langgraph_memgpt.ownership import thread_agent
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.sqlite import SqliteBackend
+
+_log = logging.getLogger(__name__)
 
 
 def recover_thread(
@@ -41,10 +47,13 @@ def recover_thread(
     Args:
         graph: the compiled graph, with its checkpointer.
         config: names the thread (``{"configurable": {"thread_id": ...}}``).
-        context: the thread's ``Context`` (agent and data directory); the thread's own
-            agent wins when its state names one. A new thread whose first run never
-            started names none: its messages are recorded for the agent ``context``
-            names (``agent_id`` given explicitly), else left for the thread's next run.
+        context: the thread's ``Context`` (agent and data directory). A thread's messages
+            are recorded for the agent its runs recorded it for (`ownership.thread_agent`):
+            an ``agent_id`` in its state that no run of that agent recorded this thread
+            for (a client's state write) is not believed, and nothing is recorded. A new
+            thread whose first run never started names none: its messages are recorded
+            for the agent ``context`` names (``agent_id`` given explicitly), else left for
+            the thread's next run.
         memory: the graph's memory backend, when it was built with one.
         embeddings: the graph's embeddings, when it was built with them.
 
@@ -56,10 +65,7 @@ def recover_thread(
     snapshot = graph.get_state(config)
     values = snapshot.values or {}
     queue = list(values.get("messages", []))
-    # A thread whose first run never started names no agent yet: the caller's, if it
-    # names one (a guess would copy someone's message into another agent's memory).
-    agent_id = values.get("agent_id") or _named_agent(context)
-    if not queue or not agent_id:
+    if not queue or not (values.get("agent_id") or _named_agent(context)):
         return 0
     thread_id = str(config.get("configurable", {}).get("thread_id", "default"))
     backend = memory or SqliteBackend(
@@ -68,7 +74,23 @@ def recover_thread(
         embeddings=embeddings,
         core_block_limit=ctx.core_block_limit,
     )
-    tiers = backend.open(str(agent_id))
+    if values.get("agent_id"):
+        # The thread's agent as its runs recorded it, never the state's word alone: a
+        # client's state write could name another user's agent (`ownership`).
+        agent_id = thread_agent(values, thread_id, backend)
+        if agent_id is None:
+            _log.warning(
+                "thread %s: its state names agent %r, for which no run recorded this thread; "
+                "nothing of it is recorded (its next run of that agent records it)",
+                thread_id,
+                values.get("agent_id"),
+            )
+            return 0
+    else:
+        # A thread whose first run never started names no agent yet: the caller's, if it
+        # names one (a guess would copy someone's message into another agent's memory).
+        agent_id = str(_named_agent(context))
+    tiers = backend.open(agent_id)
     stored = {m.message_id for m in tiers.recall.get([str(m.id) for m in queue if m.id])}
     missing = [m for m in queue if m.id and str(m.id) not in stored]
     if not missing:
@@ -93,6 +115,10 @@ def recover_threads(
 ) -> int:
     """`recover_thread` for ``thread_ids``, or every thread of the graph's checkpointer.
 
+    Each thread on its own: a thread that cannot be read or recorded (a damaged checkpoint,
+    a refused input left in its pending writes) is logged and skipped, and the threads after
+    it are recovered all the same.
+
     Returns:
         How many messages were recorded in all.
     """
@@ -100,21 +126,45 @@ def recover_threads(
         checkpointer = graph.checkpointer
         if checkpointer is None or checkpointer is True or checkpointer is False:
             return 0
-        thread_ids = dict.fromkeys(
-            str(t.config["configurable"]["thread_id"])
-            for t in checkpointer.list(None)
-            if not t.config["configurable"].get("checkpoint_ns")
-        )
-    return sum(
-        recover_thread(
-            graph,
-            {"configurable": {"thread_id": thread_id}},
-            context,
-            memory=memory,
-            embeddings=embeddings,
-        )
-        for thread_id in thread_ids
-    )
+        thread_ids = _thread_ids(checkpointer)
+    recorded = 0
+    for thread_id in thread_ids:
+        try:
+            recorded += recover_thread(
+                graph,
+                {"configurable": {"thread_id": thread_id}},
+                context,
+                memory=memory,
+                embeddings=embeddings,
+            )
+        except Exception:  # noqa: BLE001 - one bad thread must not keep the others' messages out
+            _log.exception("recovering thread %s failed; going on with the next thread", thread_id)
+    return recorded
+
+
+def _thread_ids(checkpointer: BaseCheckpointSaver[Any]) -> list[str]:
+    """Every thread of ``checkpointer``, newest first, without reading a checkpoint.
+
+    A ``SqliteSaver``'s threads come from its table (listing through ``list`` would
+    decode every checkpoint, and one damaged checkpoint would hide every thread after
+    it); another saver's from ``list``, as far as it can be read (a failure is logged).
+    """
+    if isinstance(checkpointer, SqliteSaver):
+        checkpointer.setup()  # a new file has no tables yet (``list`` makes them too)
+        with checkpointer.lock:
+            rows = checkpointer.conn.execute(
+                "SELECT thread_id FROM checkpoints WHERE checkpoint_ns = '' "
+                "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC"
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+    found: dict[str, None] = {}
+    try:
+        for saved in checkpointer.list(None):
+            if not saved.config["configurable"].get("checkpoint_ns"):
+                found.setdefault(str(saved.config["configurable"]["thread_id"]), None)
+    except Exception:  # noqa: BLE001 - recover the threads listed so far
+        _log.exception("listing the threads to recover stopped after %d threads", len(found))
+    return list(found)
 
 
 def _named_agent(context: Context | dict[str, Any] | None) -> str | None:

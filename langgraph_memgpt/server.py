@@ -24,13 +24,15 @@ import asyncio
 import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, StateUpdate
 from langgraph_sdk.runtime import ServerRuntime
 
 from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME
@@ -53,6 +55,16 @@ OFFLINE_ENV = {
     "LANGSMITH_TRACING": "false",
 }
 """Keeps ``langgraph dev`` from calling home: no analytics, version check or tracing."""
+STUDIO_ORIGIN = "https://smith.langchain.com"
+STUDIO_CORS: dict[str, Any] = {
+    "allow_origins": [STUDIO_ORIGIN],
+    "allow_methods": ["*"],
+    "allow_headers": ["*"],
+    "expose_headers": ["x-pagination-total", "x-pagination-next", "content-location"],
+}
+"""The origins a browser may call the server from: LangGraph Studio's only (``make run``
+prints its URL). Every other web page is refused (`langgraph_memgpt.web.guard`); name more
+in ``langgraph.json``'s ``http.cors.allow_origins``."""
 
 
 def langgraph_config() -> dict[str, Any]:
@@ -64,7 +76,7 @@ def langgraph_config() -> dict[str, Any]:
             "memgpt_sleeptime": "langgraph_memgpt.sleeptime.server:graph",
         },
         "checkpointer": {"path": "langgraph_memgpt.server.checkpointer"},
-        "http": {"app": "langgraph_memgpt.web:app"},
+        "http": {"app": "langgraph_memgpt.web:app", "cors": dict(STUDIO_CORS)},
         "env": dict(OFFLINE_ENV),
     }
 
@@ -227,6 +239,68 @@ def served_graph(
     return checked_factory(compiled, settings)
 
 
+class ClientWrites(CompiledStateGraph[Any, Any, Any, Any]):
+    """The compiled graph as the server's clients reach it: they write the conversation only.
+
+    A thread state update (``POST /threads/{id}/state``, a new thread's ``supersteps``) and
+    a run's ``command.update`` may set ``messages`` and nothing else
+    (`ownership.client_write_refusal`): ``agent_id``, which names the agent whose memory the
+    thread is, and every other key are the graph's own. A refused write keeps nothing and
+    answers 403 naming the keys.
+    """
+
+    @staticmethod
+    def _check(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
+        for superstep in supersteps:
+            for update in superstep:
+                _refuse_client_write(update.values)
+
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """As LangGraph's, after `ownership.client_write_refusal` on every update."""
+        self._check(supersteps)
+        return super().bulk_update_state(config, supersteps)
+
+    async def abulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """As LangGraph's, after `ownership.client_write_refusal` on every update."""
+        self._check(supersteps)
+        return await super().abulk_update_state(config, supersteps)
+
+    def stream(self, input: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:  # noqa: A002
+        """As LangGraph's; a run's ``Command`` may update the conversation only."""
+        if isinstance(input, Command):
+            _refuse_client_write(input.update)
+        return super().stream(input, *args, **kwargs)
+
+    def astream(self, input: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:  # noqa: A002
+        """As LangGraph's; a run's ``Command`` may update the conversation only."""
+        if isinstance(input, Command):
+            _refuse_client_write(input.update)
+        return super().astream(input, *args, **kwargs)
+
+
+def _refuse_client_write(values: object) -> None:
+    """`ownership.client_write_refusal`, as the server's 403 (with the same words)."""
+    from langgraph_memgpt.ownership import client_write_refusal
+
+    if isinstance(values, Command):  # a superstep given as a command: its update
+        values = values.update
+    why = client_write_refusal(values)
+    if why is not None:
+        from starlette.exceptions import HTTPException
+
+        raise HTTPException(status_code=403, detail=why)
+
+
+def client_facing(compiled: CompiledStateGraph[Any, Any, Any, Any]) -> ClientWrites:
+    """``compiled`` as a `ClientWrites` (same nodes, channels and settings)."""
+    attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
+    return ClientWrites(**attrs)
+
+
 def checked_factory(
     compiled: CompiledStateGraph[Any, Any, Any, Any], settings: ServerSettings
 ) -> GraphFactory:
@@ -234,14 +308,16 @@ def checked_factory(
 
     Each run's client context is checked as sent (assistant context merged in), before
     LangGraph drops the keys the schema lacks: a field the server decides, an unknown one
-    or a bad value is refused rather than ignored.
+    or a bad value is refused rather than ignored. Clients write the conversation only
+    (`ClientWrites`).
     """
+    served = client_facing(compiled)
 
     def graph(runtime: ServerRuntime[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
         execution = runtime.execution_runtime
         if execution is not None:
             check_client_context(execution.context, settings)
-        return compiled
+        return served
 
     return graph
 

@@ -20,9 +20,17 @@ Namespaces (``agent_id`` is the agent whose memory it is):
   "description", "char_limit", "read_only"}``. ``put`` of ``{"value": ...}`` sets the
   block as the store's actor (read-only blocks refuse a non-owner); blocks are neither
   created nor deleted here.
-- ``("memgpt", agent_id, "recall")`` — every message, key = message id. Read and search
-  (recall's hybrid search); ``delete`` forgets a message; ``put`` is refused (recall is
-  written ahead by the conversation itself).
+- ``("memgpt", agent_id, "recall")`` — every message; ``("memgpt", agent_id, "recall",
+  thread_id)`` — one thread's. Key = message id, which is unique per thread only (ids
+  numbered per thread: every thread has a message ``"1"``), so search results carry their
+  thread's namespace, and ``get`` / ``delete`` act on one thread's message: in the
+  thread's namespace, or in the agent's when exactly one thread has that id (several: a
+  clear error asking for the thread). Read and search (recall's hybrid search);
+  ``delete`` forgets a message; ``put`` is refused (recall is written ahead by the
+  conversation itself).
+
+Keys are any text; a search's ``offset + limit`` is at most `MAX_RESULTS` (a larger one
+is a clear error, not a query the engine cannot run).
 
 Not supported: TTLs, and the store's own ``index`` configuration (vectors are the
 backend's embeddings, always kept).
@@ -59,6 +67,10 @@ PREFIX = "memgpt"
 """First element of every namespace of the view."""
 TIERS = ("archival", "core", "recall")
 """The third element: which tier a namespace is."""
+MAX_RESULTS = 10_000
+"""Most results one search may reach (``offset + limit``)."""
+MAX_PASSAGE_ID = 2**63 - 1
+"""Largest id a passage can have (a 64-bit integer in both engines)."""
 
 
 def namespace(agent_id: str, tier: str = "archival") -> tuple[str, str, str]:
@@ -66,6 +78,11 @@ def namespace(agent_id: str, tier: str = "archival") -> tuple[str, str, str]:
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; the tiers are {list(TIERS)}")
     return (PREFIX, agent_id, tier)
+
+
+def thread_namespace(agent_id: str, thread_id: str) -> tuple[str, str, str, str]:
+    """The store namespace of one thread's messages in ``agent_id``'s recall."""
+    return (PREFIX, agent_id, "recall", thread_id)
 
 
 class MemGPTStore(BaseStore):
@@ -131,21 +148,22 @@ class MemGPTStore(BaseStore):
     def _get(self, op: GetOp) -> Item | None:
         agent_id, tier = _split(op.namespace)
         memory = self.memory(agent_id)
+        if tier == "recall":
+            message = _find_message(memory, op.namespace, op.key)
+            return None if message is None else _message_item(op.namespace[:3], message)
         if tier == "archival":
             passage = _find_passage(memory, op.key)
             return None if passage is None else _passage_item(op.namespace, op.key, passage)
-        if tier == "core":
-            block = next((b for b in memory.core.blocks() if b.label == op.key), None)
-            return None if block is None else _block_item(op.namespace, block, memory)
-        found = memory.recall.get([op.key])
-        return _message_item(op.namespace, found[0]) if found else None
+        block = next((b for b in memory.core.blocks() if b.label == op.key), None)
+        return None if block is None else _block_item(op.namespace, block, memory)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         agent_id, tier = _split(op.namespace_prefix, "search")
+        wanted = _window(op.offset, op.limit)
         memory = self.memory(agent_id)
         filters = dict(op.filter or {})
-        wanted = op.offset + op.limit
-        ns = op.namespace_prefix
+        ns = op.namespace_prefix[:3]
+        thread = _thread_of(op.namespace_prefix)
         if tier == "archival":
             tags = filters.pop("tags", None)
             _no_other_filters(filters, tier, "tags")
@@ -160,13 +178,21 @@ class MemGPTStore(BaseStore):
             roles = filters.pop("role", None)
             _no_other_filters(filters, tier, "role")
             role_list = [roles] if isinstance(roles, str) else roles
+            # One thread's: from the agent's best (newest) MAX_RESULTS, that thread's.
+            pool = max(1, wanted) if thread is None else MAX_RESULTS
+            ranked: list[tuple[RecallMessage, float | None]]
             if op.query:
-                found = memory.recall.search(op.query, roles=role_list, page_size=max(1, wanted))
-                return [_message_item(ns, h.item, h.score) for h in found.hits[op.offset :]]
-            latest = memory.recall.latest(wanted)[op.offset :]
-            return [
-                _message_item(ns, m) for m in latest if role_list is None or m.role in role_list
+                found = memory.recall.search(op.query, roles=role_list, page_size=pool)
+                ranked = [(h.item, h.score) for h in found.hits]
+            else:
+                ranked = [(m, None) for m in memory.recall.latest(pool)]
+            kept = [
+                (m, score)
+                for m, score in ranked
+                if (role_list is None or m.role in role_list)
+                and (thread is None or m.thread_id == thread)
             ]
+            return [_message_item(ns, m, score) for m, score in kept[op.offset : wanted]]
         _no_other_filters(filters, tier)
         blocks = memory.core.blocks()[op.offset : wanted]
         return [_block_item(ns, b, memory) for b in blocks]
@@ -181,7 +207,9 @@ class MemGPTStore(BaseStore):
         elif tier == "core":
             self._put_block(memory, op.key, op.value)
         elif op.value is None:
-            memory.recall.delete([op.key], actor=self.actor)
+            message = _find_message(memory, op.namespace, op.key)
+            if message is not None:  # one thread's message, never every thread's
+                memory.recall.delete([op.key], thread_id=message.thread_id, actor=self.actor)
         else:
             raise ValueError(
                 "recall memory is read-only through the store: it is written ahead by the "
@@ -233,12 +261,54 @@ class MemGPTStore(BaseStore):
 
 
 def _split(ns: tuple[str, ...], verb: str = "use") -> tuple[str, str]:
-    if len(ns) != 3 or ns[0] != PREFIX or ns[2] not in TIERS or not ns[1]:
+    thread_scoped = len(ns) == 4 and len(ns) > 2 and ns[2] == "recall" and bool(ns[3])
+    if (len(ns) != 3 and not thread_scoped) or ns[0] != PREFIX or ns[2] not in TIERS or not ns[1]:
         raise ValueError(
             f"cannot {verb} namespace {ns!r}: MemGPTStore's namespaces are "
-            f"({PREFIX!r}, agent_id, tier) with tier one of {list(TIERS)}"
+            f"({PREFIX!r}, agent_id, tier) with tier one of {list(TIERS)}, and "
+            f"({PREFIX!r}, agent_id, 'recall', thread_id) for one thread's messages"
         )
     return ns[1], ns[2]
+
+
+def _thread_of(ns: tuple[str, ...]) -> str | None:
+    """The thread a recall namespace names (None: the agent's whole recall)."""
+    return ns[3] if len(ns) == 4 else None
+
+
+def _window(offset: object, limit: object) -> int:
+    """``offset + limit`` of a search, checked: whole numbers, at most `MAX_RESULTS`."""
+    for name, value in (("offset", offset), ("limit", limit)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"a search's {name} must be a whole number from 0, got {value!r}")
+    assert isinstance(offset, int) and isinstance(limit, int)
+    if offset + limit > MAX_RESULTS:
+        raise ValueError(
+            f"a search reaches at most {MAX_RESULTS} results (offset + limit), got "
+            f"offset={offset}, limit={limit}: narrow the query or the namespace"
+        )
+    return offset + limit
+
+
+def _find_message(memory: Memory, ns: tuple[str, ...], key: str) -> RecallMessage | None:
+    """The message ``key`` names: in the namespace's thread, or the one thread holding it.
+
+    Raises:
+        ValueError: the agent's namespace names an id several threads have.
+    """
+    thread = _thread_of(ns)
+    if thread is not None:
+        found = memory.recall.get([key], thread_id=thread)
+        return found[0] if found else None
+    copies = memory.recall.count() - memory.recall.count([key])
+    if copies > 1:
+        raise ValueError(
+            f"message id {key!r} is in {copies} threads of agent {ns[1]!r} (message ids are "
+            f"unique per thread): name its thread, namespace {(*ns[:3], '<thread_id>')!r}; "
+            "a search result's namespace carries it"
+        )
+    found = memory.recall.get([key]) if copies else []
+    return found[0] if found else None
 
 
 def _no_other_filters(filters: Mapping[str, Any], tier: str, *allowed: str) -> None:
@@ -252,7 +322,9 @@ def _find_passage(memory: Memory, key: str) -> Passage | None:
     keyed = memory.archival.keyed([key])
     if key in keyed:
         return keyed[key]
-    if key.isdigit():
+    # A passage's id as ASCII digits ("²" is a digit to Python, not to int()), within
+    # the engines' 64-bit ids; any other key is a key, never a crash.
+    if key.isascii() and key.isdigit() and int(key) <= MAX_PASSAGE_ID:
         passage = memory.archival.get(int(key))
         if passage is not None and not memory.archival.keys_of([passage.id]):
             return passage
@@ -312,6 +384,8 @@ def _block_item(ns: tuple[str, ...], block: Block, memory: Memory) -> SearchItem
 def _message_item(
     ns: tuple[str, ...], message: RecallMessage, score: float | None = None
 ) -> SearchItem:
+    """A message as an item of its thread's namespace (``ns`` is the agent's recall one)."""
+    ns = (*ns[:3], message.thread_id)
     value = {
         "content": message.text,
         "role": message.role,

@@ -20,6 +20,7 @@ from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.sections import split
 from langgraph_memgpt.stores.sqlite import SqliteBackend
+from langgraph_memgpt.stores.types import BlockEditError
 from langgraph_memgpt.transfer import export_agent, import_agent
 
 SECTIONS = ("User Profile", "Technical Environment", "Active Constraints")
@@ -194,3 +195,21 @@ def test_a_file_made_before_sections_opens_and_gains_the_column(tmp_path: Path) 
     close_all()
     core = SqliteBackend(folder, embedding_model="none").open("x").core
     assert core.get("human").value == "h" and core.get("human").sections == ()
+
+
+@pytest.mark.parametrize("name", ["Bad\ud800", "\udfffTail", "Mid\ud83dle"])
+def test_a_section_name_with_a_lone_surrogate_is_refused_and_never_freezes_the_block(
+    core: Any, name: str
+) -> None:
+    with pytest.raises(BlockEditError, match="lone surrogate"):
+        core.create("notes", "", "Notes.", 2000, sections=(name, "Ok"))
+    with pytest.raises(BlockEditError, match="lone surrogate"):
+        core.declare_sections("profile", (*SECTIONS, name))
+    # Nothing was declared: the block edits as before.
+    core.append("profile", "Speaks French.", section="User Profile")
+    assert "Speaks French." in core.get("profile").value
+    assert [b.label for b in core.blocks()].count("notes") == 0
+    # A whole character outside the BMP is a fine name.
+    core.create("emoji", "", "Notes.", 2000, sections=("Pets 🐈", "Ok"))
+    core.append("emoji", "Miso.", section="Pets 🐈")
+    assert "Miso." in core.get("emoji").value

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
@@ -123,11 +123,11 @@ def test_an_event_is_in_recall_under_its_own_role(tmp_path: Path) -> None:
     agent = Agent(tmp_path, [step(call("core_memory_append", label="human", content="x"))])
     agent.run(events=[{**CONFIG_CHANGED, "id": "evt-1"}])
 
-    (stored,) = agent.memory.recall.get(["evt-1"])
+    (stored,) = agent.memory.recall.get(["event:evt-1"])  # the events' own namespace
     assert stored.role == "event"
     assert stored.text == CONFIG_CHANGED["text"]
     found = agent.memory.recall.search("parquet output format", roles=["event"])
-    assert [h.item.message_id for h in found.hits] == ["evt-1"]
+    assert [h.item.message_id for h in found.hits] == ["event:evt-1"]
     assert agent.memory.recall.search("parquet output format", roles=["user"]).hits == []
 
 
@@ -149,6 +149,43 @@ def test_the_model_finds_an_event_by_filtering_conversation_search_to_events(
     result = agent.model.calls[2][-1]
     assert "event:" in str(result.content) and "output_format: parquet" in str(result.content)
     assert "No match with the filters" not in str(result.content)
+
+
+def test_an_event_never_stands_for_nor_overwrites_a_users_message_with_its_id(
+    tmp_path: Path,
+) -> None:
+    """A host numbering its events 1, 2, ... and a user's message "1": both kept, apart."""
+    agent = Agent(
+        tmp_path,
+        [
+            step(call("send_message", message="Hello Ada.")),
+            "Noted.",
+            "Noted again.",
+            "Noted once more.",
+        ],
+    )
+    agent.run(messages=[HumanMessage("My locker code is 2468.", id="1")])
+    # In view: the event with the user's message id reaches the queue and recall.
+    agent.run(events=[{**CONFIG_CHANGED, "id": "1"}])
+    queue = agent.state()["messages"]
+    assert [m.id for m in queue if isinstance(m, HumanMessage)] == ["1", "event:1"]
+    # Out of view (evicted from the queue, kept in recall): the same, and the user's row stays.
+    agent.graph.update_state(agent.config, {"messages": [RemoveMessage(id="1")]})
+    agent.run(events=[{"source": "watcher", "text": "notes.md changed", "id": "1"}])
+    (users,) = agent.memory.recall.get(["1"])
+    assert (users.role, users.text) == ("user", "My locker code is 2468.")
+    (event,) = agent.memory.recall.get(["event:1"])
+    assert event.role == "event"
+    # A message a client named inside the events' namespace keeps its id; the event gets one.
+    agent.run(
+        messages=[HumanMessage("plain words", id="event:7")],
+        events=[{**CONFIG_CHANGED, "id": "7", "text": "deploy 7 finished"}],
+    )
+    texts = {m.id: str(m.content) for m in agent.state()["messages"] if m.id}
+    assert "plain words" in texts["event:7"]
+    assert any("deploy 7 finished" in t for i, t in texts.items() if i != "event:7")
+    (kept,) = agent.memory.recall.get(["event:7"])
+    assert kept.role == "user" and kept.text == "plain words"
 
 
 def test_events_beside_a_user_message_still_get_the_user_a_reply(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def test_events_through_the_sdk_edit_memory_send_nothing_and_refuse_a_bad_field(
     close_all()
     memory = open_memory(data, "ada", embedding_model="none")
     assert "Preferred output format: Parquet" in memory.core.get("human").value
-    (stored,) = memory.recall.get(["evt-parquet"])
+    (stored,) = memory.recall.get(["event:evt-parquet"])  # the events' own ids
     assert stored.role == "event"
     close_all()
 

@@ -198,6 +198,15 @@ def test_a_save_after_the_agent_changed_the_block_is_refused_and_the_page_says_s
         assert "changed since the page loaded" in note.inner_text()
         assert "Cat: Pixel." in note.inner_text()
         assert human_block(served["data"]) == "Name: Ada\nCat: Pixel."
+        # A second click saves nothing either: the stale text never lands over the agent's.
+        with page.expect_response(
+            lambda r: "/memory/api/core" in r.url and r.request.method == "PUT"
+        ) as second:
+            card.get_by_role("button", name="Save").click()
+        assert second.value.status == 409
+        note.wait_for()
+        assert human_block(served["data"]) == "Name: Ada\nCat: Pixel."
+        assert card.locator("textarea").input_value() == "Name: Ada Lovelace"
     finally:
         context.close()
 

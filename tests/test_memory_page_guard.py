@@ -126,6 +126,20 @@ def test_a_save_over_a_block_the_agent_changed_since_the_page_loaded_answers_409
     assert fresh.status_code == 200 and human(client) == "Name: Ada Lovelace\nCat: Pixel."
 
 
+def test_a_save_without_the_text_it_replaces_is_refused_not_a_blind_overwrite(
+    client: TestClient, tmp_path: Path
+) -> None:
+    """Any client, not only the page: a PUT without ``expected`` would erase the agent's edit."""
+    memory = AgentMemory.open(tmp_path / "data", "ada", None)
+    memory.core.append("human", "Cat: Pixel.", actor="agent:t1")
+    memory.close()
+    for body in ({"value": "Name: Mallory"}, {"value": "Name: Mallory", "expected": None}):
+        answer = client.put("/memory/api/core?agent=ada&label=human", json=body)
+        assert answer.status_code == 400, answer.text
+        assert '"expected"' in answer.json()["detail"]
+    assert human(client) == "Name: Ada\nCat: Pixel."
+
+
 @pytest.mark.parametrize(
     "path",
     [

@@ -60,8 +60,10 @@ def test_the_history_names_the_agent_and_its_thread_or_the_person(memory: Memory
     agent_edit(
         memory, "core_memory_replace", label="human", old_content="Ada", new_content="Ada L."
     )
-    views.set_block(memory, "human", "Name: Ada Lovelace", user=None)
-    views.set_block(memory, "human", "Name: Ada Lovelace, mathematician", user="alice")
+    views.set_block(memory, "human", "Name: Ada Lovelace", None, "Name: Ada L.")
+    views.set_block(
+        memory, "human", "Name: Ada Lovelace, mathematician", "alice", "Name: Ada Lovelace"
+    )
 
     edits = views.history_view(memory, "human")["edits"]
     assert [(e["op"], e["actor"], e["thread_id"]) for e in edits] == [
@@ -88,7 +90,7 @@ def test_the_page_cannot_change_a_read_only_block_even_as_a_person(memory: Memor
 
 def test_the_page_gets_the_stores_refusals_and_clear_errors(memory: Memory) -> None:
     with pytest.raises(BlockEditError, match="over its limit of 2000"):
-        views.set_block(memory, "human", "x" * 2001, user=None)
+        views.set_block(memory, "human", "x" * 2001, None, memory.core.get("human").value)
     with pytest.raises(PageError) as not_text:
         views.set_block(memory, "human", 42, user=None)
     assert not_text.value.status == 400 and '{"value"' in str(not_text.value)

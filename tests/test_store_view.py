@@ -204,3 +204,67 @@ def test_async_operations_answer_like_the_sync_ones(backend: Any) -> None:
 
     items = asyncio.run(go())
     assert [(i.key, i.value["tags"]) for i in items] == [("k2", ["health"])]
+
+
+def test_deleting_a_message_forgets_one_threads_message_never_every_threads(
+    backend: Any,
+) -> None:
+    """Message ids are numbered per thread: every thread has a message "1"."""
+    from langgraph_memgpt.main_context import record
+    from langgraph_memgpt.store import thread_namespace
+
+    store = MemGPTStore(backend)
+    memory = store.memory("bo")
+    record(memory, [HumanMessage("My cat is called Miso.", id="1")], "t1", 1)
+    record(memory, [HumanMessage("My dog is called Rex.", id="1")], "t2", 1)
+    recall = namespace("bo", "recall")
+    with pytest.raises(ValueError, match=r"in 2 threads.*name its thread"):
+        store.delete(recall, "1")
+    with pytest.raises(ValueError, match=r"in 2 threads"):
+        store.get(recall, "1")
+    assert sorted(m.thread_id for m in memory.recall.latest(10)) == ["t1", "t2"]  # both kept
+    # Search results carry their thread's namespace: delete exactly what was found.
+    hits = store.search(recall, query="dog Rex")
+    assert {h.namespace for h in hits} <= {
+        thread_namespace("bo", "t1"),
+        thread_namespace("bo", "t2"),
+    }
+    hit = hits[0]
+    assert hit.namespace == thread_namespace("bo", "t2") and hit.key == "1"
+    store.delete(hit.namespace, hit.key)
+    assert [(m.thread_id, m.text) for m in memory.recall.latest(10)] == [
+        ("t1", "My cat is called Miso.")
+    ]
+    item = store.get(recall, "1")  # one thread left with that id: unambiguous
+    assert item is not None and item.value["content"] == "My cat is called Miso."
+    assert store.get(thread_namespace("bo", "t2"), "1") is None
+    assert [i.value["content"] for i in store.search(thread_namespace("bo", "t1"))] == [
+        "My cat is called Miso."
+    ]
+
+
+@pytest.mark.parametrize("key", ["²", "9" * 30, "١٢", "", "-1", "1e5"])
+def test_any_key_is_a_key_never_a_crash(backend: Any, key: str) -> None:
+    store = MemGPTStore(backend)
+    for tier in ("archival", "core", "recall"):
+        assert store.get(namespace("bo", tier), key) is None
+    store.delete(BO, key)  # nothing under it: nothing happens
+    store.delete(namespace("bo", "recall"), key)
+    store.put(BO, key, {"content": f"kept under {key!r}"})
+    item = store.get(BO, key)
+    assert item is not None and item.value["content"] == f"kept under {key!r}"
+    store.delete(BO, key)
+    assert store.get(BO, key) is None and store.memory("bo").archival.count() == 0
+
+
+@pytest.mark.parametrize("tier", ["archival", "core", "recall"])
+def test_an_offset_or_limit_out_of_range_is_a_clear_error(backend: Any, tier: str) -> None:
+    store = MemGPTStore(backend)
+    ns = namespace("bo", tier)
+    with pytest.raises(ValueError, match=r"at most 10000 results"):
+        store.search(ns, query="cat", offset=10**19)
+    with pytest.raises(ValueError, match=r"at most 10000 results"):
+        store.search(ns, limit=10**6)
+    with pytest.raises(ValueError, match=r"offset must be a whole number from 0"):
+        store.search(ns, offset=-1)
+    assert store.search(ns, offset=9_990, limit=10) == []

@@ -141,8 +141,14 @@ class RecallStore(Protocol):
         """Record messages; re-recording one already stored adds nothing. Returns new rows."""
         ...
 
-    def get(self, message_ids: Sequence[str]) -> list[RecallMessage]:
-        """The stored messages with these ids."""
+    def get(
+        self, message_ids: Sequence[str], *, thread_id: str | None = None
+    ) -> list[RecallMessage]:
+        """The stored messages with these ids (of ``thread_id`` only, when given).
+
+        Message ids are unique per thread: without ``thread_id``, an id used in several
+        threads returns one of them.
+        """
         ...
 
     def count(self, exclude_message_ids: Collection[str | tuple[str, str]] = ()) -> int:

@@ -45,6 +45,14 @@ def check_names(names: Sequence[str]) -> tuple[str, ...]:
                 f"Sections failed: section name {name!r} must be one line without "
                 "leading or trailing spaces."
             )
+        if any("\ud800" <= ch <= "\udfff" for ch in name):
+            # A lone surrogate cannot be stored as written (it is kept as U+FFFD), so the
+            # stored header would never match the declared name and the block would refuse
+            # every later edit.
+            raise BlockEditError(
+                f"Sections failed: section name {name!r} holds a lone surrogate (an invalid "
+                "character, half of a UTF-16 pair): use only whole characters."
+            )
         if len(name) > MAX_SECTION_NAME:
             raise BlockEditError(
                 f"Sections failed: section name {name[:40]!r}... is over "

@@ -20,7 +20,7 @@ Memory is opened the way the served graph opens it (`ServerSettings` from the se
 environment: the SQLite data directory, or ``MEMGPT_DATABASE_URL``). Threads are read
 through the server's own threads API, in process. When the server has custom auth
 (``langgraph.json``'s ``auth``), the API routes run the server's authentication and a
-caller sees only the agents `langgraph_memgpt.auth.may_use` allows them, as for runs.
+caller sees only the agents `langgraph_memgpt.ownership.may_use` allows them, as for runs.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from langgraph_memgpt.auth import may_use
 from langgraph_memgpt.llm.factory import hosted_endpoint_configured
+from langgraph_memgpt.ownership import belongs_to, may_use
 from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.sqlite import SqliteBackend, list_agents
@@ -297,7 +297,12 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
             offset=page * page_size,
             sort_by="updated_at",
         )
-        views_ = [await listed(client, memory, dict(t)) for t in found]
+        recorded = set(await asyncio.to_thread(memory.recall.threads))
+        views_ = [
+            await listed(client, memory, dict(t))
+            for t in found
+            if belongs_to(memory, str(t.get("thread_id")), t.get("values") or {}, recorded)
+        ]
         return JSONResponse(
             {"agent_id": memory.agent_id, "page": page, "page_size": page_size, "threads": views_}
         )
@@ -311,7 +316,8 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
             found = dict(await client.threads.get(thread_id))
         except Exception as exc:  # noqa: BLE001 - the SDK raises httpx errors: not found
             raise PageError(f"no thread {thread_id!r} of agent {memory.agent_id!r}", 404) from exc
-        if (found.get("values") or {}).get("agent_id") != memory.agent_id:
+        values = found.get("values") or {}
+        if not await asyncio.to_thread(belongs_to, memory, thread_id, values):
             raise PageError(f"no thread {thread_id!r} of agent {memory.agent_id!r}", 404)
         return JSONResponse(await thread_of(client, memory, found))
 

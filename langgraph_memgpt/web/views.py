@@ -166,9 +166,11 @@ def set_block(
 ) -> dict[str, Any]:
     """Overwrite block ``label`` with ``value`` from the page; the stores' rules apply.
 
-    ``expected`` is the value the page loaded: the write is compare-and-set, so a save
-    never overwrites what the agent (or another page) wrote after the page loaded; the
-    store refuses it with ``BlockConflictError`` (the endpoint answers 409).
+    ``expected`` is the value the page loaded, and is required: the write is
+    compare-and-set, so a save never overwrites what the agent (or another page) wrote
+    after the page loaded; the store refuses it with ``BlockConflictError`` (the endpoint
+    answers 409). A save without it (any client but the page may omit it) is refused (400),
+    never a blind overwrite.
 
     A read-only block is refused here before the store is asked: the store lets its
     owners (people, :data:`~langgraph_memgpt.stores.blocks.OWNER_ACTORS`) change it, and
@@ -176,13 +178,12 @@ def set_block(
     of the agent rewrite the operator's fixed rules from a browser.
 
     Raises:
-        PageError: ``value`` is not text (400), no such block (404), a read-only block
-            (403); the store's own refusals (over the limit) are ``BlockEditError``.
+        PageError: ``value`` is not text or ``expected`` is missing (400), no such block
+            (404), a read-only block (403); the store's own refusals (over the limit) are
+            ``BlockEditError``.
     """
     if not isinstance(value, str):
         raise PageError('send {"value": "<the block\'s new text>"} as JSON', 400)
-    if expected is not None and not isinstance(expected, str):
-        raise PageError('"expected" must be the block\'s text as the page loaded it', 400)
     block = next((b for b in memory.core.blocks() if b.label == label), None)
     if block is None:
         raise PageError(f"agent {memory.agent_id!r} has no core block {label!r}", 404)
@@ -191,6 +192,14 @@ def set_block(
             f"block {label!r} is read-only: the agent reads it but nobody changes it here. "
             "Its owner changes it outside the page (the store's set() with an owner actor).",
             403,
+        )
+    if not isinstance(expected, str):
+        # Every save is compare-and-set, whoever sends it: a write without the text it
+        # replaces would erase whatever the agent wrote since the client read the block.
+        raise PageError(
+            'send "expected": the block\'s text as you read it (GET core), beside "value"; '
+            "the save is made only if the block still holds it (else 409 with its text now)",
+            400,
         )
     actor = page_actor(user)
     assert is_owner(actor)  # a person's edit, recorded as such

@@ -119,16 +119,22 @@ class PgRecallMemory(SearchesRecall, PgTier):
             row = conn.execute(sql, params).fetchone()
         return int(row[0]) if row else 0
 
-    def get(self, message_ids: Sequence[str]) -> list[RecallMessage]:
-        """The agent's messages with these ids, in the order asked (unknown ids skipped)."""
+    def get(
+        self, message_ids: Sequence[str], *, thread_id: str | None = None
+    ) -> list[RecallMessage]:
+        """The agent's messages with these ids, in the order asked (unknown ids skipped).
+
+        Message ids are unique per thread: ``thread_id`` narrows to one thread's.
+        """
         if not message_ids:
             return []
+        sql = f"SELECT {COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.message_id = ANY(%s)"
+        params: Params = [self.agent_id, pg_texts(list(message_ids))]
+        if thread_id is not None:
+            sql += " AND b.thread_id = %s"
+            params.append(pg_text(thread_id))
         with self.pool.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {COLUMNS} FROM {TABLE} AS b "
-                "WHERE b.agent_id = %s AND b.message_id = ANY(%s)",
-                (self.agent_id, pg_texts(list(message_ids))),
-            ).fetchall()
+            rows = conn.execute(sql + " ORDER BY b.created_at DESC, b.id DESC", params).fetchall()
         by_id = {str(row[3]): message_from_row(row) for row in rows}
         return [by_id[m] for m in pg_texts(list(message_ids)) if m in by_id]
 

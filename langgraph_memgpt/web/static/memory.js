@@ -105,12 +105,13 @@ function blockCard(block) {
           await showHistory(block.label);
         } catch (err) {
           if (err.status === 409) {
-            // Keep the person's text in the box; show what the block holds now.
+            // Keep the person's text in the box; show what the block holds now. What the
+            // save compares against stays the text the page loaded: a second click is
+            // refused again, never a save of the stale text over the agent's edit.
             note.setAttribute("data-conflict", "");
             note.textContent = "Not saved: this block changed since the page loaded it " +
               "(now: \u201c" + err.body.current.value + "\u201d). Your text is still in the " +
               "box; reload the block to see the change, then edit again.";
-            block.value = err.body.current.value;
           } else note.textContent = err.message;
         }
       } }), " ", note);
