@@ -124,6 +124,42 @@ def counted_at_search(db: Any) -> Iterator[None]:
         db.conn.execute("ROLLBACK")
 
 
+@contextmanager
+def open_recall(
+    args: argparse.Namespace, chat: str, size: int, embeddings: Any
+) -> Iterator[tuple[Any, Any]]:
+    """One (chat, size) agent's recall: SQLite in ``--data-dir``, or ``--database-url``.
+
+    Yields ``(recall, db)``; ``db`` is the SQLite database, None on Postgres.
+    """
+    if args.database_url:
+        from langgraph_memgpt.stores.postgres import PostgresBackend
+
+        model = "none" if embeddings is None else args.embeddings
+        backend = PostgresBackend(args.database_url, embedding_model=model, embeddings=embeddings)
+        try:
+            yield backend.open(f"{chat}-{size}").recall, None  # one agent a size
+        finally:
+            backend.close()
+        return
+    folder = args.data_dir / f"{args.embeddings}-{size}" / chat
+    db = open_db(folder / "memory.sqlite")
+    recall = RecallMemory(db, chat, embeddings, folder / "faiss")
+    try:
+        yield recall, db
+    finally:
+        recall.close()
+        db.conn.close()
+
+
+def add_all(recall: Any, messages: Sequence[RecallMessage]) -> int:
+    """Ingest in order: the store's bulk ingest where it has one, else chunks of 256."""
+    if hasattr(recall, "add_many"):
+        return int(recall.add_many(messages))
+    ordered = sorted(messages, key=lambda m: (m.thread_id, m.created_at))
+    return sum(int(recall.add(ordered[i : i + 256])) for i in range(0, len(ordered), 256))
+
+
 def timed_search(recall: RecallMemory, question: str, mode: str) -> tuple[list[str], float]:
     """The ranked message ids of one search and its seconds (query vector made before)."""
     if recall.embeddings is not None and mode != "fts":
@@ -166,12 +202,10 @@ def run(args: argparse.Namespace) -> None:
             others = [c for c in chats if c.sample_id != chat.sample_id]
             messages = memory_messages(chat, others, size)
             memory_tokens.append(sum(tokens(m.text) for m in messages))
-            folder = args.data_dir / f"{args.embeddings}-{size}" / chat.sample_id
-            db = open_db(folder / "memory.sqlite")
-            recall = RecallMemory(db, chat.sample_id, embeddings, folder / "faiss")
-            try:
+            with open_recall(args, chat.sample_id, size, embeddings) as (recall, db):
+                agent = recall.agent_id
                 start = time.perf_counter()
-                added = recall.add_many(messages)
+                added = add_all(recall, [dataclasses.replace(m, agent_id=agent) for m in messages])
                 if added:
                     ingest.append((added, time.perf_counter() - start))
                 texts = {m.message_id: m.text for m in messages}
@@ -193,15 +227,12 @@ def run(args: argparse.Namespace) -> None:
                         scores.setdefault(mode, []).append(got)
                         times.setdefault(mode, []).append(seconds)
                         per_ability.setdefault((size, mode, kind), []).append(got)
-                if args.before:
+                if args.before and db is not None:
                     mode = "fts"
                     for q in chat.questions[: args.before]:
                         before_now.append(timed_search(recall, q.question, mode)[1])
                         with counted_at_search(db):
                             before.append(timed_search(recall, q.question, mode)[1])
-            finally:
-                recall.close()
-                db.conn.close()
         label = f"{statistics.mean(memory_tokens) / 1000:.0f}k"
         for name, got in scores.items():
             spent = times.get(name, [])
@@ -264,6 +295,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--embeddings", choices=["none", "minilm"], default="none")
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--chats", nargs="*", help="sample ids (default: every chat)")
+    parser.add_argument(
+        "--database-url", help="Postgres holding the agents (one per chat and size) instead"
+    )
     parser.add_argument(
         "--before", type=int, default=0, help="questions per chat timed with the old path too"
     )
