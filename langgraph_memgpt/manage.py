@@ -272,7 +272,21 @@ def import_file(
             "or --merge); the file's version was not written.",
             soft_wrap=True,
         )
+    if report.collisions:
+        console.print(
+            f"{len(report.collisions)} item(s) the agent already had with other content were "
+            "kept as the agent has them; the file's version was not written:",
+            soft_wrap=True,
+        )
+        for line in report.collisions[:_SHOWN_COLLISIONS]:
+            console.print(f"  {escape(line)}", soft_wrap=True)
+        if len(report.collisions) > _SHOWN_COLLISIONS:
+            console.print(f"  ... and {len(report.collisions) - _SHOWN_COLLISIONS} more")
     return 0
+
+
+_SHOWN_COLLISIONS = 20
+"""Collisions an import names one by one (the rest are counted)."""
 
 
 def _model_of(memory: AgentMemory) -> str | None:
