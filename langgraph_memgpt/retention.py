@@ -29,6 +29,9 @@ ACTOR = "retention"
 _AGE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _BATCH = 500
+MAX_AGE = 10**10
+"""Longest age a rule may have, in seconds (about 317 years): what an export holds, and an
+older cut-off would lie before year 1. To keep a tag's passages forever, give it no rule."""
 
 
 class RetentionRuleError(ValueError):
@@ -46,9 +49,17 @@ def parse_age(text: str | int) -> int:
                 f"max_age {text!r} is not an age: a whole number with a unit s, m, h, d or w "
                 "(e.g. 48h, 30d)"
             )
-        seconds = int(match.group(1)) * _UNITS[match.group(2)]
+        digits = match.group(1).lstrip("0") or "0"
+        # More digits than any allowed age has: refused below, without a huge int.
+        seconds = MAX_AGE + 1 if len(digits) > 12 else int(digits) * _UNITS[match.group(2)]
     if seconds < 1:
         raise RetentionRuleError(f"max_age must be at least 1 second, got {text!r}")
+    if seconds > MAX_AGE:
+        raise RetentionRuleError(
+            f"max_age {text!r} is {seconds} seconds, more than the longest age a rule may have "
+            f"({MAX_AGE} seconds, about 317 years, e.g. 115740d); to keep the tag's passages "
+            "forever, give it no rule"
+        )
     return seconds
 
 
@@ -112,7 +123,10 @@ def apply_retention(
     report = RetentionReport(memory.agent_id)
     moment = now or datetime.now(UTC)
     for item in memory.archival.retention_rules():
-        before = to_utc_iso(moment - timedelta(seconds=item.max_age_seconds))
+        try:
+            before = to_utc_iso(moment - timedelta(seconds=item.max_age_seconds))
+        except (OverflowError, ValueError):
+            continue  # a cut-off before year 1 (a rule stored unchecked): nothing is older
         source_tag = _source_tag(item.source) if item.source else None
         while ids := memory.archival.expired(
             item.tag, source_tag=source_tag, before=before, limit=_BATCH

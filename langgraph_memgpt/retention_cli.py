@@ -36,20 +36,37 @@ def _close(backend: MemoryBackend) -> None:
     close_all()  # writes the FAISS caches of the embedded memory before the process ends
 
 
+def _apply(backend: MemoryBackend, agents: list[str], as_json: bool) -> int:
+    """Apply each agent's rules in turn; one agent that fails stops none of the others.
+
+    Returns 0, or 1 when an agent's rules could not be applied (each named on stderr).
+    """
+    console = Console()
+    reports: list[dict[str, object]] = []
+    failed = 0
+    for agent in agents:
+        try:
+            report = apply_retention(backend.open(agent))
+        except Exception as exc:  # noqa: BLE001 - named, then the next agent's rules run
+            failed += 1
+            _error(f"agent '{agent}': retention not applied: {type(exc).__name__}: {exc}")
+            reports.append({"agent_id": agent, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        reports.append(report.as_dict())
+        if not as_json:
+            console.print(escape(report.describe()), soft_wrap=True)
+    if as_json:
+        print(json.dumps(reports))
+    return 1 if failed else 0
+
+
 def cmd_retention(args: argparse.Namespace) -> int:
     """Run ``retention <action>``; 0 on success, 1 for nothing to remove, 2 for bad input."""
     console = Console()
     backend = _backend(args)
     try:
         if args.action == "apply":
-            agents = [args.agent] if args.agent else backend.agents()
-            reports = [apply_retention(backend.open(agent)) for agent in agents]
-            if args.json:
-                print(json.dumps([r.as_dict() for r in reports]))
-            else:
-                for report in reports:
-                    console.print(escape(report.describe()), soft_wrap=True)
-            return 0
+            return _apply(backend, [args.agent] if args.agent else backend.agents(), args.json)
         if not args.agent:
             _error(f"retention {args.action} needs --agent")
             return 2
