@@ -343,9 +343,14 @@ def ingest(
         close_all()
     for report in reports:
         replaced = f", {report.replaced} old chunks replaced" if report.replaced else ""
+        withheld = (
+            f", {report.withheld} secret value(s) withheld ([secret withheld] in their place)"
+            if report.withheld
+            else ""
+        )
         shown = escape(one_line(str(report.path)))
         console.print(
-            f"{shown}: {report.chunks} chunks, {report.added} new{replaced}",
+            f"{shown}: {report.chunks} chunks, {report.added} new{replaced}{withheld}",
             soft_wrap=True,
         )
     return 0
