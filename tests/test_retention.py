@@ -164,7 +164,15 @@ def test_the_command_sets_lists_and_applies_rules(
     assert [(r["tag"], r["max_age"]) for r in listed] == [("raw_html", "2d")]
     assert main(["retention", "apply", "--json", "--data-dir", str(data)]) == 0
     applied = json.loads(capsys.readouterr().out)
-    assert applied == [{"agent_id": "crawler", "count": 1, "forgotten": {RULE: [stale.id]}}]
+    assert applied == [
+        {
+            "agent_id": "crawler",
+            "count": 1,
+            "forgotten": {RULE: [stale.id]},
+            "copies": 0,
+            "threads": [],
+        }
+    ]
     reopened = SqliteBackend(data, embedding_model="none").open("crawler")
     assert [p.id for p, _ in reopened.archival.list_passages()] == [kept.id]
 
