@@ -241,3 +241,61 @@ def test_ingest_withholds_secret_values_and_refuses_a_credential_behind_a_name(
     with pytest.raises(IngestError, match="looks like a credential file"):
         ingest_file(memory, docs / "db.txt")
     close_all()
+
+
+@pytest.mark.server
+@pytest.mark.timeout(240)
+def test_a_url_watcher_never_feeds_on_the_servers_own_writes(tmp_path: Path) -> None:
+    """``watch --url`` over a folder holding the server's data directory and its
+    ``.langgraph_api``: each edit is one run, the server's writes are none."""
+    import json
+    import queue
+    import threading
+
+    from langgraph_sdk import get_sync_client
+    from test_server import DevServer
+
+    from langgraph_memgpt.watch_sinks import ServerSink, watch_thread
+
+    project = tmp_path / "project"
+    project.mkdir()
+    config = project / "config.yaml"
+    config.write_text("output_format: json\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["Noted."] * 40))
+    env = {"MEMGPT_MODEL": f"scripted:{script}", "MEMGPT_EMBEDDING_MODEL": "none"}
+    server = DevServer(project, project / "server-data", env=env)  # its cwd and data inside
+    for _ in server.running():
+        sink = ServerSink(server.url, "ada", watch_thread("ada"))
+        batches: queue.Queue[list[dict[str, str]]] = queue.Queue()
+
+        def send(
+            events: list[dict[str, str]], sink: ServerSink = sink, batches: Any = batches
+        ) -> None:
+            sink(events)
+            batches.put(events)
+
+        ready = threading.Semaphore(0)
+        stop = threading.Event()
+        # The test's own log of the server is no data of the server: named to be ignored.
+        logs = [project / f"server-{n}.log" for n in (1, 2)]
+        watcher = Watcher(
+            [project], send, ignore=logs, debounce_ms=300, poll_ms=100, on_ready=ready.release
+        )
+        running = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+        running.start()
+        try:
+            assert ready.acquire(timeout=60)
+            config.write_text("output_format: parquet\n")
+            seen = [batches.get(timeout=90)]
+            config.write_text("output_format: avro\n")
+            while not any("avro" in e["text"] for e in seen[-1]):
+                seen.append(batches.get(timeout=90))
+        finally:
+            stop.set()
+            running.join(timeout=60)
+        runs = get_sync_client(url=server.url).runs.list(watch_thread("ada"))
+
+    texts = [e["text"] for batch in seen for e in batch]
+    assert all(t.startswith("config.yaml") for t in texts), texts
+    assert len(seen) == 2 and len(runs) == 2, (texts, server.log())
