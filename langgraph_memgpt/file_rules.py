@@ -51,9 +51,7 @@ CREDENTIAL_NAMES = (
     "*.kdbx",
     "*.gpg",
     "*.asc",
-    "*key*",
     "*secret*",
-    "*token*",
     "*passw*",
     "credentials*",
     "id_rsa*",
@@ -69,8 +67,32 @@ CREDENTIAL_NAMES = (
     ".git-credentials",
 )
 """File names (case-insensitive globs) that look like credentials: never read."""
+CREDENTIAL_WORDS = frozenset(
+    {
+        "key",
+        "keys",
+        "apikey",
+        "apikeys",
+        "privatekey",
+        "accesskey",
+        "sshkey",
+        "keyfile",
+        "keystore",
+        "keychain",
+        "keyring",
+        "token",
+        "tokens",
+    }
+)
+"""Words of a file name (split at ``_``, ``-``, ``.``, spaces and case changes) that make
+it a credential: ``deploy_key``, ``api-token.txt``, ``apiKey.json``, but not
+``keyboard.md``, ``monkey.txt`` or ``tokenizer-notes.md``."""
 CREDENTIAL_DIRS = frozenset({".ssh", ".aws", ".gnupg", ".docker", ".kube", "secrets"})
 """Folders whose files are all treated as credentials."""
+
+
+_KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+"""The words of a key or a file name: ``DB_PASSWORD`` -> DB, PASSWORD; ``apiKey`` -> api, Key."""
 
 
 class OutsideFolderError(ValueError):
@@ -100,6 +122,8 @@ def confined(path: Path, root: Path, given: Path | None = None) -> Path:
 def _credential_name(path: Path) -> bool:
     name = path.name.lower()
     if any(fnmatch.fnmatch(name, pattern) for pattern in CREDENTIAL_NAMES):
+        return True
+    if any(w.lower() in CREDENTIAL_WORDS for w in _KEY_WORD.findall(path.name)):
         return True
     return any(part.lower() in CREDENTIAL_DIRS for part in path.parts[:-1])
 
@@ -165,7 +189,6 @@ _ASSIGNMENT = re.compile(
     r"""(?<![A-Za-z0-9_.\-])(?=(?P<key>[A-Za-z][A-Za-z0-9_.\-]*)["']?\s*(?::=|=>|=|:)\s*"""
     r"""["'`]?(?P<value>[^\s"'`,;]{3,}[^\s"'`]*))"""
 )
-_KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _PATTERNS = (
     # A private key block, to its end (or the end of the text when it is cut).
     re.compile(

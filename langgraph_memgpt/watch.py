@@ -9,8 +9,8 @@ changed lines (a bounded diff against the text it had) or a short summary.
 
 Never a secret's value, never a file outside the folder (`langgraph_memgpt.file_rules`, the
 rule ``ingest`` follows too): a link leading out of its watched folder is not read; a file
-whose name or link target looks like a credential (``.env``, ``*.pem``, ``*key*``,
-``*secret*``, ``*token*``, ``.pgpass``, anything under ``.ssh``...) is never read; a file
+whose name or link target looks like a credential (``.env``, ``*.pem``, ``deploy_key``,
+``*secret*``, ``api-token.txt``, ``.pgpass``, anything under ``.ssh``...) is never read; a file
 whose text holds a secret (a private key block, ``DB_PASSWORD=...``, a DSN with a password,
 ``Authorization: Bearer ...``, a cloud or service token) is reported as changed with its
 content withheld; names are escaped. A storm of changes is coalesced (per path the latest;

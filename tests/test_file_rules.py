@@ -299,3 +299,21 @@ def test_a_url_watcher_never_feeds_on_the_servers_own_writes(tmp_path: Path) -> 
     texts = [e["text"] for batch in seen for e in batch]
     assert all(t.startswith("config.yaml") for t in texts), texts
     assert len(seen) == 2 and len(runs) == 2, (texts, server.log())
+
+
+@pytest.mark.parametrize(
+    ("name", "credential"),
+    [
+        ("deploy_key", True),
+        ("apiKey.json", True),
+        ("github_token", True),
+        ("KEYS.txt", True),
+        ("keyboard-shortcuts.md", False),
+        ("monkey.txt", False),
+        ("tokenizer-notes.md", False),
+    ],
+)
+def test_a_credential_name_is_judged_by_its_words(name: str, credential: bool) -> None:
+    from langgraph_memgpt.file_rules import looks_like_credential
+
+    assert looks_like_credential(Path("/p") / name) is credential
