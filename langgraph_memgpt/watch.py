@@ -393,10 +393,12 @@ class Watcher:
         for path in sorted(self._missing):
             log.warning("%s does not exist (yet): watching for it", path)
         while not stop.is_set():
+            # Gone or back since the last look: said before a watch starts on what is there,
+            # so a watch is never declared live just before it is replaced.
+            self._report_presence()
             targets, files = self._targets()
             if not targets:
                 stop.wait(self.poll_ms / 1000)
-                self._report_presence()
                 continue
             keep = self._filter(files, [r for r in self.paths if r not in files])
             started = False
@@ -410,10 +412,10 @@ class Watcher:
                     stop_event=stop,
                     force_polling=self.force_polling,
                 ):
-                    if not started and self.on_ready is not None:
-                        self.on_ready()  # the first yield: the watch is live
-                    started = True
                     changed = self._report_presence()
+                    if not started and not changed and self.on_ready is not None:
+                        self.on_ready()  # the first yield: the watch is live (and stays)
+                    started = True
                     live = [(c, p) for c, p in changes if not self._under_missing(Path(p))]
                     described = self._described(live)
                     if described:
