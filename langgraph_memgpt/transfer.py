@@ -16,10 +16,13 @@ is left as it was. Writing is idempotent (messages are keyed by thread and messa
 passages by their key, history entries by their content and time), so importing a file
 twice, or again after an interrupted import, adds nothing twice. An agent that already has
 memory is refused unless the caller says how to combine (``mode``: merge or replace; a
-read-only block of the agent is never changed). A shared block is attached again only when
-the file is the agent's own export, made in this same store (signed with the store's
-secret), and the owner's block is here; otherwise it is restored as the agent's private
-copy, history included. Both sides speak only the memory protocols.
+read-only block of the agent is never changed). Merge means merge: a message, passage or
+retention rule the agent has is never rewritten by the file's version with the same key;
+each such collision is kept as the agent has it and reported (``ImportReport.collisions``).
+A shared block is attached again only when the file is the agent's own export, made in
+this same store (signed with the store's secret), and the owner's block is here; otherwise
+it is restored as the agent's private copy, history included. Both sides speak only the
+memory protocols.
 """
 
 from __future__ import annotations
