@@ -9,11 +9,13 @@ business (`stores.backends`); these are LangGraph's own checkpoint savers.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -126,3 +128,106 @@ def empty_wal(saver: BaseCheckpointSaver[Any]) -> None:
     if isinstance(saver, SqliteSaver):
         with saver.lock:
             saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def scrub_thread(
+    saver: BaseCheckpointSaver[Any],
+    thread_id: str,
+    *,
+    remove: Collection[str] = (),
+    texts: Sequence[str] = (),
+    clear: Sequence[str] = (),
+) -> bool:
+    """Rewrite a thread's latest checkpoint (each namespace's) without forgotten text.
+
+    Every channel is looked at, not only ``messages`` and ``summary``: queued messages
+    whose id is in ``remove`` leave any list of messages; every other value (``repeat_key``,
+    ``event_outcome``, waiting ``events``, ``system_prompt``, a ``Send``'s argument...) has
+    each of ``texts`` replaced by `redaction.REDACTED`; a string channel holding one of
+    ``clear`` (a removed summary) becomes empty. The cleaned checkpoint is written as the
+    thread's newest through the saver's own ``put`` (so SQLite, Postgres blobs and the
+    in-memory saver alike), without the old one's pending writes, which may quote the text
+    too. Then `keep_latest` deletes the older checkpoints and their writes (the thread's
+    history, which held the text), whether or not the latest needed cleaning.
+
+    Returns:
+        Whether a checkpoint was rewritten.
+    """
+    from langgraph.checkpoint.base import copy_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    from langgraph_memgpt.redaction import quotes, redact
+
+    ids = {str(i) for i in remove}
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    namespaces = {
+        str(t.config["configurable"].get("checkpoint_ns", "")) for t in saver.list(config)
+    }
+    rewritten = False
+    for ns in sorted(namespaces):
+        latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+        if latest is None:
+            continue
+        values = latest.checkpoint["channel_values"]
+        cleaned = {ch: _scrubbed(v, ids, texts, clear) for ch, v in values.items()}
+        changed = [ch for ch in values if cleaned[ch] is not values[ch]]
+        writes_quote = any(
+            quotes(value, [*texts, *clear]) or _holds_ids(value, ids)
+            for _, _, value in latest.pending_writes or []
+        )
+        metadata = redact(dict(latest.metadata or {}), [*texts, *clear])
+        if not (changed or writes_quote or metadata != dict(latest.metadata or {})):
+            continue
+        checkpoint = copy_checkpoint(latest.checkpoint)
+        step = int(metadata.get("step", -1))
+        checkpoint["id"] = str(uuid6(clock_seq=step + 1))
+        checkpoint["ts"] = datetime.now(UTC).isoformat()
+        checkpoint["channel_values"] = cleaned
+        versions = checkpoint["channel_versions"]
+        bumped = {ch: saver.get_next_version(versions.get(ch), None) for ch in changed}
+        versions.update(bumped)
+        parent = latest.config
+        saver.put(
+            parent,
+            checkpoint,
+            {**metadata, "source": "update", "step": step + 1},  # type: ignore[typeddict-item]
+            bumped,
+        )
+        rewritten = True
+    keep_latest(saver, thread_id)
+    return rewritten
+
+
+def _holds_ids(value: Any, ids: Collection[str]) -> bool:
+    """Whether ``value`` is or holds a message whose id is one of ``ids``."""
+    from langchain_core.messages import BaseMessage
+
+    if not ids:
+        return False
+    if isinstance(value, BaseMessage):
+        return str(value.id) in ids
+    if isinstance(value, list | tuple):
+        return any(_holds_ids(v, ids) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_ids(v, ids) for v in value.values())
+    return False
+
+
+def _scrubbed(value: Any, ids: Collection[str], texts: Sequence[str], clear: Sequence[str]) -> Any:
+    """``value`` without the removed messages and forgotten texts (itself when clean)."""
+    from langchain_core.messages import BaseMessage
+
+    from langgraph_memgpt.redaction import quotes, redact
+
+    if isinstance(value, str) and clear and any(c in value for c in clear):
+        return ""
+    if (
+        isinstance(value, list)
+        and ids
+        and any(isinstance(m, BaseMessage) and str(m.id) in ids for m in value)
+    ):
+        kept = [m for m in value if not (isinstance(m, BaseMessage) and str(m.id) in ids)]
+        return redact(kept, [*texts, *clear])
+    if quotes(value, [*texts, *clear]):
+        return redact(value, [*texts, *clear])
+    return value

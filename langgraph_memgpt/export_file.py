@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langgraph_memgpt.retention import RetentionRuleError, rule
+from langgraph_memgpt.retention import MAX_AGE, RetentionRuleError, rule
 from langgraph_memgpt.stores.blocks import check_label
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.messages import ROLES
@@ -160,8 +160,6 @@ MAX_DEPTH = 32
 MAX_INT = 2**31 - 1
 """Largest turn, char limit or age a file may give: what every backend's columns hold."""
 MAX_ID = 2**63 - 1
-MAX_AGE = 10**10
-"""Longest retention age (about 300 years): an older cut-off is before year 1."""
 
 
 def _depth(value: Any) -> int:

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph_memgpt.checkpoints import empty_wal, keep_latest
-from langgraph_memgpt.redaction import quotable, quotes, redacted_message
+from langgraph_memgpt.checkpoints import empty_wal, scrub_thread
+from langgraph_memgpt.redaction import quotable, quotes
 from langgraph_memgpt.stores.base import Memory, Scrubbable
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.passages import SUMMARY_TAG
@@ -123,18 +123,45 @@ def forget_passage(
     Raises:
         NothingToForgetError: the agent has no passage with that id.
     """
-    deleted = memory.archival.delete([passage_id], actor=actor)
-    if not deleted:
+    report = forget_passages(memory, [passage_id], actor=actor, graph=graph)
+    if not report.passages:
         raise NothingToForgetError(
             f"agent '{memory.agent_id}' has no archival passage {passage_id}; "
             "`langgraph-memgpt inspect` lists passage ids"
         )
+    return report
+
+
+def forget_passages(
+    memory: Memory,
+    passage_ids: Sequence[int],
+    *,
+    actor: str,
+    graph: Any = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    detail: str = "",
+) -> ForgetReport:
+    """Delete archival passages and every copy of their text: the one eraser of passages.
+
+    ``forget --passage``, the memory page and retention rules all come here. The rows,
+    words, vectors and FAISS caches go (the store's own ``delete``, each deletion logged
+    with ``detail``, never the text); the tool calls and tool results in recall that quote
+    a passage (the ``archival_memory_insert`` call that saved it, a search result that
+    showed it) go too; with a checkpointer (``graph``'s, or ``checkpointer``) the threads
+    that held the text are cleaned in every channel of their latest checkpoint and lose
+    their history (`checkpoints.scrub_thread`); then the engine's files are scrubbed.
+    Ids the agent does not have are skipped: the report lists what went.
+    """
+    saver = _saver(graph, checkpointer)
+    deleted = memory.archival.delete(list(passage_ids), actor=actor, detail=detail)
     report = ForgetReport(passages=deleted)
+    if not deleted:
+        return report
     texts = report.texts = quotable(p.text for p in deleted)
     report.echoes = _delete_echoes(memory, texts, actor)
     threads = {p.thread_id for p in deleted if p.thread_id} | {m.thread_id for m in report.echoes}
-    _clean_threads(memory, graph, threads, report.echoes, texts, report)
-    _scrub(memory, graph)
+    _clean_threads(memory, saver, threads, report.echoes, texts, report)
+    _scrub(memory, saver)
     return report
 
 
@@ -160,8 +187,8 @@ def forget_messages(
         NothingToForgetError: no message has any of these ids.
         ForgetRefusedError: ``thread_id``'s checkpoint belongs to another agent.
     """
-    checkpointer = getattr(graph, "checkpointer", None)
-    if thread_id is not None and isinstance(checkpointer, BaseCheckpointSaver):
+    checkpointer = _saver(graph, None)
+    if thread_id is not None and checkpointer is not None:
         _check_owner(memory, checkpointer, thread_id)
     deleted = memory.recall.delete(message_ids, thread_id=thread_id, actor=actor)
     if not deleted:
@@ -176,15 +203,15 @@ def forget_messages(
         [*(m.text for m in deleted), *(p.text for p in [*report.summaries, *report.facts])]
     )
     report.echoes = _delete_echoes(memory, texts, actor)
-    if graph is not None:
+    if checkpointer is not None:
         threads = {m.thread_id for m in deleted} | {m.thread_id for m in report.echoes}
-        _clean_threads(memory, graph, threads, [*deleted, *report.echoes], texts, report)
+        _clean_threads(memory, checkpointer, threads, [*deleted, *report.echoes], texts, report)
     else:
         report.notes.append(
             "A thread's checkpoint may still hold these messages in its context window "
             "until they are evicted; forget their thread to remove them there too."
         )
-    _scrub(memory, graph)
+    _scrub(memory, checkpointer)
     return report
 
 
@@ -209,7 +236,7 @@ def forget_thread(
         ForgetRefusedError: the thread's checkpoint belongs to another agent (nothing is
             deleted).
     """
-    checkpointer = checkpointer or getattr(graph, "checkpointer", None)
+    checkpointer = _saver(graph, checkpointer)
     owner = _check_owner(memory, checkpointer, thread_id) if checkpointer is not None else None
     report = ForgetReport()
     said = [m.text for m in _all_messages(memory) if m.thread_id == thread_id]
@@ -239,15 +266,15 @@ def forget_thread(
         gone = [p.text for p in [*report.passages, *report.summaries, *report.facts]]
         report.texts = quotable([*said, *gone])
         report.echoes = _delete_echoes(memory, report.texts, actor)
-        if graph is not None:
+        if checkpointer is not None:
             others = {m.thread_id for m in report.echoes} - {thread_id}
-            _clean_threads(memory, graph, others, report.echoes, report.texts, report)
+            _clean_threads(memory, checkpointer, others, report.echoes, report.texts, report)
     else:
         report.notes.append(
             f"The thread had over {MAX_THREAD_QUOTES} messages: quotes of them in other "
             "threads were not looked for."
         )
-    _scrub(memory, graph)
+    _scrub(memory, checkpointer)
     return report
 
 
@@ -339,6 +366,26 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
                 "remove them with core_memory_replace (empty new_content)."
             )
     return report
+
+
+def clean_server_state(data_dir: Path, report: ForgetReport, deleted: Sequence[str] = ()) -> str:
+    """Clean ``langgraph dev``'s saved copy of runs and threads in a data directory.
+
+    What a forget or a retention purge removed leaves that copy too (``dev_state``):
+    removed messages, their threads' runs when ``deleted``, every forgotten text.
+
+    Returns:
+        A note for the user when the copy could not be cleaned (a server holds it), else "".
+    """
+    from langgraph_memgpt.dev_state import scrub
+
+    removed = [*report.messages, *report.echoes]
+    passages = [*report.passages, *report.summaries, *report.facts]
+    messages: dict[str, set[str]] = {}
+    for message in removed:
+        messages.setdefault(message.thread_id, set()).add(message.message_id)
+    texts = quotable([*report.texts, *(m.text for m in removed), *(p.text for p in passages)])
+    return scrub(data_dir, texts=texts, messages=messages, threads=deleted)
 
 
 def _remove_summaries(
@@ -445,58 +492,46 @@ def _check_owner(
 
 def _clean_threads(
     memory: Memory,
-    graph: Any,
+    checkpointer: BaseCheckpointSaver[Any] | None,
     threads: Collection[str],
     removed: Sequence[RecallMessage],
     texts: Sequence[str],
     report: ForgetReport,
 ) -> None:
-    """Clean each thread's latest checkpoint, then delete its earlier ones (its history).
+    """Clean each thread's latest checkpoint in every channel, then delete its history.
 
-    The latest checkpoint loses the removed messages from its queue, has the forgotten
-    texts redacted in the messages it keeps, and its summary cleared when the summary was
-    removed or holds one of them. The thread's earlier checkpoints and their pending
-    writes, which held the text, are then deleted (`checkpoints.keep_latest`).
+    The removed messages leave the queue, the forgotten texts are redacted wherever a
+    channel holds them (``messages``, ``repeat_key``, ``event_outcome``, waiting events...),
+    a summary holding a removed summary is cleared, and the thread's earlier checkpoints
+    and their pending writes go (`checkpoints.scrub_thread`). Another agent's thread is
+    left alone.
     """
-    checkpointer = getattr(graph, "checkpointer", None)
-    if not isinstance(checkpointer, BaseCheckpointSaver):
+    if checkpointer is None:
         return
-    removed_summaries = {p.text for p in report.summaries}
+    removed_summaries = quotable(p.text for p in report.summaries)
     for thread_id in sorted(threads):
         if _thread_agent(checkpointer, thread_id) not in (None, memory.agent_id):
             continue  # another agent's thread: its checkpoint is not ours to change
-        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        snapshot = graph.get_state(config)
-        values = snapshot.values if snapshot is not None else {}
-        if not values:
+        if not _has_checkpoint(checkpointer, thread_id):
             continue
         ids = {m.message_id for m in removed if m.thread_id == thread_id}
-        update: dict[str, Any] = {}
-        changed: list[Any] = []
-        for message in values.get("messages", []):
-            if str(message.id) in ids:
-                changed.append(RemoveMessage(id=str(message.id)))
-            elif quotes([message.content, getattr(message, "tool_calls", [])], texts) or (
-                quotes(message.additional_kwargs, texts)
-            ):
-                changed.append(redacted_message(message, texts))
-        if changed:
-            update["messages"] = changed
-        summary = values.get("summary")
-        if summary and (summary in removed_summaries or quotes(summary, texts)):
-            update["summary"] = ""
-        if update:
-            graph.update_state(config, update)
-        keep_latest(checkpointer, thread_id)
+        scrub_thread(checkpointer, thread_id, remove=ids, texts=texts, clear=removed_summaries)
         report.checkpoints.append(thread_id)
 
 
-def _scrub(memory: Memory, graph: Any) -> None:
+def _saver(graph: Any, checkpointer: BaseCheckpointSaver[Any] | None) -> Any:
+    """The checkpointer given, or the compiled graph's (None: threads are not cleaned)."""
+    if checkpointer is not None:
+        return checkpointer
+    found = getattr(graph, "checkpointer", None)
+    return found if isinstance(found, BaseCheckpointSaver) else None
+
+
+def _scrub(memory: Memory, checkpointer: BaseCheckpointSaver[Any] | None) -> None:
     """Clean the engine's files after deleting (`Scrubbable`), and the threads' log."""
     if isinstance(memory, Scrubbable):
         memory.scrub()
-    checkpointer = getattr(graph, "checkpointer", None)
-    if isinstance(checkpointer, BaseCheckpointSaver):
+    if checkpointer is not None:
         empty_wal(checkpointer)
 
 
@@ -504,9 +539,11 @@ __all__ = [
     "ForgetRefusedError",
     "ForgetReport",
     "NothingToForgetError",
+    "clean_server_state",
     "forget_agent",
     "forget_matching",
     "forget_messages",
     "forget_passage",
+    "forget_passages",
     "forget_thread",
 ]

@@ -19,9 +19,15 @@ from pathlib import Path
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from langgraph_memgpt.file_rules import (
+    OutsideFolderError,
+    confined,
+    looks_like_credential,
+    shown_name,
+    withhold_secrets,
+)
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.passages import MAX_TAG_CHARS, NewPassage
-from langgraph_memgpt.stores.text import one_line
 from langgraph_memgpt.stores.types import Passage
 
 TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ".rst"}
@@ -56,6 +62,8 @@ class IngestReport:
     chunks: int
     added: int
     replaced: int
+    withheld: int = 0
+    """Secret values (``DB_PASSWORD=...``, a private key) replaced by ``[secret withheld]``."""
 
 
 class _HTMLText(HTMLParser):
@@ -90,11 +98,22 @@ class _HTMLText(HTMLParser):
 
 
 def document_text(path: Path) -> str:
-    """The text of a text, Markdown or HTML file.
+    """The text of a text, Markdown or HTML file, every secret value withheld.
 
     Raises:
-        IngestError: another kind of file, or one that is not UTF-8 text.
+        IngestError: another kind of file, a credential file (by its name or the file it
+            leads to), or one that is not UTF-8 text.
     """
+    return _read_document(path)[0]
+
+
+def _read_document(path: Path) -> tuple[str, int]:
+    """`document_text`, and how many secret values it withheld (`file_rules`)."""
+    if looks_like_credential(path):
+        raise IngestError(
+            f"{path} looks like a credential file (by its name or the file it leads to): "
+            "ingest never reads credentials; leave it out, or rename it if it is not one"
+        )
     suffix = path.suffix.lower()
     if suffix not in TEXT_SUFFIXES | HTML_SUFFIXES:
         accepted = ", ".join(sorted(TEXT_SUFFIXES | HTML_SUFFIXES))
@@ -111,8 +130,9 @@ def document_text(path: Path) -> str:
         parser.close()
         raw = "".join(parser.parts)
     # Runs of spaces inside lines collapse; paragraph breaks (blank lines) stay.
+    raw, withheld = withhold_secrets(raw)  # before lines are joined: a key block is whole
     lines = [" ".join(line.split()) for line in raw.splitlines()]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), withheld
 
 
 def chunk_text(text: str, max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
@@ -153,7 +173,7 @@ def ingest_file(
     path = Path(path)
     if not path.is_file():
         raise IngestError(f"{path} is not a file")
-    text = document_text(path)
+    text, withheld = _read_document(path)
     chunks = chunk_text(text, max_chars) if text else []
     where = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:16]
     content = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
@@ -163,7 +183,7 @@ def ingest_file(
         p.id for p, k in _keyed_passages(memory) if k.startswith(prefix) and not k.startswith(key)
     ]
     before = memory.archival.count()
-    name = one_line(path.name)  # a newline in a name must not start a second line
+    name = shown_name(path.name)  # a newline in a name must not start a second line
     source_tag = f"source:{name}"[:MAX_TAG_CHARS]
     for start in range(0, len(chunks), _BATCH):
         batch = chunks[start : start + _BATCH]
@@ -186,7 +206,9 @@ def ingest_file(
     # The file changed: its earlier chunks go (after the new ones are in, so a failure
     # halfway never leaves the document missing).
     replaced = len(memory.archival.delete(old, actor=actor)) if old else 0
-    return IngestReport(path=path, chunks=len(chunks), added=added, replaced=replaced)
+    return IngestReport(
+        path=path, chunks=len(chunks), added=added, replaced=replaced, withheld=withheld
+    )
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -220,14 +242,11 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _inside(path: Path, root: Path, given: Path) -> Path:
-    """``path`` if its real file lies inside ``root`` (the real form of folder ``given``)."""
-    real = path.resolve()
-    if not real.is_relative_to(root):
-        raise IngestError(
-            f"{path} leads to {real}, outside the folder given ({given}): ingest reads only "
-            "what is inside it; remove the link or name the file itself where it is"
-        )
-    return path
+    """``path`` if its real file lies inside ``root`` (`file_rules.confined`)."""
+    try:
+        return confined(path, root, given)
+    except OutsideFolderError as err:
+        raise IngestError(str(err)) from None
 
 
 def _keyed_passages(memory: Memory) -> list[tuple[Passage, str]]:

@@ -25,6 +25,7 @@ from langgraph_memgpt.forget import (
     ForgetRefusedError,
     ForgetReport,
     NothingToForgetError,
+    clean_server_state,
     forget_agent,
     forget_messages,
     forget_passage,
@@ -159,25 +160,11 @@ def forget(
     finally:
         close_all()  # writes the FAISS caches before the process ends
     deleted = [thread] if thread in report.checkpoints else report.checkpoints if everything else []
-    note = _scrub_server_state(root, report, deleted)
+    note = clean_server_state(root, report, deleted)
     if note:
         report.notes.append(note)
     console.print(f"Agent '{escape(agent_id)}': {escape(report.describe())}", soft_wrap=True)
     return 0
-
-
-def _scrub_server_state(root: Path, report: ForgetReport, deleted: list[str]) -> str:
-    """Clean ``langgraph dev``'s saved copy of runs and threads (``dev_state``)."""
-    from langgraph_memgpt.dev_state import scrub
-    from langgraph_memgpt.redaction import quotable
-
-    removed = [*report.messages, *report.echoes]
-    passages = [*report.passages, *report.summaries, *report.facts]
-    messages: dict[str, set[str]] = {}
-    for message in removed:
-        messages.setdefault(message.thread_id, set()).add(message.message_id)
-    texts = quotable([*report.texts, *(m.text for m in removed), *(p.text for p in passages)])
-    return scrub(root, texts=texts, messages=messages, threads=deleted)
 
 
 # -- export / import -------------------------------------------------------------------
@@ -272,7 +259,21 @@ def import_file(
             "or --merge); the file's version was not written.",
             soft_wrap=True,
         )
+    if report.collisions:
+        console.print(
+            f"{len(report.collisions)} item(s) the agent already had with other content were "
+            "kept as the agent has them; the file's version was not written:",
+            soft_wrap=True,
+        )
+        for line in report.collisions[:_SHOWN_COLLISIONS]:
+            console.print(f"  {escape(line)}", soft_wrap=True)
+        if len(report.collisions) > _SHOWN_COLLISIONS:
+            console.print(f"  ... and {len(report.collisions) - _SHOWN_COLLISIONS} more")
     return 0
+
+
+_SHOWN_COLLISIONS = 20
+"""Collisions an import names one by one (the rest are counted)."""
 
 
 def _model_of(memory: AgentMemory) -> str | None:
@@ -329,9 +330,14 @@ def ingest(
         close_all()
     for report in reports:
         replaced = f", {report.replaced} old chunks replaced" if report.replaced else ""
+        withheld = (
+            f", {report.withheld} secret value(s) withheld ([secret withheld] in their place)"
+            if report.withheld
+            else ""
+        )
         shown = escape(one_line(str(report.path)))
         console.print(
-            f"{shown}: {report.chunks} chunks, {report.added} new{replaced}",
+            f"{shown}: {report.chunks} chunks, {report.added} new{replaced}{withheld}",
             soft_wrap=True,
         )
     return 0

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
+from langgraph_memgpt.checkpoints import existing_checkpointer, open_checkpointer
 from langgraph_memgpt.cli_args import add_data_dir, add_database_url, data_dir, database_url
+from langgraph_memgpt.forget import clean_server_state
 from langgraph_memgpt.retention import RetentionRuleError, apply_retention, rule, rule_view
 from langgraph_memgpt.stores.backends import open_backend
 from langgraph_memgpt.stores.base import MemoryBackend
@@ -36,20 +40,68 @@ def _close(backend: MemoryBackend) -> None:
     close_all()  # writes the FAISS caches of the embedded memory before the process ends
 
 
+def _apply(args: argparse.Namespace, backend: MemoryBackend, agents: list[str]) -> int:
+    """Apply each agent's rules in turn; one agent that fails stops none of the others.
+
+    The threads' checkpoints are opened too (the data directory's, or Postgres'), so a
+    forgotten passage leaves them as it leaves ``forget --passage``; and so is
+    ``langgraph dev``'s saved copy of runs in the data directory.
+
+    Returns 0, or 1 when an agent's rules could not be applied (each named on stderr).
+    """
+    with _checkpoints(args) as saver:
+        return _apply_each(args, backend, agents, saver)
+
+
+@contextmanager
+def _checkpoints(args: argparse.Namespace) -> Iterator[Any]:
+    """The threads' checkpointer of the data directory or database (None: it has none)."""
+    url = database_url(args)
+    if not url:
+        with existing_checkpointer(data_dir(args)) as saver:
+            yield saver
+        return
+    with open_checkpointer(data_dir(args), url) as saver:
+        saver.setup()
+        yield saver
+
+
+def _apply_each(
+    args: argparse.Namespace, backend: MemoryBackend, agents: list[str], saver: Any
+) -> int:
+    console = Console()
+    reports: list[dict[str, object]] = []
+    failed = 0
+    root = data_dir(args)
+    for agent in agents:
+        try:
+            report = apply_retention(backend.open(agent), checkpointer=saver)
+            if not database_url(args):
+                for erased in report.reports:
+                    note = clean_server_state(root, erased)
+                    if note:
+                        _error(note)
+                        break
+        except Exception as exc:  # noqa: BLE001 - named, then the next agent's rules run
+            failed += 1
+            _error(f"agent '{agent}': retention not applied: {type(exc).__name__}: {exc}")
+            reports.append({"agent_id": agent, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        reports.append(report.as_dict())
+        if not args.json:
+            console.print(escape(report.describe()), soft_wrap=True)
+    if args.json:
+        print(json.dumps(reports))
+    return 1 if failed else 0
+
+
 def cmd_retention(args: argparse.Namespace) -> int:
     """Run ``retention <action>``; 0 on success, 1 for nothing to remove, 2 for bad input."""
     console = Console()
     backend = _backend(args)
     try:
         if args.action == "apply":
-            agents = [args.agent] if args.agent else backend.agents()
-            reports = [apply_retention(backend.open(agent)) for agent in agents]
-            if args.json:
-                print(json.dumps([r.as_dict() for r in reports]))
-            else:
-                for report in reports:
-                    console.print(escape(report.describe()), soft_wrap=True)
-            return 0
+            return _apply(args, backend, [args.agent] if args.agent else backend.agents())
         if not args.agent:
             _error(f"retention {args.action} needs --agent")
             return 2

@@ -16,10 +16,13 @@ is left as it was. Writing is idempotent (messages are keyed by thread and messa
 passages by their key, history entries by their content and time), so importing a file
 twice, or again after an interrupted import, adds nothing twice. An agent that already has
 memory is refused unless the caller says how to combine (``mode``: merge or replace; a
-read-only block of the agent is never changed). A shared block is attached again only when
-the file is the agent's own export, made in this same store (signed with the store's
-secret), and the owner's block is here; otherwise it is restored as the agent's private
-copy, history included. Both sides speak only the memory protocols.
+read-only block of the agent is never changed). Merge means merge: a message, passage or
+retention rule the agent has is never rewritten by the file's version with the same key;
+each such collision is kept as the agent has it and reported (``ImportReport.collisions``).
+A shared block is attached again only when the file is the agent's own export, made in
+this same store (signed with the store's secret), and the owner's block is here; otherwise
+it is restored as the agent's private copy, history included. Both sides speak only the
+memory protocols.
 """
 
 from __future__ import annotations
@@ -76,6 +79,10 @@ class ImportReport:
     kept: list[str] = field(default_factory=list)
     """Blocks the agent already had and kept as they were (read-only, shared with it from
     another agent, or any with ``merge``); the file's version of them was not written."""
+    collisions: list[str] = field(default_factory=list)
+    """Items the agent already had under the same key with other content (a message's
+    thread and id, a passage's key, a retention rule's tag and source): the agent's stays,
+    the file's was not written. Never the texts, only what names them."""
 
 
 # -- export ----------------------------------------------------------------------------
@@ -316,11 +323,22 @@ def import_agent(
     history = [e for e in export.history if e["label"] not in skip]
     memory.core.restore(restored, history)
     report.blocks, report.history = len(restored), len(history)
+    # A stored message, passage or rule is never rewritten (merge means merge, and
+    # replace replaces writable blocks only): one the file holds with other content is a
+    # collision, reported and skipped.
+    stored = _stored_messages(memory) if exists else {}
+    fresh: list[dict[str, Any]] = []
+    for fields in export.messages:
+        key = (fields["thread_id"], fields["message_id"])
+        if key not in stored:
+            fresh.append(fields)
+        elif _differs(stored[key], fields):
+            report.collisions.append(
+                f"message {key[1]!r} of thread {key[0]!r}: the agent's text kept"
+            )
     # Thread by thread in time order (ties in stored order), as they were first recorded,
     # so every message gets the same ±2 context window it had.
-    ordered = sorted(
-        enumerate(export.messages), key=lambda p: (p[1]["thread_id"], p[1]["created_at"], p[0])
-    )
+    ordered = sorted(enumerate(fresh), key=lambda p: (p[1]["thread_id"], p[1]["created_at"], p[0]))
     done = 0
     for start in range(0, len(ordered), _MESSAGE_CHUNK):
         chunk = [
@@ -332,29 +350,74 @@ def import_agent(
         if progress is not None:
             progress("recall messages", done, len(ordered))
     before = memory.archival.count()
+    # The agent's own export merged back: its unkeyed passages are found by text and time.
+    same = _stored_passages(memory) if exists else set()
     for start in range(0, len(export.passages), _PASSAGE_CHUNK):
-        batch = export.passages[start : start + _PASSAGE_CHUNK]
+        batch = [
+            NewPassage(
+                text=p["text"],
+                tags=p["tags"],
+                thread_id=p["thread_id"],
+                turn=p["turn"],
+                created_at=p["created_at"],
+                # Unkeyed passages get a key from their source, so a second import
+                # of the same file finds them instead of adding copies.
+                key=p["key"] or f"import:{export.agent_id}:{p['id']}",
+            )
+            for p in export.passages[start : start + _PASSAGE_CHUNK]
+        ]
+        held = memory.archival.keyed(str(p.key) for p in batch) if exists else {}
+        report.collisions += [
+            f"passage key {p.key!r}: the agent's passage {held[str(p.key)].id} kept"
+            for p in batch
+            if str(p.key) in held and held[str(p.key)].text != p.text
+        ]
         memory.archival.insert_many(
-            [
-                NewPassage(
-                    text=p["text"],
-                    tags=p["tags"],
-                    thread_id=p["thread_id"],
-                    turn=p["turn"],
-                    created_at=p["created_at"],
-                    # Unkeyed passages get a key from their source, so a second import
-                    # of the same file finds them instead of adding copies.
-                    key=p["key"] or f"import:{export.agent_id}:{p['id']}",
-                )
-                for p in batch
-            ]
+            [p for p in batch if str(p.key) not in held and (p.text, p.created_at) not in same]
         )
         if progress is not None:
             progress("archival passages", start + len(batch), len(export.passages))
     report.passages_new = memory.archival.count() - before
+    rules = {(r.tag, r.source): r for r in memory.archival.retention_rules()}
     for item in export.retention:  # after the passages: an import never forgets by itself
-        memory.archival.set_retention_rule(item)
+        mine = rules.get((item.tag, item.source))
+        if mine is None:
+            memory.archival.set_retention_rule(item)
+        elif mine != item:
+            report.collisions.append(
+                f"retention rule {item.describe()}: the agent's {mine.describe()} kept"
+            )
     return report
+
+
+def _stored_messages(memory: Memory) -> dict[tuple[str, str], RecallMessage]:
+    """Every message the agent has, by (thread, message id)."""
+    out: dict[tuple[str, str], RecallMessage] = {}
+    after = 0
+    while page := memory.recall.list_messages(after=after, limit=_PAGE):
+        out.update({(m.thread_id, m.message_id): m for _, m in page})
+        after = page[-1][0]
+    return out
+
+
+def _stored_passages(memory: Memory) -> set[tuple[str, str | None]]:
+    """(text, time) of every passage the agent has."""
+    out: set[tuple[str, str | None]] = set()
+    after = 0
+    while page := memory.archival.list_passages(after=after, limit=_PAGE):
+        out.update((p.text, p.created_at) for p, _ in page)
+        after = page[-1][0].id
+    return out
+
+
+def _differs(stored: RecallMessage, fields: Mapping[str, Any]) -> bool:
+    """Whether a file's message says something else than the stored one with its key."""
+    return (stored.role, stored.text, stored.name, list(stored.tool_calls)) != (
+        fields["role"],
+        fields["text"],
+        fields["name"],
+        list(fields["tool_calls"]),
+    )
 
 
 __all__ = [

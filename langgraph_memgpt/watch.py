@@ -7,10 +7,15 @@ missing), debounced so a save that touches a file three times is one change, and
 batch into events (`langgraph_memgpt.events`): one per changed file, naming it, with its
 changed lines (a bounded diff against the text it had) or a short summary.
 
-Never a secret's value: a file whose name looks like a credential (``.env``, ``*.pem``,
-``*key*``, ``*secret*``, ``*token*``, ``credentials*``, anything under ``.ssh``...) is never
-read, and a file whose text looks like a secret (a private key block, ``password = ...``, a
-cloud access key) is reported as changed with its content withheld (`watch_text`). The
+Never a secret's value, never a file outside the folder (`langgraph_memgpt.file_rules`, the
+rule ``ingest`` follows too): a link leading out of its watched folder is not read; a file
+whose name or link target looks like a credential (``.env``, ``*.pem``, ``deploy_key``,
+``*secret*``, ``api-token.txt``, ``.pgpass``, anything under ``.ssh``...) is never read; a file
+whose text holds a secret (a private key block, ``DB_PASSWORD=...``, a DSN with a password,
+``Authorization: Bearer ...``, a cloud or service token) is reported as changed with its
+content withheld; names are escaped. A storm of changes is coalesced (per path the latest;
+past `MAX_DETAILED` one note names and counts the rest), never cut; a data directory or
+``.langgraph_api`` folder under the watched paths (a server's, fed by ``--url``) is ignored. The
 events reach the agent through a sink (`watch_sinks`): `ServerSink` posts a run to a
 ``langgraph dev`` server with ``langgraph_sdk``; `LocalSink` runs the graph in this process
 on the agent's data directory.
@@ -22,38 +27,57 @@ A watched folder that is deleted is reported once and watched again when it come
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import itertools
 import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from langgraph_memgpt.events import MAX_EVENTS
+from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME
+from langgraph_memgpt.file_rules import holds_secret as looks_like_secret
+from langgraph_memgpt.file_rules import is_inside, looks_like_credential, shown_name
 from langgraph_memgpt.osutil import utc_now
+from langgraph_memgpt.stores.sqlite.db import DB_FILENAME
 from langgraph_memgpt.watch_sinks import LocalSink, ServerSink, Sink
 from langgraph_memgpt.watch_sinks import watch_thread as watch_thread
 from langgraph_memgpt.watch_text import (
+    MAX_DIFF_CHARS,
     changed_lines,
-    looks_like_credential,
-    looks_like_secret,
     opening_lines,
     read_text,
     size_text,
 )
 
-if TYPE_CHECKING:
-    pass
-
 log = logging.getLogger(__name__)
 
 SOURCE = "watcher"
+MAX_DETAILED = 20
+"""Events one delivery carries in detail; the rest of a storm is folded into one note
+(every event costs the agent prompt tokens; a run takes at most ``events.MAX_EVENTS``)."""
+MAX_PENDING = 10_000
+"""Changed paths kept for delivery at most while the agent cannot be reached."""
+DATA_FILES = (DB_FILENAME, CHECKPOINT_FILENAME)
+"""A folder holding one of these is an agent's data directory (a server's too): its
+writes are never changes, wherever it is (a server fed by ``--url`` names none)."""
+SERVER_FOLDERS = frozenset({".langgraph_api"})
+"""Folders a LangGraph server writes on every run (``langgraph dev``'s saved runs)."""
+LOCK_NAMES = ("thread-*.lock", "serve.lock")
+"""The lock files a data directory's ``locks`` folder holds (Postgres servers too)."""
+_PRIORITY = {"modified": 0, "added": 1, "deleted": 2}
+"""Which changes a folded delivery shows in detail first: edits of known files."""
 MAX_SNAPSHOTS = 2000
 """Files whose text is kept at most (the first found under the paths at start)."""
 MAX_SNAPSHOT_CHARS = 16 * 1024 * 1024
 """All kept text together: a folder of many large files must not fill the memory."""
+
+
+Keyed = dict[str, tuple[int, dict[str, str]]]
+"""Events by what they are about (a path), each with its `_PRIORITY`, in arrival order."""
 
 
 @dataclass
@@ -61,9 +85,16 @@ class Watcher:
     """Watches ``paths`` and hands each debounced batch of changes to ``send`` as events.
 
     ``send`` gets a list of event dicts (``source``, ``time``, ``text``); a ``send`` that
-    raises keeps its events for the next batch (at most `MAX_EVENTS` wait), so a server
-    restarting does not lose a change. ``ignore`` holds folders never reported (the
-    agent's own data directory, whose every write would be a change).
+    raises keeps its events for the next batch (per path the latest), so a server
+    restarting does not lose a change. A batch of more than `MAX_DETAILED` changes is
+    coalesced, never cut: edits first in detail, the rest folded into one note naming them.
+    ``ignore`` holds folders never reported (the agent's own data directory, whose every
+    write would be a change); any data directory or server folder under the paths is
+    ignored too (`DATA_FILES`, `SERVER_FOLDERS`), such as that of a server fed by ``--url``.
+
+    What is read follows `langgraph_memgpt.file_rules`: nothing a link leads to outside its
+    watched folder, no credential file (by the link's name or its target's), no text that
+    holds a secret; names are escaped where they enter an event's text.
     """
 
     paths: Sequence[Path]
@@ -75,19 +106,56 @@ class Watcher:
     force_polling: bool | None = None
     on_ready: Callable[[], None] | None = None
     """Called each time the watch (re)starts, once it is live: changes from then on are seen."""
+    max_detailed: int = MAX_DETAILED
     _texts: dict[Path, str] = field(default_factory=dict)
-    _pending: list[dict[str, str]] = field(default_factory=list)
+    _pending: Keyed = field(default_factory=dict)
+    _dropped: int = 0
     _missing: set[Path] = field(default_factory=set)
     _kept_chars: int = 0
+    _notes: Iterator[int] = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:
-        self.paths = [Path(p).expanduser().resolve() for p in self.paths]
+        self.paths = [_watched(Path(p)) for p in self.paths]
         self.ignore = [Path(p).expanduser().resolve() for p in self.ignore]
         for root in self.paths:
             self._remember(root)
 
+    def _root(self, path: Path) -> Path | None:
+        """The watched folder ``path`` is found in (a watched file's own folder)."""
+        for watched in self.paths:
+            if path == watched and not watched.is_dir():
+                return watched.parent
+            if path == watched or watched in path.parents:
+                return watched
+        return None
+
     def _ignored(self, path: Path) -> bool:
-        return any(path == folder or folder in path.parents for folder in self.ignore)
+        if any(path == folder or folder in path.parents for folder in self.ignore):
+            return True
+        root = self._root(path)
+        for folder in [path, *path.parents]:
+            if folder.name in SERVER_FOLDERS:
+                return True
+            if folder == path:
+                if folder.parent.name == "locks" and any(
+                    fnmatch.fnmatch(path.name, n) for n in LOCK_NAMES
+                ):
+                    return True
+            elif any((folder / name).is_file() for name in DATA_FILES):
+                return True
+            if root is None or folder == root:
+                return False
+        return False
+
+    def _readable(self, path: Path) -> bool:
+        """Whether ``path``'s content may be read: inside its folder, not a credential."""
+        root = self._root(path)
+        return (
+            root is not None
+            and not self._ignored(path)
+            and not looks_like_credential(path)
+            and is_inside(path, root)
+        )
 
     def _remember(self, root: Path) -> None:
         """Keep the text of the files under ``root`` now, so a first change has a diff."""
@@ -95,7 +163,7 @@ class Watcher:
         for path in files:
             if len(self._texts) >= MAX_SNAPSHOTS:
                 return
-            if self._ignored(path) or looks_like_credential(path):
+            if not self._readable(path):
                 continue
             text = read_text(path)
             if text is not None and not looks_like_secret(text):
@@ -117,13 +185,20 @@ class Watcher:
 
     def describe(self, kind: str, path: Path) -> str:
         """The event text for one changed file (``kind``: added, modified or deleted)."""
-        where = f"{path.name} (in {path.parent})"
-        if looks_like_credential(path):
-            self._forget(path)
-            return f"{where} was {kind}: it looks like a credential file, content withheld."
+        where = f"{shown_name(path.name)} (in {shown_name(path.parent)})"
         if kind == "deleted":
             self._forget(path)
             return f"{where} was deleted."
+        root = self._root(path)
+        if root is not None and not is_inside(path, root):
+            self._forget(path)
+            return (
+                f"{where} was {kind}: it leads outside the watched folder "
+                f"({shown_name(root)}), not read."
+            )
+        if looks_like_credential(path):
+            self._forget(path)
+            return f"{where} was {kind}: it looks like a credential file, content withheld."
         if path.is_dir():
             self._remember(path)
             return f"Folder {where} was {kind}."
@@ -143,7 +218,7 @@ class Watcher:
             return f"{where} was {kind} (same text as before)."
         return f"{where} was modified. Changed lines:\n{changed_lines(old, new)}"
 
-    def events_for(self, changes: Iterable[tuple[Any, str]]) -> list[dict[str, str]]:
+    def _described(self, changes: Iterable[tuple[Any, str]]) -> Keyed:
         """One event per changed path of a batch (a file written three times is one event)."""
         from watchfiles import Change
 
@@ -159,21 +234,95 @@ class Watcher:
                 kind = "added"
             kinds[path] = kind
         now = utc_now("seconds")
-        return [
-            {"source": SOURCE, "time": now, "text": self.describe(kind, path)}
+        return {
+            str(path): (
+                _PRIORITY[kind],
+                {"source": SOURCE, "time": now, "text": self.describe(kind, path)},
+            )
             for path, kind in sorted(kinds.items())
-        ]
+        }
 
-    def _deliver(self, events: list[dict[str, str]]) -> None:
-        self._pending = [*self._pending, *events][-MAX_EVENTS:]
+    def events_for(self, changes: Iterable[tuple[Any, str]]) -> list[dict[str, str]]:
+        """The events a batch of changes makes, coalesced as they would be delivered."""
+        return self._fold(self._described(changes))
+
+    def _fold(self, keyed: Mapping[str, tuple[int, dict[str, str]]]) -> list[dict[str, str]]:
+        """At most `max_detailed` events: the first by priority whole, the rest one note.
+
+        The note counts the folded changes and names them by folder (name and kind), as
+        far as `MAX_DIFF_CHARS` allows; their content is left for the agent to read.
+        """
+        items = list(keyed.items())
+        if len(items) <= self.max_detailed and not self._dropped:
+            return [event for _, (_, event) in items]
+        order = sorted(range(len(items)), key=lambda i: (items[i][1][0], i))
+        room = max(1, self.max_detailed - 1)
+        shown = sorted(order[:room])
+        folded = [items[i] for i in order[room:]]
+        by_folder: dict[str, list[str]] = {}
+        for key, (priority, event) in folded:
+            if key.startswith("#"):  # a note about a watched path: its first line
+                by_folder.setdefault("", []).append(event["text"].split("\n", 1)[0])
+                continue
+            path = Path(key)
+            kind = next((k for k, p in _PRIORITY.items() if p == priority), "changed")
+            by_folder.setdefault(shown_name(path.parent), []).append(
+                f"{shown_name(path.name)} ({kind})"
+            )
+        lines: list[str] = []
+        used = named = 0
+        for folder, names in by_folder.items():
+            head = f"* in {folder}: " if folder else "* "
+            taken: list[str] = []
+            for name in names:
+                if used + len(head) + len(name) + 2 > MAX_DIFF_CHARS:
+                    break
+                taken.append(name)
+                used += len(name) + 2
+            if not taken:
+                break
+            lines.append(head + ", ".join(taken))
+            used += len(head)
+            named += len(taken)
+            if len(taken) < len(names):
+                break
+        if named < len(folded):
+            lines.append(f"* ... and {len(folded) - named} more")
+        count = len(folded) + self._dropped
+        earlier = (
+            f" ({self._dropped} earlier ones could not be kept while the agent was unreachable)"
+            if self._dropped
+            else ""
+        )
+        note = {
+            "source": SOURCE,
+            "time": max(e["time"] for _, (_, e) in items) if items else utc_now("seconds"),
+            "text": f"{count} more changes were folded into this note, too many at once to "
+            f"show each{earlier}; read the files for their content:\n" + "\n".join(lines),
+        }
+        return [*(items[i][1][1] for i in shown), note]
+
+    def _deliver(
+        self, events: Mapping[str, tuple[int, dict[str, str]]] | list[dict[str, str]]
+    ) -> None:
+        if isinstance(events, list):  # notes about the watched paths: each kept, shown first
+            events = {f"#note{next(self._notes)}": (-1, e) for e in events}
+        for key, item in events.items():
+            self._pending.pop(key, None)  # per path the latest, in the order they came
+            self._pending[key] = item
+        while len(self._pending) > MAX_PENDING:
+            self._pending.pop(next(iter(self._pending)))
+            self._dropped += 1
         if not self._pending:
             return
+        batch = self._fold(self._pending)
         try:
-            self.send(list(self._pending))
+            self.send(batch)
         except Exception as exc:  # noqa: BLE001 - a failed delivery must not stop the watch
-            log.warning("could not deliver %d event(s), will retry: %s", len(self._pending), exc)
+            log.warning("could not deliver %d event(s), will retry: %s", len(batch), exc)
             return
-        self._pending = []
+        self._pending = {}
+        self._dropped = 0
 
     def _targets(self) -> tuple[list[Path], dict[Path, Path]]:
         """The folders to watch now, and for each watched file the folder standing in for it.
@@ -223,11 +372,14 @@ class Watcher:
         gone, back = self._gone_and_back()
         now = utc_now("seconds")
         events = [
-            {"source": SOURCE, "time": now, "text": f"Watched {p} was deleted."} for p in gone
+            {"source": SOURCE, "time": now, "text": f"Watched {shown_name(p)} was deleted."}
+            for p in gone
         ]
         for path in back:
             self._remember(path)
-            events.append({"source": SOURCE, "time": now, "text": f"Watched {path} is back."})
+            events.append(
+                {"source": SOURCE, "time": now, "text": f"Watched {shown_name(path)} is back."}
+            )
         if events:
             self._deliver(events)
         return bool(gone or back)
@@ -241,10 +393,12 @@ class Watcher:
         for path in sorted(self._missing):
             log.warning("%s does not exist (yet): watching for it", path)
         while not stop.is_set():
+            # Gone or back since the last look: said before a watch starts on what is there,
+            # so a watch is never declared live just before it is replaced.
+            self._report_presence()
             targets, files = self._targets()
             if not targets:
                 stop.wait(self.poll_ms / 1000)
-                self._report_presence()
                 continue
             keep = self._filter(files, [r for r in self.paths if r not in files])
             started = False
@@ -258,18 +412,30 @@ class Watcher:
                     stop_event=stop,
                     force_polling=self.force_polling,
                 ):
-                    if not started and self.on_ready is not None:
-                        self.on_ready()  # the first yield: the watch is live
-                    started = True
                     changed = self._report_presence()
+                    if not started and not changed and self.on_ready is not None:
+                        self.on_ready()  # the first yield: the watch is live (and stays)
+                    started = True
                     live = [(c, p) for c, p in changes if not self._under_missing(Path(p))]
-                    events = self.events_for(live)
-                    if events:
-                        self._deliver(events)
+                    described = self._described(live)
+                    if described:
+                        self._deliver(described)
                     if changed:
                         break  # watch again: a folder went (its watch is dead) or came back
             except FileNotFoundError:
                 self._report_presence()  # removed between the look and the watch: look again
+
+
+def _watched(path: Path) -> Path:
+    """A watched path in absolute form.
+
+    A folder's real path; a file in its folder's real path, the file itself not resolved
+    (a link must lead inside that folder).
+    """
+    path = path.expanduser().absolute()
+    if path.is_dir():
+        return path.resolve()
+    return path.parent.resolve() / path.name
 
 
 def _walk(root: Path) -> list[Path]:
@@ -326,7 +492,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
             said.append(True)
 
     watcher = Watcher(
-        args.paths, sink, ignore=[folder], debounce_ms=args.debounce_ms, on_ready=ready
+        args.paths,
+        sink,
+        ignore=[folder, *args.ignore],
+        debounce_ms=args.debounce_ms,
+        on_ready=ready,
     )
     try:
         watcher.run()
@@ -359,6 +529,15 @@ def add_watch_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument(
         "--debounce-ms", type=positive_int, default=1600, help="changes grouped (default 1600)"
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FOLDER",
+        help="a folder never reported (repeatable); data directories (memory.sqlite, "
+        "checkpoints.sqlite) and .langgraph_api under PATH are ignored without it",
     )
     add_data_dir(parser)
     add_database_url(parser)

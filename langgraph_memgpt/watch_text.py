@@ -1,82 +1,20 @@
 """What a watched file's change says: its changed lines, or why its content is withheld.
 
-Never a secret's value: a file whose name looks like a credential (``.env``, ``*.pem``,
-``*key*``, ``*secret*``, ``*token*``, ``credentials*``, anything under ``.ssh``...) is never
-read, and a file whose text looks like a secret (a private key block, ``password = ...``, a
-cloud access key) is reported as changed with its content withheld. Diffs are bounded: every
-event costs the agent prompt tokens. `langgraph_memgpt.watch` turns these into events.
+Which files may be read and what counts as a secret is `langgraph_memgpt.file_rules`' (the
+rule ``ingest`` follows too). Diffs are bounded: every event costs the agent prompt tokens.
+`langgraph_memgpt.watch` turns these into events.
 """
 
 from __future__ import annotations
 
 import difflib
-import fnmatch
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 MAX_FILE_BYTES = 256 * 1024
 """Largest file whose text is kept for diffs; a bigger one is summarised by its size."""
 MAX_DIFF_CHARS = 1500
 """The most of a diff one event carries: every event costs the agent prompt tokens."""
 MAX_LINE_CHARS = 200
-CREDENTIAL_NAMES = (
-    ".env",
-    ".env.*",
-    "*.env",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.kdbx",
-    "*.gpg",
-    "*.asc",
-    "*key*",
-    "*secret*",
-    "*token*",
-    "*passw*",
-    "credentials*",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    ".netrc",
-    ".pgpass",
-    ".npmrc",
-    ".pypirc",
-    ".htpasswd",
-)
-"""File names (case-insensitive globs) that look like credentials: never read."""
-CREDENTIAL_DIRS = frozenset({".ssh", ".aws", ".gnupg", ".docker", ".kube", "secrets"})
-"""Folders whose files are all treated as credentials."""
-SECRET_TEXT = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key id
-    r"|\bgh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"  # Slack tokens
-    r"|\bsk-[A-Za-z0-9_-]{20,}"  # OpenAI-style API keys
-    r"|\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\."  # JWTs
-    r"|(?i:\b(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
-    r"|client[_-]?secret)\b[\"']?\s*[:=]\s*[\"']?[^\s\"']{4,})"
-)
-"""Text that looks like a secret's value: the content of such a file is withheld."""
-
-
-def looks_like_credential(path: Path) -> bool:
-    """Whether ``path``'s name (or a folder it is in) says it holds a credential."""
-    name = path.name.lower()
-    if any(fnmatch.fnmatch(name, pattern) for pattern in CREDENTIAL_NAMES):
-        return True
-    return any(part.lower() in CREDENTIAL_DIRS for part in path.parts[:-1])
-
-
-def looks_like_secret(text: str) -> bool:
-    """Whether ``text`` holds something that looks like a secret's value."""
-    return SECRET_TEXT.search(text) is not None
 
 
 def read_text(path: Path) -> str | None:

@@ -247,3 +247,60 @@ def test_the_import_command_says_why_and_exits_1_without_a_traceback(
     assert code == 1 and says in err and "nothing was imported" in err
     assert "Traceback" not in err
     assert not (data / "memory.sqlite").exists()
+
+
+def test_merge_never_rewrites_a_stored_message_or_rule_and_reports_the_collisions(
+    make_backend: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph_memgpt.retention import apply_retention, rule
+
+    backend = make_backend()
+    ada = backend.open("ada")
+    live_ada(ada)
+    for n in range(5):
+        ada.archival.insert(f"Ada's note {n}: keep this", tags=["note"])
+    ada.archival.set_retention_rule(rule("note", "30d"))
+    path = tmp_path / "ada.jsonl"
+    export_agent(ada, path)
+    records = read(path)
+    for record in records:
+        if record["type"] == "message":
+            record["text"] = "I am not allergic to anything"
+        if record["type"] == "retention_rule":
+            record["max_age_seconds"] = 1
+    forged = reseal(tmp_path / "forged.jsonl", records)
+
+    report = import_agent(ada, forged, mode="merge")
+
+    (message,) = [m for _, m in ada.recall.list_messages()]
+    assert message.text == "I am allergic to peanuts"
+    assert ada.archival.retention_rules() == [rule("note", "30d")]
+    assert len(report.collisions) == 2
+    assert any("'m1' of thread 't1'" in c for c in report.collisions)
+    assert any("retention rule" in c and "30d" in c for c in report.collisions)
+    from datetime import UTC, datetime, timedelta
+
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    assert apply_retention(ada, now=tomorrow).count == 0  # her notes stay
+    assert ada.archival.count() == 5
+    assert import_agent(ada, forged, mode="replace").collisions == report.collisions
+    assert [m.text for _, m in ada.recall.list_messages()] == ["I am allergic to peanuts"]
+
+
+def test_the_import_command_names_the_collisions_it_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    ada = SqliteBackend(data, embedding_model="none").open("ada")
+    live_ada(ada)
+    path = tmp_path / "ada.jsonl"
+    export_agent(ada, path)
+    records = read(path)
+    next(r for r in records if r["type"] == "message")["text"] = "rewritten"
+    forged = reseal(tmp_path / "forged.jsonl", records)
+    close_all()
+
+    code = main(["import", str(forged), "--agent", "ada", "--merge", "--data-dir", str(data)])
+
+    out = capsys.readouterr().out
+    assert code == 0 and "1 item(s) the agent already had" in out and "'m1'" in out

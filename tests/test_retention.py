@@ -164,7 +164,15 @@ def test_the_command_sets_lists_and_applies_rules(
     assert [(r["tag"], r["max_age"]) for r in listed] == [("raw_html", "2d")]
     assert main(["retention", "apply", "--json", "--data-dir", str(data)]) == 0
     applied = json.loads(capsys.readouterr().out)
-    assert applied == [{"agent_id": "crawler", "count": 1, "forgotten": {RULE: [stale.id]}}]
+    assert applied == [
+        {
+            "agent_id": "crawler",
+            "count": 1,
+            "forgotten": {RULE: [stale.id]},
+            "copies": 0,
+            "threads": [],
+        }
+    ]
     reopened = SqliteBackend(data, embedding_model="none").open("crawler")
     assert [p.id for p, _ in reopened.archival.list_passages()] == [kept.id]
 
@@ -193,3 +201,41 @@ def test_the_sleep_time_run_applies_the_rules(make_backend: BackendFactory) -> N
     out = graph.compile().invoke({}, context=Context(agent_id="crawler"))
     assert out["retention"]["forgotten"] == {RULE: [stale.id]}
     assert memory.archival.get(stale.id) is None
+
+
+@pytest.mark.parametrize("age", ["3000000d", "10000000000001", "9" * 5000 + "s", 10**30])
+def test_an_age_beyond_what_a_rule_may_hold_is_refused_naming_the_longest(age: Any) -> None:
+    with pytest.raises(RetentionRuleError, match=r"more than the longest age .* 115740d"):
+        rule("raw_html", age)
+    assert parse_age("115740d") <= 10**10
+
+
+def test_apply_goes_on_agent_by_agent_and_a_refused_age_leaves_an_importable_export(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph_memgpt.stores.types import RetentionRule
+
+    data = tmp_path / "data"
+    backend = SqliteBackend(data, embedding_model="none")
+    stale = "2020-01-01T00:00:00+00:00"
+    for agent in ("a", "b", "c"):
+        backend.open(agent).archival.insert_many(
+            [NewPassage(f"page {agent}", ["raw_html"], created_at=stale)]
+        )
+        backend.open(agent).archival.set_retention_rule(rule("raw_html", "48h"))
+    base = ["--data-dir", str(data)]
+
+    code = main(["retention", "set", "--agent", "a", "--tag", "x", "--max-age", "3000000d", *base])
+
+    assert code == 2 and "more than the longest age" in capsys.readouterr().err
+    assert [r.tag for r in backend.open("a").archival.retention_rules()] == ["raw_html"]
+    export_agent(backend.open("a"), tmp_path / "a.jsonl")
+    read_export(tmp_path / "a.jsonl")  # re-importable
+    # A rule stored unchecked (an older version, the store's API): its cut-off lies before
+    # year 1, so nothing is older; the other rules and agents are applied all the same.
+    backend.open("a").archival.set_retention_rule(
+        RetentionRule("raw_html", 3_000_000 * 86400, "x.md")
+    )
+    assert main(["retention", "apply", "--json", *base]) == 0
+    applied = json.loads(capsys.readouterr().out)
+    assert [(r["agent_id"], r["count"]) for r in applied] == [("a", 1), ("b", 1), ("c", 1)]

@@ -1,0 +1,223 @@
+"""One eraser: after a forget or a retention purge, no checkpoint channel, row or file holds it.
+
+The turns here put a passage's words where the loop keeps them besides ``messages``:
+a passage saved and a reply sent in one step (the step's calls stay in ``repeat_key``), a
+passage saved in answer to a system event (its arguments stay in ``event_outcome``), a
+search that showed it (a tool result in recall and in the queue). Then ``forget
+--passage`` or a retention rule forgets it, and every channel of every checkpoint, its
+pending writes, every Postgres table, every file of the data directory and the export are
+searched for the words. Both backends.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checkpointers import Place, open_saver
+from langchain_core.messages import HumanMessage
+from test_forget_gone import leaks
+
+from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.cli import main
+from langgraph_memgpt.forget import forget_passage
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.retention import apply_retention, rule
+from langgraph_memgpt.transfer import export_agent
+
+ONE_STEP_WORD = "okapi6620"
+EVENT_WORD = "narwhal4471"
+KEPT_WORD = "capybara2093"
+
+
+def call(name: str, cid: str, **args: Any) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": cid}
+
+
+class Threads:
+    """Ada's threads on one place, run through the real graph with a scripted model."""
+
+    def __init__(self, place: Place) -> None:
+        self.place = place
+        self.saver, self._close = open_saver(place.threads)
+        self.backend = place.backend()
+        self.ctx = Context(data_dir=str(place.data_dir), embedding_model="none", agent_id="ada")
+
+    def graph(self, steps: list[dict[str, Any]]) -> Any:
+        model = ScriptedChatModel.from_steps(steps)
+        return build_graph(model=model, memory=self.backend).compile(checkpointer=self.saver)
+
+    def run(self, thread: str, payload: dict[str, Any], steps: list[dict[str, Any]]) -> Any:
+        config: Any = {"configurable": {"thread_id": thread}}
+        return self.graph(steps).invoke(payload, config, context=self.ctx)
+
+    def close(self) -> None:
+        self._close()
+        if self.backend is not None:
+            self.backend.close()
+
+
+@pytest.fixture
+def threads(place: Place) -> Any:
+    t = Threads(place)
+    # A passage saved and the reply sent in one step: the calls stay in repeat_key.
+    t.run(
+        "t1",
+        {"messages": [HumanMessage("Please keep my passport number safe.", id="u1")]},
+        [
+            {
+                "content": "",
+                "tool_calls": [
+                    call(
+                        "archival_memory_insert",
+                        "c1",
+                        content=f"Ada's passport number is {ONE_STEP_WORD}.",
+                        tags=["ephemeral"],
+                    ),
+                    call("send_message", "c2", message="Noted."),
+                ],
+            }
+        ],
+    )
+    # A system event answered by saving a passage: its arguments stay in event_outcome.
+    out = t.run(
+        "tw",
+        {"events": [{"source": "watcher", "text": "vault.yaml was modified."}]},
+        [
+            {
+                "content": "",
+                "tool_calls": [
+                    call(
+                        "archival_memory_insert",
+                        "c3",
+                        content=f"The vault code is now {EVENT_WORD}.",
+                        tags=["ephemeral"],
+                    )
+                ],
+            }
+        ],
+    )
+    assert EVENT_WORD in repr(out["event_outcome"])
+    # A note that stays, and a search in another thread whose result shows both passages.
+    memory = place.open("ada")
+    memory.archival.insert(f"Ada likes {KEPT_WORD} videos.", tags=["keep"])
+    t.run(
+        "t2",
+        {"messages": [HumanMessage("What did I ask you to keep?", id="u2")]},
+        [
+            {
+                "content": "",
+                "tool_calls": [
+                    call(
+                        "archival_memory_search",
+                        "c4",
+                        query="passport vault",
+                        request_heartbeat=True,
+                    )
+                ],
+            },
+            {"content": "", "tool_calls": [call("send_message", "c5", message="Your passport.")]},
+        ],
+    )
+    yield t
+    t.close()
+
+
+def channels_holding(saver: Any, word: str) -> list[str]:
+    """Every (thread, channel) of every checkpoint, pending write or metadata holding ``word``."""
+    found: set[str] = set()
+    for saved in saver.list(None):
+        thread = saved.config["configurable"]["thread_id"]
+        for channel, value in saved.checkpoint["channel_values"].items():
+            if word in repr(value):
+                found.add(f"{thread}:{channel}")
+        for _, channel, value in saved.pending_writes or []:
+            if word in repr(value):
+                found.add(f"{thread}:write:{channel}")
+        if word in repr(saved.metadata):
+            found.add(f"{thread}:metadata")
+    return sorted(found)
+
+
+def latest_channels_holding(saver: Any, thread: str, word: str) -> list[str]:
+    config: Any = {"configurable": {"thread_id": thread}}
+    values = saver.get_tuple(config).checkpoint["channel_values"]
+    return sorted(ch for ch, value in values.items() if word in repr(value))
+
+
+def test_the_words_are_in_repeat_key_and_event_outcome_before(threads: Threads) -> None:
+    assert "repeat_key" in latest_channels_holding(threads.saver, "t1", ONE_STEP_WORD)
+    assert "event_outcome" in latest_channels_holding(threads.saver, "tw", EVENT_WORD)
+    assert "messages" in latest_channels_holding(threads.saver, "t2", EVENT_WORD)
+    for word in (ONE_STEP_WORD, EVENT_WORD):
+        assert leaks(threads.place, word), word
+
+
+def passage_with(place: Place, word: str) -> int:
+    (found,) = [p.id for p, _ in place.open("ada").archival.list_passages() if word in p.text]
+    return found
+
+
+def assert_gone(threads: Threads, word: str, tmp_path: Path) -> None:
+    assert channels_holding(threads.saver, word) == []
+    assert leaks(threads.place, word) == []
+    export_agent(threads.place.open("ada"), tmp_path / "ada.jsonl")
+    assert word not in (tmp_path / "ada.jsonl").read_text()
+
+
+@pytest.mark.parametrize("word", [ONE_STEP_WORD, EVENT_WORD])
+def test_forget_passage_leaves_no_channel_row_or_file_holding_it(
+    threads: Threads, tmp_path: Path, word: str
+) -> None:
+    passage = passage_with(threads.place, word)
+    if threads.place.kind == "sqlite":
+        args = ["forget", "--agent", "ada", "--passage", str(passage)]
+        data = ["--data-dir", str(threads.place.data_dir), "--embedding-model", "none"]
+        assert main([*args, *data]) == 0
+    else:
+        forget_passage(threads.place.open("ada"), passage, actor="user", graph=threads.graph([]))
+
+    assert_gone(threads, word, tmp_path)
+    assert leaks(threads.place, KEPT_WORD)  # what was not forgotten stays
+    # Both threads go on.
+    reply = {"content": "", "tool_calls": [call("send_message", "c9", message="Yes.")]}
+    threads.run("t1", {"messages": [HumanMessage("Still there?", id="u3")]}, [reply])
+    threads.run("tw", {"messages": [HumanMessage("Still there?", id="u4")]}, [reply])
+
+
+def test_a_retention_purge_forgets_as_forget_does(threads: Threads, tmp_path: Path) -> None:
+    memory = threads.place.open("ada")
+    memory.archival.set_retention_rule(rule("ephemeral", "1h"))
+    later = datetime.now(UTC) + timedelta(days=1)
+
+    report = apply_retention(memory, now=later, checkpointer=threads.saver)
+
+    assert report.count == 2 and report.copies >= 2
+    assert sorted(report.threads) == ["t1", "t2", "tw"]
+    for word in (ONE_STEP_WORD, EVENT_WORD):
+        assert_gone(threads, word, tmp_path)
+    assert leaks(threads.place, KEPT_WORD)
+    reply = {"content": "", "tool_calls": [call("send_message", "c9", message="Yes.")]}
+    threads.run("t1", {"messages": [HumanMessage("Still there?", id="u3")]}, [reply])
+
+
+def test_the_retention_command_forgets_in_the_threads_too(threads: Threads, tmp_path: Path) -> None:
+    import time
+
+    memory = threads.place.open("ada")
+    memory.archival.set_retention_rule(rule("ephemeral", "1s"))
+    where = (
+        ["--data-dir", str(threads.place.data_dir)]
+        if threads.place.kind == "sqlite"
+        else ["--database-url", threads.place.url]
+    )
+    time.sleep(1.1)  # the rule's age passes (nothing is timed: it only has to be over)
+    threads.place.close()
+
+    assert main(["retention", "apply", "--agent", "ada", *where]) == 0
+
+    for word in (ONE_STEP_WORD, EVENT_WORD):
+        assert_gone(threads, word, tmp_path)
+    assert leaks(threads.place, KEPT_WORD)
