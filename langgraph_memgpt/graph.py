@@ -14,6 +14,7 @@ Every edge of the loop is here; the decisions are the route functions of
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -256,15 +257,20 @@ def _with_sync_path(tool: BaseTool) -> BaseTool:
     """A copy of an async-only tool (MCP tools, ``@tool`` on a coroutine) a sync run can use.
 
     Its coroutine runs on a private event loop in a worker thread (the calling thread may
-    already run a loop). Under ``ainvoke`` the coroutine runs on the caller's loop.
+    already run a loop), in a copy of the caller's context variables: LangGraph's run
+    context (``get_config()``, ``interrupt()``, ``get_stream_writer()``) reaches it as it
+    reaches a sync tool. Under ``ainvoke`` the coroutine runs on the caller's loop.
     """
     if not (isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine):
         return tool
     coroutine = tool.coroutine
 
     def run(*args: Any, **kwargs: Any) -> Any:
+        context = contextvars.copy_context()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memgpt-async-tool") as pool:
-            return pool.submit(_run_coroutine, coroutine(*args, **kwargs)).result()
+            return pool.submit(
+                context.run, _run_coroutine, coroutine(*args, **kwargs)
+            ).result()
 
     return tool.model_copy(update={"func": run})
 
