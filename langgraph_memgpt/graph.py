@@ -268,9 +268,7 @@ def _with_sync_path(tool: BaseTool) -> BaseTool:
     def run(*args: Any, **kwargs: Any) -> Any:
         context = contextvars.copy_context()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memgpt-async-tool") as pool:
-            return pool.submit(
-                context.run, _run_coroutine, coroutine(*args, **kwargs)
-            ).result()
+            return pool.submit(context.run, _run_coroutine, coroutine(*args, **kwargs)).result()
 
     return tool.model_copy(update={"func": run})
 

@@ -15,6 +15,12 @@ The claim is taken by a callback handler the compiled graph carries in its own c
 own (not inherited), so its nodes, tools and models never see it. Sync runs wait in
 their thread; async runs wait on the event loop without blocking it.
 
+The thread is the run's ``configurable["thread_id"]``, never its metadata's (a caller's
+``metadata.thread_id`` groups traces, and a graph run inside another's tool inherits the
+outer run's metadata). The claim is re-entrant within one run: a run of the same thread
+inside a task of the run that holds it (an agent as a tool of an agent sharing its config)
+is part of that run and takes no second claim. Any other run still waits.
+
 Where the claim lives follows the checkpoints, since that is what two runs fight over:
 
 - an exclusive ``flock`` on a file in ``<folder>/locks/``, the folder being the one given
@@ -36,14 +42,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import hashlib
 import logging
 import os
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import FrameType
 from typing import Any
 from uuid import UUID
 
@@ -94,9 +103,10 @@ class _Claim:
         self.shared = shared
         self.release_shared: Callable[[], None] | None = None
         self.shared_misses = 0
-        key = str(path) if path is not None else f"{scope or ''}thread:{thread_id}"
+        self.key = str(path) if path is not None else f"{scope or ''}thread:{thread_id}"
+        """What tells this claim's lock apart (the lock file, or the scope and thread)."""
         with _local_guard:
-            self.local = _local_locks.setdefault(key, threading.Lock())
+            self.local = _local_locks.setdefault(self.key, threading.Lock())
         self.fd: int | None = None
 
     def try_acquire(self) -> bool:
@@ -213,6 +223,42 @@ def one_run(
         claim.release()
 
 
+_HELD: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "memgpt_threads_held", default=frozenset()
+)
+"""The claims the graph runs enclosing this code hold (by claim key): a run nested in a
+task of a run of its own thread (an agent as a tool of itself) finds its claim here."""
+
+
+def _run_config() -> Mapping[str, Any] | None:
+    """The config of the graph run whose start or end the handler is being told of.
+
+    A callback sees the run's metadata, not its config, and the metadata's ``thread_id``
+    is not always the run's thread: a caller may set its own (LangSmith groups traces by
+    it), and a graph run inside another graph's tool inherits the outer run's metadata.
+    The thread is ``configurable["thread_id"]``, held by LangGraph's ``stream`` /
+    ``astream`` frame that calls the handler (the async handler runs inline, so that
+    frame is on its stack too).
+    """
+    from langgraph.pregel import Pregel
+
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(_FRAMES_TO_RUN):
+        if frame is None:
+            return None
+        if frame.f_code.co_name in ("stream", "astream") and isinstance(
+            frame.f_locals.get("self"), Pregel
+        ):
+            config = frame.f_locals.get("config")
+            return config if isinstance(config, Mapping) else None
+        frame = frame.f_back
+    return None
+
+
+_FRAMES_TO_RUN = 16
+"""Frames between a handler and LangGraph's ``stream`` (callback manager, event dispatch)."""
+
+
 class _RunClaims:
     """The claims a compiled graph's runs hold, by LangGraph run id.
 
@@ -224,25 +270,49 @@ class _RunClaims:
         self.lock_dir = lock_dir
         self.shared = shared
         self.scope = scope
-        self.held: dict[UUID, _Claim] = {}
+        self.held: dict[UUID, tuple[_Claim, contextvars.Token[frozenset[str]] | None]] = {}
         self.guard = threading.Lock()
 
     def new(self, metadata: dict[str, Any] | None) -> _Claim | None:
-        """The claim a run starting with ``metadata`` needs (None: a run without thread)."""
-        thread_id = (metadata or {}).get("thread_id")
+        """The claim a run starting now needs: None without a thread, or when re-entered.
+
+        The thread is the run's ``configurable["thread_id"]`` (`_run_config`; the metadata's
+        only where no config can be found). A run inside a task of a run that holds its
+        thread (the same ``thread_id``, a checkpoint namespace below that run's) is part of
+        that run: it takes no second claim, which would wait for the run it is part of.
+        """
+        config = _run_config()
+        if config is not None:
+            configurable = config.get("configurable") or {}
+            thread_id = configurable.get("thread_id")
+            nested = bool(configurable.get("checkpoint_ns"))
+        else:
+            thread_id = (metadata or {}).get("thread_id")
+            nested = False
         if thread_id is None:
             return None
         thread = str(thread_id)
         path = _lock_path(self.lock_dir, thread)
-        return _Claim(thread, path, self.shared, scope=None if path else self.scope)
+        claim = _Claim(thread, path, self.shared, scope=None if path else self.scope)
+        if nested and claim.key in _HELD.get():
+            return None
+        return claim
 
     def hold(self, run_id: UUID, claim: _Claim) -> None:
+        token = _HELD.set(_HELD.get() | {claim.key})
         with self.guard:
-            self.held[run_id] = claim
+            self.held[run_id] = (claim, token)
 
     def drop(self, run_id: UUID) -> _Claim | None:
         with self.guard:
-            return self.held.pop(run_id, None)
+            held = self.held.pop(run_id, None)
+        if held is None:
+            return None
+        claim, token = held
+        if token is not None:
+            with contextlib.suppress(ValueError):  # ended in another context than it began
+                _HELD.reset(token)
+        return claim
 
 
 def _event_loop_running() -> bool:
@@ -290,9 +360,14 @@ class _HoldThread(BaseCallbackHandler):
 
 
 class _AHoldThread(AsyncCallbackHandler):
-    """Async runs: `_HoldThread`, waiting on the event loop instead of in a thread."""
+    """Async runs: `_HoldThread`, waiting on the event loop instead of in a thread.
+
+    Inline (awaited by the run itself, not gathered in a task of its own): the run's
+    frame is on its stack (`_run_config`) and what it records in ``_HELD`` is the run's.
+    """
 
     raise_error = True
+    run_inline = True
 
     def __init__(self, claims: _RunClaims) -> None:
         self.claims = claims

@@ -16,10 +16,10 @@ from typing import Annotated, Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_config, get_stream_writer
 from langgraph.prebuilt import InjectedState, InjectedStore, ToolRuntime
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
-from langgraph.config import get_config, get_stream_writer
 from langgraph.types import Command, interrupt
 
 from langgraph_memgpt import Context, build_graph, declare_tool
