@@ -122,7 +122,7 @@ class ToolRules:
 
     def bind(self, runtime: ToolRuntime[Any, Any]) -> Binding:
         """A memory tool call's memory, settings and provenance (graph's agent resolution)."""
-        ctx = Context.from_any(runtime.context)
+        ctx = Context.for_run(runtime.context, runtime.config)
         state = runtime.state if isinstance(runtime.state, Mapping) else {}
         memory = self.deps.memory(ctx, state)  # type: ignore[arg-type]
         return Binding(memory=memory, ctx=ctx, where=provenance(runtime))
