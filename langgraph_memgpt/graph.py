@@ -27,6 +27,7 @@ from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from langgraph_memgpt.admission import Admission
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.nodes import (
@@ -48,7 +49,8 @@ class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
     """The MemGPT loop's builder; its compiled graph runs one run per thread at a time.
 
     ``compile`` hands the compiled graph the callbacks of `langgraph_memgpt.threads`
-    (``with_config``), which claim a run's thread before LangGraph reads its checkpoint.
+    (``with_config``), which claim a run's thread before LangGraph reads its checkpoint,
+    then check the run's input (`admission`): a refused input is not kept.
     """
 
     thread_locks: ThreadLocks | None = None
@@ -57,6 +59,8 @@ class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
     lock_dir: str | None = None
     """The folder whose ``locks/`` holds the thread locks (the server's data directory);
     None: the folder of the ``SqliteSaver`` file given to ``compile``, or this process."""
+    admission: Admission | None = None
+    """The check of each run's input before LangGraph keeps it (`langgraph_memgpt.admission`)."""
 
     def compile(
         self, *args: Any, **kwargs: Any
@@ -64,10 +68,12 @@ class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
         """`StateGraph.compile`; the compiled graph serialises runs per thread."""
         compiled = super().compile(*args, **kwargs)
         checkpointer = kwargs.get("checkpointer", args[0] if args else None)
+        admission = self.admission
         guard = thread_guard(
             self.lock_dir or lock_dir_of(checkpointer),
             self.thread_locks,
             scope=f"checkpointer {id(checkpointer)}:",
+            admit=(admission.check, admission.acheck) if admission is not None else None,
         )
         return compiled.with_config(callbacks=guard)
 
@@ -183,6 +189,7 @@ def assemble(
     )
     builder.thread_locks = memory if isinstance(memory, ThreadLocks) else None
     builder.lock_dir = lock_dir
+    builder.admission = Admission(deps)
     builder.add_node("check_pressure", make_check_pressure(deps))
     builder.add_node("summarize_evict", make_summarize_evict(deps))
     builder.add_node("think", make_think(deps))

@@ -50,10 +50,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler, CallbackManager
@@ -230,15 +231,39 @@ _HELD: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
 task of a run of its own thread (an agent as a tool of itself) finds its claim here."""
 
 
-def _run_config() -> Mapping[str, Any] | None:
-    """The config of the graph run whose start or end the handler is being told of.
+@dataclass(frozen=True)
+class RunStart:
+    """A graph run as it starts, before LangGraph reads or writes its checkpoint."""
+
+    config: Mapping[str, Any]
+    """The run's config (``configurable`` merged as LangGraph merges it)."""
+    context: Any = None
+    """The run context as the caller gave it (not yet coerced to the context schema)."""
+    checkpointer: Any = None
+    """The checkpointer the run uses (the compiled graph's, or the server's), or None."""
+    context_schema: Any = None
+    """The graph's context schema, which LangGraph coerces a dict context to."""
+
+    @property
+    def thread_id(self) -> str | None:
+        """The run's ``configurable["thread_id"]``."""
+        return _thread_of(cast(RunnableConfig, self.config))
+
+    @property
+    def nested(self) -> bool:
+        """Run as a task of another run (a subgraph, a graph called in a tool)."""
+        return bool((self.config.get("configurable") or {}).get("checkpoint_ns"))
+
+
+def _run_start() -> RunStart | None:
+    """The graph run whose start or end the handler is being told of.
 
     A callback sees the run's metadata, not its config, and the metadata's ``thread_id``
     is not always the run's thread: a caller may set its own (LangSmith groups traces by
     it), and a graph run inside another graph's tool inherits the outer run's metadata.
-    The thread is ``configurable["thread_id"]``, held by LangGraph's ``stream`` /
-    ``astream`` frame that calls the handler (the async handler runs inline, so that
-    frame is on its stack too).
+    The thread is ``configurable["thread_id"]``: LangGraph's ``stream`` / ``astream``
+    frame that calls the handler holds the run's config, context and checkpointer (the
+    async handler runs inline, so that frame is on its stack too).
     """
     from langgraph.pregel import Pregel
 
@@ -246,17 +271,22 @@ def _run_config() -> Mapping[str, Any] | None:
     for _ in range(_FRAMES_TO_RUN):
         if frame is None:
             return None
-        if frame.f_code.co_name in ("stream", "astream") and isinstance(
-            frame.f_locals.get("self"), Pregel
-        ):
-            config = frame.f_locals.get("config")
-            return config if isinstance(config, Mapping) else None
+        if frame.f_code.co_name in ("stream", "astream"):
+            found = frame.f_locals
+            graph, config = found.get("self"), found.get("config")
+            if isinstance(graph, Pregel) and isinstance(config, Mapping):
+                checkpointer = found.get("checkpointer", graph.checkpointer)
+                return RunStart(config, found.get("context"), checkpointer, graph.context_schema)
         frame = frame.f_back
     return None
 
 
 _FRAMES_TO_RUN = 16
 """Frames between a handler and LangGraph's ``stream`` (callback manager, event dispatch)."""
+
+Admit = Callable[[Any, RunStart], None]
+"""Checks a run's input as it starts (``inputs``, the run); raises to refuse it."""
+AAdmit = Callable[[Any, RunStart], Awaitable[None]]
 
 
 class _RunClaims:
@@ -273,22 +303,18 @@ class _RunClaims:
         self.held: dict[UUID, tuple[_Claim, contextvars.Token[frozenset[str]] | None]] = {}
         self.guard = threading.Lock()
 
-    def new(self, metadata: dict[str, Any] | None) -> _Claim | None:
+    def new(self, run: RunStart | None, metadata: dict[str, Any] | None) -> _Claim | None:
         """The claim a run starting now needs: None without a thread, or when re-entered.
 
-        The thread is the run's ``configurable["thread_id"]`` (`_run_config`; the metadata's
-        only where no config can be found). A run inside a task of a run that holds its
+        The thread is the run's ``configurable["thread_id"]`` (`_run_start`; the metadata's
+        only where the run cannot be found). A run inside a task of a run that holds its
         thread (the same ``thread_id``, a checkpoint namespace below that run's) is part of
         that run: it takes no second claim, which would wait for the run it is part of.
         """
-        config = _run_config()
-        if config is not None:
-            configurable = config.get("configurable") or {}
-            thread_id = configurable.get("thread_id")
-            nested = bool(configurable.get("checkpoint_ns"))
+        if run is not None:
+            thread_id, nested = run.thread_id, run.nested
         else:
-            thread_id = (metadata or {}).get("thread_id")
-            nested = False
+            thread_id, nested = (metadata or {}).get("thread_id"), False
         if thread_id is None:
             return None
         thread = str(thread_id)
@@ -324,12 +350,17 @@ def _event_loop_running() -> bool:
 
 
 class _HoldThread(BaseCallbackHandler):
-    """Sync runs: claim the thread at the graph run's start, release it at its end."""
+    """Sync runs: claim the thread at the graph run's start, release it at its end.
+
+    Between the two, with the thread held and before LangGraph reads the checkpoint,
+    ``admit`` checks the run's input: a refusal there keeps nothing of it.
+    """
 
     raise_error = True
 
-    def __init__(self, claims: _RunClaims) -> None:
+    def __init__(self, claims: _RunClaims, admit: Admit | None = None) -> None:
         self.claims = claims
+        self.admit = admit
 
     @property
     def ignore_chain(self) -> bool:
@@ -345,9 +376,18 @@ class _HoldThread(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        claim = self.claims.new(metadata)
+        run = _run_start()
+        claim = self.claims.new(run, metadata)
         if claim is not None:
             _take(claim)
+        try:
+            if self.admit is not None and run is not None:
+                self.admit(inputs, run)
+        except BaseException:
+            if claim is not None:
+                claim.release()
+            raise
+        if claim is not None:
             self.claims.hold(run_id, claim)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -363,14 +403,15 @@ class _AHoldThread(AsyncCallbackHandler):
     """Async runs: `_HoldThread`, waiting on the event loop instead of in a thread.
 
     Inline (awaited by the run itself, not gathered in a task of its own): the run's
-    frame is on its stack (`_run_config`) and what it records in ``_HELD`` is the run's.
+    frame is on its stack (`_run_start`) and what it records in ``_HELD`` is the run's.
     """
 
     raise_error = True
     run_inline = True
 
-    def __init__(self, claims: _RunClaims) -> None:
+    def __init__(self, claims: _RunClaims, admit: AAdmit | None = None) -> None:
         self.claims = claims
+        self.admit = admit
 
     @property
     def ignore_chain(self) -> bool:
@@ -386,9 +427,18 @@ class _AHoldThread(AsyncCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        claim = self.claims.new(metadata)
+        run = _run_start()
+        claim = self.claims.new(run, metadata)
         if claim is not None:
             await _a_take(claim)
+        try:
+            if self.admit is not None and run is not None:
+                await self.admit(inputs, run)
+        except BaseException:
+            if claim is not None:
+                await asyncio.to_thread(claim.release)
+            raise
+        if claim is not None:
             self.claims.hold(run_id, claim)
 
     async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -401,7 +451,11 @@ class _AHoldThread(AsyncCallbackHandler):
 
 
 def thread_guard(
-    lock_dir: str | None, shared: ThreadLocks | None = None, *, scope: str = ""
+    lock_dir: str | None,
+    shared: ThreadLocks | None = None,
+    *,
+    scope: str = "",
+    admit: tuple[Admit, AAdmit] | None = None,
 ) -> CallbackManager:
     """Callbacks for a compiled graph's ``with_config``: one run per thread at a time.
 
@@ -411,11 +465,14 @@ def thread_guard(
         shared: the memory backend's cross-machine thread locks, when it has them.
         scope: what tells apart this graph's per-process locks from another's, when
             ``lock_dir`` is None.
+        admit: the check of a run's input (sync, async), run with the thread held before
+            LangGraph keeps anything of the input; raising refuses the run.
 
     Local handlers of the graph's own run (not inherited by its nodes).
     """
     claims = _RunClaims(lock_dir, shared, scope)
-    return CallbackManager(handlers=[_HoldThread(claims), _AHoldThread(claims)])
+    check, acheck = admit if admit is not None else (None, None)
+    return CallbackManager(handlers=[_HoldThread(claims, check), _AHoldThread(claims, acheck)])
 
 
 def lock_dir_of(checkpointer: Any) -> str | None:

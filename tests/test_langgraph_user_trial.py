@@ -5,13 +5,16 @@ folder, LangGraph's own checkpointers.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.events import EventError
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.sqlite import open_memory
 
@@ -79,3 +82,62 @@ def test_the_middleware_takes_configurable_agent_id_under_a_context_without_one(
     )
     assert "I'm Ada." in recalled(tmp_path, "ada")
     assert recalled(tmp_path, "default") == []
+
+
+def test_a_malformed_event_is_refused_and_the_thread_stays_readable(tmp_path: Path) -> None:
+    """Issue 44 item 8: nothing of a refused ``events`` input is kept, not even as a
+    pending write LangGraph would apply again at every read of the thread."""
+    saver = InMemorySaver()
+    model = ScriptedChatModel.from_steps(["Hello again."])
+    graph = build_graph(model=model).compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t1"}}
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none")
+    with pytest.raises(EventError, match=r"^events\[0\]\.text:"):
+        graph.invoke({"events": [{"source": "watcher"}]}, config, context=ctx)
+    assert graph.get_state(config).values == {}  # readable, and nothing kept
+    assert list(saver.list(config)) == []
+    out = graph.invoke({"messages": [HumanMessage("hi")]}, config, context=ctx)
+    assert out["messages"][-1].content == "Hello again."
+
+
+def test_a_malformed_event_after_a_turn_leaves_the_thread_as_it_was(tmp_path: Path) -> None:
+    model = ScriptedChatModel.from_steps(["First.", "Second."])
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none")
+    graph.invoke({"messages": [HumanMessage("one")]}, config, context=ctx)
+    before = graph.get_state(config)
+    with pytest.raises(EventError):
+        graph.invoke(
+            {"messages": [HumanMessage("two")], "events": [{"text": "x"}]}, config, context=ctx
+        )
+    after = graph.get_state(config)
+    assert after.config == before.config and after.values == before.values
+    assert "two" not in recalled(tmp_path, "default")
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_refused_agent_leaves_nothing_the_threads_agent_records(
+    tmp_path: Path, mode: str
+) -> None:
+    """Issue 44 item 5: agent b refused on agent a's thread; a's next run neither records
+    b's words as a's nor shows them to a's model."""
+    model = ScriptedChatModel.from_steps(["Hi, I'm a.", "Still a."])
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+
+    def run(text: str, agent: str) -> dict[str, Any]:
+        ctx = Context(data_dir=str(tmp_path), embedding_model="none", agent_id=agent)
+        given = {"messages": [HumanMessage(text)]}
+        if mode == "ainvoke":
+            return asyncio.run(graph.ainvoke(given, config, context=ctx))
+        return graph.invoke(given, config, context=ctx)
+
+    run("hello", "a")
+    with pytest.raises(ValueError, match="this thread belongs to agent 'a', not 'b'"):
+        run("my salary is 91,400 a year", "b")
+    out = run("what did I say?", "a")
+    assert not any("91,400" in str(m.content) for m in out["messages"])
+    assert not any("91,400" in str(m.content) for m in model.calls[-1])
+    assert not any("91,400" in text for text in recalled(tmp_path, "a"))
+    assert not any("91,400" in text for text in recalled(tmp_path, "b"))
