@@ -49,7 +49,7 @@ except ImportError as exc:  # pragma: no cover - the compose extra is missing
         "MemGPTMiddleware needs LangChain 1.x: pip install 'langgraph-memgpt[compose]'"
     ) from exc
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.messages import convert_to_messages as to_messages
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -191,6 +191,40 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         ctx = self.access.context_for(config, run_context)
         memory = self.deps.memory(ctx, cast(State, state))
         return _Where(ctx, memory, thread_of_config(config))
+
+    # -- before_agent: a refused run keeps nothing --------------------------------------
+
+    def before_agent(self, state: MemGPTState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Take another agent's input out of this thread, which ``before_model`` refuses.
+
+        LangGraph has kept the run's input before any hook runs; left there, the thread's
+        own agent would take it for a message of its own at its next run and record it.
+        The messages its agent never recorded leave the thread (`deps.refuse_another_agent`
+        is the rule); the run then fails in ``before_model``, naming the thread's agent.
+        """
+        owner = state.get("agent_id")
+        config = get_config()
+        ctx = self.access.context_for(config, runtime.context)
+        if not owner or owner == ctx.agent_id:
+            return None
+        thread_id = thread_of_config(config)
+        queue = list(state["messages"])
+        memory = self.deps.memory(
+            Context(**{**ctx.fields(), "agent_id": owner}), cast(State, state)
+        )
+        recorded = {
+            r.message_id
+            for r in memory.recall.get([str(m.id) for m in queue if m.id])
+            if r.thread_id == thread_id
+        }
+        refused = [m for m in queue if str(m.id) not in recorded]
+        return {"messages": [RemoveMessage(id=str(m.id)) for m in refused]} if refused else None
+
+    async def abefore_agent(
+        self, state: MemGPTState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """`before_agent`, store I/O in a worker thread."""
+        return await asyncio.to_thread(self.before_agent, state, runtime)
 
     # -- before_model: check_pressure ---------------------------------------------------
 

@@ -141,3 +141,41 @@ def test_a_refused_agent_leaves_nothing_the_threads_agent_records(
     assert not any("91,400" in str(m.content) for m in model.calls[-1])
     assert not any("91,400" in text for text in recalled(tmp_path, "a"))
     assert not any("91,400" in text for text in recalled(tmp_path, "b"))
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_refused_agent_leaves_nothing_the_middleware_agent_records(
+    tmp_path: Path, mode: str
+) -> None:
+    """The same through ``create_agent`` + `MemGPTMiddleware`: the refused input is taken
+    out of the thread as it is refused."""
+    from langchain.agents import create_agent
+
+    from langgraph_memgpt.middleware import MemGPTMiddleware
+
+    model = ScriptedChatModel.from_steps(["Hi, I'm a.", "Still a."])
+    agent = create_agent(
+        model,
+        [],
+        middleware=[
+            MemGPTMiddleware(context=Context(data_dir=str(tmp_path), embedding_model="none"))
+        ],
+        checkpointer=InMemorySaver(),
+    )
+
+    def run(text: str, agent_id: str) -> dict[str, Any]:
+        config: Any = {"configurable": {"thread_id": "t1", "agent_id": agent_id}}
+        given = {"messages": [HumanMessage(text)]}
+        if mode == "ainvoke":
+            return asyncio.run(agent.ainvoke(given, config))
+        return agent.invoke(given, config)
+
+    run("hello", "a")
+    with pytest.raises(ValueError, match="this thread belongs to agent 'a', not 'b'"):
+        run("my salary is 91,400 a year", "b")
+    out = run("what did I say?", "a")
+    assert not any("91,400" in str(m.content) for m in out["messages"])
+    assert not any("91,400" in str(m.content) for m in model.calls[-1])
+    assert not any("91,400" in text for text in recalled(tmp_path, "a"))
+    assert not any("91,400" in text for text in recalled(tmp_path, "b"))
+    assert [str(m.content) for m in out["messages"]][-2:] == ["what did I say?", "Still a."]
