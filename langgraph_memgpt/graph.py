@@ -39,7 +39,7 @@ from langgraph_memgpt.nodes import (
 )
 from langgraph_memgpt.nodes.call_memory_tool import log_and_describe
 from langgraph_memgpt.routes import after_eviction, after_pressure, after_think, after_tools
-from langgraph_memgpt.state import InputState, OutputState, State
+from langgraph_memgpt.state import InputState, OutputState, State, io_schemas
 from langgraph_memgpt.stores.base import MemoryBackend, ThreadLocks
 from langgraph_memgpt.threads import lock_dir_of, thread_guard
 from langgraph_memgpt.tools import MEMORY_TOOLS
@@ -113,7 +113,7 @@ def build_graph(
         system_prompt: your instructions, added after MemGPT's (before core memory, so
             the prompt's unchanging head stays cacheable).
         state_schema: a subclass of `State` with keys of your own, which tools may set
-            through ``Command(update=...)``.
+            through ``Command(update=...)``; they are also run input and output.
         summary_model: model (or string) that writes eviction summaries (default:
             ``model``).
         memory: where agents' memory lives (a ``MemoryBackend``: agent id -> memory);
@@ -184,8 +184,12 @@ def assemble(
         state_keys=frozenset(_annotations(schema)),
         server_tools=provider_side,
     )
+    input_schema, output_schema = io_schemas(schema)
     builder = MemGPTStateGraph(
-        schema, input_schema=InputState, output_schema=OutputState, context_schema=context_schema
+        schema,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        context_schema=context_schema,
     )
     builder.thread_locks = memory if isinstance(memory, ThreadLocks) else None
     builder.lock_dir = lock_dir

@@ -6,16 +6,20 @@ folder, LangGraph's own checkpointers.
 from __future__ import annotations
 
 import asyncio
+import operator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.events import EventError
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.sqlite import open_memory
 
 
@@ -179,3 +183,34 @@ def test_a_refused_agent_leaves_nothing_the_middleware_agent_records(
     assert not any("91,400" in text for text in recalled(tmp_path, "a"))
     assert not any("91,400" in text for text in recalled(tmp_path, "b"))
     assert [str(m.content) for m in out["messages"]][-2:] == ["what did I say?", "Still a."]
+
+
+class Ticketed(State):
+    """A caller's state: the ticket a support run is about, and what its tools noted."""
+
+    ticket: NotRequired[str]
+    notes: NotRequired[Annotated[list[str], operator.add]]
+
+
+def test_a_state_schemas_own_keys_are_run_input_and_output(tmp_path: Path) -> None:
+    @tool
+    def note(text: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Note something about the ticket."""
+        result = ToolMessage("noted", tool_call_id=tool_call_id)
+        return Command(update={"notes": [text], "messages": [result]})
+
+    model = ScriptedChatModel.from_steps(
+        [step(call("note", text="printer jams")), step(call("send_message", message="On it."))]
+    )
+    graph = build_graph(model=model, tools=[note], state_schema=Ticketed).compile(
+        checkpointer=InMemorySaver()
+    )
+    out = graph.invoke(
+        {"messages": [HumanMessage("my printer jams")], "ticket": "T-42", "notes": ["opened"]},
+        {"configurable": {"thread_id": "t1"}},
+        context=Context(data_dir=str(tmp_path), embedding_model="none"),
+    )
+    assert out["ticket"] == "T-42"
+    assert out["notes"] == ["opened", "printer jams"]
+    assert out["messages"][-1].content == "On it."
+    assert "summary" not in out  # the loop's own bookkeeping stays private
