@@ -6,6 +6,7 @@ folder, LangGraph's own checkpointers.
 from __future__ import annotations
 
 import asyncio
+import json
 import operator
 from pathlib import Path
 from typing import Annotated, Any, NotRequired
@@ -214,3 +215,66 @@ def test_a_state_schemas_own_keys_are_run_input_and_output(tmp_path: Path) -> No
     assert out["notes"] == ["opened", "printer jams"]
     assert out["messages"][-1].content == "On it."
     assert "summary" not in out  # the loop's own bookkeeping stays private
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up in the order book."""
+    if key == "missing":
+        raise KeyError(key)
+    raise ValueError(f"bad key {key!r}")
+
+
+def _lookup_run(tmp_path: Path, key: str, setting: Any) -> dict[str, Any]:
+    model = ScriptedChatModel.from_steps(
+        [step(call("lookup", key=key)), step(call("send_message", message="Done."))]
+    )
+    graph = build_graph(model=model, tools=[lookup], handle_tool_errors=setting).compile(
+        checkpointer=InMemorySaver()
+    )
+    return graph.invoke(
+        {"messages": [HumanMessage("look it up")]},
+        {"configurable": {"thread_id": "t1"}},
+        context=Context(data_dir=str(tmp_path), embedding_model="none"),
+    )
+
+
+def _tool_results(out: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(str(m.content)) for m in out["messages"] if isinstance(m, ToolMessage)]
+
+
+def test_handle_tool_errors_catches_only_the_exception_types_it_names(tmp_path: Path) -> None:
+    """As ToolNode's: ``(KeyError,)`` turns a KeyError into the model's error result and
+    lets a ValueError end the run."""
+    out = _lookup_run(tmp_path, "missing", (KeyError,))
+    assert _tool_results(out)[0]["status"] == "Failed"
+    assert "KeyError" in _tool_results(out)[0]["message"]
+    with pytest.raises(ValueError, match="bad key 'x'"):
+        _lookup_run(tmp_path / "2", "x", (KeyError,))
+
+
+def test_a_handler_typed_for_key_errors_handles_only_them(tmp_path: Path) -> None:
+    def missing_key(error: KeyError) -> str:
+        return f"no such key: {error}"
+
+    out = _lookup_run(tmp_path, "missing", missing_key)
+    assert _tool_results(out)[0]["message"].endswith("no such key: 'missing'")
+    with pytest.raises(ValueError, match="bad key"):
+        _lookup_run(tmp_path / "2", "x", missing_key)
+
+
+def test_handle_tool_errors_false_raises_and_true_or_the_default_handles(tmp_path: Path) -> None:
+    with pytest.raises(KeyError):
+        _lookup_run(tmp_path, "missing", False)
+    assert _tool_results(_lookup_run(tmp_path / "2", "x", True))[0]["status"] == "Failed"
+    # The default: the model reads ``ExcType: message``.
+    model = ScriptedChatModel.from_steps(
+        [step(call("lookup", key="x")), step(call("send_message", message="Done."))]
+    )
+    graph = build_graph(model=model, tools=[lookup]).compile(checkpointer=InMemorySaver())
+    done = graph.invoke(
+        {"messages": [HumanMessage("look it up")]},
+        {"configurable": {"thread_id": "t1"}},
+        context=Context(data_dir=str(tmp_path / "3"), embedding_model="none"),
+    )
+    assert "ValueError: bad key 'x'" in _tool_results(done)[0]["message"]
