@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, get_args, runtime_checkable
 
 import annotated_types
 from pydantic import (
@@ -171,11 +171,14 @@ class Context(BaseModel):
         description="Initial text of the 'human' core block for a new agent.",
     )
 
-    def __init__(self, **values: Any) -> None:
-        try:
-            super().__init__(**values)
-        except ValidationError as invalid:
-            raise ContextError(field_problems(invalid, values)) from None
+    if not TYPE_CHECKING:
+        # Type checkers and IDEs see pydantic's own signature (each field, typed), so they
+        # catch Context(agent="x"); at run time a bad value is a ContextError naming it.
+        def __init__(self, **values: Any) -> None:
+            try:
+                super().__init__(**values)
+            except ValidationError as invalid:
+                raise ContextError(field_problems(invalid, values)) from None
 
     @model_validator(mode="after")
     def _eviction_lowers_the_prompt(self) -> Context:

@@ -278,3 +278,24 @@ def test_handle_tool_errors_false_raises_and_true_or_the_default_handles(tmp_pat
         context=Context(data_dir=str(tmp_path / "3"), embedding_model="none"),
     )
     assert "ValueError: bad key 'x'" in _tool_results(done)[0]["message"]
+
+
+def test_a_type_checker_catches_a_misspelled_or_mistyped_context_field(tmp_path: Path) -> None:
+    """Context's signature is pydantic's (each field, typed): mypy and IDEs see it."""
+    from mypy import api
+
+    snippet = tmp_path / "uses_context.py"
+    snippet.write_text(
+        "from langgraph_memgpt import Context\n"
+        'Context(agent_id="ada", context_window=4096)\n'
+        'Context(agent="ada")\n'
+        'Context(context_window="big")\n'
+    )
+    out, _, status = api.run(
+        ["--strict", "--cache-dir", str(tmp_path / "cache"), "--no-error-summary", str(snippet)]
+    )
+    assert status == 1, out
+    errors = [line.split(": error: ")[1] for line in out.splitlines() if ": error: " in line]
+    lines = sorted(int(line.split(":")[1]) for line in out.splitlines() if ": error: " in line)
+    assert lines == [3, 4], out
+    assert any('Unexpected keyword argument "agent"' in e for e in errors), out
