@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,6 +29,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph_memgpt.admission import Admission
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.llm.factory import require_openai_endpoint
 from langgraph_memgpt.nodes import (
     make_call_memory_tool,
     make_check_pressure,
@@ -227,14 +227,8 @@ def chat_model(model: BaseChatModel | str | None) -> BaseChatModel | None:
         return model
     from langchain.chat_models import init_chat_model
 
-    provider = model.partition(":")[0] if ":" in model else ""
-    if provider == "openai" and not (
-        os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
-    ):
-        raise ValueError(
-            f"model {model!r} needs OPENAI_API_KEY (or OPENAI_BASE_URL for an "
-            "OpenAI-compatible server) in the environment"
-        )
+    if model.partition(":")[0] == "openai":
+        require_openai_endpoint(model)
     try:
         resolved = init_chat_model(model)
     except Exception as exc:  # noqa: BLE001 - any failure here is a setup error to name

@@ -299,3 +299,20 @@ def test_a_type_checker_catches_a_misspelled_or_mistyped_context_field(tmp_path:
     lines = sorted(int(line.split(":")[1]) for line in out.splitlines() if ": error: " in line)
     assert lines == [3, 4], out
     assert any('Unexpected keyword argument "agent"' in e for e in errors), out
+
+
+def test_an_openai_model_without_a_key_names_the_key_not_a_connection_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_memgpt.llm.factory import clear_model_cache
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    clear_model_cache()
+    graph = build_graph().compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none", model="openai:gpt-4o-mini")
+    with pytest.raises(ValueError, match=r"'openai:gpt-4o-mini' needs OPENAI_API_KEY"):
+        graph.invoke(
+            {"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t1"}}, context=ctx
+        )
+    assert "hi" in recalled(tmp_path, "default")  # the user's message is kept all the same
