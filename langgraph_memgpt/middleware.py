@@ -294,8 +294,14 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
     def _instructions(self, agent_prompt: str) -> str:
         return f"{PLAIN_REPLIES}\n\n{agent_prompt}".strip()
 
-    def _plan(self, request: ModelRequest[Any]) -> _Step:
-        """The prompt to send: evicted first if the exact prompt is over the flush limit."""
+    def _plan(
+        self, request: ModelRequest[Any], loop: asyncio.AbstractEventLoop | None = None
+    ) -> _Step:
+        """The prompt to send: evicted first if the exact prompt is over the flush limit.
+
+        ``loop``: an async run's event loop; the summary is written with the summarizer's
+        async API on it (`summarize_evict.ask_summarizer`).
+        """
         state: dict[str, Any] = dict(request.state)
         where = self._open(state, request.runtime.context)
         ctx, memory, thread_id = where.ctx, where.memory, where.thread_id
@@ -322,6 +328,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
                 schemas=schemas,
                 summarizer=lambda: model,
                 thread_id=thread_id,
+                loop=loop,
             )
             reply = evicted.pop("stop_reason", None)
             update.update(evicted)
@@ -354,7 +361,12 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         """The honest reply when no eviction can make the prompt fit (no model call)."""
         return cast(ExtendedModelResponse[Any], self._taken(step, AIMessage(str(step.reply))))
 
-    def _retry(self, request: ModelRequest[Any], step: _Step) -> _Step:
+    def _retry(
+        self,
+        request: ModelRequest[Any],
+        step: _Step,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> _Step:
         """After a provider's context-length error: evict (forced) and plan again.
 
         As ``think`` does, at most ``max_context_retries`` times a step; then the turn
@@ -369,7 +381,8 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
             request.override(
                 messages=[m for m in request.messages if m.id not in gone],
                 state=cast(Any, {**request.state, **kept, "force_evict": True}),
-            )
+            ),
+            loop,
         )
         update = {**kept, **again.update}
         update["messages"] = [*removed, *again.update.get("messages", [])]
@@ -397,14 +410,15 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """`wrap_model_call` with the model's async API; store I/O in a worker thread."""
-        step = await asyncio.to_thread(self._plan, request)
+        loop = asyncio.get_running_loop()
+        step = await asyncio.to_thread(self._plan, request, loop)
         while step.reply is None:
             try:
                 result = await handler(step.request)
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
-                step = await asyncio.to_thread(self._retry, request, step)
+                step = await asyncio.to_thread(self._retry, request, step, loop)
                 continue
             return await asyncio.to_thread(self._taken, step, result)
         return await asyncio.to_thread(self._stopped, step)

@@ -316,3 +316,72 @@ def test_an_openai_model_without_a_key_names_the_key_not_a_connection_error(
             {"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t1"}}, context=ctx
         )
     assert "hi" in recalled(tmp_path, "default")  # the user's message is kept all the same
+
+
+class AsyncOnlySummarizer(ScriptedChatModel):
+    """A summarizer whose sync API fails: an async run must call ``ainvoke``."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the summarizer's sync API was called in an async run")
+
+    async def _agenerate(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Any:
+        return ScriptedChatModel._generate(self, messages, stop, None, **kwargs)
+
+
+def _long(i: int) -> str:
+    return f"message {i}: " + " ".join(f"word{i}_{j}" for j in range(120))
+
+
+SMALL_WINDOW = {"context_window": 6000, "warning_fraction": 0.7, "flush_fraction": 0.9}
+
+
+def test_under_ainvoke_the_graphs_eviction_summary_uses_the_async_api(tmp_path: Path) -> None:
+    turns = 14
+    summarizer = AsyncOnlySummarizer.from_steps([f"I chatted (summary {i})." for i in range(turns)])
+    graph = build_graph(
+        model=ScriptedChatModel.from_steps([f"reply {i}" for i in range(turns)]),
+        summary_model=summarizer,
+    ).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none", **SMALL_WINDOW)
+    config = {"configurable": {"thread_id": "t1"}}
+
+    async def talk() -> None:
+        for i in range(turns):
+            await graph.ainvoke({"messages": [HumanMessage(_long(i))]}, config, context=ctx)
+
+    asyncio.run(talk())
+    state = graph.get_state(config).values
+    assert state["evicted_count"] > 0
+    assert state["summary"].startswith("I chatted (summary")
+    assert summarizer.calls  # every summary written through ainvoke
+
+
+def test_under_ainvoke_the_middlewares_eviction_summary_uses_the_async_api(
+    tmp_path: Path,
+) -> None:
+    from langchain.agents import create_agent
+
+    from langgraph_memgpt.middleware import MemGPTMiddleware
+
+    turns = 14
+    summarizer = AsyncOnlySummarizer.from_steps([f"I chatted (summary {i})." for i in range(turns)])
+    settings = Context(data_dir=str(tmp_path), embedding_model="none", **SMALL_WINDOW)
+    agent = create_agent(
+        ScriptedChatModel.from_steps([f"reply {i}" for i in range(turns)]),
+        [],
+        middleware=[MemGPTMiddleware("bo", context=settings, summary_model=summarizer)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+
+    async def talk() -> None:
+        for i in range(turns):
+            await agent.ainvoke({"messages": [HumanMessage(_long(i))]}, config)
+
+    asyncio.run(talk())
+    state = agent.get_state(config).values
+    assert state["evicted_count"] > 0
+    assert state["summary"].startswith("I chatted (summary")
+    assert summarizer.calls

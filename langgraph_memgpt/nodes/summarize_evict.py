@@ -11,6 +11,9 @@ instead of looping or paying for a useless summary.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -20,13 +23,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
+    BaseMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import Runtime
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.runtime import Runtime, get_runtime
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
@@ -177,14 +181,53 @@ def copied_fraction(reply: str, *sources: str) -> float:
     return len(grams & seen) / len(grams)
 
 
+def ask_summarizer(
+    model: BaseChatModel,
+    request: list[AnyMessage],
+    kwargs: dict[str, Any],
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> str:
+    """The summarizer's reply text: ``model.invoke``, or with ``loop`` its async API.
+
+    ``loop``: the event loop of an async run (``ainvoke`` / ``astream``) that called this
+    from a worker thread (store I/O stays off the loop): the call is ``model.ainvoke`` on
+    that loop, in this thread's context (the run's config, callbacks and tags), and this
+    thread waits for it, as a sync run waits for ``invoke``.
+    """
+    if loop is None:
+        return content_text(model.invoke(request, **kwargs))
+    context = contextvars.copy_context()
+    answer: concurrent.futures.Future[BaseMessage] = concurrent.futures.Future()
+
+    def start() -> None:
+        task = loop.create_task(model.ainvoke(request, **kwargs), context=context)
+
+        def settle(done: asyncio.Task[BaseMessage]) -> None:
+            if done.cancelled():
+                answer.cancel()
+            elif (error := done.exception()) is not None:
+                answer.set_exception(error)
+            else:
+                answer.set_result(done.result())
+
+        task.add_done_callback(settle)
+
+    loop.call_soon_threadsafe(start)
+    return content_text(answer.result())
+
+
 def write_summary(
     model: BaseChatModel,
     previous_summary: str,
     transcript_text: str,
     budget: int,
     counter: TokenCounter,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> str:
     """The next recursive summary, at most ``budget`` tokens ('' if the model wrote nothing).
+
+    ``loop``: an async run's event loop: the model's async API is called on it
+    (`ask_summarizer`).
 
     Sentences the reply repeats are dropped. A reply that mostly copies its prompt (the
     previous summary, the messages) is not a summary: then the previous summary, clipped to
@@ -193,12 +236,12 @@ def write_summary(
     """
     max_words = summary_word_limit(budget)
     request = summary_request(previous_summary, transcript_text, max_words)
-    reply = content_text(model.invoke(request, **summary_call_kwargs(model, budget)))
+    reply = ask_summarizer(model, request, summary_call_kwargs(model, budget), loop)
     reply = drop_repeated_sentences(reply)
     if copied_fraction(reply, previous_summary, transcript_text) >= COPY_FRACTION:
         half = budget // 2
         request = summary_request("", transcript_text, summary_word_limit(half))
-        fresh = content_text(model.invoke(request, **summary_call_kwargs(model, half)))
+        fresh = ask_summarizer(model, request, summary_call_kwargs(model, half), loop)
         fresh = drop_repeated_sentences(fresh)
         kept = clip_tokens(previous_summary.strip(), half, counter)
         reply = "\n\n".join(part for part in (kept, clip_tokens(fresh, half, counter)) if part)
@@ -223,11 +266,13 @@ def evict(
     schemas: Sequence[dict[str, Any]],
     summarizer: Callable[[], BaseChatModel],
     thread_id: str,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> dict[str, Any]:
     """The state update evicting down to ``evict_fraction`` of the window behind a new summary.
 
     When nothing can make the prompt fit, it sets ``stop_reason`` (the turn ends with the
-    honest reply). ``summarizer`` is asked for the model only when a summary is written.
+    honest reply). ``summarizer`` is asked for the model only when a summary is written;
+    ``loop``, an async run's event loop, has it called through its async API.
     Shared by the ``summarize_evict`` node and `langgraph_memgpt.middleware.MemGPTMiddleware`.
     """
     queue = list(state["messages"])
@@ -265,6 +310,7 @@ def evict(
         transcript(remembered(memory, evicted)),
         summary_budget,
         counter,
+        loop,
     )
     new_summary = new_summary or clip_tokens(summary, summary_budget, counter)
     after = cost_after(cut) - summary_budget + counter.text(new_summary)
@@ -292,17 +338,13 @@ def evict(
     }
 
 
-def make_summarize_evict(deps: Deps) -> Any:
-    """Build the node with the graph's dependencies."""
+def make_summarize_evict(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
+    """Build the node with the graph's dependencies: a sync and an async implementation."""
 
-    def summarize_evict(
-        state: State, config: RunnableConfig, runtime: Runtime[Context]
+    def run(
+        state: State, config: RunnableConfig, loop: asyncio.AbstractEventLoop | None
     ) -> dict[str, Any]:
-        """Evict down to ``evict_fraction`` of the window behind a new recursive summary.
-
-        When nothing can make the prompt fit, it sets ``stop_reason``: the turn ends with
-        the honest reply (`routes.after_eviction`).
-        """
+        runtime: Runtime[Context] = get_runtime(Context)
         ctx = context_of(runtime)
         memory = deps.memory(ctx, state)
         system_prompt, _ = current_system(
@@ -323,8 +365,21 @@ def make_summarize_evict(deps: Deps) -> Any:
             schemas=deps.schemas,
             summarizer=lambda: deps.summarizer(ctx),
             thread_id=thread_of(runtime),
+            loop=loop,
         )
         hide(update.get("messages", []), config)
         return update
 
-    return summarize_evict
+    def summarize_evict(state: State, config: RunnableConfig) -> dict[str, Any]:
+        """Evict down to ``evict_fraction`` of the window behind a new recursive summary.
+
+        When nothing can make the prompt fit, it sets ``stop_reason``: the turn ends with
+        the honest reply (`routes.after_eviction`).
+        """
+        return run(state, config, None)
+
+    async def asummarize_evict(state: State, config: RunnableConfig) -> dict[str, Any]:
+        """`summarize_evict` with the summarizer's async API; store I/O in a worker thread."""
+        return await asyncio.to_thread(run, state, config, asyncio.get_running_loop())
+
+    return RunnableLambda(summarize_evict, afunc=asummarize_evict, name="summarize_evict")
