@@ -385,3 +385,23 @@ def test_under_ainvoke_the_middlewares_eviction_summary_uses_the_async_api(
     assert state["evicted_count"] > 0
     assert state["summary"].startswith("I chatted (summary")
     assert summarizer.calls
+
+
+def test_an_empty_eviction_summary_never_fails_a_turn(tmp_path: Path) -> None:
+    """Issue 44 item 9: a filtered or reasoning summarizer answers "" every time."""
+    turns = 14
+    graph = build_graph(
+        model=ScriptedChatModel.from_steps([f"reply {i}" for i in range(turns)]),
+        summary_model=ScriptedChatModel.from_steps([""] * (2 * turns)),
+    ).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none", **SMALL_WINDOW)
+    config = {"configurable": {"thread_id": "t1"}}
+    for i in range(turns):
+        out = graph.invoke({"messages": [HumanMessage(_long(i))]}, config, context=ctx)
+        assert out["messages"][-1].content == f"reply {i}"
+    state = graph.get_state(config).values
+    assert state["evicted_count"] > 0
+    assert "conversation_search finds them" in state["summary"]
+    memory = open_memory(tmp_path, "default", embedding_model="none")
+    assert memory.recall.search("word0_5", mode="fts").total >= 1  # the words are kept
+    assert any("without a summary" in p.text for p in memory.archival.recent(10))

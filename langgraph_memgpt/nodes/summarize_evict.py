@@ -312,7 +312,13 @@ def evict(
         counter,
         loop,
     )
-    new_summary = new_summary or clip_tokens(summary, summary_budget, counter)
+    if not new_summary:
+        # Nothing came back (a filtered or reasoning model's empty reply): keep the previous
+        # summary and say, in the agent's voice, where the evicted messages went. The queue
+        # still shrinks; the archive gets a passage with text.
+        note = prompts.UNSUMMARIZED_NOTE.format(count=len(evicted))
+        kept = clip_tokens(summary.strip(), summary_budget - counter.text(note), counter)
+        new_summary = "\n\n".join(part for part in (kept, note) if part)
     after = cost_after(cut) - summary_budget + counter.text(new_summary)
     if after >= before:
         return {"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False}
