@@ -405,3 +405,18 @@ def test_an_empty_eviction_summary_never_fails_a_turn(tmp_path: Path) -> None:
     memory = open_memory(tmp_path, "default", embedding_model="none")
     assert memory.recall.search("word0_5", mode="fts").total >= 1  # the words are kept
     assert any("without a summary" in p.text for p in memory.archival.recent(10))
+
+
+def test_replaying_a_thread_from_after_think_keeps_one_copy_of_the_reply(tmp_path: Path) -> None:
+    """LangGraph's time travel: ``invoke(None, config_of_a_past_checkpoint)``."""
+    model = ScriptedChatModel.from_steps([step(call("send_message", message="Teal it is."))])
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none")
+    graph.invoke({"messages": [HumanMessage("I love teal")]}, config, context=ctx)
+    after_think = next(
+        s for s in graph.get_state_history(config) if s.next == ("call_memory_tool",)
+    )
+    replayed = graph.invoke(None, after_think.config, context=ctx)
+    assert replayed["messages"][-1].content == "Teal it is."
+    assert recalled(tmp_path, "default").count("Teal it is.") == 1

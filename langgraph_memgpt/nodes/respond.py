@@ -63,7 +63,7 @@ def make_respond(deps: Deps) -> Any:
         if not stop_reason and isinstance(last, AIMessage) and not last.tool_calls:
             return {**closed, "turn_over": True}  # a plain answer: already the last AI message
         if stop_reason:
-            reply = AIMessage(stop_reason, id=str(uuid.uuid4()))
+            reply = AIMessage(stop_reason, id=_replay_stable_id(state, "stop", stop_reason))
         else:
             text = "\n\n".join(sent_messages(state))
             reply = AIMessage(
@@ -78,11 +78,25 @@ def make_respond(deps: Deps) -> Any:
 
 
 def _reply_id(state: State, text: str) -> str:
-    """The id the reply streamed under (same text), else a new one."""
+    """The id the reply streamed under (same text), else one a replay gives again."""
     for message in reversed(state["messages"]):
         if isinstance(message, AIMessage) and (found := streamed_reply_id(message, text)):
             return found
-    return str(uuid.uuid4())
+    return _replay_stable_id(state, "reply", text)
+
+
+def _replay_stable_id(state: State, kind: str, text: str) -> str:
+    """An id for a message ``respond`` writes, the same when the step is replayed.
+
+    Replaying a thread from a checkpoint (LangGraph's time travel) runs ``respond`` again
+    over the same queue: the same id makes recall's write-ahead keep one copy. It follows
+    the newest message of the queue (the model's step, or the user's message) and the text.
+    """
+    queue = state["messages"]
+    after = str(queue[-1].id) if queue else ""
+    return str(
+        uuid.uuid5(uuid.NAMESPACE_URL, f"memgpt:{kind}:{state.get('turn', 0)}:{after}:{text}")
+    )
 
 
 def _handoff_update(state: State) -> Any:
