@@ -420,3 +420,55 @@ def test_replaying_a_thread_from_after_think_keeps_one_copy_of_the_reply(tmp_pat
     replayed = graph.invoke(None, after_think.config, context=ctx)
     assert replayed["messages"][-1].content == "Teal it is."
     assert recalled(tmp_path, "default").count("Teal it is.") == 1
+
+
+@pytest.mark.server
+@pytest.mark.timeout(180)
+def test_the_server_reads_a_thread_after_refusing_a_malformed_event(tmp_path: Path) -> None:
+    """Through ``langgraph dev`` and ``langgraph_sdk``: the refused run keeps nothing, a new
+    thread stays empty, an older one as it was, also after the server restarts."""
+    from langgraph_sdk import get_sync_client
+    from test_server import DevServer
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([step(call("send_message", message="Noted."))] * 3))
+    env = {"MEMGPT_MODEL": f"scripted:{script}", "MEMGPT_EMBEDDING_MODEL": "none"}
+    server = DevServer(tmp_path, tmp_path / "data", env=env)
+    for _ in server.running():
+        client = get_sync_client(url=server.url)
+        user = {"agent_id": "ada"}
+        fresh = client.threads.create()["thread_id"]
+        refused: Any = client.runs.wait(
+            fresh,
+            "memgpt",
+            input={"events": [{"source": "watcher"}]},
+            context=user,
+            raise_error=False,
+        )
+        assert "events[0].text: must be a non-empty string" in json.dumps(refused), refused
+        assert client.threads.get_state(fresh)["values"] in ({}, [], None), server.log()
+
+        thread_id = client.threads.create()["thread_id"]
+        client.runs.wait(thread_id, "memgpt", input={"messages": [("user", "hi")]}, context=user)
+        before = client.threads.get_state(thread_id)
+        refused = client.runs.wait(
+            thread_id,
+            "memgpt",
+            input={"events": [{"source": "watcher", "text": "  "}]},
+            context=user,
+            raise_error=False,
+        )
+        assert "events[0].text: must be a non-empty string" in json.dumps(refused), refused
+        server.stop()  # what the server kept of each thread, read back at its next start
+        server.start()
+        client = get_sync_client(url=server.url)
+        assert client.threads.get_state(fresh)["values"] in ({}, [], None), server.log()
+        after = client.threads.get_state(thread_id)
+        assert after["values"] == before["values"]
+        assert after["checkpoint"] == before["checkpoint"], server.log()
+        out: Any = client.runs.wait(
+            thread_id, "memgpt", input={"messages": [("user", "again")]}, context=user
+        )
+        said = [m["content"] for m in out["messages"] if m["type"] == "human"]
+        assert said == ["hi", "again"]
+        assert out["messages"][-1]["content"] == "Noted."
