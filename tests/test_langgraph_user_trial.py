@@ -21,7 +21,7 @@ from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.events import EventError
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.state import State
-from langgraph_memgpt.stores.sqlite import open_memory
+from langgraph_memgpt.stores.sqlite import close_all, open_memory
 
 
 def call(name: str, **args: Any) -> dict[str, Any]:
@@ -424,9 +424,11 @@ def test_replaying_a_thread_from_after_think_keeps_one_copy_of_the_reply(tmp_pat
 
 @pytest.mark.server
 @pytest.mark.timeout(180)
-def test_the_server_reads_a_thread_after_refusing_a_malformed_event(tmp_path: Path) -> None:
-    """Through ``langgraph dev`` and ``langgraph_sdk``: the refused run keeps nothing, a new
-    thread stays empty, an older one as it was, also after the server restarts."""
+def test_the_server_keeps_nothing_of_a_refused_run(tmp_path: Path) -> None:
+    """Through ``langgraph dev`` and ``langgraph_sdk``: malformed events, or another agent
+    on a thread, are refused and kept nowhere: a new thread stays empty, an older one as it
+    was (after the server restarts too, when it records what threads hold), and neither
+    agent's recall gets the refused words."""
     from langgraph_sdk import get_sync_client
     from test_server import DevServer
 
@@ -459,6 +461,14 @@ def test_the_server_reads_a_thread_after_refusing_a_malformed_event(tmp_path: Pa
             raise_error=False,
         )
         assert "events[0].text: must be a non-empty string" in json.dumps(refused), refused
+        refused = client.runs.wait(
+            thread_id,
+            "memgpt",
+            input={"messages": [("user", "my salary is 91,400 a year")]},
+            context={"agent_id": "bo"},
+            raise_error=False,
+        )
+        assert "this thread belongs to agent 'ada'" in json.dumps(refused), refused
         server.stop()  # what the server kept of each thread, read back at its next start
         server.start()
         client = get_sync_client(url=server.url)
@@ -472,3 +482,6 @@ def test_the_server_reads_a_thread_after_refusing_a_malformed_event(tmp_path: Pa
         said = [m["content"] for m in out["messages"] if m["type"] == "human"]
         assert said == ["hi", "again"]
         assert out["messages"][-1]["content"] == "Noted."
+    close_all()
+    for agent in ("ada", "bo"):
+        assert not any("91,400" in text for text in recalled(tmp_path / "data", agent))
