@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, get_args, runtime_checkable
 
 import annotated_types
 from pydantic import (
@@ -171,11 +171,14 @@ class Context(BaseModel):
         description="Initial text of the 'human' core block for a new agent.",
     )
 
-    def __init__(self, **values: Any) -> None:
-        try:
-            super().__init__(**values)
-        except ValidationError as invalid:
-            raise ContextError(field_problems(invalid, values)) from None
+    if not TYPE_CHECKING:
+        # Type checkers and IDEs see pydantic's own signature (each field, typed), so they
+        # catch Context(agent="x"); at run time a bad value is a ContextError naming it.
+        def __init__(self, **values: Any) -> None:
+            try:
+                super().__init__(**values)
+            except ValidationError as invalid:
+                raise ContextError(field_problems(invalid, values)) from None
 
     @model_validator(mode="after")
     def _eviction_lowers_the_prompt(self) -> Context:
@@ -209,6 +212,26 @@ class Context(BaseModel):
             )
         return cls(**value)
 
+    @classmethod
+    def for_run(
+        cls,
+        value: Context | MakesContext | Mapping[str, Any] | None,
+        config: Mapping[str, Any] | None,
+    ) -> Context:
+        """The Context of a run given ``value`` (as `from_any`) and the run's ``config``.
+
+        The agent is the one `run_agent_id` names (the context's ``agent_id`` when it sets
+        one, else ``configurable["agent_id"]``), the default otherwise.
+
+        Raises:
+            ContextError: as `from_any`; or a ``configurable["agent_id"]`` that is blank.
+        """
+        ctx = cls.from_any(value)
+        agent = run_agent_id(value, config)
+        if agent is None or agent == ctx.agent_id:
+            return ctx
+        return cls(**{**ctx.fields(), "agent_id": agent})
+
     def fields(self) -> dict[str, Any]:
         """Every field's value, by name (for a Context made from this one with changes)."""
         return {name: getattr(self, name) for name in CONTEXT_FIELDS}
@@ -221,6 +244,26 @@ class MakesContext(Protocol):
     def to_context(self) -> Context:
         """The full Context: the server's settings plus the client's fields."""
         ...
+
+
+def run_agent_id(run_context: Any, config: Mapping[str, Any] | None) -> str | None:
+    """The agent a run names, by the one convention of every surface; None: it names none.
+
+    The run context's ``agent_id`` when the context sets one (a `Context` made without it
+    sets none: its ``"default"`` is a default, not a choice), else the run config's
+    ``configurable["agent_id"]``. A graph or middleware built for one agent
+    (``agent_id=...``) is that agent whatever the run says; that choice is its caller's.
+    """
+    if isinstance(run_context, Context):
+        given: Any = run_context.agent_id if "agent_id" in run_context.model_fields_set else None
+    elif isinstance(run_context, Mapping):
+        given = run_context.get("agent_id")
+    else:
+        given = getattr(run_context, "agent_id", None)
+    if given:
+        return str(given)
+    configured = ((config or {}).get("configurable") or {}).get("agent_id")
+    return None if configured is None else str(configured)
 
 
 # --- what a refusal says ------------------------------------------------------------
@@ -295,4 +338,12 @@ def field_problems(invalid: ValidationError, given: Mapping[str, Any]) -> list[s
 CONTEXT_FIELDS: tuple[str, ...] = tuple(Context.model_fields)
 
 
-__all__ = ["CONTEXT_FIELDS", "Context", "ContextError", "MakesContext", "allowed", "field_problems"]
+__all__ = [
+    "CONTEXT_FIELDS",
+    "Context",
+    "ContextError",
+    "MakesContext",
+    "allowed",
+    "field_problems",
+    "run_agent_id",
+]

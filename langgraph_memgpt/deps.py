@@ -28,6 +28,24 @@ class Node(Protocol[R_co]):
         ...
 
 
+def refuse_another_agent(owner: str | None, agent_id: str) -> None:
+    """Refuse ``agent_id`` on a thread ``owner`` holds (None: a thread nobody holds yet).
+
+    A thread's queue is its agent's conversation: another agent would read it, and
+    recording it would copy it into that agent's long-term memory. The one rule of who may
+    continue a thread: the graph's input check (`langgraph_memgpt.admission`), its nodes and
+    the middleware call it.
+
+    Raises:
+        ValueError: naming the thread's agent and what to do instead.
+    """
+    if owner and owner != agent_id:
+        raise ValueError(
+            f"this thread belongs to agent {owner!r}, not {agent_id!r}: continue it "
+            f"with agent_id={owner!r}, or start a new thread for {agent_id!r}"
+        )
+
+
 @dataclass
 class Deps:
     """Shared, process-wide collaborators of the nodes (never part of the checkpoint)."""
@@ -93,11 +111,7 @@ class Deps:
         """
         agent_id = self.agent_of(ctx)
         owner = state.get("agent_id") if state is not None else None
-        if owner and owner != agent_id:
-            raise ValueError(
-                f"this thread belongs to agent {owner!r}, not {agent_id!r}: continue it "
-                f"with agent_id={owner!r}, or start a new thread for {agent_id!r}"
-            )
+        refuse_another_agent(owner, agent_id)
         from langgraph_memgpt.stores.sqlite import SqliteBackend
 
         backend = self.backend or SqliteBackend(

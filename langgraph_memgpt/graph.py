@@ -14,7 +14,7 @@ Every edge of the loop is here; the decisions are the route functions of
 from __future__ import annotations
 
 import asyncio
-import os
+import contextvars
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -26,8 +26,10 @@ from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from langgraph_memgpt.admission import Admission
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.llm.factory import require_openai_endpoint
 from langgraph_memgpt.nodes import (
     make_call_memory_tool,
     make_check_pressure,
@@ -37,7 +39,7 @@ from langgraph_memgpt.nodes import (
 )
 from langgraph_memgpt.nodes.call_memory_tool import log_and_describe
 from langgraph_memgpt.routes import after_eviction, after_pressure, after_think, after_tools
-from langgraph_memgpt.state import InputState, OutputState, State
+from langgraph_memgpt.state import InputState, OutputState, State, io_schemas
 from langgraph_memgpt.stores.base import MemoryBackend, ThreadLocks
 from langgraph_memgpt.threads import lock_dir_of, thread_guard
 from langgraph_memgpt.tools import MEMORY_TOOLS
@@ -47,7 +49,8 @@ class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
     """The MemGPT loop's builder; its compiled graph runs one run per thread at a time.
 
     ``compile`` hands the compiled graph the callbacks of `langgraph_memgpt.threads`
-    (``with_config``), which claim a run's thread before LangGraph reads its checkpoint.
+    (``with_config``), which claim a run's thread before LangGraph reads its checkpoint,
+    then check the run's input (`admission`): a refused input is not kept.
     """
 
     thread_locks: ThreadLocks | None = None
@@ -56,6 +59,8 @@ class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
     lock_dir: str | None = None
     """The folder whose ``locks/`` holds the thread locks (the server's data directory);
     None: the folder of the ``SqliteSaver`` file given to ``compile``, or this process."""
+    admission: Admission | None = None
+    """The check of each run's input before LangGraph keeps it (`langgraph_memgpt.admission`)."""
 
     def compile(
         self, *args: Any, **kwargs: Any
@@ -63,10 +68,12 @@ class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
         """`StateGraph.compile`; the compiled graph serialises runs per thread."""
         compiled = super().compile(*args, **kwargs)
         checkpointer = kwargs.get("checkpointer", args[0] if args else None)
+        admission = self.admission
         guard = thread_guard(
             self.lock_dir or lock_dir_of(checkpointer),
             self.thread_locks,
             scope=f"checkpointer {id(checkpointer)}:",
+            admit=(admission.check, admission.acheck) if admission is not None else None,
         )
         return compiled.with_config(callbacks=guard)
 
@@ -106,7 +113,7 @@ def build_graph(
         system_prompt: your instructions, added after MemGPT's (before core memory, so
             the prompt's unchanging head stays cacheable).
         state_schema: a subclass of `State` with keys of your own, which tools may set
-            through ``Command(update=...)``.
+            through ``Command(update=...)``; they are also run input and output.
         summary_model: model (or string) that writes eviction summaries (default:
             ``model``).
         memory: where agents' memory lives (a ``MemoryBackend``: agent id -> memory);
@@ -177,11 +184,16 @@ def assemble(
         state_keys=frozenset(_annotations(schema)),
         server_tools=provider_side,
     )
+    input_schema, output_schema = io_schemas(schema)
     builder = MemGPTStateGraph(
-        schema, input_schema=InputState, output_schema=OutputState, context_schema=context_schema
+        schema,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        context_schema=context_schema,
     )
     builder.thread_locks = memory if isinstance(memory, ThreadLocks) else None
     builder.lock_dir = lock_dir
+    builder.admission = Admission(deps)
     builder.add_node("check_pressure", make_check_pressure(deps))
     builder.add_node("summarize_evict", make_summarize_evict(deps))
     builder.add_node("think", make_think(deps))
@@ -215,14 +227,8 @@ def chat_model(model: BaseChatModel | str | None) -> BaseChatModel | None:
         return model
     from langchain.chat_models import init_chat_model
 
-    provider = model.partition(":")[0] if ":" in model else ""
-    if provider == "openai" and not (
-        os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
-    ):
-        raise ValueError(
-            f"model {model!r} needs OPENAI_API_KEY (or OPENAI_BASE_URL for an "
-            "OpenAI-compatible server) in the environment"
-        )
+    if model.partition(":")[0] == "openai":
+        require_openai_endpoint(model)
     try:
         resolved = init_chat_model(model)
     except Exception as exc:  # noqa: BLE001 - any failure here is a setup error to name
@@ -256,15 +262,18 @@ def _with_sync_path(tool: BaseTool) -> BaseTool:
     """A copy of an async-only tool (MCP tools, ``@tool`` on a coroutine) a sync run can use.
 
     Its coroutine runs on a private event loop in a worker thread (the calling thread may
-    already run a loop). Under ``ainvoke`` the coroutine runs on the caller's loop.
+    already run a loop), in a copy of the caller's context variables: LangGraph's run
+    context (``get_config()``, ``interrupt()``, ``get_stream_writer()``) reaches it as it
+    reaches a sync tool. Under ``ainvoke`` the coroutine runs on the caller's loop.
     """
     if not (isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine):
         return tool
     coroutine = tool.coroutine
 
     def run(*args: Any, **kwargs: Any) -> Any:
+        context = contextvars.copy_context()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memgpt-async-tool") as pool:
-            return pool.submit(_run_coroutine, coroutine(*args, **kwargs)).result()
+            return pool.submit(context.run, _run_coroutine, coroutine(*args, **kwargs)).result()
 
     return tool.model_copy(update={"func": run})
 

@@ -21,6 +21,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from langgraph_memgpt import prompts
@@ -52,8 +54,16 @@ M = TypeVar("M", bound=BaseMessage)
 
 
 def context_of(runtime: Runtime[Context] | Runtime[Any]) -> Context:
-    """The run's Context; defaults when the caller passed none."""
-    return Context.from_any(runtime.context)
+    """The run's Context; defaults when the caller passed none.
+
+    Its agent by the one convention (`Context.for_run`): the context's ``agent_id`` when
+    it sets one, else ``configurable["agent_id"]``.
+    """
+    try:
+        config: RunnableConfig | None = get_config()
+    except RuntimeError:  # called outside a run
+        config = None
+    return Context.for_run(runtime.context, config)
 
 
 def thread_of(runtime: Runtime[Any]) -> str:

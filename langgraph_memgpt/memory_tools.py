@@ -41,7 +41,7 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from pydantic import BaseModel, create_model
 
-from langgraph_memgpt.context import Context
+from langgraph_memgpt.context import Context, run_agent_id
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import record, render_memory_view
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
@@ -363,13 +363,7 @@ class MemoryAccess:
 
     def context_for(self, config: RunnableConfig | None, run_context: Any = None) -> Context:
         """The Context of a run: the agent id resolved as the module docstring says."""
-        configurable = (config or {}).get("configurable") or {}
-        given = (
-            run_context.get("agent_id")
-            if isinstance(run_context, Mapping)
-            else getattr(run_context, "agent_id", None)
-        )
-        agent = self.agent_id or given or configurable.get("agent_id") or self.context.agent_id
+        agent = self.agent_id or run_agent_id(run_context, config) or self.context.agent_id
         return Context.from_any({**self.context.fields(), "agent_id": str(agent)})
 
     def memory(self, config: RunnableConfig | None, run_context: Any = None) -> Memory:

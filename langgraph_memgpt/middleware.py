@@ -49,7 +49,7 @@ except ImportError as exc:  # pragma: no cover - the compose extra is missing
         "MemGPTMiddleware needs LangChain 1.x: pip install 'langgraph-memgpt[compose]'"
     ) from exc
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.messages import convert_to_messages as to_messages
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -192,6 +192,40 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         memory = self.deps.memory(ctx, cast(State, state))
         return _Where(ctx, memory, thread_of_config(config))
 
+    # -- before_agent: a refused run keeps nothing --------------------------------------
+
+    def before_agent(self, state: MemGPTState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Take another agent's input out of this thread, which ``before_model`` refuses.
+
+        LangGraph has kept the run's input before any hook runs; left there, the thread's
+        own agent would take it for a message of its own at its next run and record it.
+        The messages its agent never recorded leave the thread (`deps.refuse_another_agent`
+        is the rule); the run then fails in ``before_model``, naming the thread's agent.
+        """
+        owner = state.get("agent_id")
+        config = get_config()
+        ctx = self.access.context_for(config, runtime.context)
+        if not owner or owner == ctx.agent_id:
+            return None
+        thread_id = thread_of_config(config)
+        queue = list(state["messages"])
+        memory = self.deps.memory(
+            Context(**{**ctx.fields(), "agent_id": owner}), cast(State, state)
+        )
+        recorded = {
+            r.message_id
+            for r in memory.recall.get([str(m.id) for m in queue if m.id])
+            if r.thread_id == thread_id
+        }
+        refused = [m for m in queue if str(m.id) not in recorded]
+        return {"messages": [RemoveMessage(id=str(m.id)) for m in refused]} if refused else None
+
+    async def abefore_agent(
+        self, state: MemGPTState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """`before_agent`, store I/O in a worker thread."""
+        return await asyncio.to_thread(self.before_agent, state, runtime)
+
     # -- before_model: check_pressure ---------------------------------------------------
 
     def before_model(self, state: MemGPTState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -260,8 +294,14 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
     def _instructions(self, agent_prompt: str) -> str:
         return f"{PLAIN_REPLIES}\n\n{agent_prompt}".strip()
 
-    def _plan(self, request: ModelRequest[Any]) -> _Step:
-        """The prompt to send: evicted first if the exact prompt is over the flush limit."""
+    def _plan(
+        self, request: ModelRequest[Any], loop: asyncio.AbstractEventLoop | None = None
+    ) -> _Step:
+        """The prompt to send: evicted first if the exact prompt is over the flush limit.
+
+        ``loop``: an async run's event loop; the summary is written with the summarizer's
+        async API on it (`summarize_evict.ask_summarizer`).
+        """
         state: dict[str, Any] = dict(request.state)
         where = self._open(state, request.runtime.context)
         ctx, memory, thread_id = where.ctx, where.memory, where.thread_id
@@ -288,6 +328,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
                 schemas=schemas,
                 summarizer=lambda: model,
                 thread_id=thread_id,
+                loop=loop,
             )
             reply = evicted.pop("stop_reason", None)
             update.update(evicted)
@@ -320,7 +361,12 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         """The honest reply when no eviction can make the prompt fit (no model call)."""
         return cast(ExtendedModelResponse[Any], self._taken(step, AIMessage(str(step.reply))))
 
-    def _retry(self, request: ModelRequest[Any], step: _Step) -> _Step:
+    def _retry(
+        self,
+        request: ModelRequest[Any],
+        step: _Step,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> _Step:
         """After a provider's context-length error: evict (forced) and plan again.
 
         As ``think`` does, at most ``max_context_retries`` times a step; then the turn
@@ -335,7 +381,8 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
             request.override(
                 messages=[m for m in request.messages if m.id not in gone],
                 state=cast(Any, {**request.state, **kept, "force_evict": True}),
-            )
+            ),
+            loop,
         )
         update = {**kept, **again.update}
         update["messages"] = [*removed, *again.update.get("messages", [])]
@@ -363,14 +410,15 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """`wrap_model_call` with the model's async API; store I/O in a worker thread."""
-        step = await asyncio.to_thread(self._plan, request)
+        loop = asyncio.get_running_loop()
+        step = await asyncio.to_thread(self._plan, request, loop)
         while step.reply is None:
             try:
                 result = await handler(step.request)
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
-                step = await asyncio.to_thread(self._retry, request, step)
+                step = await asyncio.to_thread(self._retry, request, step, loop)
                 continue
             return await asyncio.to_thread(self._taken, step, result)
         return await asyncio.to_thread(self._stopped, step)

@@ -199,6 +199,15 @@ previous summary where needed to make room for the new facts, and never copy the
 or repeat a sentence. At most {max_words} words. Output only the summary text."""
 
 
+UNSUMMARIZED_NOTE = (
+    "{count} earlier messages left my context window without a summary (the summarizer "
+    "wrote nothing); they are kept word for word in recall memory: conversation_search finds "
+    "them."
+)
+"""The summary of an eviction the summarizer returned nothing for (a filtered or reasoning
+model's empty reply): the queue still shrinks, and the agent knows where the words went."""
+
+
 def summarizer_prompt(previous_summary: str, transcript: str, max_words: int) -> str:
     """The user message asking the model for the next recursive summary."""
     previous = previous_summary.strip()

@@ -3,12 +3,13 @@
 The queue (``messages``) is bounded by eviction; everything older lives verbatim in recall
 memory, so a checkpoint stays small however long a thread runs. Input and output are
 ``messages`` (plus the optional ``events`` in and ``event_outcome`` out, which a parent graph
-without those keys never sees), so the compiled graph drops into any parent graph with that key.
+without those keys never sees), so the compiled graph drops into any parent graph with that key;
+a ``state_schema`` of the caller's adds its own keys to both (`io_schemas`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, get_type_hints
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -78,3 +79,21 @@ class State(InputState):
     """A tool's handoff to the parent graph (``goto`` and ``update`` of its ``Command``),
     carried from ``call_memory_tool`` (whose results must reach this thread's state first)
     to ``respond``, which hands control over. Cleared when the next run starts."""
+
+
+def io_schemas(schema: type[Any]) -> tuple[type[Any], type[Any]]:
+    """The input and output schemas of a graph whose state is ``schema`` (a `State` subclass).
+
+    `InputState` and `OutputState`, plus the keys ``schema`` adds to `State`: a caller
+    gives them as run input and gets them back, as LangGraph does for a graph's own keys.
+    """
+    hints = get_type_hints(schema, include_extras=True)
+    ours = get_type_hints(State, include_extras=True)
+    own = {key: hint for key, hint in hints.items() if key not in ours}
+    if not own:
+        return InputState, OutputState
+    make: Any = TypedDict  # a schema built at run time (mypy checks only literal ones)
+    name = schema.__name__
+    inputs = make(f"{name}Input", {**get_type_hints(InputState, include_extras=True), **own})
+    outputs = make(f"{name}Output", {**get_type_hints(OutputState, include_extras=True), **own})
+    return inputs, outputs

@@ -351,12 +351,18 @@ class ReplyStream:
         return f"{self.before}{REPLY_SEPARATOR}{step}" if self.before else step
 
 
-def finish_reply(turn: Sequence[BaseMessage], text: str, config: RunnableConfig | None) -> str:
+def finish_reply(
+    turn: Sequence[BaseMessage],
+    text: str,
+    config: RunnableConfig | None,
+    *,
+    fallback: str | None = None,
+) -> str:
     """The id of the turn's whole reply ``text``; what of it has not streamed goes out now.
 
     The id the turn's reply streamed under when ``text`` goes on from what streamed (a
-    stop after a sent reply), else a new one (``text`` then goes out whole, as ``respond``'s
-    message). ``turn``: the messages since the user's.
+    stop after a sent reply), else ``fallback`` or a new one (``text`` then goes out
+    whole, as ``respond``'s message). ``turn``: the messages since the user's.
     """
     stamp = next(
         (
@@ -369,7 +375,7 @@ def finish_reply(turn: Sequence[BaseMessage], text: str, config: RunnableConfig 
     )
     shown = str(stamp.get("text") or "") if stamp is not None else ""
     if stamp is None or not shown or not text.startswith(shown):
-        return str(uuid.uuid4())
+        return fallback or str(uuid.uuid4())
     reply_id = str(stamp.get("id"))
     config = ensure_config(config)
     if text != shown and listening(config):

@@ -15,6 +15,12 @@ The claim is taken by a callback handler the compiled graph carries in its own c
 own (not inherited), so its nodes, tools and models never see it. Sync runs wait in
 their thread; async runs wait on the event loop without blocking it.
 
+The thread is the run's ``configurable["thread_id"]``, never its metadata's (a caller's
+``metadata.thread_id`` groups traces, and a graph run inside another's tool inherits the
+outer run's metadata). The claim is re-entrant within one run: a run of the same thread
+inside a task of the run that holds it (an agent as a tool of an agent sharing its config)
+is part of that run and takes no second claim. Any other run still waits.
+
 Where the claim lives follows the checkpoints, since that is what two runs fight over:
 
 - an exclusive ``flock`` on a file in ``<folder>/locks/``, the folder being the one given
@@ -36,15 +42,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import hashlib
 import logging
 import os
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, cast
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler, CallbackManager
@@ -94,9 +104,10 @@ class _Claim:
         self.shared = shared
         self.release_shared: Callable[[], None] | None = None
         self.shared_misses = 0
-        key = str(path) if path is not None else f"{scope or ''}thread:{thread_id}"
+        self.key = str(path) if path is not None else f"{scope or ''}thread:{thread_id}"
+        """What tells this claim's lock apart (the lock file, or the scope and thread)."""
         with _local_guard:
-            self.local = _local_locks.setdefault(key, threading.Lock())
+            self.local = _local_locks.setdefault(self.key, threading.Lock())
         self.fd: int | None = None
 
     def try_acquire(self) -> bool:
@@ -213,6 +224,71 @@ def one_run(
         claim.release()
 
 
+_HELD: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "memgpt_threads_held", default=frozenset()
+)
+"""The claims the graph runs enclosing this code hold (by claim key): a run nested in a
+task of a run of its own thread (an agent as a tool of itself) finds its claim here."""
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """A graph run as it starts, before LangGraph reads or writes its checkpoint."""
+
+    config: Mapping[str, Any]
+    """The run's config (``configurable`` merged as LangGraph merges it)."""
+    context: Any = None
+    """The run context as the caller gave it (not yet coerced to the context schema)."""
+    checkpointer: Any = None
+    """The checkpointer the run uses (the compiled graph's, or the server's), or None."""
+    context_schema: Any = None
+    """The graph's context schema, which LangGraph coerces a dict context to."""
+
+    @property
+    def thread_id(self) -> str | None:
+        """The run's ``configurable["thread_id"]``."""
+        return _thread_of(cast(RunnableConfig, self.config))
+
+    @property
+    def nested(self) -> bool:
+        """Run as a task of another run (a subgraph, a graph called in a tool)."""
+        return bool((self.config.get("configurable") or {}).get("checkpoint_ns"))
+
+
+def _run_start() -> RunStart | None:
+    """The graph run whose start or end the handler is being told of.
+
+    A callback sees the run's metadata, not its config, and the metadata's ``thread_id``
+    is not always the run's thread: a caller may set its own (LangSmith groups traces by
+    it), and a graph run inside another graph's tool inherits the outer run's metadata.
+    The thread is ``configurable["thread_id"]``: LangGraph's ``stream`` / ``astream``
+    frame that calls the handler holds the run's config, context and checkpointer (the
+    async handler runs inline, so that frame is on its stack too).
+    """
+    from langgraph.pregel import Pregel
+
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(_FRAMES_TO_RUN):
+        if frame is None:
+            return None
+        if frame.f_code.co_name in ("stream", "astream"):
+            found = frame.f_locals
+            graph, config = found.get("self"), found.get("config")
+            if isinstance(graph, Pregel) and isinstance(config, Mapping):
+                checkpointer = found.get("checkpointer", graph.checkpointer)
+                return RunStart(config, found.get("context"), checkpointer, graph.context_schema)
+        frame = frame.f_back
+    return None
+
+
+_FRAMES_TO_RUN = 16
+"""Frames between a handler and LangGraph's ``stream`` (callback manager, event dispatch)."""
+
+Admit = Callable[[Any, RunStart], None]
+"""Checks a run's input as it starts (``inputs``, the run); raises to refuse it."""
+AAdmit = Callable[[Any, RunStart], Awaitable[None]]
+
+
 class _RunClaims:
     """The claims a compiled graph's runs hold, by LangGraph run id.
 
@@ -224,25 +300,45 @@ class _RunClaims:
         self.lock_dir = lock_dir
         self.shared = shared
         self.scope = scope
-        self.held: dict[UUID, _Claim] = {}
+        self.held: dict[UUID, tuple[_Claim, contextvars.Token[frozenset[str]] | None]] = {}
         self.guard = threading.Lock()
 
-    def new(self, metadata: dict[str, Any] | None) -> _Claim | None:
-        """The claim a run starting with ``metadata`` needs (None: a run without thread)."""
-        thread_id = (metadata or {}).get("thread_id")
+    def new(self, run: RunStart | None, metadata: dict[str, Any] | None) -> _Claim | None:
+        """The claim a run starting now needs: None without a thread, or when re-entered.
+
+        The thread is the run's ``configurable["thread_id"]`` (`_run_start`; the metadata's
+        only where the run cannot be found). A run inside a task of a run that holds its
+        thread (the same ``thread_id``, a checkpoint namespace below that run's) is part of
+        that run: it takes no second claim, which would wait for the run it is part of.
+        """
+        if run is not None:
+            thread_id, nested = run.thread_id, run.nested
+        else:
+            thread_id, nested = (metadata or {}).get("thread_id"), False
         if thread_id is None:
             return None
         thread = str(thread_id)
         path = _lock_path(self.lock_dir, thread)
-        return _Claim(thread, path, self.shared, scope=None if path else self.scope)
+        claim = _Claim(thread, path, self.shared, scope=None if path else self.scope)
+        if nested and claim.key in _HELD.get():
+            return None
+        return claim
 
     def hold(self, run_id: UUID, claim: _Claim) -> None:
+        token = _HELD.set(_HELD.get() | {claim.key})
         with self.guard:
-            self.held[run_id] = claim
+            self.held[run_id] = (claim, token)
 
     def drop(self, run_id: UUID) -> _Claim | None:
         with self.guard:
-            return self.held.pop(run_id, None)
+            held = self.held.pop(run_id, None)
+        if held is None:
+            return None
+        claim, token = held
+        if token is not None:
+            with contextlib.suppress(ValueError):  # ended in another context than it began
+                _HELD.reset(token)
+        return claim
 
 
 def _event_loop_running() -> bool:
@@ -254,12 +350,17 @@ def _event_loop_running() -> bool:
 
 
 class _HoldThread(BaseCallbackHandler):
-    """Sync runs: claim the thread at the graph run's start, release it at its end."""
+    """Sync runs: claim the thread at the graph run's start, release it at its end.
+
+    Between the two, with the thread held and before LangGraph reads the checkpoint,
+    ``admit`` checks the run's input: a refusal there keeps nothing of it.
+    """
 
     raise_error = True
 
-    def __init__(self, claims: _RunClaims) -> None:
+    def __init__(self, claims: _RunClaims, admit: Admit | None = None) -> None:
         self.claims = claims
+        self.admit = admit
 
     @property
     def ignore_chain(self) -> bool:
@@ -275,9 +376,18 @@ class _HoldThread(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        claim = self.claims.new(metadata)
+        run = _run_start()
+        claim = self.claims.new(run, metadata)
         if claim is not None:
             _take(claim)
+        try:
+            if self.admit is not None and run is not None:
+                self.admit(inputs, run)
+        except BaseException:
+            if claim is not None:
+                claim.release()
+            raise
+        if claim is not None:
             self.claims.hold(run_id, claim)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -290,12 +400,18 @@ class _HoldThread(BaseCallbackHandler):
 
 
 class _AHoldThread(AsyncCallbackHandler):
-    """Async runs: `_HoldThread`, waiting on the event loop instead of in a thread."""
+    """Async runs: `_HoldThread`, waiting on the event loop instead of in a thread.
+
+    Inline (awaited by the run itself, not gathered in a task of its own): the run's
+    frame is on its stack (`_run_start`) and what it records in ``_HELD`` is the run's.
+    """
 
     raise_error = True
+    run_inline = True
 
-    def __init__(self, claims: _RunClaims) -> None:
+    def __init__(self, claims: _RunClaims, admit: AAdmit | None = None) -> None:
         self.claims = claims
+        self.admit = admit
 
     @property
     def ignore_chain(self) -> bool:
@@ -311,9 +427,18 @@ class _AHoldThread(AsyncCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        claim = self.claims.new(metadata)
+        run = _run_start()
+        claim = self.claims.new(run, metadata)
         if claim is not None:
             await _a_take(claim)
+        try:
+            if self.admit is not None and run is not None:
+                await self.admit(inputs, run)
+        except BaseException:
+            if claim is not None:
+                await asyncio.to_thread(claim.release)
+            raise
+        if claim is not None:
             self.claims.hold(run_id, claim)
 
     async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -326,7 +451,11 @@ class _AHoldThread(AsyncCallbackHandler):
 
 
 def thread_guard(
-    lock_dir: str | None, shared: ThreadLocks | None = None, *, scope: str = ""
+    lock_dir: str | None,
+    shared: ThreadLocks | None = None,
+    *,
+    scope: str = "",
+    admit: tuple[Admit, AAdmit] | None = None,
 ) -> CallbackManager:
     """Callbacks for a compiled graph's ``with_config``: one run per thread at a time.
 
@@ -336,11 +465,14 @@ def thread_guard(
         shared: the memory backend's cross-machine thread locks, when it has them.
         scope: what tells apart this graph's per-process locks from another's, when
             ``lock_dir`` is None.
+        admit: the check of a run's input (sync, async), run with the thread held before
+            LangGraph keeps anything of the input; raising refuses the run.
 
     Local handlers of the graph's own run (not inherited by its nodes).
     """
     claims = _RunClaims(lock_dir, shared, scope)
-    return CallbackManager(handlers=[_HoldThread(claims), _AHoldThread(claims)])
+    check, acheck = admit if admit is not None else (None, None)
+    return CallbackManager(handlers=[_HoldThread(claims, check), _AHoldThread(claims, acheck)])
 
 
 def lock_dir_of(checkpointer: Any) -> str | None:

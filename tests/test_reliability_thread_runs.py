@@ -185,3 +185,108 @@ def test_a_thread_held_too_long_is_a_clear_error_naming_it(
         assert graph.get_state(config).values == {}  # refused before it read the thread
     finally:
         close()
+
+
+def _agent_as_a_tool(
+    tmp_path: Path, saver: BaseCheckpointSaver[Any], own_thread: bool, asynchronous: bool
+) -> dict[str, Any]:
+    """Agent "a" whose tool asks agent "b" (one checkpointer for both), as a user would."""
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none")
+    b = build_graph(
+        model=SlowModel.from_steps([reply("b says: the key is in the drawer")]), agent_id="b"
+    )
+    agent_b = b.compile(checkpointer=saver)
+    b_config = {"configurable": {"thread_id": "b-thread"}} if own_thread else None
+
+    def ask_b(question: str) -> str:
+        """Ask agent b."""
+        out = agent_b.invoke({"messages": [HumanMessage(question)]}, b_config, context=ctx)
+        return str(out["messages"][-1].content)
+
+    async def aask_b(question: str) -> str:
+        """Ask agent b."""
+        out = await agent_b.ainvoke({"messages": [HumanMessage(question)]}, b_config, context=ctx)
+        return str(out["messages"][-1].content)
+
+    a_model = SlowModel.from_steps(
+        [
+            {"content": "", "tool_calls": [{"name": "ask_b", "args": {"question": "keys?"}}]},
+            reply("a says: in the drawer"),
+        ]
+    )
+    tool = _named(aask_b) if asynchronous else ask_b
+    agent_a = build_graph(model=a_model, agent_id="a", tools=[tool]).compile(checkpointer=saver)
+    if asynchronous:
+        return asyncio.run(
+            agent_a.ainvoke(
+                {"messages": [HumanMessage("where are my keys?")]},
+                {"configurable": {"thread_id": "a-thread"}},
+                context=ctx,
+            )
+        )
+    return agent_a.invoke(
+        {"messages": [HumanMessage("where are my keys?")]},
+        {"configurable": {"thread_id": "a-thread"}},
+        context=ctx,
+    )
+
+
+def _named(function: Any) -> Any:
+    from langchain_core.tools import StructuredTool
+
+    return StructuredTool.from_function(coroutine=function, name="ask_b")
+
+
+@pytest.mark.parametrize("own_thread", [True, False], ids=["b-own-thread", "b-in-a-task"])
+@pytest.mark.parametrize(
+    ("saver_kind", "asynchronous"),
+    # SqliteSaver has no async API: ainvoke is the in-memory saver's.
+    [("memory", False), ("memory", True), ("sqlite", False)],
+    ids=["memory-invoke", "memory-ainvoke", "sqlite-invoke"],
+)
+def test_an_agent_used_as_a_tool_by_another_on_one_checkpointer_answers(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    saver_kind: str,
+    own_thread: bool,
+    asynchronous: bool,
+) -> None:
+    """Agent a's tool runs agent b (its own thread, or the config it inherits in a's
+    task): b's run is not kept waiting for a's, which waits for the tool."""
+    from langgraph_memgpt import threads
+
+    monkeypatch.setattr(threads, "THREAD_WAIT_SECONDS", 5.0)  # the wait would be 900 s
+    if saver_kind == "memory":
+        out = _agent_as_a_tool(tmp_path, InMemorySaver(), own_thread, asynchronous)
+    else:
+        saver, close = open_saver(str(tmp_path / "threads.sqlite"))
+        try:
+            out = _agent_as_a_tool(tmp_path, saver, own_thread, asynchronous)
+        finally:
+            close()
+    results = [str(m.content) for m in out["messages"] if m.type == "tool"]
+    assert '"b says: the key is in the drawer"' in results[0], results
+    assert out["messages"][-1].content == "a says: in the drawer"
+
+
+def test_the_thread_held_is_the_configurable_one_whatever_the_metadata_says(
+    tmp_path: Path,
+) -> None:
+    """LangSmith groups traces by ``metadata.thread_id``; a caller setting it per request
+    must not make two runs of one thread run at once (one turn would leave the queue)."""
+    model = SlowModel.from_steps([reply(f"answer {i}") for i in range(2)])
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), embedding_model="none")
+
+    def turn(i: int) -> None:
+        config: Any = {
+            "configurable": {"thread_id": "t1"},
+            "metadata": {"thread_id": f"trace-group-{i}"},
+        }
+        graph.invoke({"messages": [HumanMessage(f"message {i}")]}, config, context=ctx)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(turn, range(2)))
+    users, replies = _said(graph.get_state({"configurable": {"thread_id": "t1"}}).values)
+    assert sorted(users) == ["message 0", "message 1"]
+    assert sorted(r for r in replies if r.startswith("answer")) == ["answer 0", "answer 1"]

@@ -16,10 +16,11 @@ from typing import Annotated, Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_config, get_stream_writer
 from langgraph.prebuilt import InjectedState, InjectedStore, ToolRuntime
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from langgraph_memgpt import Context, build_graph, declare_tool
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
@@ -173,6 +174,37 @@ def test_an_async_only_tool_runs_in_a_sync_graph(tmp_path: Path) -> None:
         [shout],
     )
     assert json.loads(results(out)[0].content) == {"status": "OK", "message": "HI"}
+
+
+@tool
+async def ask_approval(what: str) -> str:
+    """Ask a person before doing ``what`` (async only; uses LangGraph's run context)."""
+    answer = interrupt(f"may I {what}?")
+    get_stream_writer()({"asked": what})
+    return f"{get_config()['configurable']['thread_id']}: {answer}"
+
+
+def test_an_async_only_tool_reaches_langgraphs_run_context_in_a_sync_graph(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedChatModel.from_steps(
+        [step(call("ask_approval", what="delete")), step(call("send_message", message="ok"))]
+    )
+    graph = build_graph(model=model, tools=[ask_approval]).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), agent_id="ada", embedding_model="none")
+    config = {"configurable": {"thread_id": "t-approve"}}
+    out = graph.invoke({"messages": [HumanMessage("go")]}, config, context=ctx)
+    assert [i.value for i in out["__interrupt__"]] == ["may I delete?"]
+    custom = [
+        chunk
+        for mode, chunk in graph.stream(
+            Command(resume="yes"), config, context=ctx, stream_mode=["custom", "values"]
+        )
+        if mode == "custom" and "asked" in chunk
+    ]
+    assert custom == [{"asked": "delete"}]
+    done = graph.get_state(config).values
+    assert json.loads(results(done)[0].content) == {"status": "OK", "message": "t-approve: yes"}
 
 
 def test_an_async_graph_awaits_tools_on_its_own_event_loop(tmp_path: Path) -> None:

@@ -38,7 +38,8 @@ def resolve_model(spec: str) -> BaseChatModel:
     """Return the chat model named by ``spec`` (cached per spec for this process).
 
     Raises:
-        ValueError: ``spec`` is none of the choices.
+        ValueError: ``spec`` is none of the choices, or an OpenAI model without
+            OPENAI_API_KEY / OPENAI_BASE_URL.
         langgraph_memgpt.llm.local_server.LocalModelError: the local model cannot run.
     """
     key = spec.strip()
@@ -75,10 +76,31 @@ def _build(spec: str) -> BaseChatModel:
     raise ValueError(f"unknown model spec {spec!r}; choose one of: {', '.join(SPEC_CHOICES)}")
 
 
+def require_openai_endpoint(spec: str) -> None:
+    """Refuse an OpenAI model ``spec`` when the environment names no endpoint to call.
+
+    Without OPENAI_API_KEY or OPENAI_BASE_URL the client would call api.openai.com with no
+    key and fail at the first turn with "Connection error" (offline) or a 401.
+
+    Raises:
+        ValueError: naming the variables to set.
+    """
+    if not hosted_endpoint_configured():
+        raise ValueError(
+            f"model {spec!r} needs OPENAI_API_KEY (or OPENAI_BASE_URL for an "
+            "OpenAI-compatible server) in the environment"
+        )
+
+
 def openai_model(name: str) -> BaseChatModel:
-    """A ChatOpenAI for ``name``; it reads OPENAI_API_KEY / OPENAI_BASE_URL itself."""
+    """A ChatOpenAI for ``name``; it reads OPENAI_API_KEY / OPENAI_BASE_URL itself.
+
+    Raises:
+        ValueError: neither variable is set (`require_openai_endpoint`).
+    """
     from langchain_openai import ChatOpenAI
 
+    require_openai_endpoint(f"openai:{name}")
     if not os.environ.get("OPENAI_API_KEY"):
         # A self-hosted OPENAI_BASE_URL usually needs no key, but the client insists on one.
         return ChatOpenAI(model=name, api_key="not-needed")  # type: ignore[arg-type]

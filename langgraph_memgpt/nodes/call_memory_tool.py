@@ -36,8 +36,13 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
+from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.prebuilt import ToolNode, ToolRuntime
-from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.prebuilt.tool_node import (  # ToolNode's own reading of handle_tool_errors
+    ToolCallRequest,
+    _handle_tool_error,
+    _infer_handled_types,
+)
 from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
@@ -98,29 +103,66 @@ def make_call_memory_tool(
             default the model reads it and the log keeps its traceback; ``False`` lets it
             raise out of the run.
     """
-    rules = ToolRules(deps)
+    rules = ToolRules(deps, ToolErrors(handle_tool_errors))
     tools = [*make_memory_tools(rules.bind, list(MEMORY_TOOLS)), *deps.user_tools.values()]
     node = ToolNode(
         tools,
         name="call_memory_tool",
         tags=["nostream"],  # results are not the reply: chat UIs must not show them
-        handle_tool_errors=handle_tool_errors,
+        # ToolNode catches every exception out of a wrapper whatever the setting says:
+        # the setting is applied in `ToolRules` (`ToolErrors`), so ToolNode re-raises.
+        handle_tool_errors=False,
         wrap_tool_call=rules.wrap,
         awrap_tool_call=rules.awrap,
     )
     return node
 
 
+class ToolErrors:
+    """A ``handle_tool_errors`` setting, applied as ``ToolNode`` applies it without a wrapper.
+
+    ``True`` or a callable without a typed parameter: every exception; an exception type,
+    a tuple of them, or a callable whose first parameter names them: only those; ``False``:
+    none. A handled exception becomes an error result (the text ToolNode would write, the
+    callable's, or the string given); any other raises out of the run. An interrupt, and
+    a resume value its interrupt refuses, always raise.
+    """
+
+    def __init__(self, setting: Any) -> None:
+        self.setting = setting
+        self.types: tuple[type[Exception], ...]
+        if isinstance(setting, type) and issubclass(setting, Exception):
+            self.types = (setting,)
+        elif isinstance(setting, tuple):
+            self.types = setting
+        elif callable(setting) and not isinstance(setting, type):
+            self.types = _infer_handled_types(setting)
+        else:
+            self.types = (Exception,)
+
+    def result(self, call: ToolCall, error: Exception) -> ToolMessage:
+        """The error result ``error`` becomes; raises it when the setting does not handle it."""
+        if not self.setting or not isinstance(error, self.types) or is_invalid_resume(error):
+            raise error
+        return ToolMessage(
+            _handle_tool_error(error, flag=self.setting),
+            name=call["name"],
+            tool_call_id=call["id"],
+            status="error",
+        )
+
+
 class ToolRules:
     """MemGPT's rules around each tool call (see the module docstring)."""
 
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: Deps, errors: ToolErrors | None = None) -> None:
         self.deps = deps
+        self.errors = errors or ToolErrors(log_and_describe)
         self.order = CallOrder(self.bind)
 
     def bind(self, runtime: ToolRuntime[Any, Any]) -> Binding:
         """A memory tool call's memory, settings and provenance (graph's agent resolution)."""
-        ctx = Context.from_any(runtime.context)
+        ctx = Context.for_run(runtime.context, runtime.config)
         state = runtime.state if isinstance(runtime.state, Mapping) else {}
         memory = self.deps.memory(ctx, state)  # type: ignore[arg-type]
         return Binding(memory=memory, ctx=ctx, where=provenance(runtime))
@@ -132,7 +174,17 @@ class ToolRules:
             checked = self._before(request)
             if isinstance(checked, ToolMessage):
                 return self._recorded(request, checked)
-            return self._after(checked, execute(checked))
+            try:
+                result: Any = execute(checked)
+            except GraphBubbleUp:
+                raise
+            except Exception as error:
+                result = self.errors.result(checked.tool_call, error)
+            return self._after(checked, result)
+        except GraphBubbleUp:
+            raise
+        except Exception as error:  # in the rules themselves: as a tool's, by the setting
+            return self.errors.result(request.tool_call, error)
         finally:
             self.order.done(request)
 
@@ -143,8 +195,17 @@ class ToolRules:
             checked = await asyncio.to_thread(self._before, request)
             if isinstance(checked, ToolMessage):
                 return await asyncio.to_thread(self._recorded, request, checked)
-            result = await execute(checked)
+            try:
+                result: Any = await execute(checked)
+            except GraphBubbleUp:
+                raise
+            except Exception as error:
+                result = self.errors.result(checked.tool_call, error)
             return await asyncio.to_thread(self._after, checked, result)
+        except GraphBubbleUp:
+            raise
+        except Exception as error:  # in the rules themselves: as a tool's, by the setting
+            return self.errors.result(request.tool_call, error)
         finally:
             self.order.done(request)
 

@@ -16,6 +16,7 @@ When a tool handed control to another agent of the parent graph (``Command.PAREN
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -76,18 +77,35 @@ def make_respond(deps: Deps) -> Any:
             # What was sent before the turn was stopped stays the reply's start: the user
             # saw it stream (it was sent), and the stop follows it.
             text = REPLY_SEPARATOR.join([*sent, stop_reason])
-            reply = AIMessage(text, id=finish_reply(turn, text, config))
+            stable = _replay_stable_id(state, "stop", text)
+            reply = AIMessage(text, id=finish_reply(turn, text, config, fallback=stable))
         else:
             text = REPLY_SEPARATOR.join(sent)
             reply = AIMessage(
                 text,
-                id=finish_reply(turn, text, config),
+                id=finish_reply(
+                    turn, text, config, fallback=_replay_stable_id(state, "reply", text)
+                ),
                 additional_kwargs={REPLY_FLAG: True},
             )
         record(memory, [reply], thread_of(runtime), state.get("turn", 0))
         return {**closed, "messages": [reply], "stop_reason": "", "turn_over": True}
 
     return respond
+
+
+def _replay_stable_id(state: State, kind: str, text: str) -> str:
+    """An id for a message ``respond`` writes, the same when the step is replayed.
+
+    Replaying a thread from a checkpoint (LangGraph's time travel) runs ``respond`` again
+    over the same queue: the same id makes recall's write-ahead keep one copy. It follows
+    the newest message of the queue (the model's step, or the user's message) and the text.
+    """
+    queue = state["messages"]
+    after = str(queue[-1].id) if queue else ""
+    return str(
+        uuid.uuid5(uuid.NAMESPACE_URL, f"memgpt:{kind}:{state.get('turn', 0)}:{after}:{text}")
+    )
 
 
 def _handoff_update(state: State) -> Any:

@@ -11,6 +11,9 @@ instead of looping or paying for a useless summary.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -20,13 +23,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
+    BaseMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import Runtime
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.runtime import Runtime, get_runtime
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
@@ -42,7 +46,7 @@ from langgraph_memgpt.main_context import (
 )
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
-from langgraph_memgpt.streaming import hide, invoke_privately
+from langgraph_memgpt.streaming import ainvoke_privately, hide, invoke_privately
 from langgraph_memgpt.tokens import TokenCounter, content_text
 
 TRANSCRIPT_LINE_CHARS = 600
@@ -177,14 +181,56 @@ def copied_fraction(reply: str, *sources: str) -> float:
     return len(grams & seen) / len(grams)
 
 
+def ask_summarizer(
+    model: BaseChatModel,
+    request: list[AnyMessage],
+    kwargs: dict[str, Any],
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> str:
+    """The summarizer's reply text, written privately: ``invoke``, or with ``loop`` async.
+
+    No stream sees a summary's tokens (``streaming.invoke_privately`` /
+    ``ainvoke_privately``).
+
+    ``loop``: the event loop of an async run (``ainvoke`` / ``astream``) that called this
+    from a worker thread (store I/O stays off the loop): the call is ``model.ainvoke`` on
+    that loop, in this thread's context (the run's config, callbacks and tags), and this
+    thread waits for it, as a sync run waits for ``invoke``.
+    """
+    if loop is None:
+        return content_text(invoke_privately(model, request, **kwargs))
+    context = contextvars.copy_context()
+    answer: concurrent.futures.Future[BaseMessage] = concurrent.futures.Future()
+
+    def start() -> None:
+        task = loop.create_task(ainvoke_privately(model, request, **kwargs), context=context)
+
+        def settle(done: asyncio.Task[BaseMessage]) -> None:
+            if done.cancelled():
+                answer.cancel()
+            elif (error := done.exception()) is not None:
+                answer.set_exception(error)
+            else:
+                answer.set_result(done.result())
+
+        task.add_done_callback(settle)
+
+    loop.call_soon_threadsafe(start)
+    return content_text(answer.result())
+
+
 def write_summary(
     model: BaseChatModel,
     previous_summary: str,
     transcript_text: str,
     budget: int,
     counter: TokenCounter,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> str:
     """The next recursive summary, at most ``budget`` tokens ('' if the model wrote nothing).
+
+    ``loop``: an async run's event loop: the model's async API is called on it
+    (`ask_summarizer`).
 
     Sentences the reply repeats are dropped. A reply that mostly copies its prompt (the
     previous summary, the messages) is not a summary: then the previous summary, clipped to
@@ -193,14 +239,14 @@ def write_summary(
     """
     max_words = summary_word_limit(budget)
     request = summary_request(previous_summary, transcript_text, max_words)
-    # Privately (no stream sees a summary's tokens), also when the middleware's model node
-    # writes it.
-    reply = content_text(invoke_privately(model, request, **summary_call_kwargs(model, budget)))
+    # Privately (no stream sees a summary's tokens, ask_summarizer), also when the
+    # middleware's model node writes it.
+    reply = ask_summarizer(model, request, summary_call_kwargs(model, budget), loop)
     reply = drop_repeated_sentences(reply)
     if copied_fraction(reply, previous_summary, transcript_text) >= COPY_FRACTION:
         half = budget // 2
         request = summary_request("", transcript_text, summary_word_limit(half))
-        fresh = content_text(invoke_privately(model, request, **summary_call_kwargs(model, half)))
+        fresh = ask_summarizer(model, request, summary_call_kwargs(model, half), loop)
         fresh = drop_repeated_sentences(fresh)
         kept = clip_tokens(previous_summary.strip(), half, counter)
         reply = "\n\n".join(part for part in (kept, clip_tokens(fresh, half, counter)) if part)
@@ -225,11 +271,13 @@ def evict(
     schemas: Sequence[dict[str, Any]],
     summarizer: Callable[[], BaseChatModel],
     thread_id: str,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> dict[str, Any]:
     """The state update evicting down to ``evict_fraction`` of the window behind a new summary.
 
     When nothing can make the prompt fit, it sets ``stop_reason`` (the turn ends with the
-    honest reply). ``summarizer`` is asked for the model only when a summary is written.
+    honest reply). ``summarizer`` is asked for the model only when a summary is written;
+    ``loop``, an async run's event loop, has it called through its async API.
     Shared by the ``summarize_evict`` node and `langgraph_memgpt.middleware.MemGPTMiddleware`.
     """
     queue = list(state["messages"])
@@ -267,8 +315,15 @@ def evict(
         transcript(remembered(memory, evicted)),
         summary_budget,
         counter,
+        loop,
     )
-    new_summary = new_summary or clip_tokens(summary, summary_budget, counter)
+    if not new_summary:
+        # Nothing came back (a filtered or reasoning model's empty reply): keep the previous
+        # summary and say, in the agent's voice, where the evicted messages went. The queue
+        # still shrinks; the archive gets a passage with text.
+        note = prompts.UNSUMMARIZED_NOTE.format(count=len(evicted))
+        kept = clip_tokens(summary.strip(), summary_budget - counter.text(note), counter)
+        new_summary = "\n\n".join(part for part in (kept, note) if part)
     after = cost_after(cut) - summary_budget + counter.text(new_summary)
     if after >= before:
         return {"stop_reason": prompts.CONTEXT_OVERFLOW_REPLY, "force_evict": False}
@@ -294,17 +349,13 @@ def evict(
     }
 
 
-def make_summarize_evict(deps: Deps) -> Any:
-    """Build the node with the graph's dependencies."""
+def make_summarize_evict(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
+    """Build the node with the graph's dependencies: a sync and an async implementation."""
 
-    def summarize_evict(
-        state: State, config: RunnableConfig, runtime: Runtime[Context]
+    def run(
+        state: State, config: RunnableConfig, loop: asyncio.AbstractEventLoop | None
     ) -> dict[str, Any]:
-        """Evict down to ``evict_fraction`` of the window behind a new recursive summary.
-
-        When nothing can make the prompt fit, it sets ``stop_reason``: the turn ends with
-        the honest reply (`routes.after_eviction`).
-        """
+        runtime: Runtime[Context] = get_runtime(Context)
         ctx = context_of(runtime)
         memory = deps.memory(ctx, state)
         system_prompt, _ = current_system(
@@ -325,8 +376,21 @@ def make_summarize_evict(deps: Deps) -> Any:
             schemas=deps.schemas,
             summarizer=lambda: deps.summarizer(ctx),
             thread_id=thread_of(runtime),
+            loop=loop,
         )
         hide(update.get("messages", []), config)
         return update
 
-    return summarize_evict
+    def summarize_evict(state: State, config: RunnableConfig) -> dict[str, Any]:
+        """Evict down to ``evict_fraction`` of the window behind a new recursive summary.
+
+        When nothing can make the prompt fit, it sets ``stop_reason``: the turn ends with
+        the honest reply (`routes.after_eviction`).
+        """
+        return run(state, config, None)
+
+    async def asummarize_evict(state: State, config: RunnableConfig) -> dict[str, Any]:
+        """`summarize_evict` with the summarizer's async API; store I/O in a worker thread."""
+        return await asyncio.to_thread(run, state, config, asyncio.get_running_loop())
+
+    return RunnableLambda(summarize_evict, afunc=asummarize_evict, name="summarize_evict")
