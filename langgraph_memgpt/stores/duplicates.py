@@ -1,0 +1,101 @@
+"""When a new fact is one memory already holds: the one near-duplicate rule.
+
+Archival inserts (``ArchivalStore.insert``, the ``archival_memory_insert`` tool) and core
+appends (``core_memory_append``) both ask this module, so a fact said twice in other words
+is "already saved" in every tier, for every model, by the same rule:
+
+- the same text once case, spacing and punctuation are set aside ("Name: Ada." and
+  "name: ada"); or
+- every content word of the new text is in the stored one, there are at least
+  `MIN_FACT_WORDS` of them, and they are at least `SAME_FACT_SHARE` of the stored one's
+  ("User's sister Priya lives in Leeds." and "The user's sister, Priya, lives in Leeds").
+
+Content words are the words that are not function words ("the", "is", "in"), cut to their
+first letters (`STEM_LETTERS`: "training" meets "trains"); numbers and negations count
+("2 cats" is not "3 cats"; "can't swim" is not "can swim"). A new text that adds one word
+the stored one lacks ("Leeds" for "York") is never its duplicate.
+
+The thresholds are measured, not guessed: ``benchmarks/archival_dedup.py`` inserts every
+turn of the LoCoMo and BEAM dev files as a passage and lists what merged (no false merge;
+``benchmarks/README.md``).
+
+Stores look the rule up by `fact_key`: two texts with the same key are always duplicates,
+so an index over the key finds them without reading the agent's passages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+from langgraph_memgpt.stores.words import STEM_LETTERS, STOP_WORDS
+
+MIN_FACT_WORDS = 3
+"""Fewer content words than this, and only the same text (normalised) is a duplicate:
+"Sounds great!" and "Great sounds" are no fact to merge."""
+
+SAME_FACT_SHARE = 0.75
+"""The new text's content words must be at least this share of the stored text's: a short
+line is not "already saved" because a long passage happens to use its words."""
+
+_NEGATED = re.compile(r"n[’']t\b")
+_WORD = re.compile(r"[^\W_]+")
+_KEPT_SHORT = frozenset({"no", "not", "nor"})
+
+
+def normalised(text: str) -> str:
+    """``text`` lower-cased, punctuation as spaces, spaces collapsed (emoji-only text kept)."""
+    folded = text.casefold()
+    return " ".join(re.sub(r"[^\w\s]|_", " ", folded).split()) or " ".join(folded.split())
+
+
+def fact_words(text: str) -> frozenset[str]:
+    """The content words of ``text``, cut to stems; numbers and negations kept."""
+    words = _WORD.findall(_NEGATED.sub(" not", text.casefold()))
+    return frozenset(
+        word if word.isdigit() else word[:STEM_LETTERS]
+        for word in words
+        if word.isdigit() or word in _KEPT_SHORT or (len(word) > 2 and word not in STOP_WORDS)
+    )
+
+
+def same_fact(new: str, stored: str) -> bool:
+    """Whether ``new`` says nothing ``stored`` does not (the rule in the module docstring)."""
+    if normalised(new) == normalised(stored):
+        return True
+    words, held = fact_words(new), fact_words(stored)
+    return (
+        len(words) >= MIN_FACT_WORDS and words <= held and len(words) >= SAME_FACT_SHARE * len(held)
+    )
+
+
+def first_same(new: str, stored: Iterable[str]) -> str | None:
+    """The first of ``stored`` that ``new`` duplicates (`same_fact`), or None."""
+    return next((text for text in stored if same_fact(new, text)), None)
+
+
+def fact_key(text: str) -> str:
+    """A short key equal for two texts whenever they have the same content words.
+
+    With fewer than `MIN_FACT_WORDS` content words, the key is the normalised text's. Equal
+    keys always mean `same_fact`; stores keep the key in an indexed column.
+    """
+    words = fact_words(text)
+    basis = (
+        "w:" + " ".join(sorted(words))
+        if len(words) >= MIN_FACT_WORDS
+        else "t:" + (normalised(text))
+    )
+    return hashlib.sha256(basis.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+__all__ = [
+    "MIN_FACT_WORDS",
+    "SAME_FACT_SHARE",
+    "fact_key",
+    "fact_words",
+    "first_same",
+    "normalised",
+    "same_fact",
+]
