@@ -20,11 +20,15 @@ turn of the LoCoMo and BEAM dev files as a passage and lists what merged (no fal
 ``benchmarks/README.md``).
 
 Stores look the rule up by `fact_key`: two texts with the same key are always duplicates,
-so an index over the key finds them without reading the agent's passages.
+so an index over the key finds them without reading the agent's passages. When the agent
+has vectors, its `NEAREST` passages closest in meaning are checked by the rule as well
+(a restatement with fewer words: "The user's bike got stolen." beside "User's bike got
+stolen outside Shinjuku station."); the vectors only find the candidates, the words decide.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable
@@ -35,9 +39,12 @@ MIN_FACT_WORDS = 3
 """Fewer content words than this, and only the same text (normalised) is a duplicate:
 "Sounds great!" and "Great sounds" are no fact to merge."""
 
-SAME_FACT_SHARE = 0.75
+SAME_FACT_SHARE = 0.5
 """The new text's content words must be at least this share of the stored text's: a short
 line is not "already saved" because a long passage happens to use its words."""
+
+NEAREST = 5
+"""Passages closest in meaning checked against a new one, when the agent has vectors."""
 
 _NEGATED = re.compile(r"n[’']t\b")
 _WORD = re.compile(r"[^\W_]+")
@@ -50,6 +57,7 @@ def normalised(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]|_", " ", folded).split()) or " ".join(folded.split())
 
 
+@functools.lru_cache(maxsize=4096)
 def fact_words(text: str) -> frozenset[str]:
     """The content words of ``text``, cut to stems; numbers and negations kept."""
     words = _WORD.findall(_NEGATED.sub(" not", text.casefold()))
@@ -92,6 +100,7 @@ def fact_key(text: str) -> str:
 
 __all__ = [
     "MIN_FACT_WORDS",
+    "NEAREST",
     "SAME_FACT_SHARE",
     "fact_key",
     "fact_words",

@@ -17,7 +17,7 @@ import psycopg
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.duplicates import fact_key
+from langgraph_memgpt.stores.duplicates import NEAREST, fact_key, same_fact
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
 from langgraph_memgpt.stores.mentions import (
     TagNaming,
@@ -113,6 +113,8 @@ class PgArchivalMemory(InsertsPassages, SearchesCurrentFirst, PgTier):
                         passages.append(replayed)
                         continue
                 same = held.get(keys[n]) if merge else None
+                if same is None and merge and vectors is not None:
+                    same = self._nearest_same(conn, text, vectors[n])
                 if same is not None:
                     passages.append(replace(same, duplicate=True))
                     continue
@@ -169,6 +171,22 @@ class PgArchivalMemory(InsertsPassages, SearchesCurrentFirst, PgTier):
             (self.agent_id, key),
         ).fetchone()
         return None if row is None else _passage(row)
+
+    def _nearest_same(
+        self, conn: psycopg.Connection[Any], text: str, vector: Any
+    ) -> Passage | None:
+        """The current passage closest in meaning to ``text`` that it duplicates, if any.
+
+        The agent's `NEAREST` passages by cosine (this batch's earlier ones included: the
+        transaction sees them), checked by ``stores.duplicates.same_fact``.
+        """
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s "
+            f"AND b.embedding IS NOT NULL AND {_CURRENT} "
+            "ORDER BY b.embedding <=> %s LIMIT %s",
+            (self.agent_id, vector, NEAREST),
+        ).fetchall()
+        return next((p for p in map(_passage, rows) if same_fact(text, p.text)), None)
 
     def _current_facts(
         self, conn: psycopg.Connection[Any], keys: Sequence[str]

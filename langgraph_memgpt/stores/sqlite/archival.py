@@ -25,8 +25,8 @@ import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.chunks import embed_parts
-from langgraph_memgpt.stores.duplicates import fact_key
-from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
+from langgraph_memgpt.stores.duplicates import NEAREST, fact_key, same_fact
+from langgraph_memgpt.stores.embeddings import FloatArray, embed_texts, embedding_identity
 from langgraph_memgpt.stores.passages import (
     INSERT_BATCH,
     MAX_TAG_CHARS,
@@ -159,6 +159,8 @@ class ArchivalMemory(InsertsPassages, SearchesCurrentFirst):
                 if key is not None and key in done:
                     continue
                 same = held.get(keys[n]) if merge else None
+                if same is None and merge and vectors is not None:
+                    same = self._nearest_same(text, vectors, n, stored, found, todo)
                 if same is not None:
                     found[i] = replace(same, duplicate=True)
                     continue
@@ -228,6 +230,43 @@ class ArchivalMemory(InsertsPassages, SearchesCurrentFirst):
         for row in rows:
             held.setdefault(str(row[0]), passage_from_row(row[1:]))
         return held
+
+    def _nearest_same(
+        self,
+        text: str,
+        vectors: FloatArray,
+        n: int,
+        stored: Sequence[tuple[int, int]],
+        found: Sequence[Passage | None],
+        todo: Sequence[int],
+    ) -> Passage | None:
+        """The current passage closest in meaning to ``text`` that it duplicates, if any.
+
+        The agent's `NEAREST` passages by cosine (FAISS), and those of this batch written
+        before it (not in FAISS yet), checked by ``stores.duplicates.same_fact``.
+        """
+        assert self.index is not None
+        near = [i for i, _ in self.index.search(vectors[n], NEAREST)]
+        if near:
+            rows = self.db.conn.execute(
+                f"SELECT {COLUMNS} FROM archival AS b WHERE +b.agent_id = ? "
+                f"AND b.id IN (SELECT value FROM json_each(?)) AND {CURRENT}",
+                (self.agent_id, json.dumps(near)),
+            ).fetchall()
+            by_id = {p.id: p for p in map(passage_from_row, rows)}
+            for passage_id in near:
+                passage = by_id.get(passage_id)
+                if passage is not None and same_fact(text, passage.text):
+                    return passage
+        if stored:
+            replaced = {p.replaces for p in found if p is not None}
+            earlier = vectors[[m for m, _ in stored]] @ vectors[n]
+            for j in earlier.argsort()[::-1][:NEAREST]:
+                passage = found[todo[stored[int(j)][0]]]
+                if passage is not None and passage.id not in replaced:
+                    if same_fact(text, passage.text):
+                        return passage
+        return None
 
     def _check_replaceable(self, passage_id: int) -> None:
         """Refuse ``replaces=passage_id`` unless it is this agent's passage, not yet replaced."""
