@@ -75,6 +75,18 @@ def test_a_changed_detail_is_a_new_fact_not_a_duplicate(memory: Memory) -> None:
     assert memory.archival.count() == 5
 
 
+def test_with_vectors_a_shorter_restatement_is_found_among_the_nearest(
+    make_backend: BackendFactory,
+) -> None:
+    archival = make_backend(MiniLMEmbeddings()).open("ada").archival
+    stored = archival.insert("User's bike got stolen outside Shinjuku station.")
+    archival.insert("User's sister Priya lives in Leeds.")
+    again = archival.insert("The user's bike got stolen.")  # other key: found by meaning
+    assert again.duplicate and again.id == stored.id
+    assert not archival.insert("The user's car got stolen.").duplicate
+    assert archival.count() == 3
+
+
 def test_a_bulk_load_keeps_every_item_unless_asked_to_merge(memory: Memory) -> None:
     kept = memory.archival.insert_many([LEEDS, LEEDS_AGAIN])
     assert len({p.id for p in kept}) == 2 and not any(p.duplicate for p in kept)
