@@ -11,9 +11,9 @@ is "already saved" in every tier, for every model, by the same rule:
   ("User's sister Priya lives in Leeds." and "The user's sister, Priya, lives in Leeds").
 
 Content words are the words that are not function words ("the", "is", "in"), cut to their
-first letters (`STEM_LETTERS`: "training" meets "trains"); numbers and negations count
-("2 cats" is not "3 cats"; "can't swim" is not "can swim"). A new text that adds one word
-the stored one lacks ("Leeds" for "York") is never its duplicate.
+first letters (`STEM_LETTERS`: "training" meets "trains"); numbers, negations and symbols
+count ("2 cats" is not "3 cats"; "can't swim" is not "can swim"; "🍕" is not "🍣"). A new
+text that adds one word the stored one lacks ("Leeds" for "York") is never its duplicate.
 
 The thresholds are measured, not guessed: ``benchmarks/archival_dedup.py`` inserts every
 turn of the LoCoMo and BEAM dev files as a passage and lists what merged (no false merge;
@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from langgraph_memgpt.stores.words import STEM_LETTERS, STOP_WORDS
@@ -47,24 +48,36 @@ NEAREST = 5
 """Passages closest in meaning checked against a new one, when the agent has vectors."""
 
 _NEGATED = re.compile(r"n[’']t\b")
-_WORD = re.compile(r"[^\W_]+")
+_TOKEN = re.compile(r"[^\W_]+|[^\w\s]")
 _KEPT_SHORT = frozenset({"no", "not", "nor"})
 
 
+def _punctuation(char: str) -> bool:
+    return unicodedata.category(char).startswith("P")
+
+
 def normalised(text: str) -> str:
-    """``text`` lower-cased, punctuation as spaces, spaces collapsed (emoji-only text kept)."""
+    """``text`` lower-cased, punctuation as spaces, spaces collapsed.
+
+    Only punctuation goes (Unicode's P categories): a symbol or an emoji is part of what a
+    text says ("I love 🍕" is not "I love 🍣"). Text of punctuation alone is kept as it is.
+    """
     folded = text.casefold()
-    return " ".join(re.sub(r"[^\w\s]|_", " ", folded).split()) or " ".join(folded.split())
+    spaced = "".join(" " if _punctuation(c) else c for c in folded)
+    return " ".join(spaced.split()) or " ".join(folded.split())
 
 
 @functools.lru_cache(maxsize=4096)
 def fact_words(text: str) -> frozenset[str]:
-    """The content words of ``text``, cut to stems; numbers and negations kept."""
-    words = _WORD.findall(_NEGATED.sub(" not", text.casefold()))
+    """The content words of ``text``, cut to stems; numbers, negations and symbols kept."""
+    tokens = _TOKEN.findall(_NEGATED.sub(" not", text.casefold()))
     return frozenset(
-        word if word.isdigit() else word[:STEM_LETTERS]
-        for word in words
-        if word.isdigit() or word in _KEPT_SHORT or (len(word) > 2 and word not in STOP_WORDS)
+        token if token.isdigit() or len(token) == 1 else token[:STEM_LETTERS]
+        for token in tokens
+        if token.isdigit()
+        or token in _KEPT_SHORT
+        or (len(token) > 2 and token not in STOP_WORDS)
+        or (len(token) == 1 and not token.isalnum() and not _punctuation(token))
     )
 
 
