@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     conversations = load_locomo(args.data)
     embeddings = get_embeddings(args.embeddings)
     totals = {"turns": 0, "exact": 0, "merged": 0, "repeats": 0, "others": 0}
-    margins = {share: 0 for share in SHARES}
+    margins: dict[float, list[str]] = {share: [] for share in SHARES}
     listed: list[str] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
@@ -90,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
             repeats = sum(1 for t, p in merged if t == p.text)
             others = [(t, p.text) for t, p in merged if t != p.text]
             for share in SHARES:
-                margins[share] += len(
-                    [pair for pair in rule_margin(turns, share) if pair[0] != pair[1]]
-                )
+                margins[share] += [
+                    f"    {conv.sample_id}: {_clip(new, 90)!r} -> {_clip(old, 90)!r}"
+                    for new, old in rule_margin(turns, share)
+                    if new != old
+                ]
             print(
                 f"{conv.sample_id:<14} turns {len(turns):5}  exact-text baseline {exact:3}  "
                 f"merged {len(merged):3} (exact repeats {repeats}, others {len(others)})"
@@ -119,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     print("the rule against every earlier turn, words only (merges other than exact repeats):")
     for share in SHARES:
         shipped = " (shipped)" if share == duplicates.SAME_FACT_SHARE else ""
-        print(f"  share of words >= {share:.2f}{shipped}: {margins[share]}")
+        print(f"  share of words >= {share:.2f}{shipped}: {len(margins[share])}")
+        for line in margins[share]:
+            print(line)
     return 0
 
 
