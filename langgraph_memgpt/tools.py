@@ -412,8 +412,9 @@ def passage_line(hit: Hit[Passage], limit: int, get: Callable[[int], Passage | N
         notes += f" [REPLACED by #{passage.replaced_by} on {when}: earlier version]"
     older = get(passage.replaces) if passage.replaces is not None else None
     if older is not None:
+        current = "current: " if passage.replaced_by is None else ""
         notes += (
-            f" [current: replaced #{older.id} on {passage.created_at[:10]}, which said "
+            f" [{current}replaced #{older.id} on {passage.created_at[:10]}, which said "
             f"{_clip(older.text, 80)!r}]"
         )
     return f"- #{passage.id} ({passage.created_at[:19]}){tags}{notes} {_clip(passage.text, limit)}"

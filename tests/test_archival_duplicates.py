@@ -151,6 +151,13 @@ def test_the_search_tool_says_what_replaced_what_and_when(memory: Memory) -> Non
     # A duplicate of the older, replaced fact is no duplicate: the user may say it again.
     again = run(memory, "archival_memory_insert", content=LEEDS, replaces=2)
     assert again.startswith("Saved passage #3")
+    found = run(memory, "archival_memory_search", query="Where does the user's sister live?")
+    lines = [line for line in found.splitlines() if line.startswith("- #")]
+    assert lines[0].startswith("- #3 ") and "[current: replaced #2" in lines[0]
+    older = {line[:5]: line for line in lines[1:]}  # in the order the search ranks them
+    assert set(older) == {"- #1 ", "- #2 "}
+    assert "[REPLACED by #2" in older["- #1 "]
+    assert "[REPLACED by #3" in older["- #2 "] and "current" not in older["- #2 "]
 
 
 def test_replacing_a_missing_or_already_replaced_passage_is_refused(memory: Memory) -> None:
