@@ -8,6 +8,8 @@ and through the tools the model calls.
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -180,3 +182,21 @@ def test_replacing_a_missing_or_already_replaced_passage_is_refused(memory: Memo
         ).content
     )
     assert result["status"] == "Failed" and "no archival passage 99" in result["message"]
+
+
+def test_the_same_fact_saved_at_once_by_several_writers_is_stored_once(
+    make_backend: BackendFactory,
+) -> None:
+    archival = make_backend().open("ada").archival
+    wordings = [LEEDS, LEEDS_AGAIN, "the user's sister priya lives in leeds!", LEEDS] * 2
+    start = threading.Barrier(len(wordings))
+
+    def save(text: str) -> Any:
+        start.wait()
+        return archival.insert(text)
+
+    with ThreadPoolExecutor(len(wordings)) as pool:
+        saved = list(pool.map(save, wordings))
+    assert len({p.id for p in saved}) == 1
+    assert sum(not p.duplicate for p in saved) == 1
+    assert archival.count() == 1
