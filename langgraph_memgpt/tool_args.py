@@ -62,19 +62,13 @@ class CoreMemoryReplaceArgs(HeartbeatArgs):
 class ArchivalMemoryInsertArgs(HeartbeatArgs):
     """Save a long or detailed passage to archival memory (unlimited, found by search later).
 
-    A fact already saved, in any wording, is not saved twice: the result names its passage.
     Example: {"content": "<a detailed passage worth keeping>"}
     """
 
     content: str = Field(description="Self-contained text to keep.")
     tags: list[str] = Field(default_factory=list, description="Tags for later filtering.")
     replaces: int | None = Field(
-        default=None,
-        description=(
-            "Only when this updates a fact saved before (a move, a new job, a corrected "
-            "date): the #id of the old passage, as a search shows it. Searches then show "
-            "the new one first; the old one stays findable as the earlier version."
-        ),
+        default=None, description="When a saved fact changed: the #id of its old passage."
     )
 
 
