@@ -27,10 +27,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import tempfile
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,6 +48,8 @@ from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.passages import NewPassage
 from langgraph_memgpt.stores.types import BlockEditError, RecallMessage
+
+log = logging.getLogger(__name__)
 
 _PAGE = 1000
 _MESSAGE_CHUNK = 256
@@ -177,6 +180,7 @@ def export_agent(
                             "turn": p.turn,
                             "created_at": p.created_at,
                             "key": key,
+                            "replaces": p.replaces,
                         }
                     )
                 after = passages[-1][0].id
@@ -332,29 +336,58 @@ def import_agent(
         if progress is not None:
             progress("recall messages", done, len(ordered))
     before = memory.archival.count()
+    stored: dict[int, int] = {}  # the file's passage ids -> this store's
     for start in range(0, len(export.passages), _PASSAGE_CHUNK):
         batch = export.passages[start : start + _PASSAGE_CHUNK]
-        memory.archival.insert_many(
-            [
-                NewPassage(
-                    text=p["text"],
-                    tags=p["tags"],
-                    thread_id=p["thread_id"],
-                    turn=p["turn"],
-                    created_at=p["created_at"],
-                    # Unkeyed passages get a key from their source, so a second import
-                    # of the same file finds them instead of adding copies.
-                    key=p["key"] or f"import:{export.agent_id}:{p['id']}",
-                )
-                for p in batch
-            ]
-        )
+        _import_passages(memory, export.agent_id, batch, stored)
         if progress is not None:
             progress("archival passages", start + len(batch), len(export.passages))
     report.passages_new = memory.archival.count() - before
     for item in export.retention:  # after the passages: an import never forgets by itself
         memory.archival.set_retention_rule(item)
     return report
+
+
+def _import_passages(
+    memory: Memory, source: str, batch: Sequence[Mapping[str, Any]], stored: dict[int, int]
+) -> None:
+    """Write a batch of exported passages; ``stored`` maps the file's ids to the new ones.
+
+    A passage that replaced another is written after the one it replaced is, linked to it
+    (``replaces``); the file holds a replaced passage before the one replacing it.
+    """
+    pending: list[tuple[int, NewPassage]] = []
+
+    def flush() -> None:
+        for (number, _), passage in zip(
+            pending, memory.archival.insert_many([item for _, item in pending]), strict=True
+        ):
+            stored[number] = passage.id
+        pending.clear()
+
+    for p in batch:
+        item = NewPassage(
+            text=p["text"],
+            tags=p["tags"],
+            thread_id=p["thread_id"],
+            turn=p["turn"],
+            created_at=p["created_at"],
+            # Unkeyed passages get a key from their source, so a second import of the
+            # same file finds them instead of adding copies.
+            key=p["key"] or f"import:{source}:{p['id']}",
+        )
+        older = p.get("replaces")
+        if older is None:
+            pending.append((p["id"], item))
+            continue
+        flush()  # the passage it replaces may be in this batch
+        linked = replace(item, replaces=stored.get(older))
+        try:
+            stored[p["id"]] = memory.archival.insert_many([linked])[0].id
+        except ValueError as refused:  # this store already replaced it: keep the passage
+            log.warning("passage %s imported without its link: %s", p["id"], refused)
+            stored[p["id"]] = memory.archival.insert_many([item])[0].id
+    flush()
 
 
 __all__ = [
