@@ -13,7 +13,8 @@ Conversation turns are different messages: any merge is either an exact repeat i
 - the rule's margin, words only: every turn checked against *every* earlier turn of its
   conversation (not only the candidates a store looks up), at the shipped share of words
   (``SAME_FACT_SHARE``) and at lower ones, so the figure shows how far the threshold sits
-  from the first false merges.
+  from the first false merges; and every turn of the whole file against every earlier one
+  (all conversations as one agent: more pairs, other speakers' turns).
 
     python benchmarks/archival_dedup.py --data ../shared/bench/locomo-dev.json [--embeddings minilm]
 """
@@ -118,6 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("merges other than exact repeats (judge each: same fact, or a false merge?):")
     print("\n".join(listed) if listed else "  none")
+    every = [t.text for conv in conversations for s in conv.sessions for t in s.turns]
+    across = [pair for pair in rule_margin(every, duplicates.SAME_FACT_SHARE) if pair[0] != pair[1]]
+    print(
+        f"the whole file as one agent ({len(every)} turns), the rule against every earlier "
+        f"turn at the shipped share: {len(across)} merges other than exact repeats"
+    )
+    for new, old in across:
+        print(f"    {_clip(new, 90)!r} -> {_clip(old, 90)!r}")
     print("the rule against every earlier turn, words only (merges other than exact repeats):")
     for share in SHARES:
         shipped = " (shipped)" if share == duplicates.SAME_FACT_SHARE else ""
