@@ -326,6 +326,14 @@ def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> N
             raise ExportFormatError(
                 f"{where}: passage {number} (key {key!r}) appears twice; the file was altered"
             )
+        older = (
+            _int(record, "replaces", where, 1, MAX_ID, null=True) if "replaces" in record else None
+        )
+        if older is not None and older not in export.passage_ids:
+            raise ExportFormatError(
+                f"{where}: passage {number} replaces passage {older}, which the file does not "
+                "hold before it; the file was altered"
+            )
         export.passage_ids.add(number)
         if key is not None:
             export.passage_keys.add(key)
@@ -338,6 +346,7 @@ def _add_record(export: AgentExport, record: Mapping[str, Any], where: str) -> N
                 "turn": _int(record, "turn", where, 0, MAX_INT, null=True),
                 "created_at": _time(record, where),
                 "key": key,
+                "replaces": older,
             }
         )
     elif kind == "retention_rule":

@@ -229,7 +229,8 @@ class MemGPTStore(BaseStore):
             # Passages are not edited in place: the old one is forgotten (logged) and
             # the new one saved under the same key.
             memory.archival.delete([old.id], actor=self.actor)
-        memory.archival.insert(text, tags, key=key)
+        # A put under a key writes that key, even when another key holds the same text.
+        memory.archival.insert(text, tags, key=key, merge_duplicates=False)
 
     def _put_block(self, memory: Memory, label: str, value: Mapping[str, Any] | None) -> None:
         if value is None:

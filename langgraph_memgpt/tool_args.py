@@ -67,6 +67,9 @@ class ArchivalMemoryInsertArgs(HeartbeatArgs):
 
     content: str = Field(description="Self-contained text to keep.")
     tags: list[str] = Field(default_factory=list, description="Tags for later filtering.")
+    replaces: int | None = Field(
+        default=None, description="When a saved fact changed: the #id of its old passage."
+    )
 
 
 class ArchivalMemorySearchArgs(HeartbeatArgs):

@@ -30,6 +30,7 @@ from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.forget import forget_matching
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.duplicates import first_same
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
@@ -77,13 +78,11 @@ def _core_append(
         # Where the fact belongs is unambiguous, so moving it costs no extra model call.
         label = "human"
     current = labels.get(label)
-    if current is not None and _normalised(content) in _normalised(current.value):
-        return f"Not added: '{label}' already holds this.", False
-    same = _same_fact(content, current.value) if current is not None else None
+    same = first_same(content, current.value.splitlines()) if current is not None else None
     if same is not None:
         return (
-            f"Not added: '{label}' already says this: {same!r}. To change it, use "
-            "core_memory_replace.",
+            f"Already saved: '{label}' already says this: {same.strip()!r} (nothing was "
+            "added; to change it, use core_memory_replace).",
             False,
         )
     block = memory.core.append(
@@ -103,26 +102,6 @@ _USER_WORDS = re.compile(r"\b(the user|user's|user|human)\b", re.IGNORECASE)
 
 def _about_the_user(text: str) -> bool:
     return bool(_USER_WORDS.search(text))
-
-
-def _same_fact(content: str, block: str) -> str | None:
-    """The line of ``block`` that already states ``content`` in other words, if any.
-
-    A small model re-appends a fact it was asked about ("Training for the Valencia
-    marathon" beside "Trains for the Valencia marathon"): every content word of the new
-    text already in one line means nothing new would be added.
-    """
-    new = topic_stems(content)
-    if not new:
-        return None
-    for line in block.splitlines():
-        if new <= topic_stems(line):
-            return line.strip()
-    return None
-
-
-def _normalised(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
 
 
 def _core_replace(
@@ -146,9 +125,29 @@ def _archival_insert(
     # Keyed on the call: a turn interrupted after the insert and run again saves nothing twice.
     key = f"call:{where.replay_key}" if where.replay_key else None
     passage = memory.archival.insert(
-        args.content, tags=args.tags or (), thread_id=where.thread_id, turn=where.turn, key=key
+        args.content,
+        tags=args.tags or (),
+        thread_id=where.thread_id,
+        turn=where.turn,
+        key=key,
+        replaces=args.replaces,
     )
-    return f"Saved passage {passage.id} to archival memory.", False
+    if passage.duplicate:
+        return (
+            f"Already saved: passage #{passage.id} ({passage.created_at[:10]}) holds this: "
+            f"{_clip(passage.text, 200)!r}. Nothing was saved twice. If the fact has changed, "
+            f"save the new one with replaces={passage.id}.",
+            False,
+        )
+    replaced = memory.archival.get(args.replaces) if args.replaces is not None else None
+    if replaced is not None:
+        return (
+            f"Saved passage #{passage.id} to archival memory, replacing #{replaced.id} "
+            f"({replaced.created_at[:10]}): {_clip(replaced.text, 200)!r}. Searches show "
+            "the new one first; the old one stays findable as the earlier version.",
+            False,
+        )
+    return f"Saved passage #{passage.id} to archival memory.", False
 
 
 def _archival_search(
@@ -167,7 +166,10 @@ def _archival_search(
             page_size=ctx.search_page_size,
         )
 
-    return _search_with_filters(search, filters, _passage_line, ctx, args.query, memory), False
+    def line(hit: Hit[Passage], limit: int) -> str:
+        return passage_line(hit, limit, memory.archival.get)
+
+    return _search_with_filters(search, filters, line, ctx, args.query, memory), False
 
 
 def _conversation_search(
@@ -395,10 +397,27 @@ def _memory_tool_schema(name: str, compact: bool = False) -> dict[str, Any]:
     return schema
 
 
-def _passage_line(hit: Hit[Passage], limit: int) -> str:
+def passage_line(hit: Hit[Passage], limit: int, get: Callable[[int], Passage | None]) -> str:
+    """One archival hit as a result line: id, when, tags, what it replaced or was replaced by.
+
+    A current fact says what it replaced and when (the older text, short); a replaced one
+    says by which passage and when, so the model answers with the current fact and can
+    still tell what was said before.
+    """
     passage = hit.item
     tags = f" [{', '.join(passage.tags)}]" if passage.tags else ""
-    return f"- ({passage.created_at[:19]}){tags} {_clip(passage.text, limit)}"
+    notes = ""
+    if passage.replaced_by is not None:
+        when = (passage.replaced_at or "")[:10]
+        notes += f" [REPLACED by #{passage.replaced_by} on {when}: earlier version]"
+    older = get(passage.replaces) if passage.replaces is not None else None
+    if older is not None:
+        current = "current: " if passage.replaced_by is None else ""
+        notes += (
+            f" [{current}replaced #{older.id} on {passage.created_at[:10]}, which said "
+            f"{_clip(older.text, 80)!r}]"
+        )
+    return f"- #{passage.id} ({passage.created_at[:19]}){tags}{notes} {_clip(passage.text, limit)}"
 
 
 def message_line(hit: Hit[RecallMessage], limit: int) -> str:

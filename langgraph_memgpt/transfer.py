@@ -30,10 +30,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import tempfile
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,6 +51,8 @@ from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.passages import NewPassage
 from langgraph_memgpt.stores.types import BlockEditError, RecallMessage
+
+log = logging.getLogger(__name__)
 
 _PAGE = 1000
 _MESSAGE_CHUNK = 256
@@ -184,6 +187,7 @@ def export_agent(
                             "turn": p.turn,
                             "created_at": p.created_at,
                             "key": key,
+                            "replaces": p.replaces,
                         }
                     )
                 after = passages[-1][0].id
@@ -352,29 +356,28 @@ def import_agent(
     before = memory.archival.count()
     # The agent's own export merged back: its unkeyed passages are found by text and time.
     same = _stored_passages(memory) if exists else set()
+    placed: dict[int, int] = {}  # the file's passage ids -> this store's
     for start in range(0, len(export.passages), _PASSAGE_CHUNK):
-        batch = [
-            NewPassage(
-                text=p["text"],
-                tags=p["tags"],
-                thread_id=p["thread_id"],
-                turn=p["turn"],
-                created_at=p["created_at"],
-                # Unkeyed passages get a key from their source, so a second import
-                # of the same file finds them instead of adding copies.
-                key=p["key"] or f"import:{export.agent_id}:{p['id']}",
-            )
-            for p in export.passages[start : start + _PASSAGE_CHUNK]
-        ]
-        held = memory.archival.keyed(str(p.key) for p in batch) if exists else {}
-        report.collisions += [
-            f"passage key {p.key!r}: the agent's passage {held[str(p.key)].id} kept"
+        batch = export.passages[start : start + _PASSAGE_CHUNK]
+        # Unkeyed passages get a key from their source, so a second import of the same
+        # file finds them instead of adding copies.
+        keys = {p["id"]: p["key"] or f"import:{export.agent_id}:{p['id']}" for p in batch}
+        held = memory.archival.keyed(keys.values()) if exists else {}
+        for p in batch:
+            kept = held.get(keys[p["id"]])
+            if kept is None:
+                continue
+            placed[p["id"]] = kept.id  # a later passage replacing it links to the kept one
+            if kept.text != p["text"]:
+                report.collisions.append(
+                    f"passage key {keys[p['id']]!r}: the agent's passage {kept.id} kept"
+                )
+        fresh = [
+            p
             for p in batch
-            if str(p.key) in held and held[str(p.key)].text != p.text
+            if keys[p["id"]] not in held and (p["text"], p["created_at"]) not in same
         ]
-        memory.archival.insert_many(
-            [p for p in batch if str(p.key) not in held and (p.text, p.created_at) not in same]
-        )
+        _import_passages(memory, export.agent_id, fresh, placed)
         if progress is not None:
             progress("archival passages", start + len(batch), len(export.passages))
     report.passages_new = memory.archival.count() - before
@@ -418,6 +421,48 @@ def _differs(stored: RecallMessage, fields: Mapping[str, Any]) -> bool:
         fields["name"],
         list(fields["tool_calls"]),
     )
+
+
+def _import_passages(
+    memory: Memory, source: str, batch: Sequence[Mapping[str, Any]], stored: dict[int, int]
+) -> None:
+    """Write a batch of exported passages; ``stored`` maps the file's ids to the new ones.
+
+    A passage that replaced another is written after the one it replaced is, linked to it
+    (``replaces``); the file holds a replaced passage before the one replacing it.
+    """
+    pending: list[tuple[int, NewPassage]] = []
+
+    def flush() -> None:
+        for (number, _), passage in zip(
+            pending, memory.archival.insert_many([item for _, item in pending]), strict=True
+        ):
+            stored[number] = passage.id
+        pending.clear()
+
+    for p in batch:
+        item = NewPassage(
+            text=p["text"],
+            tags=p["tags"],
+            thread_id=p["thread_id"],
+            turn=p["turn"],
+            created_at=p["created_at"],
+            # Unkeyed passages get a key from their source, so a second import of the
+            # same file finds them instead of adding copies.
+            key=p["key"] or f"import:{source}:{p['id']}",
+        )
+        older = p.get("replaces")
+        if older is None:
+            pending.append((p["id"], item))
+            continue
+        flush()  # the passage it replaces may be in this batch
+        linked = replace(item, replaces=stored.get(older))
+        try:
+            stored[p["id"]] = memory.archival.insert_many([linked])[0].id
+        except ValueError as refused:  # this store already replaced it: keep the passage
+            log.warning("passage %s imported without its link: %s", p["id"], refused)
+            stored[p["id"]] = memory.archival.insert_many([item])[0].id
+    flush()
 
 
 __all__ = [

@@ -145,7 +145,9 @@ def test_an_insert_under_a_key_already_stored_returns_the_first_passage(
     memory = open_archive()
     first = memory.insert("Ada likes green tea", tags=["drinks"], key="call:t1:call_1")
     again = memory.insert("Ada likes green tea (replayed)", tags=["x"], key="call:t1:call_1")
-    other = memory.insert("Ada likes green tea", key="call:t1:call_2")
+    # Another key is another passage (the same fact is merged unless asked not to:
+    # tests/test_archival_duplicates.py).
+    other = memory.insert("Ada likes green tea", key="call:t1:call_2", merge_duplicates=False)
     assert again == first
     assert other.id != first.id
     assert memory.count() == 2
@@ -599,7 +601,11 @@ def test_neighbours_outside_the_search_filters_are_not_pulled_in(open_archive: A
 def test_a_day_the_query_names_lifts_the_passages_of_that_day(open_archive: Any) -> None:
     memory = open_archive()
     for day in ("2026-03-01", "2026-03-04", "2026-03-05", "2026-04-20"):
-        memory.insert("We walked along the beach at low tide.", created_at=f"{day}T10:00:00Z")
+        memory.insert(  # the same words on four days: kept apart to rank them
+            "We walked along the beach at low tide.",
+            created_at=f"{day}T10:00:00Z",
+            merge_duplicates=False,
+        )
     hits = memory.search("beach walk on 5 March 2026", mode="fts").hits
     days = [h.item.created_at[:10] for h in hits]
     assert days[:2] == ["2026-03-05", "2026-03-04"]  # a day off: still lifted, less
@@ -607,8 +613,12 @@ def test_a_day_the_query_names_lifts_the_passages_of_that_day(open_archive: Any)
 
 def test_a_tag_the_query_names_lifts_the_passages_carrying_it(open_archive: Any) -> None:
     memory = open_archive()
-    memory.insert("Dinner was lovely, we should book that place again.", tags=["joanna"])
-    memory.insert("Dinner was lovely, we should book that place again.", tags=["okafor"])
+    for tag in ("joanna", "okafor"):  # the same words twice: kept apart to rank them
+        memory.insert(
+            "Dinner was lovely, we should book that place again.",
+            tags=[tag],
+            merge_duplicates=False,
+        )
     for name in ("Okafor", "Joanna"):  # whichever was saved first
         hits = memory.search(f"dinner with {name}", mode="fts").hits
         assert hits[0].item.tags == [name.lower()]

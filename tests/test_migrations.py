@@ -92,6 +92,9 @@ def test_a_file_of_an_earlier_version_is_upgraded_and_keeps_everything(
     assert memory.archival.count() == 1
     # What the later migrations brought works on the old rows too.
     assert memory.archival.insert("keyed", key="k").id == memory.archival.insert("x", key="k").id
+    # Passages of before migration 9 have their fact key: a restatement is already saved.
+    again = memory.archival.insert("ada's bike lock code is 4712")
+    assert again.duplicate and again.id == hits[0].item.id
     same_id_other_thread = RecallMessage(
         "ada", "t2", "m1", "user", "Another thread, same id.", "2026-11-30T10:00:00+00:00"
     )

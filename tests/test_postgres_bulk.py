@@ -132,16 +132,17 @@ def test_bulk_loaded_passages_are_the_rows_insert_many_writes(
     )
     assert again == 0
     query = (
-        "SELECT text, tags, thread_id, turn, tsv::text, embedding FROM memgpt_archival "
-        "WHERE agent_id = %s ORDER BY id"
+        "SELECT text, tags, thread_id, turn, tsv::text, fact_key, embedding "
+        "FROM memgpt_archival WHERE agent_id = %s ORDER BY id"
     )
     with backend.pool().connection() as conn:
         a = conn.execute(query, ("ada",)).fetchall()
         b = conn.execute(query, ("bob",)).fetchall()
-    assert [r[:5] for r in a[:-1]] == [r[:5] for r in b[:-1]]
+    # The fact key too: a later insert finds a bulk-loaded passage as a duplicate.
+    assert [r[:6] for r in a[:-1]] == [r[:6] for r in b[:-1]]
     assert a[-1][0] == b[-1][0] == "Keyed fact."
     for ra, rb in zip(a, b, strict=True):
-        np.testing.assert_allclose(ra[5].to_numpy(), rb[5].to_numpy(), atol=1e-5)
+        np.testing.assert_allclose(ra[6].to_numpy(), rb[6].to_numpy(), atol=1e-5)
     hits = backend.open("bob").archival.search("beagle puppy", tags=["pets"]).hits
     assert hits and hits[0].item.text == "Biscuit. He is a beagle."
     backend.close()

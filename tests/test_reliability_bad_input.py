@@ -88,6 +88,7 @@ def tool_args(draw: st.DrawFn, name: str) -> Any:
         "tag_match": st.sampled_from(["any", "all", "some"]),
         "city": TEXT,
         "section": st.sampled_from(["", "Likes", "nope"]) | st.none() | TEXT,
+        "replaces": st.integers(-2, 6) | st.none(),
     }
     for field_name in fields:
         if draw(st.booleans()):

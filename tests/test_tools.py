@@ -149,7 +149,7 @@ def test_a_fact_restated_in_other_words_is_not_appended_again(memory: AgentMemor
 
 def test_a_fact_already_in_the_block_is_not_appended_twice(memory: AgentMemory) -> None:
     result = run(memory, "core_memory_append", label="human", content="name: ada")
-    assert "already holds" in result["message"]
+    assert result["message"].startswith("Already saved: 'human' already says this: 'Name: Ada.'")
     assert memory.core.get("human").value == "Name: Ada."
 
 

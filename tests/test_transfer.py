@@ -161,6 +161,29 @@ def test_importing_twice_adds_nothing(make_backend: Any, embeddings: Any, tmp_pa
     assert searches(copy) == first
 
 
+def test_a_fact_that_replaced_another_keeps_its_link_through_export_and_import(
+    make_backend: Any, tmp_path: Path
+) -> None:
+    backend = make_backend()
+    original = backend.open("ada")
+    populate(original)
+    old = original.archival.insert("Ada's sister lives in Leeds.")
+    new = original.archival.insert("Ada's sister moved to York.", replaces=old.id)
+    path = tmp_path / "ada.jsonl"
+    export_agent(original, path)
+    copy = backend.open("ada-copy")
+
+    import_agent(copy, path)
+    import_agent(copy, path, mode="merge")  # a second import links nothing twice
+
+    hits = [h.item for h in copy.archival.search("Where does Ada's sister live?").hits]
+    texts = [p.text for p in hits]
+    assert texts.index(new.text) < texts.index(old.text)
+    current, older = hits[texts.index(new.text)], hits[texts.index(old.text)]
+    assert current.replaces == older.id and older.replaced_by == current.id
+    assert copy.archival.count() == original.archival.count() == 5
+
+
 def bad_file(tmp_path: Path, how: str) -> Path:
     source = SqliteBackend(tmp_path / "source", embedding_model="none")
     populate(source.open("ada"))

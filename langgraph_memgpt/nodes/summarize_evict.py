@@ -339,6 +339,7 @@ def evict(
         thread_id=thread_id,
         turn=state.get("turn", 0),
         key=key,
+        merge_duplicates=False,  # the record of this eviction, even if worded as another
     )
     return {
         "messages": [RemoveMessage(id=str(m.id)) for m in evicted],

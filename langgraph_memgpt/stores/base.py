@@ -248,16 +248,31 @@ class ArchivalStore(Protocol):
         turn: int | None = None,
         created_at: str | None = None,
         key: str | None = None,
+        *,
+        replaces: int | None = None,
+        merge_duplicates: bool = True,
     ) -> Passage:
         """Save one passage with its tags and provenance.
 
         With a ``key``, idempotent: when the agent already has a passage with that key (a
         replayed tool call or eviction), that passage is returned and nothing is written.
+        When the agent already has the fact (``stores.duplicates``: the same text, or the
+        same fact in other words) and ``merge_duplicates``, nothing is written and the
+        stored passage comes back with ``duplicate`` set. ``replaces``: the id of the
+        agent's passage this one replaces; search shows the newer first, the older stays
+        findable and says it was replaced (``stores.supersession``). A ``replaces`` naming
+        no passage of the agent, or one already replaced, is a ``ValueError`` saying which.
         """
         ...
 
-    def insert_many(self, items: Sequence[str | NewPassage]) -> list[Passage]:
-        """Save many passages, embedding them in batches (each ``NewPassage`` keyed or not)."""
+    def insert_many(
+        self, items: Sequence[str | NewPassage], *, merge_duplicates: bool = False
+    ) -> list[Passage]:
+        """Save many passages, embedding them in batches (each ``NewPassage`` keyed or not).
+
+        A bulk load keeps every item unless asked (``merge_duplicates`` for plain strings,
+        ``NewPassage.merge_duplicates`` for the others); ``NewPassage.replaces`` links.
+        """
         ...
 
     def search(
@@ -272,7 +287,11 @@ class ArchivalStore(Protocol):
         page_size: int = 5,
         mode: SearchMode = "hybrid",
     ) -> SearchPage[Passage]:
-        """Passages by meaning and words, best first; filters apply before ranking."""
+        """Passages by meaning and words, best first; filters apply before ranking.
+
+        A replaced passage comes right after the passage that replaced it (the current
+        one, pulled onto the page if the search did not rank it there).
+        """
         ...
 
     def count(self) -> int:

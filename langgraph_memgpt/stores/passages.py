@@ -28,6 +28,9 @@ SUMMARY_TAG = "summary"
 PreparedPassage = tuple[str, list[str], str | None, int | None, str, str | None]
 """(text, tags, thread_id, turn, created_at as ISO-8601 UTC, key), ready to store."""
 
+Writing = tuple[bool, int | None]
+"""How a prepared passage is written: (merge duplicates, id of the passage it replaces)."""
+
 
 @dataclass(frozen=True)
 class NewPassage:
@@ -40,6 +43,12 @@ class NewPassage:
     created_at: str | datetime | None = None
     key: str | None = None
     """Idempotency key: a second insert with the same key returns the first passage."""
+    replaces: int | None = None
+    """Id of the agent's passage this one replaces (a newer fact); the older stays findable."""
+    merge_duplicates: bool = False
+    """When the agent already has this fact (``stores.duplicates``), store nothing and return
+    the stored passage (marked ``duplicate``). Off for bulk loads (import, ingest), on for
+    ``insert``."""
 
 
 INSERT_BATCH = 256
@@ -61,6 +70,9 @@ class InsertsPassages:
         turn: int | None = None,
         created_at: str | datetime | None = None,
         key: str | None = None,
+        *,
+        replaces: int | None = None,
+        merge_duplicates: bool = True,
     ) -> Passage:
         """Save one passage (with its tags and provenance) and return it.
 
@@ -73,12 +85,28 @@ class InsertsPassages:
             key: makes the insert idempotent: when this agent already has a passage with
                 this key (a replayed tool call, keyed on its call id; a replayed eviction),
                 that passage is returned and nothing is written.
+            replaces: the id of the agent's passage this one replaces (a fact that changed):
+                the two are linked, search shows this one first and says what it replaced
+                and when; the older stays findable, marked as replaced.
+            merge_duplicates: when the agent already has this fact (the same text, or the
+                same fact in other words: ``stores.duplicates``), nothing is written and the
+                stored passage is returned with ``duplicate`` set. False stores it anyway.
 
         Raises:
-            ValueError: the text is empty or too long, a tag too long, or ``created_at``
-                is not a timestamp.
+            ValueError: the text is empty or too long, a tag too long, ``created_at`` is
+                not a timestamp, or ``replaces`` names no passage of the agent or one
+                already replaced (the message names the passage to replace instead).
         """
-        item = NewPassage(text, normalize_tags(tags), thread_id, turn, created_at, key)
+        item = NewPassage(
+            text,
+            normalize_tags(tags),
+            thread_id,
+            turn,
+            created_at,
+            key,
+            replaces=replaces,
+            merge_duplicates=merge_duplicates,
+        )
         return self.insert_many([item])[0]
 
     def insert_many(
@@ -89,27 +117,69 @@ class InsertsPassages:
         thread_id: str | None = None,
         turn: int | None = None,
         created_at: str | datetime | None = None,
+        merge_duplicates: bool = False,
     ) -> list[Passage]:
         """Save many passages, embedding them in batches; returns them in input order.
 
-        Plain strings take the shared ``tags``/``thread_id``/``turn``/``created_at``;
-        ``NewPassage`` items carry their own. Each batch of :data:`INSERT_BATCH` commits
-        as one transaction, rows and vectors together, and is embedded before it.
+        Plain strings take the shared ``tags``/``thread_id``/``turn``/``created_at`` and
+        ``merge_duplicates`` (off: a bulk load keeps every item); ``NewPassage`` items carry
+        their own. Each batch of :data:`INSERT_BATCH` commits as one transaction, rows and
+        vectors together, and is embedded before it. A merged duplicate comes back as the
+        stored passage with ``duplicate`` set, also when it repeats an earlier item.
 
         Raises:
-            ValueError: a text is empty, or a ``created_at`` is not a timestamp.
+            ValueError: a text is empty, a ``created_at`` is not a timestamp, or a
+                ``replaces`` names no passage that can be replaced.
         """
         prepared = prepare_passages(
             items, tags=tags, thread_id=thread_id, turn=turn, created_at=created_at
         )
+        writing: list[Writing] = [
+            (item.merge_duplicates, _replaced_id(item.replaces))
+            if isinstance(item, NewPassage)
+            else (merge_duplicates, None)
+            for item in items
+        ]
         passages: list[Passage] = []
         for start in range(0, len(prepared), INSERT_BATCH):
-            passages.extend(self._insert_batch(prepared[start : start + INSERT_BATCH]))
+            end = start + INSERT_BATCH
+            passages.extend(self._insert_batch(prepared[start:end], writing[start:end]))
         return passages
 
-    def _insert_batch(self, batch: list[PreparedPassage]) -> list[Passage]:
+    def _insert_batch(self, batch: list[PreparedPassage], writing: list[Writing]) -> list[Passage]:
         """Write one batch in one transaction (the backend's own way)."""
         raise NotImplementedError
+
+
+def _replaced_id(value: object) -> int | None:
+    """``replaces`` as a passage id, or a readable refusal."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"replaces must be the id of an earlier passage (a whole number), got {value!r}; "
+            "nothing was saved."
+        )
+    return value
+
+
+def written(passage: Passage | None) -> Passage:
+    """A passage a batch wrote or found (every unkeyed item has one by the batch's end)."""
+    assert passage is not None, "an unkeyed item was neither written nor found"
+    return passage
+
+
+def replace_refusal(passage_id: int, replaced_by: int | None) -> ValueError:
+    """Why ``replaces=passage_id`` cannot be written (no such passage, or already replaced)."""
+    if replaced_by is None:
+        return ValueError(
+            f"There is no archival passage {passage_id} to replace; nothing was saved. "
+            "Search archival memory for the passage's id, or save without replaces."
+        )
+    return ValueError(
+        f"Passage {passage_id} was already replaced by passage {replaced_by}; nothing was "
+        f"saved. To update the fact again, replace passage {replaced_by}."
+    )
 
 
 def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:

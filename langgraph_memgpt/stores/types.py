@@ -84,6 +84,15 @@ class Passage:
     created_at: str
     thread_id: str | None = None
     turn: int | None = None
+    replaces: int | None = None
+    """The id of the older passage this one replaced (``insert(..., replaces=id)``)."""
+    replaced_by: int | None = None
+    """The id of the passage that replaced this one, when one did (it stays findable)."""
+    replaced_at: str | None = None
+    """When that passage was saved (ISO-8601 UTC)."""
+    duplicate: bool = False
+    """Set on what an insert returns when it stored nothing because the agent already had
+    this fact (``stores.duplicates``): the passage is the one stored before."""
 
 
 @dataclass(frozen=True)

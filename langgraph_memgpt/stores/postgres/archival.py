@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -16,6 +17,7 @@ import psycopg
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.dates import date_range_sql
+from langgraph_memgpt.stores.duplicates import NEAREST, fact_key, same_fact
 from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
 from langgraph_memgpt.stores.mentions import (
     TagNaming,
@@ -25,8 +27,10 @@ from langgraph_memgpt.stores.mentions import (
 from langgraph_memgpt.stores.passages import (
     InsertsPassages,
     PreparedPassage,
+    Writing,
     deletion_kind,
     normalize_tags,
+    replace_refusal,
 )
 from langgraph_memgpt.stores.postgres import retention
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
@@ -39,14 +43,26 @@ from langgraph_memgpt.stores.postgres.search import (
     placeholders,
 )
 from langgraph_memgpt.stores.postgres.tier import PgTier
-from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, SignalSource
+from langgraph_memgpt.stores.search import ArchivalFilter, SignalSource
+from langgraph_memgpt.stores.supersession import SearchesCurrentFirst
 from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
 
 TABLE = "memgpt_archival"
-_COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
+_SUCCESSOR = (
+    f"(SELECT n.{{0}} FROM {TABLE} AS n WHERE n.agent_id = b.agent_id AND n.replaces = b.id "
+    "ORDER BY n.id LIMIT 1)"
+)
+_COLUMNS = (
+    "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn, b.replaces, "
+    f"{_SUCCESSOR.format('id')}, {_SUCCESSOR.format('created_at')}"
+)
+"""A passage's columns, then the passage that replaced it and when (``supersession``)."""
+_CURRENT = (
+    f"NOT EXISTS (SELECT 1 FROM {TABLE} AS n WHERE n.agent_id = b.agent_id AND n.replaces = b.id)"
+)
 
 
-class PgArchivalMemory(InsertsPassages, SearchesArchival, PgTier):
+class PgArchivalMemory(InsertsPassages, SearchesCurrentFirst, PgTier):
     """The archival passages of one agent in Postgres (meets ``ArchivalStore``).
 
     Args:
@@ -61,7 +77,7 @@ class PgArchivalMemory(InsertsPassages, SearchesArchival, PgTier):
 
     # -- writing ---------------------------------------------------------------------
 
-    def _insert_batch(self, batch: list[PreparedPassage]) -> list[Passage]:
+    def _insert_batch(self, batch: list[PreparedPassage], writing: list[Writing]) -> list[Passage]:
         # Embed before the transaction: the model is the slow part.
         vectors = (
             embed_texts(self.embeddings, [text for text, *_ in batch])
@@ -73,18 +89,45 @@ class PgArchivalMemory(InsertsPassages, SearchesArchival, PgTier):
             if self.embeddings is not None
             else None
         )
+        keys = [fact_key(text) for text, *_ in batch]
         passages: list[Passage] = []
         with self.pool.connection() as conn, conn.transaction():
             if self.embeddings is not None:  # the model cannot switch before this commits
                 self._identity = self._identity or embedding_identity(self.embeddings)
                 hold_model(conn, self.agent_id, self._identity)
+            merging = [k for k, (merge, _) in zip(keys, writing, strict=True) if merge]
+            if merging:
+                # Two writers of one agent's facts take turns, so neither misses the other's.
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(%s))", ("memgpt_facts:" + self.agent_id,)
+                )
+            held = self._current_facts(conn, merging)
             for n, (text, tags, thread_id, turn, created_at, key) in enumerate(batch):
+                merge, replaces = writing[n]
                 text, tags = pg_text(text), pg_texts(tags)
                 thread_id = None if thread_id is None else pg_text(thread_id)
                 key = None if key is None else pg_text(key)
+                if key is not None:
+                    replayed = self._stored_under(conn, key)
+                    if replayed is not None:  # a replay: the passage under this key
+                        passages.append(replayed)
+                        continue
+                same = held.get(keys[n]) if merge else None
+                if same is None and merge and vectors is not None:
+                    same = self._nearest_same(conn, text, vectors[n])
+                if same is not None:
+                    passages.append(replace(same, duplicate=True))
+                    continue
+                if replaces is not None:
+                    older = self._get(conn, replaces)
+                    if older is None or older.replaced_by is not None:
+                        raise replace_refusal(
+                            replaces, None if older is None else older.replaced_by
+                        )
                 row = conn.execute(
                     f"INSERT INTO {TABLE} (agent_id, text, tags, thread_id, turn, created_at, "
-                    "embedding, key) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                    "embedding, key, fact_key, replaces) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                     "ON CONFLICT (agent_id, key) WHERE key IS NOT NULL DO NOTHING RETURNING id",
                     (
                         self.agent_id,
@@ -95,33 +138,71 @@ class PgArchivalMemory(InsertsPassages, SearchesArchival, PgTier):
                         created_at,
                         None if vectors is None else vectors[n],
                         key,
+                        keys[n],
+                        replaces,
                     ),
                 ).fetchone()
-                if row is None:  # a replay: the passage under this key is the answer
-                    stored = conn.execute(
-                        f"SELECT id, text, tags, created_at, thread_id, turn FROM {TABLE} "
-                        "WHERE agent_id = %s AND key = %s",
-                        (self.agent_id, key),
-                    ).fetchone()
+                if row is None:  # another writer stored this key meanwhile
+                    stored = self._stored_under(conn, key or "")
                     assert stored is not None
-                    passages.append(
-                        Passage(
-                            int(stored[0]),
-                            self.agent_id,
-                            str(stored[1]),
-                            list(stored[2]),
-                            str(stored[3]),
-                            stored[4],
-                            stored[5],
-                        )
-                    )
+                    passages.append(stored)
                     continue
-                passages.append(
-                    Passage(int(row[0]), self.agent_id, text, tags, created_at, thread_id, turn)
+                passage = Passage(
+                    int(row[0]),
+                    self.agent_id,
+                    text,
+                    tags,
+                    created_at,
+                    thread_id,
+                    turn,
+                    replaces=replaces,
                 )
+                passages.append(passage)
+                held = {k: p for k, p in held.items() if p.id != replaces}  # no longer current
+                held.setdefault(keys[n], passage)
                 if parts is not None:
                     store_parts(conn, TABLE, self.agent_id, [int(row[0])], [parts[n]])
         return passages
+
+    def _stored_under(self, conn: psycopg.Connection[Any], key: str) -> Passage | None:
+        """The agent's passage stored under idempotency key ``key``, if any."""
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.key = %s",
+            (self.agent_id, key),
+        ).fetchone()
+        return None if row is None else _passage(row)
+
+    def _nearest_same(
+        self, conn: psycopg.Connection[Any], text: str, vector: Any
+    ) -> Passage | None:
+        """The current passage closest in meaning to ``text`` that it duplicates, if any.
+
+        The agent's `NEAREST` passages by cosine (this batch's earlier ones included: the
+        transaction sees them), checked by ``stores.duplicates.same_fact``.
+        """
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s "
+            f"AND b.embedding IS NOT NULL AND {_CURRENT} "
+            "ORDER BY b.embedding <=> %s LIMIT %s",
+            (self.agent_id, vector, NEAREST),
+        ).fetchall()
+        return next((p for p in map(_passage, rows) if same_fact(text, p.text)), None)
+
+    def _current_facts(
+        self, conn: psycopg.Connection[Any], keys: Sequence[str]
+    ) -> dict[str, Passage]:
+        """The agent's passages not replaced by another, by fact key (the oldest of each)."""
+        if not keys:
+            return {}
+        rows = conn.execute(
+            f"SELECT b.fact_key, {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s "
+            f"AND b.fact_key = ANY(%s) AND {_CURRENT} ORDER BY b.id",
+            (self.agent_id, sorted(set(keys))),
+        ).fetchall()
+        held: dict[str, Passage] = {}
+        for row in rows:
+            held.setdefault(str(row[0]), _passage(row[1:]))
+        return held
 
     # -- reading ---------------------------------------------------------------------
 
@@ -169,10 +250,13 @@ class PgArchivalMemory(InsertsPassages, SearchesArchival, PgTier):
     def get(self, passage_id: int) -> Passage | None:
         """One of the agent's passages by id (None if absent or another agent's)."""
         with self.pool.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id = %s",
-                (self.agent_id, int(passage_id)),
-            ).fetchone()
+            return self._get(conn, passage_id)
+
+    def _get(self, conn: psycopg.Connection[Any], passage_id: int) -> Passage | None:
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s AND b.id = %s",
+            (self.agent_id, int(passage_id)),
+        ).fetchone()
         return None if row is None else _passage(row)
 
     def keyed(self, keys: Iterable[str]) -> dict[str, Passage]:
@@ -455,4 +539,7 @@ def _passage(row: Sequence[Any]) -> Passage:
         created_at=str(row[4]),
         thread_id=row[5],
         turn=None if row[6] is None else int(row[6]),
+        replaces=None if row[7] is None else int(row[7]),
+        replaced_by=None if row[8] is None else int(row[8]),
+        replaced_at=None if row[9] is None else str(row[9]),
     )

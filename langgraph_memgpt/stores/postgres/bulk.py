@@ -31,6 +31,7 @@ from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.chunks import embed_parts, parts_of
+from langgraph_memgpt.stores.duplicates import fact_key
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
     embed_texts,
@@ -265,10 +266,21 @@ def load_passages(
             with conn.cursor() as cursor:
                 with cursor.copy(
                     "COPY memgpt_archival (id, agent_id, text, tags, thread_id, turn, created_at, "
-                    "embedding, key) FROM STDIN (FORMAT BINARY)"
+                    "embedding, key, fact_key) FROM STDIN (FORMAT BINARY)"
                 ) as copy:
                     copy.set_types(
-                        ["int8", "text", "text", "text[]", "text", "int4", "text", "vector", "text"]
+                        [
+                            "int8",
+                            "text",
+                            "text",
+                            "text[]",
+                            "text",
+                            "int4",
+                            "text",
+                            "vector",
+                            "text",
+                            "text",
+                        ]
                     )
                     for n, (text, item_tags, thread, item_turn, at, key) in enumerate(chunk):
                         key = None if key is None else pg_text(key)
@@ -287,6 +299,7 @@ def load_passages(
                                 at,
                                 None if vectors is None else vectors[n],
                                 key,
+                                fact_key(text),  # later inserts find these as duplicates
                             )
                         )
                         copied.append(n)

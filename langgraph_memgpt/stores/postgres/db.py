@@ -20,6 +20,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.duplicates import fact_key
 from langgraph_memgpt.stores.postgres import tag_counts, word_stats
 from langgraph_memgpt.stores.postgres.parts import SCHEMA as PARTS_SCHEMA
 from langgraph_memgpt.stores.text import valid_text
@@ -306,6 +307,36 @@ def _words_inline(conn: psycopg.Connection[Any]) -> None:
         )
 
 
+def _archival_facts(conn: psycopg.Connection[Any]) -> None:
+    # The fact key (``stores.duplicates``) of every passage, the ones already held too, and
+    # the passage a passage replaces. The key is computed in Python, a batch at a time.
+    conn.execute(
+        "ALTER TABLE memgpt_archival ADD COLUMN IF NOT EXISTS fact_key text, "
+        "ADD COLUMN IF NOT EXISTS replaces bigint"
+    )
+    last = 0
+    while True:
+        rows = conn.execute(
+            "SELECT id, text FROM memgpt_archival WHERE id > %s AND fact_key IS NULL "
+            "ORDER BY id LIMIT 1000",
+            (last,),
+        ).fetchall()
+        if not rows:
+            break
+        conn.cursor().executemany(
+            "UPDATE memgpt_archival SET fact_key = %s WHERE id = %s",
+            [(fact_key(str(text)), int(i)) for i, text in rows],
+        )
+        last = int(rows[-1][0])
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memgpt_archival_fact ON memgpt_archival (agent_id, fact_key)"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memgpt_archival_replaces ON memgpt_archival "
+        "(agent_id, replaces) WHERE replaces IS NOT NULL"
+    )
+
+
 UNNUMBERED = 1
 """The ``memory`` version of every database made before numbered migrations, whatever its
 shape: the first numbered migration is 2."""
@@ -317,6 +348,7 @@ MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(6, "the messages a passage was made from", _archival_sources),
     PgMigration(7, "recall rows out of the graphs until their context is final", _settled),
     PgMigration(8, "the word columns kept in their rows, out of TOAST", _words_inline),
+    PgMigration(9, "passages with their fact key and the passage they replace", _archival_facts),
 )
 """Each runs inside `ensure_schema`'s transaction, under its advisory lock. A new database,
 and one made before numbering (version `UNNUMBERED`), runs them all: each brings any older

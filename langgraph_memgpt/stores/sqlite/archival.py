@@ -18,26 +18,32 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.chunks import embed_parts
-from langgraph_memgpt.stores.embeddings import embed_texts, embedding_identity
+from langgraph_memgpt.stores.duplicates import NEAREST, fact_key, same_fact
+from langgraph_memgpt.stores.embeddings import FloatArray, embed_texts, embedding_identity
 from langgraph_memgpt.stores.passages import (
     INSERT_BATCH,
     MAX_TAG_CHARS,
     InsertsPassages,
     NewPassage,
     PreparedPassage,
+    Writing,
     normalize_tags,
+    replace_refusal,
+    written,
 )
-from langgraph_memgpt.stores.search import ArchivalFilter, SearchesArchival, Signals
+from langgraph_memgpt.stores.search import ArchivalFilter, Signals
 from langgraph_memgpt.stores.sqlite import retention
 from langgraph_memgpt.stores.sqlite.archival_forget import ArchivalForgetting
 from langgraph_memgpt.stores.sqlite.archival_rows import (
     COLUMNS,
+    CURRENT,
     TIER,
     VECTOR_KEY,
     filters,
@@ -47,12 +53,13 @@ from langgraph_memgpt.stores.sqlite.archival_signals import ArchivalSignals
 from langgraph_memgpt.stores.sqlite.db import transaction
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
 from langgraph_memgpt.stores.sqlite.vectors import IndexKind, VectorIndex
+from langgraph_memgpt.stores.supersession import SearchesCurrentFirst
 from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
 
 _EMBED_BATCH = INSERT_BATCH
 
 
-class ArchivalMemory(InsertsPassages, SearchesArchival):
+class ArchivalMemory(InsertsPassages, SearchesCurrentFirst):
     """The archival passages of one agent.
 
     Args:
@@ -126,34 +133,53 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
         ).fetchall()
         return {str(row[0]): passage_from_row(row[1:]) for row in rows}
 
-    def _insert_batch(self, batch: list[PreparedPassage]) -> list[Passage]:
+    def _insert_batch(self, batch: list[PreparedPassage], writing: list[Writing]) -> list[Passage]:
         # A replay finds its passage without embedding it again.
         done = self._keyed(row[5] for row in batch)
-        todo = [row for row in batch if row[5] is None or row[5] not in done]
+        todo = [i for i, row in enumerate(batch) if row[5] is None or row[5] not in done]
+        texts = [batch[i][0] for i in todo]
         # Embed before taking the write lock: the model is the slow part.
         vectors = (
-            embed_texts(self.embeddings, [row[0] for row in todo])
-            if self.embeddings is not None and todo
-            else None
+            embed_texts(self.embeddings, texts) if self.embeddings is not None and todo else None
         )
         parts = (
-            embed_parts(self.embeddings, [row[0] for row in todo])
-            if self.embeddings is not None and todo
-            else None
+            embed_parts(self.embeddings, texts) if self.embeddings is not None and todo else None
         )
-        fresh: list[Passage | None] = []
+        found: list[Passage | None] = [None] * len(batch)
+        stored: list[tuple[int, int]] = []  # (position in todo, passage id)
         with transaction(self.db):
             conn = self.db.conn
             # Checked again under the write lock: another process may have stored it since.
-            done.update(self._keyed(row[5] for row in todo))
-            for text, tags, thread_id, turn, created_at, key in todo:
+            done.update(self._keyed(batch[i][5] for i in todo))
+            keys = [fact_key(text) for text in texts]
+            held = self._current_facts(k for k, i in zip(keys, todo, strict=True) if writing[i][0])
+            for n, i in enumerate(todo):
+                text, tags, thread_id, turn, created_at, key = batch[i]
+                merge, replaces = writing[i]
                 if key is not None and key in done:
-                    fresh.append(None)
                     continue
+                same = held.get(keys[n]) if merge else None
+                if same is None and merge and vectors is not None:
+                    same = self._nearest_same(text, vectors, n, stored, found, todo)
+                if same is not None:
+                    found[i] = replace(same, duplicate=True)
+                    continue
+                if replaces is not None:
+                    self._check_replaceable(replaces)
                 cursor = conn.execute(
-                    "INSERT INTO archival (agent_id, text, tags, thread_id, turn, created_at, key) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (self.agent_id, text, json.dumps(tags), thread_id, turn, created_at, key),
+                    "INSERT INTO archival (agent_id, text, tags, thread_id, turn, created_at, key, "
+                    "fact_key, replaces) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        self.agent_id,
+                        text,
+                        json.dumps(tags),
+                        thread_id,
+                        turn,
+                        created_at,
+                        key,
+                        keys[n],
+                        replaces,
+                    ),
                 )
                 passage_id = int(cursor.lastrowid or 0)
                 conn.executemany(
@@ -169,24 +195,84 @@ class ArchivalMemory(InsertsPassages, SearchesArchival):
                     created_at=created_at,
                     thread_id=thread_id,
                     turn=turn,
+                    replaces=replaces,
                 )
-                fresh.append(passage)
+                found[i] = passage
+                stored.append((n, passage_id))
+                held = {k: p for k, p in held.items() if p.id != replaces}  # no longer current
+                held.setdefault(keys[n], passage)
                 if key is not None:
                     done[key] = passage
-            if self.index is not None and vectors is not None:
-                stored = [(i, p.id) for i, p in enumerate(fresh) if p is not None]
-                if stored:
-                    self.index.upsert([pid for _, pid in stored], vectors[[i for i, _ in stored]])
-                    if self.parts is not None and parts is not None:
-                        self.parts.store([pid for _, pid in stored], [parts[i] for i, _ in stored])
+            if self.index is not None and vectors is not None and stored:
+                self.index.upsert([pid for _, pid in stored], vectors[[n for n, _ in stored]])
+                if self.parts is not None and parts is not None:
+                    self.parts.store([pid for _, pid in stored], [parts[n] for n, _ in stored])
         if self.index is not None and self.parts is not None:
             self.index.maybe_persist()  # committed now: the cache file may be written
             self.parts.maybe_persist()
-        # Unkeyed passages in order; keyed ones (new or replayed) are found by key.
-        new = iter(p for row, p in zip(todo, fresh, strict=True) if row[5] is None and p)
+        # Keyed passages (new or replayed) are found by key, the others where they were put.
         return [
-            done[row[5]] if row[5] is not None and row[5] in done else next(new) for row in batch
+            done[row[5]] if row[5] is not None and row[5] in done else written(found[i])
+            for i, row in enumerate(batch)
         ]
+
+    def _current_facts(self, keys: Iterable[str]) -> dict[str, Passage]:
+        """This agent's passages not replaced by another, by fact key (the oldest of each)."""
+        wanted = sorted(set(keys))
+        if not wanted:
+            return {}
+        rows = self.db.conn.execute(
+            f"SELECT b.fact_key, {COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
+            f"AND b.fact_key IN (SELECT value FROM json_each(?)) AND {CURRENT} ORDER BY b.id",
+            (self.agent_id, json.dumps(wanted)),
+        ).fetchall()
+        held: dict[str, Passage] = {}
+        for row in rows:
+            held.setdefault(str(row[0]), passage_from_row(row[1:]))
+        return held
+
+    def _nearest_same(
+        self,
+        text: str,
+        vectors: FloatArray,
+        n: int,
+        stored: Sequence[tuple[int, int]],
+        found: Sequence[Passage | None],
+        todo: Sequence[int],
+    ) -> Passage | None:
+        """The current passage closest in meaning to ``text`` that it duplicates, if any.
+
+        The agent's `NEAREST` passages by cosine (FAISS), and those of this batch written
+        before it (not in FAISS yet), checked by ``stores.duplicates.same_fact``.
+        """
+        assert self.index is not None
+        near = [i for i, _ in self.index.search(vectors[n], NEAREST)]
+        if near:
+            rows = self.db.conn.execute(
+                f"SELECT {COLUMNS} FROM archival AS b WHERE +b.agent_id = ? "
+                f"AND b.id IN (SELECT value FROM json_each(?)) AND {CURRENT}",
+                (self.agent_id, json.dumps(near)),
+            ).fetchall()
+            by_id = {p.id: p for p in map(passage_from_row, rows)}
+            for passage_id in near:
+                passage = by_id.get(passage_id)
+                if passage is not None and same_fact(text, passage.text):
+                    return passage
+        if stored:
+            replaced = {p.replaces for p in found if p is not None}
+            earlier = vectors[[m for m, _ in stored]] @ vectors[n]
+            for j in earlier.argsort()[::-1][:NEAREST]:
+                passage = found[todo[stored[int(j)][0]]]
+                if passage is not None and passage.id not in replaced:
+                    if same_fact(text, passage.text):
+                        return passage
+        return None
+
+    def _check_replaceable(self, passage_id: int) -> None:
+        """Refuse ``replaces=passage_id`` unless it is this agent's passage, not yet replaced."""
+        older = self.get(passage_id)
+        if older is None or older.replaced_by is not None:
+            raise replace_refusal(passage_id, None if older is None else older.replaced_by)
 
     @classmethod
     def reembed(

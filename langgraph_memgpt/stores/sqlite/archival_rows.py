@@ -23,8 +23,22 @@ TIER = "archival"
 VECTOR_KEY = "text"
 """The key of a passage's whole-text vector (its parts' key derives from it)."""
 
-COLUMNS = "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn"
-"""A passage's columns (over the alias ``b``), as :func:`passage_from_row` reads them."""
+_SUCCESSOR = (
+    "(SELECT n.{0} FROM archival AS n WHERE n.agent_id = b.agent_id AND n.replaces = b.id "
+    "ORDER BY n.id LIMIT 1)"
+)
+
+COLUMNS = (
+    "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn, b.replaces, "
+    f"{_SUCCESSOR.format('id')}, {_SUCCESSOR.format('created_at')}"
+)
+"""A passage's columns (over the alias ``b``), as :func:`passage_from_row` reads them:
+its own, then the passage that replaced it and when (one index probe each)."""
+
+CURRENT = (
+    "NOT EXISTS (SELECT 1 FROM archival AS n WHERE n.agent_id = b.agent_id AND n.replaces = b.id)"
+)
+"""The condition over ``b`` that a passage has not been replaced."""
 
 
 def passage_from_row(row: Sequence[Any]) -> Passage:
@@ -37,6 +51,9 @@ def passage_from_row(row: Sequence[Any]) -> Passage:
         created_at=str(row[4]),
         thread_id=row[5],
         turn=None if row[6] is None else int(row[6]),
+        replaces=None if row[7] is None else int(row[7]),
+        replaced_by=None if row[8] is None else int(row[8]),
+        replaced_at=None if row[9] is None else str(row[9]),
     )
 
 
@@ -71,4 +88,4 @@ def filters(
     return " AND ".join(conditions), params
 
 
-__all__ = ["COLUMNS", "TIER", "VECTOR_KEY", "filters", "passage_from_row"]
+__all__ = ["COLUMNS", "CURRENT", "TIER", "VECTOR_KEY", "filters", "passage_from_row"]

@@ -20,6 +20,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from langgraph_memgpt.stores.duplicates import fact_key
 from langgraph_memgpt.stores.sqlite import part_terms
 from langgraph_memgpt.stores.sqlite.schema import (
     ARCHIVAL,
@@ -129,6 +130,40 @@ def _part_terms(conn: sqlite3.Connection) -> None:
     part_terms.catch_up(conn)
 
 
+def _archival_facts(conn: sqlite3.Connection) -> None:
+    """Passages carry their fact key (``stores.duplicates``) and the passage they replace.
+
+    The key of every passage already held is computed here, so a near-duplicate of an old
+    passage is found like one of a new passage.
+    """
+    if "archival" not in _tables(conn):
+        return
+    columns = _columns(conn, "archival")
+    if "fact_key" not in columns:
+        conn.execute("ALTER TABLE archival ADD COLUMN fact_key TEXT")
+    if "replaces" not in columns:
+        conn.execute("ALTER TABLE archival ADD COLUMN replaces INTEGER")
+    last = 0
+    while True:
+        rows = conn.execute(
+            "SELECT id, text FROM archival WHERE id > ? AND fact_key IS NULL "
+            "ORDER BY id LIMIT 1000",
+            (last,),
+        ).fetchall()
+        if not rows:
+            break
+        conn.executemany(
+            "UPDATE archival SET fact_key = ? WHERE id = ?",
+            [(fact_key(str(text)), int(i)) for i, text in rows],
+        )
+        last = int(rows[-1][0])
+    conn.execute("CREATE INDEX IF NOT EXISTS archival_agent_fact ON archival (agent_id, fact_key)")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS archival_agent_replaces ON archival (agent_id, replaces) "
+        "WHERE replaces IS NOT NULL"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "archival counts per agent", _archival_counts),
     Migration(2, "recall keyed by (agent, thread, message id)", _recall_thread_key),
@@ -138,6 +173,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "archival retention rules", _retention_rules),
     Migration(7, "the messages a passage was made from", _archival_sources),
     Migration(8, "long texts' parts counted when written", _part_terms),
+    Migration(9, "passages with their fact key and the passage they replace", _archival_facts),
 )
 LATEST = MIGRATIONS[-1].version
 assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)), "numbered 1, 2, ..."

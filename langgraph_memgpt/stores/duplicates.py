@@ -1,0 +1,123 @@
+"""When a new fact is one memory already holds: the one near-duplicate rule.
+
+Archival inserts (``ArchivalStore.insert``, the ``archival_memory_insert`` tool) and core
+appends (``core_memory_append``) both ask this module, so a fact said twice in other words
+is "already saved" in every tier, for every model, by the same rule:
+
+- the same text once case, spacing and punctuation are set aside ("Name: Ada." and
+  "name: ada"); or
+- every content word of the new text is in the stored one, there are at least
+  `MIN_FACT_WORDS` of them, and they are at least `SAME_FACT_SHARE` of the stored one's
+  ("User's sister Priya lives in Leeds." and "The user's sister, Priya, lives in Leeds").
+
+Content words are the words that are not function words ("the", "is", "in"), cut to their
+first letters (`STEM_LETTERS`: "training" meets "trains"); numbers, negations and symbols
+count ("2 cats" is not "3 cats"; "can't swim" is not "can swim"; "🍕" is not "🍣"). A new
+text that adds one word the stored one lacks ("Leeds" for "York") is never its duplicate.
+
+The thresholds are measured, not guessed: ``benchmarks/archival_dedup.py`` inserts every
+turn of the LoCoMo and BEAM dev files as a passage and lists what merged (no false merge;
+``benchmarks/README.md``).
+
+Stores look the rule up by `fact_key`: two texts with the same key are always duplicates,
+so an index over the key finds them without reading the agent's passages. When the agent
+has vectors, its `NEAREST` passages closest in meaning are checked by the rule as well
+(a restatement with fewer words: "The user's bike got stolen." beside "User's bike got
+stolen outside Shinjuku station."); the vectors only find the candidates, the words decide.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from langgraph_memgpt.stores.words import STEM_LETTERS, STOP_WORDS
+
+MIN_FACT_WORDS = 3
+"""Fewer content words than this, and only the same text (normalised) is a duplicate:
+"Sounds great!" and "Great sounds" are no fact to merge."""
+
+SAME_FACT_SHARE = 0.5
+"""The new text's content words must be at least this share of the stored text's: a short
+line is not "already saved" because a long passage happens to use its words."""
+
+NEAREST = 5
+"""Passages closest in meaning checked against a new one, when the agent has vectors."""
+
+_NEGATED = re.compile(r"n[’']t\b")
+_TOKEN = re.compile(r"[^\W_]+|[^\w\s]")
+_KEPT_SHORT = frozenset({"no", "not", "nor"})
+
+
+def _punctuation(char: str) -> bool:
+    return unicodedata.category(char).startswith("P")
+
+
+def normalised(text: str) -> str:
+    """``text`` lower-cased, punctuation as spaces, spaces collapsed.
+
+    Only punctuation goes (Unicode's P categories): a symbol or an emoji is part of what a
+    text says ("I love 🍕" is not "I love 🍣"). Text of punctuation alone is kept as it is.
+    """
+    folded = text.casefold()
+    spaced = "".join(" " if _punctuation(c) else c for c in folded)
+    return " ".join(spaced.split()) or " ".join(folded.split())
+
+
+@functools.lru_cache(maxsize=4096)
+def fact_words(text: str) -> frozenset[str]:
+    """The content words of ``text``, cut to stems; numbers, negations and symbols kept."""
+    tokens = _TOKEN.findall(_NEGATED.sub(" not", text.casefold()))
+    return frozenset(
+        token if token.isdigit() or len(token) == 1 else token[:STEM_LETTERS]
+        for token in tokens
+        if token.isdigit()
+        or token in _KEPT_SHORT
+        or (len(token) > 2 and token not in STOP_WORDS)
+        or (len(token) == 1 and not token.isalnum() and not _punctuation(token))
+    )
+
+
+def same_fact(new: str, stored: str) -> bool:
+    """Whether ``new`` says nothing ``stored`` does not (the rule in the module docstring)."""
+    if normalised(new) == normalised(stored):
+        return True
+    words, held = fact_words(new), fact_words(stored)
+    return (
+        len(words) >= MIN_FACT_WORDS and words <= held and len(words) >= SAME_FACT_SHARE * len(held)
+    )
+
+
+def first_same(new: str, stored: Iterable[str]) -> str | None:
+    """The first of ``stored`` that ``new`` duplicates (`same_fact`), or None."""
+    return next((text for text in stored if same_fact(new, text)), None)
+
+
+def fact_key(text: str) -> str:
+    """A short key equal for two texts whenever they have the same content words.
+
+    With fewer than `MIN_FACT_WORDS` content words, the key is the normalised text's. Equal
+    keys always mean `same_fact`; stores keep the key in an indexed column.
+    """
+    words = fact_words(text)
+    basis = (
+        "w:" + " ".join(sorted(words))
+        if len(words) >= MIN_FACT_WORDS
+        else "t:" + (normalised(text))
+    )
+    return hashlib.sha256(basis.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+__all__ = [
+    "MIN_FACT_WORDS",
+    "NEAREST",
+    "SAME_FACT_SHARE",
+    "fact_key",
+    "fact_words",
+    "first_same",
+    "normalised",
+    "same_fact",
+]
