@@ -200,3 +200,15 @@ def test_the_same_fact_saved_at_once_by_several_writers_is_stored_once(
     assert len({p.id for p in saved}) == 1
     assert sum(not p.duplicate for p in saved) == 1
     assert archival.count() == 1
+
+
+def test_facts_that_differ_only_by_a_code_are_not_merged() -> None:
+    """A word holding a digit is a code, whatever its length: "w1" is not "w2"."""
+    from langgraph_memgpt.stores.duplicates import same_fact
+
+    assert not same_fact("w1 passage 1: the w1 fact number 1", "w2 passage 1: the w2 fact number 1")
+    assert not same_fact(
+        "The meeting is in room B2 on Friday.", "The meeting is in room B3 on Friday."
+    )
+    assert not same_fact("Locker code k7q2291x opens it.", "Locker code k7q2291y opens it.")
+    assert same_fact("The meeting is in room B2 on Friday", "The meeting is in room B2 on Friday.")

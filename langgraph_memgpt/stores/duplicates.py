@@ -52,6 +52,10 @@ _TOKEN = re.compile(r"[^\W_]+|[^\w\s]")
 _KEPT_SHORT = frozenset({"no", "not", "nor"})
 
 
+def _coded(token: str) -> bool:
+    return any(char.isdigit() for char in token)
+
+
 def _punctuation(char: str) -> bool:
     return unicodedata.category(char).startswith("P")
 
@@ -69,12 +73,16 @@ def normalised(text: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def fact_words(text: str) -> frozenset[str]:
-    """The content words of ``text``, cut to stems; numbers, negations and symbols kept."""
+    """The content words of ``text``, cut to stems; numbers, negations and symbols kept.
+
+    A word holding a digit is a number or a code ("w1", "B2", "k7q2291"): kept whole, of
+    any length, since "room B2" is not "room B3".
+    """
     tokens = _TOKEN.findall(_NEGATED.sub(" not", text.casefold()))
     return frozenset(
-        token if token.isdigit() or len(token) == 1 else token[:STEM_LETTERS]
+        token if _coded(token) or len(token) == 1 else token[:STEM_LETTERS]
         for token in tokens
-        if token.isdigit()
+        if _coded(token)
         or token in _KEPT_SHORT
         or (len(token) > 2 and token not in STOP_WORDS)
         or (len(token) == 1 and not token.isalnum() and not _punctuation(token))
