@@ -31,6 +31,9 @@ TOKENIZE = "porter unicode61"
 """The tokenizer of every FTS5 table of the package (``recall_fts``, ``recall_context_fts``,
 ``archival_fts``): parts are tokenized with it."""
 
+FRESH_AFTER = 32
+"""A call with more texts than this leaves the next one a new table (:func:`fts5_tokens`)."""
+
 _local = threading.local()
 
 
@@ -53,7 +56,14 @@ def fts5_tokens(texts: Sequence[str]) -> list[list[str]]:
     tokens: list[list[str]] = [[] for _ in texts]
     for doc, term in conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
         tokens[int(doc) - 1].append(str(term))
-    conn.execute("DELETE FROM t")
+    if len(texts) > FRESH_AFTER:
+        # Deleted rows stay in an FTS5 index until its segments merge, and every later
+        # call read through them: after a write's or a stale text's many parts, a search's
+        # few terms took ever longer. A new table costs less than that.
+        conn.close()
+        _local.conn = None
+    else:
+        conn.execute("DELETE FROM t")
     return tokens
 
 
