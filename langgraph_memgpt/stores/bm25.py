@@ -25,7 +25,10 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from langgraph_memgpt.stores.chunks import LONG_WORDS
+import numpy as np
+from numpy.typing import NDArray
+
+from langgraph_memgpt.stores.chunks import LONG_WORDS, PART_SLOTS
 
 BM25_K1 = 1.2
 """BM25's term-frequency saturation, as SQLite FTS5's ``bm25()`` uses it."""
@@ -99,6 +102,35 @@ class PartWords:
     """Term -> occurrences in the part (terms it does not hold are left out)."""
 
 
+def best_parts(
+    owner: NDArray[np.int64],
+    part: NDArray[np.int64],
+    count: NDArray[np.float64],
+    length: NDArray[np.float64],
+    weight: NDArray[np.float64],
+    corpus: Corpus,
+) -> dict[int, float]:
+    """Each item's best part score, from one entry per (part, term the part holds).
+
+    Entry ``i``: part ``part[i]`` of item ``owner[i]`` holds a term ``count[i]`` times, is
+    ``length[i]`` tokens long, and the term weighs ``weight[i]`` (its :func:`bm25_idf`). A
+    part scores the sum of :func:`bm25_term` over its terms; computed for every entry at
+    once (a search may score thousands of parts).
+    """
+    if not len(owner):
+        return {}
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / corpus.average_length)
+    scores = weight * count * (BM25_K1 + 1.0) / (count + norm)
+    # One sum per (item, part), then the best part of each item.
+    keys, where = np.unique(owner * PART_SLOTS + part, return_inverse=True)
+    per_part = np.bincount(where, weights=scores)
+    best: dict[int, float] = {}
+    for key, score in zip((keys // PART_SLOTS).tolist(), per_part.tolist(), strict=True):
+        if score > best.get(key, 0.0):
+            best[key] = score
+    return best
+
+
 def best_part_scores(
     whole: Mapping[int, float],
     matched: Mapping[str, Collection[int]],
@@ -116,22 +148,23 @@ def best_part_scores(
         documents: each term's document frequency in that column.
     """
     holders = {term: set(ids) for term, ids in matched.items()}
-    # bm25_term's two factors, hoisted: each term's idf once, each part's length norm once
-    # (a search may score thousands of parts).
     idf = {term: bm25_idf(documents[term], corpus) for term in holders}
+    rows = [
+        (item, n, tf, piece.length, idf[term])
+        for item, pieces in parts.items()
+        for n, piece in enumerate(pieces)
+        for term, tf in piece.frequencies.items()
+        if tf and term in holders and item in holders[term]
+    ]
     out = dict(whole)
-    for item, pieces in parts.items():
-        terms = {term for term, ids in holders.items() if item in ids}
-        best = 0.0
-        for piece in pieces:
-            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * piece.length / corpus.average_length)
-            score = 0.0
-            for term, tf in piece.frequencies.items():
-                if tf and term in terms:
-                    score += idf[term] * tf * (BM25_K1 + 1.0) / (tf + norm)
-            best = max(best, score)
-        if best > out.get(item, 0.0):
-            out[item] = best
+    if not rows:
+        return out
+    columns = np.array(rows, dtype=np.float64).T
+    owner, part, count, length, weight = columns
+    best = best_parts(owner.astype(np.int64), part.astype(np.int64), count, length, weight, corpus)
+    for item, score in best.items():
+        if score > out.get(item, 0.0):
+            out[item] = score
     return out
 
 
@@ -143,6 +176,7 @@ __all__ = [
     "Corpus",
     "PartWords",
     "best_part_scores",
+    "best_parts",
     "bm25_idf",
     "bm25_term",
     "long_text_sql",

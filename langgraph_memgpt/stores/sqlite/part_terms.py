@@ -32,14 +32,13 @@ import numpy as np
 import sqlite_utils
 
 from langgraph_memgpt.stores.bm25 import (
-    BM25_B,
-    BM25_K1,
     Corpus,
     best_part_scores,
+    best_parts,
     bm25_idf,
     long_text_sql,
 )
-from langgraph_memgpt.stores.chunks import PART_SLOTS, parts_of
+from langgraph_memgpt.stores.chunks import parts_of
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores
 from langgraph_memgpt.stores.sqlite.fts_parts import (
     fts5_tokens,
@@ -259,8 +258,7 @@ def kept_best_parts(
     for, the term's newest matches); ``tokens``: each term's FTS5 token; ``weights``: each
     term's ``bm25_idf``. A term's rows for its items are one range of the table's key
     (from its oldest to its newest item). A part's score is the sum over the terms it
-    holds of BM25's term score with its own length, computed for every (part, term) at
-    once with numpy.
+    holds of BM25's term score with its own length (``bm25.best_parts``).
     """
     source = SOURCES[fts_table]
     found: list[tuple[int, np.ndarray, float]] = []  # (item, triples, weight)
@@ -277,21 +275,16 @@ def kept_best_parts(
                 found.append((int(item), np.frombuffer(packed, dtype=INT32), weights[term]))
     if not found:
         return {}
-    triples = np.concatenate([t for _, t, _ in found]).reshape(-1, 3)
+    triples = np.concatenate([t for _, t, _ in found]).reshape(-1, 3).astype(np.int64)
     sizes = [len(t) // 3 for _, t, _ in found]
-    counts = triples[:, 1].astype(np.float64)
-    weight = np.repeat([w for _, _, w in found], sizes)
-    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * triples[:, 2] / corpus.average_length)
-    scores = weight * counts * (BM25_K1 + 1.0) / (counts + norm)
-    owner = np.repeat([item for item, _, _ in found], sizes)
-    # One sum per (item, part), then the best part of each item.
-    keys, where = np.unique(owner * PART_SLOTS + triples[:, 0], return_inverse=True)
-    per_part = np.bincount(where, weights=scores)
-    best: dict[int, float] = {}
-    for key, score in zip((keys // PART_SLOTS).tolist(), per_part.tolist(), strict=True):
-        if score > best.get(key, 0.0):
-            best[key] = score
-    return best
+    return best_parts(
+        np.repeat([item for item, _, _ in found], sizes).astype(np.int64),
+        triples[:, 0],
+        triples[:, 1].astype(np.float64),
+        triples[:, 2].astype(np.float64),
+        np.repeat([w for _, _, w in found], sizes).astype(np.float64),
+        corpus,
+    )
 
 
 def with_best_parts(
