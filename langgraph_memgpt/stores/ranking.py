@@ -152,6 +152,19 @@ def rare_term_matches(
     return rare
 
 
+def matched_keys(signals: Sequence[Signal[K]]) -> set[K]:
+    """The keys some signal matched: in a "rank" signal, or above the floor in a similarity.
+
+    A vector pool holds the nearest items whatever they are; one only there is no match.
+    """
+    return {
+        key
+        for signal in signals
+        for key, value in signal.scores.items()
+        if signal.kind == "rank" or value > SIMILARITY_FLOOR
+    }
+
+
 def fuse(
     signals: Sequence[Signal[K]],
     *,
@@ -189,12 +202,7 @@ def fuse(
         for key, value in normalised.items():
             fused[key] = fused.get(key, 0.0) + signal.weight * value
     if matches_only:
-        matched = {
-            key
-            for signal in signals
-            for key, value in signal.scores.items()
-            if signal.kind == "rank" or value > SIMILARITY_FLOOR
-        }
+        matched = matched_keys(signals)
         fused = {key: value for key, value in fused.items() if key in matched}
     order = {key: i for i, key in enumerate(fused)}
     if not rare:

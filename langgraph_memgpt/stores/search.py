@@ -35,10 +35,10 @@ from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.mentions import ASKER_WEIGHT, asks_about_asker
 from langgraph_memgpt.stores.ranking import (
     RARE_MATCHES,
-    SIMILARITY_FLOOR,
     Signal,
     fuse,
     is_question,
+    matched_keys,
     rare_term_matches,
 )
 from langgraph_memgpt.stores.types import (
@@ -354,13 +354,7 @@ def hybrid_search(
             # A question about its asker: their own messages among the matches are lifted,
             # as a named participant's are (``mentions.asks_about_asker``); never one that
             # only the vector pool brought, which would then pass for a match.
-            matched = {
-                key
-                for signal in search.signals
-                for key, value in signal.scores.items()
-                if signal.kind == "rank" or value > SIMILARITY_FLOOR
-            }
-            own = source.askers_own(matched)
+            own = source.askers_own(matched_keys(search.signals))
             if own:
                 search.signals.append(Signal(dict.fromkeys(own, 1.0), weight=ASKER_WEIGHT))
     fused = fuse(
