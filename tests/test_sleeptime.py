@@ -461,7 +461,7 @@ def test_sorted_lines_keep_user_facts_in_human_agent_facts_in_persona_and_drop_c
     memory = seeded(memory_backend)
     kinds = {"1": "agent", "2": "user", "3": "user", "4": "chatter", "5": "user"}
     kinds |= {"6": "chatter", "7": "user", "8": "chatter", "9": "user"}
-    new_facts = ["Takes a pottery class", "Works as a nurse in Porto, Portugal"]  # 2nd: known
+    new_facts = ["Takes a pottery class", "Works as a nurse in Porto, Portugal"]  # 2nd: fuller
     reply = {"lines": kinds, "new_facts": new_facts, "archive": []}
     out = consolidate(memory_backend, ScriptedChatModel.from_steps([json.dumps(reply)]))
     assert memory.core.get("persona").value == "I am Sam, a helpful companion."
@@ -469,12 +469,27 @@ def test_sorted_lines_keep_user_facts_in_human_agent_facts_in_persona_and_drop_c
         [
             "Name: Ana",
             "Ana likes hiking",
-            "Works as a nurse in Porto",
+            "Works as a nurse in Porto, Portugal",  # in the place of the line it covers
             "The user is allergic to peanuts.",
             "Takes a pottery class",
         ]
     )
     assert out["problems"] == []
+
+
+def test_new_facts_are_merged_by_the_rule_core_appends_keep() -> None:
+    """A restatement is left out; a new place is a new fact, not "much the same" words."""
+    blocks = {
+        "persona": Block("persona", "I am Sam", "", 200),
+        "human": Block(
+            "human", "Name: Ana\nThe user lives in Leeds.\nTakes a pottery class", "", 200
+        ),
+    }
+    answer = {"add": {"human": ["User lives in York", "takes pottery classes"]}}
+    proposal = parse_proposal(json.dumps(answer), blocks)
+    assert proposal.blocks == {
+        "human": "Name: Ana\nThe user lives in Leeds.\nTakes a pottery class\nUser lives in York"
+    }
 
 
 def test_the_embedded_model_is_held_to_one_kind_for_every_line() -> None:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph_memgpt.stores.duplicates import normalised, with_line
 from langgraph_memgpt.stores.types import Block
 
 MAX_FACT_CHARS = 500
@@ -237,9 +238,12 @@ def line_edits(
 ) -> dict[str, str]:
     """The blocks that the answer's line edits (and exact duplicates) change: label -> value.
 
-    ``drop`` removes lines, ``move`` takes lines to another block, ``add`` appends facts;
-    a line repeating one already in its block (case, spacing and punctuation ignored) is
-    merged away. Nothing is rephrased, so no fact is lost but the lines named in ``drop``.
+    ``drop`` removes lines, ``move`` takes lines to another block, ``add`` appends facts
+    by the rule core appends and archival inserts keep (`stores.duplicates.with_line`: a
+    fact the block already says is left out, a fuller wording takes the place of the line
+    it covers); a line repeating one already in its block (case, spacing and punctuation
+    ignored) is merged away. Nothing is rephrased, so no fact is lost but the lines named
+    in ``drop``.
     Edits of read-only or unknown blocks, and unknown line numbers, become problems.
 
     Raises:
@@ -286,8 +290,7 @@ def line_edits(
             problems.append(f"cannot add to block '{target}'; ignored")
             continue
         for fact in (" ".join(f.split()) for f in facts if f.strip()):
-            if not any(_same_fact(fact, line) for line in lines[target]):
-                lines[target].append(fact)
+            lines[target] = with_line(lines[target], fact)
     changed: dict[str, str] = {}
     for label, block in blocks.items():
         if block.read_only:
@@ -295,7 +298,7 @@ def line_edits(
         value = "\n".join(dict.fromkeys(lines[label]))  # exact repeats first
         unique: dict[str, str] = {}
         for line in value.splitlines():
-            unique.setdefault(_squash(line), line)
+            unique.setdefault(normalised(line), line)
         value = "\n".join(unique.values())
         if value != "\n".join(line for line in block.value.splitlines() if line.strip()):
             changed[label] = value
@@ -343,17 +346,6 @@ def _sorted_lines(
         else:
             raise MalformedAnswerError("'new_facts' were given but the agent has no 'human' block")
     return drop, move, add
-
-
-def _same_fact(a: str, b: str) -> bool:
-    """Whether two lines say much the same (most words of the shorter are in the other).
-
-    Keeps a block from gaining "Started a pottery class on Mondays" twice in two wordings.
-    """
-    words_a = {w for w in _squash(a).split() if len(w) > 2}
-    words_b = {w for w in _squash(b).split() if len(w) > 2}
-    shorter = min(len(words_a), len(words_b))
-    return shorter > 0 and len(words_a & words_b) / shorter >= 0.6
 
 
 def _is_int(value: Any) -> bool:

@@ -32,7 +32,7 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from langgraph_memgpt.stores.words import STEM_LETTERS, STOP_WORDS
 
@@ -104,6 +104,26 @@ def first_same(new: str, stored: Iterable[str]) -> str | None:
     return next((text for text in stored if same_fact(new, text)), None)
 
 
+def with_line(lines: Sequence[str], new: str) -> list[str]:
+    """``lines`` (a block's) after adding ``new`` by the rule: nothing said twice.
+
+    ``new`` is left out when a line already says it (`same_fact`); when ``new`` says all a
+    line says and more ("Works as a nurse in Porto, Portugal" beside "Works as a nurse in
+    Porto"), it takes that line's place, so the block keeps the fuller wording once; else
+    it is added at the end.
+    """
+    if first_same(new, lines) is not None:
+        return list(lines)
+    covered = next((i for i, line in enumerate(lines) if same_fact(line, new)), None)
+    if covered is None:
+        return [*lines, new]
+    return [
+        *lines[:covered],
+        new,
+        *(line for line in lines[covered + 1 :] if not same_fact(line, new)),
+    ]
+
+
 def fact_key(text: str) -> str:
     """A short key equal for two texts whenever they have the same content words.
 
@@ -128,4 +148,5 @@ __all__ = [
     "first_same",
     "normalised",
     "same_fact",
+    "with_line",
 ]
