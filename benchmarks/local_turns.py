@@ -100,6 +100,7 @@ class Turn:
     correct: bool | None = None
     unknown: bool = False
     addressed: bool | None = None
+    volunteered: list[str] = field(default_factory=list)
 
 
 def _kind(calls: Sequence[dict[str, Any]]) -> str:
@@ -192,12 +193,37 @@ def judge_capture(
 
 
 def judge_core(facts: Sequence[dict[str, Any]], lines: Sequence[str]) -> dict[str, Any]:
-    """The ``human`` lines at the end: small talk (no stated fact in them), stale values."""
+    """The ``human`` lines at the end: small talk (no stated fact in them), stale values,
+    and facts held more than once (in two lines, in other words or the same)."""
     keys = [k for fact in facts for k in fact["keys"]]
     chatter = [line for line in lines if not _holds(line, keys)]
     stale_words = [w for fact in facts for w in fact.get("stale", [])]
     stale = [line for line in lines if stale_words and _holds(line, stale_words)]
-    return {"lines": list(lines), "chatter": chatter, "stale": stale}
+    repeated = [
+        held
+        for fact in facts
+        if not fact.get("superseded")
+        and len(held := [line for line in lines if _holds(line, fact["keys"])]) > 1
+    ]
+    return {"lines": list(lines), "chatter": chatter, "stale": stale, "repeated": repeated}
+
+
+def volunteered(reply: str, expect: Sequence[str], facts: Sequence[dict[str, Any]]) -> list[str]:
+    """Keys of the agent's other facts an answer recites unasked.
+
+    A fact is asked when one of its keys is among, or holds, an expected string (the
+    question "Where did we buy a flat?" asks the fact keyed "karl", "ghent"); the answer
+    to it may name anything of that fact. Any other stated fact's key in the reply is a
+    memory recited that the question did not ask for.
+    """
+    asked = [_words(e) for e in expect]
+    found: list[str] = []
+    for fact in facts:
+        keys = [_words(k) for k in fact["keys"]]
+        if any(a.startswith(k) or k.startswith(a) for a in asked for k in keys):
+            continue
+        found.extend(k for k in fact["keys"] if _holds(reply, [k]))
+    return found
 
 
 def judge_gate(scenarios: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -333,6 +359,8 @@ def run_layout(
             turn.correct = answered(turn.reply, question["expect"], turn.unknown)
             if not turn.unknown:
                 turn.addressed = turn.correct and addresses_user(turn.reply, question["expect"])
+            if judged:
+                turn.volunteered = volunteered(turn.reply, question["expect"], scenario["facts"])
             turns.append(turn)
             _show(turn)
         memory_report[agent] = classify_edits(data_dir, agent, _fact_keys(scenario["facts"]))
@@ -400,6 +428,7 @@ def summarize(turns: Sequence[Turn], memory: dict[str, Any]) -> dict[str, Any]:
         line for report in memory.values() for line in report.get("core", {}).get("chatter", [])
     ]
     stale = [line for report in memory.values() for line in report.get("core", {}).get("stale", [])]
+    repeated = [r for report in memory.values() for r in report.get("core", {}).get("repeated", [])]
     person = {
         "answers_with_fact_to_user": sum(bool(t.addressed) for t in known),
         "known_questions": len(known),
@@ -412,6 +441,10 @@ def summarize(turns: Sequence[Turn], memory: dict[str, Any]) -> dict[str, Any]:
         "chatter_lines": len(chatter),
         "chatter_share": round(len(chatter) / max(1, len(core_lines)), 3),
         "stale_lines": len(stale),
+        "repeated_facts": len(repeated),
+        "repeated": repeated,
+        "answers_reciting_other_memories": sum(bool(t.volunteered) for t in questions),
+        "recited": [[t.text, t.volunteered] for t in questions if t.volunteered],
     }
     return {
         "turns": len(turns),
@@ -473,7 +506,8 @@ def _print_summary(layout: str, s: dict[str, Any]) -> None:
             f"facts in core after their thread {p['facts_captured']}/{p['facts_stated']} "
             f"({p['capture_share']:.1%}), garbled {p['facts_garbled']}; small-talk lines in "
             f"core {p['chatter_lines']}/{p['core_lines']} ({p['chatter_share']:.1%}); stale "
-            f"corrected values {p['stale_lines']}"
+            f"corrected values {p['stale_lines']}; facts held twice {p['repeated_facts']}; "
+            f"answers reciting other memories {p['answers_reciting_other_memories']}"
         )
 
 

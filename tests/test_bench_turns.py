@@ -104,6 +104,24 @@ def test_capture_small_talk_garbled_and_stale_lines_are_judged_from_core_memory(
     core = local_turns.judge_core(facts, after[-1].splitlines())
     assert core["chatter"] == ["Traffic was bad this morning."]
     assert core["stale"] == ["Loves teal."]
+    assert core["repeated"] == []
+    twice = local_turns.judge_core(facts, ["Allergic to peanuts.", "Can't eat peanuts at all."])
+    assert twice["repeated"] == [["Allergic to peanuts.", "Can't eat peanuts at all."]]
+
+
+def test_an_answer_reciting_memories_the_question_did_not_ask_for_is_counted() -> None:
+    facts = [
+        {"session": 0, "keys": ["karl", "ghent"]},
+        {"session": 0, "keys": ["priya"]},
+        {"session": 1, "keys": ["harp"]},
+    ]
+    asked = ["ghent"]
+    assert local_turns.volunteered("You bought a flat in Ghent with Karl.", asked, facts) == []
+    assert local_turns.volunteered(
+        "You bought it in Ghent. Your sister Priya is getting married, and you play the harp.",
+        asked,
+        facts,
+    ) == ["priya", "harp"]
 
 
 def test_the_benchmark_reports_what_a_person_judges_per_half(tmp_path: Path) -> None:
