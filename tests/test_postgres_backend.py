@@ -26,6 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.stores.duplicates import same_fact
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.postgres import SCHEMA_VERSION, PostgresBackend, SchemaVersionError
 from langgraph_memgpt.stores.postgres.db import pg_text
@@ -455,7 +456,8 @@ def test_hypothesis_any_text_is_stored_and_searched_safely(
         assert page.total >= len(page.hits)
     if text.strip():
         passage = memory.archival.insert(text, tags=[text[:50]])
-        assert passage.text == pg_text(text)
+        # Or an earlier example's passage that says the same ("[0" for "0"): already saved.
+        assert passage.text == pg_text(text) or same_fact(pg_text(text), passage.text)
     page = memory.archival.search(text, tags=[text[:50]] if text.strip() else None)
     assert page.total >= len(page.hits)
     memory.core.ensure_defaults()

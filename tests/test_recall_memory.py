@@ -817,3 +817,63 @@ def test_a_question_about_its_asker_lifts_the_askers_own_messages(recall: Recall
         assert lifted[reply] == pytest.approx(plain[reply])
     words = scores("When does my sprint end?", mode="fts")
     assert max(words, key=words.__getitem__) == reply
+
+
+_FILLER = [
+    "The morning started with a long walk along the river before breakfast.",
+    "We talked about the budget for the garden and the new fence posts.",
+    "Later the train to the coast was crowded, so we stood most of the way.",
+    "In the afternoon the library was quiet and the reading room smelled of paper.",
+    "My notes from the meeting cover the schedule, the venue and the catering.",
+    "There was a short discussion about moving the bookshelves to the hallway.",
+    "The weather turned in the evening and the wind rattled the windows.",
+    "Dinner was a simple soup with bread, eaten slowly while the radio played.",
+    "Afterwards the dishes waited in the sink until the film was over.",
+]
+
+
+def _long(extra: str = "", repeat: int = 1) -> str:
+    """A text of well over ``chunks.LONG_WORDS`` words: it has parts."""
+    return " ".join(_FILLER * repeat + ([extra] if extra else []))
+
+
+def _neighbours_chat(long: bool) -> list[RecallMessage]:
+    """One thread whose middle message holds no query word but sits between two that do,
+    and two lone messages that each hold one query word once."""
+    pad = _long if long else (lambda extra="", repeat=1: extra or "We just chatted a bit.")
+    both = "The kiln glaze cracked in the kiln, and the glaze ran down the pot."
+    return [
+        msg(0, pad(both)),
+        msg(1, pad("", 1) if long else "Oh no, that sounds frustrating!"),
+        msg(2, pad(both)),
+        msg(3, pad("We saw a kiln at the museum."), thread="t2"),
+        msg(4, pad("Someone mentioned a kiln once.", 2), thread="t3"),
+    ]
+
+
+@pytest.mark.parametrize("long", [False, True], ids=["short turns", "long messages"])
+def test_a_messages_neighbours_words_count_for_short_turns_not_for_long_messages(
+    recall: Recall, long: bool
+) -> None:
+    """A short reply ("Oh no, that sounds frustrating!") is found by its neighbours'
+    words: they hold what it answers. A long message says what it is about itself; when
+    the matches are long, its neighbours' words no longer count, so a message holding a
+    query word of its own outranks one whose neighbours alone hold them
+    (``search.neighbours_weight``), on both backends."""
+    recall.add(_neighbours_chat(long))
+    ranked = ids(recall.search("kiln glaze", mode="fts", page_size=10))
+    between, lone = "agent-a-t1-1", "agent-a-t2-3"
+    assert set(ranked[:2]) == {"agent-a-t1-0", "agent-a-t1-2"}
+    if long:
+        assert ranked.index(lone) < ranked.index(between)
+    else:
+        assert ranked.index(between) < ranked.index(lone)
+
+
+def test_the_neighbours_weight_falls_from_one_to_nothing_as_matches_get_long() -> None:
+    from langgraph_memgpt.stores.search import SELF_CONTAINED_SHARE, neighbours_weight
+
+    assert neighbours_weight(0.0) == 1.0
+    assert neighbours_weight(SELF_CONTAINED_SHARE / 2) == pytest.approx(0.5)
+    assert neighbours_weight(SELF_CONTAINED_SHARE) == 0.0
+    assert neighbours_weight(1.0) == 0.0

@@ -126,6 +126,25 @@ CONTEXT_RADIUS = 2
 message's, indexed when written, and an archival passage's, read when
 searched (:func:`neighbour_signals`)."""
 
+SELF_CONTAINED_SHARE = 0.5
+"""From this share of long texts among an own-words signal's matches, the words of an
+item's neighbours no longer count (:func:`neighbours_weight`)."""
+
+
+def neighbours_weight(long_share: float) -> float:
+    """Weight of the word signals read from an item's neighbours, by how long the matches are.
+
+    A context window's words exist for short turns: "Yes, in May!" holds nothing of what it
+    answers, its neighbours do. A long message says what it is about itself, and its
+    neighbours' words (four more long messages, a topic's every common word) lift the
+    messages beside a match above the match. So the weight falls from 1 (no match is long)
+    to 0 (at least `SELF_CONTAINED_SHARE` of them are). Measured on the dev files
+    (``benchmarks/README.md``): BEAM dev's chats, mostly long messages, each gain;
+    LoCoMo's short turns keep the full weight, and their figures.
+    """
+    return max(0.0, min(1.0, (1.0 - long_share / SELF_CONTAINED_SHARE)))
+
+
 CONTEXT_SEEDS = 30
 """How many of the best candidates (before context) have their neighbourhoods read: a
 passage whose neighbours matched weakly gains little, and each seed costs a lookup."""
@@ -144,7 +163,17 @@ class SignalSource(Protocol[T]):
         ...
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        """One ``{id: BM25}`` map per word signal (e.g. the message, its context)."""
+        """One ``{id: BM25}`` map per word signal: the item's own words first.
+
+        Any others are read from the item's neighbours (a recall message's context).
+        """
+        ...
+
+    def long_share(self) -> float:
+        """The share of long texts among the last own-words signal's matches.
+
+        Long: with parts (``stores.chunks.parts_of``); 0.0 when nothing matched.
+        """
         ...
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
@@ -222,7 +251,9 @@ class _Search(Generic[T]):
         self._nearest: Callable[[], list[dict[int, float]]] | None = None
 
     def add_words(self) -> None:
-        self.signals += [Signal(scores) for scores in self.source.word_signals(self.terms)]
+        own, *neighbours = self.source.word_signals(self.terms)
+        weight = neighbours_weight(self.source.long_share())
+        self.signals += [Signal(own), *(Signal(scores, weight=weight) for scores in neighbours)]
         matches = self.source.term_matches(self.terms, RARE_MATCHES)
         self.rare = rare_term_matches(matches)
 

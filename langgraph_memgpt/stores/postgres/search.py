@@ -428,6 +428,7 @@ class TableSignals:
         self.params = params
         self.approximate = memory._approximate
         self._matched: dict[str, list[int]] | None = None
+        self._long_share = 0.0
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of each word signal's column, a long text's raised to its best part's.
@@ -457,15 +458,23 @@ class TableSignals:
                     matched=matched,
                     long=None if text is None else (text, long),
                 )
-                return with_best_parts(
-                    conn, self.table, columns[0], self.agent_id, whole, matched, long
+                found: set[int] = set()
+                best = with_best_parts(
+                    conn, self.table, columns[0], self.agent_id, whole, matched, long, found
                 )
+                if i == 0:
+                    self._long_share = len(found) / len(best) if best else 0.0
+                return best
 
             return scores
 
         tasks = [column_signal(i, columns) for i, columns in enumerate(self.words)]
         others = spare.begin(self.pool, self.conn, tasks[1:])
         return [tasks[0](self.conn), *others()]
+
+    def long_share(self) -> float:
+        """Of the rows the last word search's first column matched, the share with parts."""
+        return self._long_share
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         """The rows holding each term, in the first word column.

@@ -293,10 +293,12 @@ def with_best_parts(
     agent_id: str,
     whole: dict[int, float],
     matched: Mapping[str, Sequence[int]],
+    long: set[int] | None = None,
 ) -> dict[int, float]:
     """``whole`` (``fts.bm25_scores`` of ``fts_table``) with each long text's best part's.
 
-    ``matched``: each term's rows ``whole`` was scored for. Each part scores as one more
+    ``matched``: each term's rows ``whole`` was scored for; ``long``, when given, gets the
+    long texts among them. Each part scores as one more
     row of ``fts_table`` would (its statistics, the part's own length and counts): from
     the kept rows (:func:`kept_best_parts`); a text still marked stale is split and
     tokenized here (``fts_parts.part_words``), as is every text when a term is more than
@@ -333,6 +335,8 @@ def with_best_parts(
         parts = part_words(texts, list(holders))
         from_text = best_part_scores({}, holders, parts, corpus, documents)
         best.update(from_text)
+    if long is not None:
+        long.update(best)
     for item, score in best.items():
         if score > out.get(item, 0.0):
             out[item] = score
@@ -347,11 +351,15 @@ def bm25_with_parts(
     terms: Sequence[str],
     where: str,
     params: Sequence[object],
+    long: set[int] | None = None,
 ) -> dict[int, float]:
-    """``fts.bm25_scores``, each long text scoring as its best part where that is higher."""
+    """``fts.bm25_scores``, each long text scoring as its best part where that is higher.
+
+    ``long``, when given, gets the long texts among the matches.
+    """
     matched: dict[str, list[int]] = {}
     whole = bm25_scores(db, fts_table, base_table, terms, where, params, matched=matched)
-    return with_best_parts(db, fts_table, agent_id, whole, matched)
+    return with_best_parts(db, fts_table, agent_id, whole, matched, long)
 
 
 __all__ = [

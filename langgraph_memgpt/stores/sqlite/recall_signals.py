@@ -70,6 +70,7 @@ class RecallSignals:
         self._allowed: list[int] | None = None
         self._allowed_read = False
         self._excluded_rows: list[int] | None = None
+        self._long_share = 0.0
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the message and of its context, a long message's raised to its best part's.
@@ -91,12 +92,21 @@ class RecallSignals:
             self.params,
             matched=by_context,
         )
+        long: set[int] = set()
+        own = with_best_parts(
+            self.db, "recall_fts", self.memory.agent_id, message, by_message, long
+        )
+        self._long_share = len(long) / len(own) if own else 0.0
         return [
-            with_best_parts(self.db, "recall_fts", self.memory.agent_id, message, by_message),
+            own,
             with_best_parts(
                 self.db, "recall_context_fts", self.memory.agent_id, context, by_context
             ),
         ]
+
+    def long_share(self) -> float:
+        """Of the messages the last word search matched, the share with parts."""
+        return self._long_share
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         """The candidates holding each term, from the message's full-text index."""
