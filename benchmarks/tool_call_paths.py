@@ -171,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from langchain_openai import ChatOpenAI
 
-    from langgraph_memgpt.llm.factory import LOCAL_MAX_TOKENS, LOCAL_TEMPERATURE, local_model
+    from langgraph_memgpt.llm.factory import LOCAL_MAX_TOKENS, LOCAL_TEMPERATURE
     from langgraph_memgpt.llm.local_server import MODEL_ALIAS, get_local_server
+    from langgraph_memgpt.models import local_model
 
     print_header("tool-call paths on the embedded model (benchmarks/tool_call_paths.py)")
     constrained = local_model(show_progress=False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 
-from langgraph_memgpt.voice import ReplyVoice
+from langgraph_memgpt.small_model.voice import ReplyVoice
 
 _SURROGATE_HIGH = ("\ud800", "\udbff")
 _OPEN_ESCAPE = re.compile(r"(?<!\\)(\\\\)*\\(u[0-9a-fA-F]{0,3})?$")
