@@ -339,3 +339,19 @@ def test_the_middleware_runs_the_small_models_policies_as_the_graph_does(
     first = _schema_names(inner, 0)
     assert "conversation_search" in first and "core_memory_append" not in first
     assert "repair" not in inner.call_kwargs[0], "the model applied it, never sent it on"
+
+
+def test_the_memory_page_reads_the_served_models_traits_without_starting_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The gauge counts the schemas the served model binds: compact for the embedded one."""
+    from langgraph_memgpt.settings import ServerSettings
+    from langgraph_memgpt.web.app import Agents
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert Agents(ServerSettings(model="local")).compact_tools()
+    assert Agents(ServerSettings(model="auto")).compact_tools()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert not Agents(ServerSettings(model="auto")).compact_tools()
+    assert not Agents(ServerSettings(model="openai:gpt-4o-mini")).compact_tools()

@@ -69,6 +69,21 @@ def resolve_model(spec: str, shape: StepShape = StepShape()) -> BaseChatModel:
         return model
 
 
+def declared_by(spec: str) -> BaseChatModel | None:
+    """The model ``spec`` names, unstarted: what it declares about itself, without a server.
+
+    The embedded model's declarations (``compact_tools`` and the rest, read through
+    ``small_model.traits.ModelTraits``) without starting llama.cpp; None for a model that
+    declares nothing (hosted, scripted) or a spec that names none.
+    """
+    spec = spec.strip()
+    if spec == "local" or (spec == "auto" and not hosted_endpoint_configured()):
+        from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+
+        return LocalToolCallingChatModel.model_construct()
+    return None
+
+
 def clear_model_cache() -> None:
     """Forget resolved models (tests that change the environment call this)."""
     with _lock:
