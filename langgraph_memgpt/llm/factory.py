@@ -50,23 +50,29 @@ class StepShape:
 
 
 def resolve_model(spec: str, shape: StepShape = StepShape()) -> BaseChatModel:
-    """Return the chat model named by ``spec`` (cached per spec and shape for this process).
+    """Return the chat model named by ``spec`` (cached per spec for this process).
 
-    ``shape``: how the embedded model shapes its steps (hosted models ignore it).
+    ``shape``: how the embedded model shapes its steps (the embedded model is cached per
+    spec and shape; the others ignore it).
 
     Raises:
         ValueError: ``spec`` is none of the choices, or an OpenAI model without
             OPENAI_API_KEY / OPENAI_BASE_URL.
         langgraph_memgpt.llm.local_server.LocalModelError: the local model cannot run.
     """
-    key = (spec.strip(), shape)
+    spec = spec.strip()
+    key = (spec, shape if _names_the_embedded_model(spec) else StepShape())
     with _lock:
         cached = _cache.get(key)
         if cached is not None:
             return cached
-        model = _build(key[0], shape)
+        model = _build(spec, shape)
         _cache[key] = model
         return model
+
+
+def _names_the_embedded_model(spec: str) -> bool:
+    return spec == "local" or (spec == "auto" and not hosted_endpoint_configured())
 
 
 def declared_by(spec: str) -> BaseChatModel | None:
@@ -76,8 +82,7 @@ def declared_by(spec: str) -> BaseChatModel | None:
     ``small_model.traits.ModelTraits``) without starting llama.cpp; None for a model that
     declares nothing (hosted, scripted) or a spec that names none.
     """
-    spec = spec.strip()
-    if spec == "local" or (spec == "auto" and not hosted_endpoint_configured()):
+    if _names_the_embedded_model(spec.strip()):
         from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 
         return LocalToolCallingChatModel.model_construct()
