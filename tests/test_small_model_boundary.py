@@ -355,3 +355,41 @@ def test_the_memory_page_reads_the_served_models_traits_without_starting_it(
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     assert not Agents(ServerSettings(model="auto")).compact_tools()
     assert not Agents(ServerSettings(model="openai:gpt-4o-mini")).compact_tools()
+
+
+def test_async_runs_go_through_the_same_policies_in_both_faces(tmp_path: Path) -> None:
+    """``ainvoke``: a question about the user may search or reply, not edit, graph and agent."""
+    import asyncio
+
+    create_agent = pytest.importorskip("langchain.agents").create_agent
+    from langgraph_memgpt.middleware import MemGPTMiddleware
+
+    step = json.dumps([{"name": "send_message", "arguments": {"message": "Teal."}}])
+
+    def small(*script: str) -> tuple[ScriptedChatModel, LocalToolCallingChatModel]:
+        inner = ScriptedChatModel.from_steps(list(script))
+        return inner, LocalToolCallingChatModel(
+            inner=inner, reply_tool="send_message", companions=("core_memory_append",)
+        )
+
+    question = {"messages": [HumanMessage("What is my favourite colour?")]}
+    config = {"configurable": {"thread_id": "t"}}
+    ctx = Context(data_dir=str(tmp_path), agent_id="ada", embedding_model="none")
+
+    graph_inner, graph_model = small(step)
+    graph = build_graph(model=graph_model).compile(checkpointer=InMemorySaver())
+    out = asyncio.run(graph.ainvoke(question, config, context=ctx))
+    assert out["messages"][-1].content == "Teal."
+    assert "core_memory_append" not in _schema_names(graph_inner, 0)
+
+    agent_inner, agent_model = small('"Teal."')
+    agent_model.allow_plain_reply = True
+    agent = create_agent(
+        agent_model,
+        [],
+        middleware=[MemGPTMiddleware("ada", context=ctx)],
+        checkpointer=InMemorySaver(),
+    )
+    asyncio.run(agent.ainvoke(question, config))
+    names = _schema_names(agent_inner, 0)
+    assert "conversation_search" in names and "core_memory_append" not in names
