@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         "rotated, editor, shell, city: held out, then seen; browser, team: held out",
     )
     args = parser.parse_args(argv)
-    from langgraph_memgpt.llm.factory import resolve_model
+    from langgraph_memgpt.models import resolve_model
 
     print_header("system event JSON -> Parquet (benchmarks/events_parquet.py)")
     model = resolve_model(args.model)

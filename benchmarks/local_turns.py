@@ -57,8 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import percentile, print_header  # noqa: E402
 
 from langgraph_memgpt import Context, build_graph  # noqa: E402
-from langgraph_memgpt.auto_search import AUTO_FLAG  # noqa: E402
 from langgraph_memgpt.main_context import REPLY_FLAG  # noqa: E402
+from langgraph_memgpt.small_model.auto_search import AUTO_FLAG  # noqa: E402
 from langgraph_memgpt.stores.sqlite import open_memory  # noqa: E402
 from langgraph_memgpt.tools import MEMORY_TOOLS  # noqa: E402
 
@@ -236,8 +236,8 @@ def judge_gate(scenarios: Sequence[dict[str, Any]]) -> dict[str, Any]:
     left at the end (stale). Seconds to run: a rule can be tried on a half before a model
     run.
     """
-    from langgraph_memgpt.auto_save import notes_for
-    from langgraph_memgpt.core_gate import fact_sentences
+    from langgraph_memgpt.small_model.auto_save import notes_for
+    from langgraph_memgpt.small_model.core_gate import fact_sentences
 
     found: dict[str, list[Any]] = {
         "sentences": [],
@@ -538,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         "filters included), as before compact schemas: the 'before' of the filter figures",
     )
     args = parser.parse_args(argv)
-    from langgraph_memgpt.llm.factory import resolve_model
+    from langgraph_memgpt.models import resolve_model
 
     print_header("turns on a real model (benchmarks/local_turns.py)")
     scenarios = json.loads(args.scenarios.read_text())["scenarios"]

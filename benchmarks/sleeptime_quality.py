@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_header  # noqa: E402
 
 from langgraph_memgpt.context import Context  # noqa: E402
-from langgraph_memgpt.llm.factory import resolve_model  # noqa: E402
+from langgraph_memgpt.models import resolve_model  # noqa: E402
 from langgraph_memgpt.sleeptime import build_sleeptime_graph  # noqa: E402
 from langgraph_memgpt.stores.base import Memory  # noqa: E402
 from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all  # noqa: E402

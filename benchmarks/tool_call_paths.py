@@ -35,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import percentile, print_header  # noqa: E402
 
 from langgraph_memgpt import prompts  # noqa: E402
+from langgraph_memgpt.models import step_shape  # noqa: E402
+from langgraph_memgpt.small_model.repairs import StepRepairs  # noqa: E402
 from langgraph_memgpt.tools import MEMORY_TOOLS, tool_schemas  # noqa: E402
 
 CORE = (
@@ -120,8 +122,16 @@ def judge(path: str, index: int, message: AIMessage, seconds: float) -> Result:
 
 
 def run(paths: dict[str, BaseChatModel], repeat: int) -> list[Result]:
-    """Every case on every path, the paths taking turns."""
+    """Every case on every path, the paths taking turns.
+
+    The constrained path's steps are repaired as the agent's are (``repair=``, the
+    small-model policy's `StepRepairs`); its steps are not narrowed (the cases are steps
+    of any kind).
+    """
     schemas = tool_schemas(compact=True)
+    shape = step_shape()
+    assert shape.reply_tool is not None
+    repairs = {"constrained": {"repair": StepRepairs(shape.reply_tool, shape.companions)}}
     results: list[Result] = []
     for _ in range(repeat):
         for index, (text, human, _, _) in enumerate(CASES):
@@ -131,7 +141,7 @@ def run(paths: dict[str, BaseChatModel], repeat: int) -> list[Result]:
                 prompt = [system if name == "constrained" else flat(system), HumanMessage(text)]
                 started = time.perf_counter()
                 try:
-                    message = bound.invoke(prompt)
+                    message = bound.invoke(prompt, **repairs.get(name, {}))
                 except Exception as exc:  # noqa: BLE001 - a failed request is an invalid step
                     message = AIMessage(f"error: {exc}")
                 seconds = time.perf_counter() - started
@@ -171,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from langchain_openai import ChatOpenAI
 
-    from langgraph_memgpt.llm.factory import LOCAL_MAX_TOKENS, LOCAL_TEMPERATURE, local_model
+    from langgraph_memgpt.llm.factory import LOCAL_MAX_TOKENS, LOCAL_TEMPERATURE
     from langgraph_memgpt.llm.local_server import MODEL_ALIAS, get_local_server
+    from langgraph_memgpt.models import local_model
 
     print_header("tool-call paths on the embedded model (benchmarks/tool_call_paths.py)")
     constrained = local_model(show_progress=False)

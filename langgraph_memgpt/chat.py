@@ -151,8 +151,8 @@ def chat(
     Returns 0 at the end of input or ``/quit``, 2 for a bad model spec or a memory that
     cannot be used (a read-only or foreign database), 1 when the model cannot be started.
     """
-    from langgraph_memgpt.llm.factory import resolve_model
     from langgraph_memgpt.llm.local_server import LocalModelError
+    from langgraph_memgpt.models import resolve_model
 
     console = console or Console()
     try:

@@ -12,6 +12,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from langgraph_memgpt.context import Context
+from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.tokens import TokenCounter
@@ -75,15 +76,15 @@ class Deps:
         self.schemas = [*tool_schemas(tools), *self.server_tools]
         self.compact_schemas = [*tool_schemas(tools, compact=True), *self.server_tools]
 
-    def schemas_for(self, model: BaseChatModel) -> list[dict[str, Any]]:
-        """The tool schemas to bind: compact ones for a model that asks for them (small)."""
-        return self.compact_schemas if getattr(model, "compact_tools", False) else self.schemas
+    def schemas_for(self, traits: ModelTraits) -> list[dict[str, Any]]:
+        """The tool schemas to bind: compact ones for a model whose traits ask for them."""
+        return self.compact_schemas if traits.compact_schemas else self.schemas
 
     def chat_model(self, ctx: Context) -> BaseChatModel:
         """The model a node calls: the one given to ``build_graph``, else ``ctx.model``."""
         if self.model is not None:
             return self.model
-        from langgraph_memgpt.llm.factory import resolve_model
+        from langgraph_memgpt.models import resolve_model
 
         return resolve_model(ctx.model)
 

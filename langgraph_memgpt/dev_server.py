@@ -42,7 +42,7 @@ def _warm_embedded_model(console: Console) -> None:
     Without it the first reply of a new server re-reads the instructions and tools in full
     (see `langgraph_memgpt.warmup`). Never fatal: the server is just slower to answer first.
     """
-    from langgraph_memgpt.llm.factory import local_model
+    from langgraph_memgpt.models import local_model
     from langgraph_memgpt.warmup import warm_first_turn
 
     with console.status("Preparing the agent's prompt on the local model (once per start)..."):

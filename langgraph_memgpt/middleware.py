@@ -82,6 +82,7 @@ from langgraph_memgpt.memory_tools import (
 )
 from langgraph_memgpt.nodes.check_pressure import fitted, pressure
 from langgraph_memgpt.nodes.summarize_evict import evict
+from langgraph_memgpt.policies import aagent_model_call, agent_model_call
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 
@@ -397,7 +398,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         step = self._plan(request)
         while step.reply is None:
             try:
-                return self._taken(step, handler(step.request))
+                return self._taken(step, agent_model_call(step.request, handler))
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
@@ -414,7 +415,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         step = await asyncio.to_thread(self._plan, request, loop)
         while step.reply is None:
             try:
-                result = await handler(step.request)
+                result = await aagent_model_call(step.request, handler)
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise

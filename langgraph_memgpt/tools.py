@@ -338,24 +338,6 @@ MEMORY_TOOLS: Mapping[str, MemoryTool] = {tool.name: tool for tool in _TOOLS}
 """Every memory tool by name."""
 
 
-def non_editing(schemas: Sequence[dict[str, Any]]) -> list[str]:
-    """Names of the bound tools that do not edit memory (searches, the reply, user tools)."""
-    names = [str(s.get("function", s)["name"]) for s in schemas]
-    return [n for n in names if n not in MEMORY_TOOLS or not MEMORY_TOOLS[n].edits]
-
-
-EVENT_TOOLS = ("core_memory_replace", "archival_memory_insert")
-"""What a small model may call in a turn only events opened: correct the line of core memory
-the event changed, or keep the event in archival. Offered appends too, it wrote a file's new
-content ("groceries: eggs, rice, lemons") into ``human`` as a fact about the user."""
-
-
-def for_events(schemas: Sequence[dict[str, Any]]) -> list[str]:
-    """Names of the bound tools a small model may call answering events (`EVENT_TOOLS`)."""
-    names = [str(s.get("function", s)["name"]) for s in schemas]
-    return [n for n in names if n in EVENT_TOOLS]
-
-
 def tool_schemas(
     user_tools: Sequence[BaseTool] = (), *, compact: bool = False
 ) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from langchain_core.tools import BaseTool
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.main_context import build_prompt, now_iso, stamped
+from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.stores.blocks import HUMAN_DESCRIPTION, PERSONA_DESCRIPTION
 from langgraph_memgpt.tools import tool_schemas
 
@@ -67,7 +68,7 @@ def warm_first_turn(
     The tools are bound as the agent binds them (compact schemas for a small model), so the
     text the server reads is the text of the agent's real calls.
     """
-    schemas = tool_schemas(user_tools, compact=bool(getattr(model, "compact_tools", False)))
+    schemas = tool_schemas(user_tools, compact=ModelTraits.of(model).compact_schemas)
     started = time.perf_counter()
     model.bind_tools(schemas).invoke(first_turn_prompt(ctx), max_tokens=1)
     return time.perf_counter() - started

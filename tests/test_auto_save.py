@@ -11,9 +11,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.auto_save import AUTO_SAVE_FLAG, add_missing_notes, notes_for
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+from langgraph_memgpt.small_model.auto_save import AUTO_SAVE_FLAG, add_missing_notes, notes_for
 from langgraph_memgpt.stores.sqlite import open_memory
 
 COMPANIONS = ("core_memory_append", "core_memory_replace", "archival_memory_insert")

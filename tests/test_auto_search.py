@@ -11,13 +11,13 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph, prompts
-from langgraph_memgpt.auto_search import (
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.small_model.auto_search import (
     AUTO_FLAG,
     close_to_best,
     is_memory_question,
     without_when_words,
 )
-from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.sqlite import open_memory
 from langgraph_memgpt.stores.types import Hit
 

@@ -11,9 +11,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.core_gate import DROPPED_FLAG, fact_sentences, grounded_in_user_words
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+from langgraph_memgpt.small_model.core_gate import (
+    DROPPED_FLAG,
+    fact_sentences,
+    grounded_in_user_words,
+)
 from langgraph_memgpt.stores.sqlite import open_memory
 
 COMPANIONS = ("core_memory_append", "core_memory_replace", "archival_memory_insert")

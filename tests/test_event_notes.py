@@ -10,10 +10,14 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.event_notes import changed_values, correct_event_values, corrected_line
 from langgraph_memgpt.events import EVENT_NAME
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+from langgraph_memgpt.small_model.event_notes import (
+    changed_values,
+    correct_event_values,
+    corrected_line,
+)
 from langgraph_memgpt.stores.sqlite import open_memory
 
 SHELL_EVENT = ".profile was modified. Changed lines:\n- SHELL=/bin/zsh\n+ SHELL=/usr/bin/fish"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -360,15 +361,6 @@ def merged_stream(model: Any, prompt: Any) -> tuple[list[Any], Any, list[str]]:
     return chunks, merged, seen
 
 
-def voiced_model(raw: str, piece: int) -> Any:
-    """The embedded model's wrapper over scripted text streamed ``piece`` characters at a time."""
-    inner = ScriptedChatModel.from_steps([raw])
-    inner.stream_piece = piece
-    return LocalToolCallingChatModel(
-        inner=inner, reply_tool="send_message", companions=("core_memory_append",)
-    ).bind_tools([send_message, core_memory_append])
-
-
 def test_wrapper_streaming_keeps_the_parsed_tool_calls() -> None:
     inner = ScriptedChatModel.from_steps(
         ['{"name": "send_message", "arguments": {"message": "x"}}']
@@ -491,23 +483,52 @@ def test_the_wrapper_streams_the_raw_text_then_the_same_calls_as_invoke() -> Non
     assert growing[-1] == "Hello Ada, lovely to meet you!" and len(set(growing)) >= 3
 
 
-def test_a_streamed_reply_is_said_to_the_user_as_it_streams() -> None:
-    """The repaired reply streams; a UI never shows the first-person one it replaces."""
-    reply = "Hi Ada! I love the colour teal. It is such a calming colour."
-    calls = [{"name": "send_message", "arguments": {"message": reply}}]
-    model = voiced_model(json.dumps(calls), 4)
+class Shouting:
+    """A caller's repair (`StepRepair`): the reply in capitals, in the step and as it streams."""
 
-    _, merged, seen = merged_stream(model, [HumanMessage("Hi, I'm Ada. I love the colour teal.")])
-    final = "Hi Ada! You love the colour teal. It is such a calming colour."
-    assert merged.tool_calls[-1]["args"]["message"] == final
-    growing = [s for s in seen if s]
-    assert all(final.startswith(s) for s in growing), "nothing shown is taken back"
-    assert len(set(growing)) >= 5 and growing[-1] == final
-    assert "Hi Ada! " in growing, "a sentence without the user's words goes out at once"
+    def step(self, message: AIMessage, prompt: Sequence[BaseMessage]) -> AIMessage:
+        calls = [
+            {**c, "args": {**c["args"], "message": str(c["args"]["message"]).upper()}}
+            for c in message.tool_calls
+        ]
+        return message.model_copy(update={"tool_calls": calls})
+
+    def raw(self, prompt: Sequence[BaseMessage]) -> Any:
+        return Upper()
 
 
-def test_a_reply_that_is_not_json_streams_without_failing_the_step() -> None:
-    """An invalid escape inside the reply: the stream goes on, the step reads it as text."""
-    raw = '[{"name": "send_message", "arguments": {"message": "I love \\q teal."}}]'
-    _, merged, _ = merged_stream(voiced_model(raw, 5), [HumanMessage("Hi, I'm Ada. I love teal.")])
-    assert not merged.tool_calls  # the parser leaves what it cannot read as text
+class Upper:
+    """The raw JSON with everything after the reply's opening quote in capitals."""
+
+    marker = '"message": "'
+
+    def __init__(self) -> None:
+        self.raw, self.sent = "", 0
+
+    def add(self, piece: str) -> str:
+        self.raw += piece
+        at = self.raw.find(self.marker)
+        cut = len(self.raw) if at < 0 else at + len(self.marker)
+        view = self.raw[:cut] + self.raw[cut:].upper()
+        out, self.sent = view[self.sent :], len(view)
+        return out
+
+    def end(self) -> str:
+        return ""
+
+
+def test_the_wrapper_returns_the_step_as_parsed_and_applies_only_a_repair_it_is_given() -> None:
+    raw = json.dumps([{"name": "send_message", "arguments": {"message": "i love teal."}}])
+    inner = ScriptedChatModel.from_steps([raw, raw, raw])
+    inner.stream_piece = 6
+    model = LocalToolCallingChatModel(inner=inner, reply_tool="send_message").bind_tools(
+        [send_message]
+    )
+    said = [HumanMessage("I love teal.")]
+    assert model.invoke(said).tool_calls[0]["args"]["message"] == "i love teal."
+
+    assert model.invoke(said, repair=Shouting()).tool_calls[0]["args"]["message"] == "I LOVE TEAL."
+    _, merged, seen = merged_stream(model.bind(repair=Shouting()), said)
+    assert merged.tool_calls[0]["args"]["message"] == "I LOVE TEAL."
+    assert [s for s in seen if s][-1] == "I LOVE TEAL.", "the raw stream is repaired as it goes"
+    assert all("repair" not in kwargs for kwargs in inner.call_kwargs), "never sent on"

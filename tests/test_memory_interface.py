@@ -22,7 +22,7 @@ SPEAKS_THE_INTERFACE = [
     *sorted((PACKAGE / "nodes").glob("*.py")),
     *sorted((PACKAGE / "sleeptime").glob("*.py")),
     PACKAGE / "tools.py",
-    PACKAGE / "auto_search.py",
+    *sorted((PACKAGE / "small_model").glob("*.py")),
     PACKAGE / "main_context.py",
     PACKAGE / "graph.py",
 ]

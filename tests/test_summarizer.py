@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
-from langgraph_memgpt.nodes.summarize_evict import (
-    LOCAL_SUMMARY_SAMPLING,
-    copied_fraction,
-    write_summary,
-)
+from langgraph_memgpt.nodes.summarize_evict import copied_fraction, write_summary
+from langgraph_memgpt.small_model.traits import LLAMA_CPP_SUMMARY_SAMPLING
 from langgraph_memgpt.tokens import TokenCounter
 
 PREVIOUS = (
@@ -46,7 +43,7 @@ def test_the_local_model_summarizes_with_a_repetition_penalty() -> None:
     assert write_summary(local, PREVIOUS, TRANSCRIPT, 819, TokenCounter()) == WRITTEN
     (kwargs,) = inner.call_kwargs
     assert kwargs["max_tokens"] == 819
-    for key, value in LOCAL_SUMMARY_SAMPLING.items():
+    for key, value in LLAMA_CPP_SUMMARY_SAMPLING.items():
         assert kwargs[key] == value
     assert "response_format" not in (kwargs.get("extra_body") or {})  # plain text, no grammar
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
-from langgraph_memgpt.voice import to_the_user
+from langgraph_memgpt.policies import ModelCall, call_model
+from langgraph_memgpt.small_model.traits import ModelTraits
+from langgraph_memgpt.small_model.voice import to_the_user
+from langgraph_memgpt.streaming import reply_so_far
 
 STATED = "\n".join(
     [
@@ -77,12 +80,21 @@ def send_message(message: str) -> str:
     return "sent"
 
 
+def _small_step(model_writes: str, prompt: list[BaseMessage]) -> AIMessage:
+    """The embedded model's step through the policies its traits name (as ``think`` calls it)."""
+    model = LocalToolCallingChatModel(
+        inner=ScriptedChatModel.from_steps([model_writes]), reply_tool="send_message"
+    )
+    bound = model.bind_tools([send_message])
+    step = ModelCall(ModelTraits.of(model), [*prompt[1:]], ("send_message",))
+    reply = call_model(step, lambda call: bound.invoke(prompt, **call.options))
+    assert isinstance(reply, AIMessage)
+    return reply
+
+
 def _reply_to(user_text: str, model_says: str) -> str:
     call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
-    model = LocalToolCallingChatModel(
-        inner=ScriptedChatModel.from_steps([call]), reply_tool="send_message"
-    ).bind_tools([send_message])
-    prompt = [
+    prompt: list[BaseMessage] = [
         SystemMessage(
             content=[
                 {"type": "text", "text": "You are a MemGPT agent."},
@@ -91,8 +103,7 @@ def _reply_to(user_text: str, model_says: str) -> str:
         ),
         HumanMessage(f"[2026-12-01 09:30 UTC] {user_text}"),
     ]
-    reply = model.invoke(prompt)
-    assert isinstance(reply, AIMessage)
+    reply = _small_step(call, prompt)
     return next(str(c["args"]["message"]) for c in reply.tool_calls if c["name"] == "send_message")
 
 
@@ -115,9 +126,6 @@ def test_the_agent_speaking_of_itself_after_news_is_left_alone(reply: str) -> No
 
 def test_facts_read_in_a_search_result_count_as_stated() -> None:
     call = '[{"name": "send_message", "arguments": {"message": "I keep bees."}}]'
-    model = LocalToolCallingChatModel(
-        inner=ScriptedChatModel.from_steps([call]), reply_tool="send_message"
-    ).bind_tools([send_message])
     prompt = [
         SystemMessage("You are a MemGPT agent."),
         HumanMessage("[2026-12-01 09:30 UTC] What do I keep?"),
@@ -126,7 +134,7 @@ def test_facts_read_in_a_search_result_count_as_stated() -> None:
         ),
         ToolMessage('{"status": "OK", "message": "- user: I keep bees."}', tool_call_id="c1"),
     ]
-    reply = model.invoke(prompt)
+    reply = _small_step(call, prompt)
     assert reply.tool_calls[0]["args"]["message"] == "You keep bees."
 
 
@@ -134,9 +142,6 @@ def test_only_the_users_own_lines_of_a_search_result_count_as_stated() -> None:
     call = json.dumps(
         [{"name": "send_message", "arguments": {"message": "I found no results for that."}}]
     )
-    model = LocalToolCallingChatModel(
-        inner=ScriptedChatModel.from_steps([call]), reply_tool="send_message"
-    ).bind_tools([send_message])
     result = json.dumps({"status": "OK", "message": "No results found for that question."})
     prompt = [
         SystemMessage("You are a MemGPT agent."),
@@ -146,7 +151,7 @@ def test_only_the_users_own_lines_of_a_search_result_count_as_stated() -> None:
         ),
         ToolMessage(result, tool_call_id="c1"),
     ]
-    reply = model.invoke(prompt)
+    reply = _small_step(call, prompt)
     assert reply.tool_calls[0]["args"]["message"] == "I found no results for that."
 
 
@@ -312,3 +317,45 @@ def test_a_note_copied_without_its_subject_is_said_to_the_user(
     reply: str, question: str, expected: str
 ) -> None:
     assert to_the_user(reply, question, NOTES) == expected
+
+
+def _streamed_small_step(model_writes: str, piece: int, said: str) -> tuple[AIMessage, list[str]]:
+    """The step streamed through the small model's policies: the merged message, and the
+    reply a UI shows after each chunk."""
+    inner = ScriptedChatModel.from_steps([model_writes])
+    inner.stream_piece = piece
+    model = LocalToolCallingChatModel(
+        inner=inner, reply_tool="send_message", companions=("core_memory_append",)
+    )
+    bound = model.bind_tools([send_message])
+    prompt: list[BaseMessage] = [HumanMessage(said)]
+    step = ModelCall(ModelTraits.of(model), prompt, ("send_message",))
+    chunks = call_model(step, lambda call: list(bound.stream(prompt, **call.options)))
+    merged = chunks[0]
+    seen: list[str] = []
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+        seen.append(reply_so_far(merged) or "")
+    return merged, seen
+
+
+def test_a_streamed_reply_is_said_to_the_user_as_it_streams() -> None:
+    """The repaired reply streams; a UI never shows the first-person one it replaces."""
+    reply = "Hi Ada! I love the colour teal. It is such a calming colour."
+    calls = [{"name": "send_message", "arguments": {"message": reply}}]
+    merged, seen = _streamed_small_step(
+        json.dumps(calls), 4, "Hi, I'm Ada. I love the colour teal."
+    )
+    final = "Hi Ada! You love the colour teal. It is such a calming colour."
+    assert merged.tool_calls[-1]["args"]["message"] == final
+    growing = [s for s in seen if s]
+    assert all(final.startswith(s) for s in growing), "nothing shown is taken back"
+    assert len(set(growing)) >= 5 and growing[-1] == final
+    assert "Hi Ada! " in growing, "a sentence without the user's words goes out at once"
+
+
+def test_a_reply_that_is_not_json_streams_without_failing_the_step() -> None:
+    """An invalid escape inside the reply: the stream goes on, the step reads it as text."""
+    raw = '[{"name": "send_message", "arguments": {"message": "I love \\q teal."}}]'
+    merged, _ = _streamed_small_step(raw, 5, "Hi, I'm Ada. I love teal.")
+    assert not merged.tool_calls  # the parser leaves what it cannot read as text

@@ -179,8 +179,8 @@ def resolve_bench_model(spec: str, flag: str = "--model") -> BaseChatModel:
             script file that is missing or not a script, a local model that cannot start.
     """
     from langgraph_memgpt.llm.factory import SPEC_CHOICES, hosted_endpoint_configured
-    from langgraph_memgpt.llm.factory import resolve_model as factory_resolve
     from langgraph_memgpt.llm.local_server import LocalModelError
+    from langgraph_memgpt.models import resolve_model as factory_resolve
 
     spec = spec.strip()
     kind, _, arg = spec.partition(":")

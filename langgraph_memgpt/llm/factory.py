@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langchain_core.language_models import BaseChatModel
@@ -25,7 +26,7 @@ LOCAL_TEMPERATURE = 0.2
 """Low but not greedy: greedy decoding makes the small model loop on identical calls."""
 SPEC_CHOICES = ("auto", "openai:<name>", "local", "scripted:<path.json>")
 
-_cache: dict[str, BaseChatModel] = {}
+_cache: dict[tuple[str, StepShape], BaseChatModel] = {}
 _lock = threading.Lock()
 
 
@@ -34,22 +35,58 @@ def hosted_endpoint_configured() -> bool:
     return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
 
 
-def resolve_model(spec: str) -> BaseChatModel:
+@dataclass(frozen=True)
+class StepShape:
+    """How the agent's steps are shaped around its tools (the embedded model's grammar).
+
+    Given by the caller, who knows the agent's tools (`langgraph_memgpt.models`): this
+    package imports nothing above it.
+    """
+
+    reply_tool: str | None = None
+    """The tool that replies: a step's last call (see `llm.call_schema`)."""
+    companions: tuple[str, ...] = ()
+    """Tools that may come before the reply in one step (edits); others stand alone."""
+
+
+def resolve_model(spec: str, shape: StepShape = StepShape()) -> BaseChatModel:
     """Return the chat model named by ``spec`` (cached per spec for this process).
+
+    ``shape``: how the embedded model shapes its steps (the embedded model is cached per
+    spec and shape; the others ignore it).
 
     Raises:
         ValueError: ``spec`` is none of the choices, or an OpenAI model without
             OPENAI_API_KEY / OPENAI_BASE_URL.
         langgraph_memgpt.llm.local_server.LocalModelError: the local model cannot run.
     """
-    key = spec.strip()
+    spec = spec.strip()
+    key = (spec, shape if _names_the_embedded_model(spec) else StepShape())
     with _lock:
         cached = _cache.get(key)
         if cached is not None:
             return cached
-        model = _build(key)
+        model = _build(spec, shape)
         _cache[key] = model
         return model
+
+
+def _names_the_embedded_model(spec: str) -> bool:
+    return spec == "local" or (spec == "auto" and not hosted_endpoint_configured())
+
+
+def declared_by(spec: str) -> BaseChatModel | None:
+    """The model ``spec`` names, unstarted: what it declares about itself, without a server.
+
+    The embedded model's declarations (``compact_tools`` and the rest, read through
+    ``small_model.traits.ModelTraits``) without starting llama.cpp; None for a model that
+    declares nothing (hosted, scripted) or a spec that names none.
+    """
+    if _names_the_embedded_model(spec.strip()):
+        from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+
+        return LocalToolCallingChatModel.model_construct()
+    return None
 
 
 def clear_model_cache() -> None:
@@ -58,13 +95,13 @@ def clear_model_cache() -> None:
         _cache.clear()
 
 
-def _build(spec: str) -> BaseChatModel:
+def _build(spec: str, shape: StepShape) -> BaseChatModel:
     if spec == "auto":
         if hosted_endpoint_configured():
             return openai_model(os.environ.get(OPENAI_MODEL_ENV) or DEFAULT_OPENAI_MODEL)
-        return local_model()
+        return local_model(shape=shape)
     if spec == "local":
-        return local_model()
+        return local_model(shape=shape)
     kind, sep, arg = spec.partition(":")
     if sep and arg.strip():
         if kind == "openai":
@@ -107,8 +144,12 @@ def openai_model(name: str) -> BaseChatModel:
     return ChatOpenAI(model=name)
 
 
-def local_model(*, show_progress: bool = True) -> BaseChatModel:
-    """The embedded llama.cpp model behind `LocalToolCallingChatModel` (starts the server)."""
+def local_model(*, show_progress: bool = True, shape: StepShape = StepShape()) -> BaseChatModel:
+    """The embedded llama.cpp model behind `LocalToolCallingChatModel` (starts the server).
+
+    ``shape``: the agent's reply tool and the tools that may come with it in one step
+    (`langgraph_memgpt.models.local_model` passes the memory tools').
+    """
     from langgraph_memgpt.llm.local_server import get_local_server
     from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 
@@ -117,16 +158,11 @@ def local_model(*, show_progress: bool = True) -> BaseChatModel:
     def reconnect() -> BaseChatModel:
         return _local_chat_openai(get_local_server(refresh=True, show_progress=show_progress))
 
-    from langgraph_memgpt.tools import MEMORY_TOOLS
-
-    reply = next(t.name for t in MEMORY_TOOLS.values() if t.replies)
-    # Edits come with the reply in one step; searches (and user tools) stand alone.
-    companions = tuple(t.name for t in MEMORY_TOOLS.values() if t.edits)
     return LocalToolCallingChatModel(
         inner=_local_chat_openai(server),
         reconnect=reconnect,
-        reply_tool=reply,
-        companions=companions,
+        reply_tool=shape.reply_tool,
+        companions=shape.companions,
     )
 
 

@@ -6,16 +6,17 @@ offered. `LocalToolCallingChatModel` wraps a ``ChatOpenAI`` pointed at the local
 (hosted models keep their native tool calling and never pass through here) and, around
 every call, sends the bound tools as one JSON schema the grammar sampler cannot leave
 (`llm.call_schema`; ``benchmarks/tool_call_paths.py`` compares it with llama.cpp's own
-parsing), reads the calls back out of the text (`llm.call_parse`), and applies the small
-model's repairs (`voice`, `core_gate`, `auto_save`, `event_notes`); streamed, the raw JSON
-goes out as it comes (`llm.voiced_stream`), then the parsed calls.
+parsing) and reads the calls back out of the text (`llm.call_parse`); streamed, the raw
+JSON goes out as it comes, then the parsed calls. The step comes back as the model wrote it:
+repairs are the caller's, given per call as ``repair=`` (a `StepRepair`; the agent's
+small-model policy gives one, `langgraph_memgpt.small_model`), never imported from here.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import ContextOverflowError
@@ -26,9 +27,6 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langgraph_memgpt.auto_save import add_missing_notes
-from langgraph_memgpt.core_gate import drop_ungrounded_notes
-from langgraph_memgpt.event_notes import correct_event_values
 from langgraph_memgpt.llm.call_parse import interpret_reply
 from langgraph_memgpt.llm.call_schema import (
     build_tool_call_schema,
@@ -41,12 +39,39 @@ from langgraph_memgpt.llm.call_schema import (
 )
 from langgraph_memgpt.llm.chunks import message_chunks
 from langgraph_memgpt.llm.errors import is_context_overflow
-from langgraph_memgpt.llm.voiced_stream import VoicedRaw
-from langgraph_memgpt.voice import repair_reply, reply_voice
 
 RAW_TEXT_KEY = "memgpt_raw_text"
 """Key of the model's raw JSON text in streamed chunks: the calls are parsed at the end,
 but a reader (``langgraph_memgpt.streaming``) can follow the reply as it is written."""
+
+
+class RawRepair(Protocol):
+    """Rewrites the raw JSON text as it streams (what goes out stays a prefix of the whole)."""
+
+    def add(self, piece: str) -> str:
+        """Take the next raw piece; return what may go out now (maybe nothing)."""
+        ...
+
+    def end(self) -> str:
+        """The stream ended: whatever is left to go out."""
+        ...
+
+
+class StepRepair(Protocol):
+    """A caller's repairs of a parsed step, passed per call as ``repair=``.
+
+    `LocalToolCallingChatModel` applies ``step`` to the step it parsed (``invoke`` and the
+    last chunk of ``stream``) and pipes the raw text it streams through ``raw``'s
+    `RawRepair`, so the streamed text says what the repaired step says.
+    """
+
+    def step(self, message: AIMessage, prompt: Sequence[BaseMessage]) -> AIMessage:
+        """``message`` (the parsed step) repaired for ``prompt`` (what the model read)."""
+        ...
+
+    def raw(self, prompt: Sequence[BaseMessage]) -> RawRepair | None:
+        """The raw stream's rewriter for ``prompt``, or None to stream it as written."""
+        ...
 
 
 class LocalToolCallingChatModel(BaseChatModel):
@@ -75,6 +100,11 @@ class LocalToolCallingChatModel(BaseChatModel):
     """A call may pass ``step_tools=(names...)`` to narrow, for that step only, the tools the
     model may call. Only the grammar changes, never the prompt (the tools described in it
     stay all the bound ones), so the prefix cache holds."""
+    accepts_step_repair: bool = True
+    """A call may pass ``repair=`` (a `StepRepair`) to have the parsed step repaired."""
+    llama_cpp: bool = True
+    """Served by llama.cpp: a call may pass a JSON schema as ``extra_body.response_format``
+    (its grammar sampler keeps the answer to it) and llama.cpp's repetition penalties."""
 
     @property
     def _llm_type(self) -> str:
@@ -104,7 +134,7 @@ class LocalToolCallingChatModel(BaseChatModel):
 
     def _prepare(
         self, messages: list[BaseMessage], kwargs: dict[str, Any]
-    ) -> tuple[list[BaseMessage], dict[str, Any], list[str], bool]:
+    ) -> tuple[list[BaseMessage], dict[str, Any], list[str], bool, StepRepair | None]:
         """Turn bound tools into the request: their descriptions, and the schema as grammar.
 
         A system message in blocks (see ``main_context.system_message``) gets the tools
@@ -114,10 +144,11 @@ class LocalToolCallingChatModel(BaseChatModel):
         does), where any change to that text makes llama.cpp re-read them too.
         """
         request = dict(kwargs)
+        repair: StepRepair | None = request.pop("repair", None)
         tools: list[Mapping[str, Any]] = list(request.pop("tools", None) or [])
         allowed, required = select_tools(tools, request.pop("tool_choice", None))
         if not allowed:
-            return messages, request, [], False
+            return messages, request, [], False, repair
         plain = self.allow_plain_reply and not required
         only = request.pop("step_tools", None)
         callable_now = (
@@ -139,10 +170,15 @@ class LocalToolCallingChatModel(BaseChatModel):
         extra.update(request.pop("extra_body", None) or {})
         extra["response_format"] = response_format_for(schema)
         request["extra_body"] = extra
-        return prompt, request, tool_names_of(allowed), plain
+        return prompt, request, tool_names_of(allowed), plain, repair
 
     def _finish(
-        self, result: ChatResult, names: list[str], plain: bool, prompt: list[BaseMessage]
+        self,
+        result: ChatResult,
+        names: list[str],
+        plain: bool,
+        prompt: list[BaseMessage],
+        repair: StepRepair | None,
     ) -> ChatResult:
         if not names:
             return result
@@ -151,16 +187,8 @@ class LocalToolCallingChatModel(BaseChatModel):
             message = generation.message
             if isinstance(message, AIMessage):
                 message = interpret_reply(message, names, plain_reply=plain)
-                if self.reply_tool is not None:
-                    # The small model says the user's facts back as its own ("I'm allergic
-                    # to hazelnuts"): said to the user instead (see `voice`).
-                    message = repair_reply(message, prompt, self.reply_tool)
-                    # ...saves small talk as facts about the user (see `core_gate`)...
-                    message = drop_ungrounded_notes(message, prompt, self.companions)
-                    # ...and leaves facts the user stated unsaved (see `auto_save`).
-                    message = add_missing_notes(message, prompt, self.reply_tool, self.companions)
-                    # ...and copies a changed setting's file line as the text to replace.
-                    message = correct_event_values(message, prompt)
+                if repair is not None:
+                    message = repair.step(message, prompt)
             generations.append(
                 ChatGeneration(message=message, generation_info=generation.generation_info)
             )
@@ -173,7 +201,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        messages, request, names, plain = self._prepare(messages, kwargs)
+        messages, request, names, plain, repair = self._prepare(messages, kwargs)
         try:
             try:
                 result = self.inner._generate(messages, stop=stop, **request)
@@ -185,7 +213,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         except Exception as exc:
             _raise_if_context_overflow(exc)
             raise
-        return self._finish(result, names, plain, messages)
+        return self._finish(result, names, plain, messages, repair)
 
     async def _agenerate(
         self,
@@ -194,7 +222,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        messages, request, names, plain = self._prepare(messages, kwargs)
+        messages, request, names, plain, repair = self._prepare(messages, kwargs)
         try:
             try:
                 result = await self.inner._agenerate(messages, stop=stop, **request)
@@ -206,7 +234,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         except Exception as exc:
             _raise_if_context_overflow(exc)
             raise
-        return self._finish(result, names, plain, messages)
+        return self._finish(result, names, plain, messages, repair)
 
     def _stream(
         self,
@@ -216,9 +244,9 @@ class LocalToolCallingChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         """The raw JSON text as it comes (under `RAW_TEXT_KEY`), then the parsed calls."""
-        messages, request, names, plain = self._prepare(messages, kwargs)
+        messages, request, names, plain, repair = self._prepare(messages, kwargs)
         pieces: list[str] = []
-        voiced = self._voiced(messages)
+        voiced = repair.raw(messages) if repair is not None else None
         try:
             try:
                 chunks = iter(self.inner._stream(messages, stop=stop, **request))
@@ -239,7 +267,7 @@ class LocalToolCallingChatModel(BaseChatModel):
             raise
         if voiced and (tail := voiced.end()):
             yield _raw_chunk(tail)
-        yield self._parsed_chunk("".join(pieces), names, plain, messages)
+        yield self._parsed_chunk("".join(pieces), names, plain, messages, repair)
 
     async def _astream(
         self,
@@ -249,9 +277,9 @@ class LocalToolCallingChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         """`_stream` on the event loop."""
-        messages, request, names, plain = self._prepare(messages, kwargs)
+        messages, request, names, plain, repair = self._prepare(messages, kwargs)
         pieces: list[str] = []
-        voiced = self._voiced(messages)
+        voiced = repair.raw(messages) if repair is not None else None
         try:
             async for chunk in self.inner._astream(messages, stop=stop, **request):
                 pieces.append(str(chunk.message.text))
@@ -263,21 +291,19 @@ class LocalToolCallingChatModel(BaseChatModel):
             raise
         if voiced and (tail := voiced.end()):
             yield _raw_chunk(tail)
-        yield self._parsed_chunk("".join(pieces), names, plain, messages)
-
-    def _voiced(self, prompt: list[BaseMessage]) -> VoicedRaw | None:
-        """The streamed reply's voice repair for this prompt (see `llm.voiced_stream`)."""
-        if self.reply_tool is None:
-            return None
-        voice = reply_voice(prompt)
-        return VoicedRaw(voice, self.reply_tool) if voice is not None else None
+        yield self._parsed_chunk("".join(pieces), names, plain, messages, repair)
 
     def _parsed_chunk(
-        self, raw: str, names: list[str], plain: bool, prompt: list[BaseMessage]
+        self,
+        raw: str,
+        names: list[str],
+        plain: bool,
+        prompt: list[BaseMessage],
+        repair: StepRepair | None,
     ) -> ChatGenerationChunk:
         """The last chunk: the whole text parsed into calls, as ``_generate`` returns them."""
         result = ChatResult(generations=[ChatGeneration(message=AIMessage(raw))])
-        message = self._finish(result, names, plain, prompt).generations[0].message
+        message = self._finish(result, names, plain, prompt, repair).generations[0].message
         parsed = message if isinstance(message, AIMessage) else AIMessage(message.content)
         merged = message_chunks(parsed)
         last = merged[0]

@@ -44,6 +44,7 @@ from langgraph_memgpt.main_context import (
     summary_token_budget,
     thread_of,
 )
+from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.streaming import ainvoke_privately, hide, invoke_privately
@@ -53,10 +54,6 @@ TRANSCRIPT_LINE_CHARS = 600
 """Longest excerpt of one evicted message shown to the summarizer."""
 SUMMARY_TAG = "summary"
 """The archival tag of every eviction summary."""
-LOCAL_SUMMARY_SAMPLING: dict[str, Any] = {"frequency_penalty": 0.5, "presence_penalty": 0.3}
-"""Extra sampling for the embedded model's summaries (plain text, never tool calls), against
-its loops; `drop_repeated_sentences` removes the loops a penalty lets through (llama.cpp
-applies it to the last 64 tokens only). Hosted models get no penalty."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 COPY_NGRAM = 6
 """Word n-gram length used to tell a copied reply from a written one."""
@@ -139,14 +136,10 @@ def summary_call_kwargs(model: BaseChatModel, budget: int) -> dict[str, Any]:
     """Keyword arguments of the summarizer call.
 
     The reply is capped at the summary budget; the embedded model also gets a repetition
-    penalty (its tool calls, constrained JSON, never come through here).
+    penalty (`ModelTraits.summary_sampling`; its tool calls, constrained JSON, never come
+    through here).
     """
-    from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
-
-    kwargs: dict[str, Any] = {"max_tokens": budget}
-    if isinstance(model, LocalToolCallingChatModel):
-        kwargs.update(LOCAL_SUMMARY_SAMPLING)
-    return kwargs
+    return {"max_tokens": budget, **ModelTraits.of(model).summary_sampling}
 
 
 def drop_repeated_sentences(text: str) -> str:

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMess
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.runtime import Runtime, get_runtime
 
-from langgraph_memgpt import auto_search, prompts
+from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.event_turn import awaits_reply
@@ -37,7 +37,10 @@ from langgraph_memgpt.main_context import (
     valid_message,
 )
 from langgraph_memgpt.memory_tools import failed_message
+from langgraph_memgpt.policies import ModelCall, acall_model, call_model, tool_names
 from langgraph_memgpt.reply_rules import ReplyGate, Turn
+from langgraph_memgpt.small_model import auto_search
+from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.state import State
 from langgraph_memgpt.streaming import (
     REPLY_SEPARATOR,
@@ -47,7 +50,7 @@ from langgraph_memgpt.streaming import (
     stream_step,
 )
 from langgraph_memgpt.tool_step import sent_messages
-from langgraph_memgpt.tools import facts_of, for_events, non_editing
+from langgraph_memgpt.tools import facts_of
 
 
 def _with_call_ids(message: AIMessage) -> AIMessage:
@@ -73,7 +76,7 @@ class _Call:
     update: dict[str, Any]
     model: Runnable[Any, Any] | None = None
     prompt: list[BaseMessage] = field(default_factory=list)
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    step: ModelCall | None = None
     searched: list[AnyMessage] = field(default_factory=list)
     reply: ReplyStream | None = None
 
@@ -98,12 +101,13 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             instructions=deps.instructions,
         )
         chat = deps.chat_model(ctx)
+        traits = ModelTraits.of(chat)
         searched: list[AnyMessage] = []
         # The helps for a user's question: events from the host ask nothing.
         asked = awaits_reply(queue)
-        if steps == 0 and asked and auto_search.wanted(ctx, chat):
+        if steps == 0 and asked and traits.searches_first(ctx):
             searched = auto_search.search_messages(queue, memory, ctx)
-        schemas = deps.schemas_for(chat)
+        schemas = deps.schemas_for(traits)
         summary, evicted = state.get("summary", ""), state.get("evicted_count", 0)
         prompt = build_prompt(system_prompt, summary, evicted, [*queue, *searched])
         if searched and prompt_tokens(deps.counter, prompt, schemas) > ctx.context_window:
@@ -114,24 +118,15 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             # Never send a prompt over the window (eviction could not make it fit, e.g. the
             # instructions and tools alone fill it): the honest reply ends the turn.
             return _Call({**update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY})
-        kwargs: dict[str, Any] = {}
-        step_tools = getattr(chat, "accepts_step_tools", False)
-        if step_tools and asked and auto_search.asks_memory_question(queue):
-            # A small model asked about the user tends to save something while answering
-            # (a copy of what it already holds): this step may search or reply, not edit.
-            kwargs["step_tools"] = non_editing(schemas)
-        elif step_tools and not asked:
-            # Events alone, nobody waiting: a small model answers the host with a chat
-            # reply (held back, and again) instead of correcting what the event changed.
-            kwargs["step_tools"] = for_events(schemas)
+        step = ModelCall(traits, queue, tool_names(schemas))
         gate = ReplyGate(
             Turn.of(queue),
             reads=lambda name: facts_of(name, deps.user_tools).reads,
-            reply_last=getattr(chat, "reply_last", False),
+            reply_last=traits.reply_last,
         )
         turn = queue[latest_user_index(queue) or 0 :]
         reply = ReplyStream.of(gate, turn, REPLY_SEPARATOR.join(sent_messages(state)))
-        return _Call(update, chat.bind_tools(schemas), list(prompt), kwargs, searched, reply)
+        return _Call(update, chat.bind_tools(schemas), list(prompt), step, searched, reply)
 
     def overflowed(state: State, runtime: Runtime[Context], call: _Call) -> dict[str, Any]:
         retries = state.get("context_retries", 0)
@@ -179,8 +174,11 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         if call.model is None:
             return call.update
         try:
-            assert call.reply is not None
-            raw = stream_step(call.model, call.prompt, config, call.reply, **call.kwargs)
+            assert call.reply is not None and call.step is not None
+            model, reply = call.model, call.reply
+            raw = call_model(  # through the model's policies (`langgraph_memgpt.policies`)
+                call.step, lambda s: stream_step(model, call.prompt, config, reply, **s.options)
+            )
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
@@ -194,8 +192,11 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         if call.model is None:
             return call.update
         try:
-            assert call.reply is not None
-            raw = await astream_step(call.model, call.prompt, config, call.reply, **call.kwargs)
+            assert call.reply is not None and call.step is not None
+            model, reply = call.model, call.reply
+            raw = await acall_model(
+                call.step, lambda s: astream_step(model, call.prompt, config, reply, **s.options)
+            )
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise

@@ -18,7 +18,6 @@ from langgraph.types import Command
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.call_schema import response_format_for
-from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.main_context import context_of
 from langgraph_memgpt.sleeptime.proposal import (
     INSTRUCTIONS,
@@ -28,6 +27,7 @@ from langgraph_memgpt.sleeptime.proposal import (
     render_request,
 )
 from langgraph_memgpt.sleeptime.state import SleepState
+from langgraph_memgpt.small_model.traits import ModelTraits
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def make_propose_rewrite(deps: Deps) -> Any:
         ]
         model = deps.chat_model(ctx)
         options: dict[str, Any] = {}
-        if isinstance(model, LocalToolCallingChatModel):
+        if ModelTraits.of(model).answers_to_schema:
             # The embedded 1.5B model often wraps JSON in prose: llama.cpp's grammar
             # sampler keeps it to the object asked for (the checks still apply).
             schema = response_format_for(answer_schema(blocks))

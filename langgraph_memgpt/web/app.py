@@ -41,9 +41,10 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from langgraph_memgpt.llm.factory import hosted_endpoint_configured
+from langgraph_memgpt.llm.factory import declared_by
 from langgraph_memgpt.ownership import belongs_to, may_use
 from langgraph_memgpt.settings import ServerSettings
+from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.sqlite import SqliteBackend, list_agents
 from langgraph_memgpt.stores.types import BlockConflictError, BlockEditError, MemoryStoreError
@@ -119,8 +120,7 @@ class Agents:
 
         Decided from the model spec: resolving the model here could start llama.cpp.
         """
-        spec = self.settings.model
-        return spec == "local" or (spec == "auto" and not hosted_endpoint_configured())
+        return ModelTraits.of(declared_by(self.settings.model)).compact_schemas
 
 
 def _answer(handler: Handler) -> Handler:

@@ -15,7 +15,7 @@ step already reads them. The call is an ordinary one in every other way: in the 
 what the user stated (their messages that are not questions), and the note under them says
 so: earlier questions and the agent's earlier replies shaped like the new question were
 what a small model answered from when the answer was nowhere. Hosted models keep deciding
-for themselves (``Context.auto_search``).
+for themselves (``Context.auto_search``, read through `ModelTraits.searches_first`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import TypeVar
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.runtime import get_runtime
 
@@ -72,13 +71,6 @@ _WHEN_WORDS = frozenset(
     years last next this morning evening night time recently still ever spring summer
     autumn winter monday tuesday wednesday thursday friday saturday sunday""".split()
 )
-
-
-def wanted(ctx: Context, model: BaseChatModel) -> bool:
-    """Whether this run searches for the model: ``auto`` means for small models only."""
-    if ctx.auto_search == "auto":
-        return bool(getattr(model, "compact_tools", False))
-    return ctx.auto_search == "on"
 
 
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd)\b", re.IGNORECASE)

@@ -1,6 +1,7 @@
 """The embedded model's raw JSON, streamed with its reply already said to the user.
 
-The wrapper (`llm.toolcalls`) repairs a finished reply's voice (`voice.reply_voice`: "I
+The small model's step repairs (`small_model.repairs`, which the embedded model's wrapper
+applies as it parses the step) repair a finished reply's voice (`voice.reply_voice`: "I
 love the colour teal." -> "You love the colour teal."). Streamed as the model wrote it, the
 reply would reach a chat UI unrepaired, and the repaired one after it as a second message.
 `VoicedRaw` rewrites the reply's JSON string as it streams: a sentence goes out repaired
@@ -14,14 +15,17 @@ from __future__ import annotations
 import json
 import re
 
-from langgraph_memgpt.voice import ReplyVoice
+from langgraph_memgpt.small_model.voice import ReplyVoice
 
 _SURROGATE_HIGH = ("\ud800", "\udbff")
 _OPEN_ESCAPE = re.compile(r"(?<!\\)(\\\\)*\\(u[0-9a-fA-F]{0,3})?$")
 
 
 class VoicedRaw:
-    """Raw JSON pieces in, the same JSON with the reply voiced out (see the module)."""
+    """Raw JSON pieces in, the same JSON with the reply voiced out (see the module).
+
+    An `llm.toolcalls.RawRepair`: `repairs.StepRepairs.raw` hands one to the model.
+    """
 
     def __init__(self, voice: ReplyVoice, reply_tool: str) -> None:
         """``voice`` repairs the reply of tool ``reply_tool``."""

@@ -432,7 +432,7 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
     they stated; when it is news about themselves ("Hi, I'm Ada. I love teal." answered "I
     love the colour teal."), against that news only, and stricter.
     """
-    from langgraph_memgpt.auto_search import is_memory_question
+    from langgraph_memgpt.small_model.auto_search import is_memory_question
 
     question = user_question(prompt)
     if question is None:

@@ -25,7 +25,7 @@ from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
-from langgraph_memgpt.core_gate import (
+from langgraph_memgpt.small_model.core_gate import (
     fact_sentences,
     names_themselves,
     speaks_about_themselves,
