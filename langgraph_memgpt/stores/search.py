@@ -126,21 +126,26 @@ CONTEXT_RADIUS = 2
 message's, indexed when written, and an archival passage's, read when
 searched (:func:`neighbour_signals`)."""
 
+RECENT_TEXTS = 200
+"""How many of an agent's newest texts tell what its memory is made of
+(``SignalSource.long_share``)."""
+
 SELF_CONTAINED_SHARE = 0.5
-"""From this share of long texts among an own-words signal's matches, the words of an
-item's neighbours no longer count (:func:`neighbours_weight`)."""
+"""From this share of long texts in a memory, the words of an item's neighbours no
+longer count (:func:`neighbours_weight`)."""
 
 
 def neighbours_weight(long_share: float) -> float:
-    """Weight of the word signals read from an item's neighbours, by how long the matches are.
+    """Weight of the word signals read from an item's neighbours, by what the memory holds.
 
     A context window's words exist for short turns: "Yes, in May!" holds nothing of what it
     answers, its neighbours do. A long message says what it is about itself, and its
     neighbours' words (four more long messages, a topic's every common word) lift the
-    messages beside a match above the match. So the weight falls from 1 (no match is long)
-    to 0 (at least `SELF_CONTAINED_SHARE` of them are). Measured on the dev files
-    (``benchmarks/README.md``): BEAM dev's chats, mostly long messages, each gain;
-    LoCoMo's short turns keep the full weight, and their figures.
+    messages beside a match above the match. So the weight falls from 1 (a memory of short
+    turns) to 0 (at least `SELF_CONTAINED_SHARE` of its newest texts are long;
+    ``SignalSource.long_share``). Measured on the dev files (``benchmarks/README.md``):
+    BEAM dev's chats, mostly long messages, each gain; LoCoMo's short turns, and the needle
+    benchmark's few long messages among short ones, keep their figures.
     """
     return max(0.0, min(1.0, (1.0 - long_share / SELF_CONTAINED_SHARE)))
 
@@ -170,9 +175,10 @@ class SignalSource(Protocol[T]):
         ...
 
     def long_share(self) -> float:
-        """The share of long texts among the last own-words signal's matches.
+        """The share of long texts (with parts) among the agent's newest in this tier.
 
-        Long: with parts (``stores.chunks.parts_of``); 0.0 when nothing matched.
+        What the memory is made of, whatever the search's filters: an assistant's long
+        answers, or a chat's short turns (``stores.chunks.parts_of``; 0.0 when empty).
         """
         ...
 

@@ -101,14 +101,12 @@ def with_best_parts(
     whole: dict[int, float],
     matched: Mapping[str, Sequence[int]],
     long: Collection[int],
-    found: set[int] | None = None,
 ) -> dict[int, float]:
     """``whole`` (``search.bm25_scores`` of ``tsv``) with each long text's best part's score.
 
     ``matched``: each term's matches ``whole`` was scored for; ``long``: those whose
     :func:`long_column` may have parts (``bm25_scores(long=...)`` told them, from the rows
-    it read): with none, as for a memory of short texts, this costs no query. ``found``,
-    when given, gets the texts among them that have parts.
+    it read): with none, as for a memory of short texts, this costs no query.
     """
     column = TEXT_OF.get((table, tsv))
     ids = [item for item in long if item in whole]
@@ -118,8 +116,6 @@ def with_best_parts(
     if gate is not None:
         ids = [i for i, text in long_texts(conn, table, gate, ids).items() if parts_of(text)]
     texts = long_texts(conn, table, column, ids)
-    if found is not None:
-        found.update(item for item, text in texts.items() if parts_of(text))
     if not texts:
         return whole
     corpus, terms = term_statistics(conn, table, tsv, agent_id, list(matched))

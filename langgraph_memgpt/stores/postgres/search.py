@@ -23,13 +23,14 @@ from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.bm25 import bm25_term, long_text_sql
-from langgraph_memgpt.stores.chunks import nearest_items
+from langgraph_memgpt.stores.chunks import nearest_items, parts_of
 from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.postgres import spare
 from langgraph_memgpt.stores.postgres.db import HNSW_TYPE, SETTLING_TABLE
-from langgraph_memgpt.stores.postgres.part_words import long_column, with_best_parts
+from langgraph_memgpt.stores.postgres.part_words import TEXT_OF, long_column, with_best_parts
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
 from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
+from langgraph_memgpt.stores.search import RECENT_TEXTS
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
 Params = list[object]
@@ -428,7 +429,6 @@ class TableSignals:
         self.params = params
         self.approximate = memory._approximate
         self._matched: dict[str, list[int]] | None = None
-        self._long_share = 0.0
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of each word signal's column, a long text's raised to its best part's.
@@ -458,13 +458,9 @@ class TableSignals:
                     matched=matched,
                     long=None if text is None else (text, long),
                 )
-                found: set[int] = set()
-                best = with_best_parts(
-                    conn, self.table, columns[0], self.agent_id, whole, matched, long, found
+                return with_best_parts(
+                    conn, self.table, columns[0], self.agent_id, whole, matched, long
                 )
-                if i == 0:
-                    self._long_share = len(found) / len(best) if best else 0.0
-                return best
 
             return scores
 
@@ -473,8 +469,15 @@ class TableSignals:
         return [tasks[0](self.conn), *others()]
 
     def long_share(self) -> float:
-        """Of the rows the last word search's first column matched, the share with parts."""
-        return self._long_share
+        """The share of long texts (with parts) among the agent's ``RECENT_TEXTS`` newest."""
+        column = TEXT_OF[(self.table, self.words[0][0])]
+        only = " AND searchable" if self.table == "memgpt_recall" else ""
+        rows = self.conn.execute(
+            f"SELECT {column} FROM {self.table} WHERE agent_id = %s{only} "
+            "ORDER BY created_at DESC, id DESC LIMIT %s",
+            (self.agent_id, RECENT_TEXTS),
+        ).fetchall()
+        return sum(bool(parts_of(r[0] or "")) for r in rows) / len(rows) if rows else 0.0
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         """The rows holding each term, in the first word column.

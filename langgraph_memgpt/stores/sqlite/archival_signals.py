@@ -25,7 +25,7 @@ from langgraph_memgpt.stores.mentions import (
     topic_of,
 )
 from langgraph_memgpt.stores.sqlite.fts import term_matches
-from langgraph_memgpt.stores.sqlite.part_terms import bm25_with_parts
+from langgraph_memgpt.stores.sqlite.part_terms import bm25_with_parts, long_share
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
 from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
@@ -63,12 +63,10 @@ class ArchivalSignals:
         self.params = params
         self.has_vectors = memory.index is not None
         self._word_matches: set[int] = set()
-        self._long_share = 0.0
         self._names_a_tag = TagNaming(self._agent_tags)
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the passage, a long one's raised to its best part's (``stores.bm25``)."""
-        long: set[int] = set()
         scores = bm25_with_parts(
             self.db,
             "archival_fts",
@@ -77,15 +75,13 @@ class ArchivalSignals:
             terms,
             self.where,
             self.params,
-            long,
         )
         self._word_matches = set(scores)
-        self._long_share = len(long) / len(scores) if scores else 0.0
         return [scores]
 
     def long_share(self) -> float:
-        """Of the passages the last word search matched, the share with parts."""
-        return self._long_share
+        """The share of long passages among the agent's newest (``part_terms.long_share``)."""
+        return long_share(self.db.conn, "archival_fts", self.memory.agent_id)
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         """The candidates holding each term, from the passages' full-text index."""

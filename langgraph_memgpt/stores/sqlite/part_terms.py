@@ -39,6 +39,7 @@ from langgraph_memgpt.stores.bm25 import (
     long_text_sql,
 )
 from langgraph_memgpt.stores.chunks import parts_of
+from langgraph_memgpt.stores.search import RECENT_TEXTS
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores
 from langgraph_memgpt.stores.sqlite.fts_parts import (
     fts5_tokens,
@@ -293,12 +294,10 @@ def with_best_parts(
     agent_id: str,
     whole: dict[int, float],
     matched: Mapping[str, Sequence[int]],
-    long: set[int] | None = None,
 ) -> dict[int, float]:
     """``whole`` (``fts.bm25_scores`` of ``fts_table``) with each long text's best part's.
 
-    ``matched``: each term's rows ``whole`` was scored for; ``long``, when given, gets the
-    long texts among them. Each part scores as one more
+    ``matched``: each term's rows ``whole`` was scored for. Each part scores as one more
     row of ``fts_table`` would (its statistics, the part's own length and counts): from
     the kept rows (:func:`kept_best_parts`); a text still marked stale is split and
     tokenized here (``fts_parts.part_words``), as is every text when a term is more than
@@ -335,8 +334,6 @@ def with_best_parts(
         parts = part_words(texts, list(holders))
         from_text = best_part_scores({}, holders, parts, corpus, documents)
         best.update(from_text)
-    if long is not None:
-        long.update(best)
     for item, score in best.items():
         if score > out.get(item, 0.0):
             out[item] = score
@@ -351,20 +348,39 @@ def bm25_with_parts(
     terms: Sequence[str],
     where: str,
     params: Sequence[object],
-    long: set[int] | None = None,
 ) -> dict[int, float]:
-    """``fts.bm25_scores``, each long text scoring as its best part where that is higher.
-
-    ``long``, when given, gets the long texts among the matches.
-    """
+    """``fts.bm25_scores``, each long text scoring as its best part where that is higher."""
     matched: dict[str, list[int]] = {}
     whole = bm25_scores(db, fts_table, base_table, terms, where, params, matched=matched)
-    return with_best_parts(db, fts_table, agent_id, whole, matched, long)
+    return with_best_parts(db, fts_table, agent_id, whole, matched)
+
+
+_NEWEST = {
+    "recall_fts": "SELECT id FROM recall WHERE agent_id = ? AND searchable = 1 "
+    "ORDER BY created_at DESC, id DESC LIMIT ?",
+    "archival_fts": "SELECT id FROM archival WHERE agent_id = ? "
+    "ORDER BY created_at DESC, id DESC LIMIT ?",
+}
+
+
+def long_share(conn: sqlite3.Connection, fts_table: str, agent_id: str) -> float:
+    """The share of long texts (with parts) among the agent's ``search.RECENT_TEXTS`` newest.
+
+    Read from the kept counts (a long text has rows), one index probe a text: a text
+    written but not yet counted, rare outside a writing transaction, counts as short.
+    """
+    total, long = conn.execute(
+        f"SELECT count(*), coalesce(sum(EXISTS (SELECT 1 FROM part_terms AS p "
+        f"WHERE p.source = ? AND p.item = n.id)), 0) FROM ({_NEWEST[fts_table]}) AS n",
+        (SOURCES[fts_table].number, agent_id, RECENT_TEXTS),
+    ).fetchone()
+    return float(long) / total if total else 0.0
 
 
 __all__ = [
     "SCHEMA",
     "bm25_with_parts",
+    "long_share",
     "SOURCES",
     "Source",
     "catch_up",

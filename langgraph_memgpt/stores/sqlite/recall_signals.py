@@ -22,7 +22,7 @@ from langgraph_memgpt.stores.mentions import created_between, mention_signals, t
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.search import found_now, split_excluded
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores, term_matches
-from langgraph_memgpt.stores.sqlite.part_terms import with_best_parts
+from langgraph_memgpt.stores.sqlite.part_terms import long_share, with_best_parts
 from langgraph_memgpt.stores.sqlite.recall_rows import PAIRS, fetch_by_ids, listing
 from langgraph_memgpt.stores.sqlite.recall_vectors import RecallVectors
 from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage
@@ -70,7 +70,6 @@ class RecallSignals:
         self._allowed: list[int] | None = None
         self._allowed_read = False
         self._excluded_rows: list[int] | None = None
-        self._long_share = 0.0
 
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of the message and of its context, a long message's raised to its best part's.
@@ -92,21 +91,16 @@ class RecallSignals:
             self.params,
             matched=by_context,
         )
-        long: set[int] = set()
-        own = with_best_parts(
-            self.db, "recall_fts", self.memory.agent_id, message, by_message, long
-        )
-        self._long_share = len(long) / len(own) if own else 0.0
         return [
-            own,
+            with_best_parts(self.db, "recall_fts", self.memory.agent_id, message, by_message),
             with_best_parts(
                 self.db, "recall_context_fts", self.memory.agent_id, context, by_context
             ),
         ]
 
     def long_share(self) -> float:
-        """Of the messages the last word search matched, the share with parts."""
-        return self._long_share
+        """The share of long messages among the agent's newest (``part_terms.long_share``)."""
+        return long_share(self.db.conn, "recall_fts", self.memory.agent_id)
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         """The candidates holding each term, from the message's full-text index."""
