@@ -27,7 +27,7 @@ from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.postgres import spare
 from langgraph_memgpt.stores.postgres.db import HNSW_TYPE, SETTLING_TABLE
-from langgraph_memgpt.stores.postgres.part_words import long_column, with_best_parts
+from langgraph_memgpt.stores.postgres.part_terms import long_column, with_best_parts
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
 from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
@@ -164,7 +164,7 @@ def bm25_scores(
             fewer than ``TERM_MATCH_CAP``): what tells a rare term, with no query more.
         long: (a text column, a set) whose set is filled with the matches whose column
             may have parts (``stores.bm25.long_text_sql``), tested on the rows the term's
-            query reads anyway (``part_words.with_best_parts``).
+            query reads anyway (``part_terms.with_best_parts``).
     """
     if not terms:
         return {}
@@ -432,7 +432,7 @@ class TableSignals:
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of each word signal's column, a long text's raised to its best part's.
 
-        See ``stores.bm25`` and ``part_words.with_best_parts``. The first column is scored
+        See ``stores.bm25`` and ``part_terms.with_best_parts``. The first column is scored
         on the search's connection (its matches tell the rare terms, :meth:`term_matches`),
         the others beside it on spare connections (``spare.begin``).
         """
