@@ -302,12 +302,15 @@ def with_best_parts(
     whole: dict[int, float],
     matched: Mapping[str, Sequence[int]],
     long: Collection[int],
+    statistics: tuple[Corpus, Mapping[str, TermStats]] | None = None,
 ) -> dict[int, float]:
     """``whole`` (``search.bm25_scores`` of ``tsv``) with each long text's best part's score.
 
     ``matched``: each term's matches ``whole`` was scored for; ``long``: those whose
     :func:`long_column` may have parts (``bm25_scores(long=...)`` told them, from the rows
-    it read): with none, as for a memory of short texts, this costs no query. Each part
+    it read): with none, as for a memory of short texts, this costs no query.
+    ``statistics``: the column's and terms' that ``whole`` was scored with (looked up
+    when not given). Each part
     scores as one more row of the column would (its statistics, the part's own length and
     counts): from the kept rows, read in one statement with the marks of the texts not
     counted yet; those are split and tokenized here (``part_words.part_words``), as is
@@ -318,7 +321,7 @@ def with_best_parts(
     ids = {item for item in long if item in whole}
     if source is None or not ids:
         return whole
-    corpus, terms = term_statistics(conn, table, tsv, agent_id, list(matched))
+    corpus, terms = statistics or term_statistics(conn, table, tsv, agent_id, list(matched))
     used = {term: found for term, found in terms.items() if found.documents}
     holders = {term: ids.intersection(matched.get(term, ())) for term in used}
     holders = {term: items for term, items in holders.items() if items}

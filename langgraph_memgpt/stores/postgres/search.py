@@ -22,7 +22,7 @@ from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.base import SearchMode
-from langgraph_memgpt.stores.bm25 import bm25_term, long_text_sql
+from langgraph_memgpt.stores.bm25 import Corpus, bm25_term, long_text_sql
 from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.postgres import spare
@@ -137,6 +137,7 @@ def bm25_scores(
     reading: Callable[[int, int], Reading] = term_reading,
     matched: dict[str, list[int]] | None = None,
     long: tuple[str, set[int]] | None = None,
+    statistics: list[tuple[Corpus, dict[str, TermStats]]] | None = None,
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
@@ -165,30 +166,51 @@ def bm25_scores(
         long: (a text column, a set) whose set is filled with the matches whose column
             may have parts (``stores.bm25.long_text_sql``), tested on the rows the term's
             query reads anyway (``part_terms.with_best_parts``).
+        statistics: given, the collection and term statistics used are appended to it
+            (``part_terms.with_best_parts`` scores parts with them, no query more).
     """
     if not terms:
         return {}
     tsv, length = columns
     stats, frequencies = term_statistics(conn, table, tsv, agent_id, list(dict.fromkeys(terms)))
+    if statistics is not None:
+        statistics.append((stats, frequencies))
     newest = NewestIds(conn, table, agent_id)
+    flag = "false" if long is None else long_text_sql(f"b.{long[0]}", "chr")
+    # The newest matches, then their term frequency: the term's positions picked out
+    # by C functions (its lexemes weighted A, the rest filtered away), not by
+    # unnesting every lexeme of every match. `id + 0` hides the id order from the
+    # planner, which then reads the term's matches through its GIN index (within the
+    # window, if any) and sorts them; `b.id` lets it walk the rows newest first.
+    queries = {
+        term: (
+            reading(found.documents, stats.documents),
+            _TermQuery(conn, table, columns, found, term, where, params, flag),
+        )
+        for term, found in frequencies.items()
+        if found.documents
+    }
+    # The terms read in one statement each go to the server at once (one pipeline: one
+    # wait for the server, not one a term); windows read on, window by window.
+    started = {}
+    if any(way.way != "window" for way, _ in queries.values()):
+        with conn.pipeline():
+            started = {
+                term: query.start(way.way, None, None, TERM_MATCH_CAP)
+                for term, (way, query) in queries.items()
+                if way.way != "window"
+            }
     scores: dict[int, float] = {}
     for term, found in frequencies.items():
-        if not found.documents:
+        if term not in queries:
             if matched is not None:
                 matched[term] = []
             continue
-        # The newest matches, then their term frequency: the term's positions picked out
-        # by C functions (its lexemes weighted A, the rest filtered away), not by
-        # unnesting every lexeme of every match. `id + 0` hides the id order from the
-        # planner, which then reads the term's matches through its GIN index (within the
-        # window, if any) and sorts them; `b.id` lets it walk the rows newest first.
-        way = reading(found.documents, stats.documents)
-        flag = "false" if long is None else long_text_sql(f"b.{long[0]}", "chr")
-        query = _TermQuery(conn, table, columns, found, term, where, params, flag)
+        way, query = queries[term]
         if way.way == "window":
             rows = _in_windows(query, newest, way.rows)
         else:
-            rows = query.newest(way.way, None, None, TERM_MATCH_CAP)
+            rows = started[term].fetchall()
         if matched is not None:
             matched[term] = [int(row[0]) for row in rows]
         for item, size, tf, is_long in rows:
@@ -221,6 +243,12 @@ class _TermQuery:
 
         Rows of ``(id, length, term frequency, flag)``; a None bound is no bound.
         """
+        return self.start(way, above, up_to, limit).fetchall()
+
+    def start(
+        self, way: str, above: int | None, up_to: int | None, limit: int
+    ) -> psycopg.Cursor[Any]:
+        """:meth:`newest`'s statement, sent (in a pipeline, its rows come at the sync)."""
         tsv, length = self.columns
         order = "b.id" if way == "walk" else "b.id + 0"
         bounds, extra = "", list[int]()
@@ -235,7 +263,7 @@ class _TermQuery:
             f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({self.where}){bounds} "
             f"ORDER BY {order} DESC LIMIT %s",
             (self.found.lexemes, self.term, *self.params, *extra, limit),
-        ).fetchall()
+        )
 
 
 WINDOW_GROWTH = 4
@@ -445,6 +473,7 @@ class TableSignals:
             def scores(conn: psycopg.Connection[Any]) -> dict[int, float]:
                 matched: dict[str, list[int]] = first if i == 0 else {}
                 long: set[int] = set()
+                statistics: list[tuple[Corpus, dict[str, TermStats]]] = []
                 text = long_column(self.table, columns[0])
                 whole = bm25_scores(
                     conn,
@@ -456,9 +485,17 @@ class TableSignals:
                     self.params,
                     matched=matched,
                     long=None if text is None else (text, long),
+                    statistics=statistics,
                 )
                 return with_best_parts(
-                    conn, self.table, columns[0], self.agent_id, whole, matched, long
+                    conn,
+                    self.table,
+                    columns[0],
+                    self.agent_id,
+                    whole,
+                    matched,
+                    long,
+                    statistics[0] if statistics else None,
                 )
 
             return scores
