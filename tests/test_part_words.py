@@ -474,16 +474,16 @@ def test_postgres_parts_words_are_counted_when_written_exactly_as_a_search_count
         with pg.archival.pool.connection() as conn:
             for terms in queries:
                 whole, kept = _pg_best_parts(conn, table, columns, terms)
-                conn.execute(
-                    "INSERT INTO memgpt_part_terms_stale (source, item) "
-                    "SELECT %s, unnest(%s::bigint[])",
-                    (source, list(whole)),
-                )
-                try:
+                # As a text not counted yet: marked, no rows (in a transaction undone).
+                with conn.transaction(force_rollback=True):
+                    conn.execute(
+                        "INSERT INTO memgpt_part_terms_stale (source, item) "
+                        "SELECT %s, unnest(%s::bigint[])",
+                        (source, list(whole)),
+                    )
+                    conn.execute("DELETE FROM memgpt_part_terms WHERE source = %s", (source,))
                     again, from_text = _pg_best_parts(conn, table, columns, terms)
-                finally:
-                    conn.execute("DELETE FROM memgpt_part_terms_stale")
-                assert again == whole
+                assert again == whole  # the whole texts' frequencies kept, exactly
                 assert kept.keys() == from_text.keys() == whole.keys()
                 for item, score in from_text.items():
                     assert kept[item] == pytest.approx(score, rel=1e-12), (terms, item)
@@ -510,6 +510,18 @@ def test_postgres_a_search_reads_kept_counts_and_tokenizes_no_stored_text(
     for tier in (pg.archival, pg.recall):
         assert tier.search(QUERY, mode="fts").hits[0].item.text == LONG
         assert tier.search("lock combination", mode="hybrid").hits[0].item.text == LONG
+    # The whole long text's frequencies are the kept ones too, not its tsvector's.
+    long_id = _pg_long_ids(pg)["archival"]
+    columns = ("tsv", "text_len")
+    with pg.archival.pool.connection() as conn:
+        whole, _ = _pg_best_parts(conn, "memgpt_archival", columns, query_terms(QUERY))
+        with conn.transaction(force_rollback=True):
+            conn.execute("UPDATE memgpt_part_terms SET whole = whole + 5 WHERE source = 3")
+            more, _ = _pg_best_parts(conn, "memgpt_archival", columns, query_terms(QUERY))
+    assert more[long_id] > whole[long_id]
+    assert {i: s for i, s in more.items() if i != long_id} == {
+        i: s for i, s in whole.items() if i != long_id
+    }
 
 
 def test_postgres_a_text_written_outside_the_package_still_scores_by_its_parts(
@@ -537,6 +549,18 @@ def test_postgres_a_text_written_outside_the_package_still_scores_by_its_parts(
         held = "SELECT count(*) FROM memgpt_part_terms WHERE source = 3"
         assert _pg_count(archival_memory, held) > 0
         assert archival.search(QUERY, mode="fts").hits[0].item.text == LONG
+        # Changed by another program: its counts go with the mark, none read stale.
+        changed = LONG.replace("123456", "654321")
+        with archival.pool.connection() as conn:
+            conn.execute("UPDATE memgpt_archival SET text = %s WHERE text = %s", (changed, LONG))
+        assert _pg_count(archival_memory, stale) == 1
+        assert _pg_count(archival_memory, held) == 0
+        assert archival.search("combination 654321", mode="fts").hits[0].item.text == changed
+        archival.insert("One more thing.")
+        assert _pg_count(archival_memory, stale) == 0
+        lexeme = "SELECT count(*) FROM memgpt_part_terms WHERE source = 3 AND lexeme = %s"
+        assert _pg_count(archival_memory, lexeme, "654321") == 1
+        assert _pg_count(archival_memory, lexeme, "123456") == 0
     finally:
         postgres.close()
 
