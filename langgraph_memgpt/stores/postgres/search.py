@@ -27,7 +27,7 @@ from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.postgres import spare
 from langgraph_memgpt.stores.postgres.db import HNSW_TYPE, SETTLING_TABLE
-from langgraph_memgpt.stores.postgres.part_terms import SOURCES, long_column, with_best_parts
+from langgraph_memgpt.stores.postgres.part_terms import SOURCES, STALE, long_column, with_best_parts
 from langgraph_memgpt.stores.postgres.part_terms import TABLE as KEPT
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
 from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
@@ -235,7 +235,9 @@ class _TermQuery:
     where: str
     params: Params
     flag: str = "false"
-    """A condition over ``b`` returned with each match (trusted SQL)."""
+    """A condition over ``b`` returned with each match (trusted SQL): whether it may have
+    parts. For a term of one lexeme in a column whose long texts' words are kept
+    (``part_terms``), the kept row or the mark tells it instead."""
 
     def newest(
         self, way: str, above: int | None, up_to: int | None, limit: int
@@ -261,19 +263,28 @@ class _TermQuery:
             "(SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) "
             f"FROM unnest(ts_filter(setweight(b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u)"
         )
+        flag = self.flag
         args: list[object] = [self.found.lexemes]
         source = SOURCES.get((self.table, tsv))
         if source is not None and self.found.single:
-            # A long text's frequency as counted when it was written (`part_terms`):
-            # one index probe, where filtering its large `tsvector` cost ~0.2 ms a match.
-            tf = (
-                f"coalesce((SELECT k.whole FROM {KEPT} AS k WHERE k.source = {source.number} "
-                "AND k.agent_id = b.agent_id AND k.lexeme = %s AND k.item = b.id), "
-                f"{tf})"
+            # A long text's frequency as counted when it was written (`part_terms`): one
+            # index probe, where filtering its large `tsvector` cost ~0.2 ms a match.
+            # A long text that holds the term has its row, or is marked not yet counted:
+            # no need to measure the text (~0.05 ms a match).
+            probe = (
+                f"FROM {KEPT} AS k WHERE k.source = {source.number} "
+                "AND k.agent_id = b.agent_id AND k.lexeme = %s AND k.item = b.id"
             )
+            tf = f"coalesce((SELECT k.whole {probe}), {tf})"
             args = [self.found.lexemes[0], *args]
+            if flag != "false":
+                flag = (
+                    f"(EXISTS (SELECT 1 {probe}) OR EXISTS (SELECT 1 FROM {STALE} AS s "
+                    f"WHERE s.source = {source.number} AND s.item = b.id))"
+                )
+                args.append(self.found.lexemes[0])
         return self.conn.execute(
-            f"SELECT b.id, b.{length}, {tf}, {self.flag} FROM {self.table} AS b "
+            f"SELECT b.id, b.{length}, {tf}, {flag} FROM {self.table} AS b "
             f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({self.where}){bounds} "
             f"ORDER BY {order} DESC LIMIT %s",
             (*args, self.term, *self.params, *extra, limit),
