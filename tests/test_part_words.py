@@ -434,13 +434,17 @@ def _pg_count(memory: Any, sql: str, *params: object) -> int:
 
 def _pg_best_parts(conn: Any, table: str, columns: tuple[str, str], terms: list[str]) -> Any:
     """(whole scores, with parts) of one word column, as a search computes them."""
-    from langgraph_memgpt.stores.postgres.part_terms import long_column, with_best_parts
+    from langgraph_memgpt.stores.postgres.part_terms import (
+        LongMatches,
+        long_column,
+        with_best_parts,
+    )
     from langgraph_memgpt.stores.postgres.search import bm25_scores
 
     matched: dict[str, list[int]] = {}
-    long: set[int] = set()
     text = long_column(table, columns[0])
     assert text is not None
+    long = LongMatches(text)
     whole = bm25_scores(
         conn,
         table,
@@ -450,7 +454,7 @@ def _pg_best_parts(conn: Any, table: str, columns: tuple[str, str], terms: list[
         "b.agent_id = %s",
         ["ada"],
         matched=matched,
-        long=(text, long),
+        long=long,
     )
     return whole, with_best_parts(conn, table, columns[0], "ada", whole, matched, long)
 

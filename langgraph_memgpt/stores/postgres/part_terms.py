@@ -36,7 +36,7 @@ LOCKED``), so none waits for another's.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -98,6 +98,35 @@ def long_column(table: str, tsv: str) -> str | None:
     """The column telling whether a row of ``tsv`` may be split (its text or its gate)."""
     source = SOURCES.get((table, tsv))
     return None if source is None else source.marks_on
+
+
+@dataclass
+class LongMatches:
+    """What a column's term queries (``search.bm25_scores``) tell of its long matches.
+
+    For a term of one lexeme in a column with :data:`SOURCES`, each match's kept row is
+    read with it (``counts``; one probe a match, in the same statement), or its mark
+    (``stale``); for any other term, whether its text is long enough for parts
+    (``column``, ``bm25.long_text_sql``). :func:`with_best_parts` scores from them.
+    """
+
+    column: str
+    """The column whose length tells a match that may have parts (:func:`long_column`)."""
+    items: set[int] = field(default_factory=set)
+    """Matches that may have parts."""
+    counts: dict[str, dict[int, bytes]] = field(default_factory=dict)
+    """Per term read with kept rows: each long match's ``counts`` of the term's lexeme."""
+    stale: set[int] = field(default_factory=set)
+    """Matches marked not yet counted (scored from their text)."""
+
+    def add(self, term: str, item: int, flagged: bool, counts: bytes | None, stale: bool) -> None:
+        """One match of ``term`` as its query returned it."""
+        if counts is not None:
+            self.counts.setdefault(term, {})[item] = counts
+        if stale:
+            self.stale.add(item)
+        if flagged or counts is not None or stale:
+            self.items.add(item)
 
 
 # -- schema (migration 10) -----------------------------------------------------------
@@ -342,24 +371,23 @@ def with_best_parts(
     agent_id: str,
     whole: dict[int, float],
     matched: Mapping[str, Sequence[int]],
-    long: Collection[int],
+    long: LongMatches,
     statistics: tuple[Corpus, Mapping[str, TermStats]] | None = None,
 ) -> dict[int, float]:
     """``whole`` (``search.bm25_scores`` of ``tsv``) with each long text's best part's score.
 
-    ``matched``: each term's matches ``whole`` was scored for; ``long``: those whose
-    :func:`long_column` may have parts (``bm25_scores(long=...)`` told them, from the rows
-    it read): with none, as for a memory of short texts, this costs no query.
-    ``statistics``: the column's and terms' that ``whole`` was scored with (looked up
-    when not given). Each part
-    scores as one more row of the column would (its statistics, the part's own length and
-    counts): from the kept rows, read in one statement with the marks of the texts not
-    counted yet; those are split and tokenized here (``part_words.part_words``), as is
-    every text when a term is more than one lexeme (its frequency needs the part's
-    ``tsquery`` match, which the rows do not keep).
+    ``matched``: each term's matches ``whole`` was scored for; ``long``: what the term
+    queries read of the long ones (:class:`LongMatches`): with none, as for a memory of
+    short texts, this costs no query. ``statistics``: the column's and terms' that
+    ``whole`` was scored with (looked up when not given). Each part scores as one more row
+    of the column would (its statistics, the part's own length and counts): from the kept
+    rows the term queries read; the texts not counted yet are split and tokenized here
+    (``part_words.part_words``), as is every text when a term was read without kept rows
+    (a term of several lexemes: its frequency needs the part's ``tsquery`` match, which
+    the rows do not keep).
     """
     source = SOURCES.get((table, tsv))
-    ids = {item for item in long if item in whole}
+    ids = {item for item in long.items if item in whole}
     if source is None or not ids:
         return whole
     corpus, terms = statistics or term_statistics(conn, table, tsv, agent_id, list(matched))
@@ -368,10 +396,18 @@ def with_best_parts(
     holders = {term: items for term, items in holders.items() if items}
     if not holders:
         return whole
-    if all(used[term].single for term in holders):
-        best, stale = _kept(conn, source, agent_id, holders, used, corpus)
+    best: dict[int, float] = {}
+    if all(used[term].single for term in holders):  # read with their kept rows
+        stale = long.stale & ids
+        found = [
+            (item, np.frombuffer(packed, dtype=COUNTS), bm25_idf(used[term].documents, corpus))
+            for term, items in holders.items()
+            for item in sorted(items - stale)
+            if (packed := long.counts.get(term, {}).get(item))
+        ]
+        best = best_kept_parts(found, corpus)
     else:
-        best, stale = {}, set(ids)
+        stale = ids
     if stale:
         texts = texts_with_parts(conn, source, stale)
         parts = part_words(conn, {item: text for item, (_, text) in texts.items()}, used)
@@ -384,49 +420,9 @@ def with_best_parts(
     return out
 
 
-def _kept(
-    conn: psycopg.Connection[Any],
-    source: Source,
-    agent_id: str,
-    holders: Mapping[str, Collection[int]],
-    terms: Mapping[str, TermStats],
-    corpus: Corpus,
-) -> tuple[dict[int, float], set[int]]:
-    """The kept texts' best part scores, and the texts still marked stale (one statement)."""
-    pairs = sorted(
-        {(terms[term].lexemes[0], item) for term, items in holders.items() for item in items}
-    )
-    items = sorted({item for _, item in pairs})
-    rows = conn.execute(
-        f"SELECT p.item, p.lexeme, p.counts FROM unnest(%s::text[], %s::bigint[]) "
-        f"AS k(lexeme, item) JOIN {TABLE} AS p ON p.source = %s AND p.agent_id = %s "
-        "AND p.lexeme = k.lexeme AND p.item = k.item "
-        f"UNION ALL SELECT s.item, NULL, NULL FROM {STALE} AS s "
-        "WHERE s.source = %s AND s.item = ANY(%s)",
-        (
-            [lexeme for lexeme, _ in pairs],
-            [item for _, item in pairs],
-            source.number,
-            agent_id,
-            source.number,
-            items,
-        ),
-    ).fetchall()
-    stale = {int(item) for item, lexeme, _ in rows if lexeme is None}
-    kept = {(str(lexeme), int(item)): bytes(packed) for item, lexeme, packed in rows if lexeme}
-    found = []
-    for term, term_items in holders.items():
-        lexeme = terms[term].lexemes[0]
-        weight = bm25_idf(terms[term].documents, corpus)
-        for item in term_items:
-            packed = kept.get((lexeme, item))
-            if packed and item not in stale:
-                found.append((item, np.frombuffer(packed, dtype=COUNTS), weight))
-    return best_kept_parts(found, corpus), stale
-
-
 __all__ = [
     "BY_NUMBER",
+    "LongMatches",
     "SOURCES",
     "STALE",
     "TABLE",

@@ -27,7 +27,14 @@ from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.postgres import spare
 from langgraph_memgpt.stores.postgres.db import HNSW_TYPE, SETTLING_TABLE
-from langgraph_memgpt.stores.postgres.part_terms import SOURCES, STALE, long_column, with_best_parts
+from langgraph_memgpt.stores.postgres.part_terms import (
+    SOURCES,
+    STALE,
+    LongMatches,
+    Source,
+    long_column,
+    with_best_parts,
+)
 from langgraph_memgpt.stores.postgres.part_terms import TABLE as KEPT
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
 from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
@@ -137,7 +144,7 @@ def bm25_scores(
     *,
     reading: Callable[[int, int], Reading] = term_reading,
     matched: dict[str, list[int]] | None = None,
-    long: tuple[str, set[int]] | None = None,
+    long: LongMatches | None = None,
     statistics: list[tuple[Corpus, dict[str, TermStats]]] | None = None,
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
@@ -164,9 +171,9 @@ def bm25_scores(
         reading: how each term's matches are read (:func:`term_reading`; tests force one).
         matched: filled with each term's matches read, newest first (all of them when
             fewer than ``TERM_MATCH_CAP``): what tells a rare term, with no query more.
-        long: (a text column, a set) whose set is filled with the matches whose column
-            may have parts (``stores.bm25.long_text_sql``), tested on the rows the term's
-            query reads anyway (``part_terms.with_best_parts``).
+        long: filled with what the term queries read of the matches that may have parts
+            (``part_terms.LongMatches``: their kept counts and marks, or a flag from
+            ``stores.bm25.long_text_sql``), for ``part_terms.with_best_parts``.
         statistics: given, the collection and term statistics used are appended to it
             (``part_terms.with_best_parts`` scores parts with them, no query more).
     """
@@ -177,7 +184,8 @@ def bm25_scores(
     if statistics is not None:
         statistics.append((stats, frequencies))
     newest = NewestIds(conn, table, agent_id)
-    flag = "false" if long is None else long_text_sql(f"b.{long[0]}", "chr")
+    flag = "false" if long is None else long_text_sql(f"b.{long.column}", "chr")
+    kept = SOURCES.get((table, tsv)) if long is not None else None
     # The newest matches, then their term frequency: the term's positions picked out
     # by C functions (its lexemes weighted A, the rest filtered away), not by
     # unnesting every lexeme of every match. `id + 0` hides the id order from the
@@ -186,7 +194,17 @@ def bm25_scores(
     queries = {
         term: (
             reading(found.documents, stats.documents),
-            _TermQuery(conn, table, columns, found, term, where, params, flag),
+            _TermQuery(
+                conn,
+                table,
+                columns,
+                found,
+                term,
+                where,
+                params,
+                flag,
+                kept if found.single else None,
+            ),
         )
         for term, found in frequencies.items()
         if found.documents
@@ -214,9 +232,9 @@ def bm25_scores(
             rows = started[term].fetchall()
         if matched is not None:
             matched[term] = [int(row[0]) for row in rows]
-        for item, size, tf, is_long in rows:
-            if is_long and long is not None:
-                long[1].add(int(item))
+        for item, size, tf, is_long, counts, stale in rows:
+            if long is not None:
+                long.add(term, int(item), bool(is_long), counts, bool(stale))
             if tf:
                 value = bm25_term(float(tf), found.documents, float(size or 0), stats)
                 scores[int(item)] = scores.get(int(item), 0.0) + value
@@ -236,15 +254,19 @@ class _TermQuery:
     params: Params
     flag: str = "false"
     """A condition over ``b`` returned with each match (trusted SQL): whether it may have
-    parts. For a term of one lexeme in a column whose long texts' words are kept
-    (``part_terms``), the kept row or the mark tells it instead."""
+    parts (unless ``kept``)."""
+    kept: Source | None = None
+    """The column's source of kept words (``part_terms``) when the term is one lexeme:
+    its frequency in a long match, the match's parts' counts and its mark are read with
+    it."""
 
     def newest(
         self, way: str, above: int | None, up_to: int | None, limit: int
     ) -> list[tuple[Any, ...]]:
         """The ``limit`` newest matches with an id in ``(above, up_to]``, read ``way``.
 
-        Rows of ``(id, length, term frequency, flag)``; a None bound is no bound.
+        Rows of ``(id, length, term frequency, flag, kept counts, marked stale)``; a None
+        bound is no bound.
         """
         return self.start(way, above, up_to, limit).fetchall()
 
@@ -263,28 +285,26 @@ class _TermQuery:
             "(SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) "
             f"FROM unnest(ts_filter(setweight(b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u)"
         )
-        flag = self.flag
+        flag, counts, stale = self.flag, "NULL::bytea", "false"
         args: list[object] = [self.found.lexemes]
-        source = SOURCES.get((self.table, tsv))
-        if source is not None and self.found.single:
+        if self.kept is not None:
             # A long text's frequency as counted when it was written (`part_terms`): one
-            # index probe, where filtering its large `tsvector` cost ~0.2 ms a match.
-            # A long text that holds the term has its row, or is marked not yet counted:
-            # no need to measure the text (~0.05 ms a match).
+            # index probe, where filtering its large `tsvector` cost ~0.2 ms a match; its
+            # parts' counts with it; a long text that holds the term has its row, or is
+            # marked not yet counted: no need to measure the text (~0.05 ms a match).
             probe = (
-                f"FROM {KEPT} AS k WHERE k.source = {source.number} "
+                f"FROM {KEPT} AS k WHERE k.source = {self.kept.number} "
                 "AND k.agent_id = b.agent_id AND k.lexeme = %s AND k.item = b.id"
             )
             tf = f"coalesce((SELECT k.whole {probe}), {tf})"
-            args = [self.found.lexemes[0], *args]
-            if flag != "false":
-                flag = (
-                    f"(EXISTS (SELECT 1 {probe}) OR EXISTS (SELECT 1 FROM {STALE} AS s "
-                    f"WHERE s.source = {source.number} AND s.item = b.id))"
-                )
-                args.append(self.found.lexemes[0])
+            flag, counts = "false", f"(SELECT k.counts {probe})"
+            stale = (
+                f"EXISTS (SELECT 1 FROM {STALE} AS s WHERE s.source = {self.kept.number} "
+                "AND s.item = b.id)"
+            )
+            args = [self.found.lexemes[0], *args, self.found.lexemes[0]]
         return self.conn.execute(
-            f"SELECT b.id, b.{length}, {tf}, {flag} FROM {self.table} AS b "
+            f"SELECT b.id, b.{length}, {tf}, {flag}, {counts}, {stale} FROM {self.table} AS b "
             f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({self.where}){bounds} "
             f"ORDER BY {order} DESC LIMIT %s",
             (*args, self.term, *self.params, *extra, limit),
@@ -497,9 +517,9 @@ class TableSignals:
         ) -> Callable[[psycopg.Connection[Any]], dict[int, float]]:
             def scores(conn: psycopg.Connection[Any]) -> dict[int, float]:
                 matched: dict[str, list[int]] = first if i == 0 else {}
-                long: set[int] = set()
                 statistics: list[tuple[Corpus, dict[str, TermStats]]] = []
                 text = long_column(self.table, columns[0])
+                long = None if text is None else LongMatches(text)
                 whole = bm25_scores(
                     conn,
                     self.table,
@@ -509,9 +529,11 @@ class TableSignals:
                     self.where,
                     self.params,
                     matched=matched,
-                    long=None if text is None else (text, long),
+                    long=long,
                     statistics=statistics,
                 )
+                if long is None:
+                    return whole
                 return with_best_parts(
                     conn,
                     self.table,
