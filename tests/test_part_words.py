@@ -664,3 +664,52 @@ def test_postgres_a_memory_at_version_9_gets_kept_counts_when_migrated(postgres_
         assert memory.recall.search(QUERY, mode="fts").hits[0].item.text == LONG
     finally:
         postgres.close()
+
+
+def test_postgres_writers_at_once_count_every_long_text_once(postgres_url: str) -> None:
+    """Two processes' worth of writers (own pools) adding long messages and passages to one
+    agent at once: neither fails nor leaves a mark behind, and every long text is counted
+    (each writer counts the marks no other holds, ``FOR UPDATE SKIP LOCKED``)."""
+    import threading
+
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+
+    backends = [PostgresBackend(postgres_url, embedding_model="none") for _ in range(2)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def write(n: int) -> None:
+        try:
+            memory = backends[n].open("ada")
+            start.wait()
+            for round_ in range(4):
+                texts = [f"{LONG} Writer {n} round {round_}.", *TALK[:2]]
+                messages = one_thread("ada", texts)
+                memory.recall.add(
+                    [
+                        dataclasses_replace(m, thread_id=f"w{n}-{round_}", message_id=f"{i}")
+                        for i, m in enumerate(messages)
+                    ]
+                )
+                memory.archival.insert_many([f"{LONG} Passage {n}.{round_}."])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not errors, errors
+        memory = backends[0].open("ada")
+        assert _pg_count(memory, "SELECT count(*) FROM memgpt_part_terms_stale") == 0
+        counted = (
+            "SELECT count(DISTINCT (source, item)) FROM memgpt_part_terms WHERE lexeme = 'combin'"
+        )
+        assert _pg_count(memory, counted) == 8 * 2 + 8  # messages and contexts, passages
+        for tier in (memory.recall, memory.archival):
+            assert tier.search(QUERY, mode="fts").hits[0].item.text.startswith(LONG)
+    finally:
+        for backend in backends:
+            backend.close()
