@@ -256,45 +256,6 @@ def _every_term(texts: list[str]) -> list[str]:
     return sorted({w for text in texts for w in query_terms(text)})
 
 
-def test_sqlite_parts_words_are_counted_when_written_exactly_as_a_search_counted_them(
-    lite: Any,
-) -> None:
-    """Every long text scores the same from its kept rows as from its text split and
-    tokenized at search time (what a text not yet caught up gets), for every word of the
-    corpus alone and for whole queries."""
-    queries = [[w] for w in _every_term(CORPUS)] + [
-        query_terms(q) for q in (QUERY, "bike lock", "combination 123456", "river morning")
-    ]
-    for db, fts_table, table, source in (
-        (lite.archival.db, "archival_fts", "archival", 3),
-        (lite.recall.db, "recall_fts", "recall", 1),
-        (lite.recall.db, "recall_context_fts", "recall", 2),
-    ):
-        assert db.conn.execute("SELECT count(*) FROM part_terms_stale").fetchone()[0] == 0
-        assert db.conn.execute(
-            "SELECT count(*) FROM part_terms WHERE source = ?", (source,)
-        ).fetchone()[0]
-        raised = 0
-        for terms in queries:
-            matched: dict[str, list[int]] = {}
-            whole = bm25_scores(db, fts_table, table, terms, matched=matched)
-            kept = with_best_parts(db, fts_table, "ada", whole, matched)
-            db.conn.execute(
-                "INSERT INTO part_terms_stale (source, item) SELECT ?, value FROM json_each(?)",
-                (source, json.dumps(list(whole))),
-            )
-            try:
-                from_text = with_best_parts(db, fts_table, "ada", whole, matched)
-            finally:
-                db.conn.execute("DELETE FROM part_terms_stale")
-                db.conn.commit()
-            assert kept.keys() == from_text.keys()
-            for item, score in from_text.items():
-                assert kept[item] == pytest.approx(score, rel=1e-12), (terms, item)
-            raised += sum(kept[i] > whole[i] for i in whole)
-        assert raised  # some long text's best part beat its whole
-
-
 def test_sqlite_a_search_reads_kept_counts_and_tokenizes_no_stored_text(
     lite: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -457,42 +418,6 @@ def _pg_best_parts(conn: Any, table: str, columns: tuple[str, str], terms: list[
         long=long,
     )
     return whole, with_best_parts(conn, table, columns[0], "ada", whole, matched, long)
-
-
-def test_postgres_parts_words_are_counted_when_written_exactly_as_a_search_counted_them(
-    pg: Any,
-) -> None:
-    """Every long text scores the same from its kept rows as from its text split and
-    tokenized at search time (what a text not yet caught up gets), for every word of the
-    corpus alone and for whole queries; a term Postgres reads as two lexemes
-    ("bike²lock") is scored from the texts."""
-    pg.archival.insert_many([LONG.replace("Oh and", "Oh and, bike bike lock,")])
-    queries = [[w] for w in _every_term(CORPUS)] + [
-        query_terms(q)
-        for q in (QUERY, "bike lock", "combination 123456", "river morning", "bike²lock code")
-    ]
-    assert _pg_count(pg, "SELECT count(*) FROM memgpt_part_terms_stale") == 0
-    for table, columns, _, source in PG_SOURCES:
-        assert _pg_count(pg, "SELECT count(*) FROM memgpt_part_terms WHERE source = %s", source)
-        raised = 0
-        with pg.archival.pool.connection() as conn:
-            for terms in queries:
-                whole, kept = _pg_best_parts(conn, table, columns, terms)
-                # As a text not counted yet: marked, no rows (in a transaction undone).
-                with conn.transaction(force_rollback=True):
-                    conn.execute(
-                        "INSERT INTO memgpt_part_terms_stale (source, item) "
-                        "SELECT %s, unnest(%s::bigint[])",
-                        (source, list(whole)),
-                    )
-                    conn.execute("DELETE FROM memgpt_part_terms WHERE source = %s", (source,))
-                    again, from_text = _pg_best_parts(conn, table, columns, terms)
-                assert again == whole  # the whole texts' frequencies kept, exactly
-                assert kept.keys() == from_text.keys() == whole.keys()
-                for item, score in from_text.items():
-                    assert kept[item] == pytest.approx(score, rel=1e-12), (terms, item)
-                raised += sum(kept[i] > whole[i] for i in whole)
-        assert raised  # some long text's best part beat its whole
 
 
 def test_postgres_a_search_reads_kept_counts_and_tokenizes_no_stored_text(
@@ -713,3 +638,106 @@ def test_postgres_writers_at_once_count_every_long_text_once(postgres_url: str) 
     finally:
         for backend in backends:
             backend.close()
+
+
+# -- both backends: kept counts score exactly as counts made from the text ----------------
+
+
+class _SqliteCounts:
+    """An SQLite memory's kept part words, as the exactness test reads them."""
+
+    def __init__(self, memory: Any) -> None:
+        self.memory = memory
+        self.where = {
+            3: (memory.archival.db, "archival_fts", "archival"),
+            1: (memory.recall.db, "recall_fts", "recall"),
+            2: (memory.recall.db, "recall_context_fts", "recall"),
+        }
+
+    def count(self, sql: str, *params: object) -> int:
+        return int(self.memory.archival.db.conn.execute(sql, params).fetchone()[0])
+
+    def rows(self, source: int) -> int:
+        return self.count("SELECT count(*) FROM part_terms WHERE source = ?", source)
+
+    def stale(self) -> int:
+        return self.count("SELECT count(*) FROM part_terms_stale")
+
+    def scores(self, source: int, terms: list[str], counted: bool) -> Any:
+        """(whole, with parts) of a source's texts; ``counted`` False: as if none were."""
+        db, fts_table, table = self.where[source]
+        matched: dict[str, list[int]] = {}
+        whole = bm25_scores(db, fts_table, table, terms, matched=matched)
+        if counted:
+            return whole, with_best_parts(db, fts_table, "ada", whole, matched)
+        db.conn.execute(
+            "INSERT INTO part_terms_stale (source, item) SELECT ?, value FROM json_each(?)",
+            (source, json.dumps(list(whole))),
+        )
+        try:
+            return whole, with_best_parts(db, fts_table, "ada", whole, matched)
+        finally:
+            db.conn.execute("DELETE FROM part_terms_stale")
+            db.conn.commit()
+
+
+class _PostgresCounts:
+    """A Postgres memory's kept part words, as the exactness test reads them."""
+
+    def __init__(self, memory: Any) -> None:
+        self.memory = memory
+        self.where = {source: (table, columns) for table, columns, _, source in PG_SOURCES}
+
+    def rows(self, source: int) -> int:
+        sql = "SELECT count(*) FROM memgpt_part_terms WHERE source = %s"
+        return _pg_count(self.memory, sql, source)
+
+    def stale(self) -> int:
+        return _pg_count(self.memory, "SELECT count(*) FROM memgpt_part_terms_stale")
+
+    def scores(self, source: int, terms: list[str], counted: bool) -> Any:
+        """(whole, with parts) of a source's texts; ``counted`` False: as if none were
+        (marked, their rows gone, in a transaction undone afterwards)."""
+        table, columns = self.where[source]
+        with self.memory.archival.pool.connection() as conn:
+            if counted:
+                return _pg_best_parts(conn, table, columns, terms)
+            with conn.transaction(force_rollback=True):
+                conn.execute(
+                    "INSERT INTO memgpt_part_terms_stale (source, item) "
+                    "SELECT %s, b.id FROM " + table + " AS b",
+                    (source,),
+                )
+                conn.execute("DELETE FROM memgpt_part_terms WHERE source = %s", (source,))
+                return _pg_best_parts(conn, table, columns, terms)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_parts_words_are_counted_when_written_exactly_as_a_search_counted_them(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    """Every long text scores the same from its kept rows as from its text split and
+    tokenized at search time (what a text not yet caught up gets), for every word of the
+    corpus alone and for whole queries, on both backends; on Postgres the whole texts'
+    kept frequencies give exactly the ``tsvector``'s scores too. A query word one backend
+    reads as several tokens ("bike²lock") is scored from the texts."""
+    memory = request.getfixturevalue("lite" if backend == "sqlite" else "pg")
+    memory.archival.insert_many([LONG.replace("Oh and", "Oh and, bike bike lock,")])
+    counts = _SqliteCounts(memory) if backend == "sqlite" else _PostgresCounts(memory)
+    queries = [[w] for w in _every_term(CORPUS)] + [
+        query_terms(q)
+        for q in (QUERY, "bike lock", "combination 123456", "river morning", "bike²lock code")
+    ]
+    assert counts.stale() == 0
+    for source in (3, 1, 2):  # passages, messages, long messages' contexts
+        assert counts.rows(source)
+        raised = 0
+        for terms in queries:
+            whole, kept = counts.scores(source, terms, counted=True)
+            again, from_text = counts.scores(source, terms, counted=False)
+            assert again == whole
+            assert kept.keys() == from_text.keys() == whole.keys()
+            for item, score in from_text.items():
+                assert kept[item] == pytest.approx(score, rel=1e-12), (terms, item)
+            raised += sum(kept[i] > whole[i] for i in whole)
+        assert raised  # some long text's best part beat its whole
