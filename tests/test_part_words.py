@@ -3,7 +3,9 @@
 A 120-word message whose one sentence holds every topic word of a lookup scored below a
 short near-miss sharing two of them: BM25's length normalisation. Scored as its best part
 (a row of the same corpus: the same statistics, the part's own words and length), it comes
-first, in SQLite and in Postgres, with the same scores; short texts score as before.
+first, in SQLite and in Postgres, with the same scores; short texts score as before. The
+parts' words are counted when a text is written (``part_terms`` of each backend) and score
+exactly as counting them from the text at search time did.
 """
 
 from __future__ import annotations
