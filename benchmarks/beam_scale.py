@@ -14,14 +14,16 @@ Baselines in the same run:
   agent's messages, questions as queries;
 - speed: ``--before N`` times the first N questions again with each long text's part words
   counted at search time (every text treated as not yet caught up: the code before
-  ``stores/sqlite/part_terms``), as a ratio.
+  ``stores/sqlite/part_terms`` and ``stores/postgres/part_terms``), as a ratio; on both
+  backends.
 
 Usage::
 
     python benchmarks/beam_scale.py --data ../shared/bench/beam-dev.json \
         --sizes 0 1000000 --modes fts --data-dir /tmp/beam-scale
 
-``--sizes 0`` is the chat alone. Memories are kept in ``--data-dir`` and reused.
+``--sizes 0`` is the chat alone. Memories are kept in ``--data-dir`` (or, with
+``--database-url URL``, in that Postgres: one agent per chat and size) and reused.
 ``--embeddings minilm`` adds vectors (each distinct text embedded once, cached in
 ``--data-dir``); slow on two cores for the first run.
 """
@@ -110,18 +112,31 @@ def memory_messages(
 
 
 @contextmanager
-def counted_at_search(db: Any) -> Iterator[None]:
+def counted_at_search(recall: Any, db: Any) -> Iterator[None]:
     """Every long text's part words counted from its text at search time (the old path).
 
-    Every text is marked not yet caught up, in a transaction rolled back afterwards, so
-    the searches inside take ``part_terms``' path for such texts: split and tokenize.
+    Every text is marked not yet caught up, so the searches inside take the path of such
+    texts: split and tokenize. SQLite (``db``): in a transaction rolled back afterwards.
+    Postgres (``db`` None): the agent's long texts marked and committed (the searches run
+    on the store's own connections), then counted again by a write's catch-up.
     """
-    db.conn.execute("BEGIN")
+    if db is not None:
+        db.conn.execute("BEGIN")
+        try:
+            part_terms.mark_all_stale(db.conn)
+            yield
+        finally:
+            db.conn.execute("ROLLBACK")
+        return
+    from langgraph_memgpt.stores.postgres import part_terms as pg_part_terms
+
+    with recall.pool.connection() as conn, conn.transaction():
+        pg_part_terms.mark_all_stale(conn, recall.agent_id)
     try:
-        part_terms.mark_all_stale(db.conn)
         yield
     finally:
-        db.conn.execute("ROLLBACK")
+        with recall.pool.connection() as conn, conn.transaction():
+            pg_part_terms.catch_up(conn)
 
 
 @contextmanager
@@ -227,12 +242,11 @@ def run(args: argparse.Namespace) -> None:
                         scores.setdefault(mode, []).append(got)
                         times.setdefault(mode, []).append(seconds)
                         per_ability.setdefault((size, mode, kind), []).append(got)
-                if args.before and db is not None:
-                    mode = "fts"
-                    for q in chat.questions[: args.before]:
-                        before_now.append(timed_search(recall, q.question, mode)[1])
-                        with counted_at_search(db):
-                            before.append(timed_search(recall, q.question, mode)[1])
+                if args.before:
+                    asked = [q.question for q in chat.questions[: args.before]]
+                    before_now.extend(timed_search(recall, q, "fts")[1] for q in asked)
+                    with counted_at_search(recall, db):
+                        before.extend(timed_search(recall, q, "fts")[1] for q in asked)
         label = f"{statistics.mean(memory_tokens) / 1000:.0f}k"
         for name, got in scores.items():
             spent = times.get(name, [])

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -131,6 +132,31 @@ def best_parts(
     return best
 
 
+def best_kept_parts(
+    found: Sequence[tuple[int, NDArray[Any], float]], corpus: Corpus
+) -> dict[int, float]:
+    """Each item's best part score from counts kept when its text was written.
+
+    ``found``: one entry per (item, term) the item's parts hold: the item, its
+    ``(part, count, part length)`` triples of the term (flat, any integer dtype: each
+    backend keeps them packed in its own byte order) and the term's :func:`bm25_idf`.
+    Scored by :func:`best_parts`, as counts made from the text at search time are
+    (:func:`best_part_scores`).
+    """
+    if not found:
+        return {}
+    triples = np.concatenate([t for _, t, _ in found]).reshape(-1, 3).astype(np.int64)
+    sizes = [len(t) // 3 for _, t, _ in found]
+    return best_parts(
+        np.repeat([item for item, _, _ in found], sizes).astype(np.int64),
+        triples[:, 0],
+        triples[:, 1].astype(np.float64),
+        triples[:, 2].astype(np.float64),
+        np.repeat([w for _, _, w in found], sizes).astype(np.float64),
+        corpus,
+    )
+
+
 def best_part_scores(
     whole: Mapping[int, float],
     matched: Mapping[str, Collection[int]],
@@ -175,6 +201,7 @@ __all__ = [
     "SEPARATORS",
     "Corpus",
     "PartWords",
+    "best_kept_parts",
     "best_part_scores",
     "best_parts",
     "bm25_idf",

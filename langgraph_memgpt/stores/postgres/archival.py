@@ -32,7 +32,7 @@ from langgraph_memgpt.stores.passages import (
     normalize_tags,
     replace_refusal,
 )
-from langgraph_memgpt.stores.postgres import retention
+from langgraph_memgpt.stores.postgres import part_terms, retention
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.postgres.models import hold_model
@@ -162,6 +162,7 @@ class PgArchivalMemory(InsertsPassages, SearchesCurrentFirst, PgTier):
                 held.setdefault(keys[n], passage)
                 if parts is not None:
                     store_parts(conn, TABLE, self.agent_id, [int(row[0])], [parts[n]])
+            part_terms.catch_up(conn)  # the long passages' part words, before the commit
         return passages
 
     def _stored_under(self, conn: psycopg.Connection[Any], key: str) -> Passage | None:

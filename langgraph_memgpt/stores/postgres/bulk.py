@@ -40,6 +40,7 @@ from langgraph_memgpt.stores.embeddings import (
 )
 from langgraph_memgpt.stores.messages import PreparedMessage, prepare_message
 from langgraph_memgpt.stores.passages import NewPassage, prepare_passages
+from langgraph_memgpt.stores.postgres import part_terms
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts, refresh_statistics
 from langgraph_memgpt.stores.postgres.deletions import forgotten_among
 from langgraph_memgpt.stores.postgres.models import hold_model
@@ -171,7 +172,8 @@ def load_messages(
                     )
         if embeddings is not None:
             _load_message_parts(conn, agent_id, embeddings, threads, items, sorted(contexts))
-    refresh_statistics(pool, {"memgpt_recall": len(items)})
+        counted = part_terms.catch_up(conn)  # the long messages' part words
+    refresh_statistics(pool, {"memgpt_recall": len(items), "memgpt_part_terms": counted})
     return len(items)
 
 
@@ -231,7 +233,7 @@ def load_passages(
     prepared = prepare_passages(
         items, tags=tags, thread_id=thread_id, turn=turn, created_at=created_at
     )
-    written = 0
+    written = counted = 0
     for start in range(0, len(prepared), batch):
         chunk = prepared[start : start + batch]
         vectors = None
@@ -312,7 +314,8 @@ def load_passages(
                     [ids[n] for n in copied],
                     [parts[n] for n in copied],
                 )
+            counted += part_terms.catch_up(conn)  # the long passages' part words
         if progress is not None:
             progress(min(len(prepared), start + batch), len(prepared))
-    refresh_statistics(pool, {"memgpt_archival": written})
+    refresh_statistics(pool, {"memgpt_archival": written, "memgpt_part_terms": counted})
     return written

@@ -21,7 +21,7 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.duplicates import fact_key
-from langgraph_memgpt.stores.postgres import tag_counts, word_stats
+from langgraph_memgpt.stores.postgres import part_terms, tag_counts, word_stats
 from langgraph_memgpt.stores.postgres.parts import SCHEMA as PARTS_SCHEMA
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import MemoryStoreError
@@ -349,6 +349,7 @@ MIGRATIONS: tuple[PgMigration, ...] = (
     PgMigration(7, "recall rows out of the graphs until their context is final", _settled),
     PgMigration(8, "the word columns kept in their rows, out of TOAST", _words_inline),
     PgMigration(9, "passages with their fact key and the passage they replace", _archival_facts),
+    PgMigration(10, "long texts' part words kept when written", part_terms.ensure_part_terms),
 )
 """Each runs inside `ensure_schema`'s transaction, under its advisory lock. A new database,
 and one made before numbering (version `UNNUMBERED`), runs them all: each brings any older
@@ -510,6 +511,7 @@ STATISTICS_TABLES = (
     "memgpt_word_df",
     "memgpt_word_corpus",
     "memgpt_archival_tag_counts",
+    "memgpt_part_terms",
 )
 """The tables whose planner statistics decide a turn's plans (`refresh_statistics`)."""
 

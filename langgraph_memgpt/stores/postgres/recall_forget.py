@@ -15,6 +15,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.embeddings import FloatArray
 from langgraph_memgpt.stores.messages import message_from_row
+from langgraph_memgpt.stores.postgres import part_terms
 from langgraph_memgpt.stores.postgres.deletions import (
     LogRow,
     log_deletions,
@@ -106,6 +107,7 @@ def delete_where(
         if embeddings is not None:
             pooled.update(pool_contexts(conn, contexts, {}))
         write_rows(conn, contexts, {}, pooled)
+        part_terms.catch_up(conn)  # the neighbours' new contexts (the rows' went by trigger)
     return deleted
 
 

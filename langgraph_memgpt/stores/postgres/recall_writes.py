@@ -20,6 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_memgpt.stores.chunks import embed_parts
 from langgraph_memgpt.stores.embeddings import FloatArray, embed_texts
 from langgraph_memgpt.stores.messages import ROW_COLUMNS, PreparedMessage
+from langgraph_memgpt.stores.postgres import part_terms
 from langgraph_memgpt.stores.postgres.db import pg_text
 from langgraph_memgpt.stores.postgres.deletions import forgotten_among
 from langgraph_memgpt.stores.postgres.models import hold_model
@@ -83,6 +84,7 @@ def write_messages(
             new.append((int(row[0]), item))
     searchable = [(rowid, item) for rowid, item in new if item.searchable]
     if not searchable:
+        part_terms.catch_up(conn)
         return len(new)
     by_thread: dict[str, list[tuple[int, str]]] = {}
     for rowid, item in searchable:
@@ -95,6 +97,8 @@ def write_messages(
     if embeddings is not None:
         vectors, pooled = _embed(conn, agent_id, embeddings, searchable, contexts)
     write_rows(conn, contexts, vectors, pooled)
+    # The part words of the long messages and contexts written, before the commit.
+    part_terms.catch_up(conn)
     return len(new)
 
 

@@ -22,12 +22,20 @@ from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.base import SearchMode
-from langgraph_memgpt.stores.bm25 import bm25_term, long_text_sql
-from langgraph_memgpt.stores.chunks import nearest_items, parts_of
+from langgraph_memgpt.stores.bm25 import Corpus, bm25_term, long_text_sql
+from langgraph_memgpt.stores.chunks import nearest_items
 from langgraph_memgpt.stores.embeddings import embed_query
 from langgraph_memgpt.stores.postgres import spare
 from langgraph_memgpt.stores.postgres.db import HNSW_TYPE, SETTLING_TABLE
-from langgraph_memgpt.stores.postgres.part_words import TEXT_OF, long_column, with_best_parts
+from langgraph_memgpt.stores.postgres.part_terms import (
+    SOURCES,
+    STALE,
+    LongMatches,
+    Source,
+    long_column,
+    with_best_parts,
+)
+from langgraph_memgpt.stores.postgres.part_terms import TABLE as KEPT
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, nearest_parts
 from langgraph_memgpt.stores.postgres.word_stats import TermStats, term_statistics
 from langgraph_memgpt.stores.search import RECENT_TEXTS
@@ -137,7 +145,8 @@ def bm25_scores(
     *,
     reading: Callable[[int, int], Reading] = term_reading,
     matched: dict[str, list[int]] | None = None,
-    long: tuple[str, set[int]] | None = None,
+    long: LongMatches | None = None,
+    statistics: list[tuple[Corpus, dict[str, TermStats]]] | None = None,
 ) -> dict[int, float]:
     """``{id: BM25}`` of the rows of ``table`` (alias ``b``) matching any term and ``where``.
 
@@ -163,38 +172,70 @@ def bm25_scores(
         reading: how each term's matches are read (:func:`term_reading`; tests force one).
         matched: filled with each term's matches read, newest first (all of them when
             fewer than ``TERM_MATCH_CAP``): what tells a rare term, with no query more.
-        long: (a text column, a set) whose set is filled with the matches whose column
-            may have parts (``stores.bm25.long_text_sql``), tested on the rows the term's
-            query reads anyway (``part_words.with_best_parts``).
+        long: filled with what the term queries read of the matches that may have parts
+            (``part_terms.LongMatches``: their kept counts and marks, or a flag from
+            ``stores.bm25.long_text_sql``), for ``part_terms.with_best_parts``.
+        statistics: given, the collection and term statistics used are appended to it
+            (``part_terms.with_best_parts`` scores parts with them, no query more).
     """
     if not terms:
         return {}
     tsv, length = columns
     stats, frequencies = term_statistics(conn, table, tsv, agent_id, list(dict.fromkeys(terms)))
+    if statistics is not None:
+        statistics.append((stats, frequencies))
     newest = NewestIds(conn, table, agent_id)
+    flag = "false" if long is None else long_text_sql(f"b.{long.column}", "chr")
+    kept = SOURCES.get((table, tsv)) if long is not None else None
+    # The newest matches, then their term frequency: the term's positions picked out
+    # by C functions (its lexemes weighted A, the rest filtered away), not by
+    # unnesting every lexeme of every match. `id + 0` hides the id order from the
+    # planner, which then reads the term's matches through its GIN index (within the
+    # window, if any) and sorts them; `b.id` lets it walk the rows newest first.
+    queries = {
+        term: (
+            reading(found.documents, stats.documents),
+            _TermQuery(
+                conn,
+                table,
+                columns,
+                found,
+                term,
+                where,
+                params,
+                flag,
+                kept if found.single else None,
+            ),
+        )
+        for term, found in frequencies.items()
+        if found.documents
+    }
+    # The terms read in one statement each go to the server at once (one pipeline: one
+    # wait for the server, not one a term); windows read on, window by window.
+    started = {}
+    if any(way.way != "window" for way, _ in queries.values()):
+        with conn.pipeline():
+            started = {
+                term: query.start(way.way, None, None, TERM_MATCH_CAP)
+                for term, (way, query) in queries.items()
+                if way.way != "window"
+            }
     scores: dict[int, float] = {}
     for term, found in frequencies.items():
-        if not found.documents:
+        if term not in queries:
             if matched is not None:
                 matched[term] = []
             continue
-        # The newest matches, then their term frequency: the term's positions picked out
-        # by C functions (its lexemes weighted A, the rest filtered away), not by
-        # unnesting every lexeme of every match. `id + 0` hides the id order from the
-        # planner, which then reads the term's matches through its GIN index (within the
-        # window, if any) and sorts them; `b.id` lets it walk the rows newest first.
-        way = reading(found.documents, stats.documents)
-        flag = "false" if long is None else long_text_sql(f"b.{long[0]}", "chr")
-        query = _TermQuery(conn, table, columns, found, term, where, params, flag)
+        way, query = queries[term]
         if way.way == "window":
             rows = _in_windows(query, newest, way.rows)
         else:
-            rows = query.newest(way.way, None, None, TERM_MATCH_CAP)
+            rows = started[term].fetchall()
         if matched is not None:
             matched[term] = [int(row[0]) for row in rows]
-        for item, size, tf, is_long in rows:
-            if is_long and long is not None:
-                long[1].add(int(item))
+        for item, size, tf, is_long, counts, stale in rows:
+            if long is not None:
+                long.add(term, int(item), bool(is_long), counts, bool(stale))
             if tf:
                 value = bm25_term(float(tf), found.documents, float(size or 0), stats)
                 scores[int(item)] = scores.get(int(item), 0.0) + value
@@ -213,15 +254,27 @@ class _TermQuery:
     where: str
     params: Params
     flag: str = "false"
-    """A condition over ``b`` returned with each match (trusted SQL)."""
+    """A condition over ``b`` returned with each match (trusted SQL): whether it may have
+    parts (unless ``kept``)."""
+    kept: Source | None = None
+    """The column's source of kept words (``part_terms``) when the term is one lexeme:
+    its frequency in a long match, the match's parts' counts and its mark are read with
+    it."""
 
     def newest(
         self, way: str, above: int | None, up_to: int | None, limit: int
     ) -> list[tuple[Any, ...]]:
         """The ``limit`` newest matches with an id in ``(above, up_to]``, read ``way``.
 
-        Rows of ``(id, length, term frequency, flag)``; a None bound is no bound.
+        Rows of ``(id, length, term frequency, flag, kept counts, marked stale)``; a None
+        bound is no bound.
         """
+        return self.start(way, above, up_to, limit).fetchall()
+
+    def start(
+        self, way: str, above: int | None, up_to: int | None, limit: int
+    ) -> psycopg.Cursor[Any]:
+        """:meth:`newest`'s statement, sent (in a pipeline, its rows come at the sync)."""
         tsv, length = self.columns
         order = "b.id" if way == "walk" else "b.id + 0"
         bounds, extra = "", list[int]()
@@ -229,14 +282,34 @@ class _TermQuery:
             bounds, extra = bounds + " AND b.id > %s", [*extra, above]
         if up_to is not None:
             bounds, extra = bounds + " AND b.id <= %s", [*extra, up_to]
+        tf = (
+            "(SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) "
+            f"FROM unnest(ts_filter(setweight(b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u)"
+        )
+        flag, counts, stale = self.flag, "NULL::bytea", "false"
+        args: list[object] = [self.found.lexemes]
+        if self.kept is not None:
+            # A long text's frequency as counted when it was written (`part_terms`): one
+            # index probe, where filtering its large `tsvector` cost ~0.2 ms a match; its
+            # parts' counts with it; a long text that holds the term has its row, or is
+            # marked not yet counted: no need to measure the text (~0.05 ms a match).
+            probe = (
+                f"FROM {KEPT} AS k WHERE k.source = {self.kept.number} "
+                "AND k.agent_id = b.agent_id AND k.lexeme = %s AND k.item = b.id"
+            )
+            tf = f"coalesce((SELECT k.whole {probe}), {tf})"
+            flag, counts = "false", f"(SELECT k.counts {probe})"
+            stale = (
+                f"EXISTS (SELECT 1 FROM {STALE} AS s WHERE s.source = {self.kept.number} "
+                "AND s.item = b.id)"
+            )
+            args = [self.found.lexemes[0], *args, self.found.lexemes[0]]
         return self.conn.execute(
-            f"SELECT b.id, b.{length}, (SELECT coalesce(sum(coalesce("
-            f"array_length(u.positions, 1), 1)), 0) FROM unnest(ts_filter(setweight("
-            f"b.{tsv}, 'A', %s::text[]), '{{a}}')) AS u), {self.flag} FROM {self.table} AS b "
+            f"SELECT b.id, b.{length}, {tf}, {flag}, {counts}, {stale} FROM {self.table} AS b "
             f"WHERE b.{tsv} @@ plainto_tsquery('english', %s) AND ({self.where}){bounds} "
             f"ORDER BY {order} DESC LIMIT %s",
-            (self.found.lexemes, self.term, *self.params, *extra, limit),
-        ).fetchall()
+            (*args, self.term, *self.params, *extra, limit),
+        )
 
 
 WINDOW_GROWTH = 4
@@ -433,7 +506,7 @@ class TableSignals:
     def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
         """BM25 of each word signal's column, a long text's raised to its best part's.
 
-        See ``stores.bm25`` and ``part_words.with_best_parts``. The first column is scored
+        See ``stores.bm25`` and ``part_terms.with_best_parts``. The first column is scored
         on the search's connection (its matches tell the rare terms, :meth:`term_matches`),
         the others beside it on spare connections (``spare.begin``).
         """
@@ -445,8 +518,9 @@ class TableSignals:
         ) -> Callable[[psycopg.Connection[Any]], dict[int, float]]:
             def scores(conn: psycopg.Connection[Any]) -> dict[int, float]:
                 matched: dict[str, list[int]] = first if i == 0 else {}
-                long: set[int] = set()
+                statistics: list[tuple[Corpus, dict[str, TermStats]]] = []
                 text = long_column(self.table, columns[0])
+                long = None if text is None else LongMatches(text)
                 whole = bm25_scores(
                     conn,
                     self.table,
@@ -456,10 +530,20 @@ class TableSignals:
                     self.where,
                     self.params,
                     matched=matched,
-                    long=None if text is None else (text, long),
+                    long=long,
+                    statistics=statistics,
                 )
+                if long is None:
+                    return whole
                 return with_best_parts(
-                    conn, self.table, columns[0], self.agent_id, whole, matched, long
+                    conn,
+                    self.table,
+                    columns[0],
+                    self.agent_id,
+                    whole,
+                    matched,
+                    long,
+                    statistics[0] if statistics else None,
                 )
 
             return scores
@@ -469,15 +553,23 @@ class TableSignals:
         return [tasks[0](self.conn), *others()]
 
     def long_share(self) -> float:
-        """The share of long texts (with parts) among the agent's ``RECENT_TEXTS`` newest."""
-        column = TEXT_OF[(self.table, self.words[0][0])]
+        """The share of long texts (with parts) among the agent's ``RECENT_TEXTS`` newest.
+
+        Read from the kept counts (a long text has rows), one index probe a text: a text
+        written but not yet counted, rare outside a writing transaction, counts as short.
+        """
+        source = SOURCES[(self.table, self.words[0][0])]
         only = " AND searchable" if self.table == "memgpt_recall" else ""
-        rows = self.conn.execute(
-            f"SELECT {column} FROM {self.table} WHERE agent_id = %s{only} "
-            "ORDER BY created_at DESC, id DESC LIMIT %s",
-            (self.agent_id, RECENT_TEXTS),
-        ).fetchall()
-        return sum(bool(parts_of(r[0] or "")) for r in rows) / len(rows) if rows else 0.0
+        row = self.conn.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM {KEPT} AS p "
+            "WHERE p.source = %s AND p.item = n.id)) "
+            f"FROM (SELECT id FROM {self.table} WHERE agent_id = %s{only} "
+            "ORDER BY created_at DESC, id DESC LIMIT %s) AS n",
+            (source.number, self.agent_id, RECENT_TEXTS),
+        ).fetchone()
+        assert row is not None
+        total, long = int(row[0]), int(row[1])
+        return long / total if total else 0.0
 
     def term_matches(self, terms: Sequence[str], limit: int) -> dict[str, set[int]]:
         """The rows holding each term, in the first word column.

@@ -236,6 +236,9 @@ class TermStats:
     """Its document frequency."""
     lexemes: list[str]
     """Its lexemes (``memgpt_words``): what its frequency in a document counts."""
+    single: bool = False
+    """It matches as its one lexeme: a document holds it exactly when it holds the lexeme,
+    as often as the lexeme's positions (nearly every word; ``part_terms`` keeps those)."""
 
 
 def term_statistics(
@@ -279,5 +282,5 @@ def term_statistics(
                 (agent_id, term),
             ).fetchone()
             df = 0 if row is None else int(row[0])
-        frequencies[term] = TermStats(df, list(lexemes))
+        frequencies[term] = TermStats(df, list(lexemes), bool(single) and not empty)
     return stats, frequencies

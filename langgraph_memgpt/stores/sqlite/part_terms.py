@@ -33,8 +33,8 @@ import sqlite_utils
 
 from langgraph_memgpt.stores.bm25 import (
     Corpus,
+    best_kept_parts,
     best_part_scores,
-    best_parts,
     bm25_idf,
     long_text_sql,
 )
@@ -274,18 +274,7 @@ def kept_best_parts(
         for item, packed in rows:
             if int(item) in items:
                 found.append((int(item), np.frombuffer(packed, dtype=INT32), weights[term]))
-    if not found:
-        return {}
-    triples = np.concatenate([t for _, t, _ in found]).reshape(-1, 3).astype(np.int64)
-    sizes = [len(t) // 3 for _, t, _ in found]
-    return best_parts(
-        np.repeat([item for item, _, _ in found], sizes).astype(np.int64),
-        triples[:, 0],
-        triples[:, 1].astype(np.float64),
-        triples[:, 2].astype(np.float64),
-        np.repeat([w for _, _, w in found], sizes).astype(np.float64),
-        corpus,
-    )
+    return best_kept_parts(found, corpus)
 
 
 def with_best_parts(
