@@ -13,7 +13,8 @@ most of a conversation, have no parts: nothing changes for them, and no stored v
 existing memory changes meaning (the whole-text vector is kept as it was).
 
 Words too: a text with parts scores on words as its best part where that is higher
-(``stores.bm25``, computed from the part texts at search time, nothing stored).
+(``stores.bm25``; each part's word counts are kept when the text is written:
+``stores.sqlite.part_terms``, ``stores.postgres.part_terms``).
 
 Part vectors live beside the whole-text vectors of the same tier, in a vector store keyed
 ``<key>.parts`` (SQLite + FAISS: ``stores.sqlite.parts``, with ids :func:`part_id`;
