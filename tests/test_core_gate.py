@@ -13,6 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+from langgraph_memgpt.small_model.auto_save import notes_for
 from langgraph_memgpt.small_model.core_gate import (
     DROPPED_FLAG,
     fact_sentences,
@@ -139,6 +140,13 @@ def test_other_models_keep_the_notes_they_choose(tmp_path: Path) -> None:
         "My phone battery is about to die.",
         "I need a nap.",
         "I can't believe how hot it is.",
+        # everyday small talk in the first person (issue 46)
+        "My upstairs neighbour was vacuuming at midnight again.",
+        "My knee is a bit sore after the gym.",
+        "My tea went cold while I was on the phone.",
+        "Our building's lift is out of order again, stairs it is.",
+        "We got soaked in the rain on the way home.",
+        "My bus was twenty minutes late.",
     ],
 )
 def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
@@ -157,10 +165,20 @@ def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
         "We're expecting a baby in April.",
         "My wife Mei is a software engineer.",
         "I usually cycle to work.",
+        # a life event told with "yesterday" lasts; small-talk words beside a lasting fact
+        "My bike got stolen outside the central station yesterday.",
+        "I drive a city bus for a living.",
+        "I'm allergic to coffee.",
+        "My sister got married last weekend.",
     ],
 )
 def test_lasting_statements_stay_facts(said: str) -> None:
     assert fact_sentences(said) == [said]
+
+
+def test_this_is_a_name_given_after_a_greeting() -> None:
+    assert fact_sentences("Morning, this is Oskar.") == ["this is Oskar."]
+    assert notes_for("Morning, this is Oskar.") == ["Name is Oskar."]
 
 
 def test_a_note_copying_the_users_words_is_kept_in_the_third_person(tmp_path: Path) -> None:

@@ -56,27 +56,72 @@ _MUSING = re.compile(
 )
 
 
+_BODY_STATE = re.compile(
+    rf"\b(?:is|are|was|were|feels?|felt)\s+{_DEGREE}"
+    r"(?:sore|aching|achy|stiff|hurting|throbbing|killing me)\b",
+    re.IGNORECASE,
+)
+_SMALL_TALK = re.compile(
+    r"\b(?:weather|rain(?:s|y|ing|ed)?|pouring|drizzl\w*|snow(?:s|y|ing|ed)?|sunny|windy|"
+    r"fog(?:gy)?|hail|humid|heatwave|"
+    r"traffic|commute|bus|tram|train|metro|subway|ferry|roadworks|motorway|queue|"
+    r"coffee|tea|espresso|latte|cappuccino|flat white|croissant|muffin|sandwich|porridge|"
+    r"breakfast|lunch|snack|"
+    r"watched|binged|episode|series|finale|documentary|"
+    r"neighbou?rs?|upstairs|next door|car alarm|"
+    r"out of order|went cold|screen cracked)\b",
+    re.IGNORECASE,
+)
+"""What everyday small talk is about: the weather, getting about, a drink or a snack, a
+show watched, the neighbours, a small mishap. A sentence about one of them is passing
+unless it says something that lasts (`_LASTING`)."""
+_LASTING = re.compile(
+    r"\b(?:always|every (?:day|morning|evening|night|week|weekend)|usually|for a living|"
+    r"as a living|(?:i|we) (?:work|live|drive|teach|run|own)|allergic|intoleran\w*|"
+    r"vegetarian|vegan|favou?rite|(?:i|we) (?:love|hate|prefer|can['\u2019]?t (?:eat|have|drink)|"
+    r"don['\u2019]?t (?:eat|drink)|never (?:eat|drink)))\b",
+    re.IGNORECASE,
+)
+_LIFE_EVENT = re.compile(
+    r"\b(?:stolen|lost|broke (?:my|our)|broken|married|engaged|divorced|born|died|passed away|"
+    r"moved|moving|promoted|fired|hired|laid off|adopted|bought|sold|diagnosed|graduated|"
+    r"retired|injured|pregnant)\b",
+    re.IGNORECASE,
+)
+"""Events whose consequences last: told with "yesterday", they are still facts about the
+user ("My bike got stolen outside the station yesterday")."""
+
+
 def passing(sentence: str) -> bool:
     """Whether a sentence speaks of the passing moment, not of the user for good.
 
-    Day-scale time ("this morning", "last night", "about to"), chat noise ("lol", "brb"),
-    a state of the body or mood ("I'm starving", "we're running late"; "tired *of*
-    something" lasts) or a musing as the whole point ("I think it'll rain", "I need a
-    nap"): none of it belongs in every later prompt.
+    Day-scale time ("this morning", "last night", "about to") unless the sentence tells a
+    life event (`_LIFE_EVENT`: stolen, moved, married...), chat noise ("lol", "brb"), a
+    state of the body or mood ("I'm starving", "my knee is sore"; "tired *of* something"
+    lasts), a musing as the whole point ("I think it'll rain", "I need a nap"), or
+    everyday small talk (`_SMALL_TALK`: "My tea went cold", "Our neighbour was drilling")
+    that says nothing lasting: none of it belongs in every later prompt.
     """
+    if _LIFE_EVENT.search(sentence) and not _MOMENT_STATE.search(sentence):
+        return bool(_MUSING.search(sentence))
     return bool(
-        _PASSING.search(sentence) or _MOMENT_STATE.search(sentence) or _MUSING.search(sentence)
+        _PASSING.search(sentence)
+        or _MOMENT_STATE.search(sentence)
+        or _BODY_STATE.search(sentence)
+        or _MUSING.search(sentence)
+        or (_SMALL_TALK.search(sentence) and not _LASTING.search(sentence))
     )
 
 
 _LEAD = re.compile(
-    r"^\s*((hi|hello|hey|hiya|oh|ok|okay|so|and|also|anyway|actually|well|btw|fyi|yes|no)"
+    r"^\s*((hi|hello|hey|hiya|oh|ok|okay|so|and|also|anyway|actually|well|btw|fyi|yes|no|"
+    r"(?:good )?(?:morning|afternoon|evening))"
     r"\b[\s,!.:-]*|(just so you know|by the way|for the record|remember that|quick one)"
     r"\b[\s,!.:-]*|[\w' ]{1,20}:\s+)+",
     re.IGNORECASE,
 )
 _NAME = re.compile(
-    r"\b(?i:my name is|my name's|name's|call me|i'm|i am)\s+([A-Z][\w'-]+)\s*[.!,]?\s*$"
+    r"\b(?i:my name is|my name's|name's|call me|i'm|i am|this is)\s+([A-Z][\w'-]+)\s*[.!,]?\s*$"
     r"|^([A-Z][\w'-]+) here\b",
 )
 
