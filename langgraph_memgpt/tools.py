@@ -30,10 +30,10 @@ from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.forget import forget_matching
 from langgraph_memgpt.stores.base import Memory
-from langgraph_memgpt.stores.duplicates import first_same
+from langgraph_memgpt.stores.duplicates import first_covered, first_same
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.text import valid_text
-from langgraph_memgpt.stores.types import Hit, Passage, RecallMessage, SearchPage
+from langgraph_memgpt.stores.types import BlockEditError, Hit, Passage, RecallMessage, SearchPage
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.tool_args import (
     ArchivalMemoryInsertArgs,
@@ -78,19 +78,32 @@ def _core_append(
         # Where the fact belongs is unambiguous, so moving it costs no extra model call.
         label = "human"
     current = labels.get(label)
-    same = first_same(content, current.value.splitlines()) if current is not None else None
+    lines = current.value.splitlines() if current is not None else []
+    same = first_same(content, lines)
     if same is not None:
         return (
             f"Already saved: '{label}' already says this: {same.strip()!r} (nothing was "
             "added; to change it, use core_memory_replace).",
             False,
         )
-    block = memory.core.append(
-        label, content, actor=f"agent:{where.thread_id}", section=args.section or None
-    )
     moved = (
         " (a fact about the user: saved to 'human', not 'persona')" if label != args.label else ""
     )
+    actor, section = f"agent:{where.thread_id}", args.section or None
+    covered = first_covered(content, lines)
+    if covered is not None:
+        # The new line says all the old one did and more: one fuller line, not two.
+        try:
+            block = memory.core.replace(label, covered.strip(), content, actor, section=section)
+        except BlockEditError:
+            pass  # the old line is in another section, or twice: append as asked
+        else:
+            return (
+                f"Updated '{block.label}'{moved}: {covered.strip()!r} became {content!r}, "
+                f"which says all it did ({len(block.value)}/{block.char_limit} chars).",
+                True,
+            )
+    block = memory.core.append(label, content, actor=actor, section=section)
     return (
         f"Appended to '{block.label}'{moved} ({len(block.value)}/{block.char_limit} chars).",
         True,

@@ -118,6 +118,19 @@ def test_a_core_append_restating_a_line_is_already_saved(memory: Memory) -> None
     )
 
 
+def test_a_core_append_saying_a_line_and_more_takes_its_place(memory: Memory) -> None:
+    """A fuller wording replaces the line it covers: one line, the fuller, not two."""
+    run(memory, "core_memory_append", label="human", content="User's bike got stolen.")
+    fuller = "User's bike got stolen outside Shinjuku station."
+    said = run(memory, "core_memory_append", label="human", content=fuller)
+    assert said.startswith("Updated 'human': \"User's bike got stolen.\" became")
+    human = memory.core.get("human").value
+    assert fuller in human and human.count("bike") == 1
+    # A different fact of the same words is appended beside it.
+    run(memory, "core_memory_append", label="human", content="User's car got stolen.")
+    assert memory.core.get("human").value.count("stolen") == 2
+
+
 # ---------------------------------------------------------------- updates
 
 

@@ -104,24 +104,26 @@ def first_same(new: str, stored: Iterable[str]) -> str | None:
     return next((text for text in stored if same_fact(new, text)), None)
 
 
+def first_covered(new: str, stored: Iterable[str]) -> str | None:
+    """The first of ``stored`` that ``new`` says all of and more (it duplicates ``new``)."""
+    return next((text for text in stored if text.strip() and same_fact(text, new)), None)
+
+
 def with_line(lines: Sequence[str], new: str) -> list[str]:
     """``lines`` (a block's) after adding ``new`` by the rule: nothing said twice.
 
-    ``new`` is left out when a line already says it (`same_fact`); when ``new`` says all a
-    line says and more ("Works as a nurse in Porto, Portugal" beside "Works as a nurse in
-    Porto"), it takes that line's place, so the block keeps the fuller wording once; else
-    it is added at the end.
+    ``new`` is left out when a line already says it (`first_same`); when ``new`` says all
+    a line says and more ("Works as a nurse in Porto, Portugal" beside "Works as a nurse
+    in Porto"), it takes that line's place (`first_covered`), so the block keeps the
+    fuller wording once; else it is added at the end.
     """
     if first_same(new, lines) is not None:
         return list(lines)
-    covered = next((i for i, line in enumerate(lines) if same_fact(line, new)), None)
+    covered = first_covered(new, lines)
     if covered is None:
         return [*lines, new]
-    return [
-        *lines[:covered],
-        new,
-        *(line for line in lines[covered + 1 :] if not same_fact(line, new)),
-    ]
+    at = lines.index(covered)
+    return [*lines[:at], new, *(line for line in lines[at + 1 :] if not same_fact(line, new))]
 
 
 def fact_key(text: str) -> str:
@@ -145,6 +147,7 @@ __all__ = [
     "SAME_FACT_SHARE",
     "fact_key",
     "fact_words",
+    "first_covered",
     "first_same",
     "normalised",
     "same_fact",
