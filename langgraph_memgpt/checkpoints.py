@@ -9,8 +9,8 @@ business (`stores.backends`); these are LangGraph's own checkpoint savers.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,68 @@ def existing_checkpointer(data_dir: Path) -> Iterator[SqliteSaver | None]:
         return
     with sqlite_checkpointer(path) as saver:
         yield saver
+
+
+@contextmanager
+def existing_threads(
+    data_dir: str | Path, database_url: str = ""
+) -> Iterator[BaseCheckpointSaver[Any] | None]:
+    """The threads' checkpoints where a server keeps them, for a command that erases.
+
+    The data directory's ``checkpoints.sqlite`` (None when there is none yet: nothing to
+    clean, and no empty file made), or LangGraph's ``PostgresSaver`` on ``database_url``
+    (its tables made if missing). What every eraser of a served memory opens (``retention
+    apply``, the memory page's Forget, the sleep-time run's retention): one place that
+    knows where the server's threads are, so none of them forgets them.
+    """
+    root = Path(data_dir).expanduser()
+    if not database_url:
+        with existing_checkpointer(root) as saver:
+            yield saver
+        return
+    with open_checkpointer(root, database_url) as saver:
+        saver.setup()
+        yield saver
+
+
+ThreadsAt = (
+    BaseCheckpointSaver[Any]
+    | Callable[[], AbstractContextManager[BaseCheckpointSaver[Any] | None]]
+    | None
+)
+"""Where a graph that erases (the sleep-time run's retention) finds the agent's threads: a
+checkpointer, a function opening one (`existing_threads` on the server's settings), or
+None for the run's own checkpointer (`threads_for`)."""
+
+
+def threads_for(
+    where: ThreadsAt, config: RunnableConfig | None
+) -> AbstractContextManager[BaseCheckpointSaver[Any] | None]:
+    """The checkpointer ``where`` names, open for the body.
+
+    None: the run's own checkpointer (``config``'s: a graph compiled with the checkpointer
+    of the chat threads, or mounted in a parent graph that has it), when it is one whose
+    threads can be cleaned from a node (a SQLite, Postgres or in-memory saver; an async
+    one is reached through `existing_threads` instead); else None, and nothing is cleaned.
+    """
+    if isinstance(where, BaseCheckpointSaver):
+        return nullcontext(where)
+    if where is not None:
+        return where()
+    from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER
+
+    own = ((config or {}).get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
+    return nullcontext(own if _cleanable_in_a_node(own) else None)
+
+
+def _cleanable_in_a_node(saver: Any) -> bool:
+    if isinstance(saver, SqliteSaver | InMemorySaver):
+        return True
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:  # the postgres extra is not installed
+        return False
+    return isinstance(saver, PostgresSaver)
 
 
 def open_checkpointer(data_dir: Path, database_url: str = "") -> AbstractContextManager[Any]:

@@ -11,9 +11,10 @@ thread written at or after a deleted message may restate it (in other words: a l
 match cannot tell). A flag would leave the text searchable, and a rewrite needs a model
 call that a deletion cannot check; the messages those summaries stood for stay verbatim in
 recall, so removing them loses no other memory. A thread's checkpoint holds the running
-summary too (the newest summary's text): when a graph with a checkpointer is given, that
-summary is cleared when its passage was removed, and the deleted messages leave the
-thread's queue.
+summary too (the newest summary's text): in the threads' checkpointer, that summary is
+cleared when its passage was removed, and the deleted messages leave the thread's queue.
+Every eraser here takes the checkpointer as a required argument (None only where no
+thread was ever checkpointed), so no surface can forget the threads by leaving it out.
 
 Forget means gone, not hidden. Copies of the text the machinery made go too: a tool call
 or tool result in recall that quotes a forgotten message or passage (the model's
@@ -109,7 +110,11 @@ def _plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def forget_passage(
-    memory: Memory, passage_id: int, *, actor: str, graph: Any = None
+    memory: Memory,
+    passage_id: int,
+    *,
+    actor: str,
+    checkpointer: BaseCheckpointSaver[Any] | None,
 ) -> ForgetReport:
     """Delete one archival passage, and every copy of its text the loop made.
 
@@ -117,13 +122,15 @@ def forget_passage(
         memory: the agent's memory.
         passage_id: the passage.
         actor: who asked (logged).
-        graph: a compiled graph with a checkpointer; when given, the threads that held the
-            passage's text (the one it was saved in, those quoting it) are cleaned too.
+        checkpointer: where the agent's threads are (`checkpoints.existing_threads`); the
+            threads that held the passage's text (the one it was saved in, those quoting
+            it) are cleaned there. None only where no thread was ever checkpointed: a
+            required argument, so no caller forgets the threads by leaving it out.
 
     Raises:
         NothingToForgetError: the agent has no passage with that id.
     """
-    report = forget_passages(memory, [passage_id], actor=actor, graph=graph)
+    report = forget_passages(memory, [passage_id], actor=actor, checkpointer=checkpointer)
     if not report.passages:
         raise NothingToForgetError(
             f"agent '{memory.agent_id}' has no archival passage {passage_id}; "
@@ -137,8 +144,7 @@ def forget_passages(
     passage_ids: Sequence[int],
     *,
     actor: str,
-    graph: Any = None,
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None,
     detail: str = "",
 ) -> ForgetReport:
     """Delete archival passages and every copy of their text: the one eraser of passages.
@@ -147,12 +153,14 @@ def forget_passages(
     words, vectors and FAISS caches go (the store's own ``delete``, each deletion logged
     with ``detail``, never the text); the tool calls and tool results in recall that quote
     a passage (the ``archival_memory_insert`` call that saved it, a search result that
-    showed it) go too; with a checkpointer (``graph``'s, or ``checkpointer``) the threads
-    that held the text are cleaned in every channel of their latest checkpoint and lose
-    their history (`checkpoints.scrub_thread`); then the engine's files are scrubbed.
-    Ids the agent does not have are skipped: the report lists what went.
+    showed it) go too; in ``checkpointer`` (required: None only where no thread was ever
+    checkpointed) the threads that held the text are cleaned in every channel of their
+    latest checkpoint and lose their history (`checkpoints.scrub_thread`); then the
+    engine's files are scrubbed, and a serving process's own copy of its threads
+    (`dev_state.scrub_live`). Ids the agent does not have are skipped: the report lists
+    what went.
     """
-    saver = _saver(graph, checkpointer)
+    saver = checkpointer
     deleted = memory.archival.delete(list(passage_ids), actor=actor, detail=detail)
     report = ForgetReport(passages=deleted)
     if not deleted:
@@ -161,7 +169,7 @@ def forget_passages(
     report.echoes = _delete_echoes(memory, texts, actor)
     threads = {p.thread_id for p in deleted if p.thread_id} | {m.thread_id for m in report.echoes}
     _clean_threads(memory, saver, threads, report.echoes, texts, report)
-    _scrub(memory, saver)
+    _scrub(memory, saver, report)
     return report
 
 
@@ -170,8 +178,8 @@ def forget_messages(
     message_ids: Sequence[str],
     *,
     actor: str,
+    checkpointer: BaseCheckpointSaver[Any] | None,
     thread_id: str | None = None,
-    graph: Any = None,
 ) -> ForgetReport:
     """Delete recall messages, the summaries written from them, and their queue copies.
 
@@ -179,15 +187,15 @@ def forget_messages(
         memory: the agent's memory.
         message_ids: ids of the messages (unique per thread).
         actor: who asked (logged).
+        checkpointer: where the agent's threads are; the messages also leave their
+            threads' queues and histories there, and a summary holding them is cleared
+            (None: no thread is cleaned, and the report says so).
         thread_id: only this thread's message with each id.
-        graph: a compiled graph with a checkpointer; when given, the messages also leave
-            their threads' queues and histories, and a summary holding them is cleared.
 
     Raises:
         NothingToForgetError: no message has any of these ids.
         ForgetRefusedError: ``thread_id``'s checkpoint belongs to another agent.
     """
-    checkpointer = _saver(graph, None)
     if thread_id is not None and checkpointer is not None:
         _check_owner(memory, checkpointer, thread_id)
     deleted = memory.recall.delete(message_ids, thread_id=thread_id, actor=actor)
@@ -211,7 +219,7 @@ def forget_messages(
             "A thread's checkpoint may still hold these messages in its context window "
             "until they are evicted; forget their thread to remove them there too."
         )
-    _scrub(memory, checkpointer)
+    _scrub(memory, checkpointer, report)
     return report
 
 
@@ -220,14 +228,14 @@ def forget_thread(
     thread_id: str,
     *,
     actor: str,
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
-    graph: Any = None,
+    checkpointer: BaseCheckpointSaver[Any] | None,
 ) -> ForgetReport:
     """Delete a thread: its messages, its passages and summaries, and its checkpoints.
 
     The agent's other threads lose the tool messages quoting the thread's messages (a
-    search result, say), and with ``graph`` (a compiled graph with the checkpointer) their
-    checkpoints are cleaned of them as `forget_messages` cleans a thread. A thread of more
+    search result, say), and in ``checkpointer`` (where the threads are; None: none is
+    touched) the thread's checkpoints are deleted and the other threads' cleaned of them
+    as `forget_messages` cleans a thread. A thread of more
     than `MAX_THREAD_QUOTES` messages is not looked for elsewhere (the report says so).
 
     Raises:
@@ -236,7 +244,6 @@ def forget_thread(
         ForgetRefusedError: the thread's checkpoint belongs to another agent (nothing is
             deleted).
     """
-    checkpointer = _saver(graph, checkpointer)
     owner = _check_owner(memory, checkpointer, thread_id) if checkpointer is not None else None
     report = ForgetReport()
     said = [m.text for m in _all_messages(memory) if m.thread_id == thread_id]
@@ -274,7 +281,8 @@ def forget_thread(
             f"The thread had over {MAX_THREAD_QUOTES} messages: quotes of them in other "
             "threads were not looked for."
         )
-    _scrub(memory, checkpointer)
+    gone = [thread_id] if thread_id in report.checkpoints else []
+    _scrub(memory, checkpointer, report, deleted=gone)
     return report
 
 
@@ -282,7 +290,7 @@ def forget_agent(
     memory: Memory,
     *,
     actor: str,
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None,
 ) -> ForgetReport:
     """Delete everything of an agent: core blocks and history, recall, archival, checkpoints.
 
@@ -313,7 +321,7 @@ def forget_agent(
         detail=f"{report.blocks} blocks, {report.message_count} messages, {passages} passages, "
         f"{len(report.checkpoints)} checkpoints",
     )
-    _scrub(memory, None)
+    _scrub(memory, None, report, deleted=report.checkpoints)
     return report
 
 
@@ -357,7 +365,7 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
     texts = quotable([*(p.text for p in report.passages), *(m.text for m in report.messages)])
     report.echoes = _delete_echoes(memory, texts, actor)
     if report.passages or report.messages or report.summaries:
-        _scrub(memory, None)
+        _scrub(memory, None, report)
     for block in memory.core.blocks():
         lines = [line for line in block.value.splitlines() if stems <= topic_stems(line)]
         if lines:
@@ -379,13 +387,19 @@ def clean_server_state(data_dir: Path, report: ForgetReport, deleted: Sequence[s
     """
     from langgraph_memgpt.dev_state import scrub
 
+    texts, messages = _server_copy(report)
+    return scrub(data_dir, texts=texts, messages=messages, threads=deleted)
+
+
+def _server_copy(report: ForgetReport) -> tuple[list[str], dict[str, set[str]]]:
+    """What a server's own copy of threads and runs must lose: texts, and message ids."""
     removed = [*report.messages, *report.echoes]
     passages = [*report.passages, *report.summaries, *report.facts]
     messages: dict[str, set[str]] = {}
     for message in removed:
         messages.setdefault(message.thread_id, set()).add(message.message_id)
     texts = quotable([*report.texts, *(m.text for m in removed), *(p.text for p in passages)])
-    return scrub(data_dir, texts=texts, messages=messages, threads=deleted)
+    return texts, messages
 
 
 def _remove_summaries(
@@ -519,20 +533,24 @@ def _clean_threads(
         report.checkpoints.append(thread_id)
 
 
-def _saver(graph: Any, checkpointer: BaseCheckpointSaver[Any] | None) -> Any:
-    """The checkpointer given, or the compiled graph's (None: threads are not cleaned)."""
-    if checkpointer is not None:
-        return checkpointer
-    found = getattr(graph, "checkpointer", None)
-    return found if isinstance(found, BaseCheckpointSaver) else None
+def _scrub(
+    memory: Memory,
+    checkpointer: BaseCheckpointSaver[Any] | None,
+    report: ForgetReport,
+    deleted: Sequence[str] = (),
+) -> None:
+    """Clean the engine's files after deleting (`Scrubbable`), and the threads' log.
 
+    In a process that serves the threads (``langgraph dev``), its own copy of them too.
+    """
+    from langgraph_memgpt.dev_state import scrub_live
 
-def _scrub(memory: Memory, checkpointer: BaseCheckpointSaver[Any] | None) -> None:
-    """Clean the engine's files after deleting (`Scrubbable`), and the threads' log."""
     if isinstance(memory, Scrubbable):
         memory.scrub()
     if checkpointer is not None:
         empty_wal(checkpointer)
+    texts, messages = _server_copy(report)
+    scrub_live(texts=texts, messages=messages, threads=deleted)
 
 
 __all__ = [

@@ -11,6 +11,7 @@ searched for the words. Both backends.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -177,7 +178,7 @@ def test_forget_passage_leaves_no_channel_row_or_file_holding_it(
         data = ["--data-dir", str(threads.place.data_dir), "--embedding-model", "none"]
         assert main([*args, *data]) == 0
     else:
-        forget_passage(threads.place.open("ada"), passage, actor="user", graph=threads.graph([]))
+        forget_passage(threads.place.open("ada"), passage, actor="user", checkpointer=threads.saver)
 
     assert_gone(threads, word, tmp_path)
     assert leaks(threads.place, KEPT_WORD)  # what was not forgotten stays
@@ -204,8 +205,6 @@ def test_a_retention_purge_forgets_as_forget_does(threads: Threads, tmp_path: Pa
 
 
 def test_the_retention_command_forgets_in_the_threads_too(threads: Threads, tmp_path: Path) -> None:
-    import time
-
     memory = threads.place.open("ada")
     memory.archival.set_retention_rule(rule("ephemeral", "1s"))
     where = (
@@ -221,3 +220,45 @@ def test_the_retention_command_forgets_in_the_threads_too(threads: Threads, tmp_
     for word in (ONE_STEP_WORD, EVENT_WORD):
         assert_gone(threads, word, tmp_path)
     assert leaks(threads.place, KEPT_WORD)
+
+
+def test_a_sleeptime_run_on_the_threads_checkpointer_purges_them_too(
+    threads: Threads, tmp_path: Path
+) -> None:
+    """The library consolidator compiled with the chat threads' checkpointer cleans them."""
+    from langgraph_memgpt.sleeptime import build_sleeptime_graph
+
+    memory = threads.place.open("ada")
+    memory.archival.set_retention_rule(rule("ephemeral", "1s"))
+    time.sleep(1.1)  # the rule's age passes (nothing is timed: it only has to be over)
+    tidy = build_sleeptime_graph(
+        model=ScriptedChatModel.from_steps(["nothing to tidy"]), memory=threads.backend
+    ).compile(checkpointer=threads.saver)
+
+    out = tidy.invoke({}, {"configurable": {"thread_id": "tidy"}}, context=threads.ctx)
+
+    assert out["retention"]["count"] == 2
+    for word in (ONE_STEP_WORD, EVENT_WORD):
+        assert_gone(threads, word, tmp_path)
+    assert leaks(threads.place, KEPT_WORD)
+
+
+def test_no_eraser_can_be_called_without_naming_the_threads_checkpointer() -> None:
+    """Every eraser takes ``checkpointer`` with no default: None must be said, not implied."""
+    import inspect
+
+    from langgraph_memgpt import forget
+    from langgraph_memgpt.web import views
+
+    erasers = [
+        forget.forget_passage,
+        forget.forget_passages,
+        forget.forget_messages,
+        forget.forget_thread,
+        forget.forget_agent,
+        apply_retention,
+        views.forget_passage,
+    ]
+    for eraser in erasers:
+        parameter = inspect.signature(eraser).parameters["checkpointer"]
+        assert parameter.default is inspect.Parameter.empty, eraser.__qualname__

@@ -147,8 +147,7 @@ def test_forgetting_a_message_leaves_its_words_nowhere_export_included(
     if world.place.kind == "sqlite":
         assert cli(world.place, "--agent", "ada", "--message", "m-secret") == 0
     else:
-        graph = world.graph([])
-        forget_messages(world.memory("ada"), ["m-secret"], actor="user", graph=graph)
+        forget_messages(world.memory("ada"), ["m-secret"], actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, MESSAGE_WORD) == []
     export_agent(world.memory("ada"), tmp_path / "ada.jsonl")
@@ -165,7 +164,7 @@ def test_forgetting_a_passage_leaves_its_words_nowhere_export_included(
     if world.place.kind == "sqlite":
         assert cli(world.place, "--agent", "ada", "--passage", str(passage.id)) == 0
     else:
-        forget_passage(memory, passage.id, actor="user", graph=world.graph([]))
+        forget_passage(memory, passage.id, actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, PASSAGE_WORD) == []
     export_agent(world.memory("ada"), tmp_path / "ada.jsonl")
@@ -179,7 +178,7 @@ def test_forgetting_a_thread_leaves_its_words_nowhere(world: World) -> None:
     if world.place.kind == "sqlite":
         assert cli(world.place, "--agent", "ada", "--thread", "t2") == 0
     else:
-        forget_thread(world.memory("ada"), "t2", actor="user", graph=world.graph([]))
+        forget_thread(world.memory("ada"), "t2", actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, THREAD_WORD) == []
     world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")  # a valid queue
@@ -256,7 +255,7 @@ def fact_texts(memory: Any) -> list[str]:
 def test_a_consolidated_fact_is_forgotten_with_its_source_message(memory_backend: Any) -> None:
     memory = consolidated(memory_backend)
 
-    report = forget_messages(memory, ["m0"], actor="user", thread_id="t1")
+    report = forget_messages(memory, ["m0"], actor="user", thread_id="t1", checkpointer=None)
 
     assert fact_texts(memory) == [] and len(report.facts) == 1
     assert "consolidated fact" in report.describe()
@@ -266,7 +265,7 @@ def test_a_consolidated_fact_is_forgotten_with_its_source_thread(memory_backend:
     memory = consolidated(memory_backend)
     other = memory.archival.insert(f"Unrelated note about {FACT_WORD}", thread_id="t9")
 
-    report = forget_thread(memory, "t1", actor="user")
+    report = forget_thread(memory, "t1", actor="user", checkpointer=None)
 
     assert fact_texts(memory) == [other.text] and len(report.facts) == 1
 
@@ -280,7 +279,7 @@ def test_a_fact_stays_when_a_message_it_was_not_read_from_is_forgotten(
     (first,) = memory.recall.get(["m0"])
     memory.recall.add([replace(first, message_id="later", text="A later message.")])
 
-    report = forget_messages(memory, ["later"], actor="user", thread_id="t1")
+    report = forget_messages(memory, ["later"], actor="user", thread_id="t1", checkpointer=None)
 
     assert report.facts == [] and fact_texts(memory) == [f"Ana takes {FACT_WORD}"]
 
@@ -309,7 +308,7 @@ def test_the_memory_page_forgets_a_passage_with_the_call_that_saved_it(
         ]
     )
 
-    views.forget_passage(memory, passage.id, "ada")
+    views.forget_passage(memory, passage.id, "ada", None)
 
     assert memory.recall.get(["ai-1"]) == []
     assert all(
