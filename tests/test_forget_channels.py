@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkpointers import Place, open_saver
+from checkpointers import Place, channels_holding, open_saver
 from langchain_core.messages import HumanMessage
 from test_forget_gone import leaks
 
@@ -124,22 +124,6 @@ def threads(place: Place) -> Any:
     )
     yield t
     t.close()
-
-
-def channels_holding(saver: Any, word: str) -> list[str]:
-    """Every (thread, channel) of every checkpoint, pending write or metadata holding ``word``."""
-    found: set[str] = set()
-    for saved in saver.list(None):
-        thread = saved.config["configurable"]["thread_id"]
-        for channel, value in saved.checkpoint["channel_values"].items():
-            if word in repr(value):
-                found.add(f"{thread}:{channel}")
-        for _, channel, value in saved.pending_writes or []:
-            if word in repr(value):
-                found.add(f"{thread}:write:{channel}")
-        if word in repr(saved.metadata):
-            found.add(f"{thread}:metadata")
-    return sorted(found)
 
 
 def latest_channels_holding(saver: Any, thread: str, word: str) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkpointers import Place, open_saver
+from checkpointers import Place, channels_holding, open_saver
 from langchain_core.messages import HumanMessage
 
 from langgraph_memgpt import Context, build_graph
@@ -150,6 +150,7 @@ def test_forgetting_a_message_leaves_its_words_nowhere_export_included(
         forget_messages(world.memory("ada"), ["m-secret"], actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, MESSAGE_WORD) == []
+    assert channels_holding(world.saver, MESSAGE_WORD) == []  # no checkpoint channel or write
     export_agent(world.memory("ada"), tmp_path / "ada.jsonl")
     assert MESSAGE_WORD not in (tmp_path / "ada.jsonl").read_text()
     assert leaks(world.place, PASSAGE_WORD)  # the rest stays
@@ -167,6 +168,7 @@ def test_forgetting_a_passage_leaves_its_words_nowhere_export_included(
         forget_passage(memory, passage.id, actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, PASSAGE_WORD) == []
+    assert channels_holding(world.saver, PASSAGE_WORD) == []  # no checkpoint channel or write
     export_agent(world.memory("ada"), tmp_path / "ada.jsonl")
     assert PASSAGE_WORD not in (tmp_path / "ada.jsonl").read_text()
     world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")
@@ -181,6 +183,7 @@ def test_forgetting_a_thread_leaves_its_words_nowhere(world: World) -> None:
         forget_thread(world.memory("ada"), "t2", actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, THREAD_WORD) == []
+    assert channels_holding(world.saver, THREAD_WORD) == []  # no checkpoint channel or write
     world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")  # a valid queue
 
 
@@ -191,6 +194,7 @@ def test_forgetting_an_agent_leaves_its_words_nowhere(world: World) -> None:
         forget_agent(world.memory("bob"), actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, AGENT_WORD) == []
+    assert channels_holding(world.saver, AGENT_WORD) == []  # no checkpoint channel or write
     assert leaks(world.place, MESSAGE_WORD)  # ada's memory is untouched
 
 
