@@ -128,9 +128,13 @@ def scrub_live(
         return False
     if texts or messages or threads:
         _clean_state(store, texts, messages, threads)
+        # Saved only by a server that persists it (its flush loop holds the store): another
+        # process that merely imported the runtime (unpickling a saved state) must never
+        # write its empty store over a server's file.
         persistence = sys.modules.get("langgraph_runtime_inmem._persistence")
-        if not getattr(persistence, "DISABLE_FILE_PERSISTENCE", False):
-            store.sync()  # type: ignore[attr-defined]  # a langgraph PersistentDict
+        flushed = getattr(persistence, "_stores", {}).get(getattr(store, "filename", None))
+        if flushed is not None and flushed() is store:
+            store.sync()  # a langgraph PersistentDict
     return True
 
 
