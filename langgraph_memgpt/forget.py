@@ -146,6 +146,7 @@ def forget_passages(
     actor: str,
     checkpointer: BaseCheckpointSaver[Any] | None,
     detail: str = "",
+    running: str | None = None,
 ) -> ForgetReport:
     """Delete archival passages and every copy of their text: the one eraser of passages.
 
@@ -158,7 +159,8 @@ def forget_passages(
     latest checkpoint and lose their history (`checkpoints.scrub_thread`); then the
     engine's files are scrubbed, and a serving process's own copy of its threads
     (`dev_state.scrub_live`). Ids the agent does not have are skipped: the report lists
-    what went.
+    what went. ``running``: the thread a run of the caller holds now (a store call inside
+    a tool), whose checkpoint that run writes next: it is left, and the report says so.
     """
     saver = checkpointer
     deleted = memory.archival.delete(list(passage_ids), actor=actor, detail=detail)
@@ -168,7 +170,7 @@ def forget_passages(
     texts = report.texts = quotable(p.text for p in deleted)
     report.echoes = _delete_echoes(memory, texts, actor)
     threads = {p.thread_id for p in deleted if p.thread_id} | {m.thread_id for m in report.echoes}
-    _clean_threads(memory, saver, threads, report.echoes, texts, report)
+    _clean_threads(memory, saver, threads, report.echoes, texts, report, running)
     _scrub(memory, saver, report)
     return report
 
@@ -180,6 +182,7 @@ def forget_messages(
     actor: str,
     checkpointer: BaseCheckpointSaver[Any] | None,
     thread_id: str | None = None,
+    running: str | None = None,
 ) -> ForgetReport:
     """Delete recall messages, the summaries written from them, and their queue copies.
 
@@ -191,6 +194,8 @@ def forget_messages(
             threads' queues and histories there, and a summary holding them is cleared
             (None: no thread is cleaned, and the report says so).
         thread_id: only this thread's message with each id.
+        running: the thread a run of the caller holds now (left to that run, as in
+            `forget_passages`).
 
     Raises:
         NothingToForgetError: no message has any of these ids.
@@ -213,7 +218,8 @@ def forget_messages(
     report.echoes = _delete_echoes(memory, texts, actor)
     if checkpointer is not None:
         threads = {m.thread_id for m in deleted} | {m.thread_id for m in report.echoes}
-        _clean_threads(memory, checkpointer, threads, [*deleted, *report.echoes], texts, report)
+        removed = [*deleted, *report.echoes]
+        _clean_threads(memory, checkpointer, threads, removed, texts, report, running)
     else:
         report.notes.append(
             "A thread's checkpoint may still hold these messages in its context window "
@@ -511,6 +517,7 @@ def _clean_threads(
     removed: Sequence[RecallMessage],
     texts: Sequence[str],
     report: ForgetReport,
+    running: str | None = None,
 ) -> None:
     """Clean each thread's latest checkpoint in every channel, then delete its history.
 
@@ -518,7 +525,8 @@ def _clean_threads(
     channel holds them (``messages``, ``repeat_key``, ``event_outcome``, waiting events...),
     a summary holding a removed summary is cleared, and the thread's earlier checkpoints
     and their pending writes go (`checkpoints.scrub_thread`). Another agent's thread is
-    left alone.
+    left alone, and so is ``running``, the thread of the run the caller is part of: that
+    run writes its next checkpoint from what it holds, after any cleaning here.
     """
     if checkpointer is None:
         return
@@ -527,6 +535,12 @@ def _clean_threads(
         if _thread_agent(checkpointer, thread_id) not in (None, memory.agent_id):
             continue  # another agent's thread: its checkpoint is not ours to change
         if not _has_checkpoint(checkpointer, thread_id):
+            continue
+        if thread_id == running:
+            report.notes.append(
+                "The thread running now keeps it in its context window until it is "
+                "evicted; forget from outside the run to clean that thread too."
+            )
             continue
         ids = {m.message_id for m in removed if m.thread_id == thread_id}
         scrub_thread(checkpointer, thread_id, remove=ids, texts=texts, clear=removed_summaries)

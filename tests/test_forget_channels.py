@@ -14,11 +14,13 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from checkpointers import Place, channels_holding, open_saver
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+from langgraph.prebuilt import InjectedStore
 from test_forget_gone import leaks
 
 from langgraph_memgpt import Context, build_graph
@@ -246,3 +248,66 @@ def test_no_eraser_can_be_called_without_naming_the_threads_checkpointer() -> No
     for eraser in erasers:
         parameter = inspect.signature(eraser).parameters["checkpointer"]
         assert parameter.default is inspect.Parameter.empty, eraser.__qualname__
+
+
+def test_a_store_delete_forgets_as_forget_does(threads: Threads, tmp_path: Path) -> None:
+    """``MemGPTStore.delete`` (LangMem's delete, the ``BaseStore`` API) is the one eraser too:
+    a passage and a message deleted through it leave no channel, row, file or export."""
+    from langgraph_memgpt.store import MemGPTStore, namespace, thread_namespace
+
+    store = MemGPTStore(threads.backend, context=threads.ctx, threads=threads.saver)
+    (found,) = [
+        item
+        for item in store.search(namespace("ada", "archival"), query="passport", limit=50)
+        if ONE_STEP_WORD in item.value["content"]
+    ]
+    store.delete(found.namespace, found.key)
+    store.delete(thread_namespace("ada", "t1"), "u1")  # "Please keep my passport number safe."
+
+    assert_gone(threads, ONE_STEP_WORD, tmp_path)
+    assert_gone(threads, "Please keep my passport number safe", tmp_path)
+    assert leaks(threads.place, EVENT_WORD)  # what was not deleted stays
+    reply = {"content": "", "tool_calls": [call("send_message", "c9", message="Yes.")]}
+    threads.run("t1", {"messages": [HumanMessage("Still there?", id="u3")]}, [reply])
+
+
+def test_a_store_delete_inside_a_run_cleans_the_other_threads_and_the_run_goes_on(
+    threads: Threads, tmp_path: Path
+) -> None:
+    """A tool deleting through the graph's store (LangMem's way) forgets in every other
+    thread at once; the thread whose run it is in keeps its checkpoint for that run to
+    write (no history is pruned under it), and a forget from outside afterwards cleans it."""
+    from langgraph_memgpt.store import MemGPTStore, namespace
+
+    @tool
+    def drop_passport(store: Annotated[Any, InjectedStore()]) -> str:
+        """Delete the saved passport note."""
+        for item in store.search(namespace("ada", "archival"), query="passport", limit=50):
+            if ONE_STEP_WORD in item.value["content"]:
+                store.delete(item.namespace, item.key)
+        return "deleted"
+
+    store = MemGPTStore(threads.backend, context=threads.ctx)  # threads: the run's own
+    model = ScriptedChatModel.from_steps(
+        [
+            {"content": "", "tool_calls": [call("drop_passport", "c7", request_heartbeat=True)]},
+            {"content": "", "tool_calls": [call("send_message", "c8", message="Done.")]},
+        ]
+    )
+    graph = build_graph(model=model, memory=threads.backend, tools=[drop_passport]).compile(
+        checkpointer=threads.saver, store=store
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    out = graph.invoke(
+        {"messages": [HumanMessage("Drop my passport note.", id="u5")]}, config, context=threads.ctx
+    )
+
+    assert out["messages"][-1].content == "Done."
+    # The other thread (t2, whose search result showed it) is clean at once; the running
+    # thread's queue still quotes it (its run wrote it back), until evicted or forgotten
+    # from outside (`forget --thread`): the documented limit of a delete made in a run.
+    holding = channels_holding(threads.saver, ONE_STEP_WORD)
+    assert holding and {h.split(":")[0] for h in holding} == {"t1"}
+    assert not any(ONE_STEP_WORD in m.text for m in threads.place.open("ada").recall.latest(50))
+    reply = {"content": "", "tool_calls": [call("send_message", "c9", message="Yes.")]}
+    threads.run("t1", {"messages": [HumanMessage("Still there?", id="u6")]}, [reply])
