@@ -108,6 +108,16 @@ def threads_for(
     return nullcontext(own if _cleanable_in_a_node(own) else None)
 
 
+def current_run() -> RunnableConfig | None:
+    """The config of the graph run this is called in (a node, a tool), None outside one."""
+    from langgraph.config import get_config
+
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
+
+
 def _cleanable_in_a_node(saver: Any) -> bool:
     if isinstance(saver, SqliteSaver | InMemorySaver):
         return True

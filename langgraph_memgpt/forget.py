@@ -37,7 +37,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph_memgpt.checkpoints import empty_wal, scrub_thread
+from langgraph_memgpt.checkpoints import (
+    ThreadsAt,
+    current_run,
+    empty_wal,
+    scrub_thread,
+    threads_for,
+)
 from langgraph_memgpt.redaction import quotable, quotes
 from langgraph_memgpt.stores.base import Memory, Scrubbable
 from langgraph_memgpt.stores.messages import searchable_text
@@ -331,15 +337,20 @@ def forget_agent(
     return report
 
 
-def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
+def forget_matching(
+    memory: Memory, about: str, *, actor: str, threads: ThreadsAt = None
+) -> ForgetReport:
     """Delete the passages and messages that contain every content word of ``about``.
 
     What the ``forget`` tool runs when a user asks ("forget my address"): literal on
     purpose, so it deletes what names the thing and nothing merely similar. Every message
     is read (tool results too: a search result quoting the fact lives in recall as well),
-    so the cost grows with the agent's history (a second or so at 100k messages). Core
-    memory is not edited; lines that match are named, for the model to remove with
-    ``core_memory_replace``.
+    so the cost grows with the agent's history (a second or so at 100k messages). What
+    matches goes through the one eraser (`forget_passages`, `forget_messages`): quotes,
+    summaries and facts, the engine's files, and every channel of the agent's threads in
+    ``threads`` (default: the checkpointer of the run the tool is called in), but for the
+    thread of that run, whose checkpoint the run writes next. Core memory is not edited;
+    lines that match are named, for the model to remove with ``core_memory_replace``.
 
     Raises:
         ValueError: ``about`` has no content word to match on.
@@ -350,28 +361,36 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
             "say what to forget in a few content words (e.g. 'home address', 'Elm Street'); "
             f"{about!r} has none"
         )
-    passages = [p for p in _all_passages(memory) if stems <= topic_stems(p.text)]
+    passages = [p.id for p in _all_passages(memory) if stems <= topic_stems(p.text)]
     messages = [m for m in _all_messages(memory) if stems <= topic_stems(searchable_text(m))]
+    run = current_run()
+    running = ((run or {}).get("configurable") or {}).get("thread_id")
     report = ForgetReport()
-    if passages:
-        deleted = memory.archival.delete([p.id for p in passages], actor=actor)
-        report.passages = [p for p in deleted if SUMMARY_TAG not in p.tags]
-        report.summaries = [p for p in deleted if SUMMARY_TAG in p.tags]
-    for thread_id in sorted({m.thread_id for m in messages}):
-        ids = [m.message_id for m in messages if m.thread_id == thread_id]
-        gone = memory.recall.delete(ids, thread_id=thread_id, actor=actor)
-        report.messages.extend(gone)
-    report.message_count = len(report.messages)
-    if report.messages:
-        report.facts = _remove_facts(memory, report.messages, actor)
-        already = {p.id for p in report.summaries}
-        report.summaries += [
-            p for p in _remove_summaries(memory, report.messages, actor) if p.id not in already
-        ]
-    texts = quotable([*(p.text for p in report.passages), *(m.text for m in report.messages)])
-    report.echoes = _delete_echoes(memory, texts, actor)
-    if report.passages or report.messages or report.summaries:
-        _scrub(memory, None, report)
+    with threads_for(threads, run) as saver:
+        if passages:
+            erased = forget_passages(
+                memory, passages, actor=actor, checkpointer=saver, running=running
+            )
+            _add(report, erased)
+        for thread_id in sorted({m.thread_id for m in messages}):
+            ids = [m.message_id for m in messages if m.thread_id == thread_id]
+            try:
+                erased = forget_messages(
+                    memory,
+                    ids,
+                    actor=actor,
+                    checkpointer=saver,
+                    thread_id=thread_id,
+                    running=running,
+                )
+            except NothingToForgetError:
+                continue  # already gone: they quoted a passage forgotten above
+            except ForgetRefusedError as exc:
+                report.notes.append(str(exc))
+                continue
+            _add(report, erased)
+    report.summaries += [p for p in report.passages if SUMMARY_TAG in p.tags]
+    report.passages = [p for p in report.passages if SUMMARY_TAG not in p.tags]
     for block in memory.core.blocks():
         lines = [line for line in block.value.splitlines() if stems <= topic_stems(line)]
         if lines:
@@ -380,6 +399,19 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
                 "remove them with core_memory_replace (empty new_content)."
             )
     return report
+
+
+def _add(report: ForgetReport, more: ForgetReport) -> None:
+    """Fold what one erasure removed into ``report``."""
+    report.passages += more.passages
+    report.messages += more.messages
+    report.message_count += more.message_count
+    report.summaries += [p for p in more.summaries if p not in report.summaries]
+    report.echoes += more.echoes
+    report.facts += more.facts
+    report.texts += more.texts
+    report.checkpoints += [t for t in more.checkpoints if t not in report.checkpoints]
+    report.notes += [n for n in more.notes if n not in report.notes]
 
 
 def clean_server_state(data_dir: Path, report: ForgetReport, deleted: Sequence[str] = ()) -> str:

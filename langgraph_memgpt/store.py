@@ -47,7 +47,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -61,7 +60,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from langgraph_memgpt.checkpoints import ThreadsAt, threads_for
+from langgraph_memgpt.checkpoints import ThreadsAt, current_run, threads_for
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
@@ -251,14 +250,9 @@ class MemGPTStore(BaseStore):
         message: RecallMessage | None = None,
     ) -> None:
         """A delete: the one eraser (`forget`), in the threads too, as ``forget`` does."""
-        from langgraph.config import get_config
-
         from langgraph_memgpt.forget import forget_messages, forget_passages
 
-        try:
-            run: RunnableConfig | None = get_config()
-        except RuntimeError:  # not called from a graph run
-            run = None
+        run = current_run()
         running = ((run or {}).get("configurable") or {}).get("thread_id")
         with threads_for(self.threads, run) as saver:
             if passage is not None:

@@ -311,3 +311,33 @@ def test_a_store_delete_inside_a_run_cleans_the_other_threads_and_the_run_goes_o
     assert not any(ONE_STEP_WORD in m.text for m in threads.place.open("ada").recall.latest(50))
     reply = {"content": "", "tool_calls": [call("send_message", "c9", message="Yes.")]}
     threads.run("t1", {"messages": [HumanMessage("Still there?", id="u6")]}, [reply])
+
+
+def test_the_forget_tool_cleans_the_other_threads_checkpoints(
+    threads: Threads, tmp_path: Path
+) -> None:
+    """The model's ``forget(about)`` goes through the one eraser: the passage and the
+    search result quoting it leave every other thread's checkpoint at once."""
+    out = threads.run(
+        "t3",
+        {"messages": [HumanMessage("Forget my passport number.", id="u7")]},
+        [
+            {
+                "content": "",
+                "tool_calls": [
+                    call("forget", "c10", about=f"passport {ONE_STEP_WORD}", request_heartbeat=True)
+                ],
+            },
+            {"content": "", "tool_calls": [call("send_message", "c11", message="Forgotten.")]},
+        ],
+    )
+
+    assert out["messages"][-1].content == "Forgotten."
+    assert passage_with_none(threads.place, ONE_STEP_WORD)
+    holding = {h.split(":")[0] for h in channels_holding(threads.saver, ONE_STEP_WORD)}
+    assert holding == {"t3"}  # only the thread whose run asked (its forget call names it)
+    assert leaks(threads.place, EVENT_WORD)  # what was not forgotten stays
+
+
+def passage_with_none(place: Place, word: str) -> bool:
+    return not [p for p, _ in place.open("ada").archival.list_passages() if word in p.text]
