@@ -88,6 +88,20 @@ checkpointer, a function opening one (`existing_threads` on the server's setting
 None for the run's own checkpointer (`threads_for`)."""
 
 
+_SERVED: list[Callable[[], AbstractContextManager[BaseCheckpointSaver[Any] | None]]] = []
+
+
+def serve_threads(
+    opener: Callable[[], AbstractContextManager[BaseCheckpointSaver[Any] | None]],
+) -> None:
+    """Say where this process's server keeps its threads (``server.checkpointer`` does).
+
+    A server's runs hold an async saver, which a node or a tool cannot use to clean a
+    thread: `threads_for` opens this instead (`existing_threads` on the server's settings).
+    """
+    _SERVED[:] = [opener]
+
+
 def threads_for(
     where: ThreadsAt, config: RunnableConfig | None
 ) -> AbstractContextManager[BaseCheckpointSaver[Any] | None]:
@@ -95,8 +109,9 @@ def threads_for(
 
     None: the run's own checkpointer (``config``'s: a graph compiled with the checkpointer
     of the chat threads, or mounted in a parent graph that has it), when it is one whose
-    threads can be cleaned from a node (a SQLite, Postgres or in-memory saver; an async
-    one is reached through `existing_threads` instead); else None, and nothing is cleaned.
+    threads can be cleaned from a node (a SQLite, Postgres or in-memory saver); a served
+    run's async one through what the server named (`serve_threads`); else None, and no
+    thread is cleaned.
     """
     if isinstance(where, BaseCheckpointSaver):
         return nullcontext(where)
@@ -105,7 +120,11 @@ def threads_for(
     from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER
 
     own = ((config or {}).get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
-    return nullcontext(own if _cleanable_in_a_node(own) else None)
+    if _cleanable_in_a_node(own):
+        return nullcontext(own)
+    if own is not None and _SERVED:
+        return _SERVED[0]()
+    return nullcontext(None)
 
 
 def current_run() -> RunnableConfig | None:

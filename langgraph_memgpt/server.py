@@ -35,7 +35,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateUpdate
 from langgraph_sdk.runtime import ServerRuntime
 
-from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME
+from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME, existing_threads, serve_threads
 from langgraph_memgpt.context import ContextError
 from langgraph_memgpt.settings import ServerSettings, check_client_context
 
@@ -100,6 +100,8 @@ async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """
     await asyncio.to_thread(_from_env)
     settings = ServerSettings.from_env()
+    # Where a forget made in a run (the forget tool, a store delete) cleans the threads.
+    serve_threads(functools.partial(existing_threads, settings.data_dir, settings.database_url))
     # What a first turn loads once per process, loaded now: the first reply costs what later
     # ones do (the model's prompt prefix is read ahead by `serve`, see `warmup`).
     asyncio.get_running_loop().run_in_executor(None, prepare_at_start, settings)

@@ -8,7 +8,8 @@ passage, and a ``memgpt_sleeptime`` run through ``langgraph_sdk`` purges the oth
 retention rule. After each, while the server still runs and again after it stopped: no file
 of the data directory (checkpoints and their write-ahead logs, the memory database, the
 server's own saved runs and threads) and no row of any Postgres table holds the words, and
-the threads API shows none of them.
+the threads API shows none of them. Then the model's ``forget`` tool, called in a run of a
+thread of its own, leaves every other thread clean.
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ SCRIPT = [
     },
     {"content": "", "tool_calls": [call("send_message", "c5", message="Your passport.")]},
     "nothing to tidy",  # the sleep-time run's proposal (not JSON: it changes nothing)
+    {
+        "content": "",
+        "tool_calls": [call("forget", "c6", about=f"{KEPT_WORD} videos", request_heartbeat=True)],
+    },
+    {"content": "", "tool_calls": [call("send_message", "c7", message="Forgotten.")]},
 ]
 
 
@@ -140,7 +146,7 @@ def thread_texts(client: Any, threads: list[str]) -> str:
 
 @pytest.mark.server
 @pytest.mark.timeout(300)
-def test_the_pages_forget_and_the_servers_retention_leave_no_file_row_or_channel_holding_it(
+def test_the_pages_forget_the_servers_retention_and_the_forget_tool_leave_no_copy(
     served: Served,
 ) -> None:
     from langgraph_sdk import get_sync_client
@@ -173,8 +179,13 @@ def test_the_pages_forget_and_the_servers_retention_leave_no_file_row_or_channel
     assert served.leaks(RETENTION_WORD) == []
     assert RETENTION_WORD not in thread_texts(client, [*threads, tidy])
 
-    # What was not forgotten stays; the threads go on; a stopped server's files stay clean.
-    assert served.leaks(KEPT_WORD)
+    # The model's forget tool, in a run of its own thread: every other thread is clean.
+    assert KEPT_WORD in thread_texts(client, threads)  # what was not forgotten stayed
+    asker = client.threads.create()["thread_id"]
+    ask(client, asker, "Forget which videos I like.")
+    assert KEPT_WORD not in thread_texts(client, threads)
+
+    # A stopped server's files stay clean.
     served.server.stop()
     for word in (PAGE_WORD, RETENTION_WORD):
         assert served.leaks(word) == [], word
