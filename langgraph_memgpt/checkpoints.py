@@ -221,6 +221,64 @@ def empty_wal(saver: BaseCheckpointSaver[Any]) -> None:
             saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+@contextmanager
+def holding(saver: BaseCheckpointSaver[Any], thread_id: str) -> Iterator[None]:
+    """Hold ``thread_id`` as a run of it does while its checkpoints are rewritten or deleted.
+
+    A run writes its checkpoints from the state it holds in memory: a thread cleaned while
+    one of its runs is in progress would get the forgotten text back with that run's next
+    checkpoint. So ``forget`` takes the thread's claim (`threads.one_run`): the file lock
+    beside a SQLite checkpoint file (the one the graph's runs take), or on Postgres the
+    advisory lock the runs take (`stores.postgres`), on the saver's own session. It waits
+    for a run in progress to end, and a run that starts meanwhile waits for it. Other
+    savers (in memory) are held in this process only.
+
+    Raises:
+        ThreadBusyError: a run kept the thread longer than ``THREAD_WAIT_SECONDS``.
+    """
+    from langgraph_memgpt.threads import lock_dir_of, one_run
+
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    shared = _SaverThreadLocks.of(saver)
+    with one_run(config, lock_dir_of(saver), shared):
+        yield
+
+
+class _SaverThreadLocks:
+    """Postgres runs' thread claims (advisory locks), taken on a ``PostgresSaver``'s session."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    @classmethod
+    def of(cls, saver: BaseCheckpointSaver[Any]) -> _SaverThreadLocks | None:
+        """The claims of ``saver``'s database, when it is a ``PostgresSaver`` on one session."""
+        try:
+            import psycopg
+            from langgraph.checkpoint.postgres import PostgresSaver
+        except ImportError:  # the postgres extra is not installed
+            return None
+        if isinstance(saver, PostgresSaver) and isinstance(saver.conn, psycopg.Connection):
+            return cls(saver)
+        return None  # a pool: a lock and its unlock could land on two sessions
+
+    def _lock(self, function: str, thread_id: str) -> bool:
+        # The runs' own lock class and key (`PostgresBackend.try_lock_thread`).
+        from langgraph_memgpt.stores.postgres import _THREAD_LOCKS, thread_lock_key
+
+        key = (_THREAD_LOCKS, thread_lock_key(thread_id))
+        with self.saver._cursor() as cur:  # noqa: SLF001 - the saver's own session and lock
+            cur.execute(f"SELECT {function}(%s, %s) AS done", key)
+            row = cur.fetchone()
+        return bool(row and row["done"])
+
+    def try_lock_thread(self, thread_id: str) -> Callable[[], None] | None:
+        """As `stores.base.ThreadLocks`: claim without waiting, or None when a run holds it."""
+        if not self._lock("pg_try_advisory_lock", thread_id):
+            return None
+        return lambda: None if self._lock("pg_advisory_unlock", thread_id) else None
+
+
 def scrub_thread(
     saver: BaseCheckpointSaver[Any],
     thread_id: str,

@@ -41,6 +41,7 @@ from langgraph_memgpt.checkpoints import (
     ThreadsAt,
     current_run,
     empty_wal,
+    holding,
     scrub_thread,
     threads_for,
 )
@@ -50,6 +51,7 @@ from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.passages import SUMMARY_TAG
 from langgraph_memgpt.stores.types import Passage, RecallMessage
 from langgraph_memgpt.stores.words import topic_stems
+from langgraph_memgpt.threads import ThreadBusyError
 
 _PAGE = 1000
 MAX_THREAD_QUOTES = 2000
@@ -272,7 +274,8 @@ def forget_thread(
         and (owner == memory.agent_id or (owner is None and had_memory))
         and _has_checkpoint(checkpointer, thread_id)
     ):
-        checkpointer.delete_thread(thread_id)
+        with holding(checkpointer, thread_id):  # a run in progress ends first
+            checkpointer.delete_thread(thread_id)
         empty_wal(checkpointer)
         memory.deletions.record("checkpoint", thread_id, actor=actor, thread_id=thread_id)
         report.checkpoints.append(thread_id)
@@ -321,7 +324,8 @@ def forget_agent(
         for thread_id in threads:
             owner = _thread_agent(checkpointer, thread_id)
             if owner in (None, memory.agent_id) and _has_checkpoint(checkpointer, thread_id):
-                checkpointer.delete_thread(thread_id)
+                with holding(checkpointer, thread_id):  # a run in progress ends first
+                    checkpointer.delete_thread(thread_id)
                 report.checkpoints.append(thread_id)
         empty_wal(checkpointer)
     if not (report.blocks or report.message_count or passages):
@@ -575,7 +579,14 @@ def _clean_threads(
             )
             continue
         ids = {m.message_id for m in removed if m.thread_id == thread_id}
-        scrub_thread(checkpointer, thread_id, remove=ids, texts=texts, clear=removed_summaries)
+        try:
+            with holding(checkpointer, thread_id):  # a run in progress ends first
+                scrub_thread(
+                    checkpointer, thread_id, remove=ids, texts=texts, clear=removed_summaries
+                )
+        except ThreadBusyError as exc:
+            report.notes.append(f"{exc}: its checkpoint was not cleaned; forget again later.")
+            continue
         report.checkpoints.append(thread_id)
 
 

@@ -11,6 +11,7 @@ searched for the words. Both backends.
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -341,3 +342,54 @@ def test_the_forget_tool_cleans_the_other_threads_checkpoints(
 
 def passage_with_none(place: Place, word: str) -> bool:
     return not [p for p, _ in place.open("ada").archival.list_passages() if word in p.text]
+
+
+def test_a_forget_waits_for_the_run_in_progress_on_a_thread_and_cleans_after_it(
+    threads: Threads, tmp_path: Path
+) -> None:
+    """A run of t1 is thinking (its queue, in memory, quotes the passage) when the passage
+    is forgotten: the forget holds the thread as a run does, so it cleans t1 after that
+    run's last checkpoint instead of before it (which the run would write back)."""
+    called, release = threading.Event(), threading.Event()
+
+    class Held(ScriptedChatModel):
+        def _generate(self, *args: Any, **kwargs: Any) -> Any:
+            called.set()
+            release.wait(120)
+            return super()._generate(*args, **kwargs)
+
+    reply = {"content": "", "tool_calls": [call("send_message", "c12", message="Yes.")]}
+    graph = build_graph(model=Held.from_steps([reply]), memory=threads.backend).compile(
+        checkpointer=threads.saver
+    )
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            config: Any = {"configurable": {"thread_id": "t1"}}
+            message = HumanMessage("Anything else?", id="u8")
+            graph.invoke({"messages": [message]}, config, context=threads.ctx)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    def forget() -> None:
+        try:
+            passage = passage_with(threads.place, ONE_STEP_WORD)
+            forget_passage(
+                threads.place.open("ada"), passage, actor="user", checkpointer=threads.saver
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    assert called.wait(60)
+    forgetter = threading.Thread(target=forget)
+    forgetter.start()
+    forgetter.join(timeout=3)  # without the thread's claim it is done by now, too early
+    release.set()
+    runner.join(120)
+    forgetter.join(120)
+
+    assert not failures and not runner.is_alive() and not forgetter.is_alive(), failures
+    assert channels_holding(threads.saver, ONE_STEP_WORD) == []
