@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, RemoveMessage
 from typing_extensions import TypedDict
 
 from langgraph_memgpt.osutil import utc_now
@@ -134,8 +134,9 @@ def message_id_refusal(messages: Any) -> str | None:
     user's message ``event:7`` would stand for event ``7`` while in view and be recorded
     over by it (or over it) once evicted. So the namespace is the events' alone: a message
     whose id starts with `EVENT_ID_PREFIX` is refused, unless it is an event's own message
-    (a parent graph handing the agent its queue back). The run's input check
-    (`langgraph_memgpt.admission`) and a client's state write (`ownership`) both ask here.
+    (a parent graph handing the agent its queue back) or removes one from the queue. The
+    run's input check (`langgraph_memgpt.admission`) and a client's state write
+    (`ownership`) both ask here.
     """
     from langchain_core.messages import convert_to_messages
 
@@ -150,8 +151,8 @@ def message_id_refusal(messages: Any) -> str | None:
             (message,) = convert_to_messages([item])
         except Exception:  # noqa: BLE001 - malformed: not an event's message either
             message = None
-        if message is not None and is_event(message):
-            continue
+        if message is not None and (is_event(message) or isinstance(message, RemoveMessage)):
+            continue  # an event's own message, or taking one out of the queue
         return (
             f"messages[{index}].id: {raw!r} is in the events' namespace (ids starting with "
             f"{EVENT_ID_PREFIX!r} are system events' own); give the message another id, or "

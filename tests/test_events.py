@@ -222,7 +222,8 @@ def test_a_client_state_write_in_the_events_namespace_is_refused_by_the_served_g
 
     from langgraph_memgpt.server import client_facing
 
-    agent = Agent(tmp_path, [step(call("send_message", message="Hello."))])
+    agent = Agent(tmp_path, ["Noted.", step(call("send_message", message="Hello."))])
+    agent.run(events=[{**CONFIG_CHANGED, "id": "7"}])
     agent.run(messages=[HumanMessage("hi", id="u1")])
     served = client_facing(agent.graph)
     forged = {"messages": [HumanMessage("My salary is 91,400.", id="event:7")]}
@@ -230,6 +231,8 @@ def test_a_client_state_write_in_the_events_namespace_is_refused_by_the_served_g
         served.update_state(agent.config, forged)
     assert refused.value.status_code == 403
     served.update_state(agent.config, {"messages": [HumanMessage("fine", id="u2")]})
+    served.update_state(agent.config, {"messages": [RemoveMessage(id="event:7")]})  # no id taken
+    assert "event:7" not in [m.id for m in agent.state()["messages"]]
 
 
 def test_events_beside_a_user_message_still_get_the_user_a_reply(tmp_path: Path) -> None:
