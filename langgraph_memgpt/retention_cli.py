@@ -67,12 +67,12 @@ def _apply_each(
     for agent in agents:
         try:
             report = apply_retention(backend.open(agent), checkpointer=saver)
-            if not database_url(args):
-                for erased in report.reports:
-                    note = clean_server_state(root, erased)
-                    if note:
-                        _error(note)
-                        break
+            # `serve`'s own copy of threads in the data directory (Postgres ones too).
+            for erased in report.reports:
+                note = clean_server_state(root, erased)
+                if note:
+                    _error(note)
+                    break
         except Exception as exc:  # noqa: BLE001 - named, then the next agent's rules run
             failed += 1
             _error(f"agent '{agent}': retention not applied: {type(exc).__name__}: {exc}")

@@ -192,13 +192,25 @@ def test_a_retention_purge_forgets_as_forget_does(threads: Threads, tmp_path: Pa
 
 
 def test_the_retention_command_forgets_in_the_threads_too(threads: Threads, tmp_path: Path) -> None:
+    """``retention apply`` on a data directory or a database, where a stopped ``serve`` left
+    its own copy of the threads (``.langgraph_api``, in the data directory on both)."""
+    import pickle
+
+    from langgraph_memgpt.dev_state import STATE_FILE
+
     memory = threads.place.open("ada")
     memory.archival.set_retention_rule(rule("ephemeral", "1s"))
-    where = (
-        ["--data-dir", str(threads.place.data_dir)]
-        if threads.place.kind == "sqlite"
-        else ["--database-url", threads.place.url]
-    )
+    saved = threads.place.data_dir / STATE_FILE
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    values = [threads.saver.get_tuple({"configurable": {"thread_id": t}}) for t in ("t1", "tw")]
+    copy = [
+        {"thread_id": t, "values": v.checkpoint["channel_values"]}
+        for t, v in zip(("t1", "tw"), values, strict=True)
+    ]
+    saved.write_bytes(pickle.dumps({"runs": [], "threads": copy}))
+    where = ["--data-dir", str(threads.place.data_dir)]
+    if threads.place.kind == "postgres":
+        where += ["--database-url", threads.place.url]
     time.sleep(1.1)  # the rule's age passes (nothing is timed: it only has to be over)
     threads.place.close()
 
@@ -206,6 +218,7 @@ def test_the_retention_command_forgets_in_the_threads_too(threads: Threads, tmp_
 
     for word in (ONE_STEP_WORD, EVENT_WORD):
         assert_gone(threads, word, tmp_path)
+        assert word.encode() not in saved.read_bytes()
     assert leaks(threads.place, KEPT_WORD)
 
 
