@@ -24,7 +24,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_memgpt.osutil import write_atomic
-from langgraph_memgpt.redaction import REDACTED
+from langgraph_memgpt.redaction import redact
 
 STATE_FILE = Path(".langgraph_api") / ".langgraph_ops.pckl"
 """Where ``langgraph dev`` (its in-memory runtime) saves threads and runs, in its cwd."""
@@ -180,29 +180,22 @@ def _load(path: Path) -> Any:
 
 
 def _clean(value: Any, texts: Sequence[str], ids: Collection[str]) -> Any:
-    """``value`` without the forgotten messages, the forgotten texts redacted."""
-    if isinstance(value, str):
-        for text in texts:
-            value = value.replace(text, REDACTED)
+    """``value`` without the forgotten messages, the forgotten texts redacted.
+
+    The redaction is the checkpoints' (`redaction.redact`): one rule for every copy.
+    """
+    return redact(_without(value, ids), texts)
+
+
+def _without(value: Any, ids: Collection[str]) -> Any:
+    """``value`` with the messages whose id was forgotten taken out of every list."""
+    if not ids:
         return value
-    if isinstance(value, BaseMessage):
-        return value.model_copy(
-            update={
-                "content": _clean(value.content, texts, ids),
-                "additional_kwargs": _clean(value.additional_kwargs, texts, ids),
-                **(
-                    {"tool_calls": _clean(calls, texts, ids)}
-                    if (calls := getattr(value, "tool_calls", None))
-                    else {}
-                ),
-            }
-        )
     if isinstance(value, dict):
-        return {k: _clean(v, texts, ids) for k, v in value.items()}
+        return {k: _without(v, ids) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        kept = [v for v in value if not _forgotten(v, ids)]
-        cleaned = [_clean(v, texts, ids) for v in kept]
-        return cleaned if isinstance(value, list) else tuple(cleaned)
+        kept = [_without(v, ids) for v in value if not _forgotten(v, ids)]
+        return kept if isinstance(value, list) else tuple(kept)
     return value
 
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import pytest
 from checkpointers import Place, channels_holding, open_saver
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.prebuilt import InjectedStore
 from test_forget_gone import leaks
@@ -207,6 +207,10 @@ def test_the_retention_command_forgets_in_the_threads_too(threads: Threads, tmp_
         {"thread_id": t, "values": v.checkpoint["channel_values"]}
         for t, v in zip(("t1", "tw"), values, strict=True)
     ]
+    # A tool result's artifact in the copy holds it too (redacted by the checkpoints' rule).
+    quoted = f"Ada's passport number is {ONE_STEP_WORD}."
+    found = ToolMessage("found it", tool_call_id="c4", artifact={"passage": quoted})
+    copy.append({"thread_id": "t2", "values": {"messages": [found]}})
     saved.write_bytes(pickle.dumps({"runs": [], "threads": copy}))
     where = ["--data-dir", str(threads.place.data_dir)]
     if threads.place.kind == "postgres":
