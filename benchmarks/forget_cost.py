@@ -50,7 +50,7 @@ def main() -> None:
         memory.scrub()
         print(f"scrub (index merge + WAL truncate): {time.perf_counter() - started:.2f} s")
         started = time.perf_counter()
-        forget_messages(memory, ["m5"], actor="user")
+        forget_messages(memory, ["m5"], actor="user", checkpointer=None)
         print(f"forget_messages of one message: {time.perf_counter() - started:.2f} s")
         memory.close()
 

@@ -8,7 +8,8 @@ run of the thread's own agent takes the refused agent's message for its own and 
 
 So the compiled graph checks each run's input as the run starts (`Admission`, called by the
 thread guard of `langgraph_memgpt.threads` with the thread held, before LangGraph reads the
-checkpoint): malformed ``events`` are refused naming the field (`events.check_events`), and
+checkpoint): malformed ``events`` are refused naming the field (`events.check_events`), a
+message whose id is in the events' namespace too (`events.message_id_refusal`), and
 another agent's run on a thread is refused (`deps.refuse_another_agent`). Nothing of a
 refused input is kept. The nodes keep their own checks (a subgraph run, a resume).
 """
@@ -24,7 +25,7 @@ from pydantic import BaseModel
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, refuse_another_agent
-from langgraph_memgpt.events import check_events
+from langgraph_memgpt.events import EventError, check_events, message_id_refusal
 from langgraph_memgpt.threads import RunStart
 
 
@@ -52,6 +53,8 @@ class Admission:
             return None
         if inputs.get("events") is not None:
             check_events(inputs["events"])
+        if (why := message_id_refusal(inputs.get("messages") or [])) is not None:
+            raise EventError(why)
         saver = run.checkpointer
         if run.nested or run.thread_id is None or not isinstance(saver, BaseCheckpointSaver):
             return None

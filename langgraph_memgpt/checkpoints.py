@@ -9,8 +9,8 @@ business (`stores.backends`); these are LangGraph's own checkpoint savers.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,97 @@ def existing_checkpointer(data_dir: Path) -> Iterator[SqliteSaver | None]:
         return
     with sqlite_checkpointer(path) as saver:
         yield saver
+
+
+@contextmanager
+def existing_threads(
+    data_dir: str | Path, database_url: str = ""
+) -> Iterator[BaseCheckpointSaver[Any] | None]:
+    """The threads' checkpoints where a server keeps them, for a command that erases.
+
+    The data directory's ``checkpoints.sqlite`` (None when there is none yet: nothing to
+    clean, and no empty file made), or LangGraph's ``PostgresSaver`` on ``database_url``
+    (its tables made if missing). What every eraser of a served memory opens (``retention
+    apply``, the memory page's Forget, the sleep-time run's retention): one place that
+    knows where the server's threads are, so none of them forgets them.
+    """
+    root = Path(data_dir).expanduser()
+    if not database_url:
+        with existing_checkpointer(root) as saver:
+            yield saver
+        return
+    with open_checkpointer(root, database_url) as saver:
+        saver.setup()
+        yield saver
+
+
+ThreadsAt = (
+    BaseCheckpointSaver[Any]
+    | Callable[[], AbstractContextManager[BaseCheckpointSaver[Any] | None]]
+    | None
+)
+"""Where a graph that erases (the sleep-time run's retention) finds the agent's threads: a
+checkpointer, a function opening one (`existing_threads` on the server's settings), or
+None for the run's own checkpointer (`threads_for`)."""
+
+
+_SERVED: list[Callable[[], AbstractContextManager[BaseCheckpointSaver[Any] | None]]] = []
+
+
+def serve_threads(
+    opener: Callable[[], AbstractContextManager[BaseCheckpointSaver[Any] | None]],
+) -> None:
+    """Say where this process's server keeps its threads (``server.checkpointer`` does).
+
+    A server's runs hold an async saver, which a node or a tool cannot use to clean a
+    thread: `threads_for` opens this instead (`existing_threads` on the server's settings).
+    """
+    _SERVED[:] = [opener]
+
+
+def threads_for(
+    where: ThreadsAt, config: RunnableConfig | None
+) -> AbstractContextManager[BaseCheckpointSaver[Any] | None]:
+    """The checkpointer ``where`` names, open for the body.
+
+    None: the run's own checkpointer (``config``'s: a graph compiled with the checkpointer
+    of the chat threads, or mounted in a parent graph that has it), when it is one whose
+    threads can be cleaned from a node (a SQLite, Postgres or in-memory saver); a served
+    run's async one through what the server named (`serve_threads`); else None, and no
+    thread is cleaned.
+    """
+    if isinstance(where, BaseCheckpointSaver):
+        return nullcontext(where)
+    if where is not None:
+        return where()
+    from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER
+
+    own = ((config or {}).get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
+    if _cleanable_in_a_node(own):
+        return nullcontext(own)
+    if own is not None and _SERVED:
+        return _SERVED[0]()
+    return nullcontext(None)
+
+
+def current_run() -> RunnableConfig | None:
+    """The config of the graph run this is called in (a node, a tool), None outside one."""
+    from langgraph.config import get_config
+
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
+
+
+def _cleanable_in_a_node(saver: Any) -> bool:
+    if isinstance(saver, SqliteSaver | InMemorySaver):
+        return True
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:  # the postgres extra is not installed
+        return False
+    return isinstance(saver, PostgresSaver)
 
 
 def open_checkpointer(data_dir: Path, database_url: str = "") -> AbstractContextManager[Any]:
@@ -128,6 +219,64 @@ def empty_wal(saver: BaseCheckpointSaver[Any]) -> None:
     if isinstance(saver, SqliteSaver):
         with saver.lock:
             saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+@contextmanager
+def holding(saver: BaseCheckpointSaver[Any], thread_id: str) -> Iterator[None]:
+    """Hold ``thread_id`` as a run of it does while its checkpoints are rewritten or deleted.
+
+    A run writes its checkpoints from the state it holds in memory: a thread cleaned while
+    one of its runs is in progress would get the forgotten text back with that run's next
+    checkpoint. So ``forget`` takes the thread's claim (`threads.one_run`): the file lock
+    beside a SQLite checkpoint file (the one the graph's runs take), or on Postgres the
+    advisory lock the runs take (`stores.postgres`), on the saver's own session. It waits
+    for a run in progress to end, and a run that starts meanwhile waits for it. Other
+    savers (in memory) are held in this process only.
+
+    Raises:
+        ThreadBusyError: a run kept the thread longer than ``THREAD_WAIT_SECONDS``.
+    """
+    from langgraph_memgpt.threads import lock_dir_of, one_run
+
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    shared = _SaverThreadLocks.of(saver)
+    with one_run(config, lock_dir_of(saver), shared):
+        yield
+
+
+class _SaverThreadLocks:
+    """Postgres runs' thread claims (advisory locks), taken on a ``PostgresSaver``'s session."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    @classmethod
+    def of(cls, saver: BaseCheckpointSaver[Any]) -> _SaverThreadLocks | None:
+        """The claims of ``saver``'s database, when it is a ``PostgresSaver`` on one session."""
+        try:
+            import psycopg
+            from langgraph.checkpoint.postgres import PostgresSaver
+        except ImportError:  # the postgres extra is not installed
+            return None
+        if isinstance(saver, PostgresSaver) and isinstance(saver.conn, psycopg.Connection):
+            return cls(saver)
+        return None  # a pool: a lock and its unlock could land on two sessions
+
+    def _lock(self, function: str, thread_id: str) -> bool:
+        # The runs' own lock class and key (`PostgresBackend.try_lock_thread`).
+        from langgraph_memgpt.stores.postgres import _THREAD_LOCKS, thread_lock_key
+
+        key = (_THREAD_LOCKS, thread_lock_key(thread_id))
+        with self.saver._cursor() as cur:  # noqa: SLF001 - the saver's own session and lock
+            cur.execute(f"SELECT {function}(%s, %s) AS done", key)
+            row = cur.fetchone()
+        return bool(row and row["done"])
+
+    def try_lock_thread(self, thread_id: str) -> Callable[[], None] | None:
+        """As `stores.base.ThreadLocks`: claim without waiting, or None when a run holds it."""
+        if not self._lock("pg_try_advisory_lock", thread_id):
+            return None
+        return lambda: None if self._lock("pg_advisory_unlock", thread_id) else None
 
 
 def scrub_thread(

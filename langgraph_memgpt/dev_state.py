@@ -15,7 +15,8 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+import sys
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_memgpt.osutil import write_atomic
-from langgraph_memgpt.redaction import REDACTED
+from langgraph_memgpt.redaction import redact
 
 STATE_FILE = Path(".langgraph_api") / ".langgraph_ops.pckl"
 """Where ``langgraph dev`` (its in-memory runtime) saves threads and runs, in its cwd."""
@@ -100,24 +101,71 @@ def scrub(
     saved = _load(path)
     if not isinstance(saved, dict):
         return f"{path} is not the server state this version knows; it was left as it was."
-    gone = {str(t) for t in threads}
-    ids = {str(t): {str(i) for i in v} for t, v in (messages or {}).items()}
-
-    def clean(value: Any, thread_id: str) -> Any:
-        return _clean(value, texts, ids.get(thread_id, set()))
-
-    runs = [r for r in saved.get("runs", []) if str(r.get("thread_id")) not in gone]
-    saved["runs"] = [_with(r, "kwargs", clean) for r in runs]
-    kept = [t for t in saved.get("threads", []) if str(t.get("thread_id")) not in gone]
-    saved["threads"] = [_with(t, "values", clean) for t in kept]
+    _clean_state(saved, texts, messages, threads)
     write_atomic(path, pickle.dumps(saved))
     return ""
 
 
-def _with(entry: Any, key: str, clean: Callable[[Any, str], Any]) -> Any:
-    if not isinstance(entry, dict) or key not in entry:
-        return entry
-    return {**entry, key: clean(entry[key], str(entry.get("thread_id")))}
+def scrub_live(
+    *,
+    texts: Sequence[str] = (),
+    messages: Mapping[str, Collection[str]] | None = None,
+    threads: Collection[str] = (),
+) -> bool:
+    """Clean the running server's copy when this process is a ``langgraph dev`` server.
+
+    A forget made inside the server (the memory page, a sleep-time run's retention) cannot
+    wait for the server to stop: its in-memory runtime holds each thread's latest values
+    and every run's input (`STATE_FILE` is that store, saved every few seconds). They are
+    cleaned in place, as `scrub` cleans the file, and the file is saved again at once.
+
+    Returns:
+        Whether this process serves (and its copy was cleaned).
+    """
+    module = sys.modules.get("langgraph_runtime_inmem.database")
+    store = getattr(module, "GLOBAL_STORE", None)
+    if not isinstance(store, dict):
+        return False
+    if texts or messages or threads:
+        _clean_state(store, texts, messages, threads)
+        # Saved only by a server that persists it (its flush loop holds the store): another
+        # process that merely imported the runtime (unpickling a saved state) must never
+        # write its empty store over a server's file.
+        persistence = sys.modules.get("langgraph_runtime_inmem._persistence")
+        flushed = getattr(persistence, "_stores", {}).get(getattr(store, "filename", None))
+        if flushed is not None and flushed() is store:
+            store.sync()  # a langgraph PersistentDict
+    return True
+
+
+def _clean_state(
+    saved: dict[str, Any],
+    texts: Sequence[str],
+    messages: Mapping[str, Collection[str]] | None,
+    threads: Collection[str],
+) -> None:
+    """Clean a server's state (``runs`` and ``threads``) in place, entry by entry.
+
+    In place, so a running server's own references to an entry see the cleaned values.
+    """
+    gone = {str(t) for t in threads}
+    ids = {str(t): {str(i) for i in v} for t, v in (messages or {}).items()}
+    for key, field in (("runs", "kwargs"), ("threads", "values")):
+        entries = saved.get(key)
+        if not isinstance(entries, list):
+            continue
+        if gone:
+            entries[:] = [e for e in entries if not _of_threads(e, gone)]
+        for entry in list(entries):
+            if not isinstance(entry, dict) or field not in entry:
+                continue
+            cleaned = _clean(entry[field], texts, ids.get(str(entry.get("thread_id")), set()))
+            if cleaned != entry[field]:
+                entry[field] = cleaned
+
+
+def _of_threads(entry: Any, threads: Collection[str]) -> bool:
+    return isinstance(entry, dict) and str(entry.get("thread_id")) in threads
 
 
 def _load(path: Path) -> Any:
@@ -132,29 +180,22 @@ def _load(path: Path) -> Any:
 
 
 def _clean(value: Any, texts: Sequence[str], ids: Collection[str]) -> Any:
-    """``value`` without the forgotten messages, the forgotten texts redacted."""
-    if isinstance(value, str):
-        for text in texts:
-            value = value.replace(text, REDACTED)
+    """``value`` without the forgotten messages, the forgotten texts redacted.
+
+    The redaction is the checkpoints' (`redaction.redact`): one rule for every copy.
+    """
+    return redact(_without(value, ids), texts)
+
+
+def _without(value: Any, ids: Collection[str]) -> Any:
+    """``value`` with the messages whose id was forgotten taken out of every list."""
+    if not ids:
         return value
-    if isinstance(value, BaseMessage):
-        return value.model_copy(
-            update={
-                "content": _clean(value.content, texts, ids),
-                "additional_kwargs": _clean(value.additional_kwargs, texts, ids),
-                **(
-                    {"tool_calls": _clean(calls, texts, ids)}
-                    if (calls := getattr(value, "tool_calls", None))
-                    else {}
-                ),
-            }
-        )
     if isinstance(value, dict):
-        return {k: _clean(v, texts, ids) for k, v in value.items()}
+        return {k: _without(v, ids) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        kept = [v for v in value if not _forgotten(v, ids)]
-        cleaned = [_clean(v, texts, ids) for v in kept]
-        return cleaned if isinstance(value, list) else tuple(cleaned)
+        kept = [_without(v, ids) for v in value if not _forgotten(v, ids)]
+        return kept if isinstance(value, list) else tuple(kept)
     return value
 
 
@@ -167,4 +208,4 @@ def _forgotten(value: Any, ids: Collection[str]) -> bool:
     return isinstance(value, dict) and "content" in value and str(value.get("id")) in ids
 
 
-__all__ = ["SERVE_LOCK", "STATE_FILE", "is_served", "scrub", "serving"]
+__all__ = ["SERVE_LOCK", "STATE_FILE", "is_served", "scrub", "scrub_live", "serving"]

@@ -10,7 +10,8 @@ before any node runs, with an error naming the field (``events[0].source: must b
 non-empty string``), and nothing of that input is kept.
 
 An event's message id is ``event:<its id>`` (`event_message_id`): events keep ids of their
-own and never stand for, nor overwrite, a user's message with the same id.
+own and never stand for, nor overwrite, a user's message with the same id; a client's
+message with an id in that namespace is refused (`message_id_refusal`).
 
 ``check_pressure`` turns waiting events into messages of the queue (`take_events`): user-role
 messages named `EVENT_NAME`, which the prompt shows as events from the host (`render_event`)
@@ -25,7 +26,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, RemoveMessage
 from typing_extensions import TypedDict
 
 from langgraph_memgpt.osutil import utc_now
@@ -124,6 +125,40 @@ def event_message_id(event_id: str) -> str:
     """
     event_id = event_id.strip()
     return event_id if event_id.startswith(EVENT_ID_PREFIX) else EVENT_ID_PREFIX + event_id
+
+
+def message_id_refusal(messages: Any) -> str | None:
+    """Why a client's ``messages`` are refused: an id in the events' namespace (None: fine).
+
+    Events and messages share the queue and recall, which keep a message by its id: a
+    user's message ``event:7`` would stand for event ``7`` while in view and be recorded
+    over by it (or over it) once evicted. So the namespace is the events' alone: a message
+    whose id starts with `EVENT_ID_PREFIX` is refused, unless it is an event's own message
+    (a parent graph handing the agent its queue back) or removes one from the queue. The
+    run's input check (`langgraph_memgpt.admission`) and a client's state write
+    (`ownership`) both ask here.
+    """
+    from langchain_core.messages import convert_to_messages
+
+    items = messages if isinstance(messages, list | tuple) else [messages]
+    for index, item in enumerate(items):
+        raw = item.id if isinstance(item, BaseMessage) else None
+        if isinstance(item, Mapping):
+            raw = item.get("id")
+        if not (isinstance(raw, str) and raw.strip().startswith(EVENT_ID_PREFIX)):
+            continue
+        try:
+            (message,) = convert_to_messages([item])
+        except Exception:  # noqa: BLE001 - malformed: not an event's message either
+            message = None
+        if message is not None and (is_event(message) or isinstance(message, RemoveMessage)):
+            continue  # an event's own message, or taking one out of the queue
+        return (
+            f"messages[{index}].id: {raw!r} is in the events' namespace (ids starting with "
+            f"{EVENT_ID_PREFIX!r} are system events' own); give the message another id, or "
+            "send an event as `events` ({source, text, id})"
+        )
+    return None
 
 
 def add_events(waiting: list[Event] | None, new: Any) -> list[Event]:

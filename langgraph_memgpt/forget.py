@@ -11,9 +11,10 @@ thread written at or after a deleted message may restate it (in other words: a l
 match cannot tell). A flag would leave the text searchable, and a rewrite needs a model
 call that a deletion cannot check; the messages those summaries stood for stay verbatim in
 recall, so removing them loses no other memory. A thread's checkpoint holds the running
-summary too (the newest summary's text): when a graph with a checkpointer is given, that
-summary is cleared when its passage was removed, and the deleted messages leave the
-thread's queue.
+summary too (the newest summary's text): in the threads' checkpointer, that summary is
+cleared when its passage was removed, and the deleted messages leave the thread's queue.
+Every eraser here takes the checkpointer as a required argument (None only where no
+thread was ever checkpointed), so no surface can forget the threads by leaving it out.
 
 Forget means gone, not hidden. Copies of the text the machinery made go too: a tool call
 or tool result in recall that quotes a forgotten message or passage (the model's
@@ -36,13 +37,21 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph_memgpt.checkpoints import empty_wal, scrub_thread
+from langgraph_memgpt.checkpoints import (
+    ThreadsAt,
+    current_run,
+    empty_wal,
+    holding,
+    scrub_thread,
+    threads_for,
+)
 from langgraph_memgpt.redaction import quotable, quotes
 from langgraph_memgpt.stores.base import Memory, Scrubbable
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.passages import SUMMARY_TAG
 from langgraph_memgpt.stores.types import Passage, RecallMessage
 from langgraph_memgpt.stores.words import topic_stems
+from langgraph_memgpt.threads import ThreadBusyError
 
 _PAGE = 1000
 MAX_THREAD_QUOTES = 2000
@@ -109,7 +118,11 @@ def _plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def forget_passage(
-    memory: Memory, passage_id: int, *, actor: str, graph: Any = None
+    memory: Memory,
+    passage_id: int,
+    *,
+    actor: str,
+    checkpointer: BaseCheckpointSaver[Any] | None,
 ) -> ForgetReport:
     """Delete one archival passage, and every copy of its text the loop made.
 
@@ -117,13 +130,15 @@ def forget_passage(
         memory: the agent's memory.
         passage_id: the passage.
         actor: who asked (logged).
-        graph: a compiled graph with a checkpointer; when given, the threads that held the
-            passage's text (the one it was saved in, those quoting it) are cleaned too.
+        checkpointer: where the agent's threads are (`checkpoints.existing_threads`); the
+            threads that held the passage's text (the one it was saved in, those quoting
+            it) are cleaned there. None only where no thread was ever checkpointed: a
+            required argument, so no caller forgets the threads by leaving it out.
 
     Raises:
         NothingToForgetError: the agent has no passage with that id.
     """
-    report = forget_passages(memory, [passage_id], actor=actor, graph=graph)
+    report = forget_passages(memory, [passage_id], actor=actor, checkpointer=checkpointer)
     if not report.passages:
         raise NothingToForgetError(
             f"agent '{memory.agent_id}' has no archival passage {passage_id}; "
@@ -137,9 +152,9 @@ def forget_passages(
     passage_ids: Sequence[int],
     *,
     actor: str,
-    graph: Any = None,
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None,
     detail: str = "",
+    running: str | None = None,
 ) -> ForgetReport:
     """Delete archival passages and every copy of their text: the one eraser of passages.
 
@@ -147,12 +162,15 @@ def forget_passages(
     words, vectors and FAISS caches go (the store's own ``delete``, each deletion logged
     with ``detail``, never the text); the tool calls and tool results in recall that quote
     a passage (the ``archival_memory_insert`` call that saved it, a search result that
-    showed it) go too; with a checkpointer (``graph``'s, or ``checkpointer``) the threads
-    that held the text are cleaned in every channel of their latest checkpoint and lose
-    their history (`checkpoints.scrub_thread`); then the engine's files are scrubbed.
-    Ids the agent does not have are skipped: the report lists what went.
+    showed it) go too; in ``checkpointer`` (required: None only where no thread was ever
+    checkpointed) the threads that held the text are cleaned in every channel of their
+    latest checkpoint and lose their history (`checkpoints.scrub_thread`); then the
+    engine's files are scrubbed, and a serving process's own copy of its threads
+    (`dev_state.scrub_live`). Ids the agent does not have are skipped: the report lists
+    what went. ``running``: the thread a run of the caller holds now (a store call inside
+    a tool), whose checkpoint that run writes next: it is left, and the report says so.
     """
-    saver = _saver(graph, checkpointer)
+    saver = checkpointer
     deleted = memory.archival.delete(list(passage_ids), actor=actor, detail=detail)
     report = ForgetReport(passages=deleted)
     if not deleted:
@@ -160,8 +178,8 @@ def forget_passages(
     texts = report.texts = quotable(p.text for p in deleted)
     report.echoes = _delete_echoes(memory, texts, actor)
     threads = {p.thread_id for p in deleted if p.thread_id} | {m.thread_id for m in report.echoes}
-    _clean_threads(memory, saver, threads, report.echoes, texts, report)
-    _scrub(memory, saver)
+    _clean_threads(memory, saver, threads, report.echoes, texts, report, running)
+    _scrub(memory, saver, report)
     return report
 
 
@@ -170,8 +188,9 @@ def forget_messages(
     message_ids: Sequence[str],
     *,
     actor: str,
+    checkpointer: BaseCheckpointSaver[Any] | None,
     thread_id: str | None = None,
-    graph: Any = None,
+    running: str | None = None,
 ) -> ForgetReport:
     """Delete recall messages, the summaries written from them, and their queue copies.
 
@@ -179,15 +198,17 @@ def forget_messages(
         memory: the agent's memory.
         message_ids: ids of the messages (unique per thread).
         actor: who asked (logged).
+        checkpointer: where the agent's threads are; the messages also leave their
+            threads' queues and histories there, and a summary holding them is cleared
+            (None: no thread is cleaned, and the report says so).
         thread_id: only this thread's message with each id.
-        graph: a compiled graph with a checkpointer; when given, the messages also leave
-            their threads' queues and histories, and a summary holding them is cleared.
+        running: the thread a run of the caller holds now (left to that run, as in
+            `forget_passages`).
 
     Raises:
         NothingToForgetError: no message has any of these ids.
         ForgetRefusedError: ``thread_id``'s checkpoint belongs to another agent.
     """
-    checkpointer = _saver(graph, None)
     if thread_id is not None and checkpointer is not None:
         _check_owner(memory, checkpointer, thread_id)
     deleted = memory.recall.delete(message_ids, thread_id=thread_id, actor=actor)
@@ -205,13 +226,14 @@ def forget_messages(
     report.echoes = _delete_echoes(memory, texts, actor)
     if checkpointer is not None:
         threads = {m.thread_id for m in deleted} | {m.thread_id for m in report.echoes}
-        _clean_threads(memory, checkpointer, threads, [*deleted, *report.echoes], texts, report)
+        removed = [*deleted, *report.echoes]
+        _clean_threads(memory, checkpointer, threads, removed, texts, report, running)
     else:
         report.notes.append(
             "A thread's checkpoint may still hold these messages in its context window "
             "until they are evicted; forget their thread to remove them there too."
         )
-    _scrub(memory, checkpointer)
+    _scrub(memory, checkpointer, report)
     return report
 
 
@@ -220,14 +242,14 @@ def forget_thread(
     thread_id: str,
     *,
     actor: str,
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
-    graph: Any = None,
+    checkpointer: BaseCheckpointSaver[Any] | None,
 ) -> ForgetReport:
     """Delete a thread: its messages, its passages and summaries, and its checkpoints.
 
     The agent's other threads lose the tool messages quoting the thread's messages (a
-    search result, say), and with ``graph`` (a compiled graph with the checkpointer) their
-    checkpoints are cleaned of them as `forget_messages` cleans a thread. A thread of more
+    search result, say), and in ``checkpointer`` (where the threads are; None: none is
+    touched) the thread's checkpoints are deleted and the other threads' cleaned of them
+    as `forget_messages` cleans a thread. A thread of more
     than `MAX_THREAD_QUOTES` messages is not looked for elsewhere (the report says so).
 
     Raises:
@@ -236,7 +258,6 @@ def forget_thread(
         ForgetRefusedError: the thread's checkpoint belongs to another agent (nothing is
             deleted).
     """
-    checkpointer = _saver(graph, checkpointer)
     owner = _check_owner(memory, checkpointer, thread_id) if checkpointer is not None else None
     report = ForgetReport()
     said = [m.text for m in _all_messages(memory) if m.thread_id == thread_id]
@@ -253,7 +274,8 @@ def forget_thread(
         and (owner == memory.agent_id or (owner is None and had_memory))
         and _has_checkpoint(checkpointer, thread_id)
     ):
-        checkpointer.delete_thread(thread_id)
+        with holding(checkpointer, thread_id):  # a run in progress ends first
+            checkpointer.delete_thread(thread_id)
         empty_wal(checkpointer)
         memory.deletions.record("checkpoint", thread_id, actor=actor, thread_id=thread_id)
         report.checkpoints.append(thread_id)
@@ -274,7 +296,8 @@ def forget_thread(
             f"The thread had over {MAX_THREAD_QUOTES} messages: quotes of them in other "
             "threads were not looked for."
         )
-    _scrub(memory, checkpointer)
+    gone = [thread_id] if thread_id in report.checkpoints else []
+    _scrub(memory, checkpointer, report, deleted=gone)
     return report
 
 
@@ -282,7 +305,7 @@ def forget_agent(
     memory: Memory,
     *,
     actor: str,
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None,
 ) -> ForgetReport:
     """Delete everything of an agent: core blocks and history, recall, archival, checkpoints.
 
@@ -301,7 +324,8 @@ def forget_agent(
         for thread_id in threads:
             owner = _thread_agent(checkpointer, thread_id)
             if owner in (None, memory.agent_id) and _has_checkpoint(checkpointer, thread_id):
-                checkpointer.delete_thread(thread_id)
+                with holding(checkpointer, thread_id):  # a run in progress ends first
+                    checkpointer.delete_thread(thread_id)
                 report.checkpoints.append(thread_id)
         empty_wal(checkpointer)
     if not (report.blocks or report.message_count or passages):
@@ -313,19 +337,24 @@ def forget_agent(
         detail=f"{report.blocks} blocks, {report.message_count} messages, {passages} passages, "
         f"{len(report.checkpoints)} checkpoints",
     )
-    _scrub(memory, None)
+    _scrub(memory, None, report, deleted=report.checkpoints)
     return report
 
 
-def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
+def forget_matching(
+    memory: Memory, about: str, *, actor: str, threads: ThreadsAt = None
+) -> ForgetReport:
     """Delete the passages and messages that contain every content word of ``about``.
 
     What the ``forget`` tool runs when a user asks ("forget my address"): literal on
     purpose, so it deletes what names the thing and nothing merely similar. Every message
     is read (tool results too: a search result quoting the fact lives in recall as well),
-    so the cost grows with the agent's history (a second or so at 100k messages). Core
-    memory is not edited; lines that match are named, for the model to remove with
-    ``core_memory_replace``.
+    so the cost grows with the agent's history (a second or so at 100k messages). What
+    matches goes through the one eraser (`forget_passages`, `forget_messages`): quotes,
+    summaries and facts, the engine's files, and every channel of the agent's threads in
+    ``threads`` (default: the checkpointer of the run the tool is called in), but for the
+    thread of that run, whose checkpoint the run writes next. Core memory is not edited;
+    lines that match are named, for the model to remove with ``core_memory_replace``.
 
     Raises:
         ValueError: ``about`` has no content word to match on.
@@ -336,28 +365,36 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
             "say what to forget in a few content words (e.g. 'home address', 'Elm Street'); "
             f"{about!r} has none"
         )
-    passages = [p for p in _all_passages(memory) if stems <= topic_stems(p.text)]
+    passages = [p.id for p in _all_passages(memory) if stems <= topic_stems(p.text)]
     messages = [m for m in _all_messages(memory) if stems <= topic_stems(searchable_text(m))]
+    run = current_run()
+    running = ((run or {}).get("configurable") or {}).get("thread_id")
     report = ForgetReport()
-    if passages:
-        deleted = memory.archival.delete([p.id for p in passages], actor=actor)
-        report.passages = [p for p in deleted if SUMMARY_TAG not in p.tags]
-        report.summaries = [p for p in deleted if SUMMARY_TAG in p.tags]
-    for thread_id in sorted({m.thread_id for m in messages}):
-        ids = [m.message_id for m in messages if m.thread_id == thread_id]
-        gone = memory.recall.delete(ids, thread_id=thread_id, actor=actor)
-        report.messages.extend(gone)
-    report.message_count = len(report.messages)
-    if report.messages:
-        report.facts = _remove_facts(memory, report.messages, actor)
-        already = {p.id for p in report.summaries}
-        report.summaries += [
-            p for p in _remove_summaries(memory, report.messages, actor) if p.id not in already
-        ]
-    texts = quotable([*(p.text for p in report.passages), *(m.text for m in report.messages)])
-    report.echoes = _delete_echoes(memory, texts, actor)
-    if report.passages or report.messages or report.summaries:
-        _scrub(memory, None)
+    with threads_for(threads, run) as saver:
+        if passages:
+            erased = forget_passages(
+                memory, passages, actor=actor, checkpointer=saver, running=running
+            )
+            _add(report, erased)
+        for thread_id in sorted({m.thread_id for m in messages}):
+            ids = [m.message_id for m in messages if m.thread_id == thread_id]
+            try:
+                erased = forget_messages(
+                    memory,
+                    ids,
+                    actor=actor,
+                    checkpointer=saver,
+                    thread_id=thread_id,
+                    running=running,
+                )
+            except NothingToForgetError:
+                continue  # already gone: they quoted a passage forgotten above
+            except ForgetRefusedError as exc:
+                report.notes.append(str(exc))
+                continue
+            _add(report, erased)
+    report.summaries += [p for p in report.passages if SUMMARY_TAG in p.tags]
+    report.passages = [p for p in report.passages if SUMMARY_TAG not in p.tags]
     for block in memory.core.blocks():
         lines = [line for line in block.value.splitlines() if stems <= topic_stems(line)]
         if lines:
@@ -366,6 +403,19 @@ def forget_matching(memory: Memory, about: str, *, actor: str) -> ForgetReport:
                 "remove them with core_memory_replace (empty new_content)."
             )
     return report
+
+
+def _add(report: ForgetReport, more: ForgetReport) -> None:
+    """Fold what one erasure removed into ``report``."""
+    report.passages += more.passages
+    report.messages += more.messages
+    report.message_count += more.message_count
+    report.summaries += [p for p in more.summaries if p not in report.summaries]
+    report.echoes += more.echoes
+    report.facts += more.facts
+    report.texts += more.texts
+    report.checkpoints += [t for t in more.checkpoints if t not in report.checkpoints]
+    report.notes += [n for n in more.notes if n not in report.notes]
 
 
 def clean_server_state(data_dir: Path, report: ForgetReport, deleted: Sequence[str] = ()) -> str:
@@ -379,13 +429,19 @@ def clean_server_state(data_dir: Path, report: ForgetReport, deleted: Sequence[s
     """
     from langgraph_memgpt.dev_state import scrub
 
+    texts, messages = _server_copy(report)
+    return scrub(data_dir, texts=texts, messages=messages, threads=deleted)
+
+
+def _server_copy(report: ForgetReport) -> tuple[list[str], dict[str, set[str]]]:
+    """What a server's own copy of threads and runs must lose: texts, and message ids."""
     removed = [*report.messages, *report.echoes]
     passages = [*report.passages, *report.summaries, *report.facts]
     messages: dict[str, set[str]] = {}
     for message in removed:
         messages.setdefault(message.thread_id, set()).add(message.message_id)
     texts = quotable([*report.texts, *(m.text for m in removed), *(p.text for p in passages)])
-    return scrub(data_dir, texts=texts, messages=messages, threads=deleted)
+    return texts, messages
 
 
 def _remove_summaries(
@@ -497,6 +553,7 @@ def _clean_threads(
     removed: Sequence[RecallMessage],
     texts: Sequence[str],
     report: ForgetReport,
+    running: str | None = None,
 ) -> None:
     """Clean each thread's latest checkpoint in every channel, then delete its history.
 
@@ -504,7 +561,8 @@ def _clean_threads(
     channel holds them (``messages``, ``repeat_key``, ``event_outcome``, waiting events...),
     a summary holding a removed summary is cleared, and the thread's earlier checkpoints
     and their pending writes go (`checkpoints.scrub_thread`). Another agent's thread is
-    left alone.
+    left alone, and so is ``running``, the thread of the run the caller is part of: that
+    run writes its next checkpoint from what it holds, after any cleaning here.
     """
     if checkpointer is None:
         return
@@ -514,25 +572,42 @@ def _clean_threads(
             continue  # another agent's thread: its checkpoint is not ours to change
         if not _has_checkpoint(checkpointer, thread_id):
             continue
+        if thread_id == running:
+            report.notes.append(
+                "The thread running now keeps it in its context window until it is "
+                "evicted; forget from outside the run to clean that thread too."
+            )
+            continue
         ids = {m.message_id for m in removed if m.thread_id == thread_id}
-        scrub_thread(checkpointer, thread_id, remove=ids, texts=texts, clear=removed_summaries)
+        try:
+            with holding(checkpointer, thread_id):  # a run in progress ends first
+                scrub_thread(
+                    checkpointer, thread_id, remove=ids, texts=texts, clear=removed_summaries
+                )
+        except ThreadBusyError as exc:
+            report.notes.append(f"{exc}: its checkpoint was not cleaned; forget again later.")
+            continue
         report.checkpoints.append(thread_id)
 
 
-def _saver(graph: Any, checkpointer: BaseCheckpointSaver[Any] | None) -> Any:
-    """The checkpointer given, or the compiled graph's (None: threads are not cleaned)."""
-    if checkpointer is not None:
-        return checkpointer
-    found = getattr(graph, "checkpointer", None)
-    return found if isinstance(found, BaseCheckpointSaver) else None
+def _scrub(
+    memory: Memory,
+    checkpointer: BaseCheckpointSaver[Any] | None,
+    report: ForgetReport,
+    deleted: Sequence[str] = (),
+) -> None:
+    """Clean the engine's files after deleting (`Scrubbable`), and the threads' log.
 
+    In a process that serves the threads (``langgraph dev``), its own copy of them too.
+    """
+    from langgraph_memgpt.dev_state import scrub_live
 
-def _scrub(memory: Memory, checkpointer: BaseCheckpointSaver[Any] | None) -> None:
-    """Clean the engine's files after deleting (`Scrubbable`), and the threads' log."""
     if isinstance(memory, Scrubbable):
         memory.scrub()
     if checkpointer is not None:
         empty_wal(checkpointer)
+    texts, messages = _server_copy(report)
+    scrub_live(texts=texts, messages=messages, threads=deleted)
 
 
 __all__ = [

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
-from langgraph_memgpt.checkpoints import existing_checkpointer
+from langgraph_memgpt.checkpoints import existing_threads
 from langgraph_memgpt.export_file import ExportFormatError, read_export
 from langgraph_memgpt.forget import (
     ForgetRefusedError,
@@ -139,19 +139,14 @@ def forget(
         return 2
     actor = cli_actor()
     try:
-        with existing_checkpointer(root) as saver:
+        with existing_threads(root) as saver:
             report: ForgetReport
-            graph = None
-            if saver is not None and not everything:
-                from langgraph_memgpt.graph import build_graph
-
-                graph = build_graph().compile(checkpointer=saver)
             if passage is not None:
-                report = forget_passage(memory, passage, actor=actor, graph=graph)
+                report = forget_passage(memory, passage, actor=actor, checkpointer=saver)
             elif message is not None:
-                report = forget_messages(memory, [message], actor=actor, graph=graph)
+                report = forget_messages(memory, [message], actor=actor, checkpointer=saver)
             elif thread is not None:
-                report = forget_thread(memory, thread, actor=actor, graph=graph)
+                report = forget_thread(memory, thread, actor=actor, checkpointer=saver)
             else:
                 report = forget_agent(memory, actor=actor, checkpointer=saver)
     except (NothingToForgetError, ForgetRefusedError) as exc:

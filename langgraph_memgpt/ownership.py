@@ -9,7 +9,8 @@ everywhere it applies:
   (`langgraph_memgpt.auth` checks every run's ``agent_id`` with it, the memory page lists
   agents with it);
 - **what a client may write into a thread's state** (`client_write_refusal`): the
-  conversation only (``messages``), never ``agent_id`` or any other key the graph keeps
+  conversation only (``messages``, none with an id in the events' namespace:
+  `events.message_id_refusal`), never ``agent_id`` or any other key the graph keeps
   (turn counters, the summary, the system prompt). The served graph applies it to thread
   state updates (``POST /threads/{id}/state``, a new thread's ``supersteps``) and to a
   run's ``command.update``; the example auth refuses such a command before the run exists;
@@ -61,7 +62,11 @@ def client_write_refusal(values: object) -> str | None:
         return f"a state update must be an object of keys to values, not {type(values).__name__}"
     kept = sorted(set(keys) - CLIENT_STATE_KEYS)
     if not kept:
-        return None
+        from langgraph_memgpt.events import message_id_refusal
+
+        pairs = values.items() if isinstance(values, Mapping) else values
+        said = [v for k, v in pairs if k == "messages"]
+        return next((w for v in said if (w := message_id_refusal(v)) is not None), None)
     return (
         f"a client may write only {sorted(CLIENT_STATE_KEYS)} into a thread's state, not "
         f"{kept}: the graph keeps the rest ('agent_id' names the agent whose memory the "

@@ -145,9 +145,10 @@ def recover_threads(
 def _thread_ids(checkpointer: BaseCheckpointSaver[Any]) -> list[str]:
     """Every thread of ``checkpointer``, newest first, without reading a checkpoint.
 
-    A ``SqliteSaver``'s threads come from its table (listing through ``list`` would
-    decode every checkpoint, and one damaged checkpoint would hide every thread after
-    it); another saver's from ``list``, as far as it can be read (a failure is logged).
+    A ``SqliteSaver``'s or ``PostgresSaver``'s threads come from its table (listing
+    through ``list`` would decode every checkpoint, and one damaged checkpoint would hide
+    every thread after it); another saver's from ``list``, as far as it can be read (a
+    failure is logged).
     """
     if isinstance(checkpointer, SqliteSaver):
         checkpointer.setup()  # a new file has no tables yet (``list`` makes them too)
@@ -157,6 +158,9 @@ def _thread_ids(checkpointer: BaseCheckpointSaver[Any]) -> list[str]:
                 "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC"
             ).fetchall()
         return [str(row[0]) for row in rows]
+    postgres = _postgres_thread_ids(checkpointer)
+    if postgres is not None:
+        return postgres
     found: dict[str, None] = {}
     try:
         for saved in checkpointer.list(None):
@@ -165,6 +169,26 @@ def _thread_ids(checkpointer: BaseCheckpointSaver[Any]) -> list[str]:
     except Exception:  # noqa: BLE001 - recover the threads listed so far
         _log.exception("listing the threads to recover stopped after %d threads", len(found))
     return list(found)
+
+
+def _postgres_thread_ids(checkpointer: BaseCheckpointSaver[Any]) -> list[str] | None:
+    """A ``PostgresSaver``'s threads from its table, newest first (None: another saver).
+
+    As for SQLite: listing through ``list`` would decode every checkpoint, and one that
+    cannot be decoded would hide every thread after it.
+    """
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:  # the postgres extra is not installed
+        return None
+    if not isinstance(checkpointer, PostgresSaver):
+        return None
+    with checkpointer._cursor() as cur:  # noqa: SLF001 - the saver's own connection and lock
+        cur.execute(
+            "SELECT thread_id FROM checkpoints WHERE checkpoint_ns = '' "
+            "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC"
+        )
+        return [str(row["thread_id"]) for row in cur.fetchall()]
 
 
 def _named_agent(context: Context | dict[str, Any] | None) -> str | None:

@@ -5,13 +5,14 @@ and imported with it: passages tagged ``tag`` (and ``source:<source>`` when the 
 a source, as ``ingest`` tags documents) older than the rule's age are forgotten by the same
 code as ``forget --passage`` (`forget.forget_passages`): every place they live (row, tags,
 words, vectors and FAISS caches, the tool calls and search results quoting them, the
-threads' checkpoints when a checkpointer is given), each deletion logged with the rule and
-never the text. The sleep-time run
-applies the rules (``sleeptime.read_new_messages``), and so does ``langgraph-memgpt
-retention apply`` (``retention_cli``). Example, MemGPT's production guidance: raw HTML
+threads' checkpoints), each deletion logged with the rule and never the text. The
+sleep-time run applies the rules (``sleeptime.read_new_messages``, in the threads of the
+server or of the checkpointer it is given), and so does ``langgraph-memgpt retention
+apply`` (``retention_cli``). Example, MemGPT's production guidance: raw HTML
 kept 48 hours, extracted JSON forever::
 
     memory.archival.set_retention_rule(rule("raw_html", "48h"))
+    apply_retention(memory, checkpointer=threads)  # the agent's threads' checkpointer
 """
 
 from __future__ import annotations
@@ -140,18 +141,20 @@ class RetentionReport:
 def apply_retention(
     memory: Memory,
     *,
+    checkpointer: BaseCheckpointSaver[Any] | None,
     now: datetime | None = None,
     actor: str = ACTOR,
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
 ) -> RetentionReport:
     """Forget every passage of the agent past one of its rules; returns what went.
 
     The passages go through the one eraser ``forget --passage`` uses
     (`forget.forget_passages`): rows, words, vectors and caches, the tool calls and
-    search results in recall that quote them, and, given the threads' ``checkpointer``,
-    every channel of the checkpoints that held them and those threads' history; the
-    engine's files are scrubbed. ``now`` is when the ages are measured from (default: the
-    clock), so a test or a dry look ahead needs no waiting.
+    search results in recall that quote them, and, in the threads' ``checkpointer``
+    (required, as for every eraser: `checkpoints.existing_threads` opens a server's; None
+    only where no thread was ever checkpointed), every channel of the checkpoints that
+    held them and those threads' history; the engine's files are scrubbed. ``now`` is
+    when the ages are measured from (default: the clock), so a test or a dry look ahead
+    needs no waiting.
     """
     from langgraph_memgpt.forget import forget_passages
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
-from langgraph_memgpt.checkpoints import existing_checkpointer, open_checkpointer
+from langgraph_memgpt.checkpoints import existing_threads
 from langgraph_memgpt.cli_args import add_data_dir, add_database_url, data_dir, database_url
 from langgraph_memgpt.forget import clean_server_state
 from langgraph_memgpt.retention import RetentionRuleError, apply_retention, rule, rule_view
@@ -53,17 +52,9 @@ def _apply(args: argparse.Namespace, backend: MemoryBackend, agents: list[str]) 
         return _apply_each(args, backend, agents, saver)
 
 
-@contextmanager
-def _checkpoints(args: argparse.Namespace) -> Iterator[Any]:
+def _checkpoints(args: argparse.Namespace) -> AbstractContextManager[Any]:
     """The threads' checkpointer of the data directory or database (None: it has none)."""
-    url = database_url(args)
-    if not url:
-        with existing_checkpointer(data_dir(args)) as saver:
-            yield saver
-        return
-    with open_checkpointer(data_dir(args), url) as saver:
-        saver.setup()
-        yield saver
+    return existing_threads(data_dir(args), database_url(args))
 
 
 def _apply_each(
@@ -76,12 +67,12 @@ def _apply_each(
     for agent in agents:
         try:
             report = apply_retention(backend.open(agent), checkpointer=saver)
-            if not database_url(args):
-                for erased in report.reports:
-                    note = clean_server_state(root, erased)
-                    if note:
-                        _error(note)
-                        break
+            # `serve`'s own copy of threads in the data directory (Postgres ones too).
+            for erased in report.reports:
+                note = clean_server_state(root, erased)
+                if note:
+                    _error(note)
+                    break
         except Exception as exc:  # noqa: BLE001 - named, then the next agent's rules run
             failed += 1
             _error(f"agent '{agent}': retention not applied: {type(exc).__name__}: {exc}")

@@ -35,7 +35,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateUpdate
 from langgraph_sdk.runtime import ServerRuntime
 
-from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME
+from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME, existing_threads, serve_threads
 from langgraph_memgpt.context import ContextError
 from langgraph_memgpt.settings import ServerSettings, check_client_context
 
@@ -100,6 +100,8 @@ async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """
     await asyncio.to_thread(_from_env)
     settings = ServerSettings.from_env()
+    # Where a forget made in a run (the forget tool, a store delete) cleans the threads.
+    serve_threads(functools.partial(existing_threads, settings.data_dir, settings.database_url))
     # What a first turn loads once per process, loaded now: the first reply costs what later
     # ones do (the model's prompt prefix is read ahead by `serve`, see `warmup`).
     asyncio.get_running_loop().run_in_executor(None, prepare_at_start, settings)
@@ -114,7 +116,11 @@ async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
 
         async with AsyncPostgresSaver.from_conn_string(settings.database_url) as saver:
             await saver.setup()
+            # As on SQLite: threads' checkpointed but unrecorded messages, once the tables
+            # exist, in the background.
+            recovering = asyncio.get_running_loop().run_in_executor(None, recover_at_start)
             yield saver
+        await recovering
         return
     # mkdir is blocking file-system I/O: keep it off the server's event loop.
     path = await asyncio.to_thread(checkpoint_path)
@@ -141,22 +147,31 @@ def prepare_at_start(settings: ServerSettings) -> None:
         logging.getLogger(__name__).exception("preparing the server's first turn failed")
 
 
-def recover_at_start(path: Path) -> int:
+def recover_at_start(path: Path | None = None) -> int:
     """Record in recall memory what the server's threads hold that recall lacks.
 
+    The threads of the checkpoint file ``path`` (SQLite), or with ``MEMGPT_DATABASE_URL``
+    (``path`` None) of the Postgres database, recorded into the server's memory
+    (`server_memory`), thread by thread past any that cannot be read (`recover_threads`).
     Never fatal: a failure is logged and the server serves on. Returns the messages recorded.
     """
-    from langgraph_memgpt.checkpoints import sqlite_checkpointer
+    from langgraph_memgpt.checkpoints import open_checkpointer, sqlite_checkpointer
     from langgraph_memgpt.context import Context
     from langgraph_memgpt.graph import build_graph
     from langgraph_memgpt.recovery import recover_threads
 
     try:
         settings = ServerSettings.from_env()
-        with sqlite_checkpointer(path) as saver:
-            graph = build_graph().compile(checkpointer=saver)
+        memory = server_memory(settings)
+        threads = (
+            sqlite_checkpointer(path)
+            if path is not None
+            else open_checkpointer(Path(settings.data_dir), settings.database_url)
+        )
+        with threads as saver:
+            graph = build_graph(memory=memory).compile(checkpointer=saver)
             ctx = Context(data_dir=settings.data_dir, embedding_model=settings.embedding_model)
-            return recover_threads(graph, ctx)
+            return recover_threads(graph, ctx, memory=memory)
     except Exception:  # noqa: BLE001 - recovery must never stop the server
         logging.getLogger(__name__).exception("recovering threads' messages into recall failed")
         return 0

@@ -12,7 +12,9 @@ Namespaces (``agent_id`` is the agent whose memory it is):
 
 - ``("memgpt", agent_id, "archival")`` — passages. ``put`` saves one (value
   ``{"content": text, "tags": [...]}``; a content that is not text is saved as its JSON),
-  ``put`` on a key already there replaces that passage, ``delete`` forgets it (logged).
+  ``put`` on a key already there replaces that passage, ``delete`` forgets it as
+  ``forget --passage`` does (`forget.forget_passages`: quotes in recall, the threads'
+  checkpoints, the engine's files; logged).
   ``search`` is archival's hybrid search (words + meaning); ``filter={"tags": ...}``
   keeps passages with any of those tags. The key of a passage is the key it was put
   under, else its id (passages the agent saved itself).
@@ -26,7 +28,8 @@ Namespaces (``agent_id`` is the agent whose memory it is):
   thread's namespace, and ``get`` / ``delete`` act on one thread's message: in the
   thread's namespace, or in the agent's when exactly one thread has that id (several: a
   clear error asking for the thread). Read and search (recall's hybrid search);
-  ``delete`` forgets a message; ``put`` is refused (recall is written ahead by the
+  ``delete`` forgets a message as ``forget --message`` does (`forget.forget_messages`);
+  ``put`` is refused (recall is written ahead by the
   conversation itself).
 
 Keys are any text; a search's ``offset + limit`` is at most `MAX_RESULTS` (a larger one
@@ -57,6 +60,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from langgraph_memgpt.checkpoints import ThreadsAt, current_run, threads_for
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
@@ -95,6 +99,10 @@ class MemGPTStore(BaseStore):
         actor: who the edits are made by in block history and the deletion log. The
             default ``"store"`` is refused by read-only blocks, like the agent's own
             tools; an application acting for a person may pass ``"user"``.
+        threads: the checkpointer of the agents' threads (or a function opening it),
+            where a ``delete`` also cleans every copy of what it forgets; None: the
+            checkpointer of the graph run the store is called from, if any
+            (`checkpoints.threads_for`).
     """
 
     supports_ttl = False
@@ -105,9 +113,11 @@ class MemGPTStore(BaseStore):
         *,
         context: Context | None = None,
         actor: str = "store",
+        threads: ThreadsAt = None,
     ) -> None:
         self.context = context or Context()
         self.actor = actor
+        self.threads = threads
         self.backend: MemoryBackend = backend or SqliteBackend(
             self.context.data_dir,
             embedding_model=self.context.embedding_model,
@@ -209,7 +219,7 @@ class MemGPTStore(BaseStore):
         elif op.value is None:
             message = _find_message(memory, op.namespace, op.key)
             if message is not None:  # one thread's message, never every thread's
-                memory.recall.delete([op.key], thread_id=message.thread_id, actor=self.actor)
+                self._forget(memory, message=message)
         else:
             raise ValueError(
                 "recall memory is read-only through the store: it is written ahead by the "
@@ -220,7 +230,7 @@ class MemGPTStore(BaseStore):
         old = _find_passage(memory, key)
         if value is None:
             if old is not None:
-                memory.archival.delete([old.id], actor=self.actor)
+                self._forget(memory, passage=old)
             return
         text, tags = _passage_value(value)
         if old is not None:
@@ -231,6 +241,33 @@ class MemGPTStore(BaseStore):
             memory.archival.delete([old.id], actor=self.actor)
         # A put under a key writes that key, even when another key holds the same text.
         memory.archival.insert(text, tags, key=key, merge_duplicates=False)
+
+    def _forget(
+        self,
+        memory: Memory,
+        *,
+        passage: Passage | None = None,
+        message: RecallMessage | None = None,
+    ) -> None:
+        """A delete: the one eraser (`forget`), in the threads too, as ``forget`` does."""
+        from langgraph_memgpt.forget import forget_messages, forget_passages
+
+        run = current_run()
+        running = ((run or {}).get("configurable") or {}).get("thread_id")
+        with threads_for(self.threads, run) as saver:
+            if passage is not None:
+                forget_passages(
+                    memory, [passage.id], actor=self.actor, checkpointer=saver, running=running
+                )
+            if message is not None:
+                forget_messages(
+                    memory,
+                    [message.message_id],
+                    actor=self.actor,
+                    checkpointer=saver,
+                    thread_id=message.thread_id,
+                    running=running,
+                )
 
     def _put_block(self, memory: Memory, label: str, value: Mapping[str, Any] | None) -> None:
         if value is None:

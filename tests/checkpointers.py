@@ -41,6 +41,22 @@ def open_saver(where: str) -> tuple[BaseCheckpointSaver[Any], Callable[[], None]
     return SqliteSaver(sqlite_conn), sqlite_conn.close
 
 
+def channels_holding(saver: BaseCheckpointSaver[Any], word: str) -> list[str]:
+    """Every (thread, channel) of every checkpoint, pending write or metadata holding ``word``."""
+    found: set[str] = set()
+    for saved in saver.list(None):
+        thread = saved.config["configurable"]["thread_id"]
+        for channel, value in saved.checkpoint["channel_values"].items():
+            if word in repr(value):
+                found.add(f"{thread}:{channel}")
+        for _, channel, value in saved.pending_writes or []:
+            if word in repr(value):
+                found.add(f"{thread}:write:{channel}")
+        if word in repr(saved.metadata):
+            found.add(f"{thread}:metadata")
+    return sorted(found)
+
+
 def memory_backend(where: str, embedding_model: str = "minilm") -> Any:
     """The memory backend for a Postgres ``where``; None (the embedded default) otherwise."""
     if not is_postgres(where):

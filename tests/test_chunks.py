@@ -129,8 +129,8 @@ def test_a_forgotten_passage_or_message_takes_its_parts_along(memory: Any) -> No
     memory.recall.add(_messages(memory.agent_id, [LONG, " ".join(reversed(TALK))]))
     before = _part_count(memory, "archival"), _part_count(memory, "recall")
 
-    forget_passage(memory, gone.id, actor="user:test")
-    forget_messages(memory, ["m0"], actor="user:test")
+    forget_passage(memory, gone.id, actor="user:test", checkpointer=None)
+    forget_messages(memory, ["m0"], actor="user:test", checkpointer=None)
 
     assert _part_count(memory, "archival") == before[0] - len(parts_of(LONG))
     assert _part_count(memory, "recall") == before[1] - len(parts_of(LONG))

@@ -176,16 +176,63 @@ def test_an_event_never_stands_for_nor_overwrites_a_users_message_with_its_id(
     assert (users.role, users.text) == ("user", "My locker code is 2468.")
     (event,) = agent.memory.recall.get(["event:1"])
     assert event.role == "event"
-    # A message a client named inside the events' namespace keeps its id; the event gets one.
-    agent.run(
-        messages=[HumanMessage("plain words", id="event:7")],
-        events=[{**CONFIG_CHANGED, "id": "7", "text": "deploy 7 finished"}],
-    )
-    texts = {m.id: str(m.content) for m in agent.state()["messages"] if m.id}
-    assert "plain words" in texts["event:7"]
-    assert any("deploy 7 finished" in t for i, t in texts.items() if i != "event:7")
-    (kept,) = agent.memory.recall.get(["event:7"])
-    assert kept.role == "user" and kept.text == "plain words"
+
+
+def test_a_client_message_in_the_events_namespace_is_refused_and_never_rewrites_an_event(
+    tmp_path: Path,
+) -> None:
+    """Event 7, evicted, stays in recall as ``event:7``; a user's message named ``event:7``
+    (as an object or as a dict, with events or without) is refused naming the id before
+    anything is kept, so it can neither take the event's row nor an event take its own."""
+    agent = Agent(tmp_path, ["Noted.", "Noted.", step(call("send_message", message="Hello."))])
+    agent.run(events=[{**CONFIG_CHANGED, "id": "7"}])
+    agent.run(events=[{"source": "deploy", "text": "deploy 9 finished", "id": "9"}])
+    agent.graph.update_state(agent.config, {"messages": [RemoveMessage(id="event:7")]})
+    before = agent.graph.get_state(agent.config)
+
+    forged = [
+        {"messages": [HumanMessage("My salary is 91,400.", id="event:7")]},
+        {"messages": [{"role": "user", "content": "My salary is 91,400.", "id": "event:7"}]},
+        {
+            "messages": [HumanMessage("plain words", id="event:8")],
+            "events": [{**CONFIG_CHANGED, "id": "8"}],
+        },
+    ]
+    for payload in forged:
+        with pytest.raises(EventError, match=r"messages\[0\]\.id: 'event:[78]' is in the events"):
+            agent.run(**payload)
+
+    after = agent.graph.get_state(agent.config)
+    assert after.config == before.config and after.values == before.values  # nothing kept
+    (event,) = agent.memory.recall.get(["event:7"])
+    assert event.role == "event" and event.text == CONFIG_CHANGED["text"]
+    assert agent.memory.recall.get(["event:8"]) == []
+    # The thread goes on; an event's own message handed back (a parent graph's queue) is fine.
+    queue = agent.state()["messages"]
+    assert "event:9" in [m.id for m in queue]
+    agent.run(messages=[*queue, HumanMessage("hi", id="u1")])
+    assert agent.memory.recall.get(["u1"])[0].text == "hi"
+
+
+def test_a_client_state_write_in_the_events_namespace_is_refused_by_the_served_graph(
+    tmp_path: Path,
+) -> None:
+    """The served graph's clients write ``messages`` only, and none with an event's id."""
+    from starlette.exceptions import HTTPException
+
+    from langgraph_memgpt.server import client_facing
+
+    agent = Agent(tmp_path, ["Noted.", step(call("send_message", message="Hello."))])
+    agent.run(events=[{**CONFIG_CHANGED, "id": "7"}])
+    agent.run(messages=[HumanMessage("hi", id="u1")])
+    served = client_facing(agent.graph)
+    forged = {"messages": [HumanMessage("My salary is 91,400.", id="event:7")]}
+    with pytest.raises(HTTPException, match="events' namespace") as refused:
+        served.update_state(agent.config, forged)
+    assert refused.value.status_code == 403
+    served.update_state(agent.config, {"messages": [HumanMessage("fine", id="u2")]})
+    served.update_state(agent.config, {"messages": [RemoveMessage(id="event:7")]})  # no id taken
+    assert "event:7" not in [m.id for m in agent.state()["messages"]]
 
 
 def test_events_beside_a_user_message_still_get_the_user_a_reply(tmp_path: Path) -> None:

@@ -71,11 +71,27 @@ def test_events_through_the_sdk_edit_memory_send_nothing_and_refuse_a_bad_field(
         assert client.runs.list(thread_id)[0]["status"] == "error"
         assert "events[0].source: must be a non-empty string" in json.dumps(refused), refused
 
+        # A user's message named like the event it would overwrite in recall: refused, by a
+        # run and by a state write, naming the id.
+        forged = {"role": "user", "content": "My salary is 91,400.", "id": "event:evt-parquet"}
+        refused = client.runs.wait(
+            thread_id,
+            "memgpt",
+            input={"messages": [forged]},
+            context={"agent_id": "ada"},
+            raise_error=False,
+        )
+        assert client.runs.list(thread_id)[0]["status"] == "error"
+        assert "messages[0].id: 'event:evt-parquet' is in the events" in json.dumps(refused)
+        with pytest.raises(Exception, match="is in the events' namespace") as written:
+            client.threads.update_state(thread_id, {"messages": [forged]})
+        assert getattr(written.value, "status_code", None) == 403, repr(written.value)
+
     close_all()
     memory = open_memory(data, "ada", embedding_model="none")
     assert "Preferred output format: Parquet" in memory.core.get("human").value
     (stored,) = memory.recall.get(["event:evt-parquet"])  # the events' own ids
-    assert stored.role == "event"
+    assert stored.role == "event" and stored.text == CONFIG_CHANGED["text"]
     close_all()
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkpointers import Place, open_saver
+from checkpointers import Place, channels_holding, open_saver
 from langchain_core.messages import HumanMessage
 
 from langgraph_memgpt import Context, build_graph
@@ -147,10 +147,10 @@ def test_forgetting_a_message_leaves_its_words_nowhere_export_included(
     if world.place.kind == "sqlite":
         assert cli(world.place, "--agent", "ada", "--message", "m-secret") == 0
     else:
-        graph = world.graph([])
-        forget_messages(world.memory("ada"), ["m-secret"], actor="user", graph=graph)
+        forget_messages(world.memory("ada"), ["m-secret"], actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, MESSAGE_WORD) == []
+    assert channels_holding(world.saver, MESSAGE_WORD) == []  # no checkpoint channel or write
     export_agent(world.memory("ada"), tmp_path / "ada.jsonl")
     assert MESSAGE_WORD not in (tmp_path / "ada.jsonl").read_text()
     assert leaks(world.place, PASSAGE_WORD)  # the rest stays
@@ -165,9 +165,10 @@ def test_forgetting_a_passage_leaves_its_words_nowhere_export_included(
     if world.place.kind == "sqlite":
         assert cli(world.place, "--agent", "ada", "--passage", str(passage.id)) == 0
     else:
-        forget_passage(memory, passage.id, actor="user", graph=world.graph([]))
+        forget_passage(memory, passage.id, actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, PASSAGE_WORD) == []
+    assert channels_holding(world.saver, PASSAGE_WORD) == []  # no checkpoint channel or write
     export_agent(world.memory("ada"), tmp_path / "ada.jsonl")
     assert PASSAGE_WORD not in (tmp_path / "ada.jsonl").read_text()
     world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")
@@ -179,9 +180,10 @@ def test_forgetting_a_thread_leaves_its_words_nowhere(world: World) -> None:
     if world.place.kind == "sqlite":
         assert cli(world.place, "--agent", "ada", "--thread", "t2") == 0
     else:
-        forget_thread(world.memory("ada"), "t2", actor="user", graph=world.graph([]))
+        forget_thread(world.memory("ada"), "t2", actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, THREAD_WORD) == []
+    assert channels_holding(world.saver, THREAD_WORD) == []  # no checkpoint channel or write
     world.say("ada", "t1", "Are you still there?", [reply("Yes.")], "m-5")  # a valid queue
 
 
@@ -192,6 +194,7 @@ def test_forgetting_an_agent_leaves_its_words_nowhere(world: World) -> None:
         forget_agent(world.memory("bob"), actor="user", checkpointer=world.saver)
 
     assert leaks(world.place, AGENT_WORD) == []
+    assert channels_holding(world.saver, AGENT_WORD) == []  # no checkpoint channel or write
     assert leaks(world.place, MESSAGE_WORD)  # ada's memory is untouched
 
 
@@ -256,7 +259,7 @@ def fact_texts(memory: Any) -> list[str]:
 def test_a_consolidated_fact_is_forgotten_with_its_source_message(memory_backend: Any) -> None:
     memory = consolidated(memory_backend)
 
-    report = forget_messages(memory, ["m0"], actor="user", thread_id="t1")
+    report = forget_messages(memory, ["m0"], actor="user", thread_id="t1", checkpointer=None)
 
     assert fact_texts(memory) == [] and len(report.facts) == 1
     assert "consolidated fact" in report.describe()
@@ -266,7 +269,7 @@ def test_a_consolidated_fact_is_forgotten_with_its_source_thread(memory_backend:
     memory = consolidated(memory_backend)
     other = memory.archival.insert(f"Unrelated note about {FACT_WORD}", thread_id="t9")
 
-    report = forget_thread(memory, "t1", actor="user")
+    report = forget_thread(memory, "t1", actor="user", checkpointer=None)
 
     assert fact_texts(memory) == [other.text] and len(report.facts) == 1
 
@@ -280,7 +283,7 @@ def test_a_fact_stays_when_a_message_it_was_not_read_from_is_forgotten(
     (first,) = memory.recall.get(["m0"])
     memory.recall.add([replace(first, message_id="later", text="A later message.")])
 
-    report = forget_messages(memory, ["later"], actor="user", thread_id="t1")
+    report = forget_messages(memory, ["later"], actor="user", thread_id="t1", checkpointer=None)
 
     assert report.facts == [] and fact_texts(memory) == [f"Ana takes {FACT_WORD}"]
 
@@ -309,7 +312,7 @@ def test_the_memory_page_forgets_a_passage_with_the_call_that_saved_it(
         ]
     )
 
-    views.forget_passage(memory, passage.id, "ada")
+    views.forget_passage(memory, passage.id, "ada", None)
 
     assert memory.recall.get(["ai-1"]) == []
     assert all(

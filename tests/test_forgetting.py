@@ -90,7 +90,7 @@ def test_a_deleted_passage_is_returned_by_no_archival_search(memory: Memory, mod
         memory.archival.insert(text)
     assert SECRET in archival_texts(memory, "locker code Greenbriar gym", mode)
 
-    forget_passage(memory, secret.id, actor="user:test")
+    forget_passage(memory, secret.id, actor="user:test", checkpointer=None)
 
     for query in ("locker code Greenbriar gym", SECRET, "gym"):
         assert SECRET not in archival_texts(memory, query, mode)
@@ -101,14 +101,14 @@ def test_a_deleted_passage_is_returned_by_no_archival_search(memory: Memory, mod
 
 def test_forgetting_an_unknown_passage_says_so(memory: Memory) -> None:
     with pytest.raises(NothingToForgetError, match="no archival passage 999"):
-        forget_passage(memory, 999, actor="user")
+        forget_passage(memory, 999, actor="user", checkpointer=None)
 
 
 def test_an_agent_cannot_delete_another_agents_passage(make_backend: Any, embeddings: Any) -> None:
     backend = make_backend(embeddings=embeddings)
     theirs = backend.open("bob").archival.insert("Bob keeps this")
     with pytest.raises(NothingToForgetError):
-        forget_passage(backend.open("ada"), theirs.id, actor="user")
+        forget_passage(backend.open("ada"), theirs.id, actor="user", checkpointer=None)
     assert backend.open("bob").archival.get(theirs.id) is not None
 
 
@@ -120,7 +120,7 @@ def test_a_deleted_message_is_returned_by_no_recall_search(memory: Memory, mode:
     messages = conversation(memory)
     assert SECRET in recall_texts(memory, "locker code Greenbriar", mode)
 
-    forget_messages(memory, [messages[3].message_id], actor="user:test")
+    forget_messages(memory, [messages[3].message_id], actor="user:test", checkpointer=None)
 
     for query in ("locker code Greenbriar", SECRET, "gym locker"):
         assert SECRET not in recall_texts(memory, query, mode)
@@ -132,7 +132,7 @@ def test_neighbours_are_no_longer_found_by_the_deleted_words(memory: Memory) -> 
     # The neighbours' context (their ±2 window) held the secret: found by its words.
     assert len(recall_texts(memory, SECRET_WORD, "fts")) > 1
 
-    forget_messages(memory, ["t1-m3"], actor="user")
+    forget_messages(memory, ["t1-m3"], actor="user", checkpointer=None)
 
     page = memory.recall.search(SECRET_WORD, mode="fts", page_size=50)
     assert page.total == 0 and page.hits == []
@@ -140,7 +140,7 @@ def test_neighbours_are_no_longer_found_by_the_deleted_words(memory: Memory) -> 
 
 def test_a_deleted_message_is_not_recorded_again_by_a_replayed_queue(memory: Memory) -> None:
     messages = conversation(memory)
-    forget_messages(memory, [messages[3].message_id], actor="user")
+    forget_messages(memory, [messages[3].message_id], actor="user", checkpointer=None)
 
     # The graph re-records its queue at every turn: the deleted message must stay deleted.
     assert memory.recall.add(messages) == 0
@@ -151,7 +151,7 @@ def test_a_deleted_message_is_not_recorded_again_by_a_replayed_queue(memory: Mem
 def test_forgetting_an_unknown_message_says_so(memory: Memory) -> None:
     conversation(memory)
     with pytest.raises(NothingToForgetError, match="no message 'nope'"):
-        forget_messages(memory, ["nope"], actor="user")
+        forget_messages(memory, ["nope"], actor="user", checkpointer=None)
 
 
 def test_summaries_written_from_a_deleted_message_are_removed(memory: Memory) -> None:
@@ -175,7 +175,7 @@ def test_summaries_written_from_a_deleted_message_are_removed(memory: Memory) ->
         created_at="2026-11-20T00:00:00+00:00",
     )
 
-    report = forget_messages(memory, [messages[3].message_id], actor="user")
+    report = forget_messages(memory, [messages[3].message_id], actor="user", checkpointer=None)
 
     assert [p.id for p in report.summaries] == [after.id]
     assert memory.archival.get(after.id) is None
@@ -192,8 +192,8 @@ def test_every_deletion_is_logged_without_its_content(memory: Memory) -> None:
     messages = conversation(memory)
     passage = memory.archival.insert(SECRET)
 
-    forget_passage(memory, passage.id, actor="user:ops")
-    forget_messages(memory, [messages[3].message_id], actor="agent:t1")
+    forget_passage(memory, passage.id, actor="user:ops", checkpointer=None)
+    forget_messages(memory, [messages[3].message_id], actor="agent:t1", checkpointer=None)
 
     entries = memory.deletions.entries()
     assert [(e.kind, e.item_id, e.actor) for e in entries] == [
@@ -243,7 +243,7 @@ def test_forgetting_a_thread_removes_its_messages_passages_and_checkpoint(
 def test_forgetting_an_unknown_thread_names_the_known_ones(memory: Memory) -> None:
     conversation(memory)
     with pytest.raises(NothingToForgetError, match="threads with messages: t1"):
-        forget_thread(memory, "nope", actor="user")
+        forget_thread(memory, "nope", actor="user", checkpointer=None)
 
 
 def test_forgetting_an_agent_leaves_nothing_but_the_log(make_backend: Any, embeddings: Any) -> None:
@@ -254,7 +254,7 @@ def test_forgetting_an_agent_leaves_nothing_but_the_log(make_backend: Any, embed
         conversation(agent)
         agent.archival.insert(SECRET)
 
-    report = forget_agent(ada, actor="user")
+    report = forget_agent(ada, actor="user", checkpointer=None)
 
     assert (report.blocks, report.message_count, report.passage_count) == (2, 6, 1)
     assert ada.core.blocks() == [] and ada.recall.count() == 0 and ada.archival.count() == 0
@@ -265,7 +265,7 @@ def test_forgetting_an_agent_leaves_nothing_but_the_log(make_backend: Any, embed
     assert ada.deletions.entries()[0].kind == "agent"
     assert bob.deletions.entries() == []
     with pytest.raises(NothingToForgetError):
-        forget_agent(ada, actor="user")
+        forget_agent(ada, actor="user", checkpointer=None)
 
 
 # -- what the model can call ---------------------------------------------------------
@@ -328,7 +328,7 @@ def test_forgetting_a_queued_message_takes_it_out_of_the_checkpoint(
     graph.invoke({"messages": [HumanMessage(SECRET, id="secret-1")]}, config, context=ctx)
     memory = backend.open("ada")
 
-    report = forget_messages(memory, ["secret-1"], actor="user", graph=graph)
+    report = forget_messages(memory, ["secret-1"], actor="user", checkpointer=graph.checkpointer)
 
     assert report.checkpoints == ["t1"]
     queue = graph.get_state(config).values["messages"]
@@ -350,8 +350,8 @@ def test_a_deleted_vector_leaves_the_faiss_cache_file(
     memory.archival.insert("another passage")
     conversation(memory)
 
-    forget_passage(memory, secret.id, actor="user")
-    forget_messages(memory, ["t1-m3"], actor="user")
+    forget_passage(memory, secret.id, actor="user", checkpointer=None)
+    forget_messages(memory, ["t1-m3"], actor="user", checkpointer=None)
     close_all()
     forget_loaded_indexes()
 

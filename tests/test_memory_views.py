@@ -155,13 +155,13 @@ def test_a_passage_forgotten_from_the_page_is_gone_and_logged_as_the_user(
 ) -> None:
     kept = memory.archival.insert("Trip to Lisbon in May.", tags=["travel"])
     gone = memory.archival.insert("Old locker code 1234.")
-    answer = views.forget_passage(memory, gone.id, "ada")
+    answer = views.forget_passage(memory, gone.id, "ada", None)
     assert [p["id"] for p in answer["forgotten"]] == [gone.id]
     assert [p["id"] for p in views.archival_view(memory)["passages"]] == [kept.id]
     assert views.archival_view(memory, "locker code")["passages"] == []
     assert memory.deletions.entries(1)[0].actor == "user:ada"
     with pytest.raises(views.PageError, match="no passage") as missing:
-        views.forget_passage(memory, gone.id, None)
+        views.forget_passage(memory, gone.id, None, None)
     assert missing.value.status == 404
 
 

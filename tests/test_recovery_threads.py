@@ -110,3 +110,66 @@ def test_a_server_starting_on_a_new_data_directory_recovers_nothing_and_logs_no_
     with caplog.at_level("ERROR"):
         assert recover_at_start(tmp_path / "checkpoints.sqlite") == 0
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+@pytest.mark.server
+@pytest.mark.timeout(300)
+def test_the_postgres_server_records_checkpointed_unrecorded_messages_when_it_restarts(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """``langgraph dev`` on Postgres recovers at start as on SQLite, thread by thread: a
+    newer thread that cannot be read (a refused ``events`` input in its pending writes) is
+    logged and skipped, and the older thread's checkpointed-but-unrecorded message is
+    recorded in its agent's recall after the restart."""
+    import json
+    import time
+
+    from checkpointers import open_saver
+    from langgraph_sdk import get_sync_client
+    from test_server import DevServer
+
+    from langgraph_memgpt.stores.postgres import PostgresBackend
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([send("hi"), send("hi")]))
+    env = {
+        "MEMGPT_MODEL": f"scripted:{script}",
+        "MEMGPT_EMBEDDING_MODEL": "none",
+        "MEMGPT_DATABASE_URL": postgres_url,
+    }
+    server = DevServer(tmp_path, tmp_path / "data", env=env)
+    threads: list[str] = []
+    for _ in server.running():
+        client = get_sync_client(url=server.url)
+        for _ in range(2):
+            thread = client.threads.create()["thread_id"]
+            message = {"role": "user", "content": "hello"}
+            client.runs.wait(
+                thread, "memgpt", input={"messages": [message]}, context={"agent_id": "ada"}
+            )
+            threads.append(thread)
+    good, bad = threads
+    # As a server killed between LangGraph's checkpoint of a run's input and the
+    # write-ahead leaves it: the message checkpointed, not recorded.
+    memory = PostgresBackend(postgres_url, embedding_model="none")
+    saver, close = open_saver(postgres_url)
+    try:
+        graph = build_graph(memory=memory).compile(checkpointer=saver)
+        for thread in (good, bad):  # bad is the newest: recovery meets it first
+            config = {"configurable": {"thread_id": thread}}
+            graph.update_state(config, {"messages": [HumanMessage(f"orphan of {thread}")]})
+        latest = saver.get_tuple({"configurable": {"thread_id": bad}})
+        saver.put_writes(latest.config, [("events", [{"text": 7}])], NULL_TASK_ID)
+    finally:
+        close()
+    assert texts(memory, "ada") == sorted([(good, "hello"), (bad, "hello")])
+
+    for _ in server.running():  # the restart
+        deadline = time.monotonic() + 60
+        while (good, f"orphan of {good}") not in texts(memory, "ada"):
+            assert time.monotonic() < deadline, server.log()
+            time.sleep(0.5)
+        log = (tmp_path / f"server-{server.starts}.log").read_text(errors="replace")
+    memory.close()
+    assert (bad, f"orphan of {bad}") not in texts(memory, "ada")
+    assert f"recovering thread {bad} failed; going on with the next thread" in log, log[-4000:]

@@ -576,9 +576,9 @@ def test_a_message_checkpointed_before_recall_is_recorded_at_restart_in_its_own_
 def test_the_server_records_every_threads_unrecorded_messages_when_it_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SQLite only: `recover_at_start` reads the server's checkpoint file. With Postgres the
-    server recovers its threads through the same `recover_threads` in `server.checkpointer`
-    (test_postgres_backend), and the recovery itself runs on Postgres above."""
+    """SQLite: `recover_at_start` reads the server's checkpoint file. With Postgres the
+    served app recovers its threads at start the same way
+    (`test_recovery_threads.py::test_the_postgres_server_records_checkpointed_unrecorded_messages_when_it_restarts`)."""
     from langgraph_memgpt.server import recover_at_start
 
     data_dir, checkpoints = tmp_path / "data", tmp_path / "checkpoints.sqlite"

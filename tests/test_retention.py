@@ -61,7 +61,7 @@ def test_a_passage_past_its_rule_is_gone_everywhere_and_others_stay(
     assert ids["old_html"] in _fts_ids(memory, backend_kind, "zebra")
     memory.archival.set_retention_rule(rule("raw_html", "48h"))
 
-    report = apply_retention(memory, now=NOW)
+    report = apply_retention(memory, now=NOW, checkpointer=None)
 
     assert report.forgotten == {RULE: [ids["old_html"]]}
     listed = {p.id for p, _ in memory.archival.list_passages()}
@@ -81,7 +81,7 @@ def test_a_passage_past_its_rule_is_gone_everywhere_and_others_stay(
     assert entry.detail == RULE
     assert "zebra" not in json.dumps([vars(e) for e in memory.deletions.entries()])
     # Applying again forgets nothing more.
-    assert apply_retention(memory, now=NOW).count == 0
+    assert apply_retention(memory, now=NOW, checkpointer=None).count == 0
 
 
 def test_a_rule_with_a_source_reaches_only_that_files_passages(
@@ -96,7 +96,7 @@ def test_a_rule_with_a_source_reaches_only_that_files_passages(
         ]
     )
     memory.archival.set_retention_rule(rule("document", "1w", source="Draft.md"))
-    assert apply_retention(memory, now=NOW).count == 1
+    assert apply_retention(memory, now=NOW, checkpointer=None).count == 1
     assert [p.id for p, _ in memory.archival.list_passages()] == [made[1].id]
 
 

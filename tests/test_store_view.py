@@ -116,7 +116,10 @@ def test_langmem_update_and_delete_go_through_archival_forgetting(backend: Any) 
     store.delete(BO, "k1")
     assert store.get(BO, "k1") is None
     assert memory.archival.count() == 0
-    assert len(memory.deletions.entries()) == 2
+    # A delete is `forget --passage`: the search result that showed the passage goes too.
+    kinds = sorted(e.kind for e in memory.deletions.entries())
+    assert kinds == ["message", "passage", "passage"]
+    assert "coffee" not in json.dumps([m.text for m in memory.recall.latest(20)])
 
 
 def test_a_passage_saved_without_a_key_is_read_and_deleted_by_its_id(backend: Any) -> None:

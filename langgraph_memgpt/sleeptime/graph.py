@@ -18,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
+from langgraph_memgpt.checkpoints import ThreadsAt
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.sleeptime.apply_rewrite import make_apply_rewrite
@@ -35,6 +36,7 @@ def build_sleeptime_graph(
     embeddings: Embeddings | None = None,
     memory: MemoryBackend | None = None,
     agent_id: str | None = None,
+    threads: ThreadsAt = None,
 ) -> StateGraph[SleepState, Context, SleepInput, SleepState]:
     """Return the uncompiled consolidation graph; the caller compiles it.
 
@@ -44,6 +46,10 @@ def build_sleeptime_graph(
         memory: the memory backend (as for ``build_graph``); when None, the embedded
             SQLite + FAISS backend in ``Context.data_dir``.
         agent_id: the agent this graph always tends; None: the run context's ``agent_id``.
+        threads: the checkpointer of the agent's chat threads (or a function opening
+            it), where a retention purge cleans every copy of what it forgets; None: the
+            run's own checkpointer (compile both graphs with one, or mount this one in the
+            chat's parent graph), when it is a SQLite, Postgres or in-memory saver.
     """
     return assemble_sleeptime(
         context_schema=Context,
@@ -51,6 +57,7 @@ def build_sleeptime_graph(
         embeddings=embeddings,
         memory=memory,
         agent_id=agent_id,
+        threads=threads,
     )
 
 
@@ -61,13 +68,14 @@ def assemble_sleeptime(
     embeddings: Embeddings | None,
     memory: MemoryBackend | None,
     agent_id: str | None = None,
+    threads: ThreadsAt = None,
 ) -> StateGraph[SleepState, Any, SleepInput, SleepState]:
     """The graph with ``context_schema`` (`Context`, or a served graph's client schema)."""
     deps = Deps(model=model, embeddings=embeddings, backend=memory, agent_id=agent_id)
     builder: StateGraph[SleepState, Any, SleepInput, SleepState] = StateGraph(
         SleepState, input_schema=SleepInput, output_schema=SleepState, context_schema=context_schema
     )
-    builder.add_node("read_new_messages", make_read_new_messages(deps))
+    builder.add_node("read_new_messages", make_read_new_messages(deps, threads))
     builder.add_node("propose_rewrite", make_propose_rewrite(deps))
     builder.add_node("apply_rewrite", make_apply_rewrite(deps))
     builder.add_edge(START, "read_new_messages")

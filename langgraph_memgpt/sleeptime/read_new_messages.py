@@ -1,18 +1,22 @@
 """read_new_messages: what the agent recorded since the consolidator's last run.
 
-Reads recall after the watermark (`RecallStore.mark`), keeps what was said (user
-messages, the agent's words and ``send_message`` replies; not tool results, search
-calls or system alerts), and ends the run at once when nothing new was said: a rerun
-with nothing new neither calls the model nor touches memory.
+Applies the agent's retention rules first (in its threads' checkpoints too: the graph's
+``threads``, else the run's own checkpointer), then reads recall after the watermark
+(`RecallStore.mark`), keeps what was said (user messages, the agent's words and
+``send_message`` replies; not tool results, search calls or system alerts), and ends
+the run at once when nothing new was said: a rerun with nothing new neither calls the
+model nor touches memory.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from langgraph_memgpt.checkpoints import ThreadsAt, threads_for
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import context_of
@@ -48,19 +52,21 @@ def transcript_line(message: RecallMessage) -> str | None:
     return f"[{message.created_at[:16]}] {speaker}: {text}"
 
 
-def make_read_new_messages(deps: Deps) -> Any:
-    """Build the node with the graph's dependencies."""
+def make_read_new_messages(deps: Deps, threads: ThreadsAt = None) -> Any:
+    """Build the node with the graph's dependencies and where the agent's threads are."""
 
     def read_new_messages(
-        state: SleepState, runtime: Runtime[Context]
+        state: SleepState, config: RunnableConfig, runtime: Runtime[Context]
     ) -> Command[Literal["propose_rewrite", "__end__"]]:
         """Read the messages after the watermark; end the run when none says anything."""
         limit = state.get("max_messages") or DEFAULT_MAX_MESSAGES
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError(f"max_messages must be a whole number of 1 or more, got {limit!r}")
         memory = deps.memory(context_of(runtime))
-        # Retention first: a run with nothing new to read still forgets what is past its age.
-        retention = apply_retention(memory)
+        # Retention first: a run with nothing new to read still forgets what is past its
+        # age, in the agent's threads too (the one eraser, `forget.forget_passages`).
+        with threads_for(threads, config) as saver:
+            retention = apply_retention(memory, checkpointer=saver)
         start = memory.recall.mark(WATERMARK)
         update: dict[str, Any] = {
             "agent_id": memory.agent_id,

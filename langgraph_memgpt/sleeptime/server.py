@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 
+from langgraph_memgpt.checkpoints import existing_threads
 from langgraph_memgpt.server import GraphFactory, checked_factory, server_memory
 from langgraph_memgpt.settings import ServerSettings, client_context_schema
 from langgraph_memgpt.sleeptime.graph import GRAPH_ID, assemble_sleeptime
@@ -36,6 +37,8 @@ def served_sleeptime_graph(
         model=model,
         embeddings=embeddings,
         memory=memory if memory is not None else server_memory(settings, embeddings),
+        # The server's chat threads: a retention purge cleans its copies there too.
+        threads=functools.partial(existing_threads, settings.data_dir, settings.database_url),
     ).compile(name=GRAPH_ID)
     return checked_factory(compiled, settings)
 

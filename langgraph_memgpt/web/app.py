@@ -41,6 +41,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from langgraph_memgpt.checkpoints import existing_threads
 from langgraph_memgpt.llm.factory import declared_by
 from langgraph_memgpt.ownership import belongs_to, may_use
 from langgraph_memgpt.settings import ServerSettings
@@ -114,6 +115,12 @@ class Agents:
         return SqliteBackend(
             self.settings.data_dir, embedding_model=self.settings.embedding_model
         ).open(agent_id)
+
+    def forget(self, memory: Memory, passage_id: int, user: str | None) -> dict[str, Any]:
+        """`views.forget_passage` in the server's threads (`checkpoints.existing_threads`)."""
+        settings = self.settings
+        with existing_threads(settings.data_dir, settings.database_url) as threads:
+            return views.forget_passage(memory, passage_id, user, threads)
 
     def compact_tools(self) -> bool:
         """Whether the served model binds the compact tool schemas (the embedded model).
@@ -245,7 +252,7 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
         memory = await memory_of(request)
         if request.method == "DELETE":
             passage = _int(request, "id", -1, low=-1)
-            gone = await asyncio.to_thread(views.forget_passage, memory, passage, user_of(request))
+            gone = await asyncio.to_thread(agents.forget, memory, passage, user_of(request))
             return JSONResponse(gone)
         found = await asyncio.to_thread(
             views.archival_view,

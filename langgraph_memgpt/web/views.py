@@ -19,6 +19,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.main_context import build_prompt, prompt_tokens
@@ -295,12 +296,19 @@ def passage_view(passage: Passage, score: float | None = None) -> dict[str, Any]
     }
 
 
-def forget_passage(memory: Memory, passage_id: int, user: str | None) -> dict[str, Any]:
+def forget_passage(
+    memory: Memory,
+    passage_id: int,
+    user: str | None,
+    checkpointer: BaseCheckpointSaver[Any] | None,
+) -> dict[str, Any]:
     """Forget one passage everywhere it lives, logged as the page's user.
 
-    As ``forget --passage`` does (``forget.forget_passage``): rows, words, vectors, the tool
-    calls and results in recall quoting it, and the engine's files; the threads'
-    checkpoints are the server's (``forget --passage`` from the CLI cleans them).
+    As ``forget --passage`` does (``forget.forget_passage``, the one eraser): rows, words,
+    vectors, the tool calls and results in recall quoting it, every channel of the
+    server's threads' checkpoints that held it (``checkpointer``: the server's threads,
+    `checkpoints.existing_threads`) and their history, the server's own copy of its
+    threads, and the engine's files.
 
     Raises:
         PageError: no such passage (404).
@@ -309,7 +317,7 @@ def forget_passage(memory: Memory, passage_id: int, user: str | None) -> dict[st
     from langgraph_memgpt.forget import forget_passage as forget
 
     try:
-        report = forget(memory, passage_id, actor=page_actor(user))
+        report = forget(memory, passage_id, actor=page_actor(user), checkpointer=checkpointer)
     except NothingToForgetError:
         raise PageError(f"agent {memory.agent_id!r} has no passage {passage_id}", 404) from None
     return {"forgotten": [passage_view(p) for p in report.passages]}
