@@ -2,16 +2,16 @@
 
 Reads recall after the watermark (`RecallStore.mark`), keeps what was said (user
 messages, the agent's words and ``send_message`` replies; not tool results, search
-calls or system alerts), and ends the run at once when nothing new was said: a rerun
-with nothing new neither calls the model nor touches memory.
+calls or system alerts). When nothing new was said its transcript is empty and the run
+ends at once (`sleeptime.graph.after_read`): a rerun with nothing new neither calls the
+model nor touches memory.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
@@ -51,10 +51,8 @@ def transcript_line(message: RecallMessage) -> str | None:
 def make_read_new_messages(deps: Deps) -> Any:
     """Build the node with the graph's dependencies."""
 
-    def read_new_messages(
-        state: SleepState, runtime: Runtime[Context]
-    ) -> Command[Literal["propose_rewrite", "__end__"]]:
-        """Read the messages after the watermark; end the run when none says anything."""
+    def read_new_messages(state: SleepState, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Read the messages after the watermark (an empty transcript: none says anything)."""
         limit = state.get("max_messages") or DEFAULT_MAX_MESSAGES
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError(f"max_messages must be a whole number of 1 or more, got {limit!r}")
@@ -92,9 +90,9 @@ def make_read_new_messages(deps: Deps) -> Any:
         if not transcript:
             if end != start:  # only tool results and alerts: read, nothing to tend
                 memory.recall.set_mark(WATERMARK, end)
-            return Command(goto="__end__", update=update)
+            return update
         update["transcript"] = transcript
         update["sources"] = sources
-        return Command(goto="propose_rewrite", update=update)
+        return update
 
     return read_new_messages
