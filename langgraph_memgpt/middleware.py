@@ -80,7 +80,8 @@ from langgraph_memgpt.memory_tools import (
     make_memory_tools,
     thread_of_config,
 )
-from langgraph_memgpt.nodes.check_pressure import fitted, pressure
+from langgraph_memgpt.nodes.check_pressure import pressure
+from langgraph_memgpt.nodes.open_turn import fitted
 from langgraph_memgpt.nodes.summarize_evict import evict
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend

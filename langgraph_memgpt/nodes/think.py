@@ -32,7 +32,6 @@ from langgraph_memgpt.main_context import (
     current_system,
     latest_user_index,
     prompt_tokens,
-    record,
     thread_of,
     valid_message,
 )
@@ -48,6 +47,7 @@ from langgraph_memgpt.streaming import (
 )
 from langgraph_memgpt.tool_step import sent_messages
 from langgraph_memgpt.tools import facts_of, for_events, non_editing
+from langgraph_memgpt.write_ahead import RECORD_FIRST
 
 
 def _with_call_ids(message: AIMessage) -> AIMessage:
@@ -147,19 +147,19 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         raw: AIMessage,
     ) -> dict[str, Any]:
         ctx = context_of(runtime)
-        memory = deps.memory(ctx, state)
         message = valid_message(_with_call_ids(raw))
         if not message.id:
             message = message.model_copy(update={"id": str(uuid.uuid4())})
         answers = _invalid_call_results(message, ctx.result_char_limit)
-        # Write-ahead of the whole message; the queue (and so the checkpoint) keeps a copy
-        # bounded like a user message.
-        record(
-            memory, [*call.searched, message, *answers], thread_of(runtime), state.get("turn", 0)
-        )
+        # The queue (and so the checkpoint) keeps a copy bounded like a user message;
+        # recall gets the whole message (`write_ahead`, as this update is taken).
         budget = int(ctx.context_window * ctx.max_message_fraction)
+        whole = message
         message = bounded_calls(message, budget, deps.counter)
         added = [*call.searched, message, *answers]
+        first = (
+            [] if message is whole else [(state.get("turn", 0), [*call.searched, whole, *answers])]
+        )
         # The model's step is for the model; a plain answer (no call) is the reply itself,
         # when the loop sends it (it streamed as it was written, under the message's id).
         step = bool(message.tool_calls or message.invalid_tool_calls)
@@ -170,6 +170,7 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             "messages": added,
             "steps": state.get("steps", 0) + 1,
             "step_closed": "",
+            **({RECORD_FIRST: first} if first else {}),
         }
 
     def think(state: State, config: RunnableConfig) -> dict[str, Any]:
