@@ -32,6 +32,7 @@ from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import context_of, record, thread_of
 from langgraph_memgpt.memory_tools import provenance, thread_of_config
 from langgraph_memgpt.state import State
+from langgraph_memgpt.stores.base import Memory
 
 RECORD_FIRST = "memgpt:record_first"
 """Key of a node's update: ``[(turn, [messages])]`` recall gets first (see the module)."""
@@ -57,6 +58,34 @@ def added_messages(update: Any) -> list[BaseMessage]:
     if not isinstance(messages, Sequence) or isinstance(messages, str):
         messages = [messages]
     return [m for m in convert_to_messages(messages) if not isinstance(m, RemoveMessage) and m.id]
+
+
+def write(
+    memory: Memory,
+    thread_id: str,
+    turn: int,
+    update: Any,
+    first: Sequence[tuple[int, Sequence[BaseMessage]]] = (),
+) -> Any:
+    """Record what ``update`` adds to the queue; return it without `RECORD_FIRST`.
+
+    ``turn``: the state's, unless the update sets one. The `RECORD_FIRST` groups
+    (``first``, then the update's own) are recorded first. The one place a step's messages
+    reach recall, for the graph's nodes, its tool calls and `MemGPTMiddleware`'s hooks.
+    """
+    if isinstance(update, Mapping) and RECORD_FIRST in update:
+        update = dict(update)
+        first = [*first, *(update.pop(RECORD_FIRST) or [])]
+    listed: set[str | None] = set()
+    for number, messages in first:
+        record(memory, messages, thread_id, number)
+        listed |= {m.id for m in messages}
+    own = update.get("turn") if isinstance(update, Mapping) else None
+    number = int(own) if own is not None else turn
+    added = [m for m in added_messages(update) if m.id not in listed]
+    if added:
+        record(memory, added, thread_id, number)
+    return update
 
 
 class WriteAhead:
@@ -99,20 +128,11 @@ class WriteAhead:
         if isinstance(update, Mapping) and RECORD_FIRST in update:
             update = dict(update)
             first = list(update.pop(RECORD_FIRST) or [])
-        added = added_messages(update)
-        if not first and not added:
+        if not first and not added_messages(update):
             return update
         runtime = get_runtime(Context)
-        thread_id = thread_of(runtime)
         memory = self.deps.memory(context_of(runtime), state)
-        listed: set[str | None] = set()
-        for number, messages in first:
-            record(memory, messages, thread_id, number)
-            listed |= {m.id for m in messages}
-        turn = update.get("turn") if isinstance(update, Mapping) else None
-        number = int(turn) if turn is not None else state.get("turn", 0)
-        record(memory, [m for m in added if m.id not in listed], thread_id, number)
-        return update
+        return write(memory, thread_of(runtime), state.get("turn", 0), update, first)
 
     # -- tool calls --------------------------------------------------------------------
 
@@ -144,5 +164,5 @@ class WriteAhead:
         state = runtime.state if isinstance(runtime.state, Mapping) else None
         memory = self.deps.memory(ctx, state)  # type: ignore[arg-type]
         where = provenance(runtime)
-        record(memory, added, thread_of_config(runtime.config), where.turn)
-        return result
+        written: ToolResult = write(memory, thread_of_config(runtime.config), where.turn, result)
+        return written

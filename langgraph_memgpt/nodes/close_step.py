@@ -3,9 +3,10 @@
 Each call of the model's message ran as its own ``call_memory_tool`` task; this node runs
 once after all of them (an unconditional edge from ``call_memory_tool``: every task of the
 superstep triggers one run of it), or after ``think`` when every call was answered there
-(invalid calls). `langgraph_memgpt.tool_step.close_step` decides whether the turn goes on
-(a result to read, a failure, a note asking for the reply) or is over (the reply is out, a
-tool ended it or handed it over, the repeated-call breaker), and the node writes that into
+(invalid calls). The turn core (`langgraph_memgpt.turn.close`, shared with
+`MemGPTMiddleware`; the rule is `langgraph_memgpt.tool_step.decide`) decides whether the
+turn goes on (a result to read, a failure, a note asking for the reply) or is over (the
+reply is out, a tool ended it or handed it over, the breaker), and the node writes that into
 state (``turn_over``, ``stop_reason``, ``repeat_key``/``repeat_count``, ``step_closed``);
 `routes.after_close` only reads it.
 """
@@ -17,12 +18,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime, get_runtime
 
+from langgraph_memgpt import turn
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import context_of
 from langgraph_memgpt.state import State
 from langgraph_memgpt.streaming import hide
-from langgraph_memgpt.tool_step import close_step, open_step
+from langgraph_memgpt.tool_step import open_step
 
 
 def make_close_step(deps: Deps) -> Any:
@@ -30,15 +32,13 @@ def make_close_step(deps: Deps) -> Any:
 
     def close_step_node(state: State, config: RunnableConfig) -> dict[str, Any]:
         """Decide, once, what the finished tool step means for the turn."""
-        step = open_step(state)
-        if step is None:
+        if open_step(state) is None:
             # Nothing of this loop's to close (a parent's calls in a swarm's queue).
             return {}
         runtime: Runtime[Context] = get_runtime(Context)
         ctx = context_of(runtime)
-        memory = deps.memory(ctx, state)
-        update, added = close_step(state, step, memory, ctx)
-        hide(added, config)
+        update = turn.close(state, deps.memory(ctx, state), ctx) or {}
+        hide(update.get("messages", []), config)
         return update
 
     close_step_node.__name__ = "close_step"

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, ToolMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from langgraph_memgpt import turn as turn_core
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.event_turn import awaits_reply, event_outcome
 from langgraph_memgpt.main_context import (
@@ -31,8 +32,8 @@ from langgraph_memgpt.main_context import (
     latest_user_index,
 )
 from langgraph_memgpt.state import State
-from langgraph_memgpt.streaming import REPLY_SEPARATOR, finish_reply
-from langgraph_memgpt.tool_step import results_of, sent_messages
+from langgraph_memgpt.streaming import finish_reply
+from langgraph_memgpt.tool_step import results_of
 
 
 def make_respond(deps: Deps) -> Any:
@@ -59,16 +60,15 @@ def make_respond(deps: Deps) -> Any:
             closed["event_outcome"] = None  # an earlier event turn's: this turn had a user
         if not stop_reason and isinstance(last, AIMessage) and not last.tool_calls:
             return {**closed, "turn_over": True}  # a plain answer: already the last AI message
-        sent = sent_messages(state)
         turn = state["messages"][latest_user_index(state["messages"]) or 0 :]
         if stop_reason:
             # What was sent before the turn was stopped stays the reply's start: the user
             # saw it stream (it was sent), and the stop follows it.
-            text = REPLY_SEPARATOR.join([*sent, stop_reason])
+            text = turn_core.reply_text(state, stop_reason)
             stable = _replay_stable_id(state, "stop", text)
             reply = AIMessage(text, id=finish_reply(turn, text, config, fallback=stable))
         else:
-            text = REPLY_SEPARATOR.join(sent)
+            text = turn_core.reply_text(state)
             reply = AIMessage(
                 text,
                 id=finish_reply(
