@@ -47,7 +47,12 @@ AToolWrap = Callable[[ToolCallRequest, AExecute], Awaitable[ToolResult]]
 
 
 def added_messages(update: Any) -> list[BaseMessage]:
-    """The messages an update adds to (or rewrites in) the queue: removals left out."""
+    """The messages an update adds to (or rewrites in) the queue: removals left out.
+
+    ``update``: a node's update, a ``Command``, or a tool's result message.
+    """
+    if isinstance(update, BaseMessage):
+        return [update] if update.id and not isinstance(update, RemoveMessage) else []
     if isinstance(update, Command):
         if update.graph == Command.PARENT:
             return []  # the parent graph's messages, not this queue's
@@ -155,9 +160,7 @@ class WriteAhead:
 
     def tool_result(self, request: ToolCallRequest, result: ToolResult) -> ToolResult:
         """``result`` (a ``ToolMessage`` or a ``Command``), once recall holds its messages."""
-        added = [result] if isinstance(result, ToolMessage) else added_messages(result)
-        added = [m for m in added if m.id]
-        if not added:
+        if not added_messages(result):
             return result
         runtime = request.runtime
         ctx = Context.for_run(runtime.context, runtime.config)
