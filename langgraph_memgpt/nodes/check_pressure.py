@@ -26,7 +26,6 @@ from langgraph_memgpt.main_context import (
 )
 from langgraph_memgpt.state import State
 from langgraph_memgpt.streaming import hide
-from langgraph_memgpt.turn import pressure
 
 
 def make_check_pressure(deps: Deps) -> Any:
@@ -54,4 +53,4 @@ def make_check_pressure(deps: Deps) -> Any:
     return check_pressure
 
 
-__all__ = ["make_check_pressure", "pressure"]
+__all__ = ["make_check_pressure"]
