@@ -73,7 +73,7 @@ from langgraph_memgpt import turn
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.errors import is_context_overflow
-from langgraph_memgpt.main_context import REPLY_FLAG, build_prompt, current_system, valid_message
+from langgraph_memgpt.main_context import REPLY_FLAG, current_system, valid_message
 from langgraph_memgpt.memory_tools import (
     DEFAULT_TOOLS,
     CallOrder,
@@ -81,7 +81,6 @@ from langgraph_memgpt.memory_tools import (
     make_memory_tools,
     thread_of_config,
 )
-from langgraph_memgpt.nodes.summarize_evict import evict
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.write_ahead import RECORD_FIRST, write
@@ -330,39 +329,26 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         ]
         self._seen = _Seen(agent_prompt, schemas)
         instructions = self._instructions(agent_prompt)
-        messages: list[AnyMessage] = list(request.messages)
-        number = int(state.get("turn", 0))
-        view = cast(State, {**state, "messages": messages})
-        system_prompt, update = where.system(view, instructions, mid_turn=True)
-        evict_now, _ = turn.pressure(view, system_prompt, messages, ctx, self.deps.counter, schemas)
-        reply = None
-        if evict_now:
-            model = self.summary_model or request.model
-            evicted = evict(
-                view,
-                memory,
-                ctx,
-                system_prompt=system_prompt,
-                counter=self.deps.counter,
-                schemas=schemas,
-                summarizer=lambda: model,
-                thread_id=thread_id,
-                loop=loop,
-            )
-            reply = evicted.pop("stop_reason", None)
-            update.update(evicted)
-            gone = {m.id for m in evicted.get("messages", [])}
-            messages = [m for m in messages if m.id not in gone]
-            view = cast(State, {**state, **update, "messages": messages})
-            system_prompt, rendered = where.system(view, instructions, mid_turn=False)
-            update.update(rendered)
-        prompt = build_prompt(
-            system_prompt, view.get("summary", ""), view.get("evicted_count", 0), messages
+        view = cast(State, {**state, "messages": list(request.messages)})
+        model = self.summary_model or request.model
+        planned = turn.plan(
+            view,
+            memory,
+            ctx,
+            render=lambda seen, mid_turn: where.system(seen, instructions, mid_turn=mid_turn),
+            counter=self.deps.counter,
+            schemas=schemas,
+            summarizer=lambda: model,
+            thread_id=thread_id,
+            loop=loop,
         )
+        prompt = planned.prompt
         sent = request.override(
             system_message=cast(Any, prompt[0]), messages=cast(list[AnyMessage], prompt[1:])
         )
-        return _Step(sent, where, number, update, reply, steps=int(state.get("steps", 0)))
+        number = int(state.get("turn", 0))
+        steps = int(state.get("steps", 0))
+        return _Step(sent, where, number, planned.update, planned.reply, steps=steps)
 
     def _taken(self, step: _Step, result: Any) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """The model's messages, written ahead to recall (with ids), and the state update."""

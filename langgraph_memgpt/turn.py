@@ -3,11 +3,12 @@
 A turn is: open it (`open_turn`: the user's message and the run's events in, stamped, cut to
 the window, what a killed run left caught up), measure the next prompt (`measure`: warn once
 per cycle, ask for an eviction past the flush limit; the eviction itself is
-`nodes.summarize_evict.evict`), stop at the step cap (`step_cap`), call the model, take its
-message (`take`: call ids, a readable error for each call that did not parse, the copy the
-queue keeps bounded), close each tool step (`close`: does the turn go on, the repeat
-breaker, heartbeats), and end with the reply the loop sends (`reply_text`). A provider's
-context-length error evicts and retries, a bounded number of times (`after_overflow`).
+`nodes.summarize_evict.evict`; the middleware plans its exact prompt with `plan`), stop at
+the step cap (`step_cap`), call the model, take its message (`take`: call ids, a readable
+error for each call that did not parse, the copy the queue keeps bounded), close each tool
+step (`close`: does the turn go on, the repeat breaker, heartbeats), and end with the reply
+the loop sends (`reply_text`). A provider's context-length error evicts and retries, a
+bounded number of times (`after_overflow`).
 
 The graph's nodes (`langgraph_memgpt.nodes`) and `MemGPTMiddleware`'s hooks
 (`langgraph_memgpt.middleware`) are thin adapters over these functions: a rule changed here
@@ -17,14 +18,17 @@ changes both faces. Each returns state updates; recall is written by
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
+    BaseMessage,
     HumanMessage,
     RemoveMessage,
     ToolMessage,
@@ -249,6 +253,70 @@ def measure(
     return {}
 
 
+@dataclass(frozen=True)
+class Plan:
+    """The prompt to send, the state update that made it, or the reply that ends the turn."""
+
+    prompt: list[BaseMessage]
+    update: dict[str, Any]
+    reply: str | None = None
+    """The honest reply when no eviction can make the prompt fit (then no model call)."""
+
+
+def plan(
+    state: State,
+    memory: Memory,
+    ctx: Context,
+    *,
+    render: Callable[[State, bool], tuple[str, dict[str, Any]]],
+    counter: TokenCounter,
+    schemas: Sequence[dict[str, Any]],
+    summarizer: Callable[[], BaseChatModel],
+    thread_id: str,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> Plan:
+    """The prompt for the queue in ``state``, evicted first when it is over the flush limit.
+
+    ``render(state, mid_turn)``: the system prompt and its state update
+    (`main_context.current_system` with the face's instructions). The eviction is
+    `nodes.summarize_evict.evict` (the graph's ``summarize_evict`` node); ``loop``, an
+    async run's event loop, has the summary written with the summarizer's async API. In the
+    graph these are three nodes (``check_pressure``, ``summarize_evict``, ``think``); the
+    middleware, which sees the exact prompt only inside its model call, runs them here.
+    """
+    from langgraph_memgpt.nodes.summarize_evict import evict
+
+    messages = list(state["messages"])
+    view = state
+    system_prompt, update = render(view, True)
+    update = dict(update)
+    evict_now, _ = pressure(view, system_prompt, messages, ctx, counter, schemas)
+    reply = None
+    if evict_now:
+        evicted = evict(
+            view,
+            memory,
+            ctx,
+            system_prompt=system_prompt,
+            counter=counter,
+            schemas=schemas,
+            summarizer=summarizer,
+            thread_id=thread_id,
+            loop=loop,
+        )
+        reply = evicted.pop("stop_reason", None)
+        update.update(evicted)
+        gone = {m.id for m in evicted.get("messages", [])}
+        messages = [m for m in messages if m.id not in gone]
+        view = cast(State, {**state, **update, "messages": messages})
+        system_prompt, rendered = render(view, False)
+        update.update(rendered)
+    prompt = build_prompt(
+        system_prompt, view.get("summary", ""), view.get("evicted_count", 0), messages
+    )
+    return Plan(prompt, update, reply)
+
+
 def step_cap(state: State, ctx: Context) -> str | None:
     """The honest reply when the turn has used its ``max_steps`` model calls, else None."""
     steps = state.get("steps", 0)
@@ -361,6 +429,7 @@ def reply_text(state: State, stop_reason: str = "") -> str:
 
 
 __all__ = [
+    "Plan",
     "Taken",
     "after_overflow",
     "answer_interrupted_calls",
@@ -369,6 +438,7 @@ __all__ = [
     "invalid_call_results",
     "measure",
     "open_turn",
+    "plan",
     "pressure",
     "reply_text",
     "step_cap",

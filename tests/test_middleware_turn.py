@@ -125,5 +125,7 @@ def test_the_graph_and_the_middleware_call_one_turn_core() -> None:
     for phase, node in nodes.items():
         assert f"turn.{phase}(" in hooks, f"the middleware does not call turn.{phase}"
         assert f"turn.{phase}(" in node or f"turn_core.{phase}(" in node, phase
-    for leaf in ("record", "stamped", "fitted", "message_budget", "pressure", "close_step"):
+    assert "turn.plan(" in hooks  # measure, evict, render, build the prompt: one call
+    leaves = ("record", "stamped", "fitted", "message_budget", "pressure", "close_step", "evict")
+    for leaf in (*leaves, "build_prompt"):
         assert leaf not in vars(middleware), f"the middleware orchestrates {leaf} itself"
