@@ -1,6 +1,6 @@
 """Turns opened by system events (`langgraph_memgpt.events`): into the queue, reply or not, outcome.
 
-``check_pressure`` puts a run's waiting events into the queue (`take_events`); the tool
+``open_turn`` puts a run's waiting events into the queue (`take_events`); the tool
 step asks for a reply only when a user waits (`awaits_reply`); ``respond`` reports an
 event-only turn's memory edits instead of replying (`event_outcome`).
 """
@@ -21,9 +21,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import Runtime
 
-from langgraph_memgpt.context import Context
 from langgraph_memgpt.events import EVENT_KEY, EVENT_NAME, Event, event_message_id, is_event
 from langgraph_memgpt.main_context import is_runtime_note, latest_user_index
 from langgraph_memgpt.memory_tools import OUTCOME_KEY
@@ -35,7 +33,7 @@ from langgraph_memgpt.tools import facts_of
 def event_message(event: Event) -> HumanMessage:
     """The queue message of an event: user-role (every provider takes it mid-conversation).
 
-    Unstamped, like a user message no turn has opened yet: ``check_pressure`` opens one for
+    Unstamped, like a user message no turn has opened yet: ``open_turn`` opens one for
     it, records it, stamps its arrival and cuts it to the window as it does a user's.
     """
     return HumanMessage(
@@ -73,31 +71,29 @@ def take_events(state: Mapping[str, Any], queue: Sequence[AnyMessage]) -> list[H
 
 
 def with_events(
-    node: Callable[[State, RunnableConfig, Runtime[Context]], dict[str, Any]],
-) -> Callable[[State, RunnableConfig, Runtime[Context]], dict[str, Any]]:
-    """``check_pressure`` that first moves the run's waiting events into the queue.
+    node: Callable[[State, RunnableConfig], dict[str, Any]],
+) -> Callable[[State, RunnableConfig], dict[str, Any]]:
+    """``open_turn`` that first moves the run's waiting events into the queue.
 
     The node then sees them as it sees a user's new message (it opens the turn, records
     them, fits them to the window); its update carries them and empties ``events``.
     """
 
     @functools.wraps(node)
-    def check_pressure(
-        state: State, config: RunnableConfig, runtime: Runtime[Context]
-    ) -> dict[str, Any]:
+    def open_turn(state: State, config: RunnableConfig) -> dict[str, Any]:
         arrived = take_events(state, state["messages"])
         if not arrived and not state.get("events"):
-            return node(state, config, runtime)
+            return node(state, config)
         hide(arrived, config)  # the caller's own input, like a user message
         seen: State = {**state, "messages": [*state["messages"], *arrived]}
-        update = node(seen, config, runtime)
+        update = node(seen, config)
         written = list(update.get("messages") or [])
         if not (written and isinstance(written[0], RemoveMessage)):  # else: the whole queue
             ids = {m.id for m in written}
             written = [*(m for m in arrived if m.id not in ids), *written]
         return {**update, "messages": written, "events": None}
 
-    return check_pressure
+    return open_turn
 
 
 def awaits_reply(queue: Sequence[BaseMessage]) -> bool:

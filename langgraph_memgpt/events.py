@@ -13,7 +13,7 @@ An event's message id is ``event:<its id>`` (`event_message_id`): events keep id
 own and never stand for, nor overwrite, a user's message with the same id; a client's
 message with an id in that namespace is refused (`message_id_refusal`).
 
-``check_pressure`` turns waiting events into messages of the queue (`take_events`): user-role
+``open_turn`` turns waiting events into messages of the queue (`take_events`): user-role
 messages named `EVENT_NAME`, which the prompt shows as events from the host (`render_event`)
 and recall keeps under the role ``event``. A turn opened by events alone expects no reply
 (`awaits_reply`): the loop does not ask the model for one, ``respond`` sends none, and the
@@ -51,7 +51,7 @@ EVENT_NOTE = (
 
 
 class Event(TypedDict):
-    """One checked event, as the ``events`` channel keeps it until ``check_pressure`` reads it."""
+    """One checked event, as the ``events`` channel keeps it until ``open_turn`` reads it."""
 
     id: str
     source: str
@@ -164,7 +164,7 @@ def message_id_refusal(messages: Any) -> str | None:
 def add_events(waiting: list[Event] | None, new: Any) -> list[Event]:
     """Reducer of the ``events`` channel: new events are checked and wait with the others.
 
-    ``None`` clears the channel (``check_pressure`` has put them in the queue). Checking
+    ``None`` clears the channel (``open_turn`` has put them in the queue). Checking
     here, as the input is applied, refuses a malformed event before any node runs.
     """
     if new is None:

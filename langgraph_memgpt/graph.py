@@ -1,13 +1,15 @@
 """Wires the MemGPT loop; ``build_graph`` for library users, ``graph`` for ``langgraph dev``.
 
-Every edge of the loop is here; the decisions are the route functions of
+Every phase of a turn is a node and every edge of the loop is here; the decisions are
+written into state by the nodes and only read by the route functions of
 `langgraph_memgpt.routes`::
 
-    START → check_pressure ─after_pressure─→ think | summarize_evict | respond
+    START → open_turn → check_pressure ─after_pressure─→ think | summarize_evict | respond
     summarize_evict ─after_eviction─→ think | respond
-    think ─after_think─→ call_memory_tool (one task per call) | check_pressure
+    think ─after_think─→ call_memory_tool (one task per call) | close_step
                          | summarize_evict | respond
-    call_memory_tool ─after_tools─→ check_pressure | respond (the reply is out)
+    call_memory_tool → close_step (once, after every call's task)
+    close_step ─after_close─→ check_pressure | respond (the turn is over)
     respond → END
 """
 
@@ -33,16 +35,19 @@ from langgraph_memgpt.llm.factory import require_openai_endpoint
 from langgraph_memgpt.nodes import (
     make_call_memory_tool,
     make_check_pressure,
+    make_close_step,
+    make_open_turn,
     make_respond,
     make_summarize_evict,
     make_think,
 )
 from langgraph_memgpt.nodes.call_memory_tool import log_and_describe
-from langgraph_memgpt.routes import after_eviction, after_pressure, after_think, after_tools
+from langgraph_memgpt.routes import after_close, after_eviction, after_pressure, after_think
 from langgraph_memgpt.state import InputState, OutputState, State, io_schemas
 from langgraph_memgpt.stores.base import MemoryBackend, ThreadLocks
 from langgraph_memgpt.threads import lock_dir_of, thread_guard
 from langgraph_memgpt.tools import MEMORY_TOOLS
+from langgraph_memgpt.write_ahead import WriteAhead
 
 
 class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
@@ -194,12 +199,23 @@ def assemble(
     builder.thread_locks = memory if isinstance(memory, ThreadLocks) else None
     builder.lock_dir = lock_dir
     builder.admission = Admission(deps)
-    builder.add_node("check_pressure", make_check_pressure(deps))
-    builder.add_node("summarize_evict", make_summarize_evict(deps))
-    builder.add_node("think", make_think(deps))
-    builder.add_node("call_memory_tool", make_call_memory_tool(deps, handle_tool_errors))
-    builder.add_node("respond", make_respond(deps))
-    builder.add_edge(START, "check_pressure")
+    # Write-ahead in one place: what each node's update adds to the queue reaches recall
+    # before LangGraph checkpoints it (the tool step's: per call).
+    write_ahead = WriteAhead(deps)
+    nodes: dict[str, Any] = {
+        "open_turn": make_open_turn(deps),
+        "check_pressure": make_check_pressure(deps),
+        "summarize_evict": make_summarize_evict(deps),
+        "think": make_think(deps),
+        "call_memory_tool": make_call_memory_tool(deps, handle_tool_errors, write_ahead),
+        "close_step": make_close_step(deps),
+        "respond": make_respond(deps),
+    }
+    for name, node in nodes.items():
+        # The tool node's write-ahead is around each of its calls (given above).
+        builder.add_node(name, node if name == "call_memory_tool" else write_ahead.node(node, name))
+    builder.add_edge(START, "open_turn")
+    builder.add_edge("open_turn", "check_pressure")
     builder.add_conditional_edges(
         "check_pressure", after_pressure, ["think", "summarize_evict", "respond"]
     )
@@ -207,9 +223,11 @@ def assemble(
     builder.add_conditional_edges(
         "think",
         after_think,
-        ["call_memory_tool", "check_pressure", "summarize_evict", "respond"],
+        ["call_memory_tool", "close_step", "summarize_evict", "respond"],
     )
-    builder.add_conditional_edges("call_memory_tool", after_tools, ["check_pressure", "respond"])
+    # One run of close_step after all of a step's call tasks (the join).
+    builder.add_edge("call_memory_tool", "close_step")
+    builder.add_conditional_edges("close_step", after_close, ["check_pressure", "respond"])
     builder.add_edge("respond", END)
     return builder
 

@@ -1,7 +1,8 @@
 """MemGPT's memory for any LangChain agent: `MemGPTMiddleware` for ``create_agent``.
 
-``create_agent(model, tools, middleware=[MemGPTMiddleware(...)])`` gets what the five-node
-graph gives its model, from the same code (nothing here re-implements the loop):
+``create_agent(model, tools, middleware=[MemGPTMiddleware(...)])`` runs the graph's turn,
+from the same code: the hooks are thin adapters over the turn core (`langgraph_memgpt.turn`),
+as the graph's nodes are (nothing here re-implements the loop):
 
 - the system prompt: MemGPT's instructions, the agent's own ``system_prompt``, then core
   memory and the statistics (`main_context.current_system`, the prefix-cache layout of
@@ -10,21 +11,27 @@ graph gives its model, from the same code (nothing here re-implements the loop):
   objects the graph's ``ToolNode`` runs, journalled so a replayed call runs once);
 - write-ahead: every message goes into recall memory before its step is checkpointed
   (user messages as the turn opens, the model's in ``wrap_model_call``, tool results in
-  ``wrap_tool_call``, all with `main_context.record`);
-- the memory-pressure warning and summarize-evict (`nodes.check_pressure.pressure`,
-  `nodes.summarize_evict.evict`): the evicted messages stay verbatim in recall, the new
-  summary folds in the previous one and is kept in archival memory.
+  ``wrap_tool_call``), through the graph's one writer (`write_ahead.write`);
+- the turn's rules: opening it (`turn.open_turn`: stamping, cutting, a killed run's
+  catch-up), the memory-pressure warning and summarize-evict (`turn.measure`,
+  `nodes.summarize_evict.evict`: the evicted messages stay verbatim in recall, the new
+  summary folds in the previous one and is kept in archival memory), the step cap
+  (`turn.step_cap`, ``Context.max_steps``), the repeated-call breaker and heartbeats
+  (`turn.close`, ``Context.max_repeated_calls``: a ``send_message`` reply with nothing to
+  read ends the run with that reply), and the overflow retry (`turn.after_overflow`).
 
 The agent whose memory it is: the ``agent_id`` given here, else the run context's
 ``agent_id`` (``create_agent(..., context_schema=...)``, ``invoke(..., context=...)``), else
 ``configurable["agent_id"]``, else the settings' (`MemoryAccess.context_for`). A thread
 belongs to the agent that first ran it, as in the graph.
 
-The hooks split as the graph's nodes do: ``before_model`` is ``check_pressure`` (open the
-turn, measure, warn, ask for an eviction); ``wrap_model_call`` is ``summarize_evict`` and
-``think``'s prompt (it knows the model, the agent's system prompt and every tool schema, so
-it measures the prompt it sends exactly and evicts if that is over the flush limit). The
-state keys are the graph's (`langgraph_memgpt.state.State`) and private to the agent.
+The hooks split as the graph's nodes do: ``before_model`` is ``open_turn``, ``close_step``
+and ``check_pressure`` (open the turn; mid-turn close the step, ending the run with the
+reply when the turn is over or capped; measure, warn, ask for an eviction);
+``wrap_model_call`` is ``summarize_evict`` and ``think``'s prompt (it knows the model, the
+agent's system prompt and every tool schema, so it measures the prompt it sends exactly and
+evicts if that is over the flush limit). The state keys are the graph's
+(`langgraph_memgpt.state.State`) and private to the agent.
 """
 
 from __future__ import annotations
@@ -43,7 +50,11 @@ try:
         ModelRequest,
         ModelResponse,
     )
-    from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+    from langchain.agents.middleware.types import (
+        ExtendedModelResponse,
+        PrivateStateAttr,
+        hook_config,
+    )
 except ImportError as exc:  # pragma: no cover - the compose extra is missing
     raise ImportError(
         "MemGPTMiddleware needs LangChain 1.x: pip install 'langgraph-memgpt[compose]'"
@@ -58,21 +69,11 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from langgraph_memgpt import prompts
+from langgraph_memgpt import turn
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.errors import is_context_overflow
-from langgraph_memgpt.main_context import (
-    TIME_KEY,
-    build_prompt,
-    current_system,
-    is_user_message,
-    latest_user_index,
-    message_budget,
-    record,
-    stamped,
-    valid_message,
-)
+from langgraph_memgpt.main_context import REPLY_FLAG, current_system, valid_message
 from langgraph_memgpt.memory_tools import (
     DEFAULT_TOOLS,
     CallOrder,
@@ -80,11 +81,10 @@ from langgraph_memgpt.memory_tools import (
     make_memory_tools,
     thread_of_config,
 )
-from langgraph_memgpt.nodes.check_pressure import fitted, pressure
-from langgraph_memgpt.nodes.summarize_evict import evict
 from langgraph_memgpt.policies import aagent_model_call, agent_model_call
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.write_ahead import RECORD_FIRST, write
 
 PLAIN_REPLIES = (
     "In this agent you answer the user in plain text: there is no `send_message` tool, "
@@ -106,6 +106,13 @@ class MemGPTState(AgentState[Any]):
     turn_user_id: NotRequired[Annotated[str, PrivateStateAttr]]
     alerted: NotRequired[Annotated[bool, PrivateStateAttr]]
     force_evict: NotRequired[Annotated[bool, PrivateStateAttr]]
+    steps: NotRequired[Annotated[int, PrivateStateAttr]]
+    repeat_key: NotRequired[Annotated[str, PrivateStateAttr]]
+    repeat_count: NotRequired[Annotated[int, PrivateStateAttr]]
+    context_retries: NotRequired[Annotated[int, PrivateStateAttr]]
+    stop_reason: NotRequired[Annotated[str, PrivateStateAttr]]
+    turn_over: NotRequired[Annotated[bool, PrivateStateAttr]]
+    step_closed: NotRequired[Annotated[str, PrivateStateAttr]]
 
 
 @dataclass
@@ -150,6 +157,8 @@ class _Step:
     reply: str | None = None
     retries: int = 0
     """Evictions forced by the provider's context-length errors in this step."""
+    steps: int = 0
+    """Model calls of the turn before this one (`turn.step_cap`)."""
 
 
 class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
@@ -227,62 +236,71 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         """`before_agent`, store I/O in a worker thread."""
         return await asyncio.to_thread(self.before_agent, state, runtime)
 
-    # -- before_model: check_pressure ---------------------------------------------------
+    # -- before_model: open_turn, close_step, check_pressure ---------------------------
 
+    @hook_config(can_jump_to=["end"])
     def before_model(self, state: MemGPTState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Open the turn (write-ahead), refresh the system prompt, warn or ask to evict."""
+        """The turn core between model calls (`langgraph_memgpt.turn`, as the graph's nodes).
+
+        Open the turn (write-ahead, stamping, cutting); mid-turn, close the finished tool
+        step (the repeat breaker, heartbeats: a reply sent with nothing to read ends the
+        turn) and stop at the step cap, ending the run with the reply; then refresh the
+        system prompt, warn or ask to evict.
+        """
         where = self._open(state, runtime.context)
         ctx, memory, thread_id = where.ctx, where.memory, where.thread_id
         update: dict[str, Any] = {} if state.get("agent_id") else {"agent_id": memory.agent_id}
-        queue = list(state["messages"])
-        turn = state.get("turn", 0)
-        index = latest_user_index(queue)
-        new_turn = index is not None and queue[index].id != state.get("turn_user_id")
-        if new_turn:
-            assert index is not None
-            turn += 1
-            update.update(turn=turn, turn_user_id=queue[index].id)
-            # A user message enters the queue with the time it was sent.
-            changed = {
-                m.id: stamped(valid_message(m))
-                for m in queue
-                if is_user_message(m) and TIME_KEY not in m.additional_kwargs
-            }
-            queue = [changed.get(m.id, m) for m in queue]
-        else:
-            changed = {}
-        # Write-ahead of what came since the model's last message (recorded as it was
-        # written): the user's, tool results (recorded as they ran; twice adds nothing), a
-        # person's answers to a review.
-        last = max((i for i, m in enumerate(queue) if isinstance(m, AIMessage)), default=-1)
-        record(memory, queue[last + 1 :], thread_id, turn)
-        view = cast(State, {**state, **update, "messages": queue})
         instructions = self._instructions(self._seen.instructions)
+        opened, queue = turn.open_turn(
+            cast(State, state),
+            memory,
+            ctx,
+            thread_id=thread_id,
+            counter=self.deps.counter,
+            schemas=self._seen.schemas,
+            instructions=instructions,
+        )
+        new_turn = bool(opened)
+        update.update(opened)
+        settled = {k: v for k, v in opened.items() if k not in ("messages", RECORD_FIRST)}
+        view = cast(State, {**state, **update, **settled, "messages": queue})
+        if not new_turn:
+            # Write-ahead of what came since the model's last message (recorded as it was
+            # written): tool results (recorded as they ran; twice adds nothing), a
+            # person's answers to a review.
+            last = max((i for i, m in enumerate(queue) if isinstance(m, AIMessage)), default=-1)
+            update[RECORD_FIRST] = [(view.get("turn", 0), queue[last + 1 :])]
+            closed = turn.close(view, memory, ctx, marked_only=False, note=False) or {}
+            update.update(closed)
+            view = cast(State, {**view, **closed})
+            stop = turn.step_cap(view, ctx) if not closed.get("turn_over") else None
+            if closed.get("turn_over") or stop is not None:
+                return self._end(where, view, update, stop or closed.get("stop_reason", ""))
         system_prompt, system_update = where.system(view, instructions, mid_turn=not new_turn)
         update.update(system_update)
-        if changed:
-            # A message too large for the window is cut in the queue; recall keeps it whole.
-            budget = message_budget(
-                ctx,
-                self.deps.counter,
-                self._seen.schemas,
-                system_prompt,
-                state.get("evicted_count", 0),
-            )
-            changed = {i: fitted(m, budget, self.deps.counter) or m for i, m in changed.items()}
-            queue = [changed.get(m.id, m) for m in queue]
-            view = cast(State, {**view, "messages": queue})
-            update["messages"] = list(changed.values())
-        evict_now, alert = pressure(
+        measured = turn.measure(
             view, system_prompt, queue, ctx, self.deps.counter, self._seen.schemas
         )
-        if evict_now:
-            update["force_evict"] = True
-        elif alert is not None:
-            record(memory, [alert], thread_id, turn)
-            update["messages"] = [*update.get("messages", []), alert]
-            update["alerted"] = True
+        alert = measured.pop("messages", [])
+        update.update(measured)
+        if alert:
+            update["messages"] = [*update.get("messages", []), *alert]
+        update = write(memory, thread_id, view.get("turn", 0), update)
         return update or None
+
+    def _end(
+        self, where: _Where, view: State, update: dict[str, Any], stop_reason: str
+    ) -> dict[str, Any]:
+        """End the run with the turn's reply (as ``respond``): what was sent, then the stop."""
+        text = turn.reply_text(view, stop_reason)
+        if text:
+            flags = {} if stop_reason else {REPLY_FLAG: True}
+            reply = AIMessage(text, id=str(uuid.uuid4()), additional_kwargs=flags)
+            update["messages"] = [*update.get("messages", []), reply]
+        update.update(stop_reason="", turn_over=True, jump_to="end")
+        return cast(
+            dict[str, Any], write(where.memory, where.thread_id, view.get("turn", 0), update)
+        )
 
     async def abefore_model(
         self, state: MemGPTState, runtime: Runtime[Any]
@@ -312,51 +330,43 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         ]
         self._seen = _Seen(agent_prompt, schemas)
         instructions = self._instructions(agent_prompt)
-        messages: list[AnyMessage] = list(request.messages)
-        turn = int(state.get("turn", 0))
-        view = cast(State, {**state, "messages": messages})
-        system_prompt, update = where.system(view, instructions, mid_turn=True)
-        evict_now, _ = pressure(view, system_prompt, messages, ctx, self.deps.counter, schemas)
-        reply = None
-        if evict_now:
-            model = self.summary_model or request.model
-            evicted = evict(
-                view,
-                memory,
-                ctx,
-                system_prompt=system_prompt,
-                counter=self.deps.counter,
-                schemas=schemas,
-                summarizer=lambda: model,
-                thread_id=thread_id,
-                loop=loop,
-            )
-            reply = evicted.pop("stop_reason", None)
-            update.update(evicted)
-            gone = {m.id for m in evicted.get("messages", [])}
-            messages = [m for m in messages if m.id not in gone]
-            view = cast(State, {**state, **update, "messages": messages})
-            system_prompt, rendered = where.system(view, instructions, mid_turn=False)
-            update.update(rendered)
-        prompt = build_prompt(
-            system_prompt, view.get("summary", ""), view.get("evicted_count", 0), messages
+        view = cast(State, {**state, "messages": list(request.messages)})
+        model = self.summary_model or request.model
+        planned = turn.plan(
+            view,
+            memory,
+            ctx,
+            render=lambda seen, mid_turn: where.system(seen, instructions, mid_turn=mid_turn),
+            counter=self.deps.counter,
+            schemas=schemas,
+            summarizer=lambda: model,
+            thread_id=thread_id,
+            loop=loop,
         )
+        prompt = planned.prompt
         sent = request.override(
             system_message=cast(Any, prompt[0]), messages=cast(list[AnyMessage], prompt[1:])
         )
-        return _Step(sent, where, turn, update, reply)
+        number = int(state.get("turn", 0))
+        steps = int(state.get("steps", 0))
+        return _Step(sent, where, number, planned.update, planned.reply, steps=steps)
 
     def _taken(self, step: _Step, result: Any) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """The model's messages, written ahead to recall (with ids), and the state update."""
         if isinstance(result, ExtendedModelResponse):
             result = result.model_response
         response = result if isinstance(result, ModelResponse) else ModelResponse([result])
-        messages = [_with_id(valid_message(m)) for m in response.result]
-        record(step.where.memory, messages, step.where.thread_id, step.turn)
+        ctx = step.where.ctx
+        messages = [
+            turn.take(m, ctx, self.deps.counter, bound=False).message
+            if isinstance(m, AIMessage)
+            else _with_id(valid_message(m))
+            for m in response.result
+        ]
+        write(step.where.memory, step.where.thread_id, step.turn, {"messages": messages})
         response = ModelResponse(messages, response.structured_response)
-        if not step.update:
-            return response
-        return ExtendedModelResponse(response, Command(update=step.update))
+        update = {**step.update, "steps": step.steps + 1}
+        return ExtendedModelResponse(response, Command(update=update))
 
     def _stopped(self, step: _Step) -> ExtendedModelResponse[Any]:
         """The honest reply when no eviction can make the prompt fit (no model call)."""
@@ -373,8 +383,9 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         As ``think`` does, at most ``max_context_retries`` times a step; then the turn
         ends with the honest reply.
         """
-        if step.retries >= step.where.ctx.max_context_retries:
-            return dataclasses.replace(step, reply=prompts.CONTEXT_OVERFLOW_REPLY)
+        stop = turn.after_overflow(step.retries, step.where.ctx)
+        if stop is not None:
+            return dataclasses.replace(step, reply=stop)
         removed = list(step.update.get("messages", []))
         gone = {m.id for m in removed}
         kept = {k: v for k, v in step.update.items() if k != "messages"}
@@ -387,7 +398,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         )
         update = {**kept, **again.update}
         update["messages"] = [*removed, *again.update.get("messages", [])]
-        return dataclasses.replace(again, update=update, retries=step.retries + 1)
+        return dataclasses.replace(again, update=update, retries=step.retries + 1, steps=step.steps)
 
     def wrap_model_call(
         self,
@@ -429,17 +440,16 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
     def _recorded(self, request: ToolCallRequest, result: Any) -> Any:
         state = request.state if isinstance(request.state, dict) else {}
         where = self._open(state, request.runtime.context)
-        turn = int(state.get("turn", 0))
+        number = int(state.get("turn", 0))
         if isinstance(result, ToolMessage):
             result = _with_id(result)
-            record(where.memory, [result], where.thread_id, turn)
-            return result
-        if isinstance(result, Command) and isinstance(result.update, dict):
+        elif isinstance(result, Command) and isinstance(result.update, dict):
             messages = [_with_id(m) for m in to_messages(result.update.get("messages", []))]
-            record(where.memory, messages, where.thread_id, turn)
             if messages:
-                return dataclasses.replace(result, update={**result.update, "messages": messages})
-        return result
+                result = dataclasses.replace(result, update={**result.update, "messages": messages})
+        else:
+            return result
+        return write(where.memory, where.thread_id, number, result)
 
     def wrap_tool_call(
         self,

@@ -2,9 +2,9 @@
 
 LangGraph checkpoints a run's input before any node runs, so a process killed in between
 leaves the user's newest message in the thread and not in recall memory (the write-ahead
-is ``check_pressure``'s first act). That window cannot be closed from inside the graph: no
+is ``open_turn``'s first act). That window cannot be closed from inside the graph: no
 node runs before LangGraph's checkpoint. The next run of the thread repairs it
-(``check_pressure`` opens a turn for every user message no run has opened one for, in
+(``open_turn`` opens a turn for every user message no run has opened one for, in
 order), but a thread nobody continues would keep the message out of the agent's long-term
 memory for good. So a process that serves threads calls `recover_thread` (one thread) or
 `recover_threads` (every thread of a checkpointer) when it starts: each message of a
@@ -201,7 +201,7 @@ def _named_agent(context: Context | dict[str, Any] | None) -> str | None:
 
 
 def _waiting(message: Any) -> bool:
-    """A user message no run has opened a turn for (``check_pressure`` stamps it)."""
+    """A user message no run has opened a turn for (``open_turn`` stamps it)."""
     return is_user_message(message) and not message.additional_kwargs.get(TIME_KEY)
 
 

@@ -24,7 +24,7 @@ class InputState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     events: NotRequired[Annotated[list[Event], add_events]]
     """System events (``source``, ``time``, ``text``): checked as the input is applied
-    (`langgraph_memgpt.events`), put into the queue by ``check_pressure``."""
+    (`langgraph_memgpt.events`), put into the queue by ``open_turn``."""
 
 
 class OutputState(TypedDict):
@@ -70,9 +70,11 @@ class State(InputState):
     stop_reason: NotRequired[str]
     """Why the turn ended early (step cap, breaker), shown in the reply."""
     step_closed: NotRequired[str]
-    """Id of the model message whose tool step ``check_pressure`` closed last."""
+    """Id of the model message whose tool step ``close_step`` closed last."""
     turn_over: NotRequired[bool]
-    """The turn is over (the reply is out, or a tool ended it): ``respond`` is next."""
+    """The turn is over (the reply is out, or a tool ended it): ``respond`` is next.
+
+    Written once per step by ``close_step``; the routes only read it."""
     event_outcome: NotRequired[dict[str, Any] | None]
     """See `OutputState.event_outcome`."""
     handoff: NotRequired[dict[str, Any] | None]

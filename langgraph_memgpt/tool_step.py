@@ -1,7 +1,8 @@
 """Closing a tool step: once every call of the model's message has its result, what now.
 
 Each call ran as its own ``call_memory_tool`` task and left its facts on its result
-(`memory_tools.OUTCOME_KEY`). ``check_pressure`` closes the step with `close_step`: the
+(`memory_tools.OUTCOME_KEY`). ``close_step`` (the node, or the middleware through
+`langgraph_memgpt.turn.close`) closes the step with `close_step`: the
 turn goes on when a result must be read (a search, ``request_heartbeat``, a user tool), when
 a call failed and no reply was sent yet, or when nothing was sent to the user (a note asks
 for the reply); it ends when the reply is out, when a tool ended it (``goto="respond"``, a
@@ -26,8 +27,11 @@ from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
 
 
-def open_step(state: State) -> AIMessage | None:
-    """The model message whose calls are all answered and whose step is not closed yet."""
+def open_step(state: State, *, marked_only: bool = True) -> AIMessage | None:
+    """The model message whose calls are all answered and whose step is not closed yet.
+
+    ``marked_only``: only a step whose results the graph's tool step marked (its facts).
+    """
     queue = state["messages"]
     index = len(queue) - 1
     while index >= 0 and isinstance(queue[index], ToolMessage):
@@ -38,7 +42,7 @@ def open_step(state: State) -> AIMessage | None:
     if not isinstance(message, AIMessage) or state.get("step_closed") == message.id:
         return None
     # Only this loop's own steps: in a swarm the queue also holds other agents' calls.
-    if not any(OUTCOME_KEY in m.additional_kwargs for m in queue[index + 1 :]):
+    if marked_only and not any(OUTCOME_KEY in m.additional_kwargs for m in queue[index + 1 :]):
         return None
     return message
 
@@ -142,9 +146,13 @@ def decide(state: State, message: AIMessage, max_repeated_calls: int) -> Decisio
 
 
 def close_step(
-    state: State, message: AIMessage, memory: Memory, ctx: Context
+    state: State, message: AIMessage, memory: Memory, ctx: Context, *, note: bool = True
 ) -> tuple[dict[str, Any], list[AnyMessage]]:
-    """The state update closing ``message``'s step, and the messages it adds (to record)."""
+    """The state update closing ``message``'s step, and the messages it adds.
+
+    ``note``: a step that sent nothing while the user waits gets a note asking for the
+    reply (False: the agent replies in plain text at its next step anyway).
+    """
     decision = decide(state, message, ctx.max_repeated_calls)
     update: dict[str, Any] = {
         "step_closed": message.id,
@@ -157,7 +165,7 @@ def close_step(
     if decision.stop_reason:
         update["stop_reason"] = decision.stop_reason
     added: list[AnyMessage] = []
-    if decision.note and not decision.turn_over:
+    if note and decision.note and not decision.turn_over:
         added.append(HumanMessage(prompts.NO_REPLY_NOTE, name=ALERT_NAME, id=str(uuid.uuid4())))
         update["messages"] = added
     return update, added

@@ -19,12 +19,11 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 
 from langgraph_memgpt import Context, State, build_graph
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.nodes import make_check_pressure
+from langgraph_memgpt.nodes import make_open_turn
 from langgraph_memgpt.stores.sqlite import close_all, open_memory
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
@@ -82,19 +81,17 @@ def test_a_full_turn_under_blockbuster_never_blocks_the_event_loop(
 
 
 def test_the_check_is_live_a_node_doing_store_io_on_the_loop_is_caught(tmp_path: Path) -> None:
-    """The same check_pressure node, wrapped in ``async def``: its SQLite I/O now runs on the
+    """The same open_turn node, wrapped in ``async def``: its SQLite I/O now runs on the
     loop, and blockbuster must refuse it (else the test above would prove nothing)."""
-    sync_node = make_check_pressure(Deps(model=ScriptedChatModel.from_steps([])))
+    sync_node = make_open_turn(Deps(model=ScriptedChatModel.from_steps([])))
 
-    async def check_pressure_on_the_loop(
-        state: State, config: RunnableConfig, runtime: Runtime[Context]
-    ) -> Any:
-        return sync_node(state, config, runtime=runtime)
+    async def open_turn_on_the_loop(state: State, config: RunnableConfig) -> Any:
+        return sync_node(state, config)
 
     builder = StateGraph(State, context_schema=Context)
-    builder.add_node("check_pressure", check_pressure_on_the_loop)
-    builder.add_edge(START, "check_pressure")
-    builder.add_edge("check_pressure", END)
+    builder.add_node("open_turn", open_turn_on_the_loop)
+    builder.add_edge(START, "open_turn")
+    builder.add_edge("open_turn", END)
     graph = builder.compile()
     ctx = Context(data_dir=str(tmp_path / "data"), agent_id="ada")
 

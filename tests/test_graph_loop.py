@@ -82,18 +82,20 @@ def tool_results(state: dict[str, Any]) -> list[dict[str, Any]]:
 def test_graph_draws_exactly_the_designed_edges() -> None:
     drawing = build_graph().compile().get_graph().draw_mermaid()
     for edge in [
-        "__start__ --> check_pressure",
+        "__start__ --> open_turn",
+        "open_turn --> check_pressure",
         "check_pressure -.-> think",
         "check_pressure -.-> summarize_evict",
         "check_pressure -.-> respond",
         "summarize_evict -.-> think",
         "summarize_evict -.-> respond",
         "think -.-> call_memory_tool",
-        "think -.-> check_pressure",
+        "think -.-> close_step",
         "think -.-> summarize_evict",
         "think -.-> respond",
-        "call_memory_tool -.-> check_pressure",
-        "call_memory_tool -.-> respond",
+        "call_memory_tool --> close_step",
+        "close_step -.-> check_pressure",
+        "close_step -.-> respond",
         "respond --> __end__",
     ]:
         assert edge in drawing, edge

@@ -590,7 +590,7 @@ def test_the_server_records_every_threads_unrecorded_messages_when_it_starts(
     for thread in ("a", "b"):
         config = {"configurable": {"thread_id": thread}}
         graph.invoke({"messages": [HumanMessage("hello")]}, config, context=ctx)
-        # As LangGraph leaves it when the process dies before check_pressure: checkpointed.
+        # As LangGraph leaves it when the process dies before open_turn: checkpointed.
         graph.update_state(config, {"messages": [HumanMessage(f"orphan of {thread}")]})
     conn.close()
     close_all()

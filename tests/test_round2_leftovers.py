@@ -77,7 +77,7 @@ def test_a_new_threads_first_message_is_recovered_for_the_agent_the_caller_names
     try:
         model = ScriptedChatModel.from_steps(["hi"])
         graph = build_graph(model=model, memory=backend).compile(
-            checkpointer=saver, interrupt_before=["check_pressure"]
+            checkpointer=saver, interrupt_before=["open_turn"]
         )
         ctx = {"agent_id": "ada", "data_dir": str(place.data_dir), "embedding_model": "none"}
         config: Any = {"configurable": {"thread_id": "fresh"}}

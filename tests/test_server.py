@@ -31,20 +31,30 @@ from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
-NODES = {"check_pressure", "summarize_evict", "think", "call_memory_tool", "respond"}
+NODES = {
+    "open_turn",
+    "check_pressure",
+    "summarize_evict",
+    "think",
+    "call_memory_tool",
+    "close_step",
+    "respond",
+}
 EDGES = {
-    ("__start__", "check_pressure"),
+    ("__start__", "open_turn"),
+    ("open_turn", "check_pressure"),
     ("check_pressure", "think"),
     ("check_pressure", "summarize_evict"),
     ("check_pressure", "respond"),
     ("summarize_evict", "think"),
     ("summarize_evict", "respond"),
     ("think", "call_memory_tool"),
-    ("think", "check_pressure"),
+    ("think", "close_step"),
     ("think", "summarize_evict"),
     ("think", "respond"),
-    ("call_memory_tool", "check_pressure"),
-    ("call_memory_tool", "respond"),
+    ("call_memory_tool", "close_step"),
+    ("close_step", "check_pressure"),
+    ("close_step", "respond"),
     ("respond", "__end__"),
 }
 START_TIMEOUT_S = 60.0

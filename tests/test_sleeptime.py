@@ -405,6 +405,22 @@ def test_studio_draws_the_consolidation_graph_with_its_real_edges() -> None:
     }
 
 
+def test_the_consolidation_graph_routes_by_edges_that_read_its_state() -> None:
+    """Its nodes return state updates (no ``Command(goto)``); the edges read them."""
+    import inspect
+
+    from langgraph_memgpt.sleeptime import graph as sleep_graph
+    from langgraph_memgpt.sleeptime import propose_rewrite, read_new_messages
+
+    for module in (read_new_messages, propose_rewrite):
+        assert "Command" not in vars(module), module.__name__
+        assert "goto" not in inspect.getsource(module), module.__name__
+    assert sleep_graph.after_read({"transcript": []}) == END
+    assert sleep_graph.after_read({"transcript": ["user: hi"]}) == "propose_rewrite"
+    assert sleep_graph.after_proposal({"proposal": None}) == END
+    assert sleep_graph.after_proposal({"proposal": {"blocks": {}}}) == "apply_rewrite"
+
+
 def test_line_edits_drop_chatter_move_user_facts_and_merge_repeats(
     memory_backend: MemoryBackend,
 ) -> None:

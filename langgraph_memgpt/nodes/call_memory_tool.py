@@ -15,9 +15,10 @@ its journal (`langgraph_memgpt.memory_tools.run_once`). What this module adds to
 - a user tool's output is wrapped like a memory tool's result; its ``Command`` may set keys
   of the graph's state, end the turn (``goto="respond"``) or, inside a parent graph, hand
   control over (``Command.PARENT``: ``respond`` carries it out after every result is in);
-- every result is written to recall memory before the checkpoint (write-ahead), under an
-  id that is the same on every replay, and carries its facts (`OUTCOME_KEY`) for
-  ``check_pressure``, which closes the step once every call is answered.
+- every result gets an id that is the same on every replay (`langgraph_memgpt.write_ahead`,
+  around these rules, writes it to recall memory before the checkpoint), and carries its
+  facts (`OUTCOME_KEY`) for ``close_step``, which closes the step once every call is
+  answered.
 """
 
 from __future__ import annotations
@@ -47,10 +48,7 @@ from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.main_context import (
-    CUT_CALLS_FLAG,
-    record,
-)
+from langgraph_memgpt.main_context import CUT_CALLS_FLAG
 from langgraph_memgpt.memory_tools import (
     OUTCOME_KEY,
     Binding,
@@ -60,7 +58,6 @@ from langgraph_memgpt.memory_tools import (
     make_memory_tools,
     outcome_facts,
     provenance,
-    thread_of_config,
 )
 from langgraph_memgpt.reply_rules import Turn
 from langgraph_memgpt.streaming import REPLY_TOOL, hide
@@ -71,6 +68,7 @@ from langgraph_memgpt.tools import (
     parse_args,
     tool_result,
 )
+from langgraph_memgpt.write_ahead import WriteAhead
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +92,7 @@ def log_and_describe(error: Exception) -> str:
 def make_call_memory_tool(
     deps: Deps,
     handle_tool_errors: Any = log_and_describe,
+    write_ahead: WriteAhead | None = None,
 ) -> ToolNode:
     """The tool step: a ``ToolNode`` over the memory tools and the caller's, with `ToolRules`.
 
@@ -102,8 +101,12 @@ def make_call_memory_tool(
         handle_tool_errors: as ``ToolNode``'s: what a user tool's exception becomes. By
             default the model reads it and the log keeps its traceback; ``False`` lets it
             raise out of the run.
+        write_ahead: the graph's write-ahead, put around every call (outside the rules):
+            each result reaches recall before the step is checkpointed. The graph's
+            assembly gives it; None: the node's own.
     """
     rules = ToolRules(deps, ToolErrors(handle_tool_errors))
+    write_ahead = write_ahead or WriteAhead(deps)
     tools = [*make_memory_tools(rules.bind, list(MEMORY_TOOLS)), *deps.user_tools.values()]
     node = ToolNode(
         tools,
@@ -112,8 +115,8 @@ def make_call_memory_tool(
         # ToolNode catches every exception out of a wrapper whatever the setting says:
         # the setting is applied in `ToolRules` (`ToolErrors`), so ToolNode re-raises.
         handle_tool_errors=False,
-        wrap_tool_call=rules.wrap,
-        awrap_tool_call=rules.awrap,
+        wrap_tool_call=write_ahead.tool_call(rules.wrap),
+        awrap_tool_call=write_ahead.atool_call(rules.awrap),
     )
     return node
 
@@ -352,30 +355,22 @@ class ToolRules:
             )
         mine = self._wrapped(request, own or _plain(call, "done"), goto_respond=bool(goto))
         added = [self._recorded(request, mine), *extra]
-        self._record(request, extra)
+        hide(extra, request.runtime.config)
         return Command(update={**changes, "messages": added})
 
-    # -- recording ---------------------------------------------------------------------
+    # -- the result's id -----------------------------------------------------------------
 
     def _recorded(self, request: ToolCallRequest, message: ToolMessage) -> ToolMessage:
-        """The call's result with its replay-stable id, written to recall (write-ahead).
+        """The call's result with its replay-stable id, kept out of the ``messages`` stream.
 
-        The queue gets this very message: recall and the checkpoint hold one id.
+        The queue gets this very message (`write_ahead` records it): recall and the
+        checkpoint hold one id.
         """
         result_id = provenance(request.runtime).result_id
         if result_id is not None:
             message = message.model_copy(update={"id": result_id})
-        self._record(request, [message])
+        hide([message], request.runtime.config)
         return message
-
-    def _record(self, request: ToolCallRequest, messages: list[BaseMessage]) -> None:
-        """Write ``messages`` to recall and keep them out of the ``messages`` stream."""
-        if not messages:
-            return
-        memory = self.bind(request.runtime).memory
-        where = provenance(request.runtime)
-        record(memory, messages, thread_of_config(request.runtime.config), where.turn)
-        hide(messages, request.runtime.config)
 
 
 def _failed(call: ToolCall, detail: str, limit: int, **facts: Any) -> ToolMessage:

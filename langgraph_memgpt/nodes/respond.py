@@ -22,30 +22,24 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from langgraph_memgpt.context import Context
+from langgraph_memgpt import turn as turn_core
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.event_turn import awaits_reply, event_outcome
 from langgraph_memgpt.main_context import (
     REPLY_FLAG,
-    context_of,
     latest_user_index,
-    record,
-    thread_of,
 )
 from langgraph_memgpt.state import State
-from langgraph_memgpt.streaming import REPLY_SEPARATOR, finish_reply
-from langgraph_memgpt.tool_step import close_step, open_step, results_of, sent_messages
+from langgraph_memgpt.streaming import finish_reply
+from langgraph_memgpt.tool_step import results_of
 
 
 def make_respond(deps: Deps) -> Any:
     """Build the node with the graph's dependencies."""
 
-    def respond(
-        state: State, config: RunnableConfig, runtime: Runtime[Context]
-    ) -> dict[str, Any] | Command[Any]:
+    def respond(state: State, config: RunnableConfig) -> dict[str, Any] | Command[Any]:
         """Emit the turn's reply as the last AI message, or hand control over."""
         handoff = state.get("handoff")
         if handoff:
@@ -54,12 +48,7 @@ def make_respond(deps: Deps) -> Any:
             return Command(
                 graph=Command.PARENT, goto=handoff["goto"], update=_handoff_update(state)
             )
-        ctx = context_of(runtime)
-        memory = deps.memory(ctx, state)
-        closed: dict[str, Any] = {}
-        step = open_step(state)
-        if step is not None:  # the tool step ended the turn (routes.after_tools)
-            closed, _ = close_step(state, step, memory, ctx)
+        closed: dict[str, Any] = {}  # close_step wrote the step's decision already
         last = state["messages"][-1] if state["messages"] else None
         stop_reason = state.get("stop_reason")
         if not awaits_reply(state["messages"]):
@@ -71,16 +60,15 @@ def make_respond(deps: Deps) -> Any:
             closed["event_outcome"] = None  # an earlier event turn's: this turn had a user
         if not stop_reason and isinstance(last, AIMessage) and not last.tool_calls:
             return {**closed, "turn_over": True}  # a plain answer: already the last AI message
-        sent = sent_messages(state)
         turn = state["messages"][latest_user_index(state["messages"]) or 0 :]
         if stop_reason:
             # What was sent before the turn was stopped stays the reply's start: the user
             # saw it stream (it was sent), and the stop follows it.
-            text = REPLY_SEPARATOR.join([*sent, stop_reason])
+            text = turn_core.reply_text(state, stop_reason)
             stable = _replay_stable_id(state, "stop", text)
             reply = AIMessage(text, id=finish_reply(turn, text, config, fallback=stable))
         else:
-            text = REPLY_SEPARATOR.join(sent)
+            text = turn_core.reply_text(state)
             reply = AIMessage(
                 text,
                 id=finish_reply(
@@ -88,7 +76,6 @@ def make_respond(deps: Deps) -> Any:
                 ),
                 additional_kwargs={REPLY_FLAG: True},
             )
-        record(memory, [reply], thread_of(runtime), state.get("turn", 0))
         return {**closed, "messages": [reply], "stop_reason": "", "turn_over": True}
 
     return respond

@@ -12,31 +12,27 @@ thread. Where the turn goes next is `routes.after_think`.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.runtime import Runtime, get_runtime
 
 from langgraph_memgpt import prompts
+from langgraph_memgpt import turn as turn_core
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.event_turn import awaits_reply
 from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.main_context import (
-    bounded_calls,
     build_prompt,
     context_of,
     current_system,
     latest_user_index,
     prompt_tokens,
-    record,
     thread_of,
-    valid_message,
 )
-from langgraph_memgpt.memory_tools import failed_message
 from langgraph_memgpt.policies import ModelCall, acall_model, call_model, tool_names
 from langgraph_memgpt.reply_rules import ReplyGate, Turn
 from langgraph_memgpt.small_model import auto_search
@@ -51,22 +47,6 @@ from langgraph_memgpt.streaming import (
 )
 from langgraph_memgpt.tool_step import sent_messages
 from langgraph_memgpt.tools import facts_of
-
-
-def _with_call_ids(message: AIMessage) -> AIMessage:
-    """Every tool call gets an id: its result must point back at it or providers answer 400."""
-    if all(c.get("id") for c in message.tool_calls) and all(
-        c.get("id") for c in message.invalid_tool_calls
-    ):
-        return message
-    calls = [
-        {**c, "id": c.get("id") or f"call_{uuid.uuid4().hex[:24]}"} for c in message.tool_calls
-    ]
-    invalid = [
-        {**c, "id": c.get("id") or f"call_{uuid.uuid4().hex[:24]}"}
-        for c in message.invalid_tool_calls
-    ]
-    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
 
 
 @dataclass
@@ -87,8 +67,9 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
     def prepare(state: State, runtime: Runtime[Context]) -> _Call:
         ctx = context_of(runtime)
         steps = state.get("steps", 0)
-        if steps >= ctx.max_steps:
-            return _Call({"stop_reason": prompts.STEP_CAP_REPLY.format(steps=steps)})
+        capped = turn_core.step_cap(state, ctx)
+        if capped is not None:
+            return _Call({"stop_reason": capped})
         memory = deps.memory(ctx, state)
         queue = state["messages"]
         system_prompt, update = current_system(
@@ -130,8 +111,9 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
 
     def overflowed(state: State, runtime: Runtime[Context], call: _Call) -> dict[str, Any]:
         retries = state.get("context_retries", 0)
-        if retries >= context_of(runtime).max_context_retries:
-            return {**call.update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY}
+        stop = turn_core.after_overflow(retries, context_of(runtime))
+        if stop is not None:
+            return {**call.update, "stop_reason": stop}
         return {**call.update, "context_retries": retries + 1, "force_evict": True}
 
     def take(
@@ -141,20 +123,11 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         call: _Call,
         raw: AIMessage,
     ) -> dict[str, Any]:
-        ctx = context_of(runtime)
-        memory = deps.memory(ctx, state)
-        message = valid_message(_with_call_ids(raw))
-        if not message.id:
-            message = message.model_copy(update={"id": str(uuid.uuid4())})
-        answers = _invalid_call_results(message, ctx.result_char_limit)
-        # Write-ahead of the whole message; the queue (and so the checkpoint) keeps a copy
-        # bounded like a user message.
-        record(
-            memory, [*call.searched, message, *answers], thread_of(runtime), state.get("turn", 0)
-        )
-        budget = int(ctx.context_window * ctx.max_message_fraction)
-        message = bounded_calls(message, budget, deps.counter)
-        added = [*call.searched, message, *answers]
+        # The queue (and so the checkpoint) keeps a copy bounded like a user message;
+        # recall gets the whole message (`write_ahead`, as this update is taken).
+        taken = turn_core.take(raw, context_of(runtime), deps.counter)
+        message = taken.message
+        added = [*call.searched, message, *taken.answers]
         # The model's step is for the model; a plain answer (no call) is the reply itself,
         # when the loop sends it (it streamed as it was written, under the message's id).
         step = bool(message.tool_calls or message.invalid_tool_calls)
@@ -165,6 +138,7 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             "messages": added,
             "steps": state.get("steps", 0) + 1,
             "step_closed": "",
+            **taken.record_first(state.get("turn", 0), call.searched),
         }
 
     def think(state: State, config: RunnableConfig) -> dict[str, Any]:
@@ -204,16 +178,3 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         return await asyncio.to_thread(take, state, runtime, config, call, raw)
 
     return RunnableLambda(think, afunc=athink, name="think")
-
-
-def _invalid_call_results(message: AIMessage, limit: int) -> list[ToolMessage]:
-    """An error result for each call whose arguments did not parse (no tool can run it)."""
-    results = []
-    for bad in message.invalid_tool_calls:
-        name = str(bad.get("name") or "unknown")
-        reason = bad.get("error") or "parse error"
-        detail = f"arguments are not valid JSON ({reason}): {bad.get('args')!r}"
-        results.append(
-            failed_message(name, str(bad.get("id")), detail, limit, id=str(uuid.uuid4()))
-        )
-    return results

@@ -1,8 +1,10 @@
 """Wires the sleep-time consolidation graph (``memgpt_sleeptime`` in ``langgraph.json``).
 
-START → read_new_messages ─┬─(nothing new said)──────────────→ END
-                           └→ propose_rewrite ─┬─(malformed answer)→ END
-                                               └→ apply_rewrite → END
+START → read_new_messages ─after_read─┬─(nothing new said)──────────────────→ END
+                                      └→ propose_rewrite ─after_proposal─┬─(malformed)→ END
+                                                                         └→ apply_rewrite → END
+
+The nodes return state updates; the routes (`after_read`, `after_proposal`) only read them.
 
 It tends one agent's memory between conversations (MemGPT's agent has no idle time;
 Letta's sleep-time agents do this in the background): the same `Context` as the chat
@@ -12,7 +14,7 @@ Studio, on a server cron, or mounted as a node of a parent graph.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -28,6 +30,16 @@ from langgraph_memgpt.sleeptime.state import SleepInput, SleepState
 from langgraph_memgpt.stores.base import MemoryBackend
 
 GRAPH_ID = "memgpt_sleeptime"
+
+
+def after_read(state: SleepState) -> Literal["propose_rewrite", "__end__"]:
+    """After ``read_new_messages``: ask the model, unless nothing new was said."""
+    return "propose_rewrite" if state.get("transcript") else "__end__"
+
+
+def after_proposal(state: SleepState) -> Literal["apply_rewrite", "__end__"]:
+    """After ``propose_rewrite``: apply the proposal, unless the answer was unusable."""
+    return "apply_rewrite" if state.get("proposal") is not None else "__end__"
 
 
 def build_sleeptime_graph(
@@ -79,6 +91,8 @@ def assemble_sleeptime(
     builder.add_node("propose_rewrite", make_propose_rewrite(deps))
     builder.add_node("apply_rewrite", make_apply_rewrite(deps))
     builder.add_edge(START, "read_new_messages")
+    builder.add_conditional_edges("read_new_messages", after_read, ["propose_rewrite", END])
+    builder.add_conditional_edges("propose_rewrite", after_proposal, ["apply_rewrite", END])
     builder.add_edge("apply_rewrite", END)
     return builder
 

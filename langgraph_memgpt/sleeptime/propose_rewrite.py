@@ -2,18 +2,18 @@
 
 The blocks are read here, and the values the model saw are kept in the state:
 ``apply_rewrite`` writes a block only if it still holds exactly that value. An answer
-that is not the JSON asked for ends the run with memory unchanged, the reason logged
-and kept in ``problems``; the watermark stays, so the next run reads the messages again.
+that is not the JSON asked for leaves no proposal (`sleeptime.graph.after_proposal` ends
+the run) with memory unchanged, the reason logged and kept in ``problems``; the watermark
+stays, so the next run reads the messages again.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
@@ -43,10 +43,8 @@ def answer_text(content: str | list[str | dict[str, Any]]) -> str:
 def make_propose_rewrite(deps: Deps) -> Any:
     """Build the node with the graph's dependencies."""
 
-    def propose_rewrite(
-        state: SleepState, runtime: Runtime[Context]
-    ) -> Command[Literal["apply_rewrite", "__end__"]]:
-        """Call the model once; keep the checked proposal, or end with the reason."""
+    def propose_rewrite(state: SleepState, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Call the model once; keep the checked proposal, or None and the reason."""
         ctx = context_of(runtime)
         memory = deps.memory(ctx)
         blocks = memory.core.blocks()
@@ -68,14 +66,9 @@ def make_propose_rewrite(deps: Deps) -> Any:
         except MalformedAnswerError as exc:
             reason = f"memory left unchanged: {exc}"
             log.warning("sleep-time consolidation of agent %s: %s", memory.agent_id, reason)
-            return Command(
-                goto="__end__", update={"blocks": seen, "proposal": None, "problems": [reason]}
-            )
+            return {"blocks": seen, "proposal": None, "problems": [reason]}
         for problem in proposal.problems:
             log.warning("sleep-time consolidation of agent %s: %s", memory.agent_id, problem)
-        return Command(
-            goto="apply_rewrite",
-            update={"blocks": seen, "proposal": proposal.as_state(), "problems": proposal.problems},
-        )
+        return {"blocks": seen, "proposal": proposal.as_state(), "problems": proposal.problems}
 
     return propose_rewrite

@@ -3,18 +3,18 @@
 Applies the agent's retention rules first (in its threads' checkpoints too: the graph's
 ``threads``, else the run's own checkpointer), then reads recall after the watermark
 (`RecallStore.mark`), keeps what was said (user messages, the agent's words and
-``send_message`` replies; not tool results, search calls or system alerts), and ends
-the run at once when nothing new was said: a rerun with nothing new neither calls the
+``send_message`` replies; not tool results, search calls or system alerts). When nothing
+new was said its transcript is empty and the run ends at once (`sleeptime.graph.after_read`):
+a rerun with nothing new neither calls the
 model nor touches memory.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from langgraph_memgpt.checkpoints import ThreadsAt, threads_for
 from langgraph_memgpt.context import Context
@@ -57,8 +57,8 @@ def make_read_new_messages(deps: Deps, threads: ThreadsAt = None) -> Any:
 
     def read_new_messages(
         state: SleepState, config: RunnableConfig, runtime: Runtime[Context]
-    ) -> Command[Literal["propose_rewrite", "__end__"]]:
-        """Read the messages after the watermark; end the run when none says anything."""
+    ) -> dict[str, Any]:
+        """Read the messages after the watermark (an empty transcript: none says anything)."""
         limit = state.get("max_messages") or DEFAULT_MAX_MESSAGES
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError(f"max_messages must be a whole number of 1 or more, got {limit!r}")
@@ -98,9 +98,9 @@ def make_read_new_messages(deps: Deps, threads: ThreadsAt = None) -> Any:
         if not transcript:
             if end != start:  # only tool results and alerts: read, nothing to tend
                 memory.recall.set_mark(WATERMARK, end)
-            return Command(goto="__end__", update=update)
+            return update
         update["transcript"] = transcript
         update["sources"] = sources
-        return Command(goto="propose_rewrite", update=update)
+        return update
 
     return read_new_messages
