@@ -18,6 +18,7 @@ from langgraph_memgpt.small_model.core_gate import (
     DROPPED_FLAG,
     fact_sentences,
     grounded_in_user_words,
+    third_person_note,
 )
 from langgraph_memgpt.stores.sqlite import open_memory
 
@@ -174,6 +175,12 @@ def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
 )
 def test_lasting_statements_stay_facts(said: str) -> None:
     assert fact_sentences(said) == [said]
+
+
+def test_an_irregular_past_keeps_its_form_in_the_third_person() -> None:
+    assert third_person_note("I grew up in Turin.") == "Grew up in Turin."
+    assert third_person_note("I wrote two novels.") == "Wrote two novels."
+    assert third_person_note("I swim every morning.") == "Swims every morning."
 
 
 def test_this_is_a_name_given_after_a_greeting() -> None:

@@ -193,8 +193,13 @@ _ADVERBS = frozenset(
 _SAME_FORM = frozenset(
     """can could will would should must may might did was had got went bought took made
     left lost found met began became came said told sold won broke saw quit ran put set
-    cut hurt kept""".split()
+    cut hurt kept grew knew threw drew flew wrote rode drove gave ate swam sang rang drank
+    fell felt held heard taught thought brought caught fought slept meant paid spent
+    stood understood wore spoke stole woke chose froze forgot hid hit let shut sat led fed
+    built sent lent bent spent dealt dreamt lit shot shook struck stuck swore tore""".split()
 )
+"""Verbs that keep their form after "I" and "user" (modal verbs and irregular pasts):
+"I grew up in Turin" is "Grew up in Turin", never "Grews"."""
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "don't": "doesn't"}
 
 
