@@ -153,6 +153,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         thread=args.thread,
         everything=args.all,
         embedding_model=args.embedding_model,
+        database_url=database_url(args),
     )
 
 
@@ -160,7 +161,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Run ``export``: write an agent's memory to one portable file."""
     from langgraph_memgpt.manage import export
 
-    return export(data_dir(args), args.agent, args.out)
+    return export(data_dir(args), args.agent, args.out, database_url=database_url(args))
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -174,6 +175,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         embedding_model=args.embedding_model,
         mode="replace" if args.replace else "merge" if args.merge else "new",
         progress=not args.no_progress,
+        database_url=database_url(args),
     )
 
 
@@ -188,6 +190,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         embedding_model=args.embedding_model,
         max_chars=args.chunk_chars,
         progress=not args.no_progress,
+        database_url=database_url(args),
     )
 
 
@@ -208,6 +211,7 @@ def _add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
     what.add_argument("--thread", metavar="T", help="thread id: its messages, passages, checkpoint")
     what.add_argument("--all", action="store_true", help="everything the agent has")
     add_data_dir(forget)
+    add_database_url(forget)
     forget.add_argument("--embedding-model", default="minilm", help=embedding_help)
     forget.set_defaults(func=cmd_forget)
 
@@ -220,6 +224,7 @@ def _add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
     export.add_argument("--agent", required=True, help="agent id")
     export.add_argument("--out", required=True, type=Path, help="file to write")
     add_data_dir(export)
+    add_database_url(export)
     export.set_defaults(func=cmd_export)
 
     restore = subparsers.add_parser(
@@ -244,6 +249,7 @@ def _add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
         "(read-only blocks are kept; nothing is deleted)",
     )
     add_data_dir(restore)
+    add_database_url(restore)
     restore.add_argument("--embedding-model", default="minilm", help=embedding_help)
     restore.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     restore.set_defaults(func=cmd_import)
@@ -258,6 +264,7 @@ def _add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
     ingest.add_argument("paths", nargs="+", help="files, or folders to read recursively")
     ingest.add_argument("--agent", required=True, help="agent id")
     add_data_dir(ingest)
+    add_database_url(ingest)
     ingest.add_argument("--embedding-model", default="minilm", help=embedding_help)
     ingest.add_argument(
         "--chunk-chars", type=positive_int, default=1200, help="chunk size (default: 1200)"

@@ -1,10 +1,11 @@
 """Memory housekeeping from the terminal: ``forget``, ``export``, ``import`` and ``ingest``.
 
 Each works on the embedded memory in a data directory (``memory.sqlite`` and the FAISS
-caches beside it) and on the threads' checkpoints there (``checkpoints.sqlite``, what
-``chat`` and ``serve`` write), through the memory protocols and ``forget``/``transfer``,
-so the same operations run on any backend from Python. Messages go to stderr, results to
-stdout; a failure is one line and a non-zero exit code.
+caches beside it), or on the Postgres database of ``database_url`` (``--database-url`` /
+``$MEMGPT_DATABASE_URL``), opened with `stores.backends.open_backend`; and on the threads'
+checkpoints beside that memory (``checkpoints.sqlite``, or Postgres' checkpoint tables:
+what ``chat`` and ``serve`` write), through the memory protocols and ``forget``/``transfer``.
+Messages go to stderr, results to stdout; a failure is one line and a non-zero exit code.
 """
 
 from __future__ import annotations
@@ -38,16 +39,10 @@ from langgraph_memgpt.ingest import (
     expand_paths,
     ingest_file,
 )
-from langgraph_memgpt.stores.sqlite import (
-    DB_FILENAME,
-    AgentMemory,
-    close_all,
-    list_agents,
-    open_memory,
-)
-from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.identity import recorded_identity
+from langgraph_memgpt.stores.backends import open_backend, recorded_embedding, where
+from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.text import one_line
+from langgraph_memgpt.stores.types import MemoryStoreError
 from langgraph_memgpt.transfer import ImportConflictError, ImportMode, export_agent, import_agent
 
 
@@ -94,13 +89,45 @@ def progress_bars(
         yield advance
 
 
-def _known_agent(data_dir: Path, agent_id: str) -> bool:
-    agents = list_agents(data_dir)
+def _open(
+    data_dir: Path, database_url: str, *, embedding_model: str = "none", read_only: bool = False
+) -> MemoryBackend | None:
+    """The memory of the data directory or the database; None (said why) when unusable."""
+    try:
+        return open_backend(
+            data_dir,
+            database_url=database_url,
+            embedding_model=embedding_model,
+            read_only=read_only,
+        )
+    except MemoryStoreError as exc:  # a URL that is not a Postgres one, a missing extra
+        _error(str(exc))
+        return None
+
+
+def _close(backend: MemoryBackend) -> None:
+    backend.close()
+    from langgraph_memgpt.stores.sqlite import close_all
+
+    close_all()  # writes the FAISS caches of the embedded memory before the process ends
+
+
+def _known_agent(backend: MemoryBackend, place: str, agent_id: str) -> bool:
+    agents = backend.agents()
     if agent_id in agents:
         return True
-    where = f"agents there: {', '.join(agents)}" if agents else "no agent has memory there"
-    _error(f"agent '{agent_id}' has no memory in {data_dir}; {where}")
+    there = f"agents there: {', '.join(agents)}" if agents else "no agent has memory there"
+    _error(f"agent '{agent_id}' has no memory in {place}; {there}")
     return False
+
+
+def _memory(backend: MemoryBackend, agent_id: str) -> Memory | None:
+    """The agent's memory; None (said why) for an unknown embedding model or a bad id."""
+    try:
+        return backend.open(agent_id)
+    except ValueError as exc:  # an unknown embedding model, an empty agent id
+        _error(str(exc))
+        return None
 
 
 # -- forget ----------------------------------------------------------------------------
@@ -115,12 +142,16 @@ def forget(
     thread: str | None = None,
     everything: bool = False,
     embedding_model: str = "minilm",
+    database_url: str = "",
     console: Console | None = None,
 ) -> int:
     """Delete one passage, one message, one thread or the whole agent.
 
-    The memory is opened with its embedding model, so the messages around a deleted one
-    get their context vectors recomputed (without a model they would lose them).
+    The memory is in ``data_dir``, or in the Postgres database of ``database_url`` when set;
+    the threads' checkpoints are cleaned where they are kept beside it
+    (`checkpoints.existing_threads`). The memory is opened with its embedding model, so the
+    messages around a deleted one get their context vectors recomputed (without a model
+    they would lose them).
 
     Returns:
         0 when something was deleted, 1 when the agent or the item does not exist.
@@ -130,16 +161,17 @@ def forget(
     if sum(x is not None for x in (passage, message, thread)) + everything != 1:
         _error("say what to forget: one of --passage, --message, --thread or --all")
         return 2
-    if not _known_agent(root, agent_id):
-        return 1
-    try:
-        memory = open_memory(root, agent_id, embedding_model=embedding_model)
-    except ValueError as exc:  # an unknown embedding model
-        _error(str(exc))
+    backend = _open(root, database_url, embedding_model=embedding_model)
+    if backend is None:
         return 2
     actor = cli_actor()
     try:
-        with existing_threads(root) as saver:
+        if not _known_agent(backend, where(root, database_url), agent_id):
+            return 1
+        memory = _memory(backend, agent_id)
+        if memory is None:
+            return 2
+        with existing_threads(root, database_url) as saver:
             report: ForgetReport
             if passage is not None:
                 report = forget_passage(memory, passage, actor=actor, checkpointer=saver)
@@ -153,7 +185,7 @@ def forget(
         _error(str(exc))
         return 1
     finally:
-        close_all()  # writes the FAISS caches before the process ends
+        _close(backend)
     deleted = [thread] if thread in report.checkpoints else report.checkpoints if everything else []
     note = clean_server_state(root, report, deleted)
     if note:
@@ -166,24 +198,30 @@ def forget(
 
 
 def export(
-    data_dir: str | Path, agent_id: str, out: str | Path, console: Console | None = None
+    data_dir: str | Path,
+    agent_id: str,
+    out: str | Path,
+    console: Console | None = None,
+    *,
+    database_url: str = "",
 ) -> int:
-    """Write an agent's memory to one JSON Lines file; 1 when the agent has no memory."""
+    """Write an agent's memory to one JSON Lines file; 1 when the agent has no memory.
+
+    The memory is in ``data_dir``, or in the Postgres database of ``database_url`` when set.
+    """
     console = console or Console()
     root = Path(data_dir).expanduser()
-    if not _known_agent(root, agent_id):
-        return 1
-    db = open_db(root / DB_FILENAME, read_only=True)
-    try:
-        embedding = recorded_identity(db, agent_id)
-    finally:
-        db.conn.close()
     # Read-only and without a model: exporting needs no embeddings (vectors stay behind).
-    memory = AgentMemory.open(root, agent_id, None, read_only=True)
+    backend = _open(root, database_url, read_only=True)
+    if backend is None:
+        return 2
     try:
-        counts = export_agent(memory, out, embedding=embedding)
+        if not _known_agent(backend, where(root, database_url), agent_id):
+            return 1
+        embedding = recorded_embedding(backend, agent_id)
+        counts = export_agent(backend.open(agent_id), out, embedding=embedding)
     finally:
-        memory.close()
+        _close(backend)
     model = f", vectors made with {embedding.get('model')}" if embedding else ""
     console.print(
         f"Exported agent '{escape(agent_id)}' to {escape(str(out))}: {counts['block']} core "
@@ -202,9 +240,13 @@ def import_file(
     embedding_model: str = "minilm",
     mode: ImportMode = "new",
     progress: bool = True,
+    database_url: str = "",
     console: Console | None = None,
 ) -> int:
-    """Restore an export under ``agent_id``; 1 (nothing written) for a bad file or a taken id."""
+    """Restore an export under ``agent_id``; 1 (nothing written) for a bad file or a taken id.
+
+    Into the memory in ``data_dir``, or the Postgres database of ``database_url`` when set.
+    """
     console = console or Console()
     try:
         read_export(path)  # checked before the memory (and its model) is even opened
@@ -214,20 +256,21 @@ def import_file(
     except OSError as exc:
         _error(f"cannot read {path}: {exc.strerror or exc}; nothing was imported")
         return 1
-    try:
-        memory = open_memory(Path(data_dir).expanduser(), agent_id, embedding_model=embedding_model)
-    except ValueError as exc:  # an unknown embedding model, an empty agent id
-        _error(str(exc))
+    backend = _open(Path(data_dir).expanduser(), database_url, embedding_model=embedding_model)
+    if backend is None:
         return 2
-    target = _model_of(memory)
     try:
+        memory = _memory(backend, agent_id)
+        if memory is None:
+            return 2
+        target = _model_of(memory)
         with progress_bars(progress) as advance:
             report = import_agent(memory, path, mode=mode, progress=advance)
     except (ExportFormatError, ImportConflictError) as exc:
         _error(f"{exc}; nothing was imported")
         return 1
     finally:
-        close_all()  # writes the FAISS caches before the process ends
+        _close(backend)
     source = report.source_embedding or {}
     embedded = f"embedded with {target}" if target else "no embedding model: words-only search"
     if source.get("model") and target and source.get("model") != target:
@@ -271,10 +314,10 @@ _SHOWN_COLLISIONS = 20
 """Collisions an import names one by one (the rest are counted)."""
 
 
-def _model_of(memory: AgentMemory) -> str | None:
+def _model_of(memory: Memory) -> str | None:
     from langgraph_memgpt.stores.embeddings import embedding_identity
 
-    embeddings: Any = memory.archival.embeddings
+    embeddings: Any = getattr(memory.archival, "embeddings", None)
     return None if embeddings is None else embedding_identity(embeddings)[0]
 
 
@@ -289,9 +332,12 @@ def ingest(
     embedding_model: str = "minilm",
     max_chars: int = MAX_CHUNK_CHARS,
     progress: bool = True,
+    database_url: str = "",
     console: Console | None = None,
 ) -> int:
     """Put documents into an agent's archival memory; 1 when a file cannot be ingested.
+
+    The memory is in ``data_dir``, or in the Postgres database of ``database_url`` when set.
 
     Every file is read and chunked before anything is written, so a bad one among many
     stops the command before it stored half of them.
@@ -310,19 +356,20 @@ def ingest(
     if not files:
         _error("no text, Markdown or HTML files there; nothing was ingested")
         return 1
-    try:
-        memory = open_memory(Path(data_dir).expanduser(), agent_id, embedding_model=embedding_model)
-    except ValueError as exc:
-        _error(str(exc))
+    backend = _open(Path(data_dir).expanduser(), database_url, embedding_model=embedding_model)
+    if backend is None:
         return 2
     try:
+        memory = _memory(backend, agent_id)
+        if memory is None:
+            return 2
         with progress_bars(progress) as advance:
             reports = [
                 ingest_file(memory, path, max_chars=max_chars, actor=cli_actor(), progress=advance)
                 for path in files
             ]
     finally:
-        close_all()
+        _close(backend)
     for report in reports:
         replaced = f", {report.replaced} old chunks replaced" if report.replaced else ""
         withheld = (

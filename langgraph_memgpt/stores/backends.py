@@ -2,7 +2,9 @@
 
 The command line (and anything else outside the graph) picks its backend here, from a
 data directory and an optional ``postgresql://`` URL, so it speaks only the memory
-interface (`stores.base`) and never opens an engine itself.
+interface (`stores.base`) and never opens an engine itself: every command that reads or
+writes memory (``chat``, ``serve``, ``inspect``, ``reembed``, ``retention``, ``watch``,
+``forget``, ``export``, ``import``, ``ingest``) opens it with `open_backend`.
 """
 
 from __future__ import annotations
@@ -78,6 +80,34 @@ def open_backend(
         embedding_model="none" if read_only else embedding_model,
         core_block_limit=core_block_limit,
     )
+
+
+def recorded_embedding(backend: MemoryBackend, agent_id: str) -> dict[str, object] | None:
+    """The embedding model an agent's vectors were made with (``{"model", "dim"}``), or None.
+
+    What ``export`` records for the importing side; read without an embedding model (the
+    memory's own record: the SQLite file's, or Postgres' ``memgpt_embeddings``). None when
+    the agent has no vectors yet, or the backend keeps no such record.
+    """
+    if isinstance(backend, SqliteBackend):
+        from langgraph_memgpt.stores.sqlite.db import open_db
+        from langgraph_memgpt.stores.sqlite.identity import recorded_identity
+
+        db = open_db(Path(backend.data_dir).expanduser() / DB_FILENAME, read_only=True)
+        try:
+            return recorded_identity(db, agent_id)
+        finally:
+            db.conn.close()
+    try:
+        from langgraph_memgpt.stores.postgres import PostgresBackend
+        from langgraph_memgpt.stores.postgres.models import recorded_model
+    except ImportError:  # no Postgres extra: the backend is not a Postgres one
+        return None
+    if isinstance(backend, PostgresBackend):
+        with backend.pool().connection() as conn:
+            found = recorded_model(conn, agent_id)
+        return None if found is None else {"model": found[0], "dim": found[1]}
+    return None
 
 
 def where(data_dir: str | Path, database_url: str = "") -> str:
