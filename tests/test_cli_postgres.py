@@ -10,6 +10,7 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,3 +135,131 @@ def test_inspect_with_a_database_url_that_is_not_postgres_says_what_to_use(
     )
     assert code == 2
     assert "postgresql://user:password@host/db" in err and "secret" not in err
+
+
+# -- the housekeeping commands: forget, export, import, ingest ------------------------------
+
+
+def chat_in_postgres(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    """Ada tells her locker code in thread t1 (memory and checkpoint in the database)."""
+    script = tmp_path / "chat.json"
+    script.write_text(
+        json.dumps(
+            [
+                step(
+                    "archival_memory_insert", content="Ada's locker: 4471", request_heartbeat=True
+                ),
+                step("send_message", message="Noted."),
+            ]
+        )
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO("My locker code is 4471 at Greenbriar\n/quit\n"))
+    code, _, err = run(
+        capsys,
+        "chat",
+        *("--data-dir", str(tmp_path / "chat"), "--agent", "ada", "--thread", "t1"),
+        *("--model", f"scripted:{script}", "--database-url", url),
+    )
+    assert code == 0, err
+
+
+def test_forget_a_thread_on_postgres_from_memgpt_database_url_leaves_no_message_or_checkpoint(
+    postgres_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    chat_in_postgres(tmp_path, monkeypatch, capsys, postgres_url)
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    thread: Any = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+    with PostgresSaver.from_conn_string(postgres_url) as saver:
+        assert "Greenbriar" in repr(saver.get_tuple(thread))
+    monkeypatch.setenv("MEMGPT_DATABASE_URL", postgres_url)  # no --database-url flag
+
+    code, out, err = run(
+        capsys,
+        "forget",
+        *("--agent", "ada", "--thread", "t1", "--embedding-model", "none"),
+        *("--data-dir", str(tmp_path / "elsewhere")),
+    )
+
+    assert code == 0, err
+    assert "Agent 'ada'" in out
+    memory = PostgresBackend(postgres_url, embedding_model="none").open("ada")
+    assert [m for _, m in memory.recall.list_messages() if "Greenbriar" in m.text] == []
+    assert [p for p, _ in memory.archival.list_passages() if "4471" in p.text] == []
+    with PostgresSaver.from_conn_string(postgres_url) as saver:
+        assert saver.get_tuple(thread) is None
+    assert not (tmp_path / "elsewhere" / "memory.sqlite").exists()  # nothing made there
+
+
+def test_export_then_import_round_trips_an_agent_on_postgres(
+    postgres_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    chat_in_postgres(tmp_path, monkeypatch, capsys, postgres_url)
+    where = ["--data-dir", str(tmp_path / "empty"), "--database-url", postgres_url]
+    out_file = tmp_path / "ada.jsonl"
+
+    code, out, err = run(capsys, "export", "--agent", "ada", "--out", str(out_file), *where)
+    assert code == 0, err
+    assert "Exported agent 'ada'" in out and "1 passages" in out
+    assert "Greenbriar" in out_file.read_text()
+
+    restore = ["import", str(out_file), "--agent", "ada2", *where]
+    restore += ["--embedding-model", "none", "--no-progress"]
+    code, out, err = run(capsys, *restore)
+    assert code == 0, err
+    code, _, err = run(capsys, *restore)  # the agent has memory now: refused, as on SQLite
+    assert code == 1 and "already has memory" in err
+
+    backend = PostgresBackend(postgres_url, embedding_model="none")
+    ada, ada2 = backend.open("ada"), backend.open("ada2")
+    assert [m.text for _, m in ada2.recall.list_messages()] == [
+        m.text for _, m in ada.recall.list_messages()
+    ]
+    assert [p.text for p, _ in ada2.archival.list_passages()] == ["Ada's locker: 4471"]
+    assert {b.label: b.value for b in ada2.core.blocks()} == {
+        b.label: b.value for b in ada.core.blocks()
+    }
+    assert not (tmp_path / "empty" / "memory.sqlite").exists()
+
+
+def test_export_of_an_unknown_agent_on_postgres_names_the_known_ones(
+    postgres_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    chat_in_postgres(tmp_path, monkeypatch, capsys, postgres_url)
+    monkeypatch.setenv("MEMGPT_DATABASE_URL", postgres_url)
+
+    code, _, err = run(
+        capsys, "export", "--agent", "bob", "--out", str(tmp_path / "bob.jsonl"),
+        "--data-dir", str(tmp_path / "empty"),
+    )  # fmt: skip
+
+    assert code == 1 and "agent 'bob' has no memory in the database" in err
+    assert "agents there: ada" in err and not (tmp_path / "bob.jsonl").exists()
+
+
+def test_ingest_puts_documents_into_an_agent_on_postgres(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = tmp_path / "bees.md"
+    doc.write_text("# Bees\n\nA hive holds one queen and thousands of workers.\n")
+    argv = ["ingest", str(doc), "--agent", "ada", "--data-dir", str(tmp_path / "empty")]
+    argv += ["--database-url", postgres_url, "--embedding-model", "none", "--no-progress"]
+
+    code, out, err = run(capsys, *argv)
+
+    assert code == 0, err
+    assert "1 chunks, 1 new" in out
+    memory = PostgresBackend(postgres_url, embedding_model="none").open("ada")
+    assert any("thousands of workers" in p.text for p, _ in memory.archival.list_passages())
+    assert not (tmp_path / "empty" / "memory.sqlite").exists()

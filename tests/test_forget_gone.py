@@ -3,9 +3,9 @@
 Real turns of the graph (a scripted model saving a passage, then replying) write the text
 everywhere the loop keeps it: recall and its full-text indexes, archival, the model's tool
 call arguments, the thread's checkpoints and their history. Then each kind of forget runs
-(the CLI on a data directory, the library on Postgres), and every byte of the data
-directory, write-ahead logs included, or every row of every Postgres table, is searched
-for the forgotten words. Each word is a token no stemmer changes.
+through the CLI (``--data-dir``, or ``--database-url`` on Postgres), and every byte of the
+data directory, write-ahead logs included, or every row of every Postgres table, is
+searched for the forgotten words. Each word is a token no stemmer changes.
 """
 
 from __future__ import annotations
@@ -20,13 +20,7 @@ from langchain_core.messages import HumanMessage
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.cli import main
-from langgraph_memgpt.forget import (
-    ForgetRefusedError,
-    forget_agent,
-    forget_messages,
-    forget_passage,
-    forget_thread,
-)
+from langgraph_memgpt.forget import forget_messages, forget_thread
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.sqlite import close_all
 from langgraph_memgpt.transfer import export_agent
@@ -77,6 +71,11 @@ class World:
         self._close()
         if self.backend is not None:
             self.backend.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_database_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMGPT_DATABASE_URL", raising=False)  # the place says where
 
 
 @pytest.fixture
@@ -133,7 +132,10 @@ def leaks(place: Place, word: str) -> list[str]:
 
 
 def cli(place: Place, *args: str) -> int:
-    return main(["forget", *args, "--data-dir", str(place.data_dir), "--embedding-model", "none"])
+    """``forget`` as a user runs it: on the data directory, or on the database by its URL."""
+    where = ["--database-url", place.url] if place.url else []
+    argv = ["forget", *args, "--data-dir", str(place.data_dir), "--embedding-model", "none"]
+    return main([*argv, *where])
 
 
 def test_the_words_are_everywhere_before_forgetting(world: World) -> None:
@@ -144,10 +146,7 @@ def test_the_words_are_everywhere_before_forgetting(world: World) -> None:
 def test_forgetting_a_message_leaves_its_words_nowhere_export_included(
     world: World, tmp_path: Path
 ) -> None:
-    if world.place.kind == "sqlite":
-        assert cli(world.place, "--agent", "ada", "--message", "m-secret") == 0
-    else:
-        forget_messages(world.memory("ada"), ["m-secret"], actor="user", checkpointer=world.saver)
+    assert cli(world.place, "--agent", "ada", "--message", "m-secret") == 0
 
     assert leaks(world.place, MESSAGE_WORD) == []
     assert channels_holding(world.saver, MESSAGE_WORD) == []  # no checkpoint channel or write
@@ -162,10 +161,7 @@ def test_forgetting_a_passage_leaves_its_words_nowhere_export_included(
 ) -> None:
     memory = world.memory("ada")
     (passage,) = [p for p, _ in memory.archival.list_passages() if PASSAGE_WORD in p.text]
-    if world.place.kind == "sqlite":
-        assert cli(world.place, "--agent", "ada", "--passage", str(passage.id)) == 0
-    else:
-        forget_passage(memory, passage.id, actor="user", checkpointer=world.saver)
+    assert cli(world.place, "--agent", "ada", "--passage", str(passage.id)) == 0
 
     assert leaks(world.place, PASSAGE_WORD) == []
     assert channels_holding(world.saver, PASSAGE_WORD) == []  # no checkpoint channel or write
@@ -177,10 +173,7 @@ def test_forgetting_a_passage_leaves_its_words_nowhere_export_included(
 def test_forgetting_a_thread_leaves_its_words_nowhere(world: World) -> None:
     quoted = [m for _, m in world.memory("ada").recall.list_messages() if m.role == "tool"]
     assert any(THREAD_WORD in m.text for m in quoted if m.thread_id == "t1")
-    if world.place.kind == "sqlite":
-        assert cli(world.place, "--agent", "ada", "--thread", "t2") == 0
-    else:
-        forget_thread(world.memory("ada"), "t2", actor="user", checkpointer=world.saver)
+    assert cli(world.place, "--agent", "ada", "--thread", "t2") == 0
 
     assert leaks(world.place, THREAD_WORD) == []
     assert channels_holding(world.saver, THREAD_WORD) == []  # no checkpoint channel or write
@@ -188,10 +181,7 @@ def test_forgetting_a_thread_leaves_its_words_nowhere(world: World) -> None:
 
 
 def test_forgetting_an_agent_leaves_its_words_nowhere(world: World) -> None:
-    if world.place.kind == "sqlite":
-        assert cli(world.place, "--agent", "bob", "--all") == 0
-    else:
-        forget_agent(world.memory("bob"), actor="user", checkpointer=world.saver)
+    assert cli(world.place, "--agent", "bob", "--all") == 0
 
     assert leaks(world.place, AGENT_WORD) == []
     assert channels_holding(world.saver, AGENT_WORD) == []  # no checkpoint channel or write
@@ -201,12 +191,8 @@ def test_forgetting_an_agent_leaves_its_words_nowhere(world: World) -> None:
 def test_another_agents_thread_is_refused_and_left_as_it_was(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if world.place.kind == "sqlite":
-        assert cli(world.place, "--agent", "ada", "--thread", "tb") == 1
-        assert "belongs to agent 'bob'" in capsys.readouterr().err
-    else:
-        with pytest.raises(ForgetRefusedError, match="belongs to agent 'bob'"):
-            forget_thread(world.memory("ada"), "tb", actor="user", checkpointer=world.saver)
+    assert cli(world.place, "--agent", "ada", "--thread", "tb") == 1
+    assert "belongs to agent 'bob'" in capsys.readouterr().err
 
     config: Any = {"configurable": {"thread_id": "tb"}}
     queue = world.graph([]).get_state(config).values["messages"]
