@@ -263,3 +263,24 @@ def test_ingest_puts_documents_into_an_agent_on_postgres(
     memory = PostgresBackend(postgres_url, embedding_model="none").open("ada")
     assert any("thousands of workers" in p.text for p, _ in memory.archival.list_passages())
     assert not (tmp_path / "empty" / "memory.sqlite").exists()
+
+
+def test_an_export_from_postgres_names_the_model_its_vectors_were_made_with(
+    postgres_url: str, tmp_path: Path, embeddings: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    memory = PostgresBackend(postgres_url, embeddings=embeddings).open("ada")
+    memory.archival.insert("Ada keeps bees on the roof.")
+    out_file = tmp_path / "ada.jsonl"
+
+    code, out, err = run(
+        capsys, "export", "--agent", "ada", "--out", str(out_file),
+        "--data-dir", str(tmp_path), "--database-url", postgres_url,
+    )  # fmt: skip
+
+    assert code == 0, err
+    from langgraph_memgpt.stores.embeddings import embedding_identity
+
+    model, dim = embedding_identity(embeddings)
+    header = json.loads(out_file.read_text().splitlines()[0])
+    assert header["embedding"] == {"model": model, "dim": dim}
+    assert f"vectors made with {model}" in out
