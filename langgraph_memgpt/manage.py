@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
 from langgraph_memgpt.checkpoints import existing_threads
+from langgraph_memgpt.console import check_agent
 from langgraph_memgpt.export_file import ExportFormatError, read_export
 from langgraph_memgpt.forget import (
     ForgetRefusedError,
@@ -112,15 +113,6 @@ def _close(backend: MemoryBackend) -> None:
     close_all()  # writes the FAISS caches of the embedded memory before the process ends
 
 
-def _known_agent(backend: MemoryBackend, place: str, agent_id: str) -> bool:
-    agents = backend.agents()
-    if agent_id in agents:
-        return True
-    there = f"agents there: {', '.join(agents)}" if agents else "no agent has memory there"
-    _error(f"agent '{agent_id}' has no memory in {place}; {there}")
-    return False
-
-
 def _memory(backend: MemoryBackend, agent_id: str) -> Memory | None:
     """The agent's memory; None (said why) for an unknown embedding model or a bad id."""
     try:
@@ -166,7 +158,7 @@ def forget(
         return 2
     actor = cli_actor()
     try:
-        if not _known_agent(backend, where(root, database_url), agent_id):
+        if not check_agent(backend, where(root, database_url), agent_id):
             return 1
         memory = _memory(backend, agent_id)
         if memory is None:
@@ -216,7 +208,7 @@ def export(
     if backend is None:
         return 2
     try:
-        if not _known_agent(backend, where(root, database_url), agent_id):
+        if not check_agent(backend, where(root, database_url), agent_id):
             return 1
         embedding = recorded_embedding(backend, agent_id)
         counts = export_agent(backend.open(agent_id), out, embedding=embedding)
