@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
 from langgraph_memgpt.checkpoints import existing_threads
-from langgraph_memgpt.console import check_agent
+from langgraph_memgpt.console import check_agent, print_error
 from langgraph_memgpt.export_file import ExportFormatError, read_export
 from langgraph_memgpt.forget import (
     ForgetRefusedError,
@@ -40,15 +40,11 @@ from langgraph_memgpt.ingest import (
     expand_paths,
     ingest_file,
 )
-from langgraph_memgpt.stores.backends import open_backend, recorded_embedding, where
+from langgraph_memgpt.stores.backends import close_backend, open_backend, recorded_embedding, where
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.text import one_line
 from langgraph_memgpt.stores.types import MemoryStoreError
 from langgraph_memgpt.transfer import ImportConflictError, ImportMode, export_agent, import_agent
-
-
-def _error(message: str) -> None:
-    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
 
 
 def cli_actor() -> str:
@@ -102,15 +98,8 @@ def _open(
             read_only=read_only,
         )
     except MemoryStoreError as exc:  # a URL that is not a Postgres one, a missing extra
-        _error(str(exc))
+        print_error(str(exc))
         return None
-
-
-def _close(backend: MemoryBackend) -> None:
-    backend.close()
-    from langgraph_memgpt.stores.sqlite import close_all
-
-    close_all()  # writes the FAISS caches of the embedded memory before the process ends
 
 
 def _memory(backend: MemoryBackend, agent_id: str) -> Memory | None:
@@ -118,7 +107,7 @@ def _memory(backend: MemoryBackend, agent_id: str) -> Memory | None:
     try:
         return backend.open(agent_id)
     except ValueError as exc:  # an unknown embedding model, an empty agent id
-        _error(str(exc))
+        print_error(str(exc))
         return None
 
 
@@ -151,7 +140,7 @@ def forget(
     console = console or Console()
     root = Path(data_dir).expanduser()
     if sum(x is not None for x in (passage, message, thread)) + everything != 1:
-        _error("say what to forget: one of --passage, --message, --thread or --all")
+        print_error("say what to forget: one of --passage, --message, --thread or --all")
         return 2
     backend = _open(root, database_url, embedding_model=embedding_model)
     if backend is None:
@@ -174,10 +163,10 @@ def forget(
             else:
                 report = forget_agent(memory, actor=actor, checkpointer=saver)
     except (NothingToForgetError, ForgetRefusedError) as exc:
-        _error(str(exc))
+        print_error(str(exc))
         return 1
     finally:
-        _close(backend)
+        close_backend(backend)
     deleted = [thread] if thread in report.checkpoints else report.checkpoints if everything else []
     note = clean_server_state(root, report, deleted)
     if note:
@@ -213,7 +202,7 @@ def export(
         embedding = recorded_embedding(backend, agent_id)
         counts = export_agent(backend.open(agent_id), out, embedding=embedding)
     finally:
-        _close(backend)
+        close_backend(backend)
     model = f", vectors made with {embedding.get('model')}" if embedding else ""
     console.print(
         f"Exported agent '{escape(agent_id)}' to {escape(str(out))}: {counts['block']} core "
@@ -243,10 +232,10 @@ def import_file(
     try:
         read_export(path)  # checked before the memory (and its model) is even opened
     except ExportFormatError as exc:
-        _error(f"{exc}; nothing was imported")
+        print_error(f"{exc}; nothing was imported")
         return 1
     except OSError as exc:
-        _error(f"cannot read {path}: {exc.strerror or exc}; nothing was imported")
+        print_error(f"cannot read {path}: {exc.strerror or exc}; nothing was imported")
         return 1
     backend = _open(Path(data_dir).expanduser(), database_url, embedding_model=embedding_model)
     if backend is None:
@@ -259,10 +248,10 @@ def import_file(
         with progress_bars(progress) as advance:
             report = import_agent(memory, path, mode=mode, progress=advance)
     except (ExportFormatError, ImportConflictError) as exc:
-        _error(f"{exc}; nothing was imported")
+        print_error(f"{exc}; nothing was imported")
         return 1
     finally:
-        _close(backend)
+        close_backend(backend)
     source = report.source_embedding or {}
     embedded = f"embedded with {target}" if target else "no embedding model: words-only search"
     if source.get("model") and target and source.get("model") != target:
@@ -336,17 +325,17 @@ def ingest(
     """
     console = console or Console()
     if max_chars < 100:
-        _error(f"--chunk-chars must be at least 100, got {max_chars}")
+        print_error(f"--chunk-chars must be at least 100, got {max_chars}")
         return 2
     try:
         files = expand_paths(paths)
         for path in files:
             document_text(path)
     except IngestError as exc:
-        _error(f"{exc}; nothing was ingested")
+        print_error(f"{exc}; nothing was ingested")
         return 1
     if not files:
-        _error("no text, Markdown or HTML files there; nothing was ingested")
+        print_error("no text, Markdown or HTML files there; nothing was ingested")
         return 1
     backend = _open(Path(data_dir).expanduser(), database_url, embedding_model=embedding_model)
     if backend is None:
@@ -361,7 +350,7 @@ def ingest(
                 for path in files
             ]
     finally:
-        _close(backend)
+        close_backend(backend)
     for report in reports:
         replaced = f", {report.replaced} old chunks replaced" if report.replaced else ""
         withheld = (

@@ -17,26 +17,16 @@ from rich.markup import escape
 
 from langgraph_memgpt.checkpoints import existing_threads
 from langgraph_memgpt.cli_args import add_data_dir, add_database_url, data_dir, database_url
+from langgraph_memgpt.console import print_error
 from langgraph_memgpt.forget import clean_server_state
 from langgraph_memgpt.retention import RetentionRuleError, apply_retention, rule, rule_view
-from langgraph_memgpt.stores.backends import open_backend
+from langgraph_memgpt.stores.backends import close_backend, open_backend
 from langgraph_memgpt.stores.base import MemoryBackend
-
-
-def _error(message: str) -> None:
-    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
 
 
 def _backend(args: argparse.Namespace) -> MemoryBackend:
     # No embedding model: forgetting a passage needs none (its vectors go by id).
     return open_backend(data_dir(args), database_url=database_url(args), embedding_model="none")
-
-
-def _close(backend: MemoryBackend) -> None:
-    backend.close()
-    from langgraph_memgpt.stores.sqlite import close_all
-
-    close_all()  # writes the FAISS caches of the embedded memory before the process ends
 
 
 def _apply(args: argparse.Namespace, backend: MemoryBackend, agents: list[str]) -> int:
@@ -71,11 +61,11 @@ def _apply_each(
             for erased in report.reports:
                 note = clean_server_state(root, erased)
                 if note:
-                    _error(note)
+                    print_error(note)
                     break
         except Exception as exc:  # noqa: BLE001 - named, then the next agent's rules run
             failed += 1
-            _error(f"agent '{agent}': retention not applied: {type(exc).__name__}: {exc}")
+            print_error(f"agent '{agent}': retention not applied: {type(exc).__name__}: {exc}")
             reports.append({"agent_id": agent, "error": f"{type(exc).__name__}: {exc}"})
             continue
         reports.append(report.as_dict())
@@ -94,27 +84,27 @@ def cmd_retention(args: argparse.Namespace) -> int:
         if args.action == "apply":
             return _apply(args, backend, [args.agent] if args.agent else backend.agents())
         if not args.agent:
-            _error(f"retention {args.action} needs --agent")
+            print_error(f"retention {args.action} needs --agent")
             return 2
         if args.action in ("set", "remove") and not args.tag:
-            _error(f"retention {args.action} needs --tag")
+            print_error(f"retention {args.action} needs --tag")
             return 2
         if args.action == "set" and not args.max_age:
-            _error("retention set needs --max-age, e.g. 48h")
+            print_error("retention set needs --max-age, e.g. 48h")
             return 2
         memory = backend.open(args.agent)
         if args.action == "set":
             try:
                 item = rule(args.tag, args.max_age, args.source)
             except RetentionRuleError as exc:
-                _error(str(exc))
+                print_error(str(exc))
                 return 2
             memory.archival.set_retention_rule(item)
             console.print(f"Agent '{escape(args.agent)}': {escape(item.describe())}")
             return 0
         if args.action == "remove":
             if not memory.archival.remove_retention_rule(args.tag, args.source):
-                _error(f"agent '{args.agent}' has no retention rule for tag '{args.tag}'")
+                print_error(f"agent '{args.agent}' has no retention rule for tag '{args.tag}'")
                 return 1
             console.print(
                 f"Agent '{escape(args.agent)}': rule for tag '{escape(args.tag)}' removed"
@@ -129,7 +119,7 @@ def cmd_retention(args: argparse.Namespace) -> int:
             console.print(escape(str(item_view["describe"])))
         return 0
     finally:
-        _close(backend)
+        close_backend(backend)
 
 
 def add_retention_command(

@@ -82,6 +82,18 @@ def open_backend(
     )
 
 
+def close_backend(backend: MemoryBackend) -> None:
+    """Close a backend `open_backend` gave, the embedded memory's FAISS caches written.
+
+    What a command does before its process ends: the embedded backend keeps its opened
+    memories per process (``stores.sqlite.close_all`` writes and closes them).
+    """
+    backend.close()
+    from langgraph_memgpt.stores.sqlite import close_all
+
+    close_all()
+
+
 def recorded_embedding(backend: MemoryBackend, agent_id: str) -> dict[str, object] | None:
     """The embedding model an agent's vectors were made with (``{"model", "dim"}``), or None.
 
