@@ -182,12 +182,17 @@ def best_part_scores(
         for term, tf in piece.frequencies.items()
         if tf and term in holders and item in holders[term]
     ]
-    out = dict(whole)
     if not rows:
-        return out
+        return dict(whole)
     columns = np.array(rows, dtype=np.float64).T
     owner, part, count, length, weight = columns
     best = best_parts(owner.astype(np.int64), part.astype(np.int64), count, length, weight, corpus)
+    return raised_to_parts(whole, best)
+
+
+def raised_to_parts(whole: Mapping[int, float], best: Mapping[int, float]) -> dict[int, float]:
+    """``whole`` with each long text's score raised to its best part's, where that is higher."""
+    out = dict(whole)
     for item, score in best.items():
         if score > out.get(item, 0.0):
             out[item] = score
@@ -203,6 +208,7 @@ __all__ = [
     "PartWords",
     "best_kept_parts",
     "best_part_scores",
+    "raised_to_parts",
     "best_parts",
     "bm25_idf",
     "bm25_term",

@@ -48,6 +48,7 @@ from langgraph_memgpt.stores.bm25 import (
     best_part_scores,
     bm25_idf,
     long_text_sql,
+    raised_to_parts,
 )
 from langgraph_memgpt.stores.chunks import parts_of
 from langgraph_memgpt.stores.postgres.part_words import part_words
@@ -413,11 +414,7 @@ def with_best_parts(
         parts = part_words(conn, {item: text for item, (_, text) in texts.items()}, used)
         documents = {term: found.documents for term, found in terms.items()}
         best.update(best_part_scores({}, matched, parts, corpus, documents))
-    out = dict(whole)
-    for item, score in best.items():
-        if score > out.get(item, 0.0):
-            out[item] = score
-    return out
+    return raised_to_parts(whole, best)
 
 
 __all__ = [

@@ -37,6 +37,7 @@ from langgraph_memgpt.stores.bm25 import (
     best_part_scores,
     bm25_idf,
     long_text_sql,
+    raised_to_parts,
 )
 from langgraph_memgpt.stores.chunks import parts_of
 from langgraph_memgpt.stores.search import RECENT_TEXTS
@@ -316,17 +317,12 @@ def with_best_parts(
     single = {term: tokens[0] for term, tokens in stems.items() if len(tokens) == 1}
     weights = {term: bm25_idf(df, corpus) for term, df in documents.items()}
     kept = {term: ids - stale for term, ids in holders.items() if term in single}
-    out = dict(whole)
     best = kept_best_parts(db.conn, fts_table, agent_id, kept, single, weights, corpus)
     if stale:
         texts = texts_with_parts(db.conn, fts_table, stale)
         parts = part_words(texts, list(holders))
-        from_text = best_part_scores({}, holders, parts, corpus, documents)
-        best.update(from_text)
-    for item, score in best.items():
-        if score > out.get(item, 0.0):
-            out[item] = score
-    return out
+        best.update(best_part_scores({}, holders, parts, corpus, documents))
+    return raised_to_parts(whole, best)
 
 
 def bm25_with_parts(
