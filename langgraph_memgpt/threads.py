@@ -284,9 +284,12 @@ def _run_start() -> RunStart | None:
 _FRAMES_TO_RUN = 16
 """Frames between a handler and LangGraph's ``stream`` (callback manager, event dispatch)."""
 
-Admit = Callable[[Any, RunStart], None]
-"""Checks a run's input as it starts (``inputs``, the run); raises to refuse it."""
-AAdmit = Callable[[Any, RunStart], Awaitable[None]]
+Admit = Callable[[Any, RunStart], Callable[[], None] | None]
+"""Checks a run's input as it starts (``inputs``, the run); raises to refuse it.
+
+What it returns (if anything) is called when the run has ended well, the thread still held.
+"""
+AAdmit = Callable[[Any, RunStart], Awaitable[Callable[[], Awaitable[None]] | None]]
 
 
 class _RunClaims:
@@ -301,6 +304,7 @@ class _RunClaims:
         self.shared = shared
         self.scope = scope
         self.held: dict[UUID, tuple[_Claim, contextvars.Token[frozenset[str]] | None]] = {}
+        self.settles: dict[UUID, Any] = {}
         self.guard = threading.Lock()
 
     def new(self, run: RunStart | None, metadata: dict[str, Any] | None) -> _Claim | None:
@@ -324,13 +328,21 @@ class _RunClaims:
             return None
         return claim
 
-    def hold(self, run_id: UUID, claim: _Claim) -> None:
+    def hold(self, run_id: UUID, claim: _Claim, settle: Any = None) -> None:
         token = _HELD.set(_HELD.get() | {claim.key})
         with self.guard:
             self.held[run_id] = (claim, token)
+            if settle is not None:
+                self.settles[run_id] = settle
+
+    def settle(self, run_id: UUID) -> Any:
+        """What the admission asked to call when run ``run_id`` ended well (or None)."""
+        with self.guard:
+            return self.settles.pop(run_id, None)
 
     def drop(self, run_id: UUID) -> _Claim | None:
         with self.guard:
+            self.settles.pop(run_id, None)
             held = self.held.pop(run_id, None)
         if held is None:
             return None
@@ -380,17 +392,21 @@ class _HoldThread(BaseCallbackHandler):
         claim = self.claims.new(run, metadata)
         if claim is not None:
             _take(claim)
+        settle = None
         try:
             if self.admit is not None and run is not None:
-                self.admit(inputs, run)
+                settle = self.admit(inputs, run)
         except BaseException:
             if claim is not None:
                 claim.release()
             raise
         if claim is not None:
-            self.claims.hold(run_id, claim)
+            self.claims.hold(run_id, claim, settle)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if (settle := self.claims.settle(run_id)) is not None:
+            with contextlib.suppress(Exception):  # nothing kept: the next run reads again
+                settle()
         if (claim := self.claims.drop(run_id)) is not None:
             claim.release()
 
@@ -431,17 +447,21 @@ class _AHoldThread(AsyncCallbackHandler):
         claim = self.claims.new(run, metadata)
         if claim is not None:
             await _a_take(claim)
+        settle = None
         try:
             if self.admit is not None and run is not None:
-                await self.admit(inputs, run)
+                settle = await self.admit(inputs, run)
         except BaseException:
             if claim is not None:
                 await asyncio.to_thread(claim.release)
             raise
         if claim is not None:
-            self.claims.hold(run_id, claim)
+            self.claims.hold(run_id, claim, settle)
 
     async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if (settle := self.claims.settle(run_id)) is not None:
+            with contextlib.suppress(Exception):  # as the sync handler's
+                await settle()
         if (claim := self.claims.drop(run_id)) is not None:
             await asyncio.to_thread(claim.release)
 

@@ -101,10 +101,13 @@ class WriteAhead:
 
     # -- nodes -------------------------------------------------------------------------
 
-    def node(self, node: Node | Runnable[Any, Any], name: str) -> RunnableLambda[Any, Any]:
+    def node(self, node: Node | Runnable[Any, Any], name: str) -> Any:
         """``node`` (of state and config, or a ``RunnableLambda``), its update written ahead.
 
-        Under ``ainvoke`` recall is written in a worker thread.
+        A node with no async body stays a plain function: a ``RunnableLambda`` around it
+        would open a second, nested run of the same name on every step (callbacks, config
+        merging), which every turn pays and every trace shows. Under ``ainvoke`` recall is
+        written in a worker thread.
         """
         func: Node
         afunc: ANode | None = None
@@ -118,7 +121,8 @@ class WriteAhead:
             return self.taken(state, func(state, config))
 
         if afunc is None:
-            return RunnableLambda(run, name=name)
+            run.__name__ = run.__qualname__ = name
+            return run
         async_body = afunc
 
         async def arun(state: State, config: RunnableConfig) -> Any:
