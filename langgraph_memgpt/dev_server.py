@@ -24,13 +24,14 @@ from rich.markup import escape
 
 from langgraph_memgpt.console import print_error
 from langgraph_memgpt.dev_state import serving
+from langgraph_memgpt.llm.factory import names_embedded_model, require_openai_endpoint
 from langgraph_memgpt.server import (
     DATA_DIR_ENV,
     GRAPH_ID,
     OFFLINE_ENV,
     langgraph_config,
 )
-from langgraph_memgpt.settings import DATABASE_URL_ENV
+from langgraph_memgpt.settings import DATABASE_URL_ENV, MODEL_ENV, ServerSettings
 
 SHUTDOWN_GRACE_S = 20.0
 """How long ``serve`` lets ``langgraph dev`` save its threads after Ctrl-C before killing it."""
@@ -52,6 +53,26 @@ def _warm_embedded_model(console: Console) -> None:
             console.print(f"[yellow]Could not prepare the prompt ahead ({exc}); serving anyway.[/]")
             return
     console.print(f"Prompt prepared on the local model ({seconds:.1f} s): the first reply is warm.")
+
+
+def _no_embedded_model(spec: str, console: Console) -> None:
+    """Say which model the server's runs use when it is not the embedded one (none started).
+
+    Raises:
+        ValueError: an OpenAI model with neither OPENAI_API_KEY nor OPENAI_BASE_URL.
+    """
+    if spec.strip().startswith("openai:"):
+        require_openai_endpoint(spec.strip())
+    shown = (
+        "the OpenAI-compatible endpoint of OPENAI_API_KEY / OPENAI_BASE_URL"
+        if spec.strip() == "auto"
+        else f"{spec.strip()!r} ({MODEL_ENV})"
+    )
+    console.print(
+        f"Model: {escape(shown)}; the embedded local model is not started.",
+        soft_wrap=True,
+        highlight=False,
+    )
 
 
 def _langgraph_executable() -> str | None:
@@ -103,14 +124,17 @@ def serve(
     *,
     database_url: str = "",
 ) -> int:
-    """Run ``langgraph dev`` on the agent, with the embedded model unless an endpoint is set.
+    """Run ``langgraph dev`` on the agent; the embedded model only when its runs use it.
 
     Everything the server keeps (checkpoints, its thread list, the agent's memory) lives
     in ``data_dir`` (default ``$MEMGPT_DATA_DIR`` or ``./.memgpt``), so threads survive a
     restart; with ``database_url`` (``MEMGPT_DATABASE_URL`` for the server) memory and
-    checkpoints live in that Postgres database instead. Without OPENAI_API_KEY /
-    OPENAI_BASE_URL the local llama.cpp model is started here first; the server's worker
-    finds it through its state file and shares it.
+    checkpoints live in that Postgres database instead. The server's settings
+    (``MEMGPT_MODEL`` and the rest) are checked first: a bad one exits 2 naming it. When
+    the served model is the embedded one (`llm.factory.names_embedded_model`: ``local``, or
+    ``auto`` without OPENAI_API_KEY / OPENAI_BASE_URL) the local llama.cpp model is started
+    and warmed here first; the server's worker finds it through its state file and shares
+    it. Any other model (``scripted:``, ``openai:``, a hosted ``auto``) starts none.
     """
     console = console or Console()
     langgraph = _langgraph_executable()
@@ -124,9 +148,14 @@ def serve(
     env = {**os.environ, **OFFLINE_ENV, DATA_DIR_ENV: str(root)}
     if database_url:
         env[DATABASE_URL_ENV] = database_url
-    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
-        console.print("Model: the OpenAI-compatible endpoint of OPENAI_API_KEY / OPENAI_BASE_URL.")
-    else:
+    try:
+        settings = ServerSettings.from_env(env)
+        if not names_embedded_model(settings.model):
+            _no_embedded_model(settings.model, console)
+    except ValueError as exc:  # a ContextError, or an OpenAI model with no endpoint
+        print_error(str(exc))
+        return 2
+    if names_embedded_model(settings.model):
         from langgraph_memgpt.llm.local_server import LocalModelError, get_local_server
 
         console.print("No OPENAI_API_KEY / OPENAI_BASE_URL: starting the embedded local model…")

@@ -4,9 +4,10 @@ Every prompt starts with the same instructions and tools, then a new agent's cor
 (the same for every new agent). A server that keeps the prompt prefix it last read
 (llama.cpp's ``cache_prompt``; the embedded model's one slot) re-reads only what changed
 after it. Right after start nothing is cached, so a new user's first reply cost the whole
-prefix (about 1,300 tokens on the embedded model, read at a few dozen tokens a second on two
-shared cores) on top of the turn. `warm_first_turn` sends that prompt once at start, with a
-one-token answer, so the first user's turn costs what later ones do.
+prefix (about 1,300 tokens on the embedded model, which two shared cores read slowly; the
+figures: ``benchmarks/README.md``, ``first_reply.py``) on top of the turn. `warm_first_turn`
+sends that prompt once at start, with a one-token answer, so the first user's turn costs
+what later ones do.
 
 ``langgraph-memgpt serve`` calls it on the embedded model before starting the HTTP server.
 """

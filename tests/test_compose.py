@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import create_react_agent
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
@@ -116,7 +116,7 @@ def swarm_app(tmp_path: Path, memgpt_model: ScriptedChatModel, helper_model: Scr
         model=memgpt_model,
         tools=[create_handoff_tool(agent_name="helper", description="Ask the helper.")],
     ).compile(name="concierge")
-    helper = create_react_agent(
+    helper = create_agent(
         helper_model,
         tools=[create_handoff_tool(agent_name="concierge", description="Back to concierge.")],
         name="helper",
@@ -332,7 +332,7 @@ def test_an_agent_keeping_its_own_queue_resumes_cleanly_after_a_handoff(tmp_path
     concierge = build_graph(
         model=memgpt_model, tools=[create_handoff_tool(agent_name="helper")]
     ).compile(name="concierge", checkpointer=True)
-    helper = create_react_agent(
+    helper = create_agent(
         helper_model, tools=[create_handoff_tool(agent_name="concierge")], name="helper"
     )
     app = create_swarm([concierge, helper], default_active_agent="concierge").compile(

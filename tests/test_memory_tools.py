@@ -1,4 +1,4 @@
-"""MemGPT's memory in an agent that is not this package's loop (a prebuilt ReAct agent)."""
+"""MemGPT's memory in an agent that is not this package's loop (a ``create_agent`` agent)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langchain.agents import create_agent
+from langchain.agents.middleware import after_model, dynamic_prompt
+from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.prebuilt import create_react_agent
+from langgraph.config import get_config
 
 from langgraph_memgpt import Context
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
@@ -36,7 +38,9 @@ def ctx(tmp_path: Path) -> Context:
     return Context(data_dir=str(tmp_path), embedding_model="none")
 
 
-def test_a_react_agent_keeps_facts_in_core_memory_and_finds_past_threads(ctx: Context) -> None:
+def test_a_create_agent_agent_keeps_facts_in_core_memory_and_finds_past_threads(
+    ctx: Context,
+) -> None:
     model = ScriptedChatModel.from_steps(
         [
             calls(("core_memory_append", {"label": "human", "content": "Keeps bees."})),
@@ -46,11 +50,20 @@ def test_a_react_agent_keeps_facts_in_core_memory_and_finds_past_threads(ctx: Co
         ]
     )
     view = memory_prompt("ada", context=ctx)
-    agent = create_react_agent(
+    record = recorder("ada", context=ctx)
+
+    @dynamic_prompt
+    def with_memory(request: Any) -> str:
+        return view()
+
+    @after_model
+    def record_messages(state: Any, runtime: Any) -> dict[str, Any]:
+        return record(state, get_config())
+
+    agent = create_agent(
         model,
         memory_tools("ada", context=ctx),
-        prompt=lambda state: [SystemMessage(view()), *state["messages"]],
-        post_model_hook=recorder("ada", context=ctx),
+        middleware=[with_memory, record_messages],
         checkpointer=InMemorySaver(),
     )
 
@@ -68,9 +81,7 @@ def test_a_react_agent_keeps_facts_in_core_memory_and_finds_past_threads(ctx: Co
 
 def test_the_model_sees_the_memory_arguments_and_nothing_injected(ctx: Context) -> None:
     model = ScriptedChatModel.from_steps(["hi"])
-    create_react_agent(model, memory_tools("ada", context=ctx)).invoke(
-        {"messages": [HumanMessage("hi")]}
-    )
+    create_agent(model, memory_tools("ada", context=ctx)).invoke({"messages": [HumanMessage("hi")]})
     tools = {t["function"]["name"]: t["function"] for t in model.bound_tools}
     assert "send_message" not in tools
     assert set(tools) == {
@@ -98,7 +109,7 @@ def test_the_guards_and_failures_read_the_same_as_in_the_loop(ctx: Context) -> N
             "ok",
         ]
     )
-    out = run(create_react_agent(model, memory_tools("ada", context=ctx)), "hi", "t1")
+    out = run(create_agent(model, memory_tools("ada", context=ctx)), "hi", "t1")
     question, unknown = results(out)
     assert "a question is not a fact" in question["message"]
     assert unknown["status"] == "Failed" and "nope" in unknown["message"]
@@ -107,7 +118,7 @@ def test_the_guards_and_failures_read_the_same_as_in_the_loop(ctx: Context) -> N
 def test_the_agent_comes_from_the_run_when_not_fixed(ctx: Context) -> None:
     step = calls(("archival_memory_insert", {"content": "Locker code 4711"}))
     model = ScriptedChatModel.from_steps([step, "saved", step, "saved"])
-    agent = create_react_agent(model, memory_tools(context=ctx))
+    agent = create_agent(model, memory_tools(context=ctx))
     run(agent, "save it", "t1", agent_id="ada")
     run(agent, "save it", "t2", agent_id="bob")
     for name in ("ada", "bob"):

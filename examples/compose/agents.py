@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
-from langgraph.prebuilt import create_react_agent
 from langgraph_supervisor import create_supervisor
 from langgraph_swarm import create_handoff_tool, create_swarm
 
@@ -45,10 +45,10 @@ def make_swarm(
         agent_id=MEMGPT_AGENT,
         tools=[create_handoff_tool(agent_name=HELPER_AGENT, description="Ask the helper.")],
     ).compile(name=MEMGPT_AGENT)
-    helper = create_react_agent(
+    helper = create_agent(
         helper_model,
         tools=[create_handoff_tool(agent_name=MEMGPT_AGENT, description="Back to the concierge.")],
-        prompt="You answer practical questions, then hand the user back to the concierge.",
+        system_prompt="You answer practical questions, then hand the user back to the concierge.",
         name=HELPER_AGENT,
     )
     return create_swarm([concierge, helper], default_active_agent=MEMGPT_AGENT)

@@ -61,7 +61,7 @@ def resolve_model(spec: str, shape: StepShape = StepShape()) -> BaseChatModel:
         langgraph_memgpt.llm.local_server.LocalModelError: the local model cannot run.
     """
     spec = spec.strip()
-    key = (spec, shape if _names_the_embedded_model(spec) else StepShape())
+    key = (spec, shape if names_embedded_model(spec) else StepShape())
     with _lock:
         cached = _cache.get(key)
         if cached is not None:
@@ -71,7 +71,14 @@ def resolve_model(spec: str, shape: StepShape = StepShape()) -> BaseChatModel:
         return model
 
 
-def _names_the_embedded_model(spec: str) -> bool:
+def names_embedded_model(spec: str) -> bool:
+    """Whether ``spec`` resolves to the embedded llama.cpp model in this environment.
+
+    The one rule for "will a run use the embedded model": ``local``, or ``auto`` with no
+    OPENAI_API_KEY / OPENAI_BASE_URL. `resolve_model` builds by it, and ``serve`` starts
+    (and warms) the embedded model only when it holds for the served model.
+    """
+    spec = spec.strip()
     return spec == "local" or (spec == "auto" and not hosted_endpoint_configured())
 
 
@@ -82,7 +89,7 @@ def declared_by(spec: str) -> BaseChatModel | None:
     ``small_model.traits.ModelTraits``) without starting llama.cpp; None for a model that
     declares nothing (hosted, scripted) or a spec that names none.
     """
-    if _names_the_embedded_model(spec.strip()):
+    if names_embedded_model(spec):
         from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 
         return LocalToolCallingChatModel.model_construct()
@@ -96,12 +103,10 @@ def clear_model_cache() -> None:
 
 
 def _build(spec: str, shape: StepShape) -> BaseChatModel:
+    if names_embedded_model(spec):
+        return local_model(shape=shape)
     if spec == "auto":
-        if hosted_endpoint_configured():
-            return openai_model(os.environ.get(OPENAI_MODEL_ENV) or DEFAULT_OPENAI_MODEL)
-        return local_model(shape=shape)
-    if spec == "local":
-        return local_model(shape=shape)
+        return openai_model(os.environ.get(OPENAI_MODEL_ENV) or DEFAULT_OPENAI_MODEL)
     kind, sep, arg = spec.partition(":")
     if sep and arg.strip():
         if kind == "openai":

@@ -496,9 +496,9 @@ def graphs_outgrow_buffers(graphs: int, buffers: int) -> bool:
     """Whether a search's graph walks will read most of their pages from outside the buffers.
 
     A walk touches pages all over its graph, so graphs larger than ``shared_buffers``
-    leave a large agent's search turn waiting on pages the buffers keep losing: a 100k
-    agent's (three graphs of ~112 MB) measured 1.6-1.7x a small agent's at the default
-    128MB and 1.3-1.5x at 512MB (docs/scale.md, "What a Postgres server must be given").
+    leave a large agent's search turn waiting on pages the buffers keep losing, and a
+    search turn walks three of them (the figures at the default 128MB and with more:
+    docs/scale.md, "What a Postgres server must be given").
     """
     return graphs >= GRAPHS_WORTH_A_WARNING and graphs > buffers
 
@@ -531,8 +531,8 @@ def refresh_statistics(
     with the agent's history (the figures: ``benchmarks/README.md``, ``per_turn.py``: both
     backends at 100k). So is a table with a column that has none: one a migration added to
     a table holding rows (migration 7's ``settled``: taken for true in half the rows, the
-    settling pass's few unsettled rows were looked for by reading the whole table, ~100 ms
-    and every heap page through the buffers at 100k, until autovacuum's next ANALYZE,
+    settling pass's few unsettled rows were looked for by reading the whole table, every
+    heap page through the buffers, until autovacuum's next ANALYZE,
     10% of the table's rows of writes later). With ``loaded`` ({table: rows just
     written}), a table that took more than `LOADED_SHARE` of the rows its statistics
     counted is VACUUMed and ANALYZEd: the vacuum also sets the loaded rows' visibility and

@@ -3,16 +3,16 @@
 The design of ``stores.sqlite.part_terms``, in Postgres: a long text scores on words as its
 best part (``bm25.best_kept_parts``), which needs each part's length and its lexemes'
 frequencies. Counted at search time (``part_words.part_words``), that split every long
-match of every query and had Postgres make each part's ``tsvector``: 4.4 s a words search
-in a memory of 114k tokens of long messages, 11 s at 1M. They are kept instead, when the
-text is written, in ``memgpt_part_terms``: one row per (source, agent, lexeme, item)
-holding the parts that have the lexeme, how often, and each such part's length, as
+match of every query and had Postgres make each part's ``tsvector``: a words search whose
+cost grew with the memory (``benchmarks/README.md``, ``beam_scale.py``). They are kept
+instead, when the text is written, in ``memgpt_part_terms``: one row per (source, agent,
+lexeme, item) holding the parts that have the lexeme, how often, and each such part's length, as
 big-endian int32 ``(part, count, length)`` triples (``int4send``), and the lexeme's
 frequency in the whole text (``whole``, as the row's ``tsvector`` holds it). A search reads
 the rows of its long matches for its own lexemes: one index probe per (lexeme, long
 match), in one statement, whatever the memory's size; and the whole text's frequency
 with one probe a match (``search.bm25_scores``), where filtering a long text's
-``tsvector`` for it cost ~0.2 ms a match (~100 ms a search of common words).
+``tsvector`` for it cost every match of a common word a re-read of the text.
 
 Sources (:data:`SOURCES`, numbered as SQLite's): a recall message's searchable text
 (``search_tsv``), a long message's context (``context_tsv``; a short message's context

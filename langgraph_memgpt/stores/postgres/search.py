@@ -290,9 +290,9 @@ class _TermQuery:
         args: list[object] = [self.found.lexemes]
         if self.kept is not None:
             # A long text's frequency as counted when it was written (`part_terms`): one
-            # index probe, where filtering its large `tsvector` cost ~0.2 ms a match; its
+            # index probe, where filtering its large `tsvector` costs a match far more; its
             # parts' counts with it; a long text that holds the term has its row, or is
-            # marked not yet counted: no need to measure the text (~0.05 ms a match).
+            # marked not yet counted: no need to measure the text.
             probe = (
                 f"FROM {KEPT} AS k WHERE k.source = {self.kept.number} "
                 "AND k.agent_id = b.agent_id AND k.lexeme = %s AND k.item = b.id"
@@ -418,8 +418,8 @@ Larger lists find more of the exact top 10 and cost every scan, and a recall tur
 several: 256 was chosen with ``benchmarks/archival_pg.py`` (recall@10 at 1M passages) and
 ``benchmarks/per_turn.py --backend postgres`` (the turn's cost). On real MiniLM vectors at
 100k (``benchmarks/hnsw_recall.py``: LoCoMo dev turns among filler, its questions as
-queries) a walk at 256 keeps 97.5% of the evidence the exact top 50 holds, at 128 95.0%,
-at pgvector's 40 85.1%: less would be a trade of what large agents find (docs/scale.md)."""
+queries) a shorter list keeps less of the evidence the exact top 50 holds (the figures:
+``benchmarks/README.md``, docs/scale.md): less would be a trade of what large agents find."""
 
 
 def has_more_than(

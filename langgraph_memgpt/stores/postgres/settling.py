@@ -3,7 +3,8 @@
 A recorded message's row is rewritten as each of the next two messages of its thread joins
 its context window, and every version of a row is an insert into each graph holding it:
 at 100k messages a graph insert walks a graph most of which is outside Postgres' buffers,
-and three versions per message made a chat turn's writes 3.5x a small agent's. So recall's
+and three versions per message made a large agent's chat turn write far more than a small
+agent's (``benchmarks/README.md``, ``pg_turn_sql.py``). So recall's
 graphs hold only *settled* rows (``db.SETTLING_TABLE``): a message is written unsettled,
 searched exactly until it settles (``search.vector_scores``: a few hundred rows at most),
 and settles once two messages follow it in its thread, or once it is no longer among the
@@ -53,7 +54,7 @@ def settle(conn: psycopg.Connection[Any], agent_id: str) -> int:
     The rows are chosen first and updated by primary key: as one ``UPDATE ... WHERE id IN
     (subquery)`` the planner, taking ``NOT settled`` for a large share of the table (its
     statistics predate the rows, or count the dead entries of settled ones), hashed the
-    whole table to join the few ids (~100 ms a pass at 100k).
+    whole table to join the few ids, a pass growing with the table.
     """
     final = [
         int(r[0])

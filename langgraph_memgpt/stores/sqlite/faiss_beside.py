@@ -1,11 +1,12 @@
 """FAISS graph walks on a search thread, beside the caller's SQLite work.
 
 A hybrid search at 100k messages walks three HNSW graphs (recall's message and context
-vectors, archival's passages), about 2 ms each here, and scores its words in SQLite,
-about as long again. The two need nothing of each other until they are fused, and FAISS
-releases the GIL while it walks: on a thread of its own a walk runs on the other core
-while the caller's thread reads SQLite, and the search waits for the slower of the two
-instead of their sum (``VectorIndex.begin_search``). What is found is the same.
+vectors, archival's passages) and scores its words in SQLite, which takes about as long
+(``benchmarks/README.md``, ``search_walks.py``). The two need nothing of each other until
+they are fused, and FAISS releases the GIL while it walks: on a thread of its own a walk
+runs on the other core while the caller's thread reads SQLite, and the search waits for the
+slower of the two instead of their sum (``VectorIndex.begin_search``). What is found is the
+same.
 
 Only the walk goes to the thread: it reads the loaded index and nothing else
 (``faiss_index.walk``). Catching up with the database before it, and the exact scoring

@@ -1,14 +1,15 @@
 """Vectors written to an HNSW index join its graph beside the turn, searched exactly until then.
 
-An insert into a FAISS HNSW graph walks the graph to find the new node's neighbours: ~1 ms
-a vector at 100k, and recording one message writes several (its own vector, its context
-vector, and the context vectors of the messages before it, whose windows now hold it).
-Inside the write, under the index's lock, that was the largest part of a 100k-message
+An insert into a FAISS HNSW graph walks the graph to find the new node's neighbours, a cost
+that grows with the graph, and recording one message writes several (its own vector, its
+context vector, and the context vectors of the messages before it, whose windows now hold
+it). Inside the write, under the index's lock, that was the largest part of a 100k-message
 agent's turn that a 1k one does not pay (``benchmarks/README.md``, ``per_turn.py``). So a
 write to an HNSW index leaves its vectors *pending* (`IndexState.pending`): the write's
 labels are live at once, every search scores the pending vectors exactly beside the graph
-walk (``faiss_index.with_pending``: a few dozen dot products), and the `Flusher` thread adds them to
-the graph a moment later, one batch per index, while the model writes its next reply.
+walk (``faiss_index.with_pending``: a few dozen dot products), and the `Flusher` thread adds
+them to the graph a moment later, one batch per index, while the model writes its next
+reply.
 
 Nothing depends on when that happens. SQLite holds every vector, so a process that stops
 with vectors pending loses nothing: the next open reconciles its cache with SQLite and

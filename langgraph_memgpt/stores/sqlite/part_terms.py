@@ -2,8 +2,8 @@
 
 A long text scores on words as its best part (``bm25.best_part_scores``), which needs each
 part's length and its terms' frequencies. Computed at search time, that re-tokenized every
-long match of every query through FTS5's tokenizer: 1.5 s a search in a memory of 100k
-tokens of long messages, 7 s at 1M, growing with the memory. They are kept instead, when
+long match of every query through FTS5's tokenizer, a cost growing with the memory
+(``benchmarks/README.md``, ``beam_scale.py``). They are kept instead, when
 the text is written, in ``part_terms``: one row per (source, item, term) holding the parts
 that have the term and how often (``"part:count part:count"``), and one row per item under
 the empty term holding every part's length. A search reads the rows of its long matches

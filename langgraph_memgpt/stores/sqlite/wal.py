@@ -2,8 +2,8 @@
 
 In WAL mode a commit appends to the ``-wal`` file, and SQLite copies the log back into the
 database file (a checkpoint, ending in an fsync) from inside the commit that takes the log
-past ``wal_autocheckpoint`` pages: every few turns one turn's commit waited for it, 0.3-0.4 s
-on this VM at 100k messages (``benchmarks/per_turn.py``, a chat turn's p95). So a writable
+past ``wal_autocheckpoint`` pages: every few turns one turn's commit waited for it, the
+slowest chat turns of a large agent (``benchmarks/per_turn.py``, a chat turn's p95). So a writable
 memory connection checkpoints by itself only as a safety net (`FOREGROUND_PAGES`), and
 after an outermost commit (``db.transaction``) the process's `Checkpointer` thread runs a
 ``PASSIVE`` checkpoint on a connection of its own, at most once every `EVERY` seconds per
