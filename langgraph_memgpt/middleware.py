@@ -73,7 +73,7 @@ from langgraph_memgpt import turn
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.errors import is_context_overflow
-from langgraph_memgpt.main_context import REPLY_FLAG, current_system, valid_message
+from langgraph_memgpt.main_context import REPLY_FLAG, valid_message
 from langgraph_memgpt.memory_tools import (
     DEFAULT_TOOLS,
     CallOrder,
@@ -134,15 +134,14 @@ class _Where:
     def system(
         self, view: State, instructions: str, *, mid_turn: bool
     ) -> tuple[str, dict[str, Any]]:
-        """`current_system` for the queue in ``view``."""
-        return current_system(
+        """`turn.system` for the queue in ``view``."""
+        return turn.system(
             view,
             self.memory,
-            len(view["messages"]),
             self.ctx,
-            mid_turn=mid_turn,
             thread_id=self.thread_id,
             instructions=instructions,
+            mid_turn=mid_turn,
         )
 
 
@@ -357,15 +356,22 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
             result = result.model_response
         response = result if isinstance(result, ModelResponse) else ModelResponse([result])
         ctx = step.where.ctx
-        messages = [
-            turn.take(m, ctx, self.deps.counter, bound=False).message
-            if isinstance(m, AIMessage)
-            else _with_id(valid_message(m))
-            for m in response.result
-        ]
+        messages: list[BaseMessage] = []
+        unanswered = False  # calls whose arguments did not parse, and nothing else to run
+        for m in response.result:
+            if not isinstance(m, AIMessage):
+                messages.append(_with_id(valid_message(m)))
+                continue
+            # As ``think``: a call whose arguments did not parse gets its error result
+            # after the message, and the model reads it at its next call.
+            taken = turn.take(m, ctx, self.deps.counter, bound=False)
+            messages += [taken.message, *taken.answers]
+            unanswered = bool(taken.answers) and not taken.message.tool_calls
         write(step.where.memory, step.where.thread_id, step.turn, {"messages": messages})
         response = ModelResponse(messages, response.structured_response)
         update = {**step.update, "steps": step.steps + 1}
+        if unanswered:
+            update["jump_to"] = "model"  # create_agent would end the run: no call to run
         return ExtendedModelResponse(response, Command(update=update))
 
     def _stopped(self, step: _Step) -> ExtendedModelResponse[Any]:

@@ -177,14 +177,14 @@ def open_turn(
     opened = {queue[i].id for i in waiting}
     first.append((turn, [m for m in repaired or queue if m.id not in opened]))
     update[RECORD_FIRST] = first
-    system_prompt, system_update = current_system(
+    system_prompt, system_update = system(
         state,
         memory,
-        len(repaired or queue),
         ctx,
-        mid_turn=False,
         thread_id=thread_id,
         instructions=instructions,
+        mid_turn=False,
+        queue=repaired or queue,
     )
     update.update(system_update)
     budget = message_budget(ctx, counter, schemas, system_prompt, state.get("evicted_count", 0))
@@ -206,6 +206,32 @@ def open_turn(
 
 
 # -- between steps ----------------------------------------------------------------------
+
+
+def system(
+    state: State,
+    memory: Memory,
+    ctx: Context,
+    *,
+    thread_id: str,
+    instructions: str,
+    mid_turn: bool | None = None,
+    queue: Sequence[AnyMessage] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """The system prompt for the queue in ``state`` (or ``queue``), and its state update.
+
+    `main_context.current_system` as every phase asks for it: ``mid_turn`` once the turn
+    has taken a model step (unless said).
+    """
+    return current_system(
+        state,
+        memory,
+        len(state["messages"] if queue is None else queue),
+        ctx,
+        mid_turn=state.get("steps", 0) > 0 if mid_turn is None else mid_turn,
+        thread_id=thread_id,
+        instructions=instructions,
+    )
 
 
 def pressure(
@@ -436,6 +462,8 @@ __all__ = [
     "close",
     "fitted",
     "invalid_call_results",
+    "system",
+    "system",
     "measure",
     "open_turn",
     "plan",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from test_middleware import MwAgent, UserCtx, calls
 
@@ -102,6 +102,43 @@ def test_a_search_result_is_read_before_the_turn_ends(memory_backend: MemoryBack
     out = mw.say("What tea do I like?")
     assert mw.model.remaining == 0
     assert out["messages"][-1].content == "You never told me."
+
+
+def _unparseable(name: str, args: str, call_id: str) -> AIMessage:
+    return AIMessage(
+        "",
+        invalid_tool_calls=[
+            {"name": name, "args": args, "id": call_id, "error": "bad", "type": "invalid_tool_call"}
+        ],
+    )
+
+
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_a_call_whose_arguments_do_not_parse_gets_an_error_result_and_the_turn_goes_on(
+    memory_backend: MemoryBackend, run: str
+) -> None:
+    """As the graph's ``think``: the model reads why its call failed and tries again."""
+    mw = MwAgent(
+        memory_backend,
+        [
+            _unparseable("archival_memory_search", '{"query": "tea', "c1"),
+            calls(("archival_memory_search", {"query": "tea"})),
+            "Nothing saved about tea.",
+        ],
+    )
+
+    out = ask(mw, "What tea do I like?", run)
+
+    assert mw.model.remaining == 0, "the turn ended at the unparseable call"
+    assert out["messages"][-1].content == "Nothing saved about tea."
+    errors = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "c1"]
+    assert len(errors) == 1 and "not valid JSON" in str(errors[0].content)
+    second_prompt = mw.model.calls[1]
+    assert any(isinstance(m, ToolMessage) and m.tool_call_id == "c1" for m in second_prompt), (
+        "the model never read the error"
+    )
+    recorded = memory_backend.open("bo").recall.get([str(errors[0].id)])
+    assert recorded, "the error result was not written ahead to recall"
 
 
 def test_the_graph_and_the_middleware_call_one_turn_core() -> None:

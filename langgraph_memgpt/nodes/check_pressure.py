@@ -21,7 +21,6 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.main_context import (
     context_of,
-    current_system,
     thread_of,
 )
 from langgraph_memgpt.state import State
@@ -37,14 +36,8 @@ def make_check_pressure(deps: Deps) -> Any:
         ctx = context_of(runtime)
         memory = deps.memory(ctx, state)
         queue = state["messages"]
-        system_prompt, update = current_system(
-            state,
-            memory,
-            len(queue),
-            ctx,
-            mid_turn=state.get("steps", 0) > 0,
-            thread_id=thread_of(runtime),
-            instructions=deps.instructions,
+        system_prompt, update = turn.system(
+            state, memory, ctx, thread_id=thread_of(runtime), instructions=deps.instructions
         )
         measured = turn.measure(state, system_prompt, queue, ctx, deps.counter, deps.schemas)
         hide(measured.get("messages", []), config)

@@ -28,7 +28,6 @@ from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.main_context import (
     build_prompt,
     context_of,
-    current_system,
     latest_user_index,
     prompt_tokens,
     thread_of,
@@ -72,14 +71,8 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             return _Call({"stop_reason": capped})
         memory = deps.memory(ctx, state)
         queue = state["messages"]
-        system_prompt, update = current_system(
-            state,
-            memory,
-            len(queue),
-            ctx,
-            mid_turn=steps > 0,
-            thread_id=thread_of(runtime),
-            instructions=deps.instructions,
+        system_prompt, update = turn_core.system(
+            state, memory, ctx, thread_id=thread_of(runtime), instructions=deps.instructions
         )
         chat = deps.chat_model(ctx)
         traits = ModelTraits.of(chat)
