@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 CHECKPOINT_FILENAME = "checkpoints.sqlite"
-"""The threads' checkpoints in a data directory (``langgraph_memgpt.server`` and the CLI)."""
+"""The threads' checkpoints in a data directory (``langgraph_memgpt.serve.server`` and the CLI)."""
 
 BUSY_TIMEOUT_SECONDS = 30
 """How long a connection waits for another process's write (a server, a CLI command)."""
@@ -236,7 +236,7 @@ def holding(saver: BaseCheckpointSaver[Any], thread_id: str) -> Iterator[None]:
     Raises:
         ThreadBusyError: a run kept the thread longer than ``THREAD_WAIT_SECONDS``.
     """
-    from langgraph_memgpt.threads import lock_dir_of, one_run
+    from langgraph_memgpt.turn.threads import lock_dir_of, one_run
 
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     shared = _SaverThreadLocks.of(saver)
@@ -305,7 +305,7 @@ def scrub_thread(
     from langgraph.checkpoint.base import copy_checkpoint
     from langgraph.checkpoint.base.id import uuid6
 
-    from langgraph_memgpt.redaction import quotes, redact
+    from langgraph_memgpt.ops.redaction import quotes, redact
 
     ids = {str(i) for i in remove}
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
@@ -366,7 +366,7 @@ def _scrubbed(value: Any, ids: Collection[str], texts: Sequence[str], clear: Seq
     """``value`` without the removed messages and forgotten texts (itself when clean)."""
     from langchain_core.messages import BaseMessage
 
-    from langgraph_memgpt.redaction import quotes, redact
+    from langgraph_memgpt.ops.redaction import quotes, redact
 
     if isinstance(value, str) and clear and any(c in value for c in clear):
         return ""

@@ -20,7 +20,7 @@ from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.duplicates import same_fact
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.passages import NewPassage
-from langgraph_memgpt.tools import Provenance, execute_tool_call
+from langgraph_memgpt.tools.run import Provenance, execute_tool_call
 
 LEEDS = "User's sister Priya lives in Leeds."
 LEEDS_AGAIN = "The user's sister, Priya, lives in Leeds"

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from locomo_samples import sample, write_locomo
 
-from langgraph_memgpt.bench.answer import (
+from benchmarks.bench.answer import (
     AnswerOptions,
     AnswerRun,
     answer_messages,
@@ -22,11 +22,11 @@ from langgraph_memgpt.bench.answer import (
     normalize_answer,
     stem,
 )
-from langgraph_memgpt.bench.judge import JUDGE_RESPONSE_FORMAT, parse_judgement
-from langgraph_memgpt.bench.locomo import load_locomo
-from langgraph_memgpt.bench.metrics import percentiles
-from langgraph_memgpt.bench.runner import BenchOptions, run_locomo
-from langgraph_memgpt.cli import main
+from benchmarks.bench.judge import JUDGE_RESPONSE_FORMAT, parse_judgement
+from benchmarks.bench.locomo import load_locomo
+from benchmarks.bench.metrics import percentiles
+from benchmarks.bench.runner import BenchOptions, run_locomo
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.llm.factory import clear_model_cache, resolve_model
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.types import RecallMessage

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from locomo_samples import turn, write_locomo
 
-from langgraph_memgpt.bench.locomo import LocomoFormatError, load_locomo
-from langgraph_memgpt.bench.runner import BenchOptions, run_locomo
-from langgraph_memgpt.cli import main
+from benchmarks.bench.locomo import LocomoFormatError, load_locomo
+from benchmarks.bench.runner import BenchOptions, run_locomo
+from langgraph_memgpt.cli.commands import main
 
 
 def _chat(sample_id: str, qa: list[dict[str, Any]], **sessions: Any) -> dict[str, Any]:

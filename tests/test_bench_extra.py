@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from locomo_samples import ann_and_bob, turn, write_locomo
 
-from langgraph_memgpt.bench import EXTRA_MODULES, missing_modules
-from langgraph_memgpt.cli import main
+from benchmarks.bench import EXTRA_MODULES, missing_modules
+from langgraph_memgpt.cli.commands import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ _RUNTIME_SCRIPT = """
 import importlib, json, pkgutil, sys
 def import_all(package):  # pkgutil.walk_packages would import bench to look inside it
     for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
-        if info.name != "langgraph_memgpt.bench":
+        if info.name != "benchmarks.bench":
             module = importlib.import_module(info.name)
             if info.ispkg:
                 import_all(module)
@@ -33,10 +33,10 @@ import_all(importlib.import_module("langgraph_memgpt"))
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.cli import main
-from langgraph_memgpt.settings import ServerSettings
+from langgraph_memgpt.cli.commands import main
+from langgraph_memgpt.serve.settings import ServerSettings
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.server import served_graph
+from langgraph_memgpt.serve.server import served_graph
 data = sys.argv[1]
 served_graph(ServerSettings(data_dir=data), model=ScriptedChatModel.from_steps([]))
 reply = {"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "hi"}}]}
@@ -45,7 +45,7 @@ agent.invoke({"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id
              context=Context(data_dir=data, agent_id="a"))
 def loaded():
     return sorted(m for m in sys.modules
-                  if m.split(".")[0] in {"nltk", "bm25s"} or m.startswith("langgraph_memgpt.bench"))
+                  if m.split(".")[0] in {"nltk", "bm25s"} or m.startswith("benchmarks.bench"))
 by_the_agent = loaded()
 code = main(["inspect", "--agent", "a", "--data-dir", data])
 print(json.dumps({"code": code, "by_the_agent": by_the_agent, "by_the_cli": loaded()}))
@@ -67,7 +67,7 @@ def test_the_runtime_and_the_served_graph_never_load_the_benchmarks(tmp_path: Pa
     assert result["code"] == 0
     assert result["by_the_agent"] == []
     # The CLI registers `bench` (argparse only); no benchmark module or library loads.
-    assert result["by_the_cli"] == ["langgraph_memgpt.bench", "langgraph_memgpt.bench.cli"]
+    assert result["by_the_cli"] == ["benchmarks.bench", "benchmarks.bench.cli"]
 
 
 def test_bench_without_the_extra_names_it_and_runs_nothing(
@@ -106,7 +106,7 @@ def test_the_extra_in_pyproject_brings_every_library_the_benchmarks_import() -> 
 def test_the_porter_stemmer_needs_no_nltk_data(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NLTK_DATA": str(tmp_path), "HOME": str(tmp_path)}
     script = (
-        "from langgraph_memgpt.bench.answer import f1_score, stem;"
+        "from benchmarks.bench.answer import f1_score, stem;"
         "print(stem('skies'), f1_score('She adopted puppies', 'adopting a puppy'))"
     )
     out = subprocess.run(

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from locomo_samples import ann_and_bob, sample, turn, write_locomo
 
-from langgraph_memgpt.bench.bm25 import BM25, tokenize
-from langgraph_memgpt.bench.locomo import (
+from benchmarks.bench.bm25 import BM25, tokenize
+from benchmarks.bench.locomo import (
     LocomoFormatError,
     clean_evidence,
     load_locomo,
     parse_session_date,
     recall_messages,
 )
-from langgraph_memgpt.bench.metrics import (
+from benchmarks.bench.metrics import (
     MetricAccumulator,
     dcg,
     ndcg_any,
@@ -27,8 +27,8 @@ from langgraph_memgpt.bench.metrics import (
     recall_any,
     score_ranking,
 )
-from langgraph_memgpt.bench.runner import BenchOptions, parse_modes, run_locomo
-from langgraph_memgpt.cli import main
+from benchmarks.bench.runner import BenchOptions, parse_modes, run_locomo
+from langgraph_memgpt.cli.commands import main
 
 DEV_FILE = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev.json"
 #: bm25s with its own tokenizer and Lucene's English stop words on the dev file (0.627 in the

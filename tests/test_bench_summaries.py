@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from locomo_samples import sample, write_locomo
 
-from langgraph_memgpt.bench.locomo import load_locomo
-from langgraph_memgpt.bench.summaries import evidence_sessions, session_transcript
-from langgraph_memgpt.cli import main
+from benchmarks.bench.locomo import load_locomo
+from benchmarks.bench.summaries import evidence_sessions, session_transcript
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.llm.factory import clear_model_cache, resolve_model
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.prompts import SUMMARIZER_INSTRUCTIONS

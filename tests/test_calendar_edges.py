@@ -16,11 +16,11 @@ import pytest
 from locomo_samples import ann_and_bob, turn, write_locomo
 
 from langgraph_memgpt import Context
-from langgraph_memgpt.cli import main
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.tools import Provenance, execute_tool_call
+from langgraph_memgpt.tools.run import Provenance, execute_tool_call
 
 WHOLE_CALENDAR = {"start_date": "0001-01-01", "end_date": "9999-12-31"}
 EDGE_ARGS = [

@@ -122,7 +122,7 @@ def test_a_fact_beyond_the_embedding_window_is_found_by_meaning(memory: Any) -> 
 
 
 def test_a_forgotten_passage_or_message_takes_its_parts_along(memory: Any) -> None:
-    from langgraph_memgpt.forget import forget_messages, forget_passage
+    from langgraph_memgpt.ops.forget import forget_messages, forget_passage
 
     kept = memory.archival.insert(" ".join(reversed(TALK)))
     gone = memory.archival.insert(LONG)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from locomo_samples import sample, write_locomo
 
-from langgraph_memgpt.cli import main
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.stores.sqlite import AgentMemory, close_all
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from langgraph_memgpt.cli import main
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.sqlite import close_all, open_memory
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes

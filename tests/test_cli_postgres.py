@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from langgraph_memgpt.cli import main
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.stores.postgres import PostgresBackend
 
 

@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.context import ContextError
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.settings import (
+from langgraph_memgpt.serve.settings import (
     CLIENT_FIELDS,
     SERVER_FIELDS,
     ServerSettings,

@@ -17,11 +17,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.ops.transfer import export_agent, import_agent
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.sections import split
 from langgraph_memgpt.stores.sqlite import SqliteBackend
 from langgraph_memgpt.stores.types import BlockEditError
-from langgraph_memgpt.transfer import export_agent, import_agent
 
 SECTIONS = ("User Profile", "Technical Environment", "Active Constraints")
 START = (
@@ -159,7 +159,7 @@ def test_the_prompt_and_the_page_show_the_section_labels(
     # A block without sections renders as it always did.
     assert "<human>\n" in prompt
 
-    from langgraph_memgpt.web.views import core_view
+    from langgraph_memgpt.serve.web.views import core_view
 
     view = next(b for b in core_view(memory)["blocks"] if b["label"] == "profile")
     assert [s["name"] for s in view["sections"]] == list(SECTIONS)

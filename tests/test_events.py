@@ -16,10 +16,10 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, Syst
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.events import EventError, check_events
+from langgraph_memgpt.events.input import EventError, check_events
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.main_context import REPLY_FLAG
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.turn.main_context import REPLY_FLAG
 
 CONFIG_CHANGED = {
     "source": "watcher",
@@ -220,7 +220,7 @@ def test_a_client_state_write_in_the_events_namespace_is_refused_by_the_served_g
     """The served graph's clients write ``messages`` only, and none with an event's id."""
     from starlette.exceptions import HTTPException
 
-    from langgraph_memgpt.server import client_facing
+    from langgraph_memgpt.serve.server import client_facing
 
     agent = Agent(tmp_path, ["Noted.", step(call("send_message", message="Hello."))])
     agent.run(events=[{**CONFIG_CHANGED, "id": "7"}])

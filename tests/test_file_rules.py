@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from watchfiles import Change
 
-from langgraph_memgpt.cli import main
-from langgraph_memgpt.file_rules import holds_secret, withhold_secrets
-from langgraph_memgpt.ingest import IngestError, ingest_file
+from langgraph_memgpt.cli.commands import main
+from langgraph_memgpt.events.watch import MAX_DETAILED, Watcher
+from langgraph_memgpt.ops.ingest import IngestError, ingest_file
 from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
-from langgraph_memgpt.watch import MAX_DETAILED, Watcher
+from langgraph_memgpt.tools.file_rules import holds_secret, withhold_secrets
 
 SECRETS = [
     ("DB_PASSWORD=Hunter2horse1", "Hunter2horse1"),
@@ -255,7 +255,7 @@ def test_a_url_watcher_never_feeds_on_the_servers_own_writes(tmp_path: Path) -> 
     from langgraph_sdk import get_sync_client
     from test_server import DevServer
 
-    from langgraph_memgpt.watch_sinks import ServerSink, watch_thread
+    from langgraph_memgpt.events.watch_sinks import ServerSink, watch_thread
 
     project = tmp_path / "project"
     project.mkdir()
@@ -314,6 +314,6 @@ def test_a_url_watcher_never_feeds_on_the_servers_own_writes(tmp_path: Path) -> 
     ],
 )
 def test_a_credential_name_is_judged_by_its_words(name: str, credential: bool) -> None:
-    from langgraph_memgpt.file_rules import looks_like_credential
+    from langgraph_memgpt.tools.file_rules import looks_like_credential
 
     assert looks_like_credential(Path("/p") / name) is credential

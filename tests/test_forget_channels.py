@@ -25,11 +25,11 @@ from langgraph.prebuilt import InjectedStore
 from test_forget_gone import leaks
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.cli import main
-from langgraph_memgpt.forget import forget_passage
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.retention import apply_retention, rule
-from langgraph_memgpt.transfer import export_agent
+from langgraph_memgpt.ops.forget import forget_passage
+from langgraph_memgpt.ops.retention import apply_retention, rule
+from langgraph_memgpt.ops.transfer import export_agent
 
 ONE_STEP_WORD = "okapi6620"
 EVENT_WORD = "narwhal4471"
@@ -196,7 +196,7 @@ def test_the_retention_command_forgets_in_the_threads_too(threads: Threads, tmp_
     its own copy of the threads (``.langgraph_api``, in the data directory on both)."""
     import pickle
 
-    from langgraph_memgpt.dev_state import STATE_FILE
+    from langgraph_memgpt.serve.dev_state import STATE_FILE
 
     memory = threads.place.open("ada")
     memory.archival.set_retention_rule(rule("ephemeral", "1s"))
@@ -251,8 +251,8 @@ def test_no_eraser_can_be_called_without_naming_the_threads_checkpointer() -> No
     """Every eraser takes ``checkpointer`` with no default: None must be said, not implied."""
     import inspect
 
-    from langgraph_memgpt import forget
-    from langgraph_memgpt.web import views
+    from langgraph_memgpt.ops import forget
+    from langgraph_memgpt.serve.web import views
 
     erasers = [
         forget.forget_passage,
@@ -271,7 +271,7 @@ def test_no_eraser_can_be_called_without_naming_the_threads_checkpointer() -> No
 def test_a_store_delete_forgets_as_forget_does(threads: Threads, tmp_path: Path) -> None:
     """``MemGPTStore.delete`` (LangMem's delete, the ``BaseStore`` API) is the one eraser too:
     a passage and a message deleted through it leave no channel, row, file or export."""
-    from langgraph_memgpt.store import MemGPTStore, namespace, thread_namespace
+    from langgraph_memgpt.compose.store import MemGPTStore, namespace, thread_namespace
 
     store = MemGPTStore(threads.backend, context=threads.ctx, threads=threads.saver)
     (found,) = [
@@ -295,7 +295,7 @@ def test_a_store_delete_inside_a_run_cleans_the_other_threads_and_the_run_goes_o
     """A tool deleting through the graph's store (LangMem's way) forgets in every other
     thread at once; the thread whose run it is in keeps its checkpoint for that run to
     write (no history is pruned under it), and a forget from outside afterwards cleans it."""
-    from langgraph_memgpt.store import MemGPTStore, namespace
+    from langgraph_memgpt.compose.store import MemGPTStore, namespace
 
     @tool
     def drop_passport(store: Annotated[Any, InjectedStore()]) -> str:

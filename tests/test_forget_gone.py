@@ -19,11 +19,11 @@ from checkpointers import Place, channels_holding, open_saver
 from langchain_core.messages import HumanMessage
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.cli import main
-from langgraph_memgpt.forget import forget_messages, forget_thread
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.ops.forget import forget_messages, forget_thread
+from langgraph_memgpt.ops.transfer import export_agent
 from langgraph_memgpt.stores.sqlite import close_all
-from langgraph_memgpt.transfer import export_agent
 
 MESSAGE_WORD = "walrus5512"
 PASSAGE_WORD = "zebracorn8841"
@@ -277,8 +277,8 @@ def test_a_fact_stays_when_a_message_it_was_not_read_from_is_forgotten(
 def test_the_memory_page_forgets_a_passage_with_the_call_that_saved_it(
     memory_backend: Any,
 ) -> None:
+    from langgraph_memgpt.serve.web import views
     from langgraph_memgpt.stores.types import RecallMessage
-    from langgraph_memgpt.web import views
 
     memory = memory_backend.open("ada")
     text = f"Ada's passport number is {PASSAGE_WORD}."

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from test_server import DevServer, call
 
-from langgraph_memgpt.cli import main
-from langgraph_memgpt.dev_state import STATE_FILE, serving
+from langgraph_memgpt.cli.commands import main
+from langgraph_memgpt.serve.dev_state import STATE_FILE, serving
 from langgraph_memgpt.stores.sqlite import close_all
 
 WORD = "walrus5512"

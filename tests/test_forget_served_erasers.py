@@ -26,7 +26,7 @@ from checkpointers import Place
 from test_forget_gone import leaks
 from test_server import DevServer
 
-from langgraph_memgpt.retention import rule
+from langgraph_memgpt.ops.retention import rule
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 

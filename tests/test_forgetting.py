@@ -16,7 +16,8 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.forget import (
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.ops.forget import (
     NothingToForgetError,
     forget_agent,
     forget_matching,
@@ -24,13 +25,12 @@ from langgraph_memgpt.forget import (
     forget_passage,
     forget_thread,
 )
-from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.sqlite import close_all
 from langgraph_memgpt.stores.sqlite.faiss_cache import agent_cache_dir
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.tools import Provenance, execute_tool_call
+from langgraph_memgpt.tools.run import Provenance, execute_tool_call
 
 MODES = ("hybrid", "fts", "vector")
 SECRET = "My locker code is 4471 and the locker is at Greenbriar gym"
@@ -404,8 +404,8 @@ def test_an_eviction_summary_never_restates_a_message_forgotten_while_in_view(
     leave it must not bring them back (it is archived, so searchable)."""
     from langchain_core.messages import AIMessage
 
-    from langgraph_memgpt.main_context import record
     from langgraph_memgpt.nodes.summarize_evict import remembered
+    from langgraph_memgpt.turn.main_context import record
 
     memory = memory_backend.open("ada")
     queue = [

@@ -502,8 +502,8 @@ def test_eviction_summarizes_and_keeps_the_prompt_under_the_window(tmp_path: Pat
     assert not isinstance(first, ToolMessage)
     assert any(isinstance(m, HumanMessage) and m.content == _long(n - 1) for m in state["messages"])
     # Every prompt the model saw fit the window.
-    from langgraph_memgpt.tokens import TokenCounter
-    from langgraph_memgpt.tools import tool_schemas
+    from langgraph_memgpt.tools.run import tool_schemas
+    from langgraph_memgpt.turn.tokens import TokenCounter
 
     counter = TokenCounter()
     for prompt in agent.model.calls:
@@ -616,7 +616,7 @@ def test_a_prompt_over_the_window_is_never_sent_and_a_futile_eviction_is_not_sum
     """A window smaller than the instructions and tools: every turn ends honestly."""
     from langgraph_memgpt import prompts
     from langgraph_memgpt.deps import Deps
-    from langgraph_memgpt.main_context import prompt_tokens
+    from langgraph_memgpt.turn.main_context import prompt_tokens
 
     agent = Agent(
         tmp_path,

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from langgraph_memgpt.cli import main
-from langgraph_memgpt.export_file import ExportFormatError
+from langgraph_memgpt.cli.commands import main
+from langgraph_memgpt.ops.export_file import ExportFormatError
+from langgraph_memgpt.ops.transfer import ImportConflictError, export_agent, import_agent
 from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.transfer import ImportConflictError, export_agent, import_agent
 
 
 def reseal(path: Path, records: list[dict[str, Any]]) -> Path:
@@ -252,7 +252,7 @@ def test_the_import_command_says_why_and_exits_1_without_a_traceback(
 def test_merge_never_rewrites_a_stored_message_or_rule_and_reports_the_collisions(
     make_backend: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from langgraph_memgpt.retention import apply_retention, rule
+    from langgraph_memgpt.ops.retention import apply_retention, rule
 
     backend = make_backend()
     ada = backend.open("ada")

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langgraph_memgpt import Context
-from langgraph_memgpt.ingest import IngestError, chunk_text, document_text, ingest_file
-from langgraph_memgpt.tools import Provenance, execute_tool_call
+from langgraph_memgpt.ops.ingest import IngestError, chunk_text, document_text, ingest_file
+from langgraph_memgpt.tools.run import Provenance, execute_tool_call
 
 PARAGRAPHS = [f"Paragraph {i} talks about topic{i} " + "and more words " * 20 for i in range(8)]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from langgraph_memgpt.cli import main
-from langgraph_memgpt.ingest import IngestError, expand_paths, ingest_file
+from langgraph_memgpt.cli.commands import main
+from langgraph_memgpt.ops.ingest import IngestError, expand_paths, ingest_file
 from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAA"

@@ -20,7 +20,7 @@ from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import MemoryBackend
-from langgraph_memgpt.streaming import REPLY_TAG, partial_json_string
+from langgraph_memgpt.turn.streaming import REPLY_TAG, partial_json_string
 
 
 def call(name: str, call_id: str | None = None, **args: Any) -> dict[str, Any]:
@@ -306,8 +306,8 @@ def test_a_tool_error_is_logged_with_its_traceback_and_read_by_the_model(
 
 
 def test_the_agent_id_comes_from_the_run_context_for_memory_tools(tmp_path: Path) -> None:
-    from langgraph_memgpt import memory_tools
-    from langgraph_memgpt.memory_tools import MemoryAccess
+    from langgraph_memgpt.tools import memory_tools
+    from langgraph_memgpt.tools.memory_tools import MemoryAccess
 
     access = MemoryAccess(context=Context(data_dir=str(tmp_path), embedding_model="none"))
     assert access.context_for({}, {"agent_id": "bob"}).agent_id == "bob"

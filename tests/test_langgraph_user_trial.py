@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.events import EventError
+from langgraph_memgpt.events.input import EventError
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.sqlite import close_all, open_memory
@@ -70,7 +70,7 @@ def test_the_middleware_takes_configurable_agent_id_under_a_context_without_one(
 ) -> None:
     from langchain.agents import create_agent
 
-    from langgraph_memgpt.middleware import MemGPTMiddleware
+    from langgraph_memgpt.compose.middleware import MemGPTMiddleware
 
     settings = Context(data_dir=str(tmp_path), embedding_model="none")
     agent = create_agent(
@@ -156,7 +156,7 @@ def test_a_refused_agent_leaves_nothing_the_middleware_agent_records(
     out of the thread as it is refused."""
     from langchain.agents import create_agent
 
-    from langgraph_memgpt.middleware import MemGPTMiddleware
+    from langgraph_memgpt.compose.middleware import MemGPTMiddleware
 
     model = ScriptedChatModel.from_steps(["Hi, I'm a.", "Still a."])
     agent = create_agent(
@@ -363,7 +363,7 @@ def test_under_ainvoke_the_middlewares_eviction_summary_uses_the_async_api(
 ) -> None:
     from langchain.agents import create_agent
 
-    from langgraph_memgpt.middleware import MemGPTMiddleware
+    from langgraph_memgpt.compose.middleware import MemGPTMiddleware
 
     turns = 14
     summarizer = AsyncOnlySummarizer.from_steps([f"I chatted (summary {i})." for i in range(turns)])

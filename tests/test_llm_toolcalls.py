@@ -19,7 +19,7 @@ from langgraph_memgpt.llm.call_schema import (
 )
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
-from langgraph_memgpt.streaming import reply_so_far
+from langgraph_memgpt.turn.streaming import reply_so_far
 
 NAMES = ["send_message", "core_memory_append"]
 

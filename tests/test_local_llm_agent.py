@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.stores.sqlite import open_memory
-from langgraph_memgpt.tools import MEMORY_TOOLS
+from langgraph_memgpt.tools.run import MEMORY_TOOLS
 
 
 @pytest.mark.local_llm

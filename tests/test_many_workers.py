@@ -31,7 +31,7 @@ from thread_runner import SlowModel
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.stores.postgres import PostgresBackend
-from langgraph_memgpt.threads import ThreadBusyError, one_run
+from langgraph_memgpt.turn.threads import ThreadBusyError, one_run
 
 REPO = Path(__file__).resolve().parent.parent
 SERVERS = ("A", "B")
@@ -184,7 +184,7 @@ def test_runs_of_one_thread_on_two_machines_take_turns(postgres_url: str, tmp_pa
 def test_a_thread_a_worker_elsewhere_keeps_too_long_is_a_clear_error(
     backend: PostgresBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph_memgpt import threads
+    from langgraph_memgpt.turn import threads
 
     monkeypatch.setattr(threads, "THREAD_WAIT_SECONDS", 0.3)
     config = {"configurable": {"thread_id": "busy-thread"}}

@@ -14,7 +14,7 @@ from checkpointers import Place, open_saver
 from langchain_core.messages import HumanMessage
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.cli import main
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 

@@ -21,9 +21,9 @@ ENGINES = {"sqlite3", "sqlite_utils", "faiss", "psycopg"}
 SPEAKS_THE_INTERFACE = [
     *sorted((PACKAGE / "nodes").glob("*.py")),
     *sorted((PACKAGE / "sleeptime").glob("*.py")),
-    PACKAGE / "tools.py",
+    PACKAGE / "tools" / "run.py",
     *sorted((PACKAGE / "small_model").glob("*.py")),
-    PACKAGE / "main_context.py",
+    PACKAGE / "turn" / "main_context.py",
     PACKAGE / "graph.py",
 ]
 
@@ -56,15 +56,10 @@ def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
 
 
 CLI_MODULES = [
-    PACKAGE / "cli.py",
-    PACKAGE / "cli_args.py",
-    PACKAGE / "retention_cli.py",
-    PACKAGE / "bench" / "cli.py",
-    PACKAGE / "console.py",
-    PACKAGE / "chat.py",
-    PACKAGE / "dev_server.py",
-    PACKAGE / "manage.py",
-    PACKAGE / "server.py",
+    *sorted((PACKAGE / "cli").glob("*.py")),
+    PACKAGE.parent / "benchmarks" / "bench" / "cli.py",
+    PACKAGE / "serve" / "dev_server.py",
+    PACKAGE / "serve" / "server.py",
 ]
 
 

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from test_server import DevServer
 
-from langgraph_memgpt.main_context import ALERT_NAME
-from langgraph_memgpt.server import langgraph_config
+from langgraph_memgpt.serve.server import langgraph_config
 from langgraph_memgpt.stores.sqlite import AgentMemory
+from langgraph_memgpt.turn.main_context import ALERT_NAME
 
 pytestmark = pytest.mark.server
 
@@ -400,7 +400,7 @@ def authed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
 
     root = tmp_path_factory.mktemp("page-auth")
     config = langgraph_config()
-    config["auth"] = {"path": "langgraph_memgpt.auth:auth"}
+    config["auth"] = {"path": "langgraph_memgpt.serve.auth:auth"}
     (root / "langgraph.json").write_text(json.dumps(config))
     (root / "script.json").write_text(json.dumps([say("hi alice"), say("hi bob")]))
     server = DevServer(

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from langgraph_memgpt.settings import ServerSettings
+from langgraph_memgpt.serve.settings import ServerSettings
+from langgraph_memgpt.serve.web import build_app, views
+from langgraph_memgpt.serve.web.guard import refusal
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import BlockConflictError
-from langgraph_memgpt.web import build_app, views
-from langgraph_memgpt.web.guard import refusal
 
 HOME = "http://127.0.0.1:2024"
 EVIL = "https://evil.example"

@@ -13,8 +13,8 @@ from langgraph.prebuilt import create_react_agent
 
 from langgraph_memgpt import Context
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.memory_tools import memory_prompt, memory_tools, recorder
 from langgraph_memgpt.stores.sqlite import open_memory
+from langgraph_memgpt.tools.memory_tools import memory_prompt, memory_tools, recorder
 
 
 def calls(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:

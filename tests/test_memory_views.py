@@ -13,13 +13,13 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langgraph_memgpt import Context
-from langgraph_memgpt.main_context import build_prompt, prompt_tokens
+from langgraph_memgpt.serve.web import views
+from langgraph_memgpt.serve.web.views import PageError
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.types import BlockEditError, RecallMessage
-from langgraph_memgpt.tokens import TokenCounter
-from langgraph_memgpt.tools import Provenance, execute_tool_call, tool_schemas
-from langgraph_memgpt.web import views
-from langgraph_memgpt.web.views import PageError
+from langgraph_memgpt.tools.run import Provenance, execute_tool_call, tool_schemas
+from langgraph_memgpt.turn.main_context import build_prompt, prompt_tokens
+from langgraph_memgpt.turn.tokens import TokenCounter
 
 RULE = "Never share secrets."
 

@@ -28,13 +28,13 @@ from langgraph.types import Command
 from test_docs import FENCE
 
 from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.compose.middleware import MemGPTMiddleware
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.middleware import MemGPTMiddleware
 from langgraph_memgpt.nodes.summarize_evict import SUMMARY_TAG
 from langgraph_memgpt.prompts import CONTEXT_OVERFLOW_REPLY, SUMMARIZER_INSTRUCTIONS
 from langgraph_memgpt.stores import open_memory
 from langgraph_memgpt.stores.base import MemoryBackend
-from langgraph_memgpt.tokens import TokenCounter
+from langgraph_memgpt.turn.tokens import TokenCounter
 
 CTX = Context(embedding_model="none")
 

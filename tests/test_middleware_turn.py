@@ -1,6 +1,6 @@
 """`MemGPTMiddleware` runs the graph's turn: its step cap, repeat breaker and heartbeats.
 
-The graph and the middleware share one turn core (`langgraph_memgpt.turn`): these are the
+The graph and the middleware share one turn core (`langgraph_memgpt.turn.core`): these are the
 graph's rules (`tests/test_turn_phases.py`, `tests/test_graph_loop.py`) on a
 ``create_agent(..., middleware=[MemGPTMiddleware(...)])`` agent with a scripted model.
 """
@@ -17,10 +17,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from test_middleware import MwAgent, UserCtx, calls
 
 from langgraph_memgpt import Context, prompts
+from langgraph_memgpt.compose.middleware import MemGPTMiddleware
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.memory_tools import DEFAULT_TOOLS
-from langgraph_memgpt.middleware import MemGPTMiddleware
 from langgraph_memgpt.stores.base import MemoryBackend
+from langgraph_memgpt.tools.memory_tools import DEFAULT_TOOLS
 
 
 def ask(mw: MwAgent, text: str, run: str) -> dict[str, Any]:
@@ -105,11 +105,11 @@ def test_a_search_result_is_read_before_the_turn_ends(memory_backend: MemoryBack
 
 
 def test_the_graph_and_the_middleware_call_one_turn_core() -> None:
-    """No mirrored orchestration: each phase is a function of `langgraph_memgpt.turn` that
+    """No mirrored orchestration: each phase is a function of `langgraph_memgpt.turn.core` that
     the graph's node and the middleware's hook both call; neither writes recall itself."""
     import inspect
 
-    from langgraph_memgpt import middleware
+    from langgraph_memgpt.compose import middleware
     from langgraph_memgpt.nodes import check_pressure, close_step, open_turn, respond, think
 
     hooks = inspect.getsource(middleware)

@@ -28,7 +28,7 @@ from test_server_settings import as_user, status_of
 
 from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME, sqlite_checkpointer
 from langgraph_memgpt.graph import build_graph
-from langgraph_memgpt.server import langgraph_config
+from langgraph_memgpt.serve.server import langgraph_config
 from langgraph_memgpt.stores.sqlite import close_all
 from langgraph_memgpt.stores.sqlite.db import DB_FILENAME
 
@@ -43,7 +43,7 @@ HI = {"messages": [{"role": "user", "content": "hi"}]}
 def authed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     root = tmp_path_factory.mktemp("ownership")
     config = langgraph_config()
-    config["auth"] = {"path": "langgraph_memgpt.auth:auth"}
+    config["auth"] = {"path": "langgraph_memgpt.serve.auth:auth"}
     (root / "langgraph.json").write_text(json.dumps(config))
     (root / "script.json").write_text(json.dumps([{"content": f"reply {i}"} for i in range(20)]))
     yield from DevServer(

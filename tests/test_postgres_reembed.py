@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.cli import main
+from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.stores.embeddings import (
     MINILM_MODEL_NAME,
     MiniLMEmbeddings,

@@ -16,7 +16,7 @@ import pytest
 from langgraph_memgpt import Context
 from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import BlockEditError
-from langgraph_memgpt.tools import Provenance, execute_tool_call
+from langgraph_memgpt.tools.run import Provenance, execute_tool_call
 
 RULE = "Never share secrets."
 

@@ -17,7 +17,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.graph import build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.recovery import recover_threads
+from langgraph_memgpt.ops.recovery import recover_threads
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.sqlite import close_all
 
@@ -63,7 +63,7 @@ def test_recovery_goes_on_past_a_bad_thread_and_records_the_later_ones(
     graph.checkpointer.conn.commit()
     close_all()
 
-    with caplog.at_level("ERROR", logger="langgraph_memgpt.recovery"):
+    with caplog.at_level("ERROR", logger="langgraph_memgpt.ops.recovery"):
         recorded = recover_threads(graph_on(checkpoints), ctx)
     assert recorded == 2
     from langgraph_memgpt.stores.sqlite import SqliteBackend
@@ -103,7 +103,7 @@ def test_recovery_records_a_thread_for_the_agent_its_runs_recorded_not_the_one_i
 def test_a_server_starting_on_a_new_data_directory_recovers_nothing_and_logs_no_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from langgraph_memgpt.server import recover_at_start
+    from langgraph_memgpt.serve.server import recover_at_start
 
     monkeypatch.setenv("MEMGPT_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("MEMGPT_EMBEDDING_MODEL", "none")

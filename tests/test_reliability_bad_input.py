@@ -40,8 +40,8 @@ from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.sqlite import AgentMemory, close_all
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.text import valid_text
-from langgraph_memgpt.tokens import TokenCounter
-from langgraph_memgpt.tools import MEMORY_TOOLS, Provenance, execute_tool_call, tool_schemas
+from langgraph_memgpt.tools.run import MEMORY_TOOLS, Provenance, execute_tool_call, tool_schemas
+from langgraph_memgpt.turn.tokens import TokenCounter
 
 # Any code point, lone surrogates and control characters included, plus the characters
 # that mean something to SQL, FTS5, LIKE, JSON and shells.

@@ -44,7 +44,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.recovery import recover_thread
+from langgraph_memgpt.ops.recovery import recover_thread
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.sqlite import close_all, open_memory
 from langgraph_memgpt.stores.sqlite.faiss_cache import agent_cache_dir
@@ -579,7 +579,7 @@ def test_the_server_records_every_threads_unrecorded_messages_when_it_starts(
     """SQLite: `recover_at_start` reads the server's checkpoint file. With Postgres the
     served app recovers its threads at start the same way
     (`test_recovery_threads.py::test_the_postgres_server_records_checkpointed_unrecorded_messages_when_it_restarts`)."""
-    from langgraph_memgpt.server import recover_at_start
+    from langgraph_memgpt.serve.server import recover_at_start
 
     data_dir, checkpoints = tmp_path / "data", tmp_path / "checkpoints.sqlite"
     conn = sqlite3.connect(checkpoints, check_same_thread=False)

@@ -354,7 +354,7 @@ def test_on_postgres_an_agent_id_postgres_cannot_hold_is_refused(
 
 
 def test_inspect_shows_only_the_agents_own_memory(alice_dir: Path) -> None:
-    from langgraph_memgpt.console import memory_tables
+    from langgraph_memgpt.cli.console import memory_tables
 
     before = snapshot(alice_dir, ALICE)
     # Fresh agents (the others' own recall quotes the secrets their models searched for).
@@ -382,8 +382,8 @@ def test_inspect_shows_only_the_agents_own_memory(alice_dir: Path) -> None:
 def test_the_benchmark_ingest_reads_and_writes_only_its_own_agent(
     alice_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bench = pytest.importorskip("langgraph_memgpt.bench.runner")
-    from langgraph_memgpt.bench.locomo import load_locomo
+    bench = pytest.importorskip("benchmarks.bench.runner")
+    from benchmarks.bench.locomo import load_locomo
     from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
     from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 

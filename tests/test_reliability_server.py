@@ -21,7 +21,7 @@ from checkpointers import Place
 from served_per_message import SCRIPTS_ENV
 from test_server import DevServer
 
-from langgraph_memgpt.server import langgraph_config
+from langgraph_memgpt.serve.server import langgraph_config
 
 AGENTS = ("ada", "bob")
 

@@ -1,7 +1,7 @@
 """One run per thread at a time: runs of the same thread at once never lose each other's messages.
 
 Two runs of one thread that overlap both start from the same checkpoint; without the
-thread lock (``langgraph_memgpt.threads``) the last to write dropped the other's messages.
+thread lock (``langgraph_memgpt.turn.threads``) the last to write dropped the other's messages.
 Real concurrent runs: ``ainvoke``s on one event loop, ``invoke``s on several threads, and
 two processes sharing the checkpoint file and the data directory.
 
@@ -32,7 +32,7 @@ from thread_runner import SlowModel, reply
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.stores.sqlite import close_all
-from langgraph_memgpt.threads import ThreadBusyError, one_run
+from langgraph_memgpt.turn.threads import ThreadBusyError, one_run
 
 RUNNER = Path(__file__).parent / "thread_runner.py"
 
@@ -164,7 +164,7 @@ def test_a_thread_held_too_long_is_a_clear_error_naming_it(
 ) -> None:
     """SQLite only: the thread is held by the file lock beside the checkpoint file. On
     Postgres a thread another worker holds is test_many_workers' clear-error test."""
-    from langgraph_memgpt import threads
+    from langgraph_memgpt.turn import threads
 
     monkeypatch.setattr(threads, "THREAD_WAIT_SECONDS", 0.2)
     config = {"configurable": {"thread_id": "busy-thread"}}
@@ -253,7 +253,7 @@ def test_an_agent_used_as_a_tool_by_another_on_one_checkpointer_answers(
 ) -> None:
     """Agent a's tool runs agent b (its own thread, or the config it inherits in a's
     task): b's run is not kept waiting for a's, which waits for the tool."""
-    from langgraph_memgpt import threads
+    from langgraph_memgpt.turn import threads
 
     monkeypatch.setattr(threads, "THREAD_WAIT_SECONDS", 5.0)  # the wait would be 900 s
     if saver_kind == "memory":

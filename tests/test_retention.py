@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from conftest import BackendFactory
 
-from langgraph_memgpt.cli import main
-from langgraph_memgpt.export_file import ExportFormatError, read_export
-from langgraph_memgpt.retention import RetentionRuleError, apply_retention, parse_age, rule
+from langgraph_memgpt.cli.commands import main
+from langgraph_memgpt.ops.export_file import ExportFormatError, read_export
+from langgraph_memgpt.ops.retention import RetentionRuleError, apply_retention, parse_age, rule
+from langgraph_memgpt.ops.transfer import export_agent, import_agent
 from langgraph_memgpt.stores.passages import NewPassage
 from langgraph_memgpt.stores.sqlite import SqliteBackend
-from langgraph_memgpt.transfer import export_agent, import_agent
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 RULE = "retention tag=raw_html max_age=2d"
@@ -178,7 +178,7 @@ def test_the_command_sets_lists_and_applies_rules(
 
 
 def test_the_memory_page_shows_the_rules(make_backend: BackendFactory) -> None:
-    from langgraph_memgpt.web.views import archival_view
+    from langgraph_memgpt.serve.web.views import archival_view
 
     memory = make_backend().open("crawler")
     memory.archival.set_retention_rule(rule("raw_html", "48h"))

@@ -13,9 +13,9 @@ from langchain_core.messages import HumanMessage
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.context import ContextError
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.recovery import recover_threads
+from langgraph_memgpt.ops.recovery import recover_threads
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.tools import Provenance, execute_tool_call
+from langgraph_memgpt.tools.run import Provenance, execute_tool_call
 
 
 def numbered_per_thread(memory: Any) -> None:

@@ -3,7 +3,7 @@
 As ``make run`` serves it (the repository's ``langgraph.json``, no auth), ``langgraph dev``
 would answer every origin with ``Access-Control-Allow-Origin: *``: a page the user visits
 could list every conversation and start runs. The server's one origin rule
-(`langgraph_memgpt.web.guard`) refuses it on threads, runs and the store as on the memory
+(`langgraph_memgpt.serve.web.guard`) refuses it on threads, runs and the store as on the memory
 page; the SDK, curl and LangGraph Studio (the origin ``langgraph.json`` names) still work.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from test_server import DevServer
 
+from langgraph_memgpt.serve.web.guard import NO_ORIGINS, Origins, allowed_origins, refusal
 from langgraph_memgpt.stores.sqlite.db import DB_FILENAME
-from langgraph_memgpt.web.guard import NO_ORIGINS, Origins, allowed_origins, refusal
 
 pytestmark = pytest.mark.server
 

@@ -24,7 +24,7 @@ import pytest
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.llm.local_server import stop_process_group
-from langgraph_memgpt.server import CHECKPOINT_FILENAME, langgraph_config
+from langgraph_memgpt.serve.server import CHECKPOINT_FILENAME, langgraph_config
 from langgraph_memgpt.stores.sqlite import close_all
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 

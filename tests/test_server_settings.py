@@ -3,7 +3,7 @@
 The served graph's data directory and models are the server's (its environment); a client
 may set only `CLIENT_FIELDS`, and a run that tries more is refused with an error naming
 them, whichever way the context arrives (run context, ``configurable``, an assistant).
-With the example auth (`langgraph_memgpt.auth`), the authenticated user decides the agent:
+With the example auth (`langgraph_memgpt.serve.auth`), the authenticated user decides the agent:
 another user's agent and threads are out of reach.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from test_server import DevServer
 
-from langgraph_memgpt.server import langgraph_config
-from langgraph_memgpt.settings import CLIENT_FIELDS
+from langgraph_memgpt.serve.server import langgraph_config
+from langgraph_memgpt.serve.settings import CLIENT_FIELDS
 from langgraph_memgpt.stores.sqlite.db import DB_FILENAME
 
 SECRET = "the contents of a file the server never meant to show"
@@ -154,7 +154,7 @@ def authed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     """The agent served with the example auth enabled by a langgraph.json of its own."""
     root = tmp_path_factory.mktemp("authed")
     config = langgraph_config()
-    config["auth"] = {"path": "langgraph_memgpt.auth:auth"}
+    config["auth"] = {"path": "langgraph_memgpt.serve.auth:auth"}
     (root / "langgraph.json").write_text(json.dumps(config))
     (root / "script.json").write_text(json.dumps([reply(f"reply {i}") for i in range(20)]))
     yield from DevServer(

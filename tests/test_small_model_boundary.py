@@ -29,9 +29,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
-from langgraph_memgpt.policies import ModelCall, call_model, policies_for
 from langgraph_memgpt.small_model.policy import NarrowSteps, RepairSteps
 from langgraph_memgpt.small_model.traits import HOSTED, MODEL_ATTRIBUTES, ModelTraits
+from langgraph_memgpt.turn.policies import ModelCall, call_model, policies_for
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "langgraph_memgpt"
@@ -73,7 +73,7 @@ def test_llm_imports_nothing_above_it() -> None:
     modules = sorted(LLM.glob("*.py"))
     assert len(modules) > 5
     leaves = _leaves()
-    assert "langgraph_memgpt.osutil" in leaves and "langgraph_memgpt.tools" not in leaves
+    assert "langgraph_memgpt.osutil" in leaves and "langgraph_memgpt.tools.run" not in leaves
     above = {
         f"{path.name}: {name}"
         for path in modules
@@ -236,7 +236,7 @@ def test_a_hosted_models_middleware_turn_never_enters_the_small_model_package(
     tmp_path: Path,
 ) -> None:
     create_agent = pytest.importorskip("langchain.agents").create_agent
-    from langgraph_memgpt.middleware import MemGPTMiddleware
+    from langgraph_memgpt.compose.middleware import MemGPTMiddleware
 
     model = ScriptedChatModel.from_steps(["Hi Ada!", "Teal, I think."])
     agent = create_agent(
@@ -277,7 +277,7 @@ class Recording:
 def test_the_stack_runs_first_policy_outermost(monkeypatch: pytest.MonkeyPatch) -> None:
     log: list[str] = []
     stack = (Recording("outer", log), Recording("inner", log))
-    monkeypatch.setattr("langgraph_memgpt.policies.policies_for", lambda traits: stack)
+    monkeypatch.setattr("langgraph_memgpt.turn.policies.policies_for", lambda traits: stack)
     call = ModelCall(HOSTED, [HumanMessage("hi")], ("send_message",))
 
     def model(step: ModelCall) -> AIMessage:
@@ -318,7 +318,7 @@ def test_the_middleware_runs_the_small_models_policies_as_the_graph_does(
 ) -> None:
     """A question about the user: the step may search or reply, not edit (both faces)."""
     create_agent = pytest.importorskip("langchain.agents").create_agent
-    from langgraph_memgpt.middleware import MemGPTMiddleware
+    from langgraph_memgpt.compose.middleware import MemGPTMiddleware
 
     answer = json.dumps([{"name": "conversation_search", "arguments": {"query": "colour"}}])
     inner = ScriptedChatModel.from_steps([answer, '"Teal."'])
@@ -345,8 +345,8 @@ def test_the_memory_page_reads_the_served_models_traits_without_starting_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The gauge counts the schemas the served model binds: compact for the embedded one."""
-    from langgraph_memgpt.settings import ServerSettings
-    from langgraph_memgpt.web.app import Agents
+    from langgraph_memgpt.serve.settings import ServerSettings
+    from langgraph_memgpt.serve.web.app import Agents
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
@@ -362,7 +362,7 @@ def test_async_runs_go_through_the_same_policies_in_both_faces(tmp_path: Path) -
     import asyncio
 
     create_agent = pytest.importorskip("langchain.agents").create_agent
-    from langgraph_memgpt.middleware import MemGPTMiddleware
+    from langgraph_memgpt.compose.middleware import MemGPTMiddleware
 
     step = json.dumps([{"name": "send_message", "arguments": {"message": "Teal."}}])
 

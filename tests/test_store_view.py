@@ -19,10 +19,10 @@ from langgraph.graph import END, START, StateGraph
 from langmem import create_manage_memory_tool, create_search_memory_tool
 from typing_extensions import TypedDict
 
+from langgraph_memgpt.compose.store import MemGPTStore, namespace
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.memory_tools import memory_tools
-from langgraph_memgpt.store import MemGPTStore, namespace
 from langgraph_memgpt.stores.types import BlockEditError
+from langgraph_memgpt.tools.memory_tools import memory_tools
 
 BO = namespace("bo", "archival")
 
@@ -186,7 +186,7 @@ def test_bad_namespaces_and_values_are_clear_errors(backend: Any) -> None:
 
 
 def test_recall_is_searchable_and_namespaces_are_listed(backend: Any) -> None:
-    from langgraph_memgpt.main_context import record
+    from langgraph_memgpt.turn.main_context import record
 
     store = MemGPTStore(backend)
     record(store.memory("bo"), [HumanMessage("I adopted a cat named Miso.", id="m1")], "t1", 0)
@@ -213,8 +213,8 @@ def test_deleting_a_message_forgets_one_threads_message_never_every_threads(
     backend: Any,
 ) -> None:
     """Message ids are numbered per thread: every thread has a message "1"."""
-    from langgraph_memgpt.main_context import record
-    from langgraph_memgpt.store import thread_namespace
+    from langgraph_memgpt.compose.store import thread_namespace
+    from langgraph_memgpt.turn.main_context import record
 
     store = MemGPTStore(backend)
     memory = store.memory("bo")

@@ -28,7 +28,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
-from langgraph_memgpt.streaming import REPLY_TAG
+from langgraph_memgpt.turn.streaming import REPLY_TAG
 
 MONOLOGUE = "PRIVATE: the user asks about their bike; I should look it up."
 
@@ -341,7 +341,7 @@ def test_an_eviction_summary_in_the_middleware_never_reaches_the_messages_stream
 ) -> None:
     from langchain.agents import create_agent
 
-    from langgraph_memgpt.middleware import MemGPTMiddleware
+    from langgraph_memgpt.compose.middleware import MemGPTMiddleware
 
     turns = _evicting_turns(14)
     model = scripted([f"reply {i}" for i in range(14)])
@@ -563,7 +563,7 @@ def test_whatever_the_model_writes_a_client_sees_exactly_what_the_loop_sends(
 @pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 def test_a_model_called_privately_inside_a_node_reaches_no_stream(how: str) -> None:
     """What summarize_evict (and the middleware's eviction) use for the summarizer."""
-    from langgraph_memgpt.streaming import ainvoke_privately, invoke_privately
+    from langgraph_memgpt.turn.streaming import ainvoke_privately, invoke_privately
 
     model = scripted(["SECRET summary text."], 3)
 

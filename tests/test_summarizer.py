@@ -6,7 +6,7 @@ from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.nodes.summarize_evict import copied_fraction, write_summary
 from langgraph_memgpt.small_model.traits import LLAMA_CPP_SUMMARY_SAMPLING
-from langgraph_memgpt.tokens import TokenCounter
+from langgraph_memgpt.turn.tokens import TokenCounter
 
 PREVIOUS = (
     "I met Caroline, who went to an LGBTQ support group and wants to work in counseling. "

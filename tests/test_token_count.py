@@ -10,10 +10,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_openai.chat_models.base import _convert_message_to_dict
 
-from langgraph_memgpt.main_context import build_prompt, render_system
 from langgraph_memgpt.stores.sqlite import AgentMemory
-from langgraph_memgpt.tokens import TokenCounter
-from langgraph_memgpt.tools import tool_schemas
+from langgraph_memgpt.tools.run import tool_schemas
+from langgraph_memgpt.turn.main_context import build_prompt, render_system
+from langgraph_memgpt.turn.tokens import TokenCounter
 
 
 @pytest.mark.local_llm

@@ -24,9 +24,9 @@ from langgraph.types import Command, interrupt
 
 from langgraph_memgpt import Context, build_graph, declare_tool
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.main_context import is_search_call, to_recall
 from langgraph_memgpt.stores.sqlite import open_memory
-from langgraph_memgpt.tools import MEMORY_TOOLS, ToolFacts, facts_of
+from langgraph_memgpt.tools.run import MEMORY_TOOLS, ToolFacts, facts_of
+from langgraph_memgpt.turn.main_context import is_search_call, to_recall
 
 
 def call(name: str, **args: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.llm.call_schema import build_tool_call_schema, describe_tools
 from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.tools import MEMORY_TOOLS, Provenance, execute_tool_call, tool_schemas
+from langgraph_memgpt.tools.run import MEMORY_TOOLS, Provenance, execute_tool_call, tool_schemas
 
 WHERE = Provenance(thread_id="t1", turn=1)
 EDITS = tuple(t.name for t in MEMORY_TOOLS.values() if t.edits and t.for_small_models)

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from langgraph_memgpt.export_file import ExportFormatError, read_export
+from langgraph_memgpt.ops.export_file import ExportFormatError, read_export
+from langgraph_memgpt.ops.transfer import export_agent, import_agent
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.sqlite import SqliteBackend
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.transfer import export_agent, import_agent
 
 QUERIES = ("hiking mountains", "Biscuit puppy name", "sister visit March", "pasta", "Lisbon trip")
 MODES = ("hybrid", "fts", "vector")

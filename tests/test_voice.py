@@ -10,10 +10,10 @@ from langchain_core.tools import tool
 
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
-from langgraph_memgpt.policies import ModelCall, call_model
 from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.small_model.voice import to_the_user
-from langgraph_memgpt.streaming import reply_so_far
+from langgraph_memgpt.turn.policies import ModelCall, call_model
+from langgraph_memgpt.turn.streaming import reply_so_far
 
 STATED = "\n".join(
     [

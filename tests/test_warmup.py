@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
-from langgraph_memgpt.warmup import warm_first_turn
+from langgraph_memgpt.serve.warmup import warm_first_turn
 
 
 def _system_text(inner: ScriptedChatModel, call: int) -> str:

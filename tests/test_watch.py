@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
-from langgraph_memgpt.file_rules import looks_like_credential
-from langgraph_memgpt.watch import Watcher
-from langgraph_memgpt.watch_text import changed_lines
+from langgraph_memgpt.events.watch import Watcher
+from langgraph_memgpt.events.watch_text import changed_lines
+from langgraph_memgpt.tools.file_rules import looks_like_credential
 
 DEADLINE_S = 60.0
 

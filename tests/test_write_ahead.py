@@ -15,7 +15,7 @@ from langgraph_memgpt import Context, State, build_graph
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.sqlite import open_memory
-from langgraph_memgpt.write_ahead import RECORD_FIRST, WriteAhead
+from langgraph_memgpt.turn.write_ahead import RECORD_FIRST, WriteAhead
 
 NODES = Path(__file__).resolve().parent.parent / "langgraph_memgpt" / "nodes"
 
