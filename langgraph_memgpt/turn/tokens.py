@@ -23,7 +23,7 @@ from langgraph_memgpt.stores.text import valid_text
 # Chat templates wrap every message in role/separator tokens (ChatML, used by Qwen, spends
 # 5 on "<|im_start|>role\n ... <|im_end|>\n"; tool calls and results add tags around
 # them) and introduce bound tools with a fixed preamble. Calibrated against the embedded
-# model's own count (llama.cpp `usage.prompt_tokens`, tests/test_token_count.py): erring
+# model's own count (llama.cpp `usage.prompt_tokens`, tests/turn/test_token_count.py): erring
 # a little high is safe, since it only evicts slightly early.
 MESSAGE_OVERHEAD = 7
 PROMPT_OVERHEAD = 3
