@@ -1,20 +1,22 @@
-"""``langgraph-memgpt bench``: the benchmarks' subcommand (``bench locomo``).
+"""``python -m benchmarks.bench``: the benchmarks' command (``locomo``).
 
-Registering it imports only argparse and the shared arguments: the benchmark modules and
-the ``bench`` extra's libraries load when the command runs, never when another subcommand
-(or the served graph) does.
+The benchmarks are not in the wheel: this runs from the repository's root. Registering
+``locomo`` imports only argparse and the shared arguments: the benchmark modules and the
+``bench`` extra's libraries load when the command runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langgraph_memgpt.cli.args import add_database_url, database_url, positive_int
+from langgraph_memgpt.cli.commands import run_parsed
+from langgraph_memgpt.cli.console import print_error, progress_bars
 from langgraph_memgpt.stores.types import MemoryStoreError
 
 from . import BenchExtraMissing, require_extra
@@ -97,7 +99,7 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     try:
         require_extra()
     except BenchExtraMissing as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(str(exc))
         return 2
     # Imported here, never at module level: they need the `bench` extra.
     from .locomo import LocomoFormatError, load_locomo
@@ -108,7 +110,7 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
         modes = parse_modes(args.modes)
         conversations = load_locomo(args.data)
     except (ValueError, LocomoFormatError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(str(exc))
         return 2
     options = BenchOptions(
         modes=modes,
@@ -119,22 +121,17 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
         database_url=database_url(args),
     )
     if options.database_url and args.archival_summaries:
-        print(
-            "error: --archival-summaries keeps its summaries in SQLite; not with a database URL",
-            file=sys.stderr,
-        )
+        print_error("--archival-summaries keeps its summaries in SQLite; not with a database URL")
         return 2
     try:
         answerer = _locomo_answerer(args)
         summarizer = _locomo_summarizer(args)
     except ValueError as exc:  # answer flags without --answer, or a model that cannot run
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(str(exc))
         return 2
     with tempfile.TemporaryDirectory(prefix="memgpt-locomo-") as tmp:
         data_dir = Path(args.data_dir) if args.data_dir else Path(tmp)
         try:
-            from langgraph_memgpt.cli.manage import progress_bars
-
             with progress_bars(not args.no_progress, increments=True) as progress:
                 report = run_locomo(
                     conversations,
@@ -147,7 +144,7 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
         except (MemoryStoreError, RuntimeError, ValueError) as exc:
             # A reused --data-dir built with another model, a corrupt file, a missing
             # embedding package, a failed answer-model call: say what, not a traceback.
-            print(f"error: {exc}", file=sys.stderr)
+            print_error(str(exc))
             return 2
     if args.json:
         print(json.dumps(report, indent=2))
@@ -156,10 +153,19 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_bench_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``bench`` (``locomo``) on the CLI; its libraries load only when it runs."""
-    bench = subparsers.add_parser("bench", help="measure the memory system on public benchmarks")
-    which = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m benchmarks.bench BENCHMARK ...``; returns the process exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench",
+        description="Measure the memory system on public benchmarks (the 'bench' extra).",
+    )
+    which = parser.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    add_locomo_command(which)
+    return run_parsed(parser.parse_args(argv))
+
+
+def add_locomo_command(which: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``locomo``, as every command registers (`langgraph_memgpt.cli.commands`)."""
     locomo = which.add_parser(
         "locomo",
         help="turn-retrieval quality of recall search on a LoCoMo file",
@@ -248,4 +254,4 @@ def add_bench_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     locomo.set_defaults(func=cmd_bench_locomo)
 
 
-__all__ = ["DEFAULT_KS", "add_bench_command", "cmd_bench_locomo"]
+__all__ = ["DEFAULT_KS", "add_locomo_command", "cmd_bench_locomo", "main"]

@@ -1,14 +1,20 @@
 """The ``langgraph-memgpt`` command line.
 
-One ``cmd_*`` function per subcommand, each registered by its own ``_add_*`` function, so
-further subcommands are added without touching the existing ones. Subcommands with a home
-of their own register there: ``bench`` (``bench.cli``), ``retention`` (``retention_cli``) and
-``watch`` (``watch``); arguments several share are declared once in ``cli_args``.
+One registration convention for every subcommand: a *registrar*, a function
+``add_*(subparsers)`` that adds its parser(s) and sets ``func`` (a ``cmd_*(args) -> int``)
+with ``set_defaults``. `COMMANDS` lists the registrars as ``"module:function"`` and
+`build_parser` imports each when the parser is built, so a command lives where its concern
+does (``serve`` to ``ingest`` here, ``retention`` in ``cli.retention``, ``watch`` in
+``events.watch``) and a new one is one module and one line of `COMMANDS`
+(docs/extending.md). Arguments several share are declared once in ``cli.args``; what a
+command prints goes through ``cli.console`` (`print_error`, `progress_bars`); `run_parsed`
+is the one net for what a command did not catch.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -58,10 +64,11 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     url = database_url(args)
     if not url and args.data_dir is None:
         # Never the default folder by accident: re-embedding rewrites every vector.
-        print(
-            "langgraph-memgpt reembed: error: --data-dir is required (or --database-url / "
-            "$MEMGPT_DATABASE_URL for memory in Postgres)",
-            file=sys.stderr,
+        from langgraph_memgpt.cli.console import print_error
+
+        print_error(
+            "reembed: --data-dir is required (or --database-url / "
+            "$MEMGPT_DATABASE_URL for memory in Postgres)"
         )
         return 2
     return reembed(
@@ -72,7 +79,8 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     )
 
 
-def _add_agent_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_agent_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``serve``, ``chat``, ``inspect`` and ``reembed``."""
     serve = subparsers.add_parser(
         "serve",
         help="serve the agent with `langgraph dev` (Studio, HTTP API)",
@@ -194,7 +202,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     )
 
 
-def _add_memory_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_memory_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``forget``, ``export``, ``import`` and ``ingest``."""
     embedding_help = "'minilm' (default, embedded), 'openai:<model>' or 'none'"
     forget = subparsers.add_parser(
         "forget",
@@ -273,30 +282,35 @@ def _add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
     ingest.set_defaults(func=cmd_ingest)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered."""
+#: Every subcommand's registrar, ``"module:function"``, in the order ``--help`` lists them.
+COMMANDS: tuple[str, ...] = (
+    "langgraph_memgpt.cli.commands:add_agent_commands",
+    "langgraph_memgpt.cli.commands:add_memory_commands",
+    "langgraph_memgpt.cli.retention:add_retention_command",
+    "langgraph_memgpt.events.watch:add_watch_command",
+)
+
+
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The argument parser with each registrar of ``commands`` run on its subparsers."""
     parser = argparse.ArgumentParser(
         prog="langgraph-memgpt",
         description="MemGPT's tiered memory as a LangGraph agent: tools around it.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from benchmarks.bench.cli import add_bench_command
-    from langgraph_memgpt.cli.retention import add_retention_command
-    from langgraph_memgpt.events.watch import add_watch_command
-
-    add_bench_command(subparsers)
-    _add_agent_commands(subparsers)
-    _add_memory_commands(subparsers)
-    add_retention_command(subparsers)
-    add_watch_command(subparsers)
+    for registrar in commands:
+        module, _, name = registrar.partition(":")
+        register: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None] = getattr(
+            importlib.import_module(module), name
+        )
+        register(subparsers)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``langgraph-memgpt``; returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run_parsed(args: argparse.Namespace) -> int:
+    """Run a parsed command's ``func``; what it did not catch is one red line, exit 2."""
     func: Command = args.func
+    from langgraph_memgpt.cli.console import print_error
     from langgraph_memgpt.stores.backends import engine_errors
 
     caught: tuple[type[Exception], ...] = (MemoryStoreError, OSError, *engine_errors())
@@ -305,8 +319,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except caught as exc:
         # The commands report what they expect; this is the net for the rest: a file
         # that cannot be used is one line naming it, never a traceback.
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print_error(" ".join(str(exc).split()))
         return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``langgraph-memgpt``; returns the process exit code."""
+    return run_parsed(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

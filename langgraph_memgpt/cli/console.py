@@ -1,7 +1,7 @@
 """Terminal front-ends of an agent's memory: ``inspect`` and ``reembed``.
 
-What the other front-ends (``chat``, ``dev_server``) share lives here too: the error line,
-the agent check, the memory tables.
+The terminal output every command shares lives here, once: the red error line
+(`print_error`), the progress bars (`progress_bars`), the agent check, the memory tables.
 
 They speak only the memory interface (`stores.base`): the backend is chosen by
 `stores.backends.open_backend`.
@@ -10,12 +10,13 @@ They speak only the memory interface (`stores.base`): the backend is chosen by
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 from rich.table import Table
 
 from langgraph_memgpt.stores.backends import (
@@ -66,14 +67,39 @@ def _was_forgotten(backend: MemoryBackend, agent_id: str) -> bool:
         return False
 
 
-def _progress(console: Console) -> Progress:
+def _progress(console: Console, *, disable: bool = False) -> Progress:
     return Progress(
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
+        disable=disable,
     )
+
+
+@contextmanager
+def progress_bars(
+    enabled: bool = True, *, increments: bool = False
+) -> Iterator[Callable[[str, int, int], None]]:
+    """Progress bars on stderr (stdout stays clean for ``--json``), one per task name.
+
+    Yields ``advance(name, done, total)``; with ``increments`` the second number is how far
+    the task moved since the last call (the benchmark runner's contract), not how far it is.
+    """
+    bars = _progress(Console(stderr=True), disable=not enabled)
+    tasks: dict[str, TaskID] = {}
+
+    def advance(name: str, done: int, total: int) -> None:
+        if name not in tasks:
+            tasks[name] = bars.add_task(name, total=total)
+        if increments:
+            bars.advance(tasks[name], done)
+        else:
+            bars.update(tasks[name], completed=done, total=total)
+
+    with bars:
+        yield advance
 
 
 # --- inspect ------------------------------------------------------------------------------

@@ -11,17 +11,14 @@ Messages go to stderr, results to stdout; a failure is one line and a non-zero e
 from __future__ import annotations
 
 import getpass
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
 from langgraph_memgpt.checkpoints import existing_threads
-from langgraph_memgpt.cli.console import check_agent, print_error
+from langgraph_memgpt.cli.console import check_agent, print_error, progress_bars
 from langgraph_memgpt.ops.export_file import ExportFormatError, read_export
 from langgraph_memgpt.ops.forget import (
     ForgetRefusedError,
@@ -58,37 +55,6 @@ def cli_actor() -> str:
         return f"user:{getpass.getuser()}"
     except (KeyError, OSError):  # no login name (a container without a passwd entry)
         return "user"
-
-
-@contextmanager
-def progress_bars(
-    enabled: bool = True, *, increments: bool = False
-) -> Iterator[Callable[[str, int, int], None]]:
-    """Progress bars on stderr (stdout stays clean for ``--json``), one per task name.
-
-    Yields ``advance(name, done, total)``; with ``increments`` the second number is how far
-    the task moved since the last call (the benchmark runner's contract), not how far it is.
-    """
-    bars = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not enabled,
-    )
-    tasks: dict[str, TaskID] = {}
-
-    def advance(name: str, done: int, total: int) -> None:
-        if name not in tasks:
-            tasks[name] = bars.add_task(name, total=total)
-        if increments:
-            bars.advance(tasks[name], done)
-        else:
-            bars.update(tasks[name], completed=done, total=total)
-
-    with bars:
-        yield advance
 
 
 def _open(
@@ -371,4 +337,4 @@ def ingest(
     return 0
 
 
-__all__ = ["cli_actor", "export", "forget", "import_file", "ingest", "progress_bars"]
+__all__ = ["cli_actor", "export", "forget", "import_file", "ingest"]

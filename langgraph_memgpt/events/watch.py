@@ -31,7 +31,6 @@ import fnmatch
 import itertools
 import logging
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -453,16 +452,13 @@ def _walk(root: Path) -> list[Path]:
 def cmd_watch(args: argparse.Namespace) -> int:
     """Run ``watch``: until Ctrl-C; 2 when the agent's memory or the server cannot be used."""
     from langgraph_memgpt.cli.args import data_dir, database_url
+    from langgraph_memgpt.cli.console import print_error
     from langgraph_memgpt.context import Context
 
     try:
         import watchfiles  # noqa: F401 - the optional extra, checked before anything starts
     except ImportError:
-        print(
-            "langgraph-memgpt watch: error: needs watchfiles: pip install "
-            "'langgraph-memgpt[watch]'",
-            file=sys.stderr,
-        )
+        print_error("watch needs watchfiles: pip install 'langgraph-memgpt[watch]'")
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
@@ -478,7 +474,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             local = LocalSink(ctx, thread_id, database_url(args))
             sink, closing = local, local.close
     except Exception as exc:  # noqa: BLE001 - a server or memory that cannot be used: one line
-        print(f"langgraph-memgpt watch: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print_error(f"watch: {type(exc).__name__}: {exc}")
         return 2
     where = args.url or f"the agent's memory in {folder}"
     said: list[bool] = []

@@ -22,11 +22,11 @@ from benchmarks.bench.answer import (
     normalize_answer,
     stem,
 )
+from benchmarks.bench.cli import main
 from benchmarks.bench.judge import JUDGE_RESPONSE_FORMAT, parse_judgement
 from benchmarks.bench.locomo import load_locomo
 from benchmarks.bench.metrics import percentiles
 from benchmarks.bench.runner import BenchOptions, run_locomo
-from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.llm.factory import clear_model_cache, resolve_model
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.types import RecallMessage
@@ -192,7 +192,7 @@ REPLIES = [
 
 def _bench_argv(data: Path, tmp_path: Path, *extra: str) -> list[str]:
     return [
-        "bench", "locomo", "--data", str(data), "--modes", "fts", "--k", "1,5",
+        "locomo", "--data", str(data), "--modes", "fts", "--k", "1,5",
         "--embedding-model", "none", "--no-progress", "--data-dir", str(tmp_path / "data"),
         *extra,
     ]  # fmt: skip

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from locomo_samples import turn, write_locomo
 
+from benchmarks.bench.cli import main
 from benchmarks.bench.locomo import LocomoFormatError, load_locomo
 from benchmarks.bench.runner import BenchOptions, run_locomo
-from langgraph_memgpt.cli.commands import main
 
 
 def _chat(sample_id: str, qa: list[dict[str, Any]], **sessions: Any) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def _run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, 
 
 def _argv(data: Path, tmp_path: Path, *more: str) -> list[str]:
     return [
-        "bench", "locomo", "--data", str(data), "--k", "1", "--no-progress",
+        "locomo", "--data", str(data), "--k", "1", "--no-progress",
         "--data-dir", str(tmp_path / "data"), *more,
     ]  # fmt: skip
 

@@ -14,7 +14,7 @@ import pytest
 from locomo_samples import ann_and_bob, turn, write_locomo
 
 from benchmarks.bench import EXTRA_MODULES, missing_modules
-from langgraph_memgpt.cli.commands import main
+from benchmarks.bench.cli import main as bench_main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: then runs the CLI's ``inspect`` on the stores and lists them again.
 _RUNTIME_SCRIPT = """
 import importlib, json, pkgutil, sys
-def import_all(package):  # pkgutil.walk_packages would import bench to look inside it
+def import_all(package):  # every module of the package, but `python -m`'s entry point
     for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
-        if info.name != "benchmarks.bench":
+        if not info.name.endswith(".__main__"):
             module = importlib.import_module(info.name)
             if info.ispkg:
                 import_all(module)
@@ -66,8 +66,8 @@ def test_the_runtime_and_the_served_graph_never_load_the_benchmarks(tmp_path: Pa
     result = json.loads(out.strip().splitlines()[-1])
     assert result["code"] == 0
     assert result["by_the_agent"] == []
-    # The CLI registers `bench` (argparse only); no benchmark module or library loads.
-    assert result["by_the_cli"] == ["benchmarks.bench", "benchmarks.bench.cli"]
+    # The benchmarks left the package: the CLI registers no `bench` and loads none of them.
+    assert result["by_the_cli"] == []
 
 
 def test_bench_without_the_extra_names_it_and_runs_nothing(
@@ -78,8 +78,8 @@ def test_bench_without_the_extra_names_it_and_runs_nothing(
     )
     monkeypatch.setitem(sys.modules, "bm25s", None)  # `import bm25s` now fails
     assert missing_modules() == ["bm25s"]
-    code = main(
-        ["bench", "locomo", "--data", str(path), "--no-progress",
+    code = bench_main(
+        ["locomo", "--data", str(path), "--no-progress",
          "--data-dir", str(tmp_path / "data")]
     )  # fmt: skip
     assert code == 2
@@ -88,6 +88,17 @@ def test_bench_without_the_extra_names_it_and_runs_nothing(
     assert "bm25s" in err
     assert "langgraph-memgpt[bench]" in err
     assert not (tmp_path / "data").exists()
+
+
+def test_the_wheel_holds_no_benchmark() -> None:
+    """The benchmarks run from the repository (`python -m benchmarks.bench`), not the wheel."""
+    from setuptools import find_packages
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    include = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = find_packages(str(ROOT), include=include)
+    assert "langgraph_memgpt.cli" in packages and "langgraph_memgpt.serve.web" in packages
+    assert [name for name in packages if "bench" in name] == []
 
 
 def test_the_extra_in_pyproject_brings_every_library_the_benchmarks_import() -> None:

@@ -12,6 +12,7 @@ import pytest
 from locomo_samples import ann_and_bob, sample, turn, write_locomo
 
 from benchmarks.bench.bm25 import BM25, tokenize
+from benchmarks.bench.cli import main
 from benchmarks.bench.locomo import (
     LocomoFormatError,
     clean_evidence,
@@ -28,7 +29,6 @@ from benchmarks.bench.metrics import (
     score_ranking,
 )
 from benchmarks.bench.runner import BenchOptions, parse_modes, run_locomo
-from langgraph_memgpt.cli.commands import main
 
 DEV_FILE = Path(__file__).resolve().parents[3] / "shared" / "bench" / "locomo-dev.json"
 #: bm25s with its own tokenizer and Lucene's English stop words on the dev file (0.627 in the
@@ -240,7 +240,7 @@ def test_fts_benchmark_runs_through_recall_search(tmp_path: Path) -> None:
 def test_cli_prints_one_json_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_locomo(tmp_path, [_sample("conv-a"), _sample("conv-b")])
     code = main(
-        ["bench", "locomo", "--data", str(path), "--modes", "fts", "--json", "--no-progress",
+        ["locomo", "--data", str(path), "--modes", "fts", "--json", "--no-progress",
          "--k", "1,5", "--data-dir", str(tmp_path / "data")]
     )  # fmt: skip
     assert code == 0
@@ -256,7 +256,7 @@ def test_cli_prints_one_json_object(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_cli_reports_a_bad_file_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["bench", "locomo", "--data", str(tmp_path / "nope.json"), "--no-progress"])
+    code = main(["locomo", "--data", str(tmp_path / "nope.json"), "--no-progress"])
     assert code == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -350,7 +350,7 @@ def test_cli_explains_an_unknown_embedding_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_locomo(tmp_path, [_sample()])
-    argv = ["bench", "locomo", "--data", str(path), "--embedding-model", "bogus", "--no-progress"]
+    argv = ["locomo", "--data", str(path), "--embedding-model", "bogus", "--no-progress"]
     assert main(argv) == 2
     assert "Unknown embedding model 'bogus'" in capsys.readouterr().err
 
@@ -378,7 +378,7 @@ def test_cli_takes_a_database_url(
 ) -> None:
     path = write_locomo(tmp_path, [_sample("conv-a")])
     code = main(
-        ["bench", "locomo", "--data", str(path), "--modes", "fts", "--json", "--no-progress",
+        ["locomo", "--data", str(path), "--modes", "fts", "--json", "--no-progress",
          "--k", "1,5", "--database-url", postgres_url]
     )  # fmt: skip
     assert code == 0

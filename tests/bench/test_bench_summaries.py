@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from locomo_samples import sample, write_locomo
 
+from benchmarks.bench.cli import main
 from benchmarks.bench.locomo import load_locomo
 from benchmarks.bench.summaries import evidence_sessions, session_transcript
-from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.llm.factory import clear_model_cache, resolve_model
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.prompts import SUMMARIZER_INSTRUCTIONS
@@ -60,7 +60,7 @@ def _files(tmp_path: Path, replies: list[str] | None = None) -> tuple[Path, Path
 
 def _argv(data: Path, data_dir: Path, *extra: str) -> list[str]:
     return [
-        "bench", "locomo", "--data", str(data), "--modes", "fts", "--k", "1,5",
+        "locomo", "--data", str(data), "--modes", "fts", "--k", "1,5",
         "--embedding-model", "none", "--no-progress", "--data-dir", str(data_dir), *extra,
     ]  # fmt: skip
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from locomo_samples import sample, write_locomo
 
+from benchmarks.bench.cli import main as bench_main
 from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.stores.sqlite import AgentMemory, close_all
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
@@ -35,6 +36,13 @@ def _wide_and_fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     close_all()
     forget_loaded_indexes()
+
+
+def run_bench(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``python -m benchmarks.bench ARGV`` in-process: exit code, stdout, stderr."""
+    code = bench_main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -121,8 +129,8 @@ def test_a_data_directory_that_is_a_file_is_said_to_be_one(
         code, _, err = run(capsys, *argv)
         assert_one_clear_line(code, err, str(data), "is a file")
     path = write_locomo(tmp_path, [sample("conv-1", QA)])
-    code, _, err = run(
-        capsys, "bench", "locomo", "--data", str(path), "--modes", "fts", "--no-progress",
+    code, _, err = run_bench(
+        capsys, "locomo", "--data", str(path), "--modes", "fts", "--no-progress",
         "--embedding-model", "none", "--data-dir", str(data),
     )  # fmt: skip
     assert_one_clear_line(code, err, str(data))
@@ -213,8 +221,8 @@ def test_chat_with_a_malformed_script_names_the_file(
 
 
 def bench(capsys: pytest.CaptureFixture[str], data: Path, data_dir: Path) -> tuple[int, str, str]:
-    return run(
-        capsys, "bench", "locomo", "--data", str(data), "--modes", "fts", "--json",
+    return run_bench(
+        capsys, "locomo", "--data", str(data), "--modes", "fts", "--json",
         "--no-progress", "--embedding-model", "none", "--data-dir", str(data_dir),
     )  # fmt: skip
 

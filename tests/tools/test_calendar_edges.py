@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from locomo_samples import ann_and_bob, turn, write_locomo
 
+from benchmarks.bench.cli import main
 from langgraph_memgpt import Context
-from langgraph_memgpt.cli.commands import main
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import RecallMessage
@@ -105,7 +105,7 @@ def test_bench_locomo_runs_on_sessions_dated_year_1_and_year_9999(
     )
     path = write_locomo(tmp_path, [edge])
     code = main(
-        ["bench", "locomo", "--data", str(path), "--modes", "fts", "--json", "--no-progress",
+        ["locomo", "--data", str(path), "--modes", "fts", "--json", "--no-progress",
          "--embedding-model", "none", "--data-dir", str(tmp_path / "data")]
     )  # fmt: skip
     captured = capsys.readouterr()
