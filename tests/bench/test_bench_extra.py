@@ -105,7 +105,7 @@ def test_the_extra_in_pyproject_brings_every_library_the_benchmarks_import() -> 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     bench = project["optional-dependencies"]["bench"]
     names = {re.split(r"[<>=\[ ;]", dep, maxsplit=1)[0] for dep in bench}
-    # What `langgraph-memgpt bench` imports, plus what only the scripts in benchmarks/ need
+    # What `python -m benchmarks.bench` imports, plus what only the scripts in benchmarks/ need
     # (pysqlite3-binary: LangGraph's SqliteStore in stores_vs_langgraph.py), each one used.
     scripts = {"pysqlite3-binary": "pysqlite3"}
     assert names == set(EXTRA_MODULES) | set(scripts)

@@ -100,6 +100,8 @@ def test_every_path_the_docs_name_imports_without_a_warning() -> None:
     named = sorted(
         {match for page in DOCUMENTS for match in DOTTED.findall(page.read_text())}
         - {"langgraph_memgpt.MOVED"}
+        # the module the Extending page has a reader write (tests/cli/test_extending_cli.py)
+        - {"langgraph_memgpt.cli.hello:add_hello_command"}
     )
     assert len(named) > 20
     assert "langgraph_memgpt.serve.server:graph" in named
