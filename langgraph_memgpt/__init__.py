@@ -1,7 +1,7 @@
 """langgraph-memgpt: MemGPT's tiered memory as a LangGraph state graph.
 
-The package is laid out by concept (``turn``, ``tools``, ``events``, ``ops``, ``compose``,
-``serve``, ``cli``; see docs/reference/layout.md). Module paths that an earlier layout
+The package is laid out by concept (``turn``, ``tools``, ``ops``, ``compose``, ``serve``,
+``cli``; see docs/reference/layout.md). Module paths that an earlier layout
 documented still import, as the same module object, with a ``DeprecationWarning`` naming the
 new path: `MOVED` is that table, the one place such an alias lives.
 """

@@ -305,7 +305,7 @@ def scrub_thread(
     from langgraph.checkpoint.base import copy_checkpoint
     from langgraph.checkpoint.base.id import uuid6
 
-    from langgraph_memgpt.ops.redaction import quotes, redact
+    from langgraph_memgpt.redaction import quotes, redact
 
     ids = {str(i) for i in remove}
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
@@ -366,7 +366,7 @@ def _scrubbed(value: Any, ids: Collection[str], texts: Sequence[str], clear: Seq
     """``value`` without the removed messages and forgotten texts (itself when clean)."""
     from langchain_core.messages import BaseMessage
 
-    from langgraph_memgpt.ops.redaction import quotes, redact
+    from langgraph_memgpt.redaction import quotes, redact
 
     if isinstance(value, str) and clear and any(c in value for c in clear):
         return ""

@@ -62,7 +62,7 @@ def client_write_refusal(values: object) -> str | None:
         return f"a state update must be an object of keys to values, not {type(values).__name__}"
     kept = sorted(set(keys) - CLIENT_STATE_KEYS)
     if not kept:
-        from langgraph_memgpt.events.input import message_id_refusal
+        from langgraph_memgpt.events import message_id_refusal
 
         pairs = values.items() if isinstance(values, Mapping) else values
         said = [v for k, v in pairs if k == "messages"]

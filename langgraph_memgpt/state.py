@@ -15,7 +15,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from langgraph_memgpt.events.input import Event, add_events
+from langgraph_memgpt.events import Event, add_events
 
 
 class InputState(TypedDict):
@@ -24,7 +24,7 @@ class InputState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     events: NotRequired[Annotated[list[Event], add_events]]
     """System events (``source``, ``time``, ``text``): checked as the input is applied
-    (`langgraph_memgpt.events.input`), put into the queue by ``open_turn``."""
+    (`langgraph_memgpt.events`), put into the queue by ``open_turn``."""
 
 
 class OutputState(TypedDict):

@@ -1,7 +1,9 @@
 """The ``langgraph-memgpt`` command.
 
 ``commands`` builds the parser from every subcommand's registration; ``args`` holds the
-arguments several share, ``console`` the terminal output.
+arguments several share, ``console`` the terminal output; ``dev_server`` (``serve``),
+``watch`` (with ``watch_sinks`` and ``watch_text``), ``manage``, ``retention`` and ``chat``
+are commands.
 
 ``main`` is the console script's entry point (``langgraph_memgpt.cli:main``); it imports the
 commands only when called, so importing a module of this package loads no command.

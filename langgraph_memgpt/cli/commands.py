@@ -34,7 +34,7 @@ Command = Callable[[argparse.Namespace], int]
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run ``serve``: the agent behind ``langgraph dev`` (Studio and the HTTP API)."""
-    from langgraph_memgpt.serve.dev_server import serve
+    from langgraph_memgpt.cli.dev_server import serve
 
     return serve(
         port=args.port, host=args.host, data_dir=args.data_dir, database_url=database_url(args)
@@ -287,7 +287,7 @@ COMMANDS: tuple[str, ...] = (
     "langgraph_memgpt.cli.commands:add_agent_commands",
     "langgraph_memgpt.cli.commands:add_memory_commands",
     "langgraph_memgpt.cli.retention:add_retention_command",
-    "langgraph_memgpt.events.watch:add_watch_command",
+    "langgraph_memgpt.cli.watch:add_watch_command",
 )
 
 

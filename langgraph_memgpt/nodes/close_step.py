@@ -4,7 +4,7 @@ Each call of the model's message ran as its own ``call_memory_tool`` task; this 
 once after all of them (an unconditional edge from ``call_memory_tool``: every task of the
 superstep triggers one run of it), or after ``think`` when every call was answered there
 (invalid calls). The turn core (`langgraph_memgpt.turn.core.close`, shared with
-`MemGPTMiddleware`; the rule is `langgraph_memgpt.tools.step.decide`) decides whether the
+`MemGPTMiddleware`; the rule is `langgraph_memgpt.turn.step.decide`) decides whether the
 turn goes on (a result to read, a failure, a note asking for the reply) or is over (the
 reply is out, a tool ended it or handed it over, the breaker), and the node writes that into
 state (``turn_over``, ``stop_reason``, ``repeat_key``/``repeat_count``, ``step_closed``);
@@ -21,9 +21,9 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.state import State
-from langgraph_memgpt.tools.step import open_step
 from langgraph_memgpt.turn import core as turn
 from langgraph_memgpt.turn.main_context import context_of
+from langgraph_memgpt.turn.step import open_step
 from langgraph_memgpt.turn.streaming import hide
 
 

@@ -1,6 +1,6 @@
 """open_turn: entered from START, once per run; a new user message (or events) opens a turn.
 
-A run's system events enter the queue here first (`langgraph_memgpt.events.event_turn.with_events`)
+A run's system events enter the queue here first (`langgraph_memgpt.turn.event_turn.with_events`)
 and open the turn as a user's message does. The turn itself is opened by the turn core
 (`langgraph_memgpt.turn.core.open_turn`, shared with `MemGPTMiddleware`): the user's message is
 written to recall memory first (write-ahead: the update lists it for
@@ -22,9 +22,9 @@ from langgraph.runtime import Runtime, get_runtime
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.events.event_turn import with_events
 from langgraph_memgpt.state import State
 from langgraph_memgpt.turn import core as turn
+from langgraph_memgpt.turn.event_turn import with_events
 from langgraph_memgpt.turn.main_context import context_of, thread_of
 from langgraph_memgpt.turn.streaming import hide
 

@@ -8,7 +8,7 @@ A reply that already streamed goes out under the id it streamed with (see
 
 A turn opened by system events alone sends nothing (nobody asked): the run's
 ``event_outcome`` lists the memory edits the events led to instead
-(`langgraph_memgpt.events.event_turn`), unless the model chose to ``send_message`` anyway.
+(`langgraph_memgpt.turn.event_turn`), unless the model chose to ``send_message`` anyway.
 
 When a tool handed control to another agent of the parent graph (``Command.PARENT``, see
 ``call_memory_tool``), respond carries out that handoff instead of replying.
@@ -25,14 +25,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.events.event_turn import awaits_reply, event_outcome
 from langgraph_memgpt.state import State
-from langgraph_memgpt.tools.step import results_of
 from langgraph_memgpt.turn import core as turn_core
+from langgraph_memgpt.turn.event_turn import awaits_reply, event_outcome
 from langgraph_memgpt.turn.main_context import (
     REPLY_FLAG,
     latest_user_index,
 )
+from langgraph_memgpt.turn.step import results_of
 from langgraph_memgpt.turn.streaming import finish_reply
 
 

@@ -22,14 +22,13 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.events.event_turn import awaits_reply
 from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.small_model import auto_search
 from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tools.run import facts_of
-from langgraph_memgpt.tools.step import sent_messages
 from langgraph_memgpt.turn import core as turn_core
+from langgraph_memgpt.turn.event_turn import awaits_reply
 from langgraph_memgpt.turn.main_context import (
     build_prompt,
     context_of,
@@ -40,6 +39,7 @@ from langgraph_memgpt.turn.main_context import (
 )
 from langgraph_memgpt.turn.policies import ModelCall, acall_model, call_model, tool_names
 from langgraph_memgpt.turn.reply_rules import ReplyGate, Turn
+from langgraph_memgpt.turn.step import sent_messages
 from langgraph_memgpt.turn.streaming import (
     REPLY_SEPARATOR,
     ReplyStream,

@@ -45,7 +45,7 @@ from langgraph_memgpt.checkpoints import (
     scrub_thread,
     threads_for,
 )
-from langgraph_memgpt.ops.redaction import quotable, quotes
+from langgraph_memgpt.redaction import quotable, quotes
 from langgraph_memgpt.stores.base import Memory, Scrubbable
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.passages import SUMMARY_TAG
@@ -427,7 +427,7 @@ def clean_server_state(data_dir: Path, report: ForgetReport, deleted: Sequence[s
     Returns:
         A note for the user when the copy could not be cleaned (a server holds it), else "".
     """
-    from langgraph_memgpt.serve.dev_state import scrub
+    from langgraph_memgpt.ops.dev_state import scrub
 
     texts, messages = _server_copy(report)
     return scrub(data_dir, texts=texts, messages=messages, threads=deleted)
@@ -600,7 +600,7 @@ def _scrub(
 
     In a process that serves the threads (``langgraph dev``), its own copy of them too.
     """
-    from langgraph_memgpt.serve.dev_state import scrub_live
+    from langgraph_memgpt.ops.dev_state import scrub_live
 
     if isinstance(memory, Scrubbable):
         memory.scrub()

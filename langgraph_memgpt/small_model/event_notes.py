@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 
-from langgraph_memgpt.events.input import EVENT_NAME
+from langgraph_memgpt.events import EVENT_NAME
 from langgraph_memgpt.prompts import HUMAN_BLOCK
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.turn.tokens import content_text

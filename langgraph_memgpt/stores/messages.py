@@ -62,7 +62,7 @@ def is_searchable(message: RecallMessage, text: str | None = None) -> bool:
 
 
 ROLES = ("user", "assistant", "system", "tool", "event")
-"""Recall roles; ``event``: a system event from the host (`langgraph_memgpt.events.input`)."""
+"""Recall roles; ``event``: a system event from the host (`langgraph_memgpt.events`)."""
 _ROLE_ALIASES = {
     "human": "user",
     "ai": "assistant",

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, refuse_another_agent
-from langgraph_memgpt.events.input import EventError, check_events, message_id_refusal
+from langgraph_memgpt.events import EventError, check_events, message_id_refusal
 from langgraph_memgpt.turn.threads import RunStart
 
 

@@ -41,7 +41,6 @@ from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.tools.memory_tools import failed_message
 from langgraph_memgpt.tools.run import error_text, tool_result
-from langgraph_memgpt.tools.step import close_step, open_step, sent_messages
 from langgraph_memgpt.turn.main_context import (
     ALERT_NAME,
     CUT_FLAG,
@@ -58,6 +57,7 @@ from langgraph_memgpt.turn.main_context import (
     valid_message,
     with_time,
 )
+from langgraph_memgpt.turn.step import close_step, open_step, sent_messages
 from langgraph_memgpt.turn.streaming import REPLY_SEPARATOR
 from langgraph_memgpt.turn.tokens import TokenCounter, content_text
 from langgraph_memgpt.turn.write_ahead import RECORD_FIRST

@@ -27,7 +27,7 @@ from langgraph.runtime import Runtime
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.events.input import is_event, render_event
+from langgraph_memgpt.events import is_event, render_event
 from langgraph_memgpt.osutil import utc_now
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory

@@ -27,8 +27,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
 
 from langgraph_memgpt import prompts
-from langgraph_memgpt.events.event_turn import awaits_reply
 from langgraph_memgpt.tools.run import parse_args
+from langgraph_memgpt.turn.event_turn import awaits_reply
 from langgraph_memgpt.turn.main_context import latest_user_index
 from langgraph_memgpt.turn.streaming import REPLY_SEPARATOR, REPLY_TOOL, Written
 from langgraph_memgpt.turn.tokens import content_text

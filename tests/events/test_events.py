@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, Syst
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.events.input import EventError, check_events
+from langgraph_memgpt.events import EventError, check_events
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.turn.main_context import REPLY_FLAG

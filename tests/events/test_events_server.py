@@ -111,7 +111,7 @@ def test_the_watch_command_posts_a_file_change_to_the_server(tmp_path: Path) -> 
     """``langgraph-memgpt watch PATH --agent ada --url ...``: a real process, folder and server."""
     from langgraph_sdk import get_sync_client
 
-    from langgraph_memgpt.events.watch import watch_thread
+    from langgraph_memgpt.cli.watch import watch_thread
 
     data = tmp_path / "data"
     project = tmp_path / "project"

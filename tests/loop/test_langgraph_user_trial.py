@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.events.input import EventError
+from langgraph_memgpt.events import EventError
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.sqlite import close_all, open_memory

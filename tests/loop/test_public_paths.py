@@ -88,14 +88,6 @@ def test_an_old_path_never_hides_a_name_the_package_defines() -> None:
     assert callable(langgraph_memgpt.memory_tools)
 
 
-def test_the_events_channel_keeps_its_path() -> None:
-    from langgraph_memgpt.events import Event, check_events
-    from langgraph_memgpt.events.input import Event as InputEvent
-    from langgraph_memgpt.events.input import check_events as input_check
-
-    assert Event is InputEvent and check_events is input_check
-
-
 def test_every_path_the_docs_name_imports_without_a_warning() -> None:
     named = sorted(
         {match for page in DOCUMENTS for match in DOTTED.findall(page.read_text())}

@@ -196,7 +196,7 @@ def test_the_retention_command_forgets_in_the_threads_too(threads: Threads, tmp_
     its own copy of the threads (``.langgraph_api``, in the data directory on both)."""
     import pickle
 
-    from langgraph_memgpt.serve.dev_state import STATE_FILE
+    from langgraph_memgpt.ops.dev_state import STATE_FILE
 
     memory = threads.place.open("ada")
     memory.archival.set_retention_rule(rule("ephemeral", "1s"))

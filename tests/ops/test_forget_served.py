@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_memgpt.cli.commands import main
-from langgraph_memgpt.serve.dev_state import STATE_FILE, serving
+from langgraph_memgpt.ops.dev_state import STATE_FILE, serving
 from langgraph_memgpt.stores.sqlite import close_all
 from tests.serve.test_server import DevServer, call
 

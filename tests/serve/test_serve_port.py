@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_memgpt.serve.dev_server import free_port
+from langgraph_memgpt.cli.dev_server import free_port
 
 LANGGRAPH_MEMGPT = Path(sys.executable).parent / "langgraph-memgpt"
 START_TIMEOUT_S = 60.0

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
-from langgraph_memgpt.events.input import EVENT_NAME
+from langgraph_memgpt.events import EVENT_NAME
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.small_model.event_notes import (

@@ -15,7 +15,7 @@ import pytest
 from watchfiles import Change
 
 from langgraph_memgpt.cli.commands import main
-from langgraph_memgpt.events.watch import MAX_DETAILED, Watcher
+from langgraph_memgpt.cli.watch import MAX_DETAILED, Watcher
 from langgraph_memgpt.ops.ingest import IngestError, ingest_file
 from langgraph_memgpt.stores.sqlite import SqliteBackend, close_all
 from langgraph_memgpt.tools.file_rules import holds_secret, withhold_secrets
@@ -254,7 +254,7 @@ def test_a_url_watcher_never_feeds_on_the_servers_own_writes(tmp_path: Path) -> 
 
     from langgraph_sdk import get_sync_client
 
-    from langgraph_memgpt.events.watch_sinks import ServerSink, watch_thread
+    from langgraph_memgpt.cli.watch_sinks import ServerSink, watch_thread
     from tests.serve.test_server import DevServer
 
     project = tmp_path / "project"

@@ -20,10 +20,10 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.events.event_turn import awaits_reply
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.tools.memory_tools import OUTCOME_KEY
+from langgraph_memgpt.turn.event_turn import awaits_reply
 from langgraph_memgpt.turn.main_context import ALERT_NAME, core_mirror, latest_user_index
 
 
@@ -127,7 +127,7 @@ def decide(state: State, message: AIMessage, max_repeated_calls: int) -> Decisio
     go_on = go_on or (failed and not replied)
     # Every user message gets a reply: a turn may not end on a silent memory edit
     # (small models often forget send_message). Bounded by max_steps and the breaker.
-    # Events alone wait for no reply (`langgraph_memgpt.events.event_turn`).
+    # Events alone wait for no reply (`langgraph_memgpt.turn.event_turn`).
     note = not go_on and not replied and awaits_reply(state["messages"])
     key = signature(message)
     repeats = state.get("repeat_count", 0) + 1 if key == state.get("repeat_key") else 1

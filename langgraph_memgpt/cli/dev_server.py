@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from langgraph_memgpt.cli.console import print_error
-from langgraph_memgpt.serve.dev_state import serving
+from langgraph_memgpt.ops.dev_state import serving
 from langgraph_memgpt.serve.server import (
     DATA_DIR_ENV,
     GRAPH_ID,

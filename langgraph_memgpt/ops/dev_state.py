@@ -23,8 +23,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_memgpt.ops.redaction import redact
 from langgraph_memgpt.osutil import write_atomic
+from langgraph_memgpt.redaction import redact
 
 STATE_FILE = Path(".langgraph_api") / ".langgraph_ops.pckl"
 """Where ``langgraph dev`` (its in-memory runtime) saves threads and runs, in its cwd."""

@@ -4,7 +4,7 @@ MemGPT's production guidance has the host tell the agent when "a user modifies a
 configuration file", so core memory keeps up without anyone prompting it. `Watcher` watches
 paths with the ``watchfiles`` library (inotify and its equivalents, polling where they are
 missing), debounced so a save that touches a file three times is one change, and turns each
-batch into events (`langgraph_memgpt.events.input`): one per changed file, naming it, with its
+batch into events (`langgraph_memgpt.events`): one per changed file, naming it, with its
 changed lines (a bounded diff against the text it had) or a short summary.
 
 Never a secret's value, never a file outside the folder (`langgraph_memgpt.tools.file_rules`, the
@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_memgpt.checkpoints import CHECKPOINT_FILENAME
-from langgraph_memgpt.events.watch_sinks import LocalSink, ServerSink, Sink
-from langgraph_memgpt.events.watch_sinks import watch_thread as watch_thread
-from langgraph_memgpt.events.watch_text import (
+from langgraph_memgpt.cli.watch_sinks import LocalSink, ServerSink, Sink
+from langgraph_memgpt.cli.watch_sinks import watch_thread as watch_thread
+from langgraph_memgpt.cli.watch_text import (
     MAX_DIFF_CHARS,
     changed_lines,
     opening_lines,

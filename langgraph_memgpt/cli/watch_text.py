@@ -2,7 +2,7 @@
 
 Which files may be read and what counts as a secret is `langgraph_memgpt.tools.file_rules`' (the
 rule ``ingest`` follows too). Diffs are bounded: every event costs the agent prompt tokens.
-`langgraph_memgpt.events.watch` turns these into events.
+`langgraph_memgpt.cli.watch` turns these into events.
 """
 
 from __future__ import annotations

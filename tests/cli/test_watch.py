@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
-from langgraph_memgpt.events.watch import Watcher
-from langgraph_memgpt.events.watch_text import changed_lines
+from langgraph_memgpt.cli.watch import Watcher
+from langgraph_memgpt.cli.watch_text import changed_lines
 from langgraph_memgpt.tools.file_rules import looks_like_credential
 
 DEADLINE_S = 60.0

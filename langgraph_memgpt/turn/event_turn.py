@@ -1,4 +1,4 @@
-"""Turns opened by system events (`langgraph_memgpt.events.input`).
+"""Turns opened by system events (`langgraph_memgpt.events`).
 
 Into the queue, reply or not, outcome.
 
@@ -24,7 +24,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_memgpt.events.input import EVENT_KEY, EVENT_NAME, Event, event_message_id, is_event
+from langgraph_memgpt.events import EVENT_KEY, EVENT_NAME, Event, event_message_id, is_event
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tools.memory_tools import OUTCOME_KEY
 from langgraph_memgpt.tools.run import facts_of
