@@ -58,7 +58,6 @@ def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
 CLI_MODULES = [
     *sorted((PACKAGE / "cli").glob("*.py")),
     PACKAGE.parent / "benchmarks" / "bench" / "cli.py",
-    PACKAGE / "serve" / "dev_server.py",
     PACKAGE / "serve" / "server.py",
 ]
 
