@@ -125,7 +125,7 @@ def test_the_watch_command_posts_a_file_change_to_the_server(tmp_path: Path) -> 
     server = DevServer(tmp_path, data, env=env)
     for _ in server.running():
         watcher = subprocess.Popen(
-            [sys.executable, "-m", "langgraph_memgpt.cli.commands", "watch", str(project)]
+            [sys.executable, "-m", "langgraph_memgpt.cli", "watch", str(project)]
             + ["--agent", "ada", "--url", server.url, "--debounce-ms", "200"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
