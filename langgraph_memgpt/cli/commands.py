@@ -3,10 +3,9 @@
 One registration convention for every subcommand: a *registrar*, a function
 ``add_*(subparsers)`` that adds its parser(s) and sets ``func`` (a ``cmd_*(args) -> int``)
 with ``set_defaults``. `COMMANDS` lists the registrars as ``"module:function"`` and
-`build_parser` imports each when the parser is built, so a command lives where its concern
-does (``serve`` to ``ingest`` here, ``retention`` in ``cli.retention``, ``watch`` in
-``events.watch``) and a new one is one module and one line of `COMMANDS`
-(docs/extending.md). Arguments several share are declared once in ``cli.args``; what a
+`build_parser` imports each when the parser is built, so a command may live in a module of
+its own (``serve`` to ``ingest`` are here, ``retention`` in ``cli.retention``, ``watch`` in
+``cli.watch``) and a new one is one module and one line of `COMMANDS` (docs/extending.md). Arguments several share are declared once in ``cli.args``; what a
 command prints goes through ``cli.console`` (`print_error`, `progress_bars`); `run_parsed`
 is the one net for what a command did not catch.
 """
