@@ -5,9 +5,10 @@ One registration convention for every subcommand: a *registrar*, a function
 with ``set_defaults``. `COMMANDS` lists the registrars as ``"module:function"`` and
 `build_parser` imports each when the parser is built, so a command may live in a module of
 its own (``serve`` to ``ingest`` are here, ``retention`` in ``cli.retention``, ``watch`` in
-``cli.watch``) and a new one is one module and one line of `COMMANDS` (docs/extending.md). Arguments several share are declared once in ``cli.args``; what a
-command prints goes through ``cli.console`` (`print_error`, `progress_bars`); `run_parsed`
-is the one net for what a command did not catch.
+``cli.watch``) and a new one is one module and one line of `COMMANDS` (docs/extending.md).
+Arguments several share are declared once in ``cli.args``; what a command prints goes
+through ``cli.console`` (`print_error`, `progress_bars`); `run_parsed` is the one net for
+what a command did not catch.
 """
 
 from __future__ import annotations
