@@ -42,5 +42,5 @@ test: $(STAMP) browser tests/js/node_modules
 lint: $(STAMP)
 	$(BIN)/ruff check langgraph_memgpt tests benchmarks examples
 	$(BIN)/ruff format --check langgraph_memgpt tests benchmarks examples
-	$(BIN)/mypy --strict langgraph_memgpt
+	$(BIN)/mypy --strict langgraph_memgpt benchmarks/bench
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 from _common import print_header
+from bench.locomo import load_locomo
 
-from langgraph_memgpt.bench.locomo import load_locomo
 from langgraph_memgpt.stores import duplicates
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.passages import NewPassage

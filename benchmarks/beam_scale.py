@@ -45,15 +45,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CachedEmbeddings, percentile, print_header, table  # noqa: E402
+from bench.bm25 import BM25  # noqa: E402
+from bench.locomo import Conversation, load_locomo, recall_messages  # noqa: E402
+from bench.metrics import recall_all, recall_any  # noqa: E402
 
-from langgraph_memgpt.bench.bm25 import BM25  # noqa: E402
-from langgraph_memgpt.bench.locomo import Conversation, load_locomo, recall_messages  # noqa: E402
-from langgraph_memgpt.bench.metrics import recall_all, recall_any  # noqa: E402
 from langgraph_memgpt.stores.sqlite import part_terms  # noqa: E402
 from langgraph_memgpt.stores.sqlite.db import open_db  # noqa: E402
 from langgraph_memgpt.stores.sqlite.recall import RecallMemory  # noqa: E402
 from langgraph_memgpt.stores.types import RecallMessage  # noqa: E402
-from langgraph_memgpt.tokens import _count_text  # noqa: E402
+from langgraph_memgpt.turn.tokens import _count_text  # noqa: E402
 
 K = 10
 

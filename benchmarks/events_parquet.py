@@ -49,9 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_header  # noqa: E402
 
 from langgraph_memgpt import Context, build_graph  # noqa: E402
-from langgraph_memgpt.main_context import REPLY_FLAG  # noqa: E402
+from langgraph_memgpt.cli.watch import Watcher, watch_thread  # noqa: E402
 from langgraph_memgpt.stores.sqlite import close_all, open_memory  # noqa: E402
-from langgraph_memgpt.watch import Watcher, watch_thread  # noqa: E402
+from langgraph_memgpt.turn.main_context import REPLY_FLAG  # noqa: E402
 
 HUMAN = "Name: Ada\nPreferred output format: JSON (set in config.yaml)"
 QUESTION = "What is my preferred output format?"

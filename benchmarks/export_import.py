@@ -39,11 +39,11 @@ from _common import (  # noqa: E402
     timestamps,
 )
 
-from langgraph_memgpt.export_file import read_export
+from langgraph_memgpt.ops.export_file import read_export
+from langgraph_memgpt.ops.transfer import export_agent, import_agent  # noqa: E402
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings  # noqa: E402
 from langgraph_memgpt.stores.passages import NewPassage  # noqa: E402
 from langgraph_memgpt.stores.sqlite import AgentMemory, close_all  # noqa: E402
-from langgraph_memgpt.transfer import export_agent, import_agent  # noqa: E402
 
 
 def seed(root: Path, messages: int, passages: int) -> None:

@@ -16,7 +16,7 @@ import random
 import tempfile
 import time
 
-from langgraph_memgpt.forget import forget_messages
+from langgraph_memgpt.ops.forget import forget_messages
 from langgraph_memgpt.stores.sqlite import AgentMemory
 from langgraph_memgpt.stores.types import RecallMessage
 

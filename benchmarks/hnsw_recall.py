@@ -63,8 +63,8 @@ from _common import (
     throwaway_vector_db,
     walk_plan,
 )
+from bench.locomo import load_locomo
 
-from langgraph_memgpt.bench.locomo import load_locomo
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.postgres.search import walk_settings
 

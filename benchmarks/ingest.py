@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Vocabulary, print_header, table  # noqa: E402
 
-from langgraph_memgpt.ingest import chunk_text, document_text, ingest_file  # noqa: E402
+from langgraph_memgpt.ops.ingest import chunk_text, document_text, ingest_file  # noqa: E402
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings  # noqa: E402
 from langgraph_memgpt.stores.sqlite import AgentMemory, close_all  # noqa: E402
 

@@ -57,10 +57,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import percentile, print_header  # noqa: E402
 
 from langgraph_memgpt import Context, build_graph  # noqa: E402
-from langgraph_memgpt.main_context import REPLY_FLAG  # noqa: E402
 from langgraph_memgpt.small_model.auto_search import AUTO_FLAG  # noqa: E402
 from langgraph_memgpt.stores.sqlite import open_memory  # noqa: E402
-from langgraph_memgpt.tools import MEMORY_TOOLS  # noqa: E402
+from langgraph_memgpt.tools.run import MEMORY_TOOLS  # noqa: E402
+from langgraph_memgpt.turn.main_context import REPLY_FLAG  # noqa: E402
 
 SCENARIOS = Path(__file__).with_name("turn_scenarios.json")
 FILTER_ARGS = ("start_date", "end_date", "roles", "tags")

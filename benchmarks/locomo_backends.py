@@ -1,6 +1,6 @@
 """LoCoMo retrieval on both backends in one run: the embedded SQLite + FAISS and Postgres.
 
-The same ``bench locomo`` code (``langgraph_memgpt.bench.runner.run_locomo``) ingests every
+The same ``bench locomo`` code (``benchmarks.bench.runner.run_locomo``) ingests every
 conversation into an agent of its own and searches every question, once per backend, with
 one embedding model object; then recall_any@10 / recall_all@10 of each mode are printed
 side by side, overall and per conversation, with the gap Postgres - SQLite.
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from _common import print_header
+from bench.locomo import load_locomo
+from bench.runner import BenchOptions, parse_modes, run_locomo
 
-from langgraph_memgpt.bench.locomo import load_locomo
-from langgraph_memgpt.bench.runner import BenchOptions, parse_modes, run_locomo
 from langgraph_memgpt.stores.embeddings import get_embeddings
 
 METRICS = ("recall_any@10", "recall_all@10")

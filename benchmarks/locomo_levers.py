@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 from _common import print_header
+from bench.locomo import load_locomo, recall_messages
 
-from langgraph_memgpt.bench.locomo import load_locomo, recall_messages
 from langgraph_memgpt.stores import ranking, words
 from langgraph_memgpt.stores import search as search_module
 from langgraph_memgpt.stores.embeddings import embed_query, get_embeddings

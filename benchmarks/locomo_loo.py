@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from langgraph_memgpt.bench.locomo import load_locomo, recall_messages
-from langgraph_memgpt.bench.metrics import MetricAccumulator
+from bench.locomo import load_locomo, recall_messages
+from bench.metrics import MetricAccumulator
+
 from langgraph_memgpt.stores import ranking
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.sqlite import recall as recall_module

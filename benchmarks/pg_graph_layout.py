@@ -31,9 +31,9 @@ from typing import Any
 import faiss
 import numpy as np
 from _common import SEED_BUILD_MEMORY, print_header, table, throwaway_vector_db
+from bench.locomo import load_locomo
 from hnsw_recall import filler_vectors
 
-from langgraph_memgpt.bench.locomo import load_locomo
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.postgres.search import walk_settings
 

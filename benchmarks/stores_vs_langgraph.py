@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 from _common import LookupEmbeddings, Vocabulary, load_average, ms, percentile, print_header, table
+from bench.locomo import load_locomo, turn_text
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 from needle import conversation, make_facts
 
-from langgraph_memgpt.bench.locomo import load_locomo, turn_text
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 from langgraph_memgpt.stores.passages import NewPassage

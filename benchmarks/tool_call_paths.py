@@ -37,7 +37,7 @@ from _common import percentile, print_header  # noqa: E402
 from langgraph_memgpt import prompts  # noqa: E402
 from langgraph_memgpt.models import step_shape  # noqa: E402
 from langgraph_memgpt.small_model.repairs import StepRepairs  # noqa: E402
-from langgraph_memgpt.tools import MEMORY_TOOLS, tool_schemas  # noqa: E402
+from langgraph_memgpt.tools.run import MEMORY_TOOLS, tool_schemas  # noqa: E402
 
 CORE = (
     '<core_memory>\n<persona chars_current="26" chars_limit="2000">\n'

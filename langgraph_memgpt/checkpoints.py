@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 CHECKPOINT_FILENAME = "checkpoints.sqlite"
-"""The threads' checkpoints in a data directory (``langgraph_memgpt.server`` and the CLI)."""
+"""The threads' checkpoints in a data directory (``langgraph_memgpt.serve.server`` and the CLI)."""
 
 BUSY_TIMEOUT_SECONDS = 30
 """How long a connection waits for another process's write (a server, a CLI command)."""
@@ -299,7 +299,7 @@ def holding(saver: BaseCheckpointSaver[Any], thread_id: str) -> Iterator[None]:
     Raises:
         ThreadBusyError: a run kept the thread longer than ``THREAD_WAIT_SECONDS``.
     """
-    from langgraph_memgpt.threads import lock_dir_of, one_run
+    from langgraph_memgpt.turn.threads import lock_dir_of, one_run
 
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     shared = _SaverThreadLocks.of(saver)

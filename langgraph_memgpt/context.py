@@ -10,7 +10,7 @@ made (numeric text such as ``"4096"`` is accepted), and a bad value or an unknow
 `ContextError` naming the field, the value and what is allowed.
 
 In-process callers (``build_graph(...)`` then ``invoke(..., context=Context(...))``) set
-every field. The served graph (`langgraph_memgpt.server.graph`) is different: the server
+every field. The served graph (`langgraph_memgpt.serve.server.graph`) is different: the server
 decides `settings.SERVER_FIELDS` (data directory, models) from its environment
 (`settings.ServerSettings`), and an API client may set only `settings.CLIENT_FIELDS`.
 """

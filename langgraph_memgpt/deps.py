@@ -15,8 +15,8 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
-from langgraph_memgpt.tokens import TokenCounter
-from langgraph_memgpt.tools import tool_schemas
+from langgraph_memgpt.tools.run import tool_schemas
+from langgraph_memgpt.turn.tokens import TokenCounter
 
 R_co = TypeVar("R_co", covariant=True)
 
@@ -34,7 +34,7 @@ def refuse_another_agent(owner: str | None, agent_id: str) -> None:
 
     A thread's queue is its agent's conversation: another agent would read it, and
     recording it would copy it into that agent's long-term memory. The one rule of who may
-    continue a thread: the graph's input check (`langgraph_memgpt.admission`), its nodes and
+    continue a thread: the graph's input check (`langgraph_memgpt.turn.admission`), its nodes and
     the middleware call it.
 
     Raises:

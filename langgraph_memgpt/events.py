@@ -135,7 +135,7 @@ def message_id_refusal(messages: Any) -> str | None:
     over by it (or over it) once evicted. So the namespace is the events' alone: a message
     whose id starts with `EVENT_ID_PREFIX` is refused, unless it is an event's own message
     (a parent graph handing the agent its queue back) or removes one from the queue. The
-    run's input check (`langgraph_memgpt.admission`) and a client's state write
+    run's input check (`langgraph_memgpt.turn.admission`) and a client's state write
     (`ownership`) both ask here.
     """
     from langchain_core.messages import convert_to_messages

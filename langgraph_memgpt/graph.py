@@ -28,7 +28,6 @@ from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from langgraph_memgpt.admission import Admission
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.factory import require_openai_endpoint
@@ -45,15 +44,16 @@ from langgraph_memgpt.nodes.call_memory_tool import log_and_describe
 from langgraph_memgpt.routes import after_close, after_eviction, after_pressure, after_think
 from langgraph_memgpt.state import InputState, OutputState, State, io_schemas
 from langgraph_memgpt.stores.base import MemoryBackend, ThreadLocks
-from langgraph_memgpt.threads import lock_dir_of, thread_guard
-from langgraph_memgpt.tools import MEMORY_TOOLS
-from langgraph_memgpt.write_ahead import WriteAhead
+from langgraph_memgpt.tools.run import MEMORY_TOOLS
+from langgraph_memgpt.turn.admission import Admission
+from langgraph_memgpt.turn.threads import lock_dir_of, thread_guard
+from langgraph_memgpt.turn.write_ahead import WriteAhead
 
 
 class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
     """The MemGPT loop's builder; its compiled graph runs one run per thread at a time.
 
-    ``compile`` hands the compiled graph the callbacks of `langgraph_memgpt.threads`
+    ``compile`` hands the compiled graph the callbacks of `langgraph_memgpt.turn.threads`
     (``with_config``), which claim a run's thread before LangGraph reads its checkpoint,
     then check the run's input (`admission`): a refused input is not kept.
     """
@@ -65,7 +65,7 @@ class MemGPTStateGraph(StateGraph[State, Any, InputState, OutputState]):
     """The folder whose ``locks/`` holds the thread locks (the server's data directory);
     None: the folder of the ``SqliteSaver`` file given to ``compile``, or this process."""
     admission: Admission | None = None
-    """The check of each run's input before LangGraph keeps it (`langgraph_memgpt.admission`)."""
+    """The check of each run's input before LangGraph keeps it (`turn.admission`)."""
 
     def compile(
         self, *args: Any, **kwargs: Any
@@ -163,7 +163,7 @@ def assemble(
 ) -> StateGraph[Any, Any, InputState, OutputState]:
     """The graph with ``context_schema``.
 
-    `Context` for library users; the served graph (`langgraph_memgpt.server`) passes its
+    `Context` for library users; the served graph (`langgraph_memgpt.serve.server`) passes its
     client allow-list schema instead, and its data directory as ``lock_dir`` (a client's
     context names none; see `MemGPTStateGraph.lock_dir`).
     """
@@ -301,7 +301,7 @@ def __getattr__(name: str) -> Any:
 
     Compiled without a checkpointer, every Context field settable by the caller. Do not
     serve it: a client would choose the data directory and the model. Serve
-    ``langgraph_memgpt.server:graph`` (what ``langgraph.json`` names) instead.
+    ``langgraph_memgpt.serve.server:graph`` (what ``langgraph.json`` names) instead.
     """
     if name == "graph":
         compiled = build_graph().compile(name="memgpt")

@@ -22,7 +22,7 @@ def step_shape() -> StepShape:
 
     Searches (and the caller's tools) stand alone: their results must be read first.
     """
-    from langgraph_memgpt.tools import MEMORY_TOOLS
+    from langgraph_memgpt.tools.run import MEMORY_TOOLS
 
     reply = next(t.name for t in MEMORY_TOOLS.values() if t.replies)
     companions = tuple(t.name for t in MEMORY_TOOLS.values() if t.edits)

@@ -6,7 +6,7 @@ belongs to must never come from a value a client can write. Three parts, each us
 everywhere it applies:
 
 - **which agents a user may use** (`may_use`): their own name, or ``<user>/<anything>``
-  (`langgraph_memgpt.auth` checks every run's ``agent_id`` with it, the memory page lists
+  (`langgraph_memgpt.serve.auth` checks every run's ``agent_id`` with it, the memory page lists
   agents with it);
 - **what a client may write into a thread's state** (`client_write_refusal`): the
   conversation only (``messages``, none with an id in the events' namespace:
@@ -17,7 +17,7 @@ everywhere it applies:
 - **which agent a thread belongs to** (`thread_agent`): the agent the graph's own run
   recorded the thread for. ``agent_id`` in the thread's state is only a claim: it is
   believed when that agent's recall memory holds messages of this very thread, written by
-  a run whose context auth accepted. Recovery (`langgraph_memgpt.recovery`) records a
+  a run whose context auth accepted. Recovery (`langgraph_memgpt.ops.recovery`) records a
   thread's unrecorded messages for that agent only, and the memory page shows an agent
   the threads that are its own (`belongs_to`).
 """

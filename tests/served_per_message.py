@@ -2,7 +2,7 @@
 
 The served graph takes its model from the server, never from a client, so tests that run
 several conversations at once on one server cannot pick a script per run. This module
-serves `langgraph_memgpt.server.served_graph` with a model that picks the script by the
+serves `langgraph_memgpt.serve.server.served_graph` with a model that picks the script by the
 newest user message, from the JSON object ``{"<user message>": [steps]}`` in the file
 ``$MEMGPT_TEST_SCRIPTS`` (read at the first call, so a test can write it after the server
 started). Name it in a test's own ``langgraph.json``: ``"<path of this file>:graph"``.
@@ -21,8 +21,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import Field, PrivateAttr
 
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
-from langgraph_memgpt.main_context import ALERT_NAME
-from langgraph_memgpt.server import served_graph
+from langgraph_memgpt.serve.server import served_graph
+from langgraph_memgpt.turn.main_context import ALERT_NAME
 
 SCRIPTS_ENV = "MEMGPT_TEST_SCRIPTS"
 

@@ -21,7 +21,7 @@ from langgraph_swarm import create_handoff_tool, create_swarm
 
 from langgraph_memgpt import build_graph
 from langgraph_memgpt.models import resolve_model
-from langgraph_memgpt.settings import ServerSettings
+from langgraph_memgpt.serve.settings import ServerSettings
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.sqlite import SqliteBackend
 

@@ -42,7 +42,7 @@ from langgraph_memgpt.llm.errors import is_context_overflow
 
 RAW_TEXT_KEY = "memgpt_raw_text"
 """Key of the model's raw JSON text in streamed chunks: the calls are parsed at the end,
-but a reader (``langgraph_memgpt.streaming``) can follow the reply as it is written."""
+but a reader (``langgraph_memgpt.turn.streaming``) can follow the reply as it is written."""
 
 
 class RawRepair(Protocol):
@@ -115,7 +115,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         """Whether its reply is its step's last call (`build_tool_call_schema`'s shapes).
 
         Once the reply is being written, every other call of the step is known (the
-        stream need not hold the reply until the step ends, `langgraph_memgpt.streaming`).
+        stream need not hold the reply until the step ends, `langgraph_memgpt.turn.streaming`).
         """
         return self.reply_tool is not None
 

@@ -3,19 +3,19 @@
 ``think`` sends each pending call here as its own task (``Send``, as ``create_agent``
 does), so a call that finished before another one interrupted (``interrupt()`` in a tool)
 is not run again on resume; a memory call run again anyway (a crashed step) answers from
-its journal (`langgraph_memgpt.memory_tools.run_once`). What this module adds to
+its journal (`langgraph_memgpt.tools.memory_tools.run_once`). What this module adds to
 ``ToolNode`` sits in its ``wrap_tool_call`` / ``awrap_tool_call`` hooks (`ToolRules`):
 
 - an unknown tool, or memory tool arguments that do not validate, answer a readable
   ``{"status": "Failed", ...}`` result (the loop goes on; the model fixes its call);
 - a reply written beside a search, or an echo of the user's words, is held back, and none
-  is sent in a turn opened by events alone (`langgraph_memgpt.reply_rules`, which the
+  is sent in a turn opened by events alone (`langgraph_memgpt.turn.reply_rules`, which the
   stream applies too while the reply is written);
 - a call whose arguments were cut in the queue runs with what the model really wrote;
 - a user tool's output is wrapped like a memory tool's result; its ``Command`` may set keys
   of the graph's state, end the turn (``goto="respond"``) or, inside a parent graph, hand
   control over (``Command.PARENT``: ``respond`` carries it out after every result is in);
-- every result gets an id that is the same on every replay (`langgraph_memgpt.write_ahead`,
+- every result gets an id that is the same on every replay (`langgraph_memgpt.turn.write_ahead`,
   around these rules, writes it to recall memory before the checkpoint), and carries its
   facts (`OUTCOME_KEY`) for ``close_step``, which closes the step once every call is
   answered.
@@ -48,8 +48,7 @@ from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.main_context import CUT_CALLS_FLAG
-from langgraph_memgpt.memory_tools import (
+from langgraph_memgpt.tools.memory_tools import (
     OUTCOME_KEY,
     Binding,
     CallOrder,
@@ -59,16 +58,17 @@ from langgraph_memgpt.memory_tools import (
     outcome_facts,
     provenance,
 )
-from langgraph_memgpt.reply_rules import Turn
-from langgraph_memgpt.streaming import REPLY_TOOL, hide
-from langgraph_memgpt.tokens import content_text
-from langgraph_memgpt.tools import (
+from langgraph_memgpt.tools.run import (
     MEMORY_TOOLS,
     facts_of,
     parse_args,
     tool_result,
 )
-from langgraph_memgpt.write_ahead import WriteAhead
+from langgraph_memgpt.turn.main_context import CUT_CALLS_FLAG
+from langgraph_memgpt.turn.reply_rules import Turn
+from langgraph_memgpt.turn.streaming import REPLY_TOOL, hide
+from langgraph_memgpt.turn.tokens import content_text
+from langgraph_memgpt.turn.write_ahead import WriteAhead
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ It renders the system prompt the next ``think`` sends (re-rendered only when cor
 the summary changed, `main_context.current_system`), counts that prompt exactly, adds the
 memory-pressure warning past ``warning_fraction`` of the window (once per eviction cycle),
 and asks for an eviction (``force_evict``) past ``flush_fraction``: `routes.after_pressure`
-reads its update. The measuring is the turn core's (`langgraph_memgpt.turn.measure`, shared
+reads its update. The measuring is the turn core's (`langgraph_memgpt.turn.core.measure`, shared
 with `MemGPTMiddleware`).
 """
 
@@ -16,15 +16,15 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime, get_runtime
 
-from langgraph_memgpt import turn
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.main_context import (
+from langgraph_memgpt.state import State
+from langgraph_memgpt.turn import core as turn
+from langgraph_memgpt.turn.main_context import (
     context_of,
     thread_of,
 )
-from langgraph_memgpt.state import State
-from langgraph_memgpt.streaming import hide
+from langgraph_memgpt.turn.streaming import hide
 
 
 def make_check_pressure(deps: Deps) -> Any:

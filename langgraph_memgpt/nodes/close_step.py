@@ -3,8 +3,8 @@
 Each call of the model's message ran as its own ``call_memory_tool`` task; this node runs
 once after all of them (an unconditional edge from ``call_memory_tool``: every task of the
 superstep triggers one run of it), or after ``think`` when every call was answered there
-(invalid calls). The turn core (`langgraph_memgpt.turn.close`, shared with
-`MemGPTMiddleware`; the rule is `langgraph_memgpt.tool_step.decide`) decides whether the
+(invalid calls). The turn core (`langgraph_memgpt.turn.core.close`, shared with
+`MemGPTMiddleware`; the rule is `langgraph_memgpt.turn.step.decide`) decides whether the
 turn goes on (a result to read, a failure, a note asking for the reply) or is over (the
 reply is out, a tool ended it or handed it over, the breaker), and the node writes that into
 state (``turn_over``, ``stop_reason``, ``repeat_key``/``repeat_count``, ``step_closed``);
@@ -18,13 +18,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime, get_runtime
 
-from langgraph_memgpt import turn
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.main_context import context_of
 from langgraph_memgpt.state import State
-from langgraph_memgpt.streaming import hide
-from langgraph_memgpt.tool_step import open_step
+from langgraph_memgpt.turn import core as turn
+from langgraph_memgpt.turn.main_context import context_of
+from langgraph_memgpt.turn.step import open_step
+from langgraph_memgpt.turn.streaming import hide
 
 
 def make_close_step(deps: Deps) -> Any:

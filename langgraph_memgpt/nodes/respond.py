@@ -4,11 +4,11 @@ The reply is what the agent passed to ``send_message`` this turn (the user never
 monologue), a plain answer the model wrote without a tool, or the honest reason the turn
 was stopped. A parent graph reading the last AI message gets exactly what the user sees.
 A reply that already streamed goes out under the id it streamed with (see
-`langgraph_memgpt.streaming`): a client streaming ``messages`` gets it once.
+`langgraph_memgpt.turn.streaming`): a client streaming ``messages`` gets it once.
 
 A turn opened by system events alone sends nothing (nobody asked): the run's
 ``event_outcome`` lists the memory edits the events led to instead
-(`langgraph_memgpt.event_turn`), unless the model chose to ``send_message`` anyway.
+(`langgraph_memgpt.turn.event_turn`), unless the model chose to ``send_message`` anyway.
 
 When a tool handed control to another agent of the parent graph (``Command.PARENT``, see
 ``call_memory_tool``), respond carries out that handoff instead of replying.
@@ -24,16 +24,16 @@ from langchain_core.messages import AIMessage, ToolMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from langgraph_memgpt import turn as turn_core
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.event_turn import awaits_reply, event_outcome
-from langgraph_memgpt.main_context import (
+from langgraph_memgpt.state import State
+from langgraph_memgpt.turn import core as turn_core
+from langgraph_memgpt.turn.event_turn import awaits_reply, event_outcome
+from langgraph_memgpt.turn.main_context import (
     REPLY_FLAG,
     latest_user_index,
 )
-from langgraph_memgpt.state import State
-from langgraph_memgpt.streaming import finish_reply
-from langgraph_memgpt.tool_step import results_of
+from langgraph_memgpt.turn.step import results_of
+from langgraph_memgpt.turn.streaming import finish_reply
 
 
 def make_respond(deps: Deps) -> Any:

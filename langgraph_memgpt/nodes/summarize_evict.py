@@ -35,7 +35,10 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.main_context import (
+from langgraph_memgpt.small_model.traits import ModelTraits
+from langgraph_memgpt.state import State
+from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.turn.main_context import (
     build_prompt,
     context_of,
     current_system,
@@ -44,11 +47,8 @@ from langgraph_memgpt.main_context import (
     summary_token_budget,
     thread_of,
 )
-from langgraph_memgpt.small_model.traits import ModelTraits
-from langgraph_memgpt.state import State
-from langgraph_memgpt.stores.base import Memory
-from langgraph_memgpt.streaming import ainvoke_privately, hide, invoke_privately
-from langgraph_memgpt.tokens import TokenCounter, content_text
+from langgraph_memgpt.turn.streaming import ainvoke_privately, hide, invoke_privately
+from langgraph_memgpt.turn.tokens import TokenCounter, content_text
 
 TRANSCRIPT_LINE_CHARS = 600
 """Longest excerpt of one evicted message shown to the summarizer."""
@@ -271,7 +271,8 @@ def evict(
     When nothing can make the prompt fit, it sets ``stop_reason`` (the turn ends with the
     honest reply). ``summarizer`` is asked for the model only when a summary is written;
     ``loop``, an async run's event loop, has it called through its async API.
-    Shared by the ``summarize_evict`` node and `langgraph_memgpt.middleware.MemGPTMiddleware`.
+    Shared by the ``summarize_evict`` node and
+    `langgraph_memgpt.compose.middleware.MemGPTMiddleware`.
     """
     queue = list(state["messages"])
     summary = state.get("summary", "")

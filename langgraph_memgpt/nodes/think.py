@@ -4,7 +4,7 @@ The model's text next to a tool call is its inner monologue; a reply with no too
 a plain answer and ends the turn. A provider "context length exceeded" error asks for an
 eviction and a retry (bounded by ``Context.max_context_retries``). The call is private: a
 client streaming the run sees only the reply the loop sends, as it is written (see
-`langgraph_memgpt.streaming` and `langgraph_memgpt.reply_rules`). Under
+`langgraph_memgpt.turn.streaming` and `langgraph_memgpt.turn.reply_rules`). Under
 ``ainvoke``/``astream`` the model's async API is used and the store I/O runs in a worker
 thread. Where the turn goes next is `routes.after_think`.
 """
@@ -20,32 +20,32 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.runtime import Runtime, get_runtime
 
 from langgraph_memgpt import prompts
-from langgraph_memgpt import turn as turn_core
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.event_turn import awaits_reply
 from langgraph_memgpt.llm.errors import is_context_overflow
-from langgraph_memgpt.main_context import (
+from langgraph_memgpt.small_model import auto_search
+from langgraph_memgpt.small_model.traits import ModelTraits
+from langgraph_memgpt.state import State
+from langgraph_memgpt.tools.run import facts_of
+from langgraph_memgpt.turn import core as turn_core
+from langgraph_memgpt.turn.event_turn import awaits_reply
+from langgraph_memgpt.turn.main_context import (
     build_prompt,
     context_of,
     latest_user_index,
     prompt_tokens,
     thread_of,
 )
-from langgraph_memgpt.policies import ModelCall, acall_model, call_model, tool_names
-from langgraph_memgpt.reply_rules import ReplyGate, Turn
-from langgraph_memgpt.small_model import auto_search
-from langgraph_memgpt.small_model.traits import ModelTraits
-from langgraph_memgpt.state import State
-from langgraph_memgpt.streaming import (
+from langgraph_memgpt.turn.policies import ModelCall, acall_model, call_model, tool_names
+from langgraph_memgpt.turn.reply_rules import ReplyGate, Turn
+from langgraph_memgpt.turn.step import sent_messages
+from langgraph_memgpt.turn.streaming import (
     REPLY_SEPARATOR,
     ReplyStream,
     astream_step,
     hide,
     stream_step,
 )
-from langgraph_memgpt.tool_step import sent_messages
-from langgraph_memgpt.tools import facts_of
 
 
 @dataclass
@@ -143,7 +143,7 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         try:
             assert call.reply is not None and call.step is not None
             model, reply = call.model, call.reply
-            raw = call_model(  # through the model's policies (`langgraph_memgpt.policies`)
+            raw = call_model(  # through the model's policies (`langgraph_memgpt.turn.policies`)
                 call.step, lambda s: stream_step(model, call.prompt, config, reply, **s.options)
             )
         except Exception as exc:

@@ -23,9 +23,9 @@ from langgraph.runtime import Runtime
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.main_context import context_of
 from langgraph_memgpt.sleeptime.state import ACTOR, WATERMARK, SleepState
 from langgraph_memgpt.stores.types import BlockEditError
+from langgraph_memgpt.turn.main_context import context_of
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,6 @@ from langgraph.runtime import Runtime
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.llm.call_schema import response_format_for
-from langgraph_memgpt.main_context import context_of
 from langgraph_memgpt.sleeptime.proposal import (
     INSTRUCTIONS,
     MalformedAnswerError,
@@ -28,6 +27,7 @@ from langgraph_memgpt.sleeptime.proposal import (
 )
 from langgraph_memgpt.sleeptime.state import SleepState
 from langgraph_memgpt.small_model.traits import ModelTraits
+from langgraph_memgpt.turn.main_context import context_of
 
 log = logging.getLogger(__name__)
 

@@ -19,12 +19,12 @@ from langgraph.runtime import Runtime
 from langgraph_memgpt.checkpoints import ThreadsAt, threads_for
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.main_context import context_of
-from langgraph_memgpt.retention import apply_retention
+from langgraph_memgpt.ops.retention import apply_retention
 from langgraph_memgpt.sleeptime.state import DEFAULT_MAX_MESSAGES, WATERMARK, SleepState
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.types import RecallMessage
-from langgraph_memgpt.tools import facts_of
+from langgraph_memgpt.tools.run import facts_of
+from langgraph_memgpt.turn.main_context import context_of
 
 TRANSCRIPT_CHARS = 12_000
 """Most characters of new messages one run shows the model (~3k tokens): with the

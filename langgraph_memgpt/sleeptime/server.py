@@ -1,6 +1,6 @@
 """The served consolidation graph (``langgraph_memgpt.sleeptime.server:graph``).
 
-Configured like the served chat graph (`langgraph_memgpt.server`): data directory, chat
+Configured like the served chat graph (`langgraph_memgpt.serve.server`): data directory, chat
 model, embeddings and database come from the server's environment; a client's run
 context may set only `CLIENT_FIELDS` (``agent_id`` above all), and a context that tries
 more is refused with the fields it may set.
@@ -17,8 +17,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 
 from langgraph_memgpt.checkpoints import existing_threads
-from langgraph_memgpt.server import GraphFactory, checked_factory, server_memory
-from langgraph_memgpt.settings import ServerSettings, client_context_schema
+from langgraph_memgpt.serve.server import GraphFactory, checked_factory, server_memory
+from langgraph_memgpt.serve.settings import ServerSettings, client_context_schema
 from langgraph_memgpt.sleeptime.graph import GRAPH_ID, assemble_sleeptime
 from langgraph_memgpt.stores.base import MemoryBackend
 

@@ -32,7 +32,7 @@ from langgraph_memgpt.small_model.core_gate import (
     third_person_note,
 )
 from langgraph_memgpt.stores.words import topic_stems
-from langgraph_memgpt.tokens import content_text
+from langgraph_memgpt.turn.tokens import content_text
 
 AUTO_SAVE_FLAG = "memgpt_auto_saved"
 """On an AI message: how many of its calls the loop added (facts the model did not save)."""

@@ -30,13 +30,13 @@ from langgraph.runtime import get_runtime
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.main_context import latest_user_index, thread_of
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.ranking import is_question
 from langgraph_memgpt.stores.types import Excluded, Hit, SearchPage
 from langgraph_memgpt.stores.words import topic_stems
-from langgraph_memgpt.tokens import content_text
-from langgraph_memgpt.tools import core_lines_about, format_page, message_line, tool_result
+from langgraph_memgpt.tools.run import core_lines_about, format_page, message_line, tool_result
+from langgraph_memgpt.turn.main_context import latest_user_index, thread_of
+from langgraph_memgpt.turn.tokens import content_text
 
 T = TypeVar("T")
 

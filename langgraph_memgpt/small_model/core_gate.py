@@ -24,7 +24,7 @@ from collections.abc import Collection, Iterable, Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
 from langgraph_memgpt.stores.words import topic_stems
-from langgraph_memgpt.tokens import content_text
+from langgraph_memgpt.turn.tokens import content_text
 
 _FIRST_PERSON = re.compile(
     r"\b(i|i['\u2019](m|ve|d|ll)|im|me|my|mine|myself|we|we['\u2019](re|ve)|us|our|ours)\b",

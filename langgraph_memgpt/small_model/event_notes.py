@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph_memgpt.events import EVENT_NAME
 from langgraph_memgpt.prompts import HUMAN_BLOCK
 from langgraph_memgpt.stores.words import topic_stems
-from langgraph_memgpt.tokens import content_text
+from langgraph_memgpt.turn.tokens import content_text
 
 EVENT_FIX_FLAG = "memgpt_event_fix"
 """On an AI message: how many value corrections the wrapper made for it."""

@@ -1,6 +1,6 @@
 """The small-model policies: the wrappers a small model's steps run through.
 
-`small_model_policies` gives, for a model's traits, the stack `langgraph_memgpt.policies`
+`small_model_policies` gives, for a model's traits, the stack `langgraph_memgpt.turn.policies`
 runs around each of its steps (outermost first):
 
 - `NarrowSteps` (``narrows_steps``): a question about the user may search or reply but not
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from langgraph_memgpt.event_turn import awaits_reply
-from langgraph_memgpt.policies import ModelCall, ModelPolicy, T
 from langgraph_memgpt.small_model.auto_search import asks_memory_question
 from langgraph_memgpt.small_model.repairs import StepRepairs
 from langgraph_memgpt.small_model.traits import ModelTraits
-from langgraph_memgpt.tools import MEMORY_TOOLS
+from langgraph_memgpt.tools.run import MEMORY_TOOLS
+from langgraph_memgpt.turn.event_turn import awaits_reply
+from langgraph_memgpt.turn.policies import ModelCall, ModelPolicy, T
 
 EVENT_TOOLS = ("core_memory_replace", "archival_memory_insert")
 """What a small model may call in a turn only events opened: correct the line of core memory

@@ -42,7 +42,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_memgpt.prompts import HUMAN_BLOCK
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
-from langgraph_memgpt.tokens import content_text
+from langgraph_memgpt.turn.tokens import content_text
 
 _APOSTROPHE = "['\u2019]"
 _SECOND_FOR_FIRST = {

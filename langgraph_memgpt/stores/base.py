@@ -429,7 +429,7 @@ class ThreadLocks(Protocol):
 
     The embedded backend lacks it (its file locks in the data directory already cover every
     process that can open its files); a backend several servers share (Postgres) has it, so
-    two runs of one thread on two machines wait for each other (`langgraph_memgpt.threads`).
+    two runs of one thread on two machines wait for each other (`langgraph_memgpt.turn.threads`).
     """
 
     def try_lock_thread(self, thread_id: str) -> Callable[[], None] | None:

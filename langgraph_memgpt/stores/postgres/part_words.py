@@ -5,7 +5,7 @@ agent's column: the column's statistics (``word_stats.term_statistics``: documen
 length, each term's document frequency), the part's own words as the column's are made
 (``memgpt_words``, ``memgpt_token_count``), and a term counted in a part only if the part
 matches it as a row would (``@@ plainto_tsquery``). So both backends give a part the same
-score, as they do whole texts (tests/test_part_words.py).
+score, as they do whole texts (tests/stores/test_part_words.py).
 
 The counts are kept when a text is written (``part_terms``); :func:`part_words` counts
 them from the text, for a text written since and not yet caught up, and for a query term

@@ -439,7 +439,7 @@ class ArchivalMemory(InsertsPassages, SearchesCurrentFirst):
         return sorted(int(r[0]) for r in self.db.conn.execute(sql + " ORDER BY 1", params))
 
     def retention_rules(self) -> list[RetentionRule]:
-        """The agent's retention rules (``langgraph_memgpt.retention``), by tag then source."""
+        """The agent's retention rules (``langgraph_memgpt.ops.retention``), by tag then source."""
         return retention.rules(self.db, self.agent_id)
 
     def set_retention_rule(self, rule: RetentionRule) -> None:

@@ -178,7 +178,7 @@ def _set_wal(conn: sqlite3.Connection) -> None:
     Switching a new database to WAL takes an exclusive lock, and SQLite answers "database
     is locked" at once, without its busy handler, when waiting could deadlock: two
     processes opening a brand-new data directory together (both writers of
-    ``tests/test_reliability_concurrency.py``) failed so about once in a full test run on
+    ``tests/stores/test_reliability_concurrency.py``) failed so about once in a full test run on
     a loaded machine. Once the file is in WAL mode the pragma takes no lock.
     """
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000

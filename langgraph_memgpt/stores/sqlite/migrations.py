@@ -11,7 +11,7 @@ bring each up (each a no-op where its change is already there), and 5 creates wh
 tier tables, indexes and triggers are missing. A change to the schema is a new migration at
 the end of `MIGRATIONS`; the tables' SQL (``stores.sqlite.schema``) that migration 5 runs stays the
 shape of version 5.
-``tests/test_migrations.py`` opens a file of every earlier version (``tests/fixtures``).
+``tests/stores/test_migrations.py`` opens a file of every earlier version (``tests/fixtures``).
 """
 
 from __future__ import annotations

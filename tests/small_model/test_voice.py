@@ -1,0 +1,361 @@
+"""Replies that speak to the user: the small model's first-person copies of user facts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+
+from langgraph_memgpt.llm.scripted import ScriptedChatModel
+from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+from langgraph_memgpt.small_model.traits import ModelTraits
+from langgraph_memgpt.small_model.voice import to_the_user
+from langgraph_memgpt.turn.policies import ModelCall, call_model
+from langgraph_memgpt.turn.streaming import reply_so_far
+
+STATED = "\n".join(
+    [
+        "Remember that I don't eat anything with nuts, nothing at all, just so you know about it.",
+        "I'm allergic to hazelnuts, so keep that in mind.",
+        "I keep recommending 'Middlemarch' to everyone in my book club.",
+        "At work we switched our database to CockroachDB.",
+        "Hi, I'm Ada. I love the colour teal.",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        (
+            "I'm allergic to hazelnuts. Do you have any other allergies?",
+            "What am I allergic to?",
+            "You're allergic to hazelnuts. Do you have any other allergies?",
+        ),
+        (
+            "I keep recommending 'Middlemarch'.",
+            "Which book do I keep recommending?",
+            "You keep recommending 'Middlemarch'.",
+        ),
+        (
+            "At work we switched our database to CockroachDB.",
+            "Which database did we switch to at work?",
+            "At work you switched your database to CockroachDB.",
+        ),
+        ("My name is Ada.", "And what is my name?", "Your name is Ada."),
+        ("My favorite color is teal!", "What colour do I love?", "Your favorite color is teal!"),
+        (
+            "I keep recommending 'Middlemarch' and I mean it.",
+            "Which book do I keep recommending?",
+            "You keep recommending 'Middlemarch' and you mean it.",
+        ),
+    ],
+)
+def test_a_user_fact_said_in_the_agents_voice_is_said_to_the_user(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, STATED) == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "question"),
+    [
+        ("I don't know: I have nothing about that in my memory.", "What is my dog called?"),
+        ("I remember you love teal.", "What colour do I love?"),
+        ("You're allergic to hazelnuts.", "What am I allergic to?"),
+        ("I'm not sure, sorry.", "Where do I work?"),
+        ("I like that book too!", "Which book do I keep recommending?"),
+        ("I don't know: I have nothing about that in my memory.", "What car do I drive?"),
+    ],
+)
+def test_the_agent_speaking_as_itself_is_left_alone(reply: str, question: str) -> None:
+    assert to_the_user(reply, question, STATED) == reply
+
+
+@tool
+def send_message(message: str) -> str:
+    """Send a message to the user."""
+    return "sent"
+
+
+def _small_step(model_writes: str, prompt: list[BaseMessage]) -> AIMessage:
+    """The embedded model's step through the policies its traits name (as ``think`` calls it)."""
+    model = LocalToolCallingChatModel(
+        inner=ScriptedChatModel.from_steps([model_writes]), reply_tool="send_message"
+    )
+    bound = model.bind_tools([send_message])
+    step = ModelCall(ModelTraits.of(model), [*prompt[1:]], ("send_message",))
+    reply = call_model(step, lambda call: bound.invoke(prompt, **call.options))
+    assert isinstance(reply, AIMessage)
+    return reply
+
+
+def _reply_to(user_text: str, model_says: str) -> str:
+    call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
+    prompt: list[BaseMessage] = [
+        SystemMessage(
+            content=[
+                {"type": "text", "text": "You are a MemGPT agent."},
+                {"type": "text", "text": "<human>\nAllergic to hazelnuts.\n</human>"},
+            ]
+        ),
+        HumanMessage(f"[2026-12-01 09:30 UTC] {user_text}"),
+    ]
+    reply = _small_step(call, prompt)
+    return next(str(c["args"]["message"]) for c in reply.tool_calls if c["name"] == "send_message")
+
+
+def test_the_local_models_reply_to_a_question_about_the_user_is_repaired() -> None:
+    said = _reply_to("What am I allergic to?", "I'm allergic to hazelnuts.")
+    assert said == "You're allergic to hazelnuts."
+
+
+def test_a_reply_copying_the_users_news_in_its_own_voice_is_said_to_the_user() -> None:
+    said = _reply_to("Hi, I'm Ada. I love the colour teal.", "Hi Ada! I love the colour teal.")
+    assert said == "Hi Ada! You love the colour teal."
+
+
+@pytest.mark.parametrize(
+    "reply", ["I'm glad you told me!", "Noted. I will keep it in mind.", "I love jazz myself."]
+)
+def test_the_agent_speaking_of_itself_after_news_is_left_alone(reply: str) -> None:
+    assert _reply_to("I'm allergic to hazelnuts, by the way.", reply) == reply
+
+
+def test_facts_read_in_a_search_result_count_as_stated() -> None:
+    call = '[{"name": "send_message", "arguments": {"message": "I keep bees."}}]'
+    prompt = [
+        SystemMessage("You are a MemGPT agent."),
+        HumanMessage("[2026-12-01 09:30 UTC] What do I keep?"),
+        AIMessage(
+            "", tool_calls=[{"name": "conversation_search", "args": {"query": "keep"}, "id": "c1"}]
+        ),
+        ToolMessage('{"status": "OK", "message": "- user: I keep bees."}', tool_call_id="c1"),
+    ]
+    reply = _small_step(call, prompt)
+    assert reply.tool_calls[0]["args"]["message"] == "You keep bees."
+
+
+def test_only_the_users_own_lines_of_a_search_result_count_as_stated() -> None:
+    call = json.dumps(
+        [{"name": "send_message", "arguments": {"message": "I found no results for that."}}]
+    )
+    result = json.dumps({"status": "OK", "message": "No results found for that question."})
+    prompt = [
+        SystemMessage("You are a MemGPT agent."),
+        HumanMessage("[2026-12-01 09:30 UTC] What car do I drive?"),
+        AIMessage(
+            "", tool_calls=[{"name": "conversation_search", "args": {"query": "car"}, "id": "c1"}]
+        ),
+        ToolMessage(result, tool_call_id="c1"),
+    ]
+    reply = _small_step(call, prompt)
+    assert reply.tool_calls[0]["args"]["message"] == "I found no results for that."
+
+
+FACTS = "\n".join(
+    [
+        "I am a nurse at St Mary's and I have two cats.",
+        "I was born in Lagos.",
+        "Those scissors never work for me because I'm left-handed.",
+        "I keep recommending 'My Brilliant Friend' to everyone.",
+        "My daughter Noor turns seven in March.",
+        "My husband Karl and I bought a flat in Ghent.",
+        "We adopted a dog called Socks!",
+    ]
+)
+HUMAN_NOTES = "Brother Otto is a pilot.\nUser's partner Sam is a paramedic.\nLoves orange."
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        ("I am a nurse at St Mary's.", "What is my job?", "You are a nurse at St Mary's."),
+        ("I have two cats.", "How many cats do I have?", "You have two cats."),
+        ("I was born in Lagos.", "Where was I born?", "You were born in Lagos."),
+        (
+            "Those scissors never work for me.",
+            "Which hand do I write with?",
+            "Those scissors never work for you.",
+        ),
+        (
+            "I keep recommending 'My Brilliant Friend'.",
+            "Which book do I keep recommending?",
+            "You keep recommending 'My Brilliant Friend'.",
+        ),
+        (
+            "Karl and I bought a flat in Ghent. Any plans to decorate?",
+            "Where did we buy a flat?",
+            "Karl and you bought a flat in Ghent. Any plans to decorate?",
+        ),
+    ],
+)
+def test_each_first_person_form_is_said_to_the_user(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, FACTS) == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        (
+            "Noor turns seven in March.",
+            "When does my daughter turn seven?",
+            "Your daughter Noor turns seven in March.",
+        ),
+        ("Otto is a pilot.", "What does my brother do?", "Your brother Otto is a pilot."),
+        (
+            "The flat is in Ghent, where Karl lives too.",
+            "Where did we buy a flat?",
+            "The flat is in Ghent, where your husband Karl lives too.",
+        ),
+        ("Socks is a greyhound.", "What is my dog called?", "Your dog Socks is a greyhound."),
+    ],
+)
+def test_a_relative_named_without_the_relation_gets_it_back(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, f"{FACTS}\n{HUMAN_NOTES}") == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        (
+            "User's partner Sam is a paramedic.",
+            "What does my partner do?",
+            "Your partner Sam is a paramedic.",
+        ),
+        ("The user loves orange.", "What colour do I love?", "You love orange."),
+        ("User is a nurse at St Mary's.", "What is my job?", "You are a nurse at St Mary's."),
+    ],
+)
+def test_the_third_person_of_the_notes_is_said_to_the_user(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, f"{FACTS}\n{HUMAN_NOTES}") == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "question"),
+    [
+        ("I can help you with that.", "What is my job?"),
+        ("I can help with that.", "What is my job?"),
+        ("I'm not sure I have that in my notes.", "Where was I born?"),
+        ("Do I know your cats' names? Not yet!", "How many cats do I have?"),
+        ('Your note says "I have two cats".', "How many cats do I have?"),
+        ("Noor and your daughter's party are in March.", "When does my daughter turn seven?"),
+        ("Aiko is a lovely name.", "When does my daughter turn seven?"),
+        ("Noor is your daughter.", "When does my daughter turn seven?"),
+    ],
+)
+def test_the_agents_own_words_questions_and_quotes_are_left_alone(
+    reply: str, question: str
+) -> None:
+    assert to_the_user(reply, question, f"{FACTS}\n{HUMAN_NOTES}") == reply
+
+
+def test_a_quote_inside_a_repaired_sentence_keeps_its_words() -> None:
+    said = to_the_user('I was born in Lagos, "my favourite city".', "Where was I born?", FACTS)
+    assert said == 'You were born in Lagos, "my favourite city".'
+
+
+def test_news_replies_get_no_relation_added() -> None:
+    """Replying to news the agent names people as it likes: only first person is repaired."""
+    news = "My daughter Noor turns seven in March."
+    said = to_the_user("Noor turns seven, how lovely!", "", news, echo=True)
+    assert said == "Noor turns seven, how lovely!"
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        (
+            "I'm allergic to hazelnuts, do you have any other allergies?",
+            "What am I allergic to?",
+            "You're allergic to hazelnuts, do you have any other allergies?",
+        ),
+        (
+            "Sure, I can tell you: I keep recommending 'Middlemarch'.",
+            "Which book do I keep recommending?",
+            "Sure, I can tell you: you keep recommending 'Middlemarch'.",
+        ),
+        (
+            "I remember you love teal, and I like it too.",
+            "What colour do I love?",
+            "I remember you love teal, and I like it too.",
+        ),
+    ],
+)
+def test_a_sentence_that_also_speaks_to_the_user_is_judged_clause_by_clause(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, STATED) == expected
+
+
+NOTES = "Name is Ada.\nWorks as a welder at the shipyard.\nIs allergic to hazelnuts.\nThanks, bye."
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        ("Name is Ada.", "What is my name?", "Your name is Ada."),
+        (
+            "Works as a welder at the shipyard.",
+            "What do I do for work?",
+            "You work as a welder at the shipyard.",
+        ),
+        ("Is allergic to hazelnuts.", "What am I allergic to?", "You are allergic to hazelnuts."),
+        ("Thanks, hazelnuts it is.", "What am I allergic to?", "Thanks, hazelnuts it is."),
+        ("Is it hazelnuts?", "What am I allergic to?", "Is it hazelnuts?"),
+    ],
+)
+def test_a_note_copied_without_its_subject_is_said_to_the_user(
+    reply: str, question: str, expected: str
+) -> None:
+    assert to_the_user(reply, question, NOTES) == expected
+
+
+def _streamed_small_step(model_writes: str, piece: int, said: str) -> tuple[AIMessage, list[str]]:
+    """The step streamed through the small model's policies: the merged message, and the
+    reply a UI shows after each chunk."""
+    inner = ScriptedChatModel.from_steps([model_writes])
+    inner.stream_piece = piece
+    model = LocalToolCallingChatModel(
+        inner=inner, reply_tool="send_message", companions=("core_memory_append",)
+    )
+    bound = model.bind_tools([send_message])
+    prompt: list[BaseMessage] = [HumanMessage(said)]
+    step = ModelCall(ModelTraits.of(model), prompt, ("send_message",))
+    chunks = call_model(step, lambda call: list(bound.stream(prompt, **call.options)))
+    merged = chunks[0]
+    seen: list[str] = []
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+        seen.append(reply_so_far(merged) or "")
+    return merged, seen
+
+
+def test_a_streamed_reply_is_said_to_the_user_as_it_streams() -> None:
+    """The repaired reply streams; a UI never shows the first-person one it replaces."""
+    reply = "Hi Ada! I love the colour teal. It is such a calming colour."
+    calls = [{"name": "send_message", "arguments": {"message": reply}}]
+    merged, seen = _streamed_small_step(
+        json.dumps(calls), 4, "Hi, I'm Ada. I love the colour teal."
+    )
+    final = "Hi Ada! You love the colour teal. It is such a calming colour."
+    assert merged.tool_calls[-1]["args"]["message"] == final
+    growing = [s for s in seen if s]
+    assert all(final.startswith(s) for s in growing), "nothing shown is taken back"
+    assert len(set(growing)) >= 5 and growing[-1] == final
+    assert "Hi Ada! " in growing, "a sentence without the user's words goes out at once"
+
+
+def test_a_reply_that_is_not_json_streams_without_failing_the_step() -> None:
+    """An invalid escape inside the reply: the stream goes on, the step reads it as text."""
+    raw = '[{"name": "send_message", "arguments": {"message": "I love \\q teal."}}]'
+    merged, _ = _streamed_small_step(raw, 5, "Hi, I'm Ada. I love teal.")
+    assert not merged.tool_calls  # the parser leaves what it cannot read as text
