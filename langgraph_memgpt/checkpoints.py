@@ -210,69 +210,6 @@ def _keep_latest_in_memory(saver: InMemorySaver, thread_id: str) -> None:
         del saver.blobs[key]
 
 
-_LATEST_SQL = (
-    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = {p} AND checkpoint_ns = {p} "
-    "ORDER BY checkpoint_id DESC LIMIT 1"
-)
-
-
-def latest_checkpoint_id(
-    saver: BaseCheckpointSaver[Any], thread_id: str, ns: str = ""
-) -> str | None:
-    """The id of a thread's newest checkpoint, without reading the checkpoint.
-
-    Every write to a thread (a run's step, ``update_state``, another process's run, a
-    deleted and re-created thread) gives it a new newest id, so the id says whether what
-    was read of the thread before still holds (`langgraph_memgpt.admission`). For
-    LangGraph's in-memory, SQLite and Postgres savers; None for any other saver, or when
-    the saver cannot say (the caller then reads the checkpoint).
-    """
-    try:
-        if isinstance(saver, InMemorySaver):
-            checkpoints = saver.storage.get(thread_id, {}).get(ns)
-            return max(checkpoints) if checkpoints else ""
-        if isinstance(saver, SqliteSaver):
-            with saver.lock:
-                row = saver.conn.execute(_LATEST_SQL.format(p="?"), (thread_id, ns)).fetchone()
-            return str(row[0]) if row else ""
-        from langgraph.checkpoint.postgres import PostgresSaver
-
-        if isinstance(saver, PostgresSaver):
-            with saver._cursor() as cur:  # noqa: SLF001 - the saver's own connection handling
-                cur.execute(_LATEST_SQL.format(p="%s"), (thread_id, ns))
-                found = cur.fetchone()
-            return str(found["checkpoint_id"]) if found else ""
-    except Exception:  # noqa: BLE001 - no answer: the caller reads the checkpoint instead
-        return None
-    return None
-
-
-async def alatest_checkpoint_id(
-    saver: BaseCheckpointSaver[Any], thread_id: str, ns: str = ""
-) -> str | None:
-    """`latest_checkpoint_id` for the async savers (SQLite's and Postgres')."""
-    try:
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-        if isinstance(saver, AsyncSqliteSaver):
-            async with (
-                saver.lock,
-                saver.conn.execute(_LATEST_SQL.format(p="?"), (thread_id, ns)) as cur,
-            ):
-                row = await cur.fetchone()
-            return str(row[0]) if row else ""
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-        if isinstance(saver, AsyncPostgresSaver):
-            async with saver._cursor() as acur:  # noqa: SLF001 - as latest_checkpoint_id
-                await acur.execute(_LATEST_SQL.format(p="%s"), (thread_id, ns))
-                found = await acur.fetchone()
-            return str(found["checkpoint_id"]) if found else ""
-    except Exception:  # noqa: BLE001 - as latest_checkpoint_id
-        return None
-    return latest_checkpoint_id(saver, thread_id, ns)
-
-
 def empty_wal(saver: BaseCheckpointSaver[Any]) -> None:
     """Copy a SQLite saver's write-ahead log into its file and truncate it (forget).
 

@@ -17,7 +17,7 @@ Reading the checkpoint for its owner would read the whole queue a second time ea
 (LangGraph reads it next). So the owner a check read is kept with the id of the thread's
 newest checkpoint as the run that was admitted left it (`Admission.settle`, called at the
 run's end with the thread still held); the next run of the thread asks the saver only for
-that id (`checkpoints.latest_checkpoint_id`, one indexed lookup) and reads the checkpoint
+that id (`threads.latest_checkpoint_id`, one indexed lookup) and reads the checkpoint
 again only when anything wrote to the thread since: another process's run, an
 ``update_state``, a thread deleted and started again by another agent.
 """
@@ -33,11 +33,10 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from pydantic import BaseModel
 
-from langgraph_memgpt.checkpoints import alatest_checkpoint_id, latest_checkpoint_id
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps, refuse_another_agent
 from langgraph_memgpt.events import EventError, check_events, message_id_refusal
-from langgraph_memgpt.turn.threads import RunStart
+from langgraph_memgpt.turn.threads import RunStart, alatest_checkpoint_id, latest_checkpoint_id
 
 Settle = Callable[[], None]
 """Called at the end of an admitted run that ended well, with its thread still held."""

@@ -59,6 +59,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler, CallbackManager
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph_memgpt.stores.base import ThreadLocks
 
@@ -505,3 +506,69 @@ def lock_dir_of(checkpointer: Any) -> str | None:
         rows = checkpointer.conn.execute("PRAGMA database_list").fetchall()
     files = [str(row[2]) for row in rows if row[1] == "main" and row[2]]
     return str(Path(files[0]).parent) if files else None
+
+
+_LATEST_SQL = (
+    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = {p} AND checkpoint_ns = {p} "
+    "ORDER BY checkpoint_id DESC LIMIT 1"
+)
+
+
+def latest_checkpoint_id(
+    saver: BaseCheckpointSaver[Any], thread_id: str, ns: str = ""
+) -> str | None:
+    """The id of a thread's newest checkpoint, without reading the checkpoint.
+
+    Every write to a thread (a run's step, ``update_state``, another process's run, a
+    deleted and re-created thread) gives it a new newest id, so the id says whether what
+    was read of the thread before still holds (`turn.admission`). For
+    LangGraph's in-memory, SQLite and Postgres savers; None for any other saver, or when
+    the saver cannot say (the caller then reads the checkpoint).
+    """
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    try:
+        if isinstance(saver, InMemorySaver):
+            checkpoints = saver.storage.get(thread_id, {}).get(ns)
+            return max(checkpoints) if checkpoints else ""
+        if isinstance(saver, SqliteSaver):
+            with saver.lock:
+                row = saver.conn.execute(_LATEST_SQL.format(p="?"), (thread_id, ns)).fetchone()
+            return str(row[0]) if row else ""
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        if isinstance(saver, PostgresSaver):
+            with saver._cursor() as cur:  # noqa: SLF001 - the saver's own connection handling
+                cur.execute(_LATEST_SQL.format(p="%s"), (thread_id, ns))
+                found = cur.fetchone()
+            return str(found["checkpoint_id"]) if found else ""
+    except Exception:  # noqa: BLE001 - no answer: the caller reads the checkpoint instead
+        return None
+    return None
+
+
+async def alatest_checkpoint_id(
+    saver: BaseCheckpointSaver[Any], thread_id: str, ns: str = ""
+) -> str | None:
+    """`latest_checkpoint_id` for the async savers (SQLite's and Postgres')."""
+    try:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        if isinstance(saver, AsyncSqliteSaver):
+            async with (
+                saver.lock,
+                saver.conn.execute(_LATEST_SQL.format(p="?"), (thread_id, ns)) as cur,
+            ):
+                row = await cur.fetchone()
+            return str(row[0]) if row else ""
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        if isinstance(saver, AsyncPostgresSaver):
+            async with saver._cursor() as acur:  # noqa: SLF001 - as latest_checkpoint_id
+                await acur.execute(_LATEST_SQL.format(p="%s"), (thread_id, ns))
+                found = await acur.fetchone()
+            return str(found["checkpoint_id"]) if found else ""
+    except Exception:  # noqa: BLE001 - as latest_checkpoint_id
+        return None
+    return latest_checkpoint_id(saver, thread_id, ns)
