@@ -25,6 +25,12 @@ from langgraph_memgpt.stores.backends import (
     where,
 )
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.capabilities import (
+    LoggedDeletions,
+    MessageListing,
+    PassageListing,
+    require,
+)
 from langgraph_memgpt.stores.types import MemoryStoreError
 
 RESULT_PREVIEW_CHARS = 200
@@ -61,7 +67,9 @@ def check_agent(
 def _was_forgotten(backend: MemoryBackend, agent_id: str) -> bool:
     """Whether ``agent_id``'s memory was deleted (its deletion log remains)."""
     try:
-        return bool(backend.open(agent_id).deletions.entries(1))
+        return bool(
+            require(backend.open(agent_id), LoggedDeletions, "inspect").deletions.entries(1)
+        )
     except MemoryStoreError:  # nothing stored at all (e.g. a folder that does not exist)
         return False
 
@@ -86,9 +94,9 @@ def memory_tables(memory: Memory, recent: int = 5) -> list[Table]:
     archival_count = memory.archival.count()
     tags = memory.archival.tags()
     last_modified = memory.core.last_modified()
-    messages = memory.recall.latest(recent)
-    passages = memory.archival.recent(recent)
-    deletions = memory.deletions.entries(recent)
+    messages = require(memory.recall, MessageListing, "inspect").latest(recent)
+    passages = require(memory.archival, PassageListing, "inspect").recent(recent)
+    deletions = require(memory, LoggedDeletions, "inspect").deletions.entries(recent)
     core = Table(title=f"core memory of agent '{memory.agent_id}'")
     for column in ("block", "chars", "value"):
         core.add_column(column)

@@ -47,6 +47,7 @@ from langgraph_memgpt.ownership import belongs_to, may_use
 from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.capabilities import MessageListing, require
 from langgraph_memgpt.stores.sqlite import SqliteBackend, list_agents
 from langgraph_memgpt.stores.types import BlockConflictError, BlockEditError, MemoryStoreError
 from langgraph_memgpt.web import views
@@ -304,7 +305,11 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
             offset=page * page_size,
             sort_by="updated_at",
         )
-        recorded = set(await asyncio.to_thread(memory.recall.threads))
+        recorded = set(
+            await asyncio.to_thread(
+                require(memory.recall, MessageListing, "the memory page").threads
+            )
+        )
         views_ = [
             await listed(client, memory, dict(t))
             for t in found
