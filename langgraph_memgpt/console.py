@@ -20,8 +20,7 @@ from rich.table import Table
 
 from langgraph_memgpt.stores.backends import (
     open_backend,
-    reembed_database,
-    reembed_embedded,
+    reembed_agent,
     where,
 )
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
@@ -29,6 +28,7 @@ from langgraph_memgpt.stores.capabilities import (
     LoggedDeletions,
     MessageListing,
     PassageListing,
+    Reembeddable,
     require,
 )
 from langgraph_memgpt.stores.types import MemoryStoreError
@@ -228,6 +228,7 @@ def reembed(
         try:
             if not check_agent(backend, where(root, database_url), agent_id):
                 return 1
+            require(backend, Reembeddable, "reembed")
         finally:
             backend.close()
     except MemoryStoreError as exc:
@@ -241,10 +242,10 @@ def reembed(
             task = bars.add_task(task_name, total=None)
             return lambda done, total: bars.update(task, completed=done, total=total)
 
-        if database_url:
-            messages, passages = reembed_database(database_url, agent_id, embeddings, advance)
-        else:
-            messages, passages = reembed_embedded(root, agent_id, embeddings, advance)
+        try:
+            messages, passages = reembed_agent(backend, agent_id, embeddings, advance)
+        finally:
+            backend.close()
     console.print(
         f"Re-embedded {messages} messages and {passages} passages of agent '{escape(agent_id)}' "
         f"with {escape(model)} (dim {dim}) in {time.monotonic() - started:.1f} s.",

@@ -15,6 +15,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -26,13 +27,11 @@ from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
 from langgraph_memgpt.stores.sqlite.core import CoreMemory
-from langgraph_memgpt.stores.sqlite.db import open_db, transaction
+from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db, transaction
 from langgraph_memgpt.stores.sqlite.deletions import SqliteDeletionLog
 from langgraph_memgpt.stores.sqlite.recall import RecallMemory
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import StoreAccessError
-
-DB_FILENAME = "memory.sqlite"
 
 __all__ = [
     "DB_FILENAME",
@@ -263,6 +262,52 @@ class SqliteBackend:
         """Close the read-only memories this backend opened (shared ones stay open)."""
         while self._read_only_open:
             self._read_only_open.pop().close()
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        data_dir: Path,
+        embedding_model: str = "minilm",
+        core_block_limit: int = 2000,
+        read_only: bool = False,
+    ) -> SqliteBackend:
+        """The backend the registry opens (`stores.registry`): ``data_dir``'s memory.
+
+        A ``sqlite:///path/to/folder`` URL names the folder instead of ``data_dir``.
+        """
+        path = url.partition("://")[2] if url else ""
+        return cls(
+            Path(path).expanduser() if path else data_dir,
+            embedding_model=embedding_model,
+            core_block_limit=core_block_limit,
+            read_only=read_only,
+        )
+
+    def recorded_embedding(self, agent_id: str) -> dict[str, object] | None:
+        """The model the agent's vectors were made with, from the file (`Reembeddable`)."""
+        from langgraph_memgpt.stores.sqlite.reembed import recorded_embedding_sqlite
+
+        return recorded_embedding_sqlite(self.data_dir, agent_id)
+
+    def reembed(
+        self,
+        agent_id: str,
+        embeddings: Embeddings,
+        progress_for: Callable[[str], Callable[[int, int], None]],
+    ) -> tuple[int, int]:
+        """Drop the agent's vectors and embed everything again (`Reembeddable`).
+
+        Stop any server or chat using the data directory first (they hold the old vectors).
+        """
+        from langgraph_memgpt.stores.sqlite.reembed import reembed_sqlite
+
+        return reembed_sqlite(self.data_dir, agent_id, embeddings, progress_for)
+
+    def close_shared(self) -> None:
+        """Write and close every memory opened in this process (`SharedOpenMemories`)."""
+        close_all()
 
 
 def close_all() -> None:
