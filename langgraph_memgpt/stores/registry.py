@@ -21,12 +21,13 @@ from langgraph_memgpt.stores.types import StoreAccessError
 EMBEDDED = "sqlite"
 """The scheme of the engine used when no database URL is set (the data directory's)."""
 
-ENGINES: dict[str, str] = {
+ENGINES: dict[str, str | type] = {
     "sqlite": "langgraph_memgpt.stores.sqlite:SqliteBackend",
     "postgresql": "langgraph_memgpt.stores.postgres:PostgresBackend",
     "postgres": "langgraph_memgpt.stores.postgres:PostgresBackend",
 }
-"""Engine class of each URL scheme, as ``"module:Class"`` (imported on first use)."""
+"""Engine class of each URL scheme, as ``"module:Class"`` (imported on first use), or the
+class itself for an engine registered from code that already imported it."""
 
 EXTRAS: dict[str, str] = {"postgresql": "postgres", "postgres": "postgres"}
 """The package extra that installs a scheme's engine (named when its import fails)."""
@@ -56,20 +57,26 @@ class Engine(Protocol):
         ...
 
 
-def register_engine(scheme: str, target: str, *, extra: str = "") -> None:
-    """Serve URLs of ``scheme`` with the engine class at ``target`` (``"module:Class"``).
+def register_engine(scheme: str, target: str | type, *, extra: str = "") -> None:
+    """Serve URLs of ``scheme`` with the engine class ``target`` (or at ``"module:Class"``).
+
+    A class needs a ``from_url`` (`Engine`); a dotted path is imported when first used.
 
     ``extra``: the package extra that installs what the engine imports, for the error
     message when it is missing.
 
     Raises:
-        ValueError: ``scheme`` is not a URL scheme or ``target`` not ``module:Class``.
+        ValueError: ``scheme`` is not a URL scheme, or ``target`` is not ``module:Class``
+            nor a class with ``from_url``.
     """
     if not scheme or not scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
         raise ValueError(f"engine scheme {scheme!r} is not a URL scheme (letters and digits)")
-    module, _, name = target.partition(":")
-    if not module or not name:
-        raise ValueError(f"engine {target!r} is not a 'package.module:Class' path")
+    if isinstance(target, str):
+        module, _, name = target.partition(":")
+        if not module or not name:
+            raise ValueError(f"engine {target!r} is not a 'package.module:Class' path")
+    elif not callable(getattr(target, "from_url", None)):
+        raise ValueError(f"engine {target.__qualname__} has no from_url (see Engine)")
     ENGINES[scheme.lower()] = target
     if extra:
         EXTRAS[scheme.lower()] = extra
@@ -101,6 +108,8 @@ def engine_for(url: str) -> Engine:
             f"(known: {known}; e.g. a postgresql://user:password@host/db URL); leave it "
             "unset for the embedded memory in the data directory"
         )
+    if not isinstance(target, str):
+        return cast(Engine, target)
     module, _, name = target.partition(":")
     try:
         loaded = importlib.import_module(module)
