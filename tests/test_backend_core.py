@@ -173,11 +173,13 @@ class LabBackend(SqliteBackend):
         embedding_model: str = "minilm",
         core_block_limit: int = 2000,
         read_only: bool = False,
+        embeddings: Any = None,
     ) -> LabBackend:
         cls.opened.append(url)
         return cls(
             Path(url.removeprefix("lab://")),
             embedding_model=embedding_model,
+            embeddings=embeddings,
             core_block_limit=core_block_limit,
             read_only=read_only,
         )

@@ -32,7 +32,7 @@ from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tokens import TokenCounter, content_text
 
 if TYPE_CHECKING:
-    from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+    from langgraph_memgpt.stores.base import RecallStore
 
 DEFAULT_TOP_K = 10
 #: Reply caps: LoCoMo answers are short phrases, and the local model runs at ~10 tokens/s.
@@ -325,7 +325,7 @@ class AnswerRun:
     def run_conversation(
         self,
         conv: Conversation,
-        recall: RecallMemory,
+        recall: RecallStore,
         *,
         progress: ProgressFn | None = None,
         total: int = 0,

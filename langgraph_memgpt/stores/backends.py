@@ -45,6 +45,7 @@ def open_backend(
     embedding_model: str = "minilm",
     core_block_limit: int = 2000,
     read_only: bool = False,
+    embeddings: Embeddings | None = None,
 ) -> MemoryBackend:
     """The backend of ``database_url`` when set, else the embedded one in ``data_dir``.
 
@@ -53,6 +54,7 @@ def open_backend(
 
     ``read_only``: for reading memory only (``inspect``), without an embedding model, so it
     works after an embedding change and, on SQLite, in a read-only folder.
+    ``embeddings``: an embeddings object to use instead of ``embedding_model``.
 
     Raises:
         BackendSetupError: no engine serves the URL's scheme, or its extra is not installed.
@@ -63,6 +65,7 @@ def open_backend(
         embedding_model=embedding_model,
         core_block_limit=core_block_limit,
         read_only=read_only,
+        embeddings=embeddings,
     )
 
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.types import StoreAccessError
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
 
 EMBEDDED = "sqlite"
 """The scheme of the engine used when no database URL is set (the data directory's)."""
@@ -49,10 +52,12 @@ class Engine(Protocol):
         embedding_model: str,
         core_block_limit: int,
         read_only: bool,
+        embeddings: Embeddings | None,
     ) -> MemoryBackend:
         """The backend of ``url`` (empty: the embedded engine's in ``data_dir``).
 
         ``read_only``: for reading memory only (``inspect``), without an embedding model.
+        ``embeddings``: an embeddings object to use instead of ``embedding_model``.
         """
         ...
 

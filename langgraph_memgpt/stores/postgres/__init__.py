@@ -268,6 +268,7 @@ class PostgresBackend:
         embedding_model: str = "minilm",
         core_block_limit: int = 2000,
         read_only: bool = False,
+        embeddings: Embeddings | None = None,
     ) -> PostgresBackend:
         """The backend the registry opens for a ``postgresql://`` URL (`stores.registry`).
 
@@ -278,6 +279,7 @@ class PostgresBackend:
         return cls(
             url,
             embedding_model="none" if read_only else embedding_model,
+            embeddings=None if read_only else embeddings,
             core_block_limit=core_block_limit,
         )
 

@@ -272,6 +272,7 @@ class SqliteBackend:
         embedding_model: str = "minilm",
         core_block_limit: int = 2000,
         read_only: bool = False,
+        embeddings: Embeddings | None = None,
     ) -> SqliteBackend:
         """The backend the registry opens (`stores.registry`): ``data_dir``'s memory.
 
@@ -281,6 +282,7 @@ class SqliteBackend:
         return cls(
             Path(path).expanduser() if path else data_dir,
             embedding_model=embedding_model,
+            embeddings=None if read_only else embeddings,
             core_block_limit=core_block_limit,
             read_only=read_only,
         )
@@ -306,8 +308,18 @@ class SqliteBackend:
         return reembed_sqlite(self.data_dir, agent_id, embeddings, progress_for)
 
     def close_shared(self) -> None:
-        """Write and close every memory opened in this process (`SharedOpenMemories`)."""
-        close_all()
+        """Write and close the memories of ``data_dir`` this process opened (`SharedOpenMemories`).
+
+        What a command does before it ends; memories of other data directories stay open.
+        """
+        root = _absolute(
+            str(self.data_dir), "" if Path(self.data_dir).is_absolute() else os.getcwd()
+        )
+        with _OPEN_LOCK:
+            mine = [key for key in _OPEN if key[0] == root]
+            closing = [_OPEN.pop(key) for key in mine]
+        for memory in closing:
+            memory.close()
 
 
 def close_all() -> None:
