@@ -258,3 +258,14 @@ def test_the_neutral_modules_name_no_engine_but_the_registry() -> None:
         for engine in ("stores.sqlite", "stores.postgres"):
             assert engine not in source, f"stores/{name} names {engine}"
     assert "langgraph_memgpt.stores.sqlite:" in (PACKAGE / "stores" / "registry.py").read_text()
+
+
+def test_both_engines_number_their_schema_with_one_migration_type() -> None:
+    from langgraph_memgpt.stores.migration import Migration, latest_version
+    from langgraph_memgpt.stores.postgres.db import MIGRATIONS as POSTGRES
+    from langgraph_memgpt.stores.sqlite.migrations import MIGRATIONS as SQLITE
+
+    assert {type(m) for m in (*SQLITE, *POSTGRES)} == {Migration}
+    gap = [Migration(1, "one", print), Migration(3, "three", print)]
+    with pytest.raises(ValueError, match=r"numbered 1, 2, \.\.\.: \[1, 3\]"):
+        latest_version(gap)
