@@ -1,6 +1,6 @@
 """LoCoMo question answering from the agent's retrieved memory (``bench locomo --answer``).
 
-For each question the agent's own recall search (hybrid ``RecallMemory.search``, the call
+For each question the agent's own recall search (hybrid ``SqliteRecallMemory.search``, the call
 behind ``conversation_search``) retrieves the top turns; a prompt with those turns, each
 with its session date and speaker, goes to the chat model; the reply is scored with
 LoCoMo's answer F1 and labelled by an LLM judge as in the Mem0/Zep protocol. Latency is

@@ -2,7 +2,7 @@
 
 Each conversation is ingested into a fresh agent exactly as the agent would have lived it
 (every turn a recall message, one thread per session, sessions in order), then every
-scorable question is put to ``RecallMemory.search`` - the function behind the
+scorable question is put to ``SqliteRecallMemory.search`` - the function behind the
 ``conversation_search`` tool - and the ranked turns are scored against the evidence.
 A plain BM25 baseline is scored in the same run so every report carries its floor.
 """

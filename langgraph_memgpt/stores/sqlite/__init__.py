@@ -25,11 +25,11 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.embeddings import get_embeddings
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
-from langgraph_memgpt.stores.sqlite.core import CoreMemory
+from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
+from langgraph_memgpt.stores.sqlite.core import SqliteCoreMemory
 from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db, transaction
 from langgraph_memgpt.stores.sqlite.deletions import SqliteDeletionLog
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import StoreAccessError
 
@@ -84,9 +84,9 @@ class AgentMemory:
     agent_id: str
     data_dir: Path
     db: sqlite_utils.Database
-    core: CoreMemory
-    recall: RecallMemory
-    archival: ArchivalMemory
+    core: SqliteCoreMemory
+    recall: SqliteRecallMemory
+    archival: SqliteArchivalMemory
     deletions: SqliteDeletionLog
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -147,9 +147,9 @@ class AgentMemory:
             agent_id=agent_id,
             data_dir=root,
             db=db,
-            core=_locked(CoreMemory(db, agent_id, default_limit=core_block_limit), lock),
-            recall=_locked(RecallMemory(db, agent_id, embeddings, cache_dir), lock),
-            archival=_locked(ArchivalMemory(db, agent_id, embeddings, cache_dir), lock),
+            core=_locked(SqliteCoreMemory(db, agent_id, default_limit=core_block_limit), lock),
+            recall=_locked(SqliteRecallMemory(db, agent_id, embeddings, cache_dir), lock),
+            archival=_locked(SqliteArchivalMemory(db, agent_id, embeddings, cache_dir), lock),
             deletions=_locked(SqliteDeletionLog(db, agent_id), lock),
             lock=lock,
         )

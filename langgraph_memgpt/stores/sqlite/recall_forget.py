@@ -25,7 +25,7 @@ from langgraph_memgpt.stores.types import RecallMessage
 
 
 class RecallForgetting:
-    """Deletes one agent's recall messages (``RecallMemory.delete`` and its bulk forms).
+    """Deletes one agent's recall messages (``SqliteRecallMemory.delete`` and its bulk forms).
 
     Args:
         db: The memory database.

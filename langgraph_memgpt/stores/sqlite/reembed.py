@@ -13,10 +13,10 @@ from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db
 from langgraph_memgpt.stores.sqlite.identity import recorded_identity
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.sqlite.recall_context import TIER as RECALL_TIER
 from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
 
@@ -39,11 +39,11 @@ def reembed_sqlite(
     db = open_db(root / DB_FILENAME)
     cache_dir = root / "faiss"
     try:
-        # ArchivalMemory.reembed drops its own tier; recall's is dropped here.
+        # SqliteArchivalMemory.reembed drops its own tier; recall's is dropped here.
         VectorIndex.drop_tier(db, tier=RECALL_TIER, agent_id=agent_id, cache_dir=cache_dir)
-        recall = RecallMemory(db, agent_id, embeddings, cache_dir)
+        recall = SqliteRecallMemory(db, agent_id, embeddings, cache_dir)
         messages = recall.embed_missing(progress=progress_for("recall messages"))
-        archive = ArchivalMemory.reembed(
+        archive = SqliteArchivalMemory.reembed(
             db, agent_id, embeddings, cache_dir, progress=progress_for("archival passages")
         )
         return messages, archive.count()
