@@ -63,6 +63,7 @@ from langgraph.store.base import (
 from langgraph_memgpt.checkpoints import ThreadsAt, current_run, threads_for
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.stores.backends import open_backend
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.capabilities import (
     ArchivalForget,
@@ -72,7 +73,6 @@ from langgraph_memgpt.stores.capabilities import (
     PassageListing,
     require,
 )
-from langgraph_memgpt.stores.sqlite import SqliteBackend
 from langgraph_memgpt.stores.types import Block, Passage, RecallMessage
 
 PREFIX = "memgpt"
@@ -126,7 +126,7 @@ class MemGPTStore(BaseStore):
         self.context = context or Context()
         self.actor = actor
         self.threads = threads
-        self.backend: MemoryBackend = backend or SqliteBackend(
+        self.backend: MemoryBackend = backend or open_backend(
             self.context.data_dir,
             embedding_model=self.context.embedding_model,
             core_block_limit=self.context.core_block_limit,

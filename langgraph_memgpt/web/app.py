@@ -46,9 +46,9 @@ from langgraph_memgpt.llm.factory import declared_by
 from langgraph_memgpt.ownership import belongs_to, may_use
 from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.small_model.traits import ModelTraits
+from langgraph_memgpt.stores.backends import open_backend
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.capabilities import MessageListing, require
-from langgraph_memgpt.stores.sqlite import SqliteBackend, list_agents
 from langgraph_memgpt.stores.types import BlockConflictError, BlockEditError, MemoryStoreError
 from langgraph_memgpt.web import views
 from langgraph_memgpt.web.guard import SameOriginGuard
@@ -99,10 +99,8 @@ class Agents:
         """Every agent with memory on this server."""
         from langgraph_memgpt.server import server_memory
 
-        backend = server_memory(self.settings)
-        if backend is not None:
-            return list(backend.agents())
-        return list_agents(self.settings.data_dir)
+        backend = server_memory(self.settings) or open_backend(self.settings.data_dir)
+        return list(backend.agents())
 
     def open(self, agent_id: str) -> Memory:
         """The memory of an existing agent (never creates one)."""
@@ -110,12 +108,10 @@ class Agents:
 
         if agent_id not in self.ids():
             raise PageError(f"no agent {agent_id!r} on this server", 404)
-        backend = server_memory(self.settings)
-        if backend is not None:
-            return backend.open(agent_id)
-        return SqliteBackend(
+        backend = server_memory(self.settings) or open_backend(
             self.settings.data_dir, embedding_model=self.settings.embedding_model
-        ).open(agent_id)
+        )
+        return backend.open(agent_id)
 
     def forget(self, memory: Memory, passage_id: int, user: str | None) -> dict[str, Any]:
         """`views.forget_passage` in the server's threads (`checkpoints.existing_threads`)."""
