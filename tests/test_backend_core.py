@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from langgraph_memgpt.cli import main
-from langgraph_memgpt.forget import forget_thread
+from langgraph_memgpt.forget import forget_agent, forget_thread
 from langgraph_memgpt.stores import base, registry
 from langgraph_memgpt.stores.backends import close_backend, open_backend
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
@@ -138,6 +138,19 @@ def test_an_engine_with_only_the_core_runs_memory_and_refuses_forget_by_name(
     assert "test_backend_core._CoreOnly" in message  # the engine's class, by name
     # Checked before anything went: the message and the passage are both still there.
     assert memory.recall.count() == 1 and memory.archival.count() == 1
+    close_all()
+
+
+def test_forget_checks_every_capability_before_it_deletes_anything(tmp_path: Path) -> None:
+    """An engine with every tier capability but no deletion log: nothing is forgotten unlogged."""
+    real = SqliteBackend(tmp_path / "memory", embedding_model="none").open("ada")
+    unlogged = CoreOnlyMemory("ada", real.core, real.recall, real.archival)  # no ``deletions``
+    real.core.ensure_defaults(persona="I help Ada")
+    real.recall.add([RecallMessage("ada", "t1", "m1", "user", "Hello", "2024-01-01T00:00:00Z")])
+    real.archival.insert("Ada likes tea", thread_id="t1")
+    with pytest.raises(MissingCapability, match="forget needs the LoggedDeletions capability"):
+        forget_agent(unlogged, actor="user", checkpointer=None)
+    assert (len(real.core.blocks()), real.recall.count(), real.archival.count()) == (2, 1, 1)
     close_all()
 
 
