@@ -208,6 +208,11 @@ def lab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     close_all()
 
 
+def lab_command(lab: str, tmp_path: Path, *args: str) -> int:
+    """A CLI command on the lab engine (its data directory left unused)."""
+    return main([*args, "--database-url", lab, "--data-dir", str(tmp_path / "unused")])
+
+
 def test_an_engine_registered_by_one_line_serves_memory_and_the_cli(
     lab: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -215,45 +220,26 @@ def test_an_engine_registered_by_one_line_serves_memory_and_the_cli(
     assert type(backend) is LabBackend
     memory = backend.open("ada")
     memory.archival.insert("Ada keeps her bicycle in the blue shed", tags=["home"])
+    memory.recall.add(
+        [RecallMessage("ada", "t1", "m1", "user", "My locker code is 4471", "2024-01-01T00:00:00Z")]
+    )
     assert memory.archival.search("bicycle shed").hits[0].item.text.startswith("Ada keeps")
     close_backend(backend)
     assert (tmp_path / "lab-memory" / "memory.sqlite").is_file()
-    assert not (tmp_path / "unused").exists()
 
-    assert (
-        main(
-            [
-                "inspect",
-                "--agent",
-                "ada",
-                "--database-url",
-                lab,
-                "--data-dir",
-                str(tmp_path / "unused"),
-            ]
-        )
-        == 0
-    )
-    out = capsys.readouterr().out
-    assert "bicycle" in out
+    assert lab_command(lab, tmp_path, "inspect", "--agent", "ada") == 0
+    assert "bicycle" in capsys.readouterr().out
     exported = tmp_path / "ada.jsonl"
-    code = main(
-        [
-            "export",
-            "--agent",
-            "ada",
-            "--out",
-            str(exported),
-            "--database-url",
-            lab,
-            "--data-dir",
-            str(tmp_path / "unused"),
-        ]
-    )
-    assert code == 0, capsys.readouterr()
+    assert lab_command(lab, tmp_path, "export", "--agent", "ada", "--out", str(exported)) == 0
     records = [json.loads(line) for line in exported.read_text().splitlines()]
     assert any(r.get("text", "").startswith("Ada keeps her bicycle") for r in records)
-    assert len(LabBackend.opened) >= 3  # every command opened it through the registry
+    assert any(r.get("text") == "My locker code is 4471" for r in records)
+    forget = ("forget", "--agent", "ada", "--thread", "t1", "--embedding-model", "none")
+    assert lab_command(lab, tmp_path, *forget) == 0, capsys.readouterr()
+    reopened = open_backend("", database_url=lab, embedding_model="none").open("ada")
+    assert reopened.recall.count() == 0 and reopened.archival.count() == 1
+    assert len(LabBackend.opened) >= 4  # every command opened it through the registry
+    assert not (tmp_path / "unused").exists()  # nothing went to the data directory
 
 
 def test_a_url_no_engine_serves_is_refused_naming_the_known_schemes(tmp_path: Path) -> None:

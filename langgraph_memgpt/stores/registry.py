@@ -36,6 +36,11 @@ EXTRAS: dict[str, str] = {"postgresql": "postgres", "postgres": "postgres"}
 """The package extra that installs a scheme's engine (named when its import fails)."""
 
 
+THREADS_IN_DATABASE: frozenset[str] = frozenset({"postgresql", "postgres"})
+"""Schemes whose database also holds the threads' checkpoints (LangGraph has a saver for
+it); with any other engine they stay in the data directory's ``checkpoints.sqlite``."""
+
+
 class BackendSetupError(StoreAccessError):
     """The chosen backend cannot be used as configured (the message says what to change)."""
 
@@ -96,6 +101,11 @@ def scheme_of(url: str) -> str:
     return scheme.lower() if sep else ""
 
 
+def threads_in_database(url: str) -> bool:
+    """Whether threads' checkpoints live in the database ``url`` names (`THREADS_IN_DATABASE`)."""
+    return scheme_of(url) in THREADS_IN_DATABASE
+
+
 def engine_for(url: str) -> Engine:
     """The engine class that serves ``url`` (empty: the embedded one), imported now.
 
@@ -135,4 +145,5 @@ __all__ = [
     "engine_for",
     "register_engine",
     "scheme_of",
+    "threads_in_database",
 ]
