@@ -268,3 +268,25 @@ def test_both_engines_number_their_schema_with_one_migration_type() -> None:
     gap = [Migration(1, "one", print), Migration(3, "three", print)]
     with pytest.raises(ValueError, match=r"numbered 1, 2, \.\.\.: \[1, 3\]"):
         latest_version(gap)
+
+
+def test_the_memory_page_answers_a_missing_capability_with_501_naming_it(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from starlette.requests import Request
+
+    from langgraph_memgpt.web import views
+    from langgraph_memgpt.web.app import _answer
+
+    memory = CoreOnlyBackend(SqliteBackend(tmp_path / "memory", embedding_model="none")).open("ada")
+
+    async def history(request: Request) -> Any:
+        return views.history_view(memory, "persona")
+
+    memory.core.ensure_defaults(persona="I help Ada")
+    response = asyncio.run(_answer(history)(Request({"type": "http", "method": "GET"})))
+    assert response.status_code == 501
+    assert "the memory page needs the BlockHistory capability" in response.body.decode()
+    close_all()

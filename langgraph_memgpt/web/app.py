@@ -48,7 +48,7 @@ from langgraph_memgpt.settings import ServerSettings
 from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.stores.backends import open_backend
 from langgraph_memgpt.stores.base import Memory
-from langgraph_memgpt.stores.capabilities import MessageListing, require
+from langgraph_memgpt.stores.capabilities import MessageListing, MissingCapability, require
 from langgraph_memgpt.stores.types import BlockConflictError, BlockEditError, MemoryStoreError
 from langgraph_memgpt.web import views
 from langgraph_memgpt.web.guard import SameOriginGuard
@@ -141,6 +141,8 @@ def _answer(handler: Handler) -> Handler:
             return JSONResponse({"detail": str(exc), "current": current}, status_code=409)
         except BlockEditError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=400)
+        except MissingCapability as exc:  # the engine cannot do it: say which, no trace
+            return JSONResponse({"detail": str(exc)}, status_code=501)
         except MemoryStoreError as exc:
             logger.exception("memory page: store error")
             return JSONResponse({"detail": str(exc)}, status_code=500)
