@@ -115,6 +115,12 @@ class CoreOnlyBackend:
     def agents(self) -> list[str]:
         return self.inner.agents()
 
+    @classmethod
+    def from_url(cls, url: str, **settings: Any) -> CoreOnlyBackend:
+        """A ``coreonly:///folder`` URL: the embedded memory in that folder, core only."""
+        del settings["data_dir"]
+        return cls(SqliteBackend(Path(url.removeprefix("coreonly://")), **settings))
+
     def close(self) -> None:
         self.inner.close()
 
@@ -289,4 +295,35 @@ def test_the_memory_page_answers_a_missing_capability_with_501_naming_it(
     response = asyncio.run(_answer(history)(Request({"type": "http", "method": "GET"})))
     assert response.status_code == 501
     assert "the memory page needs the BlockHistory capability" in response.body.decode()
+    close_all()
+
+
+def test_a_command_on_an_engine_without_a_capability_says_which_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("MEMGPT_DATABASE_URL", raising=False)
+    monkeypatch.setattr(registry, "ENGINES", dict(registry.ENGINES))
+    registry.register_engine("coreonly", CoreOnlyBackend)
+    url = f"coreonly://{tmp_path / 'memory'}"
+    memory = open_backend("", database_url=url, embedding_model="none").open("ada")
+    memory.recall.add([RecallMessage("ada", "t1", "m1", "user", "Hello", "2024-01-01T00:00:00Z")])
+    code = main(
+        [
+            "forget",
+            "--agent",
+            "ada",
+            "--thread",
+            "t1",
+            "--embedding-model",
+            "none",
+            "--database-url",
+            url,
+            "--data-dir",
+            str(tmp_path / "unused"),
+        ]
+    )
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2
+    assert "forget needs the" in err and "CoreOnly" in err and "Traceback" not in err
+    assert memory.recall.count() == 1  # nothing was forgotten
     close_all()
