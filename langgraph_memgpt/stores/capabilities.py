@@ -6,8 +6,8 @@ else a front end needs (the memory page, export and import, ``forget``, ``retent
 a small ``runtime_checkable`` protocol that a front end tests with `require` before it uses
 it. An engine without one still runs the loop; the front end that needs it answers with a
 `MissingCapability` error naming the capability and the engine. Both built-in engines have
-every capability in `FRONT_END_CAPABILITIES`; `Scrubbable` and `ThreadLocks` are
-engine-specific (used when present, never required).
+every capability in `FRONT_END_CAPABILITIES`; those in `ENGINE_SPECIFIC` (`Scrubbable`,
+`SharedOpenMemories`, `ThreadLocks`) are used when present and never required.
 
 Where each is tested: ``memory.core`` (`BlockHistory`, `BlockSharing`, `BlockEdits`,
 `BlockRestore`, `CoreForget`), ``memory.recall`` (`MessageListing`, `FeedMarks`,
@@ -83,7 +83,7 @@ def capability_methods(protocol: type) -> set[str]:
     """The public members a protocol declares (what an engine implements to have it)."""
     names: set[str] = set()
     for klass in protocol.__mro__:
-        if klass in (object, Protocol, Any) or klass.__name__ in ("Protocol", "Generic"):
+        if klass is object or klass.__name__ in ("Protocol", "Generic"):
             continue
         names.update(n for n in vars(klass) if not n.startswith("_"))
     return names
