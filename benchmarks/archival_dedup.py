@@ -33,7 +33,7 @@ from bench.locomo import load_locomo
 from langgraph_memgpt.stores import duplicates
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.passages import NewPassage
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import open_db
 
 SHARES = (duplicates.SAME_FACT_SHARE, 0.4, 0.3)
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         db = open_db(Path(folder) / "memory.sqlite")
         for conv in conversations:
             turns = [t.text for s in conv.sessions for t in s.turns]
-            archive = ArchivalMemory(db, conv.sample_id, embeddings, Path(folder) / "faiss")
+            archive = SqliteArchivalMemory(db, conv.sample_id, embeddings, Path(folder) / "faiss")
             saved = archive.insert_many(
                 [
                     NewPassage(t.text, thread_id=s.key, turn=i, merge_duplicates=True)

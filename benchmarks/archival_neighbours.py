@@ -44,7 +44,7 @@ from langgraph_memgpt.stores.embeddings import MINILM_DIMENSION, MINILM_MODEL_NA
 from langgraph_memgpt.stores.postgres import archival as pg_archival_module
 from langgraph_memgpt.stores.search import ARCHIVAL
 from langgraph_memgpt.stores.sqlite import archival as archival_module
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory, NewPassage
+from langgraph_memgpt.stores.sqlite.archival import NewPassage, SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import open_db
 
 PAGE_SIZE = 5  # what the memory tools ask for (Context.search_page_size)
@@ -60,7 +60,7 @@ def build(root: Path, n: int, rng: np.random.Generator, url: str = "") -> Any:
         emb = LookupEmbeddings(model_name=MINILM_MODEL_NAME, dimension=MINILM_DIMENSION)
         memory: Any = PostgresBackend(url, embeddings=emb).open(AGENT).archival
     else:
-        memory = ArchivalMemory(
+        memory = SqliteArchivalMemory(
             open_db(root / "memory.sqlite"), AGENT, LookupEmbeddings(), root / "faiss"
         )
     texts = Vocabulary().texts(rng, n)

@@ -4,7 +4,7 @@ For each dev chat (``../shared/bench/beam-dev.json``, BEAM's 100K chats in LoCoM
 and each size, one agent's recall holds the chat and, as filler up to the size in tokens,
 the other dev chats' messages repeated (new threads and ids; half dated before the chat,
 half after, so the chat sits inside its history, not at either end). Every question of the
-chat is searched in each mode (page of 10, the agent's own ``RecallMemory.search``) and
+chat is searched in each mode (page of 10, the agent's own ``SqliteRecallMemory.search``) and
 scored with LongMemEval's recall_any@10 / recall_all@10 on the chat's evidence, overall
 and per BEAM ability; search time per query, p50 and p95, embedding of the query excluded
 (the query vector is computed once before the timed call, as a cached embedding would be).
@@ -51,7 +51,7 @@ from bench.metrics import recall_all, recall_any  # noqa: E402
 
 from langgraph_memgpt.stores.sqlite import part_terms  # noqa: E402
 from langgraph_memgpt.stores.sqlite.db import open_db  # noqa: E402
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory  # noqa: E402
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory  # noqa: E402
 from langgraph_memgpt.stores.types import RecallMessage  # noqa: E402
 from langgraph_memgpt.turn.tokens import _count_text  # noqa: E402
 
@@ -159,7 +159,7 @@ def open_recall(
         return
     folder = args.data_dir / f"{args.embeddings}-{size}" / chat
     db = open_db(folder / "memory.sqlite")
-    recall = RecallMemory(db, chat, embeddings, folder / "faiss")
+    recall = SqliteRecallMemory(db, chat, embeddings, folder / "faiss")
     try:
         yield recall, db
     finally:
@@ -175,7 +175,7 @@ def add_all(recall: Any, messages: Sequence[RecallMessage]) -> int:
     return sum(int(recall.add(ordered[i : i + 256])) for i in range(0, len(ordered), 256))
 
 
-def timed_search(recall: RecallMemory, question: str, mode: str) -> tuple[list[str], float]:
+def timed_search(recall: SqliteRecallMemory, question: str, mode: str) -> tuple[list[str], float]:
     """The ranked message ids of one search and its seconds (query vector made before)."""
     if recall.embeddings is not None and mode != "fts":
         recall.embeddings.embed_query(question)  # warm the cache: not what is timed

@@ -45,7 +45,7 @@ from langgraph_memgpt.stores.embeddings import embed_query, get_embeddings
 from langgraph_memgpt.stores.mentions import topic_of
 from langgraph_memgpt.stores.ranking import Signal, fuse
 from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 
 K = 10
 Record = dict[str, Any]
@@ -69,7 +69,7 @@ def capture(data: Path, data_dir: Path) -> tuple[list[Record], dict[str, Record]
         for conv in load_locomo(data):
             folder = data_dir / conv.sample_id
             db = open_db(folder / "memory.sqlite")
-            recall = RecallMemory(db, conv.sample_id, embeddings, folder / "faiss")
+            recall = SqliteRecallMemory(db, conv.sample_id, embeddings, folder / "faiss")
             recall.add_many(recall_messages(conv, conv.sample_id))
             prefix = f"{conv.sample_id}:"
             rows = db.conn.execute(

@@ -28,7 +28,7 @@ from langgraph_memgpt.stores import ranking
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.sqlite import recall as recall_module
 from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 
 K = 10
 LEGACY = "legacy"  # min-max on every signal, no exact-match lift: the ranking before
@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for conv in conversations:
         folder = args.data_dir / conv.sample_id
         db = open_db(folder / "memory.sqlite")
-        recall = RecallMemory(db, conv.sample_id, embeddings, folder / "faiss")
+        recall = SqliteRecallMemory(db, conv.sample_id, embeddings, folder / "faiss")
         recall.add_many(recall_messages(conv, conv.sample_id))
         prefix = f"{conv.sample_id}:"
         for floor, rare, share in settings:

@@ -34,9 +34,9 @@ from typing import Any
 from _common import print_header
 
 from langgraph_memgpt.stores.embeddings import get_embeddings
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory, NewPassage
+from langgraph_memgpt.stores.sqlite.archival import NewPassage, SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
 
 AGENT = "needle"
@@ -276,9 +276,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
             folder = Path(tmp) / variant
             db = open_db(folder / "memory.sqlite")
-            recall = RecallMemory(db, AGENT, embeddings, folder / "faiss")
+            recall = SqliteRecallMemory(db, AGENT, embeddings, folder / "faiss")
             recall.add_many(messages)
-            archival = ArchivalMemory(db, AGENT, embeddings, folder / "faiss")
+            archival = SqliteArchivalMemory(db, AGENT, embeddings, folder / "faiss")
             passages = archival.insert_many([NewPassage(m.text) for m in messages])
             passage_of = {i: p.id for i, p in enumerate(passages)}
             for i, fact in enumerate(facts):

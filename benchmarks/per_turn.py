@@ -112,9 +112,9 @@ from langgraph_memgpt.stores.embeddings import (
     MiniLMEmbeddings,
 )
 from langgraph_memgpt.stores.sqlite import close_all
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 
 SCENARIOS = ("chat", "search")
@@ -408,7 +408,7 @@ def seed(root: Path, n: int, vocab: Vocabulary, emb: Embeddings | None = None) -
     db = open_db(root / "memory.sqlite")
     rng = np.random.default_rng(n)
     texts = vocab.texts(rng, n)
-    recall = RecallMemory(db, AGENT, emb, root / "faiss")
+    recall = SqliteRecallMemory(db, AGENT, emb, root / "faiss")
     # Past sessions of ~200 messages each.
     recall.add_many(
         recall_messages(
@@ -418,7 +418,7 @@ def seed(root: Path, n: int, vocab: Vocabulary, emb: Embeddings | None = None) -
             id_prefix="seed-",
         )
     )
-    archival = ArchivalMemory(db, AGENT, emb, root / "faiss")
+    archival = SqliteArchivalMemory(db, AGENT, emb, root / "faiss")
     passages = vocab.texts(np.random.default_rng(n + 1), n)
     for i in range(0, n, 1000):
         archival.insert_many(passages[i : i + 1000], tags=["seed"])

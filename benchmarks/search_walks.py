@@ -36,9 +36,9 @@ from langgraph_memgpt.stores import embeddings as embeddings_module
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.sqlite import archival_signals, faiss_beside, recall_signals
 from langgraph_memgpt.stores.sqlite import vectors as vectors_module
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 
 WAYS: dict[str, Callable[..., Any]] = {
     "walks here (baseline)": faiss_beside.begin_walk_here,
@@ -77,8 +77,8 @@ def spin_after_runs() -> None:
 def measure(root: Path, queries: list[str], rounds: int) -> dict[str, dict[str, list[float]]]:
     db = open_db(root / "memory.sqlite")
     model = get_embeddings("minilm")
-    recall = RecallMemory(db, AGENT, model, root / "faiss")
-    archival = ArchivalMemory(db, AGENT, model, root / "faiss")
+    recall = SqliteRecallMemory(db, AGENT, model, root / "faiss")
+    archival = SqliteArchivalMemory(db, AGENT, model, root / "faiss")
     for query in queries:  # warm: load the indexes, embed the queries
         recall.search(query)
         archival.search(query)

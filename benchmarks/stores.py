@@ -2,10 +2,10 @@
 
 For each size N (default 10k and 100k) it measures, in one run:
 
-* archival (``ArchivalMemory``): ``insert_many`` throughput, and search latency p50/p95
+* archival (``SqliteArchivalMemory``): ``insert_many`` throughput, and search latency p50/p95
   in modes fts / vector / hybrid. Baseline: LangGraph's ``InMemoryStore`` with
   ``index={"embed": ..., "dims": 384}`` (batched puts; ``search(query=...)``).
-* recall (``RecallMemory``): ``add_many`` throughput (2 vectors per message: the turn,
+* recall (``SqliteRecallMemory``): ``add_many`` throughput (2 vectors per message: the turn,
   and its +-2-message context; the line printed says how many texts were embedded, as
   the store may pool the context from its neighbours' vectors instead of embedding it),
   with vectors and words-only, and search latency p50/p95 in the three modes.
@@ -50,9 +50,9 @@ from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.words import query_words
 
 PAGE_SIZE = 5  # what the memory tools ask for (Context.search_page_size)
@@ -70,7 +70,7 @@ def bench_archival(
     n = len(texts)
     emb = LookupEmbeddings()
     db = open_db(root / "memory.sqlite")
-    archival = ArchivalMemory(db, AGENT, emb, root / "faiss")
+    archival = SqliteArchivalMemory(db, AGENT, emb, root / "faiss")
     tags = ["work", "home", "travel", "health", "misc"]
     start = time.perf_counter()
     for i in range(0, n, 1000):  # 1000-passage calls: the caller's batches
@@ -148,7 +148,7 @@ def bench_recall(root: Path, texts: list[str], queries: list[str]) -> list[list[
     messages = recall_messages(texts, sessions=THREADS)
 
     db = open_db(root / "recall.sqlite")
-    recall = RecallMemory(db, AGENT, emb, root / "faiss-recall")
+    recall = SqliteRecallMemory(db, AGENT, emb, root / "faiss-recall")
     start = time.perf_counter()
     recall.add_many(messages)
     ours_insert = time.perf_counter() - start
@@ -166,7 +166,7 @@ def bench_recall(root: Path, texts: list[str], queries: list[str]) -> list[list[
     db.conn.close()
 
     db2 = open_db(root / "recall-words.sqlite")
-    words_only = RecallMemory(db2, AGENT, None, root / "faiss-none")
+    words_only = SqliteRecallMemory(db2, AGENT, None, root / "faiss-none")
     start = time.perf_counter()
     words_only.add_many(messages)
     words_insert = time.perf_counter() - start
@@ -237,13 +237,13 @@ def bench_minilm(root: Path, vocab: Vocabulary, sample: int) -> list[str]:
     raw = time.perf_counter() - start
 
     db = open_db(root / "minilm.sqlite")
-    archival = ArchivalMemory(db, AGENT, emb, root / "faiss-minilm")
+    archival = SqliteArchivalMemory(db, AGENT, emb, root / "faiss-minilm")
     start = time.perf_counter()
     archival.insert_many(texts)
     archival.close()
     arch = time.perf_counter() - start
 
-    recall = RecallMemory(db, AGENT, emb, root / "faiss-minilm")
+    recall = SqliteRecallMemory(db, AGENT, emb, root / "faiss-minilm")
     start = time.perf_counter()
     recall.add_many(recall_messages(texts, sessions=THREADS))
     rec = time.perf_counter() - start

@@ -20,6 +20,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from langgraph_memgpt.stores.registry import threads_in_database
+
 CHECKPOINT_FILENAME = "checkpoints.sqlite"
 """The threads' checkpoints in a data directory (``langgraph_memgpt.serve.server`` and the CLI)."""
 
@@ -69,7 +71,7 @@ def existing_threads(
     knows where the server's threads are, so none of them forgets them.
     """
     root = Path(data_dir).expanduser()
-    if not database_url:
+    if not threads_in_database(database_url):
         with existing_checkpointer(root) as saver:
             yield saver
         return
@@ -148,8 +150,12 @@ def _cleanable_in_a_node(saver: Any) -> bool:
 
 
 def open_checkpointer(data_dir: Path, database_url: str = "") -> AbstractContextManager[Any]:
-    """Threads' checkpoints: the data directory's SQLite file, or the Postgres database."""
-    if database_url:
+    """Threads' checkpoints: the data directory's SQLite file, or the Postgres database.
+
+    In the database only when its engine keeps them there (`stores.registry`: Postgres);
+    an engine of another scheme keeps them in the data directory.
+    """
+    if threads_in_database(database_url):
         from langgraph.checkpoint.postgres import PostgresSaver
 
         return PostgresSaver.from_conn_string(database_url)

@@ -113,9 +113,9 @@ class Deps:
         agent_id = self.agent_of(ctx)
         owner = state.get("agent_id") if state is not None else None
         refuse_another_agent(owner, agent_id)
-        from langgraph_memgpt.stores.sqlite import SqliteBackend
+        from langgraph_memgpt.stores.backends import open_backend
 
-        backend = self.backend or SqliteBackend(
+        backend = self.backend or open_backend(
             ctx.data_dir,
             embedding_model=ctx.embedding_model,
             embeddings=self.embeddings,

@@ -1,6 +1,6 @@
 """Operating-system chores several layers need, each done one way.
 
-The clock, atomic file writes, and whether a process still lives. Imports nothing of the
+The clock, atomic file writes, file locks, and whether a process still lives. Imports nothing of the
 package, so the stores and the model server can both use it.
 """
 
@@ -11,6 +11,8 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
+
+from filelock import FileLock
 
 
 def utc_now(timespec: Literal["seconds", "microseconds"] = "microseconds") -> str:
@@ -64,3 +66,15 @@ def process_alive(pid: int) -> bool:
     except OSError:  # e.g. PermissionError: it exists, it is just not ours
         return True
     return True
+
+
+def file_lock(path: Path, mode: int = 0o644) -> FileLock:
+    """An exclusive lock on ``path`` (``flock``), taken without waiting, held until released.
+
+    Every lock file of the package (a thread's runs, ``serve``'s data directory) is one of
+    these: ``acquire()`` raises ``filelock.Timeout`` at once when another process (or
+    another lock object in this one) holds it; a lock taken in one thread may be released
+    in another (no thread-local state); the file stays (never unlinked while another
+    process may wait on it); a process that dies lets go.
+    """
+    return FileLock(path, timeout=0, mode=mode, thread_local=False, preserve_lock_file=True)

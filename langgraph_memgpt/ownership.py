@@ -113,7 +113,11 @@ def belongs_to(
     """
     if values.get("agent_id") != memory.agent_id:
         return False
-    return thread_id in (recorded if recorded is not None else memory.recall.threads())
+    if recorded is None:
+        from langgraph_memgpt.stores.capabilities import MessageListing, require
+
+        recorded = require(memory.recall, MessageListing, "who owns a thread").threads()
+    return thread_id in recorded
 
 
 __all__ = [

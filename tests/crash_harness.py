@@ -81,7 +81,7 @@ class CrashingSummarizer(ScriptedChatModel):
 
 
 def _recall_classes() -> list[Any]:
-    classes: list[Any] = [recall_module.RecallMemory]
+    classes: list[Any] = [recall_module.SqliteRecallMemory]
     try:
         from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
     except ImportError:  # no postgres extra: the embedded backend only
@@ -90,7 +90,7 @@ def _recall_classes() -> list[Any]:
 
 
 def _archival_classes() -> list[Any]:
-    classes: list[Any] = [archival_module.ArchivalMemory]
+    classes: list[Any] = [archival_module.SqliteArchivalMemory]
     try:
         from langgraph_memgpt.stores.postgres.archival import PgArchivalMemory
     except ImportError:

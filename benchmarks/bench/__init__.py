@@ -1,7 +1,7 @@
 """Benchmarks of the memory system on public data (LoCoMo turn retrieval and answers).
 
 The benchmark drives the same code path the agent's memory tools use
-(``RecallMemory.search``), so its figures are what the agent actually gets.
+(``SqliteRecallMemory.search``), so its figures are what the agent actually gets.
 
 It is not part of the runtime: nothing the served graph imports loads this package, the CLI
 loads only its command's registration (``bench.cli``), and its libraries (NLTK's Porter

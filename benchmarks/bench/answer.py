@@ -1,6 +1,6 @@
 """LoCoMo question answering from the agent's retrieved memory (``bench locomo --answer``).
 
-For each question the agent's own recall search (hybrid ``RecallMemory.search``, the call
+For each question the agent's own recall search (hybrid ``SqliteRecallMemory.search``, the call
 behind ``conversation_search``) retrieves the top turns; a prompt with those turns, each
 with its session date and speaker, goes to the chat model; the reply is scored with
 LoCoMo's answer F1 and labelled by an LLM judge as in the Mem0/Zep protocol. Latency is
@@ -33,7 +33,7 @@ from .locomo import Conversation, Question
 from .metrics import percentiles
 
 if TYPE_CHECKING:
-    from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+    from langgraph_memgpt.stores.base import RecallStore
 
 DEFAULT_TOP_K = 10
 #: Reply caps: LoCoMo answers are short phrases, and the local model runs at ~10 tokens/s.
@@ -326,7 +326,7 @@ class AnswerRun:
     def run_conversation(
         self,
         conv: Conversation,
-        recall: RecallMemory,
+        recall: RecallStore,
         *,
         progress: ProgressFn | None = None,
         total: int = 0,

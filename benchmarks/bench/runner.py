@@ -2,7 +2,7 @@
 
 Each conversation is ingested into a fresh agent exactly as the agent would have lived it
 (every turn a recall message, one thread per session, sessions in order), then every
-scorable question is put to ``RecallMemory.search`` - the function behind the
+scorable question is put to ``SqliteRecallMemory.search`` - the function behind the
 ``conversation_search`` tool - and the ranked turns are scored against the evidence.
 A plain BM25 baseline is scored in the same run so every report carries its floor.
 """
@@ -29,6 +29,7 @@ from .locomo import (
     turn_text,
 )
 from .metrics import DEFAULT_KS, MetricAccumulator, percentiles
+from langgraph_memgpt.stores.backends import close_backend, open_backend
 
 if TYPE_CHECKING:
     from .answer import AnswerRun
@@ -286,13 +287,13 @@ def run_locomo(
 
 
 def _postgres_backend(options: BenchOptions, embeddings: Embeddings | None) -> Any:
-    """The Postgres backend of ``options.database_url``, or None for SQLite."""
+    """The backend of ``options.database_url`` (Postgres), or None for SQLite."""
     if not options.database_url:
         return None
-    from langgraph_memgpt.stores.postgres import PostgresBackend
-
     model = options.embedding_model if embeddings is not None else "none"
-    return PostgresBackend(options.database_url, embedding_model=model, embeddings=embeddings)
+    return open_backend(
+        "", database_url=options.database_url, embedding_model=model, embeddings=embeddings
+    )
 
 
 @contextmanager
@@ -305,26 +306,21 @@ def _conversation_stores(
     frequencies, average length) are per database; conversations sharing one would rank
     each other's turns differently depending on which were ingested first, and a reused
     --data-dir would change the figures. Postgres: one database for all, one agent per
-    conversation (its BM25 statistics are the agent's own rows).
+    conversation (its BM25 statistics are the agent's own rows). Both through the memory
+    interface (`stores.backends.open_backend`).
     """
-    from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
-    from langgraph_memgpt.stores.sqlite.db import open_db
-    from langgraph_memgpt.stores.sqlite.recall import RecallMemory
-
     folder = data_dir / _folder_name(conv.sample_id)
     agent_id = conv.sample_id
     if backend is not None:
         memory = backend.open(agent_id)
         yield folder, memory.recall, lambda: memory.archival
         return
-    db = open_db(folder / "memory.sqlite")
-    cache_dir = folder / "faiss"
+    own = open_backend(folder, embedding_model="none", embeddings=embeddings)
     try:
-        recall = RecallMemory(db, agent_id, embeddings, cache_dir)
-        yield folder, recall, lambda: ArchivalMemory(db, agent_id, embeddings, cache_dir)
-        recall.close()
+        memory = own.open(agent_id)
+        yield folder, memory.recall, lambda: memory.archival
     finally:
-        db.conn.close()
+        close_backend(own)
 
 
 INGEST_CHUNK = 256

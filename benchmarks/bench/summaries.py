@@ -91,15 +91,10 @@ class SummaryArchive:
     """
 
     def __init__(self, folder: Path, agent_id: str, embeddings: Embeddings | None) -> None:
-        from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
-        from langgraph_memgpt.stores.sqlite.db import open_db
+        from langgraph_memgpt.stores.backends import open_backend
 
-        self.db = open_db(folder / "memory.sqlite")
-        try:
-            self.memory = ArchivalMemory(self.db, agent_id, embeddings, folder / "faiss")
-        except BaseException:
-            self.db.conn.close()
-            raise
+        self.backend = open_backend(folder, embedding_model="none", embeddings=embeddings)
+        self.memory = self.backend.open(agent_id).archival
 
     def stored(self) -> dict[str, str]:
         """Summaries already stored (a reused data dir), by session key."""
@@ -117,10 +112,9 @@ class SummaryArchive:
 
     def close(self) -> None:
         """Persist the FAISS cache and close the database."""
-        try:
-            self.memory.close()
-        finally:
-            self.db.conn.close()
+        from langgraph_memgpt.stores.backends import close_backend
+
+        close_backend(self.backend)
 
 
 @dataclass
@@ -176,6 +170,7 @@ class SessionSummarizer:
         Raises:
             SummaryModelError: the model call failed.
         """
+        from langgraph_memgpt.stores.capabilities import BulkLoad, require
         from langgraph_memgpt.stores.passages import NewPassage
 
         archive = SummaryArchive(data_folder / self.folder_name(), conv.sample_id, embeddings)
@@ -192,7 +187,7 @@ class SessionSummarizer:
                     self.seconds.append(time.perf_counter() - start)
                     if text:
                         self.words.append(len(text.split()))
-                        archive.memory.insert_many(
+                        require(archive.memory, BulkLoad, "bench summaries").insert_many(
                             [
                                 NewPassage(
                                     text,

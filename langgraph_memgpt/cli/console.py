@@ -21,11 +21,17 @@ from rich.table import Table
 
 from langgraph_memgpt.stores.backends import (
     open_backend,
-    reembed_database,
-    reembed_embedded,
+    reembed_agent,
     where,
 )
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.capabilities import (
+    LoggedDeletions,
+    MessageListing,
+    PassageListing,
+    Reembeddable,
+    require,
+)
 from langgraph_memgpt.stores.types import MemoryStoreError
 
 RESULT_PREVIEW_CHARS = 200
@@ -62,7 +68,9 @@ def check_agent(
 def _was_forgotten(backend: MemoryBackend, agent_id: str) -> bool:
     """Whether ``agent_id``'s memory was deleted (its deletion log remains)."""
     try:
-        return bool(backend.open(agent_id).deletions.entries(1))
+        return bool(
+            require(backend.open(agent_id), LoggedDeletions, "inspect").deletions.entries(1)
+        )
     except MemoryStoreError:  # nothing stored at all (e.g. a folder that does not exist)
         return False
 
@@ -112,9 +120,9 @@ def memory_tables(memory: Memory, recent: int = 5) -> list[Table]:
     archival_count = memory.archival.count()
     tags = memory.archival.tags()
     last_modified = memory.core.last_modified()
-    messages = memory.recall.latest(recent)
-    passages = memory.archival.recent(recent)
-    deletions = memory.deletions.entries(recent)
+    messages = require(memory.recall, MessageListing, "inspect").latest(recent)
+    passages = require(memory.archival, PassageListing, "inspect").recent(recent)
+    deletions = require(memory, LoggedDeletions, "inspect").deletions.entries(recent)
     core = Table(title=f"core memory of agent '{memory.agent_id}'")
     for column in ("block", "chars", "value"):
         core.add_column(column)
@@ -246,6 +254,7 @@ def reembed(
         try:
             if not check_agent(backend, where(root, database_url), agent_id):
                 return 1
+            require(backend, Reembeddable, "reembed")
         finally:
             backend.close()
     except MemoryStoreError as exc:
@@ -259,10 +268,10 @@ def reembed(
             task = bars.add_task(task_name, total=None)
             return lambda done, total: bars.update(task, completed=done, total=total)
 
-        if database_url:
-            messages, passages = reembed_database(database_url, agent_id, embeddings, advance)
-        else:
-            messages, passages = reembed_embedded(root, agent_id, embeddings, advance)
+        try:
+            messages, passages = reembed_agent(backend, agent_id, embeddings, advance)
+        finally:
+            backend.close()
     console.print(
         f"Re-embedded {messages} messages and {passages} passages of agent '{escape(agent_id)}' "
         f"with {escape(model)} (dim {dim}) in {time.monotonic() - started:.1f} s.",

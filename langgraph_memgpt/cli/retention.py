@@ -22,6 +22,7 @@ from langgraph_memgpt.ops.forget import clean_server_state
 from langgraph_memgpt.ops.retention import RetentionRuleError, apply_retention, rule, rule_view
 from langgraph_memgpt.stores.backends import close_backend, open_backend
 from langgraph_memgpt.stores.base import MemoryBackend
+from langgraph_memgpt.stores.capabilities import RetentionRules, require
 
 
 def _backend(args: argparse.Namespace) -> MemoryBackend:
@@ -99,18 +100,23 @@ def cmd_retention(args: argparse.Namespace) -> int:
             except RetentionRuleError as exc:
                 print_error(str(exc))
                 return 2
-            memory.archival.set_retention_rule(item)
+            require(memory.archival, RetentionRules, "retention").set_retention_rule(item)
             console.print(f"Agent '{escape(args.agent)}': {escape(item.describe())}")
             return 0
         if args.action == "remove":
-            if not memory.archival.remove_retention_rule(args.tag, args.source):
+            if not require(memory.archival, RetentionRules, "retention").remove_retention_rule(
+                args.tag, args.source
+            ):
                 print_error(f"agent '{args.agent}' has no retention rule for tag '{args.tag}'")
                 return 1
             console.print(
                 f"Agent '{escape(args.agent)}': rule for tag '{escape(args.tag)}' removed"
             )
             return 0
-        rules: list[dict[str, Any]] = [rule_view(r) for r in memory.archival.retention_rules()]
+        rules: list[dict[str, Any]] = [
+            rule_view(r)
+            for r in require(memory.archival, RetentionRules, "retention").retention_rules()
+        ]
         if args.json:
             print(json.dumps(rules))
         elif not rules:

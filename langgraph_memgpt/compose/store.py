@@ -63,8 +63,16 @@ from langgraph.store.base import (
 from langgraph_memgpt.checkpoints import ThreadsAt, current_run, threads_for
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.stores.backends import open_backend
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
-from langgraph_memgpt.stores.sqlite import SqliteBackend
+from langgraph_memgpt.stores.capabilities import (
+    ArchivalForget,
+    BlockEdits,
+    BlockHistory,
+    MessageListing,
+    PassageListing,
+    require,
+)
 from langgraph_memgpt.stores.types import Block, Passage, RecallMessage
 
 PREFIX = "memgpt"
@@ -118,7 +126,7 @@ class MemGPTStore(BaseStore):
         self.context = context or Context()
         self.actor = actor
         self.threads = threads
-        self.backend: MemoryBackend = backend or SqliteBackend(
+        self.backend: MemoryBackend = backend or open_backend(
             self.context.data_dir,
             embedding_model=self.context.embedding_model,
             core_block_limit=self.context.core_block_limit,
@@ -179,7 +187,9 @@ class MemGPTStore(BaseStore):
             _no_other_filters(filters, tier, "tags")
             page = memory.archival.search(op.query or "", tags=tags, page_size=max(1, wanted))
             hits = page.hits[op.offset :]
-            keys = memory.archival.keys_of(h.item.id for h in hits)
+            keys = require(memory.archival, PassageListing, "the store view").keys_of(
+                h.item.id for h in hits
+            )
             return [
                 _passage_item(ns, keys.get(h.item.id, str(h.item.id)), h.item, h.score)
                 for h in hits
@@ -195,7 +205,10 @@ class MemGPTStore(BaseStore):
                 found = memory.recall.search(op.query, roles=role_list, page_size=pool)
                 ranked = [(h.item, h.score) for h in found.hits]
             else:
-                ranked = [(m, None) for m in memory.recall.latest(pool)]
+                ranked = [
+                    (m, None)
+                    for m in require(memory.recall, MessageListing, "the store view").latest(pool)
+                ]
             kept = [
                 (m, score)
                 for m, score in ranked
@@ -238,7 +251,9 @@ class MemGPTStore(BaseStore):
                 return  # the same passage: nothing to write, nothing to log
             # Passages are not edited in place: the old one is forgotten (logged) and
             # the new one saved under the same key.
-            memory.archival.delete([old.id], actor=self.actor)
+            require(memory.archival, ArchivalForget, "the store view").delete(
+                [old.id], actor=self.actor
+            )
         # A put under a key writes that key, even when another key holds the same text.
         memory.archival.insert(text, tags, key=key, merge_duplicates=False)
 
@@ -286,7 +301,7 @@ class MemGPTStore(BaseStore):
         if unknown:
             raise ValueError(f"unknown block fields {sorted(unknown)}")
         if new != current.value:
-            memory.core.set(label, new, actor=self.actor)
+            require(memory.core, BlockEdits, "the store view").set(label, new, actor=self.actor)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         spaces: list[tuple[str, ...]] = [
@@ -357,14 +372,16 @@ def _no_other_filters(filters: Mapping[str, Any], tier: str, *allowed: str) -> N
 
 def _find_passage(memory: Memory, key: str) -> Passage | None:
     """The passage put under ``key``, else the keyless passage whose id ``key`` is."""
-    keyed = memory.archival.keyed([key])
+    keyed = require(memory.archival, PassageListing, "the store view").keyed([key])
     if key in keyed:
         return keyed[key]
     # A passage's id as ASCII digits ("²" is a digit to Python, not to int()), within
     # the engines' 64-bit ids; any other key is a key, never a crash.
     if key.isascii() and key.isdigit() and int(key) <= MAX_PASSAGE_ID:
         passage = memory.archival.get(int(key))
-        if passage is not None and not memory.archival.keys_of([passage.id]):
+        if passage is not None and not require(
+            memory.archival, PassageListing, "the store view"
+        ).keys_of([passage.id]):
             return passage
     return None
 
@@ -407,7 +424,7 @@ def _passage_item(
 
 
 def _block_item(ns: tuple[str, ...], block: Block, memory: Memory) -> SearchItem:
-    history = memory.core.history(block.label)
+    history = require(memory.core, BlockHistory, "the store view").history(block.label)
     created = _when(history[0]["created_at"] if history else None)
     updated = _when(history[-1]["created_at"] if history else None)
     value = {

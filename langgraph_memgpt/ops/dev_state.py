@@ -12,7 +12,6 @@ data directory (`serving`); otherwise ``forget`` says so.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import pickle
 import sys
@@ -21,15 +20,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from filelock import Timeout
 from langchain_core.messages import BaseMessage
 
-from langgraph_memgpt.osutil import write_atomic
+from langgraph_memgpt.osutil import file_lock, write_atomic
 from langgraph_memgpt.redaction import redact
 
 STATE_FILE = Path(".langgraph_api") / ".langgraph_ops.pckl"
 """Where ``langgraph dev`` (its in-memory runtime) saves threads and runs, in its cwd."""
 SERVE_LOCK = Path("locks") / "serve.lock"
-"""Held (``flock``) by ``serve`` while it serves the data directory."""
+"""Held (`osutil.file_lock`) by ``serve`` while it serves the data directory."""
 _IMPORT_ENV = {"LANGGRAPH_RUNTIME_EDITION": "inmem", "REDIS_URI": "", "DATABASE_URI": ""}
 """What ``langgraph_api``'s config module needs to import outside its server: the file
 names a function of it (``langgraph_api.metadata.incr_nodes``)."""
@@ -40,18 +40,16 @@ def serving(data_dir: Path) -> Iterator[None]:
     """Hold the data directory's serve lock while the block runs (``serve``)."""
     path = data_dir / SERVE_LOCK
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    lock = file_lock(path, mode=0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
+        lock.acquire()
+    except Timeout:
         yield  # a second serve: the first one holds it (its own port, same files)
         return
     try:
         yield
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        lock.release()
 
 
 def is_served(data_dir: Path) -> bool:
@@ -59,16 +57,13 @@ def is_served(data_dir: Path) -> bool:
     path = data_dir / SERVE_LOCK
     if not path.exists():
         return False
-    fd = os.open(path, os.O_RDWR)
+    lock = file_lock(path, mode=0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+        lock.acquire()
+    except Timeout:
         return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
+    lock.release()
+    return False
 
 
 def scrub(

@@ -46,12 +46,36 @@ from langgraph_memgpt.checkpoints import (
     threads_for,
 )
 from langgraph_memgpt.redaction import quotable, quotes
-from langgraph_memgpt.stores.base import Memory, Scrubbable
+from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.capabilities import (
+    ArchivalForget,
+    CoreForget,
+    LoggedDeletions,
+    MessageListing,
+    PassageListing,
+    PassageSources,
+    RecallForget,
+    Scrubbable,
+    require,
+    require_all,
+)
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.passages import SUMMARY_TAG
 from langgraph_memgpt.stores.types import Passage, RecallMessage
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.turn.threads import ThreadBusyError
+
+NEEDED_BY = "forget"
+FORGET_NEEDS = (
+    CoreForget,
+    RecallForget,
+    ArchivalForget,
+    MessageListing,
+    PassageListing,
+    PassageSources,
+    LoggedDeletions,
+)
+"""The capabilities (`stores.capabilities`) forgetting uses, checked before anything goes."""
 
 _PAGE = 1000
 MAX_THREAD_QUOTES = 2000
@@ -138,6 +162,7 @@ def forget_passage(
     Raises:
         NothingToForgetError: the agent has no passage with that id.
     """
+    require_all(memory, NEEDED_BY, *FORGET_NEEDS)
     report = forget_passages(memory, [passage_id], actor=actor, checkpointer=checkpointer)
     if not report.passages:
         raise NothingToForgetError(
@@ -170,8 +195,11 @@ def forget_passages(
     what went. ``running``: the thread a run of the caller holds now (a store call inside
     a tool), whose checkpoint that run writes next: it is left, and the report says so.
     """
+    require_all(memory, NEEDED_BY, *FORGET_NEEDS)
     saver = checkpointer
-    deleted = memory.archival.delete(list(passage_ids), actor=actor, detail=detail)
+    deleted = require(memory.archival, ArchivalForget, NEEDED_BY).delete(
+        list(passage_ids), actor=actor, detail=detail
+    )
     report = ForgetReport(passages=deleted)
     if not deleted:
         return report
@@ -209,9 +237,12 @@ def forget_messages(
         NothingToForgetError: no message has any of these ids.
         ForgetRefusedError: ``thread_id``'s checkpoint belongs to another agent.
     """
+    require_all(memory, NEEDED_BY, *FORGET_NEEDS)
     if thread_id is not None and checkpointer is not None:
         _check_owner(memory, checkpointer, thread_id)
-    deleted = memory.recall.delete(message_ids, thread_id=thread_id, actor=actor)
+    deleted = require(memory.recall, RecallForget, NEEDED_BY).delete(
+        message_ids, thread_id=thread_id, actor=actor
+    )
     if not deleted:
         where = f" in thread '{thread_id}'" if thread_id is not None else ""
         raise NothingToForgetError(
@@ -258,15 +289,22 @@ def forget_thread(
         ForgetRefusedError: the thread's checkpoint belongs to another agent (nothing is
             deleted).
     """
+    require_all(memory, NEEDED_BY, *FORGET_NEEDS)
     owner = _check_owner(memory, checkpointer, thread_id) if checkpointer is not None else None
     report = ForgetReport()
     said = [m.text for m in _all_messages(memory) if m.thread_id == thread_id]
-    made = memory.archival.derived_from(thread_id)
-    report.facts = memory.archival.delete(made, actor=actor) if made else []
+    made = require(memory.archival, PassageSources, NEEDED_BY).derived_from(thread_id)
+    report.facts = (
+        require(memory.archival, ArchivalForget, NEEDED_BY).delete(made, actor=actor)
+        if made
+        else []
+    )
     report.passages = _delete_thread_passages(memory, thread_id, actor)
     report.summaries = [p for p in report.passages if SUMMARY_TAG in p.tags]
     report.passages = [p for p in report.passages if SUMMARY_TAG not in p.tags]
-    report.message_count = memory.recall.delete_thread(thread_id, actor=actor)
+    report.message_count = require(memory.recall, RecallForget, NEEDED_BY).delete_thread(
+        thread_id, actor=actor
+    )
     had_memory = bool(report.message_count or report.passages or report.summaries or report.facts)
     # A checkpoint no agent stamped yet is this agent's only if it had memory there.
     if (
@@ -277,12 +315,15 @@ def forget_thread(
         with holding(checkpointer, thread_id):  # a run in progress ends first
             checkpointer.delete_thread(thread_id)
         empty_wal(checkpointer)
-        memory.deletions.record("checkpoint", thread_id, actor=actor, thread_id=thread_id)
+        require(memory, LoggedDeletions, NEEDED_BY).deletions.record(
+            "checkpoint", thread_id, actor=actor, thread_id=thread_id
+        )
         report.checkpoints.append(thread_id)
     if not (had_memory or report.checkpoints):
+        threads = require(memory.recall, MessageListing, NEEDED_BY).threads()
         raise NothingToForgetError(
             f"agent '{memory.agent_id}' has no messages, passages or checkpoint in thread "
-            f"'{thread_id}'; threads with messages: {', '.join(memory.recall.threads()) or 'none'}"
+            f"'{thread_id}'; threads with messages: {', '.join(threads) or 'none'}"
         )
     if len(said) <= MAX_THREAD_QUOTES:
         gone = [p.text for p in [*report.passages, *report.summaries, *report.facts]]
@@ -315,11 +356,14 @@ def forget_agent(
     Raises:
         NothingToForgetError: the agent has no memory at all.
     """
-    threads = memory.recall.threads()
+    require_all(memory, NEEDED_BY, *FORGET_NEEDS)
+    threads = require(memory.recall, MessageListing, NEEDED_BY).threads()
     report = ForgetReport()
-    report.blocks = memory.core.delete_all(actor=actor)
-    report.message_count = memory.recall.delete_all(actor=actor)
-    report.passage_count = passages = memory.archival.delete_all(actor=actor)
+    report.blocks = require(memory.core, CoreForget, NEEDED_BY).delete_all(actor=actor)
+    report.message_count = require(memory.recall, RecallForget, NEEDED_BY).delete_all(actor=actor)
+    report.passage_count = passages = require(
+        memory.archival, ArchivalForget, NEEDED_BY
+    ).delete_all(actor=actor)
     if checkpointer is not None:
         for thread_id in threads:
             owner = _thread_agent(checkpointer, thread_id)
@@ -330,7 +374,7 @@ def forget_agent(
         empty_wal(checkpointer)
     if not (report.blocks or report.message_count or passages):
         raise NothingToForgetError(f"agent '{memory.agent_id}' has no memory to forget")
-    memory.deletions.record(
+    require(memory, LoggedDeletions, NEEDED_BY).deletions.record(
         "agent",
         memory.agent_id,
         actor=actor,
@@ -359,6 +403,7 @@ def forget_matching(
     Raises:
         ValueError: ``about`` has no content word to match on.
     """
+    require_all(memory, NEEDED_BY, *FORGET_NEEDS)
     stems = topic_stems(about)
     if not stems:
         raise ValueError(
@@ -459,7 +504,11 @@ def _remove_summaries(
             for p in _all_passages(memory, thread_id=thread_id)
             if SUMMARY_TAG in p.tags and p.created_at >= since
         ]
-    return memory.archival.delete(doomed, actor=actor) if doomed else []
+    return (
+        require(memory.archival, ArchivalForget, NEEDED_BY).delete(doomed, actor=actor)
+        if doomed
+        else []
+    )
 
 
 def _remove_facts(memory: Memory, deleted: Sequence[RecallMessage], actor: str) -> list[Passage]:
@@ -467,20 +516,30 @@ def _remove_facts(memory: Memory, deleted: Sequence[RecallMessage], actor: str) 
     made: set[int] = set()
     for thread_id in sorted({m.thread_id for m in deleted}):
         ids = [m.message_id for m in deleted if m.thread_id == thread_id]
-        made.update(memory.archival.derived_from(thread_id, ids))
-    return memory.archival.delete(sorted(made), actor=actor) if made else []
+        made.update(
+            require(memory.archival, PassageSources, NEEDED_BY).derived_from(thread_id, ids)
+        )
+    return (
+        require(memory.archival, ArchivalForget, NEEDED_BY).delete(sorted(made), actor=actor)
+        if made
+        else []
+    )
 
 
 def _delete_thread_passages(memory: Memory, thread_id: str, actor: str) -> list[Passage]:
     ids = [p.id for p in _all_passages(memory, thread_id=thread_id)]
-    return memory.archival.delete(ids, actor=actor) if ids else []
+    return (
+        require(memory.archival, ArchivalForget, NEEDED_BY).delete(ids, actor=actor) if ids else []
+    )
 
 
 def _all_passages(memory: Memory, thread_id: str | None = None) -> list[Passage]:
     out: list[Passage] = []
     after = 0
     while True:
-        page = memory.archival.list_passages(after=after, limit=_PAGE, thread_id=thread_id)
+        page = require(memory.archival, PassageListing, NEEDED_BY).list_passages(
+            after=after, limit=_PAGE, thread_id=thread_id
+        )
         if not page:
             return out
         out.extend(p for p, _ in page)
@@ -491,7 +550,9 @@ def _all_messages(memory: Memory) -> list[RecallMessage]:
     out: list[RecallMessage] = []
     after = 0
     while True:
-        page = memory.recall.list_messages(after=after, limit=_PAGE)
+        page = require(memory.recall, MessageListing, NEEDED_BY).list_messages(
+            after=after, limit=_PAGE
+        )
         if not page:
             return out
         out.extend(m for _, m in page)
@@ -519,7 +580,9 @@ def _delete_echoes(memory: Memory, texts: Sequence[str], actor: str) -> list[Rec
     gone: list[RecallMessage] = []
     for thread_id in sorted({m.thread_id for m in echoes}):
         ids = [m.message_id for m in echoes if m.thread_id == thread_id]
-        gone += memory.recall.delete(ids, thread_id=thread_id, actor=actor)
+        gone += require(memory.recall, RecallForget, NEEDED_BY).delete(
+            ids, thread_id=thread_id, actor=actor
+        )
     return gone
 
 

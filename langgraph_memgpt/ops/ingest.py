@@ -29,6 +29,16 @@ from langgraph_memgpt.tools.file_rules import (
     shown_name,
     withhold_secrets,
 )
+from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.capabilities import (
+    ArchivalForget,
+    BulkLoad,
+    PassageListing,
+    require,
+    require_all,
+)
+from langgraph_memgpt.stores.passages import MAX_TAG_CHARS, NewPassage
+from langgraph_memgpt.stores.types import Passage
 
 TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ".rst"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
@@ -169,7 +179,9 @@ def ingest_file(
 
     Raises:
         IngestError: the file cannot be read as text, Markdown or HTML.
+        MissingCapability: the backend cannot bulk-load, list or forget passages.
     """
+    require_all(memory, "ingest", BulkLoad, PassageListing, ArchivalForget)
     path = Path(path)
     if not path.is_file():
         raise IngestError(f"{path} is not a file")
@@ -187,7 +199,7 @@ def ingest_file(
     source_tag = f"source:{name}"[:MAX_TAG_CHARS]
     for start in range(0, len(chunks), _BATCH):
         batch = chunks[start : start + _BATCH]
-        memory.archival.insert_many(
+        require(memory.archival, BulkLoad, "ingest").insert_many(
             [
                 NewPassage(
                     text=(
@@ -205,7 +217,11 @@ def ingest_file(
     added = memory.archival.count() - before
     # The file changed: its earlier chunks go (after the new ones are in, so a failure
     # halfway never leaves the document missing).
-    replaced = len(memory.archival.delete(old, actor=actor)) if old else 0
+    replaced = (
+        len(require(memory.archival, ArchivalForget, "ingest").delete(old, actor=actor))
+        if old
+        else 0
+    )
     return IngestReport(
         path=path, chunks=len(chunks), added=added, replaced=replaced, withheld=withheld
     )
@@ -252,7 +268,9 @@ def _inside(path: Path, root: Path, given: Path) -> Path:
 def _keyed_passages(memory: Memory) -> list[tuple[Passage, str]]:
     out: list[tuple[Passage, str]] = []
     after = 0
-    while page := memory.archival.list_passages(after=after, limit=1000):
+    while page := require(memory.archival, PassageListing, "ingest").list_passages(
+        after=after, limit=1000
+    ):
         out += [(p, k) for p, k in page if k]
         after = page[-1][0].id
     return out

@@ -27,8 +27,8 @@ from langgraph.pregel import Pregel
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.ownership import thread_agent
+from langgraph_memgpt.stores.backends import open_backend
 from langgraph_memgpt.stores.base import MemoryBackend
-from langgraph_memgpt.stores.sqlite import SqliteBackend
 from langgraph_memgpt.turn.main_context import TIME_KEY, is_user_message, record, stamped
 
 _log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def recover_thread(
     if not queue or not (values.get("agent_id") or _named_agent(context)):
         return 0
     thread_id = str(config.get("configurable", {}).get("thread_id", "default"))
-    backend = memory or SqliteBackend(
+    backend = memory or open_backend(
         ctx.data_dir,
         embedding_model=ctx.embedding_model,
         embeddings=embeddings,

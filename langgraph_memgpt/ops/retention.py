@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.capabilities import RetentionRules, require
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.passages import MAX_TAG_CHARS, normalize_tags
 from langgraph_memgpt.stores.text import one_line
@@ -160,13 +161,13 @@ def apply_retention(
 
     report = RetentionReport(memory.agent_id)
     moment = now or datetime.now(UTC)
-    for item in memory.archival.retention_rules():
+    for item in require(memory.archival, RetentionRules, "retention").retention_rules():
         try:
             before = to_utc_iso(moment - timedelta(seconds=item.max_age_seconds))
         except (OverflowError, ValueError):
             continue  # a cut-off before year 1 (a rule stored unchecked): nothing is older
         source_tag = _source_tag(item.source) if item.source else None
-        while ids := memory.archival.expired(
+        while ids := require(memory.archival, RetentionRules, "retention").expired(
             item.tag, source_tag=source_tag, before=before, limit=_BATCH
         ):
             erased = forget_passages(

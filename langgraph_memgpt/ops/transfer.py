@@ -48,6 +48,17 @@ from langgraph_memgpt.ops.export_file import (
     read_export,
 )
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.capabilities import (
+    BlockHistory,
+    BlockRestore,
+    BlockSharing,
+    BulkLoad,
+    MessageListing,
+    PassageListing,
+    RetentionRules,
+    require,
+    require_all,
+)
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.passages import NewPassage
 from langgraph_memgpt.stores.types import BlockEditError, RecallMessage
@@ -88,6 +99,18 @@ class ImportReport:
     the file's was not written. Never the texts, only what names them."""
 
 
+NEEDED_BY = "export and import"
+TRANSFER_NEEDS = (
+    BlockHistory,
+    BlockSharing,
+    BlockRestore,
+    MessageListing,
+    PassageListing,
+    RetentionRules,
+    BulkLoad,
+)
+"""The capabilities (`stores.capabilities`) export and import use, checked before either starts."""
+
 # -- export ----------------------------------------------------------------------------
 
 
@@ -102,6 +125,7 @@ def export_agent(
         embedding: ``{"model": ..., "dim": ...}`` the memory's vectors were made with,
             recorded for the importing side (None: words-only memory or unknown).
     """
+    require_all(memory, NEEDED_BY, *TRANSFER_NEEDS)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     counts = dict.fromkeys(KINDS, 0)
@@ -129,7 +153,7 @@ def export_agent(
                 }
             )
             for block in memory.core.blocks():
-                owner = memory.core.owner(block.label)
+                owner = require(memory.core, BlockSharing, NEEDED_BY).owner(block.label)
                 write(
                     {
                         "type": "block",
@@ -142,14 +166,16 @@ def export_agent(
                         **(
                             {
                                 "shared_from": owner,
-                                "shared_proof": memory.core.share_proof(block.label, owner),
+                                "shared_proof": require(
+                                    memory.core, BlockSharing, NEEDED_BY
+                                ).share_proof(block.label, owner),
                             }
                             if owner != memory.agent_id
                             else {}
                         ),
                     }
                 )
-                for entry in memory.core.history(block.label):
+                for entry in require(memory.core, BlockHistory, NEEDED_BY).history(block.label):
                     write(
                         {
                             "type": "block_history",
@@ -157,7 +183,9 @@ def export_agent(
                         }
                     )
             after = 0
-            while page := memory.recall.list_messages(after=after, limit=_PAGE):
+            while page := require(memory.recall, MessageListing, NEEDED_BY).list_messages(
+                after=after, limit=_PAGE
+            ):
                 for _, m in page:
                     write(
                         {
@@ -175,7 +203,9 @@ def export_agent(
                     )
                 after = page[-1][0]
             after = 0
-            while passages := memory.archival.list_passages(after=after, limit=_PAGE):
+            while passages := require(memory.archival, PassageListing, NEEDED_BY).list_passages(
+                after=after, limit=_PAGE
+            ):
                 for p, key in passages:
                     write(
                         {
@@ -191,7 +221,7 @@ def export_agent(
                         }
                     )
                 after = passages[-1][0].id
-            for item in memory.archival.retention_rules():
+            for item in require(memory.archival, RetentionRules, NEEDED_BY).retention_rules():
                 write(
                     {
                         "type": "retention_rule",
@@ -231,8 +261,8 @@ def has_memory(memory: Memory) -> bool:
     """Whether the agent has any block, message or passage."""
     return bool(
         memory.core.blocks()
-        or memory.recall.list_messages(limit=1)
-        or memory.archival.list_passages(limit=1)
+        or require(memory.recall, MessageListing, NEEDED_BY).list_messages(limit=1)
+        or require(memory.archival, PassageListing, NEEDED_BY).list_passages(limit=1)
     )
 
 
@@ -250,11 +280,11 @@ def _attach_shared(memory: Memory, export: AgentExport) -> dict[str, str]:
         if owner == memory.agent_id or export.agent_id != memory.agent_id:
             continue
         proof = export.proofs.get(label, "")
-        expected = memory.core.share_proof(label, owner)
+        expected = require(memory.core, BlockSharing, NEEDED_BY).share_proof(label, owner)
         if not proof or not expected or not hmac.compare_digest(proof, expected):
             continue
         try:
-            memory.core.attach(label, owner)
+            require(memory.core, BlockSharing, NEEDED_BY).attach(label, owner)
         except BlockEditError:
             continue
         attached[label] = owner
@@ -285,6 +315,7 @@ def import_agent(
         ImportConflictError: the agent has memory and ``mode`` is ``new``.
     """
     export = read_export(path)
+    require_all(memory, NEEDED_BY, *TRANSFER_NEEDS)
     exists = has_memory(memory)
     if exists and mode == "new":
         raise ImportConflictError(
@@ -317,7 +348,7 @@ def import_agent(
         k: v for k, v in export.shared.items() if k not in report.attached and k not in present
     }
     for label, block in present.items():
-        theirs = memory.core.owner(label) != memory.agent_id
+        theirs = require(memory.core, BlockSharing, NEEDED_BY).owner(label) != memory.agent_id
         if any(b.label == label for b in export.blocks) and (
             block.read_only or theirs or mode == "merge"
         ):
@@ -325,7 +356,7 @@ def import_agent(
     skip = set(report.attached) | set(report.kept)
     restored = [b for b in export.blocks if b.label not in skip]
     history = [e for e in export.history if e["label"] not in skip]
-    memory.core.restore(restored, history)
+    require(memory.core, BlockRestore, NEEDED_BY).restore(restored, history)
     report.blocks, report.history = len(restored), len(history)
     # A stored message, passage or rule is never rewritten (merge means merge, and
     # replace replaces writable blocks only): one the file holds with other content is a
@@ -362,7 +393,11 @@ def import_agent(
         # Unkeyed passages get a key from their source, so a second import of the same
         # file finds them instead of adding copies.
         keys = {p["id"]: p["key"] or f"import:{export.agent_id}:{p['id']}" for p in batch}
-        held = memory.archival.keyed(keys.values()) if exists else {}
+        held = (
+            require(memory.archival, PassageListing, NEEDED_BY).keyed(keys.values())
+            if exists
+            else {}
+        )
         for p in batch:
             kept = held.get(keys[p["id"]])
             if kept is None:
@@ -381,11 +416,14 @@ def import_agent(
         if progress is not None:
             progress("archival passages", start + len(batch), len(export.passages))
     report.passages_new = memory.archival.count() - before
-    rules = {(r.tag, r.source): r for r in memory.archival.retention_rules()}
+    rules = {
+        (r.tag, r.source): r
+        for r in require(memory.archival, RetentionRules, NEEDED_BY).retention_rules()
+    }
     for item in export.retention:  # after the passages: an import never forgets by itself
         mine = rules.get((item.tag, item.source))
         if mine is None:
-            memory.archival.set_retention_rule(item)
+            require(memory.archival, RetentionRules, NEEDED_BY).set_retention_rule(item)
         elif mine != item:
             report.collisions.append(
                 f"retention rule {item.describe()}: the agent's {mine.describe()} kept"
@@ -397,7 +435,9 @@ def _stored_messages(memory: Memory) -> dict[tuple[str, str], RecallMessage]:
     """Every message the agent has, by (thread, message id)."""
     out: dict[tuple[str, str], RecallMessage] = {}
     after = 0
-    while page := memory.recall.list_messages(after=after, limit=_PAGE):
+    while page := require(memory.recall, MessageListing, NEEDED_BY).list_messages(
+        after=after, limit=_PAGE
+    ):
         out.update({(m.thread_id, m.message_id): m for _, m in page})
         after = page[-1][0]
     return out
@@ -407,7 +447,9 @@ def _stored_passages(memory: Memory) -> set[tuple[str, str | None]]:
     """(text, time) of every passage the agent has."""
     out: set[tuple[str, str | None]] = set()
     after = 0
-    while page := memory.archival.list_passages(after=after, limit=_PAGE):
+    while page := require(memory.archival, PassageListing, NEEDED_BY).list_passages(
+        after=after, limit=_PAGE
+    ):
         out.update((p.text, p.created_at) for p, _ in page)
         after = page[-1][0].id
     return out
@@ -435,7 +477,11 @@ def _import_passages(
 
     def flush() -> None:
         for (number, _), passage in zip(
-            pending, memory.archival.insert_many([item for _, item in pending]), strict=True
+            pending,
+            require(memory.archival, BulkLoad, NEEDED_BY).insert_many(
+                [item for _, item in pending]
+            ),
+            strict=True,
         ):
             stored[number] = passage.id
         pending.clear()
@@ -458,10 +504,14 @@ def _import_passages(
         flush()  # the passage it replaces may be in this batch
         linked = replace(item, replaces=stored.get(older))
         try:
-            stored[p["id"]] = memory.archival.insert_many([linked])[0].id
+            stored[p["id"]] = (
+                require(memory.archival, BulkLoad, NEEDED_BY).insert_many([linked])[0].id
+            )
         except ValueError as refused:  # this store already replaced it: keep the passage
             log.warning("passage %s imported without its link: %s", p["id"], refused)
-            stored[p["id"]] = memory.archival.insert_many([item])[0].id
+            stored[p["id"]] = (
+                require(memory.archival, BulkLoad, NEEDED_BY).insert_many([item])[0].id
+            )
     flush()
 
 

@@ -108,11 +108,9 @@ async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
     if settings.database_url:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        from langgraph_memgpt.stores.postgres import PostgresBackend
-
         backend = server_memory(settings)
-        assert isinstance(backend, PostgresBackend)
-        await asyncio.to_thread(backend.pool)
+        assert backend is not None
+        await asyncio.to_thread(backend.agents)  # its schema and connections, made now
 
         async with AsyncPostgresSaver.from_conn_string(settings.database_url) as saver:
             await saver.setup()
@@ -185,30 +183,33 @@ def server_memory(
 ) -> MemoryBackend | None:
     """The memory backend the settings choose: None for the embedded SQLite one.
 
-    With ``database_url``, a `PostgresBackend` on it (one per URL and embedding model in
-    the process, shared by the graph and the checkpointer's start-up check).
+    With ``database_url``, the backend of its engine (`stores.registry`: Postgres), one per
+    URL and embedding model in the process, shared by the graph and the checkpointer's
+    start-up check.
 
     Raises:
-        ContextError: the Postgres extra is not installed.
+        ContextError: no engine serves the URL, or its extra is not installed.
     """
     if not settings.database_url:
         return None
-    try:
-        from langgraph_memgpt.stores.postgres import PostgresBackend
-    except ImportError as exc:
-        raise ContextError(
-            [
-                f"MEMGPT_DATABASE_URL is set but {exc.name} is not installed: "
-                "pip install 'langgraph-memgpt[postgres]'"
-            ]
-        ) from exc
+    from langgraph_memgpt.stores.backends import BackendSetupError, open_backend
+
+    def opened(embeddings: Embeddings | None = None) -> MemoryBackend:
+        try:
+            return open_backend(
+                settings.data_dir,
+                database_url=settings.database_url,
+                embedding_model=settings.embedding_model,
+                embeddings=embeddings,
+            )
+        except BackendSetupError as exc:
+            raise ContextError([f"MEMGPT_DATABASE_URL: {exc}"]) from exc
+
     if embeddings is not None:
-        return PostgresBackend(settings.database_url, embeddings=embeddings)
+        return opened(embeddings)
     key = (settings.database_url, settings.embedding_model)
     if key not in _SERVER_MEMORY:
-        _SERVER_MEMORY[key] = PostgresBackend(
-            settings.database_url, embedding_model=settings.embedding_model
-        )
+        _SERVER_MEMORY[key] = opened()
     return _SERVER_MEMORY[key]
 
 

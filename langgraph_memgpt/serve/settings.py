@@ -17,6 +17,7 @@ from typing import Any, ClassVar, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from langgraph_memgpt.context import CONTEXT_FIELDS, Context, ContextError, field_problems
+from langgraph_memgpt.stores.registry import threads_in_database
 
 # --- what a client of the served graph may set --------------------------------------
 
@@ -128,7 +129,8 @@ def _embedding_problem(spec: str) -> str | None:
 
 
 def _database_problem(url: str) -> str | None:
-    if not url or url.startswith(("postgresql://", "postgres://")):
+    # A served database holds the threads too: only an engine that keeps them (Postgres).
+    if not url or threads_in_database(url):
         return None
     shown = url.split("@")[-1]  # never echo a password
     return (

@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.sleeptime.state import ACTOR, WATERMARK, SleepState
+from langgraph_memgpt.stores.capabilities import BlockEdits, FeedMarks, PassageSources, require
 from langgraph_memgpt.stores.types import BlockEditError
 from langgraph_memgpt.turn.main_context import context_of
 
@@ -67,7 +68,7 @@ def make_apply_rewrite(deps: Deps) -> Any:
                 if old:
                     memory.core.replace(label, old, new, actor=ACTOR)
                 else:
-                    memory.core.set(label, new, actor=ACTOR)
+                    require(memory.core, BlockEdits, "sleep-time").set(label, new, actor=ACTOR)
             except BlockEditError as exc:
                 # Not found: edited between the re-read and the write. Else a limit.
                 retry = retry or "not found" in str(exc)
@@ -83,14 +84,14 @@ def make_apply_rewrite(deps: Deps) -> Any:
             passage = memory.archival.insert(fact, tags=[ARCHIVE_TAG], key=fact_key(fact))
             # Every message the run read may be where it came from: forgetting any of
             # them forgets the fact (``forget``).
-            memory.archival.add_sources(passage.id, sources)
+            require(memory.archival, PassageSources, "sleep-time").add_sources(passage.id, sources)
             if memory.archival.count() > before:
                 archived.append(fact)
 
         if retry:
             problems.append("a block changed during the run: its messages will be read again")
         else:
-            memory.recall.set_mark(WATERMARK, state.get("end", 0))
+            require(memory.recall, FeedMarks, "sleep-time").set_mark(WATERMARK, state.get("end", 0))
         for problem in problems[len(state.get("problems", [])) :]:
             log.warning("sleep-time consolidation of agent %s: %s", memory.agent_id, problem)
         return {"edits": edits, "archived": archived, "problems": problems}

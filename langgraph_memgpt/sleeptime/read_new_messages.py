@@ -21,6 +21,14 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.ops.retention import apply_retention
 from langgraph_memgpt.sleeptime.state import DEFAULT_MAX_MESSAGES, WATERMARK, SleepState
+from langgraph_memgpt.stores.capabilities import (
+    BlockEdits,
+    FeedMarks,
+    PassageSources,
+    RetentionRules,
+    require,
+    require_all,
+)
 from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.tools.run import facts_of
@@ -63,11 +71,13 @@ def make_read_new_messages(deps: Deps, threads: ThreadsAt = None) -> Any:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError(f"max_messages must be a whole number of 1 or more, got {limit!r}")
         memory = deps.memory(context_of(runtime))
+        # Every capability the run uses, before it changes anything.
+        require_all(memory, "sleep-time", FeedMarks, BlockEdits, PassageSources, RetentionRules)
         # Retention first: a run with nothing new to read still forgets what is past its
         # age, in the agent's threads too (the one eraser, `forget.forget_passages`).
         with threads_for(threads, config) as saver:
             retention = apply_retention(memory, checkpointer=saver)
-        start = memory.recall.mark(WATERMARK)
+        start = require(memory.recall, FeedMarks, "sleep-time").mark(WATERMARK)
         update: dict[str, Any] = {
             "agent_id": memory.agent_id,
             "start": start,
@@ -85,7 +95,9 @@ def make_read_new_messages(deps: Deps, threads: ThreadsAt = None) -> Any:
         sources: list[list[str]] = []
         used = 0
         end = start
-        for position, message in memory.recall.since(start, limit):
+        for position, message in require(memory.recall, FeedMarks, "sleep-time").since(
+            start, limit
+        ):
             line = transcript_line(message)
             if line is not None:
                 if transcript and used + len(line) > TRANSCRIPT_CHARS:
@@ -97,7 +109,7 @@ def make_read_new_messages(deps: Deps, threads: ThreadsAt = None) -> Any:
         update["end"] = end
         if not transcript:
             if end != start:  # only tool results and alerts: read, nothing to tend
-                memory.recall.set_mark(WATERMARK, end)
+                require(memory.recall, FeedMarks, "sleep-time").set_mark(WATERMARK, end)
             return update
         update["transcript"] = transcript
         update["sources"] = sources

@@ -1,10 +1,13 @@
 """Memory stores: the interface every backend meets, and the engine-neutral search under it.
 
-The modules here import no storage engine: ``base`` (the protocols), ``search`` and
-``ranking`` (hybrid search and fusion), ``bm25``, ``words``, ``mentions``, ``chunks``,
-``embeddings`` and the value types. Each engine is a package of its own: ``stores.sqlite``
-(the embedded default: one SQLite file, FAISS caches beside it) and ``stores.postgres``;
-``stores.backends`` picks one for a data directory or a database URL.
+The modules here import no storage engine: ``base`` (the core protocols: what the loop
+and the tools call), ``capabilities`` (the optional ones a command or page checks before
+use), ``search`` and ``ranking`` (hybrid search and fusion), ``bm25``, ``words``,
+``mentions``, ``chunks``, ``embeddings``, ``migration`` and the value types. Each engine is
+a package of its own: ``stores.sqlite`` (the embedded default: one SQLite file, FAISS
+caches beside it) and ``stores.postgres``; ``stores.registry`` names them by URL scheme
+(the one place that does), and ``stores.backends`` opens the one a data directory or a
+database URL names.
 
 The SQLite backend's names are importable from here too (``from langgraph_memgpt.stores
 import SqliteBackend``), loaded on first use, so importing the package loads no engine.

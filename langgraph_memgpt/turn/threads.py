@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import fcntl
 import hashlib
 import logging
 import os
@@ -57,10 +56,12 @@ from types import FrameType
 from typing import Any, cast
 from uuid import UUID
 
+from filelock import FileLock, Timeout
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler, CallbackManager
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from langgraph_memgpt.osutil import file_lock
 from langgraph_memgpt.stores.base import ThreadLocks
 
 THREAD_WAIT_SECONDS = 900.0
@@ -109,7 +110,7 @@ class _Claim:
         """What tells this claim's lock apart (the lock file, or the scope and thread)."""
         with _local_guard:
             self.local = _local_locks.setdefault(self.key, threading.Lock())
-        self.fd: int | None = None
+        self.file: FileLock | None = None
 
     def try_acquire(self) -> bool:
         if not self.local.acquire(blocking=False):
@@ -140,11 +141,11 @@ class _Claim:
     def _try_file_lock(self) -> bool:
         assert self.path is not None
         try:
-            if self.fd is None:
+            if self.file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+                self.file = file_lock(self.path)
+            self.file.acquire()
+        except Timeout:
             return False
         except OSError as exc:
             # An unwritable data directory: other processes cannot be excluded, this one is.
@@ -165,17 +166,17 @@ class _Claim:
             self._close()
 
     def _unlock_local(self) -> None:
-        """Drop the file lock (keeping its descriptor for another try), then this process's."""
-        if self.fd is not None:
+        """Drop the file lock (keeping its lock object for another try), then this process's."""
+        if self.file is not None and self.file.is_locked:
             with contextlib.suppress(OSError):
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
+                self.file.release(force=True)
         self.local.release()
 
     def _close(self) -> None:
-        if self.fd is not None:
+        if self.file is not None:
             with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = None
+                self.file.release(force=True)
+            self.file = None
 
     def busy(self) -> ThreadBusyError:
         self._close()

@@ -17,7 +17,7 @@ from benchmarks.bench.summaries import evidence_sessions, session_transcript
 from langgraph_memgpt.llm.factory import clear_model_cache, resolve_model
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.prompts import SUMMARIZER_INSTRUCTIONS
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.types import Passage
 
@@ -75,7 +75,7 @@ def _stored_summaries(data_dir: Path) -> list[Passage]:
     (folder,) = (data_dir / "conv-a").glob("summaries-*")
     db = open_db(folder / "memory.sqlite")
     try:
-        memory = ArchivalMemory(db, "conv-a", None, folder / "faiss")
+        memory = SqliteArchivalMemory(db, "conv-a", None, folder / "faiss")
         return sorted(memory.recent(10), key=lambda p: p.id)
     finally:
         db.conn.close()

@@ -18,7 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores import search
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory, NewPassage
+from langgraph_memgpt.stores.sqlite.archival import NewPassage, SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.migrations import migrate
 from langgraph_memgpt.stores.sqlite.vectors import forget_loaded_indexes
 from langgraph_memgpt.stores.types import EmbeddingMismatchError, Passage
@@ -56,9 +56,9 @@ def cache_dir(tmp_data_dir: Path) -> Path:
 def sqlite_open_archive(
     db: sqlite_utils.Database, cache_dir: Path, embeddings: MiniLMEmbeddings
 ) -> Any:
-    def open_(agent_id: str = "alice", **kwargs: Any) -> ArchivalMemory:
+    def open_(agent_id: str = "alice", **kwargs: Any) -> SqliteArchivalMemory:
         kwargs.setdefault("embeddings", embeddings)
-        return ArchivalMemory(db, agent_id, cache_dir=cache_dir, **kwargs)
+        return SqliteArchivalMemory(db, agent_id, cache_dir=cache_dir, **kwargs)
 
     forget_loaded_indexes()
     return open_
@@ -93,8 +93,8 @@ def open_archive(
 
 
 @pytest.fixture
-def archive(open_archive: Any) -> ArchivalMemory:
-    memory: ArchivalMemory = open_archive("alice")
+def archive(open_archive: Any) -> SqliteArchivalMemory:
+    memory: SqliteArchivalMemory = open_archive("alice")
     memory.insert_many([NewPassage(text, tags=tags, created_at=when) for text, tags, when in FACTS])
     return memory
 
@@ -103,7 +103,7 @@ def texts(passages: list[Passage]) -> list[str]:
     return [p.text for p in passages]
 
 
-def top_text(memory: ArchivalMemory, query: str, **kwargs: Any) -> str:
+def top_text(memory: SqliteArchivalMemory, query: str, **kwargs: Any) -> str:
     return memory.search(query, **kwargs).hits[0].item.text
 
 
@@ -196,39 +196,39 @@ def test_insert_many_keeps_order_and_shared_provenance(open_archive: Any) -> Non
 # ---------------------------------------------------------------- searching
 
 
-def test_search_finds_a_passage_by_meaning(archive: ArchivalMemory) -> None:
+def test_search_finds_a_passage_by_meaning(archive: SqliteArchivalMemory) -> None:
     assert "Biscuit" in top_text(archive, "what kind of puppy does she have?")
     assert "peanuts" in top_text(archive, "food intolerances")
 
 
-def test_search_finds_a_passage_by_a_rare_exact_word(archive: ArchivalMemory) -> None:
+def test_search_finds_a_passage_by_a_rare_exact_word(archive: SqliteArchivalMemory) -> None:
     assert "XK-4471" in top_text(archive, "XK 4471")
     assert "XK-4471" in top_text(archive, "4471", mode="fts")
 
 
-def test_each_mode_ranks_the_obvious_match_first(archive: ArchivalMemory) -> None:
+def test_each_mode_ranks_the_obvious_match_first(archive: SqliteArchivalMemory) -> None:
     for mode in ("hybrid", "fts", "vector"):
         assert "Okafor" in top_text(archive, "Okafor manager", mode=mode)
 
 
-def test_fts_mode_counts_only_word_matches(archive: ArchivalMemory) -> None:
+def test_fts_mode_counts_only_word_matches(archive: SqliteArchivalMemory) -> None:
     page = archive.search("hospital", mode="fts")
     assert page.total == 2
     assert all("hospital" in hit.item.text for hit in page.hits)
 
 
-def test_hits_carry_fused_scores_best_first(archive: ArchivalMemory) -> None:
+def test_hits_carry_fused_scores_best_first(archive: SqliteArchivalMemory) -> None:
     scores = [hit.score for hit in archive.search("Alice hospital work", page_size=8).hits]
     assert scores == sorted(scores, reverse=True)
 
 
-def test_tags_any_matches_passages_with_at_least_one_tag(archive: ArchivalMemory) -> None:
+def test_tags_any_matches_passages_with_at_least_one_tag(archive: SqliteArchivalMemory) -> None:
     page = archive.search("Alice", tags=["family", "PETS"], page_size=10)
     assert sorted(h.item.text[:12] for h in page.hits) == ["Alice's dog ", "Alice's sist"]
     assert page.total == 2
 
 
-def test_tags_all_matches_passages_with_every_tag(archive: ArchivalMemory) -> None:
+def test_tags_all_matches_passages_with_every_tag(archive: SqliteArchivalMemory) -> None:
     page = archive.search("Alice", tags=["health", "goals"], tag_match="all")
     assert [h.item.text for h in page.hits] == [FACTS[5][0]]
     assert archive.search("Alice", tags=["health", "pets"], tag_match="all").total == 0
@@ -251,7 +251,7 @@ def test_a_tag_filter_is_applied_before_ranking(open_archive: Any) -> None:
 
 
 def test_date_filters_are_inclusive_and_a_bare_end_date_covers_the_day(
-    archive: ArchivalMemory,
+    archive: SqliteArchivalMemory,
 ) -> None:
     def when(**kwargs: Any) -> list[str]:
         page = archive.search("Alice", page_size=20, **kwargs)
@@ -279,13 +279,13 @@ def test_date_filters_are_inclusive_and_a_bare_end_date_covers_the_day(
     ],
 )
 def test_bad_search_arguments_raise_readable_errors(
-    archive: ArchivalMemory, kwargs: dict[str, Any], message: str
+    archive: SqliteArchivalMemory, kwargs: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
         archive.search("Alice", **kwargs)
 
 
-def test_blank_dates_mean_no_bound(archive: ArchivalMemory) -> None:
+def test_blank_dates_mean_no_bound(archive: SqliteArchivalMemory) -> None:
     assert archive.search("Alice", start_date="", end_date=" ").total == len(FACTS)
 
 
@@ -301,7 +301,7 @@ def test_pages_split_all_results_with_a_total(open_archive: Any) -> None:
     assert memory.search("garden tomatoes", page=3, page_size=5).hits == []
 
 
-def test_an_empty_query_lists_newest_first(archive: ArchivalMemory) -> None:
+def test_an_empty_query_lists_newest_first(archive: SqliteArchivalMemory) -> None:
     page = archive.search("", page_size=3)
     assert page.total == len(FACTS)
     assert [h.item.text for h in page.hits] == [FACTS[7][0], FACTS[6][0], FACTS[5][0]]
@@ -327,7 +327,7 @@ def test_an_empty_query_lists_newest_first(archive: ArchivalMemory) -> None:
         "alice + dog",
     ],
 )
-def test_hostile_query_strings_never_raise(archive: ArchivalMemory, query: str) -> None:
+def test_hostile_query_strings_never_raise(archive: SqliteArchivalMemory, query: str) -> None:
     for mode in ("hybrid", "fts", "vector"):
         page = archive.search(query, mode=mode)
         assert page.total >= 0
@@ -343,7 +343,7 @@ def test_words_only_search_when_there_are_no_embeddings(open_archive: Any) -> No
 
 
 def test_a_vector_search_counts_its_total_only_up_to_the_cap(
-    archive: ArchivalMemory, monkeypatch: pytest.MonkeyPatch
+    archive: SqliteArchivalMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """At a million passages counting every vector cost most of a search: a lower bound."""
     archive.insert_many([NewPassage(f"Shopping list number {n}: eggs.") for n in range(120)])
@@ -377,7 +377,7 @@ def test_hnsw_archive_finds_the_same_passages(open_archive: Any) -> None:
 # ---------------------------------------------------------------- statistics
 
 
-def test_count_tags_last_modified_recent_and_get(archive: ArchivalMemory) -> None:
+def test_count_tags_last_modified_recent_and_get(archive: SqliteArchivalMemory) -> None:
     assert archive.count() == len(FACTS)
     assert archive.tags() == sorted(
         {"pets", "work", "bio", "health", "family", "home", "goals", "preferences"}
@@ -512,7 +512,7 @@ def test_switching_embedding_model_needs_a_reembed(
     assert "toy-letters-16 (dim 16)" in str(err.value)
     assert "all-MiniLM-L6-v2-int8 (dim 384)" in str(err.value)
 
-    memory = ArchivalMemory.reembed(db, "alice", MiniLMEmbeddings(), cache_dir)
+    memory = SqliteArchivalMemory.reembed(db, "alice", MiniLMEmbeddings(), cache_dir)
     assert memory.count() == len(FACTS)
     assert "Biscuit" in top_text(memory, "what kind of puppy does she have?")
     assert "Biscuit" in top_text(open_archive(), "what kind of puppy does she have?")
@@ -568,7 +568,9 @@ CHAT = [  # one conversation, saved a turn at a time, as a model archives what i
 ]
 
 
-def _archive_chat(memory: ArchivalMemory, tags: list[list[str]] | None = None) -> list[Passage]:
+def _archive_chat(
+    memory: SqliteArchivalMemory, tags: list[list[str]] | None = None
+) -> list[Passage]:
     return [
         memory.insert(text, tags=tags[i] if tags else (), thread_id="chat", turn=i + 1)
         for i, text in enumerate(CHAT)

@@ -145,17 +145,11 @@ def test_reembedding_an_agent_embeds_the_parts_again(
     memory = backend.open("ada")
     memory.archival.insert_many([*NEAR_MISSES, LONG])
     memory.recall.add(_messages("ada", [*NEAR_MISSES, LONG]))
-    if backend_kind == "postgres":
-        from langgraph_memgpt.stores.postgres.reembed import reembed_postgres
+    from langgraph_memgpt.stores.backends import close_backend, reembed_agent
 
-        reembed_postgres(backend, "ada", embeddings)
-    else:
-        from langgraph_memgpt.stores.backends import reembed_embedded
-        from langgraph_memgpt.stores.sqlite import close_all
-
-        close_all()
-        reembed_embedded(tmp_path / "memory", "ada", embeddings, lambda _: lambda d, t: None)
-        memory = make_backend(embeddings=embeddings).open("ada")
+    close_backend(backend)  # the embedded engine re-embeds with no memory of it open
+    reembed_agent(backend, "ada", embeddings, lambda _: lambda d, t: None)
+    memory = make_backend(embeddings=embeddings).open("ada")
     assert _part_count(memory, "archival") == len(parts_of(LONG))
     assert _part_count(memory, "recall") == len(parts_of(LONG))
     assert memory.archival.search(TOPIC, mode="vector").hits[0].item.text == LONG

@@ -16,17 +16,19 @@ from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.types import Block, BlockEditError
 
 # The protocol's methods plus ``create`` (both backends have it; the graph does not need it).
-CoreMemory = Any
+SqliteCoreMemory = Any
 
 
 @pytest.fixture
-def core(memory_backend: MemoryBackend) -> CoreMemory:
+def core(memory_backend: MemoryBackend) -> SqliteCoreMemory:
     memory = memory_backend.open("agent-a").core
     memory.ensure_defaults(persona="I am Sam, a helpful assistant.", human="")
     return memory
 
 
-def test_ensure_defaults_creates_persona_and_human_with_descriptions(core: CoreMemory) -> None:
+def test_ensure_defaults_creates_persona_and_human_with_descriptions(
+    core: SqliteCoreMemory,
+) -> None:
     blocks = core.blocks()
     assert [b.label for b in blocks] == ["persona", "human"]
     assert blocks[0].value == "I am Sam, a helpful assistant."
@@ -34,14 +36,14 @@ def test_ensure_defaults_creates_persona_and_human_with_descriptions(core: CoreM
     assert all(b.description and b.char_limit == 2000 and not b.read_only for b in blocks)
 
 
-def test_ensure_defaults_never_overwrites_existing_blocks(core: CoreMemory) -> None:
+def test_ensure_defaults_never_overwrites_existing_blocks(core: SqliteCoreMemory) -> None:
     core.append("human", "Name: Alice")
     core.ensure_defaults(persona="another persona", human="another human")
     assert core.get("persona").value == "I am Sam, a helpful assistant."
     assert core.get("human").value == "Name: Alice"
 
 
-def test_append_adds_a_line_and_returns_the_new_block(core: CoreMemory) -> None:
+def test_append_adds_a_line_and_returns_the_new_block(core: SqliteCoreMemory) -> None:
     first = core.append("human", "Name: Alice")
     second = core.append("human", "Likes hiking")
     assert first.value == "Name: Alice"
@@ -49,7 +51,7 @@ def test_append_adds_a_line_and_returns_the_new_block(core: CoreMemory) -> None:
     assert core.get("human").value == "Name: Alice\nLikes hiking"
 
 
-def test_replace_changes_the_text_and_empty_new_text_deletes_it(core: CoreMemory) -> None:
+def test_replace_changes_the_text_and_empty_new_text_deletes_it(core: SqliteCoreMemory) -> None:
     core.append("human", "Name: Alice\nLikes hiking")
     assert core.replace("human", "hiking", "climbing").value == "Name: Alice\nLikes climbing"
     assert core.replace("human", "\nLikes climbing", "").value == "Name: Alice"
@@ -62,7 +64,7 @@ def test_blocks_persist_across_reopening_the_database(make_backend: BackendFacto
     assert make_backend().open("agent-a").core.get("human").value == "h\nmore"
 
 
-def test_edit_over_the_limit_is_refused_with_the_sizes(core: CoreMemory) -> None:
+def test_edit_over_the_limit_is_refused_with_the_sizes(core: SqliteCoreMemory) -> None:
     core.set("human", "x" * 2000)
     with pytest.raises(BlockEditError) as info:
         core.append("human", "y" * 100)
@@ -72,13 +74,13 @@ def test_edit_over_the_limit_is_refused_with_the_sizes(core: CoreMemory) -> None
     assert core.get("human").value == "x" * 2000
 
 
-def test_replace_over_the_limit_is_refused(core: CoreMemory) -> None:
+def test_replace_over_the_limit_is_refused(core: SqliteCoreMemory) -> None:
     core.set("human", "a" * 1990 + "END")
     with pytest.raises(BlockEditError, match="would hold 2020 characters, over its limit"):
         core.replace("human", "END", "E" * 30)
 
 
-def test_read_only_block_refuses_the_agent_but_not_its_owner(core: CoreMemory) -> None:
+def test_read_only_block_refuses_the_agent_but_not_its_owner(core: SqliteCoreMemory) -> None:
     core.create("policy", "Never share secrets.", "Rules from the operator.", 500, read_only=True)
     for edit in (
         lambda: core.append("policy", "Share everything."),
@@ -91,7 +93,7 @@ def test_read_only_block_refuses_the_agent_but_not_its_owner(core: CoreMemory) -
     assert core.set("policy", "Never share keys.", actor="user").value == "Never share keys."
 
 
-def test_replace_of_missing_text_quotes_it(core: CoreMemory) -> None:
+def test_replace_of_missing_text_quotes_it(core: SqliteCoreMemory) -> None:
     core.append("human", "Name: Alice")
     with pytest.raises(BlockEditError) as info:
         core.replace("human", "Name: Bob", "Name: Carol")
@@ -100,7 +102,7 @@ def test_replace_of_missing_text_quotes_it(core: CoreMemory) -> None:
     assert "was not found in block 'human'" in message
 
 
-def test_replace_of_missing_text_shows_the_lines_it_may_mean(core: CoreMemory) -> None:
+def test_replace_of_missing_text_shows_the_lines_it_may_mean(core: SqliteCoreMemory) -> None:
     core.append("human", "Name: Tom\nWrites code in Emacs (editor setting in .toolrc).")
     with pytest.raises(BlockEditError) as info:
         core.replace("human", "editor=emacs", "editor=neovim")
@@ -109,38 +111,38 @@ def test_replace_of_missing_text_shows_the_lines_it_may_mean(core: CoreMemory) -
     )
 
 
-def test_replace_of_text_that_occurs_twice_asks_for_more_context(core: CoreMemory) -> None:
+def test_replace_of_text_that_occurs_twice_asks_for_more_context(core: SqliteCoreMemory) -> None:
     core.append("human", "likes tea\nsister likes tea")
     with pytest.raises(BlockEditError, match="occurs 2 times"):
         core.replace("human", "likes tea", "likes coffee")
 
 
 def test_replace_finds_text_copied_in_another_case_when_only_one_place_matches(
-    core: CoreMemory,
+    core: SqliteCoreMemory,
 ) -> None:
     core.append("human", "Name: Ada\nPreferred output format: JSON (set in config.yaml)")
     changed = core.replace("human", "preferred output format: json", "Preferred format: Parquet")
     assert changed.value == "Name: Ada\nPreferred format: Parquet (set in config.yaml)"
 
 
-def test_replace_in_another_case_is_refused_when_two_places_match(core: CoreMemory) -> None:
+def test_replace_in_another_case_is_refused_when_two_places_match(core: SqliteCoreMemory) -> None:
     core.append("human", "Likes Tea\nsister likes tea")
     with pytest.raises(BlockEditError, match="was not found"):
         core.replace("human", "LIKES TEA", "likes coffee")
     assert core.get("human").value == "Likes Tea\nsister likes tea"
 
 
-def test_empty_old_content_is_an_error(core: CoreMemory) -> None:
+def test_empty_old_content_is_an_error(core: SqliteCoreMemory) -> None:
     with pytest.raises(BlockEditError, match="old_content is empty"):
         core.replace("human", "", "anything")
 
 
-def test_empty_append_is_an_error(core: CoreMemory) -> None:
+def test_empty_append_is_an_error(core: SqliteCoreMemory) -> None:
     with pytest.raises(BlockEditError, match="nothing to append"):
         core.append("human", "   ")
 
 
-def test_unknown_label_lists_the_existing_blocks(core: CoreMemory) -> None:
+def test_unknown_label_lists_the_existing_blocks(core: SqliteCoreMemory) -> None:
     for edit in (
         lambda: core.append("user", "x"),
         lambda: core.replace("user", "a", "b"),
@@ -153,7 +155,7 @@ def test_unknown_label_lists_the_existing_blocks(core: CoreMemory) -> None:
         assert "Existing blocks: 'persona', 'human'" in str(info.value)
 
 
-def test_history_keeps_every_old_value_with_actor_and_operation(core: CoreMemory) -> None:
+def test_history_keeps_every_old_value_with_actor_and_operation(core: SqliteCoreMemory) -> None:
     core.append("human", "Name: Alice")
     core.replace("human", "Alice", "Alicia")
     core.set("human", "Name: Alicia (Ali)", actor="user")
@@ -169,7 +171,7 @@ def test_history_keeps_every_old_value_with_actor_and_operation(core: CoreMemory
     assert all(h["created_at"] for h in history)
 
 
-def test_refused_edit_leaves_no_history(core: CoreMemory) -> None:
+def test_refused_edit_leaves_no_history(core: SqliteCoreMemory) -> None:
     before = len(core.history("human"))
     with pytest.raises(BlockEditError):
         core.append("human", "z" * 3000)
@@ -190,7 +192,9 @@ def test_block_over_its_limit_still_loads_and_can_only_shrink(
     assert len(shrunk.value) == 1900
 
 
-def test_create_refuses_taken_labels_bad_labels_and_oversized_values(core: CoreMemory) -> None:
+def test_create_refuses_taken_labels_bad_labels_and_oversized_values(
+    core: SqliteCoreMemory,
+) -> None:
     with pytest.raises(BlockEditError, match="already exists"):
         core.create("human", "", "", 100)
     with pytest.raises(BlockEditError, match="label"):
@@ -215,7 +219,7 @@ def test_last_modified_moves_forward_on_edit(memory_backend: MemoryBackend) -> N
 def test_agent_cannot_read_or_edit_another_agents_core_blocks(
     memory_backend: MemoryBackend,
 ) -> None:
-    alice: CoreMemory = memory_backend.open("agent-a").core
+    alice: SqliteCoreMemory = memory_backend.open("agent-a").core
     alice.ensure_defaults(human="secret: the vault code is 4711")
     alice.create("diary", "private", "", 100)
     bob = memory_backend.open("agent-b").core
@@ -238,7 +242,7 @@ def test_agent_cannot_read_or_edit_another_agents_core_blocks(
 def test_seeding_default_blocks_that_exist_takes_no_write_lock(db: Any, tmp_data_dir: Path) -> None:
     """SQLite only (its whole-file write lock): every graph step seeds the defaults; with
     them in place it must not wait on writers. Postgres writers lock rows, not the database."""
-    from langgraph_memgpt.stores.sqlite.core import CoreMemory as SqliteCore
+    from langgraph_memgpt.stores.sqlite.core import SqliteCoreMemory as SqliteCore
 
     core = SqliteCore(db, "agent-a")
     core.ensure_defaults(persona="I am Sam, a helpful assistant.", human="")

@@ -22,10 +22,10 @@ import sqlite_utils
 from langgraph_memgpt.stores.passages import NewPassage
 from langgraph_memgpt.stores.sqlite import faiss_beside, faiss_index
 from langgraph_memgpt.stores.sqlite import vectors as vectors_module
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
+from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.archival_signals import ArchivalSignals
 from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.sqlite.vectors import VectorIndex, forget_loaded_indexes
 from langgraph_memgpt.stores.types import RecallMessage
 
@@ -252,7 +252,7 @@ def test_recall_finds_the_same_page_with_walks_beside_and_here(
     monkeypatch: pytest.MonkeyPatch,
     walk_log: WalkLog,
 ) -> None:
-    recall = RecallMemory(memory_db, "alice", Words(), tmp_path / "faiss")  # type: ignore[arg-type]
+    recall = SqliteRecallMemory(memory_db, "alice", Words(), tmp_path / "faiss")  # type: ignore[arg-type]
     recall.add_many(
         [
             RecallMessage(
@@ -277,7 +277,7 @@ def test_recall_finds_the_same_page_with_walks_beside_and_here(
 def test_archival_starts_its_walk_before_its_words_unless_the_query_names_a_tag(
     memory_db: sqlite_utils.Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    archival = ArchivalMemory(memory_db, "alice", Words(), tmp_path / "faiss")  # type: ignore[arg-type]
+    archival = SqliteArchivalMemory(memory_db, "alice", Words(), tmp_path / "faiss")  # type: ignore[arg-type]
     archival.insert_many(
         [NewPassage(text, [TOPICS[n % 3], "notes"]) for n, text in enumerate(texts(300))]
     )
@@ -305,8 +305,8 @@ def test_archival_starts_its_walk_before_its_words_unless_the_query_names_a_tag(
 
 def test_archival_reads_the_agents_distinct_tags_up_to_a_limit(tmp_path: Path) -> None:
     db = open_db(tmp_path / "memory.sqlite")
-    archival = ArchivalMemory(db, "alice", None, tmp_path / "faiss")
-    other = ArchivalMemory(db, "bob", None, tmp_path / "faiss")
+    archival = SqliteArchivalMemory(db, "alice", None, tmp_path / "faiss")
+    other = SqliteArchivalMemory(db, "bob", None, tmp_path / "faiss")
     for n in range(40):
         archival.insert(f"passage {n}", tags=[f"tag{n % 7}", "common"])
     other.insert("bob's", tags=["bobs-only"])

@@ -46,6 +46,7 @@ def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
         stores = {m for m in modules if m.startswith("langgraph_memgpt.stores")}
         assert stores <= {
             "langgraph_memgpt.stores.base",
+            "langgraph_memgpt.stores.capabilities",  # optional capabilities, tested with isinstance
             "langgraph_memgpt.stores.types",
             "langgraph_memgpt.stores.text",
             "langgraph_memgpt.stores.messages",

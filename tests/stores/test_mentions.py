@@ -16,7 +16,7 @@ from langgraph_memgpt.stores.mentions import (
     without_names,
 )
 from langgraph_memgpt.stores.sqlite import recall_signals
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 
@@ -71,7 +71,7 @@ def _msg(i: int, text: str, day: str, name: str) -> RecallMessage:
 def test_a_query_naming_a_day_or_a_speaker_lifts_their_messages(
     db: sqlite_utils.Database, tmp_data_dir: Path
 ) -> None:
-    recall = RecallMemory(db, "a", None, tmp_data_dir / "faiss")
+    recall = SqliteRecallMemory(db, "a", None, tmp_data_dir / "faiss")
     recall.add(
         [
             _msg(1, "I went hiking in the hills.", "2023-06-03", "Ann"),
@@ -90,7 +90,7 @@ def test_a_named_speaker_only_lifts_messages_another_signal_found(
 ) -> None:
     # Every message of a participant would be half the memory; alone, a name says
     # nothing about the topic, so Bob's other messages are not results.
-    recall = RecallMemory(db, "a", None, tmp_data_dir / "faiss")
+    recall = SqliteRecallMemory(db, "a", None, tmp_data_dir / "faiss")
     recall.add(
         [
             _msg(1, "I bought a kayak.", "2023-06-03", "Ann"),
@@ -109,7 +109,7 @@ def test_hybrid_search_embeds_the_query_without_the_participants_it_names(
     embeddings: MiniLMEmbeddings,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    recall = RecallMemory(db, "a", embeddings, tmp_data_dir / "faiss")
+    recall = SqliteRecallMemory(db, "a", embeddings, tmp_data_dir / "faiss")
     recall.add(
         [
             _msg(1, "Ann: I took up pottery last month.", "2023-06-03", "Ann"),

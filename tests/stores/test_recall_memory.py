@@ -26,7 +26,7 @@ from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_texts, no
 from langgraph_memgpt.stores.sqlite import faiss_index
 from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.sqlite.fts import match_phrase
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 
@@ -82,17 +82,17 @@ def hybrid(make_backend: BackendFactory, embeddings: MiniLMEmbeddings) -> Recall
 
 
 @pytest.fixture
-def sqlite_recall(db: sqlite_utils.Database, tmp_data_dir: Path) -> RecallMemory:
+def sqlite_recall(db: sqlite_utils.Database, tmp_data_dir: Path) -> SqliteRecallMemory:
     """Words-only SQLite recall, for tests of its internals."""
-    return RecallMemory(db, "agent-a", None, tmp_data_dir / "faiss")
+    return SqliteRecallMemory(db, "agent-a", None, tmp_data_dir / "faiss")
 
 
 @pytest.fixture
 def sqlite_hybrid(
     db: sqlite_utils.Database, tmp_data_dir: Path, embeddings: MiniLMEmbeddings
-) -> RecallMemory:
+) -> SqliteRecallMemory:
     """SQLite recall with the real MiniLM embeddings and FAISS caches."""
-    return RecallMemory(db, "agent-a", embeddings, tmp_data_dir / "faiss")
+    return SqliteRecallMemory(db, "agent-a", embeddings, tmp_data_dir / "faiss")
 
 
 def is_sqlite(recall: Recall) -> bool:
@@ -210,7 +210,7 @@ def test_any_query_text_is_safe(recall: Recall, query: str) -> None:
 def shared_fts_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite_utils.Database]:
     root = tmp_path_factory.mktemp("fts")
     database = open_db(root / "memory.sqlite")
-    memory = RecallMemory(database, "agent-a", None, root / "faiss")
+    memory = SqliteRecallMemory(database, "agent-a", None, root / "faiss")
     memory.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
     memory.add([msg(10, 'NEAR the (parens) and "quotes" col:value -dash * star')])
     yield database
@@ -231,7 +231,7 @@ def shared_fts_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite_u
 def test_hypothesis_arbitrary_text_never_breaks_search(
     shared_fts_db: sqlite_utils.Database, query: str
 ) -> None:
-    memory = RecallMemory(shared_fts_db, "agent-a", None, Path("/nonexistent"))
+    memory = SqliteRecallMemory(shared_fts_db, "agent-a", None, Path("/nonexistent"))
     page = memory.search(query, mode="fts")
     assert 0 <= len(page.hits) <= 5
     for term in query_terms(query):  # each built expression is valid FTS5 syntax on its own
@@ -240,7 +240,7 @@ def test_hypothesis_arbitrary_text_never_breaks_search(
         ).fetchone()
 
 
-def test_raw_fts_syntax_would_have_failed_for_contrast(sqlite_recall: RecallMemory) -> None:
+def test_raw_fts_syntax_would_have_failed_for_contrast(sqlite_recall: SqliteRecallMemory) -> None:
     recall = sqlite_recall
     recall.add([msg(1, "hello")])
     with pytest.raises(sqlite3.OperationalError):
@@ -460,10 +460,10 @@ def test_bulk_ingest_builds_the_same_contexts_as_one_by_one(
         for t in ("t1", "t2")
         for i in range(11)
     ]
-    single = RecallMemory(db, "one-by-one", None, tmp_data_dir / "faiss")
+    single = SqliteRecallMemory(db, "one-by-one", None, tmp_data_dir / "faiss")
     for m in history[:22]:
         single.add([m])
-    bulk = RecallMemory(db, "bulk", None, tmp_data_dir / "faiss")
+    bulk = SqliteRecallMemory(db, "bulk", None, tmp_data_dir / "faiss")
     done: list[int] = []
     # Reversed input, odd chunk size: order and chunk borders must not matter.
     assert bulk.add_many(list(reversed(history[22:])), chunk_size=4, progress=done.append) == 22
@@ -593,7 +593,7 @@ def test_excluded_messages_leave_every_vector_signal(hybrid: Recall) -> None:
 
 
 def test_message_ids_are_looked_up_without_reading_the_agent(
-    sqlite_recall: RecallMemory,
+    sqlite_recall: SqliteRecallMemory,
 ) -> None:
     # A lookup by message id alone (``get``, the ids a search leaves out) seeks the
     # message index; it read every message of the agent before (~45 ms at 100k).
@@ -606,7 +606,7 @@ def test_message_ids_are_looked_up_without_reading_the_agent(
 
 
 def test_the_ids_a_search_leaves_out_are_found_by_index_probes(
-    sqlite_recall: RecallMemory,
+    sqlite_recall: SqliteRecallMemory,
 ) -> None:
     # Bare message ids and (thread, message) pairs are looked up through the indexes: one
     # OR of the two read every message of the agent (~20 ms at 100k, each search turn).
@@ -633,7 +633,7 @@ def test_the_ids_a_search_leaves_out_are_found_by_index_probes(
 
 
 def test_every_searchable_message_gets_turn_and_context_vectors(
-    sqlite_hybrid: RecallMemory,
+    sqlite_hybrid: SqliteRecallMemory,
 ) -> None:
     hybrid = sqlite_hybrid
     for i, text in enumerate(PUPPY_THREAD):
@@ -661,7 +661,7 @@ def test_every_searchable_message_gets_turn_and_context_vectors(
 
 
 def test_vectors_that_no_longer_change_turn_hnsw_as_they_grow(
-    sqlite_hybrid: RecallMemory, monkeypatch: pytest.MonkeyPatch
+    sqlite_hybrid: SqliteRecallMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hybrid = sqlite_hybrid
     # Vectors that are still re-pooled (the tail) stay where deleting is cheap.
@@ -681,16 +681,16 @@ def test_vectors_survive_reopening_and_missing_ones_are_embedded(
 ) -> None:
     path = tmp_data_dir / "memory.sqlite"
     first = open_db(path)
-    words_only = RecallMemory(first, "agent-a", None, tmp_data_dir / "faiss")
+    words_only = SqliteRecallMemory(first, "agent-a", None, tmp_data_dir / "faiss")
     words_only.add([msg(i, text, thread=f"t{i}") for i, text in enumerate(TOPICS)])
-    with_vectors = RecallMemory(first, "agent-a", embeddings, tmp_data_dir / "faiss")
+    with_vectors = SqliteRecallMemory(first, "agent-a", embeddings, tmp_data_dir / "faiss")
     assert with_vectors.embed_missing() == 4
     assert with_vectors.embed_missing() == 0
     with_vectors.close()
     first.conn.close()
 
     second = open_db(path)
-    reopened = RecallMemory(second, "agent-a", embeddings, tmp_data_dir / "faiss")
+    reopened = SqliteRecallMemory(second, "agent-a", embeddings, tmp_data_dir / "faiss")
     assert ids(reopened.search("automobile purchase", mode="vector", page_size=1)) == [
         "agent-a-t0-0"
     ]
@@ -708,10 +708,10 @@ def test_without_embeddings_search_uses_words_only(recall: Recall) -> None:
 @pytest.fixture(scope="module")
 def shared_hybrid(
     tmp_path_factory: pytest.TempPathFactory, embeddings: MiniLMEmbeddings
-) -> Iterator[RecallMemory]:
+) -> Iterator[SqliteRecallMemory]:
     root = tmp_path_factory.mktemp("hybrid")
     database = open_db(root / "memory.sqlite")
-    memory = RecallMemory(database, "agent-a", embeddings, root / "faiss")
+    memory = SqliteRecallMemory(database, "agent-a", embeddings, root / "faiss")
     memory.add([msg(i, text) for i, text in enumerate(PUPPY_THREAD)])
     yield memory
     database.conn.close()
@@ -722,7 +722,7 @@ def shared_hybrid(
 )
 @given(query=st.text(max_size=200), roles=st.sampled_from([None, ["user"], ["assistant"]]))
 def test_hypothesis_arbitrary_text_never_breaks_hybrid_search(
-    shared_hybrid: RecallMemory, query: str, roles: list[str] | None
+    shared_hybrid: SqliteRecallMemory, query: str, roles: list[str] | None
 ) -> None:
     page = shared_hybrid.search(query, roles=roles, start_date="2026-01-01")
     assert page.total >= len(page.hits)
@@ -733,7 +733,7 @@ def test_hypothesis_arbitrary_text_never_breaks_hybrid_search(
 def test_hypothesis_any_date_text_is_accepted_or_a_clear_value_error(
     shared_fts_db: sqlite_utils.Database, start: str | None, end: str | None
 ) -> None:
-    memory = RecallMemory(shared_fts_db, "agent-a", None, Path("/nonexistent"))
+    memory = SqliteRecallMemory(shared_fts_db, "agent-a", None, Path("/nonexistent"))
     try:
         memory.search_date(start, end)
     except ValueError as err:

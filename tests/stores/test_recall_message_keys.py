@@ -21,7 +21,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings, embed_query
 from langgraph_memgpt.stores.sqlite.db import open_db
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.sqlite.schema import RECALL
 from langgraph_memgpt.stores.types import RecallMessage
 
@@ -37,8 +37,8 @@ def say(thread: str, message_id: str, text: str, minute: int = 0) -> RecallMessa
 @pytest.fixture
 def recall(
     db: sqlite_utils.Database, tmp_data_dir: Path, embeddings: MiniLMEmbeddings
-) -> RecallMemory:
-    return RecallMemory(db, AGENT, embeddings, tmp_data_dir / "faiss")
+) -> SqliteRecallMemory:
+    return SqliteRecallMemory(db, AGENT, embeddings, tmp_data_dir / "faiss")
 
 
 def rows(db: sqlite_utils.Database, table: str) -> int:
@@ -49,7 +49,7 @@ def texts(page: object) -> list[str]:
     return [hit.item.text for hit in page.hits]  # type: ignore[attr-defined]
 
 
-def test_a_client_numbering_messages_per_thread_loses_no_thread(recall: RecallMemory) -> None:
+def test_a_client_numbering_messages_per_thread_loses_no_thread(recall: SqliteRecallMemory) -> None:
     recall.add([say("monday", "1", "I planted tomatoes", 1), say("monday", "2", "Nice", 2)])
     added = recall.add(
         [say("tuesday", "1", "The basil is sprouting", 3), say("tuesday", "2", "Great", 4)]
@@ -67,7 +67,7 @@ def test_a_client_numbering_messages_per_thread_loses_no_thread(recall: RecallMe
 
 
 def test_an_edited_and_rerun_message_replaces_its_old_text_in_recall_and_search(
-    db: sqlite_utils.Database, recall: RecallMemory
+    db: sqlite_utils.Database, recall: SqliteRecallMemory
 ) -> None:
     recall.add(
         [
@@ -93,7 +93,7 @@ def test_an_edited_and_rerun_message_replaces_its_old_text_in_recall_and_search(
 
 
 def test_re_recording_an_unchanged_message_adds_and_changes_nothing(
-    db: sqlite_utils.Database, recall: RecallMemory
+    db: sqlite_utils.Database, recall: SqliteRecallMemory
 ) -> None:
     first = [say("t", str(n), f"message number {n} about gardening", n) for n in range(5)]
     assert recall.add(first) == 5
@@ -109,7 +109,7 @@ def test_re_recording_an_unchanged_message_adds_and_changes_nothing(
 
 
 def test_an_edit_that_leaves_no_words_takes_the_message_out_of_search(
-    db: sqlite_utils.Database, recall: RecallMemory
+    db: sqlite_utils.Database, recall: SqliteRecallMemory
 ) -> None:
     recall.add([say("t", "1", "Hello there", 1), say("t", "2", "I like sailing", 2)])
     recall.add([say("t", "2", "   ", 2)])
@@ -140,12 +140,12 @@ def test_a_database_keyed_by_message_id_alone_is_migrated_once(tmp_data_dir: Pat
 
     for _ in range(2):  # the second open finds it migrated and changes nothing
         db = open_db(path)
-        recall = RecallMemory(db, AGENT, None, tmp_data_dir / "faiss")
+        recall = SqliteRecallMemory(db, AGENT, None, tmp_data_dir / "faiss")
         assert texts(recall.search("tomatoes", mode="fts")) == ["I planted tomatoes"]
         assert db.conn.execute("SELECT id FROM recall").fetchall() == [(7,)]
         db.conn.close()
     db = open_db(path)
-    recall = RecallMemory(db, AGENT, None, tmp_data_dir / "faiss")
+    recall = SqliteRecallMemory(db, AGENT, None, tmp_data_dir / "faiss")
     assert recall.add([say("tuesday", "1", "The basil is sprouting", 5)]) == 1
     assert recall.count() == 2
     # The context index still reads the kept row ids.
@@ -193,16 +193,16 @@ class _LockProbe(Embeddings):
 @pytest.fixture
 def probe_recall(
     tmp_data_dir: Path, embeddings: MiniLMEmbeddings
-) -> Iterator[tuple[RecallMemory, _LockProbe]]:
+) -> Iterator[tuple[SqliteRecallMemory, _LockProbe]]:
     path = tmp_data_dir / "memory.sqlite"
     db = open_db(path)
     probe = _LockProbe(embeddings, path)
-    yield RecallMemory(db, AGENT, probe, tmp_data_dir / "faiss"), probe
+    yield SqliteRecallMemory(db, AGENT, probe, tmp_data_dir / "faiss"), probe
     db.conn.close()
 
 
 def test_recall_embeds_before_taking_the_write_lock(
-    probe_recall: tuple[RecallMemory, _LockProbe],
+    probe_recall: tuple[SqliteRecallMemory, _LockProbe],
 ) -> None:
     recall, probe = probe_recall
     recall.add([say("t", "1", "I planted tomatoes", 1), say("t", "2", "Lovely", 2)])
@@ -212,7 +212,7 @@ def test_recall_embeds_before_taking_the_write_lock(
 
 
 def test_two_threads_recording_the_same_numbered_messages_keep_both(
-    recall: RecallMemory,
+    recall: SqliteRecallMemory,
 ) -> None:
     errors: list[BaseException] = []
 
@@ -236,7 +236,7 @@ def test_two_threads_recording_the_same_numbered_messages_keep_both(
     )
 
 
-def test_a_cut_copy_of_a_message_never_replaces_the_whole_one(recall: RecallMemory) -> None:
+def test_a_cut_copy_of_a_message_never_replaces_the_whole_one(recall: SqliteRecallMemory) -> None:
     """The queue holds long messages cut to fit the window; recall keeps them whole."""
     whole = "My essay: " + "words about the sea " * 50
     recall.add([say("t", "1", whole, 1)])

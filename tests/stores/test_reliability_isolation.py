@@ -384,8 +384,8 @@ def test_the_benchmark_ingest_reads_and_writes_only_its_own_agent(
 ) -> None:
     bench = pytest.importorskip("benchmarks.bench.runner")
     from benchmarks.bench.locomo import load_locomo
-    from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
-    from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+    from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
+    from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 
     sample = {
         "sample_id": "alice",  # the same id as the agent: the bench must still not leak
@@ -410,7 +410,7 @@ def test_the_benchmark_ingest_reads_and_writes_only_its_own_agent(
     before = snapshot(alice_dir, ALICE)
 
     seen: list[Any] = []
-    for cls in (RecallMemory, ArchivalMemory):
+    for cls in (SqliteRecallMemory, SqliteArchivalMemory):
         original = cls.search
 
         def spy(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:

@@ -49,8 +49,9 @@ from langgraph_memgpt.serve.web import views
 from langgraph_memgpt.serve.web.guard import SameOriginGuard
 from langgraph_memgpt.serve.web.views import PageError
 from langgraph_memgpt.small_model.traits import ModelTraits
+from langgraph_memgpt.stores.backends import open_backend
 from langgraph_memgpt.stores.base import Memory
-from langgraph_memgpt.stores.sqlite import SqliteBackend, list_agents
+from langgraph_memgpt.stores.capabilities import MessageListing, MissingCapability, require
 from langgraph_memgpt.stores.types import BlockConflictError, BlockEditError, MemoryStoreError
 
 logger = logging.getLogger(__name__)
@@ -98,10 +99,8 @@ class Agents:
         """Every agent with memory on this server."""
         from langgraph_memgpt.serve.server import server_memory
 
-        backend = server_memory(self.settings)
-        if backend is not None:
-            return list(backend.agents())
-        return list_agents(self.settings.data_dir)
+        backend = server_memory(self.settings) or open_backend(self.settings.data_dir)
+        return list(backend.agents())
 
     def open(self, agent_id: str) -> Memory:
         """The memory of an existing agent (never creates one)."""
@@ -109,12 +108,10 @@ class Agents:
 
         if agent_id not in self.ids():
             raise PageError(f"no agent {agent_id!r} on this server", 404)
-        backend = server_memory(self.settings)
-        if backend is not None:
-            return backend.open(agent_id)
-        return SqliteBackend(
+        backend = server_memory(self.settings) or open_backend(
             self.settings.data_dir, embedding_model=self.settings.embedding_model
-        ).open(agent_id)
+        )
+        return backend.open(agent_id)
 
     def forget(self, memory: Memory, passage_id: int, user: str | None) -> dict[str, Any]:
         """`views.forget_passage` in the server's threads (`checkpoints.existing_threads`)."""
@@ -144,6 +141,8 @@ def _answer(handler: Handler) -> Handler:
             return JSONResponse({"detail": str(exc), "current": current}, status_code=409)
         except BlockEditError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=400)
+        except MissingCapability as exc:  # the engine cannot do it: say which, no trace
+            return JSONResponse({"detail": str(exc)}, status_code=501)
         except MemoryStoreError as exc:
             logger.exception("memory page: store error")
             return JSONResponse({"detail": str(exc)}, status_code=500)
@@ -304,7 +303,11 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
             offset=page * page_size,
             sort_by="updated_at",
         )
-        recorded = set(await asyncio.to_thread(memory.recall.threads))
+        recorded = set(
+            await asyncio.to_thread(
+                require(memory.recall, MessageListing, "the memory page").threads
+            )
+        )
         views_ = [
             await listed(client, memory, dict(t))
             for t in found

@@ -26,6 +26,7 @@ from langgraph_memgpt.nodes.summarize_evict import SUMMARY_TAG
 from langgraph_memgpt.ops.retention import rule_view
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.blocks import is_owner
+from langgraph_memgpt.stores.capabilities import BlockEdits, BlockHistory, RetentionRules, require
 from langgraph_memgpt.stores.sections import split as split_sections
 from langgraph_memgpt.stores.types import Block, Passage, RecallMessage, SearchPage
 from langgraph_memgpt.tools.run import tool_schemas
@@ -128,7 +129,9 @@ def history_view(
     page, page_size = _page_args(page, page_size)
     if label not in {b.label for b in memory.core.blocks()}:
         raise PageError(f"agent {memory.agent_id!r} has no core block {label!r}", 404)
-    total, rows = memory.core.history_page(label, offset=page * page_size, limit=page_size)
+    total, rows = require(memory.core, BlockHistory, "the memory page").history_page(
+        label, offset=page * page_size, limit=page_size
+    )
     edits = []
     for row in rows:
         actor, thread = actor_parts(str(row["actor"]))
@@ -204,7 +207,11 @@ def set_block(
         )
     actor = page_actor(user)
     assert is_owner(actor)  # a person's edit, recorded as such
-    return block_view(memory.core.set(label, value, actor=actor, expected=expected))
+    return block_view(
+        require(memory.core, BlockEdits, "the memory page").set(
+            label, value, actor=actor, expected=expected
+        )
+    )
 
 
 # --- recall and archival ------------------------------------------------------------------
@@ -355,7 +362,10 @@ def archival_view(
         "query": query,
         "tags_in_use": memory.archival.tags(),
         # The agent's retention rules (``retention``): what is forgotten after how long.
-        "retention": [rule_view(r) for r in memory.archival.retention_rules()],
+        "retention": [
+            rule_view(r)
+            for r in require(memory.archival, RetentionRules, "the memory page").retention_rules()
+        ],
         **_paging(found),
         "passages": [passage_view(h.item, h.score if query.strip() else None) for h in found.hits],
     }

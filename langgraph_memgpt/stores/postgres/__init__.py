@@ -20,6 +20,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -40,7 +41,7 @@ from langgraph_memgpt.stores.postgres.db import (
     refresh_statistics,
 )
 from langgraph_memgpt.stores.postgres.deletions import PgDeletionLog
-from langgraph_memgpt.stores.postgres.models import claim_model
+from langgraph_memgpt.stores.postgres.models import claim_model, recorded_model
 from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
 from langgraph_memgpt.stores.postgres.settling import Settler
 from langgraph_memgpt.stores.text import valid_text
@@ -257,6 +258,52 @@ class PostgresBackend:
         """The time settling passes have taken in this process so far (beside the turns)."""
         settler = self._settler
         return 0.0 if settler is None else settler.seconds
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        data_dir: Path,
+        embedding_model: str = "minilm",
+        core_block_limit: int = 2000,
+        read_only: bool = False,
+        embeddings: Embeddings | None = None,
+    ) -> PostgresBackend:
+        """The backend the registry opens for a ``postgresql://`` URL (`stores.registry`).
+
+        ``read_only``: no embedding model (reading memory after an embedding change).
+        ``data_dir`` is not used: everything is in the database.
+        """
+        del data_dir
+        return cls(
+            url,
+            embedding_model="none" if read_only else embedding_model,
+            embeddings=None if read_only else embeddings,
+            core_block_limit=core_block_limit,
+        )
+
+    def recorded_embedding(self, agent_id: str) -> dict[str, object] | None:
+        """The model the agent's vectors were made with (``memgpt_embeddings``), or None."""
+        with self.pool().connection() as conn:
+            found = recorded_model(conn, agent_id)
+        return None if found is None else {"model": found[0], "dim": found[1]}
+
+    def reembed(
+        self,
+        agent_id: str,
+        embeddings: Embeddings,
+        progress_for: Callable[[str], Callable[[int, int], None]],
+    ) -> tuple[int, int]:
+        """Embed the agent's memory again, switched in with the new model in one transaction.
+
+        New vectors are written aside (`stores.postgres.reembed`): a crash halfway leaves
+        the old ones. Servers may keep running; restart them with the new model.
+        Returns (messages embedded, passages embedded).
+        """
+        from langgraph_memgpt.stores.postgres.reembed import reembed_postgres
+
+        return reembed_postgres(self, agent_id, embeddings, progress_for)
 
     def close(self) -> None:
         """Close the connection pool (the backend opens a new one if used again)."""

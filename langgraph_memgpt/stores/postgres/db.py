@@ -12,8 +12,7 @@ compare them as text.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -21,6 +20,7 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from langgraph_memgpt.stores.duplicates import fact_key
+from langgraph_memgpt.stores.migration import Migration, latest_version, pending
 from langgraph_memgpt.stores.postgres import part_terms, tag_counts, word_stats
 from langgraph_memgpt.stores.postgres.parts import SCHEMA as PARTS_SCHEMA
 from langgraph_memgpt.stores.text import valid_text
@@ -234,15 +234,6 @@ def pg_texts(texts: Sequence[str]) -> list[str]:
     return [pg_text(t) for t in texts]
 
 
-@dataclass(frozen=True)
-class PgMigration:
-    """One numbered step of the Postgres schema."""
-
-    version: int
-    does: str
-    apply: Callable[[psycopg.Connection[Any]], None]
-
-
 def _tables(conn: psycopg.Connection[Any]) -> None:
     for statement in (*SCHEMA, *PARTS_SCHEMA):
         conn.execute(statement)
@@ -340,23 +331,22 @@ def _archival_facts(conn: psycopg.Connection[Any]) -> None:
 UNNUMBERED = 1
 """The ``memory`` version of every database made before numbered migrations, whatever its
 shape: the first numbered migration is 2."""
-MIGRATIONS: tuple[PgMigration, ...] = (
-    PgMigration(2, "the memory tables, functions and indexes; long texts' parts", _tables),
-    PgMigration(3, "BM25 statistics kept in tables by triggers", word_stats.ensure_word_stats),
-    PgMigration(4, "the tags in use kept by triggers", tag_counts.ensure_tag_counts),
-    PgMigration(5, "the store's secrets (the key that signs an export's shared blocks)", _secrets),
-    PgMigration(6, "the messages a passage was made from", _archival_sources),
-    PgMigration(7, "recall rows out of the graphs until their context is final", _settled),
-    PgMigration(8, "the word columns kept in their rows, out of TOAST", _words_inline),
-    PgMigration(9, "passages with their fact key and the passage they replace", _archival_facts),
-    PgMigration(10, "long texts' part words kept when written", part_terms.ensure_part_terms),
+MIGRATIONS: tuple[Migration[psycopg.Connection[Any]], ...] = (
+    Migration(2, "the memory tables, functions and indexes; long texts' parts", _tables),
+    Migration(3, "BM25 statistics kept in tables by triggers", word_stats.ensure_word_stats),
+    Migration(4, "the tags in use kept by triggers", tag_counts.ensure_tag_counts),
+    Migration(5, "the store's secrets (the key that signs an export's shared blocks)", _secrets),
+    Migration(6, "the messages a passage was made from", _archival_sources),
+    Migration(7, "recall rows out of the graphs until their context is final", _settled),
+    Migration(8, "the word columns kept in their rows, out of TOAST", _words_inline),
+    Migration(9, "passages with their fact key and the passage they replace", _archival_facts),
+    Migration(10, "long texts' part words kept when written", part_terms.ensure_part_terms),
 )
 """Each runs inside `ensure_schema`'s transaction, under its advisory lock. A new database,
 and one made before numbering (version `UNNUMBERED`), runs them all: each brings any older
 shape up (``IF NOT EXISTS``, marks of its own). A schema change is a new migration at the
 end; the statements of the existing ones stay as they are."""
-SCHEMA_VERSION = MIGRATIONS[-1].version
-assert [m.version for m in MIGRATIONS] == list(range(UNNUMBERED + 1, SCHEMA_VERSION + 1))
+SCHEMA_VERSION = latest_version(MIGRATIONS, first=UNNUMBERED + 1)
 
 
 def ensure_schema(url: str) -> None:
@@ -378,9 +368,8 @@ def ensure_schema(url: str) -> None:
             done = _pending(conn)  # another process may have migrated it meanwhile
             if done is None:
                 return
-            for migration in MIGRATIONS:
-                if migration.version > done:
-                    migration.apply(conn)
+            for migration in pending(MIGRATIONS, done):
+                migration.apply(conn)
             conn.execute(
                 "INSERT INTO memgpt_schema (name, version) VALUES ('memory', %s) "
                 "ON CONFLICT (name) DO UPDATE SET version = excluded.version",

@@ -198,7 +198,7 @@ class PgRecallMemory(SearchesRecall, PgTier):
     def delete(
         self, message_ids: Sequence[str], *, thread_id: str | None = None, actor: str = "user"
     ) -> list[RecallMessage]:
-        """Forget messages as the SQLite ``RecallMemory.delete`` does (row, words, vectors)."""
+        """Forget messages as ``SqliteRecallMemory.delete`` does (row, words, vectors)."""
         wanted = list(dict.fromkeys(pg_text(str(m)) for m in message_ids))
         if not wanted:
             return []

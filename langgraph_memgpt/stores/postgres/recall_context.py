@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from langgraph_memgpt.stores.contexts import Neighbour, changed_contexts
+from langgraph_memgpt.stores.context_windows import Neighbour, changed_contexts
 from langgraph_memgpt.stores.embeddings import FloatArray, normalize
 from langgraph_memgpt.stores.postgres.db import pg_text
 from langgraph_memgpt.stores.postgres.recall_rows import TABLE
@@ -24,7 +24,7 @@ from langgraph_memgpt.stores.search import CONTEXT_RADIUS
 
 
 @dataclass(frozen=True)
-class Context:
+class ContextWindow:
     """A message's new context text and the ids of its window (itself and +-2)."""
 
     text: str
@@ -33,7 +33,7 @@ class Context:
 
 def new_contexts(
     conn: psycopg.Connection[Any], agent_id: str, thread_id: str, new: Sequence[tuple[int, str]]
-) -> dict[int, Context]:
+) -> dict[int, ContextWindow]:
     """The contexts that change around new messages: theirs and their +-2 neighbours'.
 
     ``new``: (row id, created_at) of each new message. Reads the thread between the first
@@ -64,13 +64,14 @@ def new_contexts(
     ).fetchall()
     sequence = [Neighbour(int(r[0]), str(r[1]), r[2]) for r in [*reversed(before), *span, *after]]
     return {
-        c.id: Context(c.text, c.window) for c in changed_contexts(sequence, {i for i, _ in new})
+        c.id: ContextWindow(c.text, c.window)
+        for c in changed_contexts(sequence, {i for i, _ in new})
     }
 
 
 def pool_contexts(
     conn: psycopg.Connection[Any],
-    contexts: Mapping[int, Context],
+    contexts: Mapping[int, ContextWindow],
     known: Mapping[int, FloatArray],
 ) -> dict[int, FloatArray]:
     """Context vectors of ``contexts``' windows: the mean of their message vectors.
@@ -95,7 +96,7 @@ def pool_contexts(
 
 def write_rows(
     conn: psycopg.Connection[Any],
-    contexts: Mapping[int, Context],
+    contexts: Mapping[int, ContextWindow],
     vectors: Mapping[int, FloatArray],
     pooled: Mapping[int, FloatArray | None],
 ) -> None:
@@ -132,4 +133,4 @@ def write_rows(
         )
 
 
-__all__ = ["Context", "new_contexts", "pool_contexts", "write_rows"]
+__all__ = ["ContextWindow", "new_contexts", "pool_contexts", "write_rows"]

@@ -23,7 +23,7 @@ from langgraph_memgpt.stores.postgres.deletions import (
 )
 from langgraph_memgpt.stores.postgres.models import hold_model
 from langgraph_memgpt.stores.postgres.recall_context import (
-    Context,
+    ContextWindow,
     new_contexts,
     pool_contexts,
     write_rows,
@@ -94,7 +94,7 @@ def delete_where(
         )
         log = [(kind, item, item if kind == "thread" else None, detail)]
     log_deletions(conn, agent_id, actor, log)
-    contexts: dict[int, Context] = {}
+    contexts: dict[int, ContextWindow] = {}
     for thread, ids in touched.items():
         at = conn.execute(f"SELECT id, created_at FROM {TABLE} WHERE id = ANY(%s)", (ids,))
         contexts.update(

@@ -26,7 +26,7 @@ from langgraph_memgpt.stores.postgres.deletions import forgotten_among
 from langgraph_memgpt.stores.postgres.models import hold_model
 from langgraph_memgpt.stores.postgres.parts import store_parts
 from langgraph_memgpt.stores.postgres.recall_context import (
-    Context,
+    ContextWindow,
     new_contexts,
     pool_contexts,
     write_rows,
@@ -89,7 +89,7 @@ def write_messages(
     by_thread: dict[str, list[tuple[int, str]]] = {}
     for rowid, item in searchable:
         by_thread.setdefault(pg_text(item.message.thread_id), []).append((rowid, item.created_at))
-    contexts: dict[int, Context] = {}
+    contexts: dict[int, ContextWindow] = {}
     for thread_id, rows in by_thread.items():
         contexts.update(new_contexts(conn, agent_id, thread_id, rows))
     vectors: dict[int, FloatArray] = {}
@@ -153,7 +153,7 @@ def _embed(
     agent_id: str,
     embeddings: Embeddings,
     new: Sequence[tuple[int, PreparedMessage]],
-    contexts: Mapping[int, Context],
+    contexts: Mapping[int, ContextWindow],
 ) -> tuple[dict[int, FloatArray], dict[int, FloatArray]]:
     """Message vectors of the new rows (their parts stored) and the changed contexts'.
 

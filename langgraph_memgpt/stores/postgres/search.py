@@ -459,7 +459,7 @@ def term_matches(
     return out
 
 
-class PgTier(Protocol):
+class SearchedTier(Protocol):
     """What a search needs of a Postgres tier (``PgRecallMemory``, ``PgArchivalMemory``)."""
 
     agent_id: str
@@ -491,7 +491,7 @@ class TableSignals:
     """The vector column of each vector signal."""
 
     def __init__(
-        self, memory: PgTier, conn: psycopg.Connection[Any], where: str, params: Params
+        self, memory: SearchedTier, conn: psycopg.Connection[Any], where: str, params: Params
     ) -> None:
         self.conn = conn
         self.pool = memory.pool

@@ -15,6 +15,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -24,15 +25,13 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.stores.embeddings import get_embeddings
-from langgraph_memgpt.stores.sqlite.archival import ArchivalMemory
-from langgraph_memgpt.stores.sqlite.core import CoreMemory
-from langgraph_memgpt.stores.sqlite.db import open_db, transaction
+from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
+from langgraph_memgpt.stores.sqlite.core import SqliteCoreMemory
+from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db, transaction
 from langgraph_memgpt.stores.sqlite.deletions import SqliteDeletionLog
-from langgraph_memgpt.stores.sqlite.recall import RecallMemory
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import StoreAccessError
-
-DB_FILENAME = "memory.sqlite"
 
 __all__ = [
     "DB_FILENAME",
@@ -85,9 +84,9 @@ class AgentMemory:
     agent_id: str
     data_dir: Path
     db: sqlite_utils.Database
-    core: CoreMemory
-    recall: RecallMemory
-    archival: ArchivalMemory
+    core: SqliteCoreMemory
+    recall: SqliteRecallMemory
+    archival: SqliteArchivalMemory
     deletions: SqliteDeletionLog
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -148,9 +147,9 @@ class AgentMemory:
             agent_id=agent_id,
             data_dir=root,
             db=db,
-            core=_locked(CoreMemory(db, agent_id, default_limit=core_block_limit), lock),
-            recall=_locked(RecallMemory(db, agent_id, embeddings, cache_dir), lock),
-            archival=_locked(ArchivalMemory(db, agent_id, embeddings, cache_dir), lock),
+            core=_locked(SqliteCoreMemory(db, agent_id, default_limit=core_block_limit), lock),
+            recall=_locked(SqliteRecallMemory(db, agent_id, embeddings, cache_dir), lock),
+            archival=_locked(SqliteArchivalMemory(db, agent_id, embeddings, cache_dir), lock),
             deletions=_locked(SqliteDeletionLog(db, agent_id), lock),
             lock=lock,
         )
@@ -263,6 +262,64 @@ class SqliteBackend:
         """Close the read-only memories this backend opened (shared ones stay open)."""
         while self._read_only_open:
             self._read_only_open.pop().close()
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        data_dir: Path,
+        embedding_model: str = "minilm",
+        core_block_limit: int = 2000,
+        read_only: bool = False,
+        embeddings: Embeddings | None = None,
+    ) -> SqliteBackend:
+        """The backend the registry opens (`stores.registry`): ``data_dir``'s memory.
+
+        A ``sqlite:///path/to/folder`` URL names the folder instead of ``data_dir``.
+        """
+        path = url.partition("://")[2] if url else ""
+        return cls(
+            Path(path).expanduser() if path else data_dir,
+            embedding_model=embedding_model,
+            embeddings=None if read_only else embeddings,
+            core_block_limit=core_block_limit,
+            read_only=read_only,
+        )
+
+    def recorded_embedding(self, agent_id: str) -> dict[str, object] | None:
+        """The model the agent's vectors were made with, from the file (`Reembeddable`)."""
+        from langgraph_memgpt.stores.sqlite.reembed import recorded_embedding_sqlite
+
+        return recorded_embedding_sqlite(self.data_dir, agent_id)
+
+    def reembed(
+        self,
+        agent_id: str,
+        embeddings: Embeddings,
+        progress_for: Callable[[str], Callable[[int, int], None]],
+    ) -> tuple[int, int]:
+        """Drop the agent's vectors and embed everything again (`Reembeddable`).
+
+        Stop any server or chat using the data directory first (they hold the old vectors).
+        """
+        from langgraph_memgpt.stores.sqlite.reembed import reembed_sqlite
+
+        return reembed_sqlite(self.data_dir, agent_id, embeddings, progress_for)
+
+    def close_shared(self) -> None:
+        """Write and close the memories of ``data_dir`` this process opened (`SharedOpenMemories`).
+
+        What a command does before it ends; memories of other data directories stay open.
+        """
+        root = _absolute(
+            str(self.data_dir), "" if Path(self.data_dir).is_absolute() else os.getcwd()
+        )
+        with _OPEN_LOCK:
+            mine = [key for key in _OPEN if key[0] == root]
+            closing = [_OPEN.pop(key) for key in mine]
+        for memory in closing:
+            memory.close()
 
 
 def close_all() -> None:

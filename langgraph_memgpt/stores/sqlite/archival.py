@@ -8,7 +8,7 @@ key ``"text.parts"``). Search fuses BM25 and cosine similarity (``stores.ranking
 every filter (agent, tags, dates) is applied before ranking, so a narrow filter cannot be
 crowded out by closer passages it excludes.
 
-``ArchivalMemory`` is the tier's interface: it writes passages, embeds them and reads
+``SqliteArchivalMemory`` is the tier's interface: it writes passages, embeds them and reads
 them back. Forgetting is ``archival_forget``'s, the search signals ``archival_signals``',
 and the columns and filters all three read ``archival_rows``'.
 """
@@ -59,7 +59,7 @@ from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPag
 _EMBED_BATCH = INSERT_BATCH
 
 
-class ArchivalMemory(InsertsPassages, SearchesCurrentFirst):
+class SqliteArchivalMemory(InsertsPassages, SearchesCurrentFirst):
     """The archival passages of one agent.
 
     Args:
@@ -283,7 +283,7 @@ class ArchivalMemory(InsertsPassages, SearchesCurrentFirst):
         cache_dir: Path | str,
         index_kind: IndexKind = "auto",
         progress: Callable[[int, int], None] | None = None,
-    ) -> ArchivalMemory:
+    ) -> SqliteArchivalMemory:
         """Drop an agent's archival vectors and embed every passage again with ``embeddings``.
 
         The way out of an ``EmbeddingMismatchError`` after changing the embedding model;
@@ -518,4 +518,4 @@ class ArchivalMemory(InsertsPassages, SearchesCurrentFirst):
         return [Hit(item=by_id[i], score=score) for i, score in ranked if i in by_id]
 
 
-__all__ = ["MAX_TAG_CHARS", "ArchivalMemory", "NewPassage", "normalize_tags"]
+__all__ = ["MAX_TAG_CHARS", "SqliteArchivalMemory", "NewPassage", "normalize_tags"]

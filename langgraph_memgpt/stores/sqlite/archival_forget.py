@@ -31,7 +31,7 @@ from langgraph_memgpt.stores.types import Passage
 
 @dataclass(frozen=True)
 class ArchivalForgetting:
-    """Deletes one agent's archival passages (``ArchivalMemory.delete`` and ``delete_all``).
+    """Deletes one agent's archival passages (``SqliteArchivalMemory.delete`` and ``delete_all``).
 
     Args:
         db: The memory database.

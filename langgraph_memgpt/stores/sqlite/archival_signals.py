@@ -1,6 +1,6 @@
 """The signals of one archival search in SQLite, as ``stores.search`` asks for them.
 
-``ArchivalMemory`` searches through the engine-neutral hybrid search (``stores.search``),
+``SqliteArchivalMemory`` searches through the engine-neutral hybrid search (``stores.search``),
 which reads its signals from a ``SignalSource``: this is archival's, over FTS5 (words of the
 passage) and FAISS (the passage's vectors, whole and parts), plus what the query names (a
 day, a tag) and a passage's neighbours in its thread.
@@ -32,7 +32,7 @@ from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 
 
 class SearchedArchive(Protocol):
-    """What a search reads of ``ArchivalMemory``: its store, indexes and row helpers."""
+    """What a search reads of ``SqliteArchivalMemory``: its store, indexes and row helpers."""
 
     db: sqlite_utils.Database
     agent_id: str

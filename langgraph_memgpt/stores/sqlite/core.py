@@ -59,7 +59,7 @@ _VISIBLE_UNSECTIONED = _VISIBLE_TEMPLATE.format(
 )
 
 
-class CoreMemory:
+class SqliteCoreMemory:
     """The core memory blocks of one agent, stored in the shared memory database.
 
     Args:

@@ -57,7 +57,7 @@ def forgotten_among(
     if not keys:
         return set()
     rows = db.conn.execute(
-        # Keys outer, each a primary-key lookup (see RecallMemory._stored).
+        # Keys outer, each a primary-key lookup (see SqliteRecallMemory._stored).
         "SELECT f.thread_id, f.message_id FROM json_each(?) AS k "
         "CROSS JOIN recall_forgotten AS f ON f.agent_id = ? "
         "AND f.thread_id = json_extract(k.value, '$[0]') "

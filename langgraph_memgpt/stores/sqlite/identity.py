@@ -86,8 +86,8 @@ def _reembed_hint(db: sqlite_utils.Database, cache_dir: Path, agent_id: str, mod
     if spec is None:
         return (
             f"re-embed it with the configured model: drop the tier with "
-            f"VectorIndex.drop_tier, then call RecallMemory.embed_missing / "
-            f"ArchivalMemory.reembed with it (`{command}` re-embeds with a named model only)"
+            f"VectorIndex.drop_tier, then call SqliteRecallMemory.embed_missing / "
+            f"SqliteArchivalMemory.reembed with it (`{command}` re-embeds with a named model only)"
         )
     if spec != "minilm":
         command += f" --embedding-model {spec}"

@@ -17,10 +17,9 @@ shape of version 5.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from langgraph_memgpt.stores.duplicates import fact_key
+from langgraph_memgpt.stores.migration import Migration, latest_version, pending
 from langgraph_memgpt.stores.sqlite import part_terms
 from langgraph_memgpt.stores.sqlite.schema import (
     ARCHIVAL,
@@ -37,15 +36,6 @@ from langgraph_memgpt.stores.sqlite.schema import (
 
 APPLICATION_ID = 0x4D656D47
 """``PRAGMA application_id`` of a memory database: "MemG" in ASCII."""
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One numbered step of the schema."""
-
-    version: int
-    does: str
-    apply: Callable[[sqlite3.Connection], None]
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -164,7 +154,7 @@ def _archival_facts(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (
+MIGRATIONS: tuple[Migration[sqlite3.Connection], ...] = (
     Migration(1, "archival counts per agent", _archival_counts),
     Migration(2, "recall keyed by (agent, thread, message id)", _recall_thread_key),
     Migration(3, "archival passages keyed for replays", _archival_keys),
@@ -175,8 +165,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "long texts' parts counted when written", _part_terms),
     Migration(9, "passages with their fact key and the passage they replace", _archival_facts),
 )
-LATEST = MIGRATIONS[-1].version
-assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)), "numbered 1, 2, ..."
+LATEST = latest_version(MIGRATIONS)
 
 
 class NewerSchemaError(Exception):
@@ -202,7 +191,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         found = version_of(conn)  # another process may have migrated it while we waited
-        for migration in MIGRATIONS[found:]:
+        for migration in pending(MIGRATIONS, found):
             migration.apply(conn)
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version = {LATEST}")

@@ -43,10 +43,10 @@ from langgraph_memgpt.stores.sqlite.recall_writes import ingest, not_forgotten
 from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage, check_page
 
 INGEST_CHUNK = 256
-"""Messages per transaction (and per embedding call) in :meth:`RecallMemory.add_many`."""
+"""Messages per transaction (and per embedding call) in :meth:`SqliteRecallMemory.add_many`."""
 
 
-class RecallMemory(SearchesRecall):
+class SqliteRecallMemory(SearchesRecall):
     """The verbatim message history of one agent.
 
     The work is done by one module per job: writes (``recall_writes``), vector upkeep
@@ -353,7 +353,7 @@ class RecallMemory(SearchesRecall):
 
 __all__ = [
     "RecallMessage",
-    "RecallMemory",
+    "SqliteRecallMemory",
     "SearchMode",
     "is_searchable",
     "searchable_text",

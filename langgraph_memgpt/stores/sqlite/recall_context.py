@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from langgraph_memgpt.stores.contexts import Neighbour, NewContext, changed_contexts
+from langgraph_memgpt.stores.context_windows import Neighbour, NewContext, changed_contexts
 from langgraph_memgpt.stores.embeddings import FloatArray
 from langgraph_memgpt.stores.search import CONTEXT_RADIUS
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from langgraph_memgpt.stores.contexts import NewContext
+from langgraph_memgpt.stores.context_windows import NewContext
 from langgraph_memgpt.stores.messages import message_from_row, row_columns
 from langgraph_memgpt.stores.sqlite.db import transaction
 from langgraph_memgpt.stores.sqlite.deletions import LogRow, log_deletions, remember_forgotten
@@ -25,7 +25,7 @@ from langgraph_memgpt.stores.types import RecallMessage
 
 
 class RecallForgetting:
-    """Deletes one agent's recall messages (``RecallMemory.delete`` and its bulk forms).
+    """Deletes one agent's recall messages (``SqliteRecallMemory.delete`` and its bulk forms).
 
     Args:
         db: The memory database.

@@ -1,6 +1,6 @@
 """The signals of one recall search in SQLite, as ``stores.search`` asks for them.
 
-``RecallMemory`` searches through the engine-neutral hybrid search (``stores.search``), which
+``SqliteRecallMemory`` searches through the engine-neutral hybrid search (``stores.search``), which
 reads its signals from a ``SignalSource``: this is recall's, over FTS5 (words of the message
 and of its context) and FAISS (the message's vectors and its context's), plus what the
 query names (a day, a participant).
@@ -29,7 +29,7 @@ from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage
 
 
 class SearchedRecall(Protocol):
-    """What a search reads of ``RecallMemory``: its store, vectors and participants."""
+    """What a search reads of ``SqliteRecallMemory``: its store, vectors and participants."""
 
     db: sqlite_utils.Database
     agent_id: str

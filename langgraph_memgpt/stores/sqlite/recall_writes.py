@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from langgraph_memgpt.stores.contexts import NewContext
+from langgraph_memgpt.stores.context_windows import NewContext
 from langgraph_memgpt.stores.messages import PreparedMessage
 from langgraph_memgpt.stores.sqlite.db import get_meta, set_meta, transaction
 from langgraph_memgpt.stores.sqlite.deletions import forgotten_among

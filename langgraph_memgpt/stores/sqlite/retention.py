@@ -3,7 +3,7 @@
 The rules are data in the memory file (table ``archival_retention``), so they travel
 with the agent (export, import) and apply on every machine that opens it; which passages
 a rule reaches is one indexed query (``archival_tags_agent_tag``). Forgetting them is
-``ArchivalMemory.delete``'s job, the same path ``forget --passage`` takes.
+``SqliteArchivalMemory.delete``'s job, the same path ``forget --passage`` takes.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ RECALL = (
     "CREATE INDEX IF NOT EXISTS recall_by_time ON recall (agent_id, searchable, created_at, id)",
     """CREATE INDEX IF NOT EXISTS recall_by_thread
         ON recall (agent_id, thread_id, searchable, created_at, id)""",
-    # Message ids are looked up without their thread (``RecallMemory.get``, the ids a
+    # Message ids are looked up without their thread (``SqliteRecallMemory.get``, the ids a
     # search leaves out): without this index each lookup read every message of the agent.
     "CREATE INDEX IF NOT EXISTS recall_by_message ON recall (agent_id, message_id)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS recall_fts USING fts5(text, tokenize='porter unicode61')",
@@ -89,7 +89,7 @@ RECALL = (
             SELECT new.id, new.context WHERE new.context IS NOT NULL;
     END""",
     # Named positions in the agent's recall (a reader's watermark, e.g. the sleep-time
-    # consolidator's "read up to here"): `RecallMemory.mark` / `set_mark`.
+    # consolidator's "read up to here"): `SqliteRecallMemory.mark` / `set_mark`.
     """CREATE TABLE IF NOT EXISTS recall_marks (
         agent_id TEXT NOT NULL,
         name TEXT NOT NULL,

@@ -1,4 +1,4 @@
-"""A message's context, and which contexts change when messages enter a thread.
+"""A message's context window, and which windows change when messages enter a thread.
 
 A searchable message's context is its text with the searchable messages around it in its
 thread (`CONTEXT_RADIUS` on each side): words that answer a question are found by the
