@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, get_args
 
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.backends import close_backend, open_backend
+
 from .bm25 import BM25
 from .locomo import (
     Conversation,
@@ -29,7 +31,6 @@ from .locomo import (
     turn_text,
 )
 from .metrics import DEFAULT_KS, MetricAccumulator, percentiles
-from langgraph_memgpt.stores.backends import close_backend, open_backend
 
 if TYPE_CHECKING:
     from .answer import AnswerRun

@@ -20,16 +20,6 @@ from pathlib import Path
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langgraph_memgpt.stores.base import Memory
-from langgraph_memgpt.stores.passages import MAX_TAG_CHARS, NewPassage
-from langgraph_memgpt.stores.types import Passage
-from langgraph_memgpt.tools.file_rules import (
-    OutsideFolderError,
-    confined,
-    looks_like_credential,
-    shown_name,
-    withhold_secrets,
-)
-from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.capabilities import (
     ArchivalForget,
     BulkLoad,
@@ -39,6 +29,13 @@ from langgraph_memgpt.stores.capabilities import (
 )
 from langgraph_memgpt.stores.passages import MAX_TAG_CHARS, NewPassage
 from langgraph_memgpt.stores.types import Passage
+from langgraph_memgpt.tools.file_rules import (
+    OutsideFolderError,
+    confined,
+    looks_like_credential,
+    shown_name,
+    withhold_secrets,
+)
 
 TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ".rst"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
