@@ -33,6 +33,7 @@ answer names a stranger; the user asked about *their* daughter.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langgraph_memgpt.prompts import HUMAN_BLOCK
+from langgraph_memgpt.small_model.core_gate import names_themselves
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -97,7 +99,7 @@ AGENT_WORDS = frozenset(
 
 FUNCTION_WORDS = frozenset(
     topic_stems(
-        "about don't doesn't didn't can can't cannot won't isn't aren't wasn't weren't "
+        "about not don't doesn't didn't can can't cannot won't isn't aren't wasn't weren't "
         "haven't hasn't nothing anything something everything nobody never any"
     )
 )
@@ -105,8 +107,24 @@ FUNCTION_WORDS = frozenset(
 ("I don't know: I have nothing about that" shares "don't" and "about" with any user)."""
 
 
+ANSWER_WORDS = frozenset(
+    topic_stems("yes yeah yep no nope sure certainly indeed correct right exactly")
+)
+"""Stems of the words that open an answer ("Yes, ..."): they carry no fact either."""
+
+
 def _says_a_stated_fact(sentence: str, question: str, stated: set[str], echo: bool) -> bool:
-    words = topic_stems(sentence) - topic_stems(question) - AGENT_WORDS - FUNCTION_WORDS
+    own = topic_stems(sentence) - AGENT_WORDS - FUNCTION_WORDS - ANSWER_WORDS
+    words = own - topic_stems(question)
+    if not echo and not words:
+        # An answer made only of the words of a question the user asked about themselves
+        # ("Do I eat meat?" -> "Yes, I don't eat meat."): its first person is the user's,
+        # unless the agent speaks of what it knows ("I have nothing about meat").
+        return (
+            bool(own)
+            and not topic_stems(sentence) & AGENT_WORDS
+            and bool(_FIRST_PERSON.search(question))
+        )
     if echo:
         # Replying to news, the agent may well speak of itself ("I love jazz too"): only a
         # sentence made of the user's words, two at least, is their statement copied.
@@ -119,9 +137,12 @@ def _says_a_stated_fact(sentence: str, question: str, stated: set[str], echo: bo
 _QUOTED = re.compile(
     r'"[^"\n]*"|\u201c[^\u201d\n]*\u201d|\u2018[^\u2019\n]*\u2019|(?<!\w)\'[^\'\n]+\'(?!\w)'
 )
+_ADVERBS = (
+    r"(?:(?:just|also|really|still|usually|always|never|often|now|only|even|already|"
+    r"sometimes|recently|currently)\s+)*"
+)
 _USER_FORMS = re.compile(
-    r"\b(?:the\s+)?user(?:(?P<own>['\u2019]s)\b|\s+(?P<adverbs>(?:(?:just|also|really|still|"
-    r"usually|always|never|often|now|only|even|already|sometimes|recently|currently)\s+)*)"
+    rf"\b(?:the\s+)?user(?:(?P<own>['\u2019]s)\b|\s+(?P<adverbs>{_ADVERBS})"
     r"(?P<verb>[a-z]+(?:n['\u2019]t)?)\b|\b)",
     re.IGNORECASE,
 )
@@ -140,6 +161,34 @@ _NOT_VERBS = frozenset(
     "always sometimes perhaps nowadays afterwards towards besides thanks yes its news "
     "cheers".split()
 )
+
+_GIVEN_NAME = re.compile(
+    r"^[ \t-]*(?:(?i:user['\u2019]s)\s+)?(?i:name) is ([A-Z][\w'\u2019-]+)", re.M
+)
+
+
+def user_names(stated: str) -> set[str]:
+    """The names the user gave themselves in ``stated`` ("Name is Ines.", "I'm Ines.")."""
+    names = {m.group(1) for m in _GIVEN_NAME.finditer(stated)}
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", stated):
+        if (named := names_themselves(sentence.strip())) is not None:
+            names.add(named.group(1) or named.group(2))
+    return names
+
+
+@functools.lru_cache(maxsize=256)
+def _named_forms(name: str) -> re.Pattern[str]:
+    """The user's own name standing for them: possessive, or the subject of a verb.
+
+    "Rosa is Ines' younger sister" is the user's sister said of someone else; the name
+    alone ("Thanks, Ines!") is the user addressed, and stays.
+    """
+    verbs = "|".join(re.escape(v) for v in sorted(_USER_VERBS, key=len, reverse=True))
+    return re.compile(
+        rf"\b{re.escape(name)}(?:(?P<own>['\u2019]s\b|(?<=s)['\u2019](?!\w))|"
+        rf"\s+(?P<adverbs>{_ADVERBS})(?P<verb>{verbs}|[a-z]+(?<!ss)(?<!us)(?<!is)s)\b)"
+    )
+
 
 KIN = frozenset(
     """mother father mum mom dad parent parents brother brothers sister sisters son sons
@@ -319,7 +368,11 @@ def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -
     """
     stated_stems = topic_stems(stated)
     known = {} if echo else relatives(stated)
-    patterns = [_SWAP] if echo else [_SWAP, _USER_FORMS]
+    patterns = (
+        [_SWAP]
+        if echo
+        else [_SWAP, _USER_FORMS, *(_named_forms(n) for n in sorted(user_names(stated)))]
+    )
     openings = set() if echo else note_openings(stated)
 
     def repair(unit: str, opens: bool) -> str:

@@ -74,6 +74,49 @@ def test_the_agent_speaking_as_itself_is_left_alone(reply: str, question: str) -
     assert to_the_user(reply, question, STATED) == reply
 
 
+@pytest.mark.parametrize(
+    ("reply", "question", "expected"),
+    [
+        ("Yes, I don't eat meat.", "Do I eat meat?", "Yes, you don't eat meat."),
+        (
+            "No, I'm not allergic to milk.",
+            "Am I allergic to milk?",
+            "No, you're not allergic to milk.",
+        ),
+    ],
+)
+def test_an_answer_made_of_the_users_own_question_speaks_to_them(
+    reply: str, question: str, expected: str
+) -> None:
+    """Asked about themselves, the user is the "I" of an answer that only repeats the question."""
+    stated = "I don't eat meat, remember, so no steak recipes please."
+    assert to_the_user(reply, question, stated) == expected
+
+
+def test_an_answer_about_what_the_agent_knows_keeps_its_first_person() -> None:
+    stated = "I don't eat meat, remember."
+    for reply in ("I have nothing about meat in my memory.", "I don't know.", "I'm not sure."):
+        assert to_the_user(reply, "Do I eat meat?", stated) == reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Rosa is Ines' younger sister.", "Rosa is your younger sister."),
+        ("Ines's sister is Rosa.", "Your sister is Rosa."),
+        ("Ines has a younger sister, Rosa.", "You have a younger sister, Rosa."),
+        (
+            "Thanks, Ines! Rosa is starting university.",
+            "Thanks, Ines! Your younger sister Rosa is starting university.",
+        ),
+    ],
+)
+def test_the_users_own_name_standing_for_them_is_said_to_them(reply: str, expected: str) -> None:
+    """The name they gave is theirs: "Ines' sister" is "your sister"; "Thanks, Ines!" stays."""
+    stated = "Name is Ines.\nUser's younger sister Rosa is starting university in September."
+    assert to_the_user(reply, "What's my sister's name?", stated) == expected
+
+
 @tool
 def send_message(message: str) -> str:
     """Send a message to the user."""
