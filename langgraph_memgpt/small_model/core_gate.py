@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 
+from langgraph_memgpt.prompts import HUMAN_BLOCK
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -203,7 +204,13 @@ _SAME_FORM = frozenset(
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "don't": "doesn't"}
 
 
-def _third_person(verb: str) -> str:
+def _third_person(word: str) -> str:
+    """The verb after "user" for the one after "I"; punctuation after it kept after it."""
+    verb = word.rstrip(".,!?;:")
+    return _third_person_verb(verb) + word[len(verb) :] if verb else word
+
+
+def _third_person_verb(verb: str) -> str:
     lowered = verb.lower()
     if lowered in _IRREGULAR:
         return _IRREGULAR[lowered]
@@ -321,3 +328,94 @@ def in_users_voice(note: str) -> bool:
     Only the opening counts: "User told me they love teal" is the agent's "me".
     """
     return bool(_USERS_VOICE.match(note))
+
+
+_RESTATING = re.compile(
+    r"\b(?:like|as)\s+(?:i|i['\u2019]ve)\s+(?:said|mentioned|told you)\b|\bas you know\b"
+    r"|\bi(?:['\u2019]ve)?\s+(?:already\s+)?told you\b|\breminding you\b"
+    r"|(?:^|[,;]\s*)remember\s*(?:[,;!?]|$)|,\s*remember\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""How a person marks a sentence as something they said before: "like I said", "as you
+know", "I told you", ", remember,". Not "just so you know" (news, as often as not) nor
+"remember that ..." (a request to keep something new)."""
+
+RESTATED_FLAG = "memgpt_restated_notes"
+"""On an AI message: the ``human`` notes taken out of it (the user restated what a line holds)."""
+
+
+def restates(message: str) -> bool:
+    """Whether the user's message says it repeats something they told before."""
+    return bool(_RESTATING.search(message))
+
+
+def held_already(note: str, lines: Iterable[str]) -> str | None:
+    """The line of ``human`` that holds most of ``note`` already (half its words), if any.
+
+    Only for a restated fact: a note that shares half its words with a line but comes
+    without "like I said" may well update it ("Works at the hospital now").
+    """
+    stems = _roots(note) - _NOTE_WORDS
+    if not stems:
+        return None
+    for line in lines:
+        if line.strip() and 2 * len(stems & _roots(line)) >= len(stems):
+            return line
+    return None
+
+
+def _roots(text: str) -> set[str]:
+    """Word stems cut shorter still: "works" and "work", "electrician" and "electrical" meet."""
+    return {stem[:4] for stem in topic_stems(text)}
+
+
+_NOTE_WORDS = frozenset(_roots("user user's said remembered remember like told know"))
+
+
+def human_lines(prompt: Sequence[BaseMessage]) -> list[str]:
+    """The lines of the ``human`` block the prompt shows (its system message)."""
+    lines: list[str] = []
+    for message in prompt:
+        if isinstance(message, SystemMessage):
+            for block in HUMAN_BLOCK.findall(content_text(message)):
+                lines.extend(line for line in block.splitlines() if line.strip())
+    return lines
+
+
+def drop_restated_notes(
+    message: AIMessage,
+    prompt: Sequence[BaseMessage],
+    edit_tools: Collection[str],
+    human: Sequence[str],
+) -> AIMessage:
+    """``message`` without its ``human`` notes of a fact the user restated and ``human`` holds.
+
+    "By the way, I do electrical work for a living, like I said." beside "Works as an
+    electrician.": the user says it is a repeat, and the block has it; a second line in other
+    words would be the same fact held twice. The dropped notes are listed under
+    `RESTATED_FLAG`. Only in the step answering such a message.
+    """
+    said = next(
+        (content_text(m) for m in reversed(prompt) if isinstance(m, HumanMessage) and not m.name),
+        "",
+    )
+    if not said or not restates(said) or not human:
+        return message
+    kept: list[ToolCall] = []
+    dropped: list[str] = []
+    for call in message.tool_calls:
+        args = call["args"]
+        note = args.get("content") if "content" in args else args.get("new_content")
+        if (
+            call["name"] in edit_tools
+            and args.get("label") == "human"
+            and isinstance(note, str)
+            and held_already(note, human) is not None
+        ):
+            dropped.append(note)
+            continue
+        kept.append(call)
+    if not dropped:
+        return message
+    flags = {**message.additional_kwargs, RESTATED_FLAG: dropped}
+    return message.model_copy(update={"tool_calls": kept, "additional_kwargs": flags})

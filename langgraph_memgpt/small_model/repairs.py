@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langgraph_memgpt.small_model.auto_save import add_missing_notes
-from langgraph_memgpt.small_model.core_gate import drop_ungrounded_notes
+from langgraph_memgpt.small_model.core_gate import (
+    drop_restated_notes,
+    drop_ungrounded_notes,
+    human_lines,
+)
 from langgraph_memgpt.small_model.event_notes import correct_event_values
 from langgraph_memgpt.small_model.voice import repair_reply, reply_voice
 from langgraph_memgpt.small_model.voiced_stream import VoicedRaw
@@ -36,6 +40,8 @@ class StepRepairs:
         message = drop_ungrounded_notes(message, prompt, self.companions)
         # ...leaves facts the user stated unsaved (see `auto_save`)...
         message = add_missing_notes(message, prompt, self.reply_tool, self.companions)
+        # ...notes again, in other words, a fact the user says they told before (`core_gate`)...
+        message = drop_restated_notes(message, prompt, self.companions, human_lines(prompt))
         # ...and copies a changed setting's file line as the text to replace (`event_notes`).
         return correct_event_values(message, prompt)
 

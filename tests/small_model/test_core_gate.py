@@ -16,8 +16,10 @@ from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.small_model.auto_save import notes_for
 from langgraph_memgpt.small_model.core_gate import (
     DROPPED_FLAG,
+    RESTATED_FLAG,
     fact_sentences,
     grounded_in_user_words,
+    restates,
     third_person_note,
 )
 from langgraph_memgpt.stores.sqlite import open_memory
@@ -199,3 +201,68 @@ def test_the_agents_own_me_in_a_note_is_left_alone(tmp_path: Path) -> None:
     note = "Told me they are allergic to hazelnuts."
     human, _ = _turn(tmp_path, "I'm allergic to hazelnuts.", _append(note))
     assert human == note
+
+
+def _seeded(tmp_path: Path, *lines: str) -> None:
+    core = open_memory(tmp_path, "ada", embedding_model="none").core
+    core.ensure_defaults()
+    for line in lines:
+        core.append("human", line)
+
+
+@pytest.mark.parametrize(
+    ("held", "said", "note"),
+    [
+        (
+            "Works as an electrician.",
+            "By the way, I do electrical work for a living, like I said.",
+            "Does electrical work for a living.",
+        ),
+        (
+            "Moved to Lisbon last spring.",
+            "I live in Lisbon, as I told you.",
+            "Lives in Lisbon.",
+        ),
+    ],
+)
+def test_a_fact_the_user_says_they_told_before_is_not_noted_again(
+    tmp_path: Path, held: str, said: str, note: str
+) -> None:
+    """ "Like I said": the user marks a repeat, and ``human`` holds it: no second line."""
+    _seeded(tmp_path, "Name is Ada.", held)
+    human, step = _turn(tmp_path, said, _append(note))
+    assert human.splitlines() == ["Name is Ada.", held]
+    assert step.additional_kwargs[RESTATED_FLAG] == [note]
+
+
+def test_a_fact_restated_with_something_new_or_told_as_news_is_kept(tmp_path: Path) -> None:
+    """Without "like I said" a close note may be an update; a repeat of nothing held is new."""
+    _seeded(tmp_path, "Name is Ada.", "Works at the bakery on Main Street.")
+    human, _ = _turn(
+        tmp_path,
+        "I work at the hospital on Main Street now.",
+        _append("Works at the hospital on Main Street now."),
+    )
+    assert "Works at the hospital on Main Street now." in human
+    human, _ = _turn(
+        tmp_path,
+        "Like I said, my sister Noor lives in Oslo.",
+        _append("User's sister Noor lives in Oslo."),
+    )
+    assert "User's sister Noor lives in Oslo." in human
+
+
+def test_a_restating_sentence_is_told_apart_from_news_and_requests() -> None:
+    assert restates("I don't eat meat, remember, so no steak recipes please.")
+    assert restates("As you know, I'm a nurse.")
+    assert not restates("Just so you know, I'm allergic to peanuts.")
+    assert not restates("Remember that my dentist appointment is on Friday.")
+    assert not restates("I remember my first bike.")
+
+
+def test_a_verb_before_punctuation_is_put_in_the_third_person_before_it() -> None:
+    assert (
+        third_person_note("I do electrical work for a living, like I said.")
+        == "Does electrical work for a living, like user said."
+    )
+    assert third_person_note("Honestly, I cook.") == "Honestly, user cooks."
