@@ -34,6 +34,15 @@ def section(page: Path, heading: str) -> str:
     return text[start : end if end != -1 else len(text)]
 
 
+@pytest.fixture(autouse=True)
+def _engines_registered_by_an_example_stay_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An example may register an engine (the Extending page's ``folder://``): for its test only."""
+    from langgraph_memgpt.stores import registry
+
+    monkeypatch.setattr(registry, "ENGINES", dict(registry.ENGINES))
+    monkeypatch.setattr(registry, "EXTRAS", dict(registry.EXTRAS))
+
+
 def run_examples(text: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
     """Run the Python blocks of ``text`` in ``folder``, as a reader would; their names."""
     monkeypatch.chdir(folder)

@@ -588,6 +588,9 @@ def big_graph(make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch) -> VectorI
     monkeypatch.setattr(faiss_sync, "_AUTO_PERSIST_MAX_VECTORS", 0)
     index = make_index(kind="hnsw")
     index.upsert(list(range(BIG)), random_unit(BIG, seed=40))
+    # The process's flusher may still hold this index as due from that write: once it is
+    # done, a test's own (held) flusher is the only one that adds its pending vectors.
+    assert faiss_pending.FLUSHER.drain()
     assert in_graph(index) == BIG and not index._state.pending
     return index
 
