@@ -3,12 +3,12 @@
 A turn is: open it (`open_turn`: the user's message and the run's events in, stamped, cut to
 the window, what a killed run left caught up), measure the next prompt (`measure`: warn once
 per cycle, ask for an eviction past the flush limit; the eviction itself is
-`nodes.summarize_evict.evict`; the middleware plans its exact prompt with `plan`), stop at
-the step cap (`step_cap`), call the model, take its message (`take`: call ids, a readable
-error for each call that did not parse, the copy the queue keeps bounded), close each tool
-step (`close`: does the turn go on, the repeat breaker, heartbeats), and end with the reply
-the loop sends (`reply_text`). A provider's context-length error evicts and retries, a
-bounded number of times (`after_overflow`).
+`nodes.summarize_evict.evict`, handed in; the middleware plans its exact prompt with
+`plan`), stop at the step cap (`step_cap`), call the model, take its message (`take`: call
+ids, a readable error for each call that did not parse, the copy the queue keeps bounded),
+close each tool step (`close`: does the turn go on, the repeat breaker, heartbeats), and end
+with the reply the loop sends (`reply_text`). A provider's context-length error evicts and
+retries, a bounded number of times (`after_overflow`).
 
 The graph's nodes (`langgraph_memgpt.nodes`) and `MemGPTMiddleware`'s hooks
 (`langgraph_memgpt.compose.middleware`) are thin adapters over these functions: a rule changed here
@@ -57,8 +57,8 @@ from langgraph_memgpt.turn.main_context import (
     valid_message,
     with_time,
 )
+from langgraph_memgpt.turn.reply_rules import REPLY_SEPARATOR
 from langgraph_memgpt.turn.step import close_step, open_step, sent_messages
-from langgraph_memgpt.turn.streaming import REPLY_SEPARATOR
 from langgraph_memgpt.turn.tokens import TokenCounter, content_text
 from langgraph_memgpt.turn.write_ahead import RECORD_FIRST
 
@@ -295,6 +295,7 @@ def plan(
     ctx: Context,
     *,
     render: Callable[[State, bool], tuple[str, dict[str, Any]]],
+    evict: Callable[..., dict[str, Any]],
     counter: TokenCounter,
     schemas: Sequence[dict[str, Any]],
     summarizer: Callable[[], BaseChatModel],
@@ -304,14 +305,12 @@ def plan(
     """The prompt for the queue in ``state``, evicted first when it is over the flush limit.
 
     ``render(state, mid_turn)``: the system prompt and its state update
-    (`main_context.current_system` with the face's instructions). The eviction is
-    `nodes.summarize_evict.evict` (the graph's ``summarize_evict`` node); ``loop``, an
+    (`main_context.current_system` with the face's instructions). ``evict``: the
+    eviction, `nodes.summarize_evict.evict` (the graph's ``summarize_evict`` node); ``loop``, an
     async run's event loop, has the summary written with the summarizer's async API. In the
     graph these are three nodes (``check_pressure``, ``summarize_evict``, ``think``); the
     middleware, which sees the exact prompt only inside its model call, runs them here.
     """
-    from langgraph_memgpt.nodes.summarize_evict import evict
-
     messages = list(state["messages"])
     view = state
     system_prompt, update = render(view, True)

@@ -38,7 +38,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -58,9 +58,7 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph_memgpt.llm.chunks import message_chunks
 from langgraph_memgpt.llm.toolcalls import RAW_TEXT_KEY
 from langgraph_memgpt.stores.text import valid_text
-
-if TYPE_CHECKING:
-    from langgraph_memgpt.turn.reply_rules import ReplyGate
+from langgraph_memgpt.turn.reply_rules import REPLY_SEPARATOR, REPLY_TOOL, ReplyGate, Written
 
 try:  # the base class LangGraph's and astream_events' token streamers share
     from langchain_core.tracers._streaming import _StreamingCallbackHandler
@@ -74,23 +72,6 @@ REPLY_RUN = "memgpt_reply"
 REPLY_ID_KEY = "memgpt_reply_id"
 """Key in a model message's ``additional_kwargs``: the id the turn's reply streams under,
 and the text streamed under it so far (``respond`` reuses the id for that same text)."""
-REPLY_TOOL = "send_message"
-REPLY_SEPARATOR = "\n\n"
-"""Between the texts of a turn's ``send_message`` calls (``respond`` joins them so)."""
-
-
-class Written(NamedTuple):
-    """One call of a model message as far as it is written."""
-
-    name: str
-    reply: str | None
-    """``send_message``'s text so far (None for other tools)."""
-    closed: bool
-    """The reply's text is whole."""
-    valid: bool = True
-    """Its arguments validate (known once the call is whole; the tool step refuses others)."""
-
-
 # -- keeping messages and tokens out of the streams ------------------------------------
 
 

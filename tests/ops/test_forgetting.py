@@ -16,6 +16,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.deps import TOOL_HOST
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.ops.forget import (
     NothingToForgetError,
@@ -308,6 +309,7 @@ def test_the_forget_tool_deletes_only_from_its_own_agent(
         ctx=Context(),
         where=Provenance(thread_id="t1", turn=1, call_id="c1"),
         user_tools={},
+        host=TOOL_HOST,
     )
 
     assert outcome.ok and "Forgot 1 passage." in outcome.content
