@@ -12,8 +12,9 @@ thread. Where the turn goes next is `routes.after_think`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -52,6 +53,8 @@ from langgraph_memgpt.turn.streaming import (
     stream_step,
 )
 
+T = TypeVar("T")
+
 
 @dataclass
 class _Call:
@@ -64,6 +67,15 @@ class _Call:
     policies: tuple[ModelPolicy, ...] = ()
     searched: list[AnyMessage] = field(default_factory=list)
     reply: ReplyStream | None = None
+
+    def streamed(self, stream: Callable[..., T], config: RunnableConfig) -> Callable[[Any], T]:
+        """The innermost handler of the policies: the model's call, its reply streamed.
+
+        ``stream``: `stream_step` or `astream_step`; the policies' options go with the prompt.
+        """
+        model, reply = self.model, self.reply
+        assert model is not None and reply is not None
+        return lambda step: stream(model, self.prompt, config, reply, **step.options)
 
 
 def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
@@ -154,14 +166,9 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         call = prepare(state, runtime)
         if call.model is None:
             return call.update
+        assert call.step is not None  # through the model's policies (`turn.policies`):
         try:
-            assert call.reply is not None and call.step is not None
-            model, reply = call.model, call.reply
-            raw = call_model(  # through the model's policies (`langgraph_memgpt.turn.policies`)
-                call.policies,
-                call.step,
-                lambda s: stream_step(model, call.prompt, config, reply, **s.options),
-            )
+            raw = call_model(call.policies, call.step, call.streamed(stream_step, config))
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
@@ -174,14 +181,9 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         call = await asyncio.to_thread(prepare, state, runtime)
         if call.model is None:
             return call.update
+        assert call.step is not None
         try:
-            assert call.reply is not None and call.step is not None
-            model, reply = call.model, call.reply
-            raw = await acall_model(
-                call.policies,
-                call.step,
-                lambda s: astream_step(model, call.prompt, config, reply, **s.options),
-            )
+            raw = await acall_model(call.policies, call.step, call.streamed(astream_step, config))
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise

@@ -168,17 +168,15 @@ def _archival_insert(
 def _archival_search(
     args: ArchivalMemorySearchArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
 ) -> tuple[str, bool]:
-    filters = _filters(tags=args.tags, start_date=args.start_date, end_date=args.end_date)
+    filters = {"tags": args.tags, "start_date": args.start_date, "end_date": args.end_date}
 
-    def search(filtered: bool) -> SearchPage[Passage]:
+    def search(chosen: Mapping[str, Any]) -> SearchPage[Passage]:
         return memory.archival.search(
             args.query,
-            tags=(args.tags or None) if filtered else None,
             tag_match=args.tag_match,
-            start_date=(args.start_date or None) if filtered else None,
-            end_date=(args.end_date or None) if filtered else None,
             page=args.page,
             page_size=ctx.search_page_size,
+            **chosen,
         )
 
     def line(hit: Hit[Passage], limit: int) -> str:
@@ -190,30 +188,23 @@ def _archival_search(
 def _conversation_search(
     args: ConversationSearchArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
 ) -> tuple[str, bool]:
-    filters = _filters(roles=args.roles, start_date=args.start_date, end_date=args.end_date)
+    filters = {"roles": list(args.roles), "start_date": args.start_date, "end_date": args.end_date}
 
-    def search(filtered: bool) -> SearchPage[RecallMessage]:
+    def search(chosen: Mapping[str, Any]) -> SearchPage[RecallMessage]:
         return memory.recall.search(
             args.query,
-            roles=(list(args.roles) or None) if filtered else None,
-            start_date=(args.start_date or None) if filtered else None,
-            end_date=(args.end_date or None) if filtered else None,
             page=args.page,
             page_size=ctx.search_page_size,
             exclude_ids={(where.thread_id, i) for i in where.in_view},
+            **chosen,
         )
 
     return _search_with_filters(search, filters, message_line, ctx, args.query, memory), False
 
 
-def _filters(**values: Any) -> str:
-    """The filters a search call set, as the model wrote them ('' when none)."""
-    return ", ".join(f"{k}={v!r}" for k, v in values.items() if v)
-
-
 def _search_with_filters(
-    search: Callable[[bool], SearchPage[Any]],
-    filters: str,
+    search: Callable[[Mapping[str, Any]], SearchPage[Any]],
+    filters: Mapping[str, Any],
     line: Callable[[Any, int], str],
     ctx: Context,
     query: str,
@@ -221,18 +212,20 @@ def _search_with_filters(
 ) -> str:
     """Run a search; when its filters hide every match, say so and show the unfiltered best.
 
+    ``search(chosen)``: the search with the filters ``chosen`` (by name; None: not applied).
     A small model invents filters (dates of the wrong year, a role); "no results" would then
     tell it that it knows nothing about what it has. An empty page points at core memory
     (`_or_core_memory`).
     """
-    page = search(True)
-    if page.hits or not filters or page.page > 0:
+    page = search({name: value or None for name, value in filters.items()})
+    described = ", ".join(f"{k}={v!r}" for k, v in filters.items() if v)
+    if page.hits or not described or page.page > 0:
         return _or_core_memory(page, line, ctx, query, memory)
-    unfiltered = search(False)
+    unfiltered = search(dict.fromkeys(filters))
     if not unfiltered.hits:
         return _or_core_memory(page, line, ctx, query, memory)
     note = (
-        f"No match with the filters {filters}; without them there are {unfiltered.total} "
+        f"No match with the filters {described}; without them there are {unfiltered.total} "
         "matches. The best of them:"
     )
     return note + "\n" + format_page(unfiltered, line, ctx)

@@ -234,34 +234,6 @@ def system(
     )
 
 
-def pressure(
-    state: State,
-    system_prompt: str,
-    queue: Sequence[AnyMessage],
-    ctx: Context,
-    counter: TokenCounter,
-    schemas: Sequence[dict[str, Any]],
-) -> tuple[bool, HumanMessage | None]:
-    """Measure the next prompt: (evict now?, the memory-pressure warning to add, or None).
-
-    Eviction is due past ``flush_fraction`` of the window (or when ``force_evict`` asks);
-    the warning past ``warning_fraction``, once per eviction cycle (``alerted``).
-    """
-    prompt = build_prompt(
-        system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
-    )
-    used = prompt_tokens(counter, prompt, schemas)
-    window = ctx.context_window
-    if state.get("force_evict") or used > ctx.flush_fraction * window:
-        return True, None
-    if used > ctx.warning_fraction * window and not state.get("alerted"):
-        alert = HumanMessage(
-            prompts.pressure_alert(used, window), name=ALERT_NAME, id=str(uuid.uuid4())
-        )
-        return False, alert
-    return False, None
-
-
 def measure(
     state: State,
     system_prompt: str,
@@ -270,11 +242,23 @@ def measure(
     counter: TokenCounter,
     schemas: Sequence[dict[str, Any]],
 ) -> dict[str, Any]:
-    """The update `pressure` asks for: ``force_evict``, or the warning and ``alerted``."""
-    evict, alert = pressure(state, system_prompt, queue, ctx, counter, schemas)
-    if evict:
+    """Measure the next prompt: the update its size asks for (empty: none).
+
+    Eviction (``force_evict``) is due past ``flush_fraction`` of the window (or when
+    ``force_evict`` already asks); the memory-pressure warning (and ``alerted``) past
+    ``warning_fraction``, once per eviction cycle.
+    """
+    prompt = build_prompt(
+        system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
+    )
+    used = prompt_tokens(counter, prompt, schemas)
+    window = ctx.context_window
+    if state.get("force_evict") or used > ctx.flush_fraction * window:
         return {"force_evict": True}
-    if alert is not None:
+    if used > ctx.warning_fraction * window and not state.get("alerted"):
+        alert = HumanMessage(
+            prompts.pressure_alert(used, window), name=ALERT_NAME, id=str(uuid.uuid4())
+        )
         return {"messages": [alert], "alerted": True}
     return {}
 
@@ -315,7 +299,9 @@ def plan(
     view = state
     system_prompt, update = render(view, True)
     update = dict(update)
-    evict_now, _ = pressure(view, system_prompt, messages, ctx, counter, schemas)
+    evict_now = bool(
+        measure(view, system_prompt, messages, ctx, counter, schemas).get("force_evict")
+    )
     reply = None
     if evict_now:
         evicted = evict(
@@ -466,7 +452,6 @@ __all__ = [
     "measure",
     "open_turn",
     "plan",
-    "pressure",
     "reply_text",
     "step_cap",
     "take",

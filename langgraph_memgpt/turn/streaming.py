@@ -35,10 +35,10 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -59,6 +59,8 @@ from langgraph_memgpt.llm.chunks import message_chunks
 from langgraph_memgpt.llm.toolcalls import RAW_TEXT_KEY
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.turn.reply_rules import REPLY_SEPARATOR, REPLY_TOOL, ReplyGate, Written
+
+E = TypeVar("E")
 
 try:  # the base class LangGraph's and astream_events' token streamers share
     from langchain_core.tracers._streaming import _StreamingCallbackHandler
@@ -576,6 +578,26 @@ def _whole(raw: Any) -> AIMessage:
     return raw if isinstance(raw, AIMessage) else AIMessage(content=raw.content)
 
 
+def _after_stream(
+    watch: _Watch, result: AIMessage, out: E, plain: Callable[[str], E]
+) -> Iterator[tuple[E, str | None]]:
+    """What goes out once the model's stream ended, in order.
+
+    ``(emitter, text)``: send it; ``(emitter, None)``: close it. The reply's rest the rules
+    held (``out``), then a plain answer's text under the step's own message id (``plain(id)``:
+    a new emitter).
+    """
+    for text in watch.replies(result):
+        yield out, text
+    yield out, None
+    answer = watch.answer(result)
+    if answer and result.id:
+        emitter = plain(result.id)
+        for text in answer:
+            yield emitter, text
+        yield emitter, None
+
+
 def stream_step(
     model: Runnable[Any, Any],
     prompt: Any,
@@ -597,15 +619,11 @@ def stream_step(
             with _current(config):
                 out.send(watch.take(chunk))
     result = watch.result()
-    for text in watch.replies(result):
-        out.send(text)
-    out.close()
-    answer = watch.answer(result)
-    if answer and result.id:
-        plain = _SyncEmitter(config, result.id)
-        for text in answer:
-            plain.send(text)
-        plain.close()
+    for emitter, text in _after_stream(watch, result, out, lambda id_: _SyncEmitter(config, id_)):
+        if text is None:
+            emitter.close()
+        else:
+            emitter.send(text)
     return _stamped(result, out)
 
 
@@ -634,15 +652,11 @@ async def astream_step(
             with _current(config):
                 await out.send(watch.take(chunk))
     result = watch.result()
-    for text in watch.replies(result):
-        await out.send(text)
-    await out.close()
-    answer = watch.answer(result)
-    if answer and result.id:
-        plain = _AsyncEmitter(config, result.id)
-        for text in answer:
-            await plain.send(text)
-        await plain.close()
+    for emitter, text in _after_stream(watch, result, out, lambda id_: _AsyncEmitter(config, id_)):
+        if text is None:
+            await emitter.close()
+        else:
+            await emitter.send(text)
     return _stamped(result, out)
 
 
