@@ -23,7 +23,7 @@ MOVED: dict[str, str] = {
     "file_rules": "tools.file_rules",
     "forget": "ops.forget",
     "ingest": "ops.ingest",
-    "memory_tools": "tools.memory_tools",
+    "memory_tools": "compose.tools",
     "middleware": "compose.middleware",
     "recovery": "ops.recovery",
     "retention": "ops.retention",
@@ -94,11 +94,11 @@ if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
     sys.meta_path.insert(0, _MovedModules())
 sys.modules[__name__].__class__ = _Package
 
+from langgraph_memgpt.compose.tools import memory_prompt, memory_tools, recorder  # noqa: E402
 from langgraph_memgpt.context import Context  # noqa: E402
 from langgraph_memgpt.graph import build_graph  # noqa: E402
 from langgraph_memgpt.state import InputState, OutputState, State  # noqa: E402
 from langgraph_memgpt.tools.facts import ToolFacts, declare_tool  # noqa: E402
-from langgraph_memgpt.tools.memory_tools import memory_prompt, memory_tools, recorder  # noqa: E402
 
 __all__ = [
     "MOVED",

@@ -12,10 +12,16 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from langgraph_memgpt.context import Context
+from langgraph_memgpt.ops.forget import forget_matching
+from langgraph_memgpt.ownership import refuse_another_agent
+from langgraph_memgpt.small_model.policy import small_model_policies
 from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.tools.facts import ToolHost
 from langgraph_memgpt.tools.run import tool_schemas
+from langgraph_memgpt.turn.main_context import record
+from langgraph_memgpt.turn.policies import ModelPolicy
 from langgraph_memgpt.turn.tokens import TokenCounter
 
 R_co = TypeVar("R_co", covariant=True)
@@ -29,22 +35,18 @@ class Node(Protocol[R_co]):
         ...
 
 
-def refuse_another_agent(owner: str | None, agent_id: str) -> None:
-    """Refuse ``agent_id`` on a thread ``owner`` holds (None: a thread nobody holds yet).
+TOOL_HOST = ToolHost(record=record, forget=forget_matching)
+"""What the memory tools ask of the package above them: the loop's recall write-ahead, and
+the eraser the ``forget`` tool runs. Every face's tools get this one."""
 
-    A thread's queue is its agent's conversation: another agent would read it, and
-    recording it would copy it into that agent's long-term memory. The one rule of who may
-    continue a thread: the graph's input check (`langgraph_memgpt.turn.admission`), its nodes and
-    the middleware call it.
 
-    Raises:
-        ValueError: naming the thread's agent and what to do instead.
+def policies_for(traits: ModelTraits) -> tuple[ModelPolicy, ...]:
+    """The policy stack a model with ``traits`` runs, outermost first (both faces ask here).
+
+    A model whose traits need nothing (a hosted one) gets an empty stack: its steps never
+    enter `langgraph_memgpt.small_model` beyond its traits.
     """
-    if owner and owner != agent_id:
-        raise ValueError(
-            f"this thread belongs to agent {owner!r}, not {agent_id!r}: continue it "
-            f"with agent_id={owner!r}, or start a new thread for {agent_id!r}"
-        )
+    return small_model_policies(traits) if traits.small else ()
 
 
 @dataclass

@@ -19,7 +19,8 @@ everywhere it applies:
   believed when that agent's recall memory holds messages of this very thread, written by
   a run whose context auth accepted. Recovery (`langgraph_memgpt.ops.recovery`) records a
   thread's unrecorded messages for that agent only, and the memory page shows an agent
-  the threads that are its own (`belongs_to`).
+  the threads that are its own (`belongs_to`); and a run of another agent never continues
+  a thread (`refuse_another_agent`).
 """
 
 from __future__ import annotations
@@ -127,5 +128,24 @@ __all__ = [
     "client_write_refusal",
     "command_refusal",
     "may_use",
+    "refuse_another_agent",
     "thread_agent",
 ]
+
+
+def refuse_another_agent(owner: str | None, agent_id: str) -> None:
+    """Refuse ``agent_id`` on a thread ``owner`` holds (None: a thread nobody holds yet).
+
+    A thread's queue is its agent's conversation: another agent would read it, and
+    recording it would copy it into that agent's long-term memory. The one rule of who may
+    continue a thread: the graph's input check (`langgraph_memgpt.turn.admission`), its nodes
+    (`langgraph_memgpt.deps.Deps.memory`) and the middleware call it.
+
+    Raises:
+        ValueError: naming the thread's agent and what to do instead.
+    """
+    if owner and owner != agent_id:
+        raise ValueError(
+            f"this thread belongs to agent {owner!r}, not {agent_id!r}: continue it "
+            f"with agent_id={owner!r}, or start a new thread for {agent_id!r}"
+        )

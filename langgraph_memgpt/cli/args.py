@@ -54,6 +54,15 @@ def add_database_url(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_memory_place(parser: argparse.ArgumentParser) -> None:
+    """Declare where the memory lives: ``--data-dir``, or ``--database-url`` for Postgres.
+
+    Every command that opens memory takes both (read back with `data_dir`, `database_url`).
+    """
+    add_data_dir(parser)
+    add_database_url(parser)
+
+
 def database_url(args: argparse.Namespace) -> str:
     """``--database-url``, else ``$MEMGPT_DATABASE_URL``, else '' (the data directory)."""
     from langgraph_memgpt.serve.settings import DATABASE_URL_ENV
@@ -72,6 +81,7 @@ def data_dir(args: argparse.Namespace) -> Path:
 __all__ = [
     "add_data_dir",
     "add_database_url",
+    "add_memory_place",
     "data_dir",
     "database_url",
     "port",

@@ -18,10 +18,10 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from langgraph_memgpt.cli.args import (
-    add_data_dir,
-    add_database_url,
+    add_memory_place,
     data_dir,
     database_url,
     port,
@@ -92,8 +92,7 @@ def add_agent_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         "--port", type=port, default=2024, help="HTTP port (default: 2024; taken: a free one)"
     )
     serve.add_argument("--host", default="127.0.0.1", help="interface (default: 127.0.0.1)")
-    add_data_dir(serve)
-    add_database_url(serve)
+    add_memory_place(serve)
     serve.set_defaults(func=cmd_serve)
 
     chat = subparsers.add_parser(
@@ -104,8 +103,7 @@ def add_agent_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     )
     chat.add_argument("--agent", default="default", help="agent id (default: default)")
     chat.add_argument("--thread", default="chat", help="conversation thread id (default: chat)")
-    add_data_dir(chat)
-    add_database_url(chat)
+    add_memory_place(chat)
     chat.add_argument(
         "--model",
         default="auto",
@@ -120,8 +118,7 @@ def add_agent_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         description="Core memory blocks, tier counts, latest messages and archival passages.",
     )
     inspect.add_argument("--agent", default="default", help="agent id (default: default)")
-    add_data_dir(inspect)
-    add_database_url(inspect)
+    add_memory_place(inspect)
     inspect.add_argument(
         "--recent",
         type=positive_int,
@@ -138,8 +135,7 @@ def add_agent_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         "(--database-url): the new vectors and model are switched in one transaction while "
         "servers run; restart them with the new model.",
     )
-    add_data_dir(reembed)
-    add_database_url(reembed)
+    add_memory_place(reembed)
     reembed.add_argument("--agent", required=True, help="agent id")
     reembed.add_argument(
         "--embedding-model",
@@ -149,19 +145,26 @@ def add_agent_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     reembed.set_defaults(func=cmd_reembed)
 
 
+def _agent_memory(args: argparse.Namespace) -> dict[str, Any]:
+    """The agent's memory a housekeeping command names: where it lives, whose, which model."""
+    return {
+        "data_dir": data_dir(args),
+        "agent_id": args.agent,
+        "embedding_model": args.embedding_model,
+        "database_url": database_url(args),
+    }
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
     """Run ``forget``: delete a passage, a message, a thread or a whole agent."""
     from langgraph_memgpt.cli.manage import forget
 
     return forget(
-        data_dir(args),
-        args.agent,
+        **_agent_memory(args),
         passage=args.passage,
         message=args.message,
         thread=args.thread,
         everything=args.all,
-        embedding_model=args.embedding_model,
-        database_url=database_url(args),
     )
 
 
@@ -178,12 +181,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     return import_file(
         args.file,
-        data_dir(args),
-        args.agent,
-        embedding_model=args.embedding_model,
+        **_agent_memory(args),
         mode="replace" if args.replace else "merge" if args.merge else "new",
         progress=not args.no_progress,
-        database_url=database_url(args),
     )
 
 
@@ -192,13 +192,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from langgraph_memgpt.cli.manage import ingest
 
     return ingest(
-        args.paths,
-        data_dir(args),
-        args.agent,
-        embedding_model=args.embedding_model,
-        max_chars=args.chunk_chars,
-        progress=not args.no_progress,
-        database_url=database_url(args),
+        args.paths, **_agent_memory(args), max_chars=args.chunk_chars, progress=not args.no_progress
     )
 
 
@@ -219,8 +213,7 @@ def add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     what.add_argument("--message", metavar="ID", help="recall message id")
     what.add_argument("--thread", metavar="T", help="thread id: its messages, passages, checkpoint")
     what.add_argument("--all", action="store_true", help="everything the agent has")
-    add_data_dir(forget)
-    add_database_url(forget)
+    add_memory_place(forget)
     forget.add_argument("--embedding-model", default="minilm", help=embedding_help)
     forget.set_defaults(func=cmd_forget)
 
@@ -232,8 +225,7 @@ def add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     )
     export.add_argument("--agent", required=True, help="agent id")
     export.add_argument("--out", required=True, type=Path, help="file to write")
-    add_data_dir(export)
-    add_database_url(export)
+    add_memory_place(export)
     export.set_defaults(func=cmd_export)
 
     restore = subparsers.add_parser(
@@ -257,8 +249,7 @@ def add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argument
         help="into an existing agent: the file's blocks replace its writable ones "
         "(read-only blocks are kept; nothing is deleted)",
     )
-    add_data_dir(restore)
-    add_database_url(restore)
+    add_memory_place(restore)
     restore.add_argument("--embedding-model", default="minilm", help=embedding_help)
     restore.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     restore.set_defaults(func=cmd_import)
@@ -272,8 +263,7 @@ def add_memory_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     )
     ingest.add_argument("paths", nargs="+", help="files, or folders to read recursively")
     ingest.add_argument("--agent", required=True, help="agent id")
-    add_data_dir(ingest)
-    add_database_url(ingest)
+    add_memory_place(ingest)
     ingest.add_argument("--embedding-model", default="minilm", help=embedding_help)
     ingest.add_argument(
         "--chunk-chars", type=positive_int, default=1200, help="chunk size (default: 1200)"

@@ -11,6 +11,8 @@ Messages go to stderr, results to stdout; a failure is one line and a non-zero e
 from __future__ import annotations
 
 import getpass
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,21 @@ def _memory(backend: MemoryBackend, agent_id: str) -> Memory | None:
     except ValueError as exc:  # an unknown embedding model, an empty agent id
         print_error(str(exc))
         return None
+
+
+@contextmanager
+def _agent_memory(
+    data_dir: str | Path, database_url: str, agent_id: str, embedding_model: str
+) -> Iterator[Memory | None]:
+    """The agent's memory, its backend closed after; None (said why) when it cannot open."""
+    backend = _open(Path(data_dir).expanduser(), database_url, embedding_model=embedding_model)
+    if backend is None:
+        yield None
+        return
+    try:
+        yield _memory(backend, agent_id)
+    finally:
+        close_backend(backend)
 
 
 # -- forget ----------------------------------------------------------------------------
@@ -208,21 +225,16 @@ def import_file(
     except OSError as exc:
         print_error(f"cannot read {path}: {exc.strerror or exc}; nothing was imported")
         return 1
-    backend = _open(Path(data_dir).expanduser(), database_url, embedding_model=embedding_model)
-    if backend is None:
-        return 2
     try:
-        memory = _memory(backend, agent_id)
-        if memory is None:
-            return 2
-        target = _model_of(memory)
-        with progress_bars(progress) as advance:
-            report = import_agent(memory, path, mode=mode, progress=advance)
+        with _agent_memory(data_dir, database_url, agent_id, embedding_model) as memory:
+            if memory is None:
+                return 2
+            target = _model_of(memory)
+            with progress_bars(progress) as advance:
+                report = import_agent(memory, path, mode=mode, progress=advance)
     except (ExportFormatError, ImportConflictError) as exc:
         print_error(f"{exc}; nothing was imported")
         return 1
-    finally:
-        close_backend(backend)
     source = report.source_embedding or {}
     embedded = f"embedded with {target}" if target else "no embedding model: words-only search"
     if source.get("model") and target and source.get("model") != target:
@@ -308,11 +320,7 @@ def ingest(
     if not files:
         print_error("no text, Markdown or HTML files there; nothing was ingested")
         return 1
-    backend = _open(Path(data_dir).expanduser(), database_url, embedding_model=embedding_model)
-    if backend is None:
-        return 2
-    try:
-        memory = _memory(backend, agent_id)
+    with _agent_memory(data_dir, database_url, agent_id, embedding_model) as memory:
         if memory is None:
             return 2
         with progress_bars(progress) as advance:
@@ -320,8 +328,6 @@ def ingest(
                 ingest_file(memory, path, max_chars=max_chars, actor=cli_actor(), progress=advance)
                 for path in files
             ]
-    finally:
-        close_backend(backend)
     for report in reports:
         replaced = f", {report.replaced} old chunks replaced" if report.replaced else ""
         withheld = (

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from langgraph_memgpt.checkpoints import existing_threads
-from langgraph_memgpt.cli.args import add_data_dir, add_database_url, data_dir, database_url
+from langgraph_memgpt.cli.args import add_memory_place, data_dir, database_url
 from langgraph_memgpt.cli.console import print_error
 from langgraph_memgpt.ops.forget import clean_server_state
 from langgraph_memgpt.ops.retention import RetentionRuleError, apply_retention, rule, rule_view
@@ -145,6 +145,5 @@ def add_retention_command(
     parser.add_argument("--source", default=None, help="set/remove: only this ingested file")
     parser.add_argument("--max-age", help="set: e.g. 48h, 30d, 2w, 900s")
     parser.add_argument("--json", action="store_true", help="list/apply: print JSON")
-    add_data_dir(parser)
-    add_database_url(parser)
+    add_memory_place(parser)
     parser.set_defaults(func=cmd_retention)

@@ -505,7 +505,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def add_watch_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``watch`` on the CLI."""
-    from langgraph_memgpt.cli.args import add_data_dir, add_database_url, positive_int
+    from langgraph_memgpt.cli.args import add_memory_place, positive_int
 
     parser = subparsers.add_parser(
         "watch",
@@ -535,8 +535,7 @@ def add_watch_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help="a folder never reported (repeatable); data directories (memory.sqlite, "
         "checkpoints.sqlite) and .langgraph_api under PATH are ignored without it",
     )
-    add_data_dir(parser)
-    add_database_url(parser)
+    add_memory_place(parser)
     parser.set_defaults(func=cmd_watch)
 
 

@@ -69,21 +69,22 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from langgraph_memgpt.compose.tools import MemoryAccess
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.deps import Deps, policies_for
 from langgraph_memgpt.llm.errors import is_context_overflow
+from langgraph_memgpt.nodes.summarize_evict import evict
+from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
 from langgraph_memgpt.tools.memory_tools import (
     DEFAULT_TOOLS,
     CallOrder,
-    MemoryAccess,
-    make_memory_tools,
     thread_of_config,
 )
 from langgraph_memgpt.turn import core as turn
 from langgraph_memgpt.turn.main_context import REPLY_FLAG, valid_message
-from langgraph_memgpt.turn.policies import aagent_model_call, agent_model_call
+from langgraph_memgpt.turn.policies import ModelPolicy, aagent_model_call, agent_model_call
 from langgraph_memgpt.turn.write_ahead import RECORD_FIRST, write
 
 PLAIN_REPLIES = (
@@ -187,7 +188,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         self.access = MemoryAccess(agent_id, backend=backend, context=context)
         self.summary_model = summary_model
         self.deps = Deps(backend=backend)
-        self.tools: list[BaseTool] = make_memory_tools(self.access.bind, tools)
+        self.tools: list[BaseTool] = self.access.tools(tools)
         self._order = CallOrder(self.access.bind)
         # Until the first model call shows the agent's prompt and tools: its own tools.
         self._seen = _Seen(schemas=[convert_to_openai_tool(t) for t in self.tools])
@@ -208,7 +209,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
 
         LangGraph has kept the run's input before any hook runs; left there, the thread's
         own agent would take it for a message of its own at its next run and record it.
-        The messages its agent never recorded leave the thread (`deps.refuse_another_agent`
+        The messages its agent never recorded leave the thread (`ownership.refuse_another_agent`
         is the rule); the run then fails in ``before_model``, naming the thread's agent.
         """
         owner = state.get("agent_id")
@@ -336,6 +337,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
             memory,
             ctx,
             render=lambda seen, mid_turn: where.system(seen, instructions, mid_turn=mid_turn),
+            evict=evict,
             counter=self.deps.counter,
             schemas=schemas,
             summarizer=lambda: model,
@@ -415,7 +417,9 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         step = self._plan(request)
         while step.reply is None:
             try:
-                return self._taken(step, agent_model_call(step.request, handler))
+                return self._taken(
+                    step, agent_model_call(_stack(step.request), step.request, handler)
+                )
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
@@ -432,7 +436,7 @@ class MemGPTMiddleware(AgentMiddleware[MemGPTState, Any, Any]):
         step = await asyncio.to_thread(self._plan, request, loop)
         while step.reply is None:
             try:
-                result = await aagent_model_call(step.request, handler)
+                result = await aagent_model_call(_stack(step.request), step.request, handler)
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
@@ -490,3 +494,8 @@ def _with_id(message: BaseMessage) -> Any:
 
 
 __all__ = ["MemGPTMiddleware", "MemGPTState"]
+
+
+def _stack(request: ModelRequest[Any]) -> tuple[ModelPolicy, ...]:
+    """The policies the request's model runs (its traits read once for the step)."""
+    return policies_for(ModelTraits.of(request.model))

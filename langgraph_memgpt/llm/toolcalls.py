@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import ContextOverflowError
@@ -39,6 +39,8 @@ from langgraph_memgpt.llm.call_schema import (
 )
 from langgraph_memgpt.llm.chunks import message_chunks
 from langgraph_memgpt.llm.errors import is_context_overflow
+
+R = TypeVar("R")
 
 RAW_TEXT_KEY = "memgpt_raw_text"
 """Key of the model's raw JSON text in streamed chunks: the calls are parsed at the end,
@@ -203,13 +205,9 @@ class LocalToolCallingChatModel(BaseChatModel):
     ) -> ChatResult:
         messages, request, names, plain, repair = self._prepare(messages, kwargs)
         try:
-            try:
-                result = self.inner._generate(messages, stop=stop, **request)
-            except Exception as exc:
-                if self.reconnect is None or not _is_connection_error(exc):
-                    raise
-                self.inner = self.reconnect()
-                result = self.inner._generate(messages, stop=stop, **request)
+            result = self._reconnected(
+                lambda inner: inner._generate(messages, stop=stop, **request)
+            )
         except Exception as exc:
             _raise_if_context_overflow(exc)
             raise
@@ -245,29 +243,21 @@ class LocalToolCallingChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         """The raw JSON text as it comes (under `RAW_TEXT_KEY`), then the parsed calls."""
         messages, request, names, plain, repair = self._prepare(messages, kwargs)
-        pieces: list[str] = []
-        voiced = repair.raw(messages) if repair is not None else None
+        raw = _RawText(repair.raw(messages) if repair is not None else None)
+
+        def started(inner: BaseChatModel) -> tuple[Iterator[ChatGenerationChunk], Any]:
+            chunks = iter(inner._stream(messages, stop=stop, **request))
+            return chunks, next(chunks, None)  # a server gone shows at the first chunk
+
         try:
-            try:
-                chunks = iter(self.inner._stream(messages, stop=stop, **request))
-                first = next(chunks, None)
-            except Exception as exc:
-                if self.reconnect is None or not _is_connection_error(exc):
-                    raise
-                self.inner = self.reconnect()
-                chunks = iter(self.inner._stream(messages, stop=stop, **request))
-                first = next(chunks, None)
+            chunks, first = self._reconnected(started)
             for chunk in itertools.chain([first] if first is not None else [], chunks):
-                pieces.append(str(chunk.message.text))
-                out = voiced.add(pieces[-1]) if voiced else pieces[-1]
-                if out:
-                    yield _raw_chunk(out)
+                if out := raw.add(chunk):
+                    yield out
         except Exception as exc:
             _raise_if_context_overflow(exc)
             raise
-        if voiced and (tail := voiced.end()):
-            yield _raw_chunk(tail)
-        yield self._parsed_chunk("".join(pieces), names, plain, messages, repair)
+        yield from raw.ending(self._parsed_chunk(raw.text, names, plain, messages, repair))
 
     async def _astream(
         self,
@@ -278,20 +268,26 @@ class LocalToolCallingChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         """`_stream` on the event loop."""
         messages, request, names, plain, repair = self._prepare(messages, kwargs)
-        pieces: list[str] = []
-        voiced = repair.raw(messages) if repair is not None else None
+        raw = _RawText(repair.raw(messages) if repair is not None else None)
         try:
             async for chunk in self.inner._astream(messages, stop=stop, **request):
-                pieces.append(str(chunk.message.text))
-                out = voiced.add(pieces[-1]) if voiced else pieces[-1]
-                if out:
-                    yield _raw_chunk(out)
+                if out := raw.add(chunk):
+                    yield out
         except Exception as exc:
             _raise_if_context_overflow(exc)
             raise
-        if voiced and (tail := voiced.end()):
-            yield _raw_chunk(tail)
-        yield self._parsed_chunk("".join(pieces), names, plain, messages, repair)
+        for last in raw.ending(self._parsed_chunk(raw.text, names, plain, messages, repair)):
+            yield last
+
+    def _reconnected(self, call: Callable[[BaseChatModel], R]) -> R:
+        """``call(inner)``; once more on a new server when the embedded one went away."""
+        try:
+            return call(self.inner)
+        except Exception as exc:
+            if self.reconnect is None or not _is_connection_error(exc):
+                raise
+            self.inner = self.reconnect()
+            return call(self.inner)
 
     def _parsed_chunk(
         self,
@@ -310,6 +306,30 @@ class LocalToolCallingChatModel(BaseChatModel):
         for part in merged[1:]:
             last = last + part
         return last
+
+
+class _RawText:
+    """A streamed step's raw text as it comes, voiced on the way out when a repair asks."""
+
+    def __init__(self, voiced: RawRepair | None) -> None:
+        self.pieces: list[str] = []
+        self.voiced = voiced
+
+    @property
+    def text(self) -> str:
+        """The raw text so far, as the model wrote it."""
+        return "".join(self.pieces)
+
+    def add(self, chunk: ChatGenerationChunk) -> ChatGenerationChunk | None:
+        """Take the model's next chunk; the raw chunk that goes out now, if any."""
+        self.pieces.append(str(chunk.message.text))
+        out = self.voiced.add(self.pieces[-1]) if self.voiced else self.pieces[-1]
+        return _raw_chunk(out) if out else None
+
+    def ending(self, parsed: ChatGenerationChunk) -> list[ChatGenerationChunk]:
+        """The stream ended: what the voicing still holds, if anything, then ``parsed``."""
+        tail = self.voiced.end() if self.voiced else ""
+        return [_raw_chunk(tail), parsed] if tail else [parsed]
 
 
 def _raw_chunk(text: str) -> ChatGenerationChunk:

@@ -47,7 +47,7 @@ from langgraph.prebuilt.tool_node import (  # ToolNode's own reading of handle_t
 from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.deps import TOOL_HOST, Deps
 from langgraph_memgpt.tools.memory_tools import (
     OUTCOME_KEY,
     Binding,
@@ -65,8 +65,8 @@ from langgraph_memgpt.tools.run import (
     tool_result,
 )
 from langgraph_memgpt.turn.main_context import CUT_CALLS_FLAG
-from langgraph_memgpt.turn.reply_rules import Turn
-from langgraph_memgpt.turn.streaming import REPLY_TOOL, hide
+from langgraph_memgpt.turn.reply_rules import REPLY_TOOL, Turn
+from langgraph_memgpt.turn.streaming import hide
 from langgraph_memgpt.turn.tokens import content_text
 from langgraph_memgpt.turn.write_ahead import WriteAhead
 
@@ -107,7 +107,10 @@ def make_call_memory_tool(
     """
     rules = ToolRules(deps, ToolErrors(handle_tool_errors))
     write_ahead = write_ahead or WriteAhead(deps)
-    tools = [*make_memory_tools(rules.bind, list(MEMORY_TOOLS)), *deps.user_tools.values()]
+    tools = [
+        *make_memory_tools(rules.bind, list(MEMORY_TOOLS), TOOL_HOST),
+        *deps.user_tools.values(),
+    ]
     node = ToolNode(
         tools,
         name="call_memory_tool",

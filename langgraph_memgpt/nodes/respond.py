@@ -27,9 +27,10 @@ from langgraph.types import Command
 from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.state import State
 from langgraph_memgpt.turn import core as turn_core
-from langgraph_memgpt.turn.event_turn import awaits_reply, event_outcome
+from langgraph_memgpt.turn.event_turn import event_outcome
 from langgraph_memgpt.turn.main_context import (
     REPLY_FLAG,
+    awaits_reply,
     latest_user_index,
 )
 from langgraph_memgpt.turn.step import results_of

@@ -12,8 +12,9 @@ thread. Where the turn goes next is `routes.after_think`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -21,31 +22,38 @@ from langgraph.runtime import Runtime, get_runtime
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps
+from langgraph_memgpt.deps import Deps, policies_for
 from langgraph_memgpt.llm.errors import is_context_overflow
 from langgraph_memgpt.small_model import auto_search
 from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tools.run import facts_of
 from langgraph_memgpt.turn import core as turn_core
-from langgraph_memgpt.turn.event_turn import awaits_reply
 from langgraph_memgpt.turn.main_context import (
+    awaits_reply,
     build_prompt,
     context_of,
     latest_user_index,
     prompt_tokens,
     thread_of,
 )
-from langgraph_memgpt.turn.policies import ModelCall, acall_model, call_model, tool_names
-from langgraph_memgpt.turn.reply_rules import ReplyGate, Turn
+from langgraph_memgpt.turn.policies import (
+    ModelCall,
+    ModelPolicy,
+    acall_model,
+    call_model,
+    tool_names,
+)
+from langgraph_memgpt.turn.reply_rules import REPLY_SEPARATOR, ReplyGate, Turn
 from langgraph_memgpt.turn.step import sent_messages
 from langgraph_memgpt.turn.streaming import (
-    REPLY_SEPARATOR,
     ReplyStream,
     astream_step,
     hide,
     stream_step,
 )
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -56,8 +64,18 @@ class _Call:
     model: Runnable[Any, Any] | None = None
     prompt: list[BaseMessage] = field(default_factory=list)
     step: ModelCall | None = None
+    policies: tuple[ModelPolicy, ...] = ()
     searched: list[AnyMessage] = field(default_factory=list)
     reply: ReplyStream | None = None
+
+    def streamed(self, stream: Callable[..., T], config: RunnableConfig) -> Callable[[Any], T]:
+        """The innermost handler of the policies: the model's call, its reply streamed.
+
+        ``stream``: `stream_step` or `astream_step`; the policies' options go with the prompt.
+        """
+        model, reply = self.model, self.reply
+        assert model is not None and reply is not None
+        return lambda step: stream(model, self.prompt, config, reply, **step.options)
 
 
 def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
@@ -92,7 +110,7 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
             # Never send a prompt over the window (eviction could not make it fit, e.g. the
             # instructions and tools alone fill it): the honest reply ends the turn.
             return _Call({**update, "stop_reason": prompts.CONTEXT_OVERFLOW_REPLY})
-        step = ModelCall(traits, queue, tool_names(schemas))
+        step = ModelCall(queue, tool_names(schemas))
         gate = ReplyGate(
             Turn.of(queue),
             reads=lambda name: facts_of(name, deps.user_tools).reads,
@@ -100,7 +118,15 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         )
         turn = queue[latest_user_index(queue) or 0 :]
         reply = ReplyStream.of(gate, turn, REPLY_SEPARATOR.join(sent_messages(state)))
-        return _Call(update, chat.bind_tools(schemas), list(prompt), step, searched, reply)
+        return _Call(
+            update,
+            chat.bind_tools(schemas),
+            list(prompt),
+            step,
+            policies_for(traits),
+            searched,
+            reply,
+        )
 
     def overflowed(state: State, runtime: Runtime[Context], call: _Call) -> dict[str, Any]:
         retries = state.get("context_retries", 0)
@@ -140,12 +166,9 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         call = prepare(state, runtime)
         if call.model is None:
             return call.update
+        assert call.step is not None  # through the model's policies (`turn.policies`):
         try:
-            assert call.reply is not None and call.step is not None
-            model, reply = call.model, call.reply
-            raw = call_model(  # through the model's policies (`langgraph_memgpt.turn.policies`)
-                call.step, lambda s: stream_step(model, call.prompt, config, reply, **s.options)
-            )
+            raw = call_model(call.policies, call.step, call.streamed(stream_step, config))
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
@@ -158,12 +181,9 @@ def make_think(deps: Deps) -> RunnableLambda[State, dict[str, Any]]:
         call = await asyncio.to_thread(prepare, state, runtime)
         if call.model is None:
             return call.update
+        assert call.step is not None
         try:
-            assert call.reply is not None and call.step is not None
-            model, reply = call.model, call.reply
-            raw = await acall_model(
-                call.step, lambda s: astream_step(model, call.prompt, config, reply, **s.options)
-            )
+            raw = await acall_model(call.policies, call.step, call.streamed(astream_step, config))
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise

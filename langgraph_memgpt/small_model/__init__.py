@@ -4,7 +4,8 @@ MemGPT leaves memory to the model; a 1.5B model needs help a hosted model does n
 help a model gets is read once from the model (`traits.ModelTraits`: compact tool schemas,
 narrowed steps, repaired steps, the search before a question, the summarizer's sampling);
 the rest of the package asks the traits and runs the policies they name
-(`langgraph_memgpt.turn.policies`), so a hosted model's turn runs none of this.
+(`langgraph_memgpt.deps.policies_for`, run by `langgraph_memgpt.turn.policies`), so a hosted
+model's turn runs none of this.
 
 - `policy`: the wrappers around a small model's step (`NarrowSteps`, `RepairSteps`).
 - `repairs`: the step repaired in order: `voice` (the user's facts said back to them),

@@ -19,7 +19,7 @@ from langgraph_memgpt.small_model.auto_search import asks_memory_question
 from langgraph_memgpt.small_model.repairs import StepRepairs
 from langgraph_memgpt.small_model.traits import ModelTraits
 from langgraph_memgpt.tools.run import MEMORY_TOOLS
-from langgraph_memgpt.turn.event_turn import awaits_reply
+from langgraph_memgpt.turn.main_context import awaits_reply
 from langgraph_memgpt.turn.policies import ModelCall, ModelPolicy, T
 
 EVENT_TOOLS = ("core_memory_replace", "archival_memory_insert")

@@ -5,7 +5,7 @@ model, `llm.toolcalls.LocalToolCallingChatModel`, declares them all). `ModelTrai
 the one place that reads them; the rest of the package asks the traits (the tool schemas
 to bind, the policies around a step, whether the loop searches first, the summarizer's
 sampling), never the model's class. A hosted model declares nothing: its traits enable
-none of the small-model help, and its turns never run it (`langgraph_memgpt.turn.policies`).
+none of the small-model help, and its turns never run it (`langgraph_memgpt.deps.policies_for`).
 """
 
 from __future__ import annotations

@@ -3,22 +3,25 @@
 `ToolFacts` says how the loop treats a tool (it replies, reads or edits memory, its result
 must be read); `Provenance` names one call for good (thread, AI message, call id), so a
 replayed call is recognised; `ToolOutcome` is what an executed call produced; `MemoryTool`
-declares a memory tool with its facts in one place. The registry of memory tools and the
-tools themselves are in `langgraph_memgpt.tools.run`.
+declares a memory tool with its facts in one place; `ToolHost` is what a tool asks of the
+package above the tools (recall write-ahead, forgetting), handed in by whoever runs them. The
+registry of memory tools and the tools themselves are in `langgraph_memgpt.tools.run`.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from langgraph_memgpt.context import Context
 from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.stores.types import RecallMessage
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,45 @@ class ToolOutcome:
     core_changed: bool = False
 
 
-ToolFn = Callable[[Any, Memory, Context, Provenance], tuple[str, bool]]
-"""A memory tool: (args, memory, context, provenance) -> (message, core_changed)."""
+class Forgotten(Protocol):
+    """What a forget did (`langgraph_memgpt.ops.forget.ForgetReport`)."""
+
+    @property
+    def messages(self) -> Sequence[RecallMessage]:
+        """The messages deleted."""
+        ...
+
+    def describe(self) -> str:
+        """What was deleted, as the model reads it."""
+        ...
+
+
+class Forget(Protocol):
+    """Deletes what names a topic everywhere it lives (`ops.forget.forget_matching`)."""
+
+    def __call__(self, memory: Memory, about: str, *, actor: str) -> Forgotten:
+        """Forget what ``about`` names in ``memory``, the deletion logged for ``actor``."""
+        ...
+
+
+@dataclass(frozen=True)
+class ToolHost:
+    """What the memory tools ask of the package above them, handed in by whoever runs them.
+
+    The tools sit below the loop and the operations on memory: the loop's recall
+    write-ahead and the eraser reach them here (`langgraph_memgpt.deps.TOOL_HOST`), never
+    by an import.
+    """
+
+    record: Callable[[Memory, Iterable[BaseMessage], str, int], None]
+    """Writes a thread's messages into recall, once each by id (`turn.main_context.record`):
+    where a call's result is journalled."""
+    forget: Forget
+    """The ``forget`` tool's work (`ops.forget.forget_matching`)."""
+
+
+ToolFn = Callable[[Any, Memory, Context, Provenance, ToolHost | None], tuple[str, bool]]
+"""A memory tool: (args, memory, context, provenance, host) -> (message, core_changed)."""
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,16 @@
 """The memory tools as LangChain tools: the ones this package's loop runs, and anyone's.
 
 `build_graph` is the whole MemGPT agent; its tool step is LangGraph's ``ToolNode`` over
-these tools and the caller's. Some LangGraph users already have an agent (a
-``create_agent``, a hand-built graph) and want only its memory, as LangMem offers it: the
-three tiers, paged by the model through tools. This module gives them the same tool
-objects, the same stores and the same rules (read-only blocks, the guards against junk
-edits, searches that say what their filters hid):
-
-- `memory_tools` — the memory tools (``send_message`` left out: such an agent answers in
-  its own words);
-- `memory_prompt` — core memory and the memory statistics as text for the system prompt,
-  so the model sees what it has (MemGPT's "always in view" tier);
-- `recorder` — a node (e.g. a ``post_model_hook``) that writes the conversation into
-  recall memory, so ``conversation_search`` finds it in later threads.
+these tools and the caller's (`langgraph_memgpt.nodes.call_memory_tool`); an agent of
+yours gets the same tool objects through `langgraph_memgpt.compose.tools` (and
+`MemGPTMiddleware`): the same stores and the same rules (read-only blocks, the guards
+against junk edits, searches that say what their filters hid).
 
 Each call runs once: its result is journalled in recall memory under an id made of the
 thread, the AI message and the call id (`Provenance.result_id`). A call run again (a step
 resumed after an ``interrupt()`` in a neighbouring tool, a crashed run re-run) answers with
-the original result and changes nothing twice.
-
-Which agent's memory a call uses: the ``agent_id`` given here, else the run context's
-``agent_id`` (``create_agent(..., context=...)``, ``graph.invoke(..., context=...)``), else
-the run's ``configurable["agent_id"]``, else ``"default"``; the thread is the run's
-``thread_id``. `build_graph` resolves it the same way.
+the original result and changes nothing twice. The journal is the loop's own recall
+write-ahead, handed in by whoever makes the tools (`ToolHost`).
 """
 
 from __future__ import annotations
@@ -41,10 +29,9 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from pydantic import BaseModel, create_model
 
-from langgraph_memgpt.context import Context, run_agent_id
-from langgraph_memgpt.deps import Deps
-from langgraph_memgpt.stores.base import Memory, MemoryBackend
-from langgraph_memgpt.tools.facts import FACTS_KEY, Provenance, ToolOutcome
+from langgraph_memgpt.context import Context
+from langgraph_memgpt.stores.base import Memory
+from langgraph_memgpt.tools.facts import FACTS_KEY, Provenance, ToolHost, ToolOutcome
 from langgraph_memgpt.tools.run import (
     MEMORY_TOOLS,
     error_text,
@@ -53,7 +40,6 @@ from langgraph_memgpt.tools.run import (
     tool_result,
     wants_heartbeat,
 )
-from langgraph_memgpt.turn.main_context import record, render_memory_view
 
 DEFAULT_TOOLS: tuple[str, ...] = tuple(n for n, t in MEMORY_TOOLS.items() if not t.replies)
 """Every memory tool but ``send_message``."""
@@ -125,7 +111,7 @@ def _provenance(runtime: ToolRuntime[Any, Any], turn: int | None) -> Provenance:
     )
 
 
-def run_once(name: str, args: dict[str, Any], bound: Binding) -> ToolOutcome:
+def run_once(name: str, args: dict[str, Any], bound: Binding, host: ToolHost) -> ToolOutcome:
     """Run a memory tool call unless it ran before; a replay answers the original result.
 
     The result is journalled in recall memory (as the call's ``ToolMessage``) before the
@@ -139,9 +125,9 @@ def run_once(name: str, args: dict[str, Any], bound: Binding) -> ToolOutcome:
         earlier = memory.recall.get([result_id])
         if earlier:
             return _replayed(name, args, earlier[0].text)
-    outcome = execute_tool_call(name, args, memory=memory, ctx=bound.ctx, where=where)
+    outcome = execute_tool_call(name, args, memory=memory, ctx=bound.ctx, where=where, host=host)
     if result_id is not None and where.call_id:
-        record(
+        host.record(
             memory,
             [result_message(name, where.call_id, result_id, outcome)],
             where.thread_id,
@@ -281,8 +267,11 @@ class CallOrder:
                     del self._done[key]
 
 
-def make_memory_tools(bind: Binder, names: Sequence[str]) -> list[BaseTool]:
+def make_memory_tools(bind: Binder, names: Sequence[str], host: ToolHost) -> list[BaseTool]:
     """The named memory tools as LangChain tools, each call resolved through ``bind``.
+
+    ``host``: what the tools ask of the package above them (`ToolHost`: the recall
+    write-ahead that journals a result, the eraser ``forget`` runs).
 
     The model's schema is the tool's argument model; LangGraph injects the call's
     ``ToolRuntime`` (state, config, context) and hides it from the model. Called with a
@@ -292,10 +281,10 @@ def make_memory_tools(bind: Binder, names: Sequence[str]) -> list[BaseTool]:
     unknown = [n for n in names if n not in MEMORY_TOOLS]
     if unknown:
         raise ValueError(f"unknown memory tool(s) {unknown}; the tools are {list(MEMORY_TOOLS)}")
-    return [_memory_tool(name, bind) for name in names]
+    return [_memory_tool(name, bind, host) for name in names]
 
 
-def _memory_tool(name: str, bind: Binder) -> BaseTool:
+def _memory_tool(name: str, bind: Binder, host: ToolHost) -> BaseTool:
     spec = MEMORY_TOOLS[name]
 
     # `runtime` is what ToolNode injects (found by its name and type, hidden from the
@@ -306,7 +295,7 @@ def _memory_tool(name: str, bind: Binder) -> BaseTool:
         **args: Any,
     ) -> str | ToolMessage:
         bound = bind(runtime or _bare_runtime(tool_call_id))
-        outcome = run_once(name, args, bound)
+        outcome = run_once(name, args, bound, host)
         where = bound.where
         if where.call_id is None or where.result_id is None:
             return outcome.content
@@ -345,109 +334,3 @@ def _bare_runtime(tool_call_id: str | None) -> ToolRuntime[Any, Any]:
         tool_call_id=tool_call_id,
         store=None,
     )
-
-
-class MemoryAccess:
-    """Opens the right agent's memory for a run (the backend's own caches make it cheap)."""
-
-    def __init__(
-        self,
-        agent_id: str | None = None,
-        *,
-        backend: MemoryBackend | None = None,
-        context: Context | None = None,
-    ) -> None:
-        self.agent_id = agent_id
-        self.context = context or Context()
-        self._deps = Deps(backend=backend)
-
-    def context_for(self, config: RunnableConfig | None, run_context: Any = None) -> Context:
-        """The Context of a run: the agent id resolved as the module docstring says."""
-        agent = self.agent_id or run_agent_id(run_context, config) or self.context.agent_id
-        return Context.from_any({**self.context.fields(), "agent_id": str(agent)})
-
-    def memory(self, config: RunnableConfig | None, run_context: Any = None) -> Memory:
-        """The agent's memory tiers, default core blocks ensured."""
-        return self._deps.memory(self.context_for(config, run_context))
-
-    def bind(self, runtime: ToolRuntime[Any, Any]) -> Binding:
-        """A tool call's `Binding` (see `Binder`)."""
-        ctx = self.context_for(runtime.config, runtime.context)
-        return Binding(memory=self._deps.memory(ctx), ctx=ctx, where=provenance(runtime))
-
-
-def memory_tools(
-    agent_id: str | None = None,
-    *,
-    backend: MemoryBackend | None = None,
-    context: Context | None = None,
-    names: Sequence[str] = DEFAULT_TOOLS,
-) -> list[BaseTool]:
-    """The memory tools as LangChain tools for any agent.
-
-    Args:
-        agent_id: Whose memory; None: resolved per run (see the module docstring).
-        backend: Where memory lives (`SqliteBackend`, `PostgresBackend`); None: the
-            embedded SQLite + FAISS backend in ``context.data_dir``.
-        context: Settings the tools read (data dir, embeddings, page size, result limit).
-        names: Which tools (default: all but ``send_message``).
-
-    Returns:
-        One ``StructuredTool`` per name; each answers the loop's ``{"status", "message"}``
-        JSON and never raises (a failure is a readable ``Failed`` result).
-
-    Raises:
-        ValueError: An unknown tool name.
-    """
-    access = MemoryAccess(agent_id, backend=backend, context=context)
-    return make_memory_tools(access.bind, names)
-
-
-def memory_prompt(
-    agent_id: str | None = None,
-    *,
-    backend: MemoryBackend | None = None,
-    context: Context | None = None,
-) -> Callable[..., str]:
-    """A function of the run's config (and context) giving core memory as prompt text.
-
-    Use it in your agent's system prompt, after your own instructions.
-    """
-    access = MemoryAccess(agent_id, backend=backend, context=context)
-
-    def render(config: RunnableConfig | None = None, run_context: Any = None) -> str:
-        return render_memory_view(access.memory(config, run_context))
-
-    return render
-
-
-def recorder(
-    agent_id: str | None = None,
-    *,
-    backend: MemoryBackend | None = None,
-    context: Context | None = None,
-) -> Callable[..., dict[str, Any]]:
-    """A graph node that writes the state's ``messages`` into recall memory.
-
-    Idempotent (a message is recorded once, by id), so it can run after every model call
-    (e.g. as a node after your model's). Returns no update.
-    """
-    access = MemoryAccess(agent_id, backend=backend, context=context)
-
-    def record_messages(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        messages: list[AnyMessage] = list(state.get("messages") or [])
-        run_context = getattr(_current_runtime(), "context", None)
-        record(access.memory(config, run_context), messages, thread_of_config(config), turn=0)
-        return {}
-
-    return record_messages
-
-
-def _current_runtime() -> Any:
-    """The running graph's ``Runtime``, or None outside one."""
-    from langgraph.runtime import get_runtime
-
-    try:
-        return get_runtime()
-    except (RuntimeError, KeyError, LookupError):
-        return None

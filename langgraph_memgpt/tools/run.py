@@ -28,7 +28,6 @@ from pydantic import BaseModel, ValidationError
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.ops.forget import forget_matching
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.stores.duplicates import first_covered, first_same
 from langgraph_memgpt.stores.messages import searchable_text
@@ -45,9 +44,12 @@ from langgraph_memgpt.tools.args import (
     ForgetArgs,
     SendMessageArgs,
 )
-from langgraph_memgpt.tools.facts import FACTS_KEY, MemoryTool, ToolFacts, ToolOutcome
+from langgraph_memgpt.tools.facts import FACTS_KEY, MemoryTool, ToolFacts, ToolHost, ToolOutcome
 from langgraph_memgpt.tools.facts import Provenance as Provenance
 from langgraph_memgpt.tools.facts import declare_tool as declare_tool
+
+Host = ToolHost | None
+"""What a tool may ask of the package above it (`ToolHost`); None: no such work here."""
 
 
 def facts_of(name: str, user_tools: Mapping[str, BaseTool] | None = None) -> ToolFacts:
@@ -60,13 +62,13 @@ def facts_of(name: str, user_tools: Mapping[str, BaseTool] | None = None) -> Too
 
 
 def _send_message(
-    args: SendMessageArgs, memory: Memory, ctx: Context, where: Provenance
+    args: SendMessageArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
 ) -> tuple[str, bool]:
     return "Sent message successfully.", False
 
 
 def _core_append(
-    args: CoreMemoryAppendArgs, memory: Memory, ctx: Context, where: Provenance
+    args: CoreMemoryAppendArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
 ) -> tuple[str, bool]:
     content = args.content.strip()
     if content.endswith("?"):
@@ -118,7 +120,7 @@ def _about_the_user(text: str) -> bool:
 
 
 def _core_replace(
-    args: CoreMemoryReplaceArgs, memory: Memory, ctx: Context, where: Provenance
+    args: CoreMemoryReplaceArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
 ) -> tuple[str, bool]:
     if args.new_content.strip().endswith("?"):
         return "Not saved: a question is not a fact. Answer it with send_message.", False
@@ -133,7 +135,7 @@ def _core_replace(
 
 
 def _archival_insert(
-    args: ArchivalMemoryInsertArgs, memory: Memory, ctx: Context, where: Provenance
+    args: ArchivalMemoryInsertArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
 ) -> tuple[str, bool]:
     # Keyed on the call: a turn interrupted after the insert and run again saves nothing twice.
     key = f"call:{where.replay_key}" if where.replay_key else None
@@ -164,19 +166,17 @@ def _archival_insert(
 
 
 def _archival_search(
-    args: ArchivalMemorySearchArgs, memory: Memory, ctx: Context, where: Provenance
+    args: ArchivalMemorySearchArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
 ) -> tuple[str, bool]:
-    filters = _filters(tags=args.tags, start_date=args.start_date, end_date=args.end_date)
+    filters = {"tags": args.tags, "start_date": args.start_date, "end_date": args.end_date}
 
-    def search(filtered: bool) -> SearchPage[Passage]:
+    def search(chosen: Mapping[str, Any]) -> SearchPage[Passage]:
         return memory.archival.search(
             args.query,
-            tags=(args.tags or None) if filtered else None,
             tag_match=args.tag_match,
-            start_date=(args.start_date or None) if filtered else None,
-            end_date=(args.end_date or None) if filtered else None,
             page=args.page,
             page_size=ctx.search_page_size,
+            **chosen,
         )
 
     def line(hit: Hit[Passage], limit: int) -> str:
@@ -186,32 +186,25 @@ def _archival_search(
 
 
 def _conversation_search(
-    args: ConversationSearchArgs, memory: Memory, ctx: Context, where: Provenance
+    args: ConversationSearchArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
 ) -> tuple[str, bool]:
-    filters = _filters(roles=args.roles, start_date=args.start_date, end_date=args.end_date)
+    filters = {"roles": list(args.roles), "start_date": args.start_date, "end_date": args.end_date}
 
-    def search(filtered: bool) -> SearchPage[RecallMessage]:
+    def search(chosen: Mapping[str, Any]) -> SearchPage[RecallMessage]:
         return memory.recall.search(
             args.query,
-            roles=(list(args.roles) or None) if filtered else None,
-            start_date=(args.start_date or None) if filtered else None,
-            end_date=(args.end_date or None) if filtered else None,
             page=args.page,
             page_size=ctx.search_page_size,
             exclude_ids={(where.thread_id, i) for i in where.in_view},
+            **chosen,
         )
 
     return _search_with_filters(search, filters, message_line, ctx, args.query, memory), False
 
 
-def _filters(**values: Any) -> str:
-    """The filters a search call set, as the model wrote them ('' when none)."""
-    return ", ".join(f"{k}={v!r}" for k, v in values.items() if v)
-
-
 def _search_with_filters(
-    search: Callable[[bool], SearchPage[Any]],
-    filters: str,
+    search: Callable[[Mapping[str, Any]], SearchPage[Any]],
+    filters: Mapping[str, Any],
     line: Callable[[Any, int], str],
     ctx: Context,
     query: str,
@@ -219,18 +212,20 @@ def _search_with_filters(
 ) -> str:
     """Run a search; when its filters hide every match, say so and show the unfiltered best.
 
+    ``search(chosen)``: the search with the filters ``chosen`` (by name; None: not applied).
     A small model invents filters (dates of the wrong year, a role); "no results" would then
     tell it that it knows nothing about what it has. An empty page points at core memory
     (`_or_core_memory`).
     """
-    page = search(True)
-    if page.hits or not filters or page.page > 0:
+    page = search({name: value or None for name, value in filters.items()})
+    described = ", ".join(f"{k}={v!r}" for k, v in filters.items() if v)
+    if page.hits or not described or page.page > 0:
         return _or_core_memory(page, line, ctx, query, memory)
-    unfiltered = search(False)
+    unfiltered = search(dict.fromkeys(filters))
     if not unfiltered.hits:
         return _or_core_memory(page, line, ctx, query, memory)
     note = (
-        f"No match with the filters {filters}; without them there are {unfiltered.total} "
+        f"No match with the filters {described}; without them there are {unfiltered.total} "
         "matches. The best of them:"
     )
     return note + "\n" + format_page(unfiltered, line, ctx)
@@ -275,7 +270,7 @@ def _or_core_memory(
 
 
 def _conversation_search_date(
-    args: ConversationSearchDateArgs, memory: Memory, ctx: Context, where: Provenance
+    args: ConversationSearchDateArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
 ) -> tuple[str, bool]:
     page = memory.recall.search_date(
         args.start_date, args.end_date, page=args.page, page_size=ctx.search_page_size
@@ -283,8 +278,14 @@ def _conversation_search_date(
     return format_page(page, message_line, ctx), False
 
 
-def _forget(args: ForgetArgs, memory: Memory, ctx: Context, where: Provenance) -> tuple[str, bool]:
-    report = forget_matching(memory, args.about, actor=f"agent:{where.thread_id}")
+def _forget(
+    args: ForgetArgs, memory: Memory, ctx: Context, where: Provenance, host: Host
+) -> tuple[str, bool]:
+    if host is None:
+        raise RuntimeError(
+            "forget runs the package's eraser: pass host=langgraph_memgpt.deps.TOOL_HOST"
+        )
+    report = host.forget(memory, args.about, actor=f"agent:{where.thread_id}")
     shown = report.messages and {m.message_id for m in report.messages} & where.in_view
     note = (
         " Some of them are in this conversation and stay in view until they leave the context."
@@ -471,6 +472,7 @@ def execute_tool_call(
     ctx: Context,
     where: Provenance,
     user_tools: Collection[str] = (),
+    host: ToolHost | None = None,
 ) -> ToolOutcome:
     """Run one memory tool call (blocking store I/O); never raises.
 
@@ -484,6 +486,9 @@ def execute_tool_call(
         where: the thread, turn, message and call id the call belongs to.
         user_tools: names of the caller's tools, listed when ``name`` is unknown (they
             run in the graph's tool step, through ``ToolNode``, never here).
+        host: what a tool asks of the package above it (`ToolHost`: ``forget`` runs the
+            eraser of `langgraph_memgpt.ops.forget`); the tools' runs hand in
+            `langgraph_memgpt.deps.TOOL_HOST`.
     """
     limit = ctx.result_char_limit
     if name not in MEMORY_TOOLS and isinstance(args, dict):
@@ -493,7 +498,7 @@ def execute_tool_call(
     if isinstance(parsed, str):
         return failed_result(name, parsed, limit)
     try:
-        message, core_changed = MEMORY_TOOLS[name].run(parsed, memory, ctx, where)
+        message, core_changed = MEMORY_TOOLS[name].run(parsed, memory, ctx, where, host)
     except Exception as exc:  # noqa: BLE001 - every failure goes back to the model
         return failed_result(name, exc, limit)
     return ToolOutcome(

@@ -10,7 +10,7 @@ So the compiled graph checks each run's input as the run starts (`Admission`, ca
 thread guard of `langgraph_memgpt.turn.threads` with the thread held, before LangGraph reads the
 checkpoint): malformed ``events`` are refused naming the field (`events.check_events`), a
 message whose id is in the events' namespace too (`events.message_id_refusal`), and
-another agent's run on a thread is refused (`deps.refuse_another_agent`). Nothing of a
+another agent's run on a thread is refused (`ownership.refuse_another_agent`). Nothing of a
 refused input is kept. The nodes keep their own checks (a subgraph run, a resume).
 
 Reading the checkpoint for its owner would read the whole queue a second time each run
@@ -34,9 +34,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from pydantic import BaseModel
 
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps, refuse_another_agent
 from langgraph_memgpt.events import EventError, check_events, message_id_refusal
+from langgraph_memgpt.ownership import refuse_another_agent
 from langgraph_memgpt.turn.threads import RunStart, alatest_checkpoint_id, latest_checkpoint_id
+from langgraph_memgpt.turn.write_ahead import MemorySource
 
 Settle = Callable[[], None]
 """Called at the end of an admitted run that ended well, with its thread still held."""
@@ -46,7 +47,7 @@ ASettle = Callable[[], Awaitable[None]]
 class Admission:
     """The input checks of one compiled graph's runs (sync and async)."""
 
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: MemorySource) -> None:
         self.deps = deps
         # saver -> (thread, namespace) -> (newest checkpoint id, owner) as last known.
         self._owners: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], tuple[str, str]]]

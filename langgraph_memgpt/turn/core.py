@@ -3,12 +3,12 @@
 A turn is: open it (`open_turn`: the user's message and the run's events in, stamped, cut to
 the window, what a killed run left caught up), measure the next prompt (`measure`: warn once
 per cycle, ask for an eviction past the flush limit; the eviction itself is
-`nodes.summarize_evict.evict`; the middleware plans its exact prompt with `plan`), stop at
-the step cap (`step_cap`), call the model, take its message (`take`: call ids, a readable
-error for each call that did not parse, the copy the queue keeps bounded), close each tool
-step (`close`: does the turn go on, the repeat breaker, heartbeats), and end with the reply
-the loop sends (`reply_text`). A provider's context-length error evicts and retries, a
-bounded number of times (`after_overflow`).
+`nodes.summarize_evict.evict`, handed in; the middleware plans its exact prompt with
+`plan`), stop at the step cap (`step_cap`), call the model, take its message (`take`: call
+ids, a readable error for each call that did not parse, the copy the queue keeps bounded),
+close each tool step (`close`: does the turn go on, the repeat breaker, heartbeats), and end
+with the reply the loop sends (`reply_text`). A provider's context-length error evicts and
+retries, a bounded number of times (`after_overflow`).
 
 The graph's nodes (`langgraph_memgpt.nodes`) and `MemGPTMiddleware`'s hooks
 (`langgraph_memgpt.compose.middleware`) are thin adapters over these functions: a rule changed here
@@ -57,8 +57,8 @@ from langgraph_memgpt.turn.main_context import (
     valid_message,
     with_time,
 )
+from langgraph_memgpt.turn.reply_rules import REPLY_SEPARATOR
 from langgraph_memgpt.turn.step import close_step, open_step, sent_messages
-from langgraph_memgpt.turn.streaming import REPLY_SEPARATOR
 from langgraph_memgpt.turn.tokens import TokenCounter, content_text
 from langgraph_memgpt.turn.write_ahead import RECORD_FIRST
 
@@ -234,34 +234,6 @@ def system(
     )
 
 
-def pressure(
-    state: State,
-    system_prompt: str,
-    queue: Sequence[AnyMessage],
-    ctx: Context,
-    counter: TokenCounter,
-    schemas: Sequence[dict[str, Any]],
-) -> tuple[bool, HumanMessage | None]:
-    """Measure the next prompt: (evict now?, the memory-pressure warning to add, or None).
-
-    Eviction is due past ``flush_fraction`` of the window (or when ``force_evict`` asks);
-    the warning past ``warning_fraction``, once per eviction cycle (``alerted``).
-    """
-    prompt = build_prompt(
-        system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
-    )
-    used = prompt_tokens(counter, prompt, schemas)
-    window = ctx.context_window
-    if state.get("force_evict") or used > ctx.flush_fraction * window:
-        return True, None
-    if used > ctx.warning_fraction * window and not state.get("alerted"):
-        alert = HumanMessage(
-            prompts.pressure_alert(used, window), name=ALERT_NAME, id=str(uuid.uuid4())
-        )
-        return False, alert
-    return False, None
-
-
 def measure(
     state: State,
     system_prompt: str,
@@ -270,11 +242,23 @@ def measure(
     counter: TokenCounter,
     schemas: Sequence[dict[str, Any]],
 ) -> dict[str, Any]:
-    """The update `pressure` asks for: ``force_evict``, or the warning and ``alerted``."""
-    evict, alert = pressure(state, system_prompt, queue, ctx, counter, schemas)
-    if evict:
+    """Measure the next prompt: the update its size asks for (empty: none).
+
+    Eviction (``force_evict``) is due past ``flush_fraction`` of the window (or when
+    ``force_evict`` already asks); the memory-pressure warning (and ``alerted``) past
+    ``warning_fraction``, once per eviction cycle.
+    """
+    prompt = build_prompt(
+        system_prompt, state.get("summary", ""), state.get("evicted_count", 0), queue
+    )
+    used = prompt_tokens(counter, prompt, schemas)
+    window = ctx.context_window
+    if state.get("force_evict") or used > ctx.flush_fraction * window:
         return {"force_evict": True}
-    if alert is not None:
+    if used > ctx.warning_fraction * window and not state.get("alerted"):
+        alert = HumanMessage(
+            prompts.pressure_alert(used, window), name=ALERT_NAME, id=str(uuid.uuid4())
+        )
         return {"messages": [alert], "alerted": True}
     return {}
 
@@ -295,6 +279,7 @@ def plan(
     ctx: Context,
     *,
     render: Callable[[State, bool], tuple[str, dict[str, Any]]],
+    evict: Callable[..., dict[str, Any]],
     counter: TokenCounter,
     schemas: Sequence[dict[str, Any]],
     summarizer: Callable[[], BaseChatModel],
@@ -304,19 +289,19 @@ def plan(
     """The prompt for the queue in ``state``, evicted first when it is over the flush limit.
 
     ``render(state, mid_turn)``: the system prompt and its state update
-    (`main_context.current_system` with the face's instructions). The eviction is
-    `nodes.summarize_evict.evict` (the graph's ``summarize_evict`` node); ``loop``, an
+    (`main_context.current_system` with the face's instructions). ``evict``: the
+    eviction, `nodes.summarize_evict.evict` (the graph's ``summarize_evict`` node); ``loop``, an
     async run's event loop, has the summary written with the summarizer's async API. In the
     graph these are three nodes (``check_pressure``, ``summarize_evict``, ``think``); the
     middleware, which sees the exact prompt only inside its model call, runs them here.
     """
-    from langgraph_memgpt.nodes.summarize_evict import evict
-
     messages = list(state["messages"])
     view = state
     system_prompt, update = render(view, True)
     update = dict(update)
-    evict_now, _ = pressure(view, system_prompt, messages, ctx, counter, schemas)
+    evict_now = bool(
+        measure(view, system_prompt, messages, ctx, counter, schemas).get("force_evict")
+    )
     reply = None
     if evict_now:
         evicted = evict(
@@ -467,7 +452,6 @@ __all__ = [
     "measure",
     "open_turn",
     "plan",
-    "pressure",
     "reply_text",
     "step_cap",
     "take",

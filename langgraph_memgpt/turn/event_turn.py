@@ -17,7 +17,6 @@ from typing import Any
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
-    BaseMessage,
     HumanMessage,
     RemoveMessage,
     ToolMessage,
@@ -28,7 +27,7 @@ from langgraph_memgpt.events import EVENT_KEY, EVENT_NAME, Event, event_message_
 from langgraph_memgpt.state import State
 from langgraph_memgpt.tools.memory_tools import OUTCOME_KEY
 from langgraph_memgpt.tools.run import facts_of
-from langgraph_memgpt.turn.main_context import is_runtime_note, latest_user_index
+from langgraph_memgpt.turn.main_context import latest_user_index
 from langgraph_memgpt.turn.streaming import hide
 
 
@@ -96,23 +95,6 @@ def with_events(
         return {**update, "messages": written, "events": None}
 
     return open_turn
-
-
-def awaits_reply(queue: Sequence[BaseMessage]) -> bool:
-    """Whether the current turn has a user waiting: False when only events opened it.
-
-    The turn's input is the run of user-role messages ending at the newest one; runtime
-    notes (alerts) do not count either way. A queue without any keeps the old rule: reply.
-    """
-    index = latest_user_index(queue)
-    if index is None:
-        return True
-    while index >= 0 and isinstance(queue[index], HumanMessage):
-        message = queue[index]
-        if not is_event(message) and not is_runtime_note(message):
-            return True
-        index -= 1
-    return False
 
 
 def event_outcome(queue: Sequence[AnyMessage], stop_reason: str = "") -> dict[str, Any]:

@@ -91,6 +91,23 @@ def latest_user_index(messages: Sequence[BaseMessage]) -> int | None:
     return None
 
 
+def awaits_reply(queue: Sequence[BaseMessage]) -> bool:
+    """Whether the current turn has a user waiting: False when only events opened it.
+
+    The turn's input is the run of user-role messages ending at the newest one; runtime
+    notes (alerts) do not count either way. A queue without any keeps the old rule: reply.
+    """
+    index = latest_user_index(queue)
+    if index is None:
+        return True
+    while index >= 0 and isinstance(queue[index], HumanMessage):
+        message = queue[index]
+        if not is_event(message) and not is_runtime_note(message):
+            return True
+        index -= 1
+    return False
+
+
 def visible(messages: Iterable[AnyMessage]) -> list[AnyMessage]:
     """The queue as the model sees it (without the copies of sent replies)."""
     return [m for m in messages if not m.additional_kwargs.get(REPLY_FLAG)]

@@ -7,9 +7,8 @@ graph's ``think`` (`call_model` around its streamed call) and
 `langgraph_memgpt.compose.middleware.MemGPTMiddleware` (`agent_model_call` around ``create_agent``'s
 handler, the options going in as the request's ``model_settings``).
 
-Which policies run is read from the model's traits (`small_model.traits.ModelTraits`): a
-model whose traits need nothing gets an empty stack, and its steps never enter
-`langgraph_memgpt.small_model` (only its traits are read).
+The stack is given by the caller: which policies a model needs is read from its traits
+(`langgraph_memgpt.deps.policies_for`), and this module knows no policy of its own.
 """
 
 from __future__ import annotations
@@ -21,8 +20,6 @@ from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import AnyMessage
 
-from langgraph_memgpt.small_model.traits import ModelTraits
-
 T = TypeVar("T")
 
 
@@ -30,8 +27,6 @@ T = TypeVar("T")
 class ModelCall:
     """One model step as the policies see it."""
 
-    traits: ModelTraits
-    """The traits of the model called (read once for the step)."""
     queue: Sequence[AnyMessage]
     """The conversation the step answers (the state's queue, without the system prompt)."""
     tools: tuple[str, ...]
@@ -58,18 +53,12 @@ class ModelPolicy(Protocol):
         ...
 
 
-def policies_for(traits: ModelTraits) -> tuple[ModelPolicy, ...]:
-    """The stack a model with ``traits`` runs, outermost first (empty: a hosted model)."""
-    if not traits.small:
-        return ()
-    from langgraph_memgpt.small_model.policy import small_model_policies
-
-    return small_model_policies(traits)
+Stack = Sequence[ModelPolicy]
+"""Policies around a step, outermost first (empty: the handler alone)."""
 
 
-def call_model(call: ModelCall, handler: Callable[[ModelCall], T]) -> T:
-    """``handler(call)`` through the stack of ``call``'s traits, first policy outermost."""
-    stack = policies_for(call.traits)
+def call_model(stack: Stack, call: ModelCall, handler: Callable[[ModelCall], T]) -> T:
+    """``handler(call)`` through ``stack``, first policy outermost."""
 
     def step(index: int, current: ModelCall) -> T:
         if index == len(stack):
@@ -79,9 +68,10 @@ def call_model(call: ModelCall, handler: Callable[[ModelCall], T]) -> T:
     return step(0, call)
 
 
-async def acall_model(call: ModelCall, handler: Callable[[ModelCall], Awaitable[T]]) -> T:
+async def acall_model(
+    stack: Stack, call: ModelCall, handler: Callable[[ModelCall], Awaitable[T]]
+) -> T:
     """`call_model` for async runs."""
-    stack = policies_for(call.traits)
 
     async def step(index: int, current: ModelCall) -> T:
         if index == len(stack):
@@ -103,19 +93,23 @@ def tool_names(tools: Sequence[Any]) -> tuple[str, ...]:
     return tuple(name for name in names if name)
 
 
-def agent_model_call(request: Any, handler: Callable[[Any], T]) -> T:
-    """A ``create_agent`` model request through the stack of its model's traits.
+def agent_model_call(stack: Stack, request: Any, handler: Callable[[Any], T]) -> T:
+    """A ``create_agent`` model request through ``stack``.
 
     The policies' options go to the model as the request's ``model_settings`` (which
     ``create_agent`` binds with the tools).
     """
-    return call_model(_agent_call(request), lambda call: handler(_with_settings(request, call)))
+    return call_model(
+        stack, _agent_call(request), lambda call: handler(_with_settings(request, call))
+    )
 
 
-async def aagent_model_call(request: Any, handler: Callable[[Any], Awaitable[T]]) -> T:
+async def aagent_model_call(
+    stack: Stack, request: Any, handler: Callable[[Any], Awaitable[T]]
+) -> T:
     """`agent_model_call` for async runs."""
     return await acall_model(
-        _agent_call(request), lambda call: handler(_with_settings(request, call))
+        stack, _agent_call(request), lambda call: handler(_with_settings(request, call))
     )
 
 
@@ -126,7 +120,7 @@ def _agent_call(request: Any) -> ModelCall:
     """
     state = request.state if isinstance(request.state, Mapping) else {}
     queue = list(state.get("messages") or request.messages)
-    return ModelCall(ModelTraits.of(request.model), queue, tool_names(request.tools))
+    return ModelCall(queue, tool_names(request.tools))
 
 
 def _with_settings(request: Any, call: ModelCall) -> Any:

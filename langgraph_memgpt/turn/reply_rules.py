@@ -22,16 +22,30 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
 
 from langgraph_memgpt import prompts
 from langgraph_memgpt.tools.run import parse_args
-from langgraph_memgpt.turn.event_turn import awaits_reply
-from langgraph_memgpt.turn.main_context import latest_user_index
-from langgraph_memgpt.turn.streaming import REPLY_SEPARATOR, REPLY_TOOL, Written
+from langgraph_memgpt.turn.main_context import awaits_reply, latest_user_index
 from langgraph_memgpt.turn.tokens import content_text
+
+REPLY_TOOL = "send_message"
+REPLY_SEPARATOR = "\n\n"
+"""Between the texts of a turn's ``send_message`` calls (``respond`` joins them so)."""
+
+
+class Written(NamedTuple):
+    """One call of a model message as far as it is written."""
+
+    name: str
+    reply: str | None
+    """``send_message``'s text so far (None for other tools)."""
+    closed: bool
+    """The reply's text is whole."""
+    valid: bool = True
+    """Its arguments validate (known once the call is whole; the tool step refuses others)."""
 
 
 @dataclass(frozen=True)

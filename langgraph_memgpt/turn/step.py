@@ -23,8 +23,12 @@ from langgraph_memgpt.context import Context
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.tools.memory_tools import OUTCOME_KEY
-from langgraph_memgpt.turn.event_turn import awaits_reply
-from langgraph_memgpt.turn.main_context import ALERT_NAME, core_mirror, latest_user_index
+from langgraph_memgpt.turn.main_context import (
+    ALERT_NAME,
+    awaits_reply,
+    core_mirror,
+    latest_user_index,
+)
 
 
 def open_step(state: State, *, marked_only: bool = True) -> AIMessage | None:

@@ -35,10 +35,10 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, TypeVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -58,9 +58,9 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph_memgpt.llm.chunks import message_chunks
 from langgraph_memgpt.llm.toolcalls import RAW_TEXT_KEY
 from langgraph_memgpt.stores.text import valid_text
+from langgraph_memgpt.turn.reply_rules import REPLY_SEPARATOR, REPLY_TOOL, ReplyGate, Written
 
-if TYPE_CHECKING:
-    from langgraph_memgpt.turn.reply_rules import ReplyGate
+E = TypeVar("E")
 
 try:  # the base class LangGraph's and astream_events' token streamers share
     from langchain_core.tracers._streaming import _StreamingCallbackHandler
@@ -74,23 +74,6 @@ REPLY_RUN = "memgpt_reply"
 REPLY_ID_KEY = "memgpt_reply_id"
 """Key in a model message's ``additional_kwargs``: the id the turn's reply streams under,
 and the text streamed under it so far (``respond`` reuses the id for that same text)."""
-REPLY_TOOL = "send_message"
-REPLY_SEPARATOR = "\n\n"
-"""Between the texts of a turn's ``send_message`` calls (``respond`` joins them so)."""
-
-
-class Written(NamedTuple):
-    """One call of a model message as far as it is written."""
-
-    name: str
-    reply: str | None
-    """``send_message``'s text so far (None for other tools)."""
-    closed: bool
-    """The reply's text is whole."""
-    valid: bool = True
-    """Its arguments validate (known once the call is whole; the tool step refuses others)."""
-
-
 # -- keeping messages and tokens out of the streams ------------------------------------
 
 
@@ -595,6 +578,26 @@ def _whole(raw: Any) -> AIMessage:
     return raw if isinstance(raw, AIMessage) else AIMessage(content=raw.content)
 
 
+def _after_stream(
+    watch: _Watch, result: AIMessage, out: E, plain: Callable[[str], E]
+) -> Iterator[tuple[E, str | None]]:
+    """What goes out once the model's stream ended, in order.
+
+    ``(emitter, text)``: send it; ``(emitter, None)``: close it. The reply's rest the rules
+    held (``out``), then a plain answer's text under the step's own message id (``plain(id)``:
+    a new emitter).
+    """
+    for text in watch.replies(result):
+        yield out, text
+    yield out, None
+    answer = watch.answer(result)
+    if answer and result.id:
+        emitter = plain(result.id)
+        for text in answer:
+            yield emitter, text
+        yield emitter, None
+
+
 def stream_step(
     model: Runnable[Any, Any],
     prompt: Any,
@@ -616,15 +619,11 @@ def stream_step(
             with _current(config):
                 out.send(watch.take(chunk))
     result = watch.result()
-    for text in watch.replies(result):
-        out.send(text)
-    out.close()
-    answer = watch.answer(result)
-    if answer and result.id:
-        plain = _SyncEmitter(config, result.id)
-        for text in answer:
-            plain.send(text)
-        plain.close()
+    for emitter, text in _after_stream(watch, result, out, lambda id_: _SyncEmitter(config, id_)):
+        if text is None:
+            emitter.close()
+        else:
+            emitter.send(text)
     return _stamped(result, out)
 
 
@@ -653,15 +652,11 @@ async def astream_step(
             with _current(config):
                 await out.send(watch.take(chunk))
     result = watch.result()
-    for text in watch.replies(result):
-        await out.send(text)
-    await out.close()
-    answer = watch.answer(result)
-    if answer and result.id:
-        plain = _AsyncEmitter(config, result.id)
-        for text in answer:
-            await plain.send(text)
-        await plain.close()
+    for emitter, text in _after_stream(watch, result, out, lambda id_: _AsyncEmitter(config, id_)):
+        if text is None:
+            await emitter.close()
+        else:
+            await emitter.send(text)
     return _stamped(result, out)
 
 

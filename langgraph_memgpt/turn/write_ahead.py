@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage, RemoveMessage, ToolMessage, convert_to_messages
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -28,7 +28,6 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command
 
 from langgraph_memgpt.context import Context
-from langgraph_memgpt.deps import Deps
 from langgraph_memgpt.state import State
 from langgraph_memgpt.stores.base import Memory
 from langgraph_memgpt.tools.memory_tools import provenance, thread_of_config
@@ -36,6 +35,19 @@ from langgraph_memgpt.turn.main_context import context_of, record, thread_of
 
 RECORD_FIRST = "memgpt:record_first"
 """Key of a node's update: ``[(turn, [messages])]`` recall gets first (see the module)."""
+
+
+class MemorySource(Protocol):
+    """Opens the memory of the agent a run is for (the graph's `langgraph_memgpt.deps.Deps`)."""
+
+    def agent_of(self, ctx: Context) -> str:
+        """The agent whose memory the run uses."""
+        ...
+
+    def memory(self, ctx: Context, state: State | None = None) -> Memory:
+        """That agent's memory tiers; refuses a thread of another agent (``state``)."""
+        ...
+
 
 Node = Callable[[State, RunnableConfig], Any]
 ANode = Callable[[State, RunnableConfig], Awaitable[Any]]
@@ -96,7 +108,7 @@ def write(
 class WriteAhead:
     """The write-ahead around the graph's nodes and tool calls (see the module docstring)."""
 
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: MemorySource) -> None:
         self.deps = deps
 
     # -- nodes -------------------------------------------------------------------------

@@ -163,6 +163,8 @@ def test_the_graph_and_the_middleware_call_one_turn_core() -> None:
         assert f"turn.{phase}(" in hooks, f"the middleware does not call turn.{phase}"
         assert f"turn.{phase}(" in node or f"turn_core.{phase}(" in node, phase
     assert "turn.plan(" in hooks  # measure, evict, render, build the prompt: one call
-    leaves = ("record", "stamped", "fitted", "message_budget", "pressure", "close_step", "evict")
+    leaves = ("record", "stamped", "fitted", "message_budget", "pressure", "close_step")
     for leaf in (*leaves, "build_prompt"):
         assert leaf not in vars(middleware), f"the middleware orchestrates {leaf} itself"
+    # The eviction is handed to the turn core's plan (which runs it), never called here.
+    assert "evict=evict" in hooks and "evict(" not in hooks

@@ -20,9 +20,9 @@ from langmem import create_manage_memory_tool, create_search_memory_tool
 from typing_extensions import TypedDict
 
 from langgraph_memgpt.compose.store import MemGPTStore, namespace
+from langgraph_memgpt.compose.tools import memory_tools
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.types import BlockEditError
-from langgraph_memgpt.tools.memory_tools import memory_tools
 
 BO = namespace("bo", "archival")
 

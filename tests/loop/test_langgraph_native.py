@@ -307,7 +307,7 @@ def test_a_tool_error_is_logged_with_its_traceback_and_read_by_the_model(
 
 def test_the_agent_id_comes_from_the_run_context_for_memory_tools(tmp_path: Path) -> None:
     from langgraph_memgpt import memory_tools
-    from langgraph_memgpt.tools.memory_tools import MemoryAccess
+    from langgraph_memgpt.compose.tools import MemoryAccess
 
     access = MemoryAccess(context=Context(data_dir=str(tmp_path), embedding_model="none"))
     assert access.context_for({}, {"agent_id": "bob"}).agent_id == "bob"

@@ -16,6 +16,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.deps import TOOL_HOST
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.ops.forget import (
     NothingToForgetError,
@@ -308,11 +309,31 @@ def test_the_forget_tool_deletes_only_from_its_own_agent(
         ctx=Context(),
         where=Provenance(thread_id="t1", turn=1, call_id="c1"),
         user_tools={},
+        host=TOOL_HOST,
     )
 
     assert outcome.ok and "Forgot 1 passage." in outcome.content
     assert ada.archival.count() == 0 and bob.archival.count() == 1
     assert ada.deletions.entries()[0].actor == "agent:t1"
+
+
+def test_the_forget_tool_run_without_the_packages_eraser_deletes_nothing_and_says_what_to_pass(
+    make_backend: Any, embeddings: Any
+) -> None:
+    """The memory tools import nothing above them: whoever runs them hands in the eraser."""
+    memory = make_backend(embeddings=embeddings).open("ada")
+    memory.archival.insert(SECRET)
+
+    outcome = execute_tool_call(
+        "forget",
+        {"about": "Greenbriar locker"},
+        memory=memory,
+        ctx=Context(),
+        where=Provenance(thread_id="t1", turn=1, call_id="c1"),
+    )
+
+    assert not outcome.ok and "host=langgraph_memgpt.deps.TOOL_HOST" in outcome.content
+    assert memory.archival.count() == 1
 
 
 def test_forgetting_a_queued_message_takes_it_out_of_the_checkpoint(

@@ -27,11 +27,12 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
+from langgraph_memgpt.deps import policies_for
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.small_model.policy import NarrowSteps, RepairSteps
 from langgraph_memgpt.small_model.traits import HOSTED, MODEL_ATTRIBUTES, ModelTraits
-from langgraph_memgpt.turn.policies import ModelCall, call_model, policies_for
+from langgraph_memgpt.turn.policies import ModelCall, call_model
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "langgraph_memgpt"
@@ -274,17 +275,16 @@ class Recording:
         return self.wrap_model_call(call, handler)
 
 
-def test_the_stack_runs_first_policy_outermost(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_stack_runs_first_policy_outermost() -> None:
     log: list[str] = []
     stack = (Recording("outer", log), Recording("inner", log))
-    monkeypatch.setattr("langgraph_memgpt.turn.policies.policies_for", lambda traits: stack)
-    call = ModelCall(HOSTED, [HumanMessage("hi")], ("send_message",))
+    call = ModelCall([HumanMessage("hi")], ("send_message",))
 
     def model(step: ModelCall) -> AIMessage:
         log.append(f"model {dict(step.options)}")
         return AIMessage("done")
 
-    assert call_model(call, model).content == "done"
+    assert call_model(stack, call, model).content == "done"
     assert log == [
         "enter outer",
         "enter inner",

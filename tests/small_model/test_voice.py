@@ -8,6 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
+from langgraph_memgpt.deps import policies_for
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.small_model.traits import ModelTraits
@@ -129,8 +130,10 @@ def _small_step(model_writes: str, prompt: list[BaseMessage]) -> AIMessage:
         inner=ScriptedChatModel.from_steps([model_writes]), reply_tool="send_message"
     )
     bound = model.bind_tools([send_message])
-    step = ModelCall(ModelTraits.of(model), [*prompt[1:]], ("send_message",))
-    reply = call_model(step, lambda call: bound.invoke(prompt, **call.options))
+    step = ModelCall([*prompt[1:]], ("send_message",))
+    reply = call_model(
+        policies_for(ModelTraits.of(model)), step, lambda call: bound.invoke(prompt, **call.options)
+    )
     assert isinstance(reply, AIMessage)
     return reply
 
@@ -372,8 +375,12 @@ def _streamed_small_step(model_writes: str, piece: int, said: str) -> tuple[AIMe
     )
     bound = model.bind_tools([send_message])
     prompt: list[BaseMessage] = [HumanMessage(said)]
-    step = ModelCall(ModelTraits.of(model), prompt, ("send_message",))
-    chunks = call_model(step, lambda call: list(bound.stream(prompt, **call.options)))
+    step = ModelCall(prompt, ("send_message",))
+    chunks = call_model(
+        policies_for(ModelTraits.of(model)),
+        step,
+        lambda call: list(bound.stream(prompt, **call.options)),
+    )
     merged = chunks[0]
     seen: list[str] = []
     for chunk in chunks[1:]:

@@ -14,9 +14,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 
 from langgraph_memgpt import Context
+from langgraph_memgpt.compose.tools import memory_prompt, memory_tools, recorder
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.stores.sqlite import open_memory
-from langgraph_memgpt.tools.memory_tools import memory_prompt, memory_tools, recorder
 
 
 def calls(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:

@@ -173,6 +173,21 @@ def _list(request: Request, name: str) -> list[str]:
     return [x.strip() for x in request.query_params.get(name, "").split(",") if x.strip()]
 
 
+def _page(request: Request) -> dict[str, int]:
+    """The page a list asks for (``page``, ``page_size``)."""
+    return {
+        "page": _int(request, "page", 0),
+        "page_size": _int(request, "page_size", views.PAGE_SIZE),
+    }
+
+
+def _search(request: Request) -> dict[str, Any]:
+    """A search's query, dates and page, as the views take them."""
+    params = request.query_params
+    dates = {"start_date": params.get("start_date"), "end_date": params.get("end_date")}
+    return {"query": params.get("query", ""), **dates, **_page(request)}
+
+
 def build_app(settings: ServerSettings | None = None) -> Starlette:
     """The page and its API (``settings``: default, the server's environment)."""
     agents = Agents(settings)
@@ -226,8 +241,7 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
             views.history_view,
             memory,
             request.query_params.get("label", ""),
-            page=_int(request, "page", 0),
-            page_size=_int(request, "page_size", views.PAGE_SIZE),
+            **_page(request),
         )
         return JSONResponse(found)
 
@@ -235,14 +249,7 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
     async def recall(request: Request) -> Response:
         memory = await memory_of(request)
         found = await asyncio.to_thread(
-            views.recall_view,
-            memory,
-            request.query_params.get("query", ""),
-            roles=_list(request, "roles"),
-            start_date=request.query_params.get("start_date"),
-            end_date=request.query_params.get("end_date"),
-            page=_int(request, "page", 0),
-            page_size=_int(request, "page_size", views.PAGE_SIZE),
+            views.recall_view, memory, roles=_list(request, "roles"), **_search(request)
         )
         return JSONResponse(found)
 
@@ -254,14 +261,7 @@ def build_app(settings: ServerSettings | None = None) -> Starlette:
             gone = await asyncio.to_thread(agents.forget, memory, passage, user_of(request))
             return JSONResponse(gone)
         found = await asyncio.to_thread(
-            views.archival_view,
-            memory,
-            request.query_params.get("query", ""),
-            tags=_list(request, "tags"),
-            start_date=request.query_params.get("start_date"),
-            end_date=request.query_params.get("end_date"),
-            page=_int(request, "page", 0),
-            page_size=_int(request, "page_size", views.PAGE_SIZE),
+            views.archival_view, memory, tags=_list(request, "tags"), **_search(request)
         )
         return JSONResponse(found)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -32,6 +32,8 @@ from langgraph_memgpt.stores.types import Block, Passage, RecallMessage, SearchP
 from langgraph_memgpt.tools.run import tool_schemas
 from langgraph_memgpt.turn.main_context import build_prompt, prompt_tokens
 from langgraph_memgpt.turn.tokens import TokenCounter
+
+T = TypeVar("T")
 
 PAGE_SIZE = 20
 """Results per page of the recall timeline, the archive and their searches."""
@@ -225,6 +227,22 @@ def _page_args(page: int, page_size: int) -> tuple[int, int]:
     return page, page_size
 
 
+def _searched(
+    search: Callable[..., SearchPage[T]], query: str, page: int, page_size: int, **filters: Any
+) -> SearchPage[T]:
+    """A tier's hybrid search (or timeline) as the tools run it; an empty filter: none.
+
+    Raises:
+        PageError: bad page, filter or date (the store's words).
+    """
+    page, page_size = _page_args(page, page_size)
+    chosen = {name: value or None for name, value in filters.items()}
+    try:
+        return search(query, page=page, page_size=page_size, **chosen)
+    except ValueError as exc:
+        raise PageError(str(exc)) from None
+
+
 def _paging(found: SearchPage[Any]) -> dict[str, int]:
     return {
         "total": found.total,
@@ -269,18 +287,15 @@ def recall_view(
     Raises:
         PageError: bad page, role or date (the store's words).
     """
-    page, page_size = _page_args(page, page_size)
-    try:
-        found = memory.recall.search(
-            query,
-            roles=list(roles) or None,
-            start_date=start_date or None,
-            end_date=end_date or None,
-            page=page,
-            page_size=page_size,
-        )
-    except ValueError as exc:
-        raise PageError(str(exc)) from None
+    found = _searched(
+        memory.recall.search,
+        query,
+        page,
+        page_size,
+        roles=list(roles),
+        start_date=start_date,
+        end_date=end_date,
+    )
     return {
         "agent_id": memory.agent_id,
         "query": query,
@@ -345,18 +360,15 @@ def archival_view(
     Raises:
         PageError: bad page or date (the store's words).
     """
-    page, page_size = _page_args(page, page_size)
-    try:
-        found = memory.archival.search(
-            query,
-            tags=list(tags) or None,
-            start_date=start_date or None,
-            end_date=end_date or None,
-            page=page,
-            page_size=page_size,
-        )
-    except ValueError as exc:
-        raise PageError(str(exc)) from None
+    found = _searched(
+        memory.archival.search,
+        query,
+        page,
+        page_size,
+        tags=list(tags),
+        start_date=start_date,
+        end_date=end_date,
+    )
     return {
         "agent_id": memory.agent_id,
         "query": query,
