@@ -54,10 +54,12 @@ def topic_stems(text: str, skip: frozenset[str] = frozenset()) -> set[str]:
     """The content words of ``text`` (no stop words, no ``skip``), cut to a stem.
 
     Numbers are content ("2 kids" is not "3 kids"); other words of one or two letters
-    are not.
+    are not. Every word of ``text`` counts, however long it is: a query is cut to its first
+    `MAX_QUERY_WORDS` words (`query_words`), a text compared by its topic is not (a fact
+    at the end of a long ``human`` block, a name late in a long message to forget).
     """
     return {
         word if word.isdigit() else word[:STEM_LETTERS]
-        for word in query_words(text)
+        for word in set(_WORD.findall(text.lower()))
         if (len(word) > 2 or word.isdigit()) and word not in STOP_WORDS and word not in skip
     }

@@ -289,6 +289,17 @@ def test_forget_matching_deletes_what_names_every_word(memory: Memory) -> None:
         assert SECRET not in recall_texts(memory, "locker Greenbriar", mode)
 
 
+def test_forget_matching_finds_what_a_long_text_names_late(memory: Memory) -> None:
+    """A long message or passage is read whole: the name at its end is matched too."""
+    filler = " ".join(f"word{i}" for i in range(200))
+    memory.archival.insert(f"{filler}. My locker at Greenbriar has code 4471.")
+
+    report = forget_matching(memory, "Greenbriar locker", actor="agent:t1")
+
+    assert len(report.passages) == 1
+    assert memory.archival.count() == 0
+
+
 def test_forget_matching_refuses_words_that_name_nothing(memory: Memory) -> None:
     with pytest.raises(ValueError, match="content words"):
         forget_matching(memory, "it", actor="agent")

@@ -118,6 +118,22 @@ def test_the_users_own_name_standing_for_them_is_said_to_them(reply: str, expect
     assert to_the_user(reply, "What's my sister's name?", stated) == expected
 
 
+def test_a_fact_at_the_end_of_a_long_human_block_counts_as_stated() -> None:
+    """Every line of what the user stated is read, however long the block before it."""
+    long_block = "\n".join(f"Knows fact number {i} about topic{i}." for i in range(80))
+    stated = (
+        f'Name is Sven.\n{long_block}\nSaid: "We\'re going back to Oslo, Norway for Christmas."'
+    )
+    assert (
+        to_the_user(
+            "We're going back to Oslo, Norway for Christmas.",
+            "Where are we going for Christmas?",
+            stated,
+        )
+        == "You're going back to Oslo, Norway for Christmas."
+    )
+
+
 @tool
 def send_message(message: str) -> str:
     """Send a message to the user."""
