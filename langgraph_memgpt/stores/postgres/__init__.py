@@ -27,6 +27,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.capabilities import ProgressFor
 from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
 from langgraph_memgpt.stores.postgres.archival import PgArchivalMemory
 from langgraph_memgpt.stores.postgres.core import PgCoreMemory
@@ -290,16 +291,12 @@ class PostgresBackend:
         return None if found is None else {"model": found[0], "dim": found[1]}
 
     def reembed(
-        self,
-        agent_id: str,
-        embeddings: Embeddings,
-        progress_for: Callable[[str], Callable[[int, int], None]],
+        self, agent_id: str, embeddings: Embeddings, progress_for: ProgressFor
     ) -> tuple[int, int]:
-        """Embed the agent's memory again, switched in with the new model in one transaction.
+        """`Reembeddable.reembed`, switched in with the new model in one transaction.
 
         New vectors are written aside (`stores.postgres.reembed`): a crash halfway leaves
         the old ones. Servers may keep running; restart them with the new model.
-        Returns (messages embedded, passages embedded).
         """
         from langgraph_memgpt.stores.postgres.reembed import reembed_postgres
 

@@ -15,7 +15,6 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -24,6 +23,7 @@ import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.capabilities import ProgressFor
 from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.core import SqliteCoreMemory
@@ -294,12 +294,9 @@ class SqliteBackend:
         return recorded_embedding_sqlite(self.data_dir, agent_id)
 
     def reembed(
-        self,
-        agent_id: str,
-        embeddings: Embeddings,
-        progress_for: Callable[[str], Callable[[int, int], None]],
+        self, agent_id: str, embeddings: Embeddings, progress_for: ProgressFor
     ) -> tuple[int, int]:
-        """Drop the agent's vectors and embed everything again (`Reembeddable`).
+        """`Reembeddable.reembed`: drop the agent's vectors and embed everything again.
 
         Stop any server or chat using the data directory first (they hold the old vectors).
         """
