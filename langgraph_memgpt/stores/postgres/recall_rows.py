@@ -7,6 +7,7 @@ rows that condition selects.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -14,10 +15,11 @@ import psycopg
 
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.messages import message_from_row, normalise_role, row_columns
+from langgraph_memgpt.stores.pages import page_by_time
 from langgraph_memgpt.stores.postgres.db import pg_texts
 from langgraph_memgpt.stores.postgres.search import Params, placeholders
 from langgraph_memgpt.stores.search import split_excluded
-from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage
+from langgraph_memgpt.stores.types import Excluded, RecallMessage
 
 TABLE = "memgpt_recall"
 COLUMNS = row_columns("b.")
@@ -63,27 +65,10 @@ def excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], Param
     return clauses, params
 
 
-def listing(
-    conn: psycopg.Connection[Any],
-    where: str,
-    params: Params,
-    page: int,
-    page_size: int,
-    *,
-    newest_first: bool,
-) -> SearchPage[RecallMessage]:
-    """One page of the messages ``where`` selects, by time, and how many there are."""
-    order = "DESC" if newest_first else "ASC"
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM {TABLE} AS b WHERE {where} "
-        f"ORDER BY b.created_at {order}, b.id {order} LIMIT %s OFFSET %s",
-        (*params, page_size, page * page_size),
-    ).fetchall()
-    hits = [Hit(message_from_row(row), 0.0) for row in rows]
-    total = conn.execute(f"SELECT count(*) FROM {TABLE} AS b WHERE {where}", params).fetchone()
-    return SearchPage(
-        hits=hits, total=int(total[0]) if total else 0, page=page, page_size=page_size
-    )
+listing = functools.partial(
+    page_by_time, table=TABLE, columns=COLUMNS, mark="%s", item=message_from_row
+)
+"""One page of the messages ``where`` selects, by time, and how many there are."""
 
 
 def fetch_by_ids(

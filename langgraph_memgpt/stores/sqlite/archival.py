@@ -54,7 +54,7 @@ from langgraph_memgpt.stores.sqlite.db import transaction
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
 from langgraph_memgpt.stores.sqlite.vectors import IndexKind, VectorIndex
 from langgraph_memgpt.stores.supersession import SearchesCurrentFirst
-from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
+from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule
 
 _EMBED_BATCH = INSERT_BATCH
 
@@ -488,22 +488,6 @@ class SqliteArchivalMemory(InsertsPassages, SearchesCurrentFirst):
             [*params, TIER, VECTOR_KEY],
         ).fetchone()
         return int(row[0])
-
-    def _newest(
-        self, where: str, params: Sequence[object], page: int, page_size: int
-    ) -> SearchPage[Passage]:
-        total = int(
-            self.db.conn.execute(
-                f"SELECT count(*) FROM archival AS b WHERE {where}", params
-            ).fetchone()[0]
-        )
-        rows = self.db.conn.execute(
-            f"SELECT {COLUMNS} FROM archival AS b WHERE {where} "
-            "ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?",
-            [*params, page_size, page * page_size],
-        ).fetchall()
-        hits = [Hit(item=passage_from_row(row), score=0.0) for row in rows]
-        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
 
     def _hits(self, ranked: Sequence[tuple[int, float]]) -> list[Hit[Passage]]:
         if not ranked:

@@ -7,14 +7,16 @@ rows that condition selects.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Collection, Sequence
 
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.messages import message_from_row, normalise_role, row_columns
+from langgraph_memgpt.stores.pages import page_by_time
 from langgraph_memgpt.stores.search import split_excluded
-from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage
+from langgraph_memgpt.stores.types import Excluded, RecallMessage
 
 COLUMNS = row_columns()
 """A message's columns, as ``message_from_row`` reads them."""
@@ -63,25 +65,10 @@ def excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], list[
     return clauses, params
 
 
-def listing(
-    conn: sqlite3.Connection,
-    where: str,
-    params: Sequence[object],
-    page: int,
-    page_size: int,
-    *,
-    newest_first: bool,
-) -> SearchPage[RecallMessage]:
-    """One page of the messages ``where`` selects, by time, and how many there are."""
-    order = "DESC" if newest_first else "ASC"
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM recall AS b WHERE {where} "
-        f"ORDER BY b.created_at {order}, b.id {order} LIMIT ? OFFSET ?",
-        (*params, page_size, page * page_size),
-    ).fetchall()
-    hits = [Hit(message_from_row(row), 0.0) for row in rows]
-    total = conn.execute(f"SELECT COUNT(*) FROM recall AS b WHERE {where}", params).fetchone()
-    return SearchPage(hits=hits, total=int(total[0]), page=page, page_size=page_size)
+listing = functools.partial(
+    page_by_time, table="recall", columns=COLUMNS, mark="?", item=message_from_row
+)
+"""One page of the messages ``where`` selects, by time, and how many there are."""
 
 
 def fetch_by_ids(
