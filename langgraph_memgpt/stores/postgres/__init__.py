@@ -20,8 +20,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 from langchain_core.embeddings import Embeddings
@@ -45,6 +44,7 @@ from langgraph_memgpt.stores.postgres.deletions import PgDeletionLog
 from langgraph_memgpt.stores.postgres.models import claim_model, recorded_model
 from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
 from langgraph_memgpt.stores.postgres.settling import Settler
+from langgraph_memgpt.stores.registry import EngineSettings
 from langgraph_memgpt.stores.text import valid_text
 
 logger = logging.getLogger(__name__)
@@ -261,27 +261,18 @@ class PostgresBackend:
         return 0.0 if settler is None else settler.seconds
 
     @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        data_dir: Path,
-        embedding_model: str = "minilm",
-        core_block_limit: int = 2000,
-        read_only: bool = False,
-        embeddings: Embeddings | None = None,
-    ) -> PostgresBackend:
-        """The backend the registry opens for a ``postgresql://`` URL (`stores.registry`).
+    def from_url(cls, url: str, **settings: Unpack[EngineSettings]) -> PostgresBackend:
+        """The backend the registry opens for a ``postgresql://`` URL (`stores.registry.Engine`).
 
         ``read_only``: no embedding model (reading memory after an embedding change).
         ``data_dir`` is not used: everything is in the database.
         """
-        del data_dir
+        read_only = settings["read_only"]
         return cls(
             url,
-            embedding_model="none" if read_only else embedding_model,
-            embeddings=None if read_only else embeddings,
-            core_block_limit=core_block_limit,
+            embedding_model="none" if read_only else settings["embedding_model"],
+            embeddings=None if read_only else settings["embeddings"],
+            core_block_limit=settings["core_block_limit"],
         )
 
     def recorded_embedding(self, agent_id: str) -> dict[str, object] | None:
