@@ -7,7 +7,6 @@ filter (agent, tags, dates) applies before ranking. Tags are a ``text[]`` with a
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -25,7 +24,7 @@ from langgraph_memgpt.stores.mentions import (
     mention_signals,
     topic_of,
 )
-from langgraph_memgpt.stores.pages import page_by_time
+from langgraph_memgpt.stores.pages import ByTime
 from langgraph_memgpt.stores.passages import (
     InsertsPassages,
     PreparedPassage,
@@ -237,12 +236,8 @@ class PgArchivalMemory(InsertsPassages, SearchesCurrentFirst, PgTier):
     def recent(self, n: int = 5) -> list[Passage]:
         """The ``n`` newest passages, newest first."""
         with self.pool.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s "
-                "ORDER BY b.created_at DESC, b.id DESC LIMIT %s",
-                (self.agent_id, max(0, n)),
-            ).fetchall()
-        return [_passage(row) for row in rows]
+            where = "b.agent_id = %s"
+            return _BY_TIME.rows(conn, where, [self.agent_id], limit=max(0, n), newest_first=True)
 
     def get(self, passage_id: int) -> Passage | None:
         """One of the agent's passages by id (None if absent or another agent's)."""
@@ -512,11 +507,12 @@ class _PgArchivalSignals(TableSignals):
         return item.text
 
     def listing(self, page: int, page_size: int) -> SearchPage[Passage]:
-        return _newest(self.conn, self.where, self.params, page, page_size, newest_first=True)
+        return _BY_TIME.page(self.conn, self.where, self.params, page, page_size, newest_first=True)
 
 
 def _passage(row: Sequence[Any]) -> Passage:
     return passage_of(row, row[3] or [])
 
 
-_newest = functools.partial(page_by_time, table=TABLE, columns=_COLUMNS, mark="%s", item=_passage)
+_BY_TIME = ByTime(TABLE, _COLUMNS, "%s", _passage)
+"""The agent's passages read by time: an empty query's listing, the most recent."""

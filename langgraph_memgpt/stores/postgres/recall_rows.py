@@ -7,7 +7,6 @@ rows that condition selects.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ import psycopg
 
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.messages import message_from_row, normalise_role, row_columns
-from langgraph_memgpt.stores.pages import page_by_time
+from langgraph_memgpt.stores.pages import ByTime
 from langgraph_memgpt.stores.postgres.db import pg_texts
 from langgraph_memgpt.stores.postgres.search import Params, placeholders
 from langgraph_memgpt.stores.search import split_excluded
@@ -65,10 +64,8 @@ def excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], Param
     return clauses, params
 
 
-listing = functools.partial(
-    page_by_time, table=TABLE, columns=COLUMNS, mark="%s", item=message_from_row
-)
-"""One page of the messages ``where`` selects, by time, and how many there are."""
+BY_TIME = ByTime(TABLE, COLUMNS, "%s", message_from_row)
+"""The agent's messages read by time: a listing's page, the latest few."""
 
 
 def fetch_by_ids(
@@ -84,4 +81,4 @@ def fetch_by_ids(
     return {int(row[0]): message_from_row(row) for row in rows}
 
 
-__all__ = ["COLUMNS", "TABLE", "excluding", "fetch_by_ids", "filters", "listing"]
+__all__ = ["BY_TIME", "COLUMNS", "TABLE", "excluding", "fetch_by_ids", "filters"]

@@ -42,6 +42,7 @@ from langgraph_memgpt.stores.search import ArchivalFilter, Signals
 from langgraph_memgpt.stores.sqlite import retention
 from langgraph_memgpt.stores.sqlite.archival_forget import ArchivalForgetting
 from langgraph_memgpt.stores.sqlite.archival_rows import (
+    BY_TIME,
     COLUMNS,
     CURRENT,
     TIER,
@@ -371,12 +372,10 @@ class SqliteArchivalMemory(InsertsPassages, SearchesCurrentFirst):
 
     def recent(self, n: int = 5) -> list[Passage]:
         """The ``n`` newest passages, newest first."""
-        rows = self.db.conn.execute(
-            f"SELECT {COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
-            "ORDER BY b.created_at DESC, b.id DESC LIMIT ?",
-            (self.agent_id, max(0, n)),
-        ).fetchall()
-        return [passage_from_row(row) for row in rows]
+        where = "b.agent_id = ?"
+        return BY_TIME.rows(
+            self.db.conn, where, [self.agent_id], limit=max(0, n), newest_first=True
+        )
 
     def get(self, passage_id: int) -> Passage | None:
         """One of this agent's passages by id (None if absent or another agent's)."""

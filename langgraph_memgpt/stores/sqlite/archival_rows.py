@@ -8,14 +8,13 @@ every filter is applied before ranking.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langgraph_memgpt.stores.base import TagMatch
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.pages import page_by_time
+from langgraph_memgpt.stores.pages import ByTime
 from langgraph_memgpt.stores.passages import (
     normalize_tags,
     not_replaced,
@@ -42,10 +41,8 @@ def passage_from_row(row: Sequence[Any]) -> Passage:
     return passage_of(row, json.loads(row[3] or "[]"))
 
 
-newest = functools.partial(
-    page_by_time, table="archival", columns=COLUMNS, mark="?", item=passage_from_row
-)
-"""One page of the passages ``where`` selects, by time (an empty query's listing)."""
+BY_TIME = ByTime("archival", COLUMNS, "?", passage_from_row)
+"""The agent's passages read by time: an empty query's listing, the most recent."""
 
 
 def filters(
@@ -80,11 +77,11 @@ def filters(
 
 
 __all__ = [
+    "BY_TIME",
     "COLUMNS",
     "CURRENT",
     "TIER",
     "VECTOR_KEY",
     "filters",
-    "newest",
     "passage_from_row",
 ]

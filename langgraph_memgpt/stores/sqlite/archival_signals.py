@@ -24,7 +24,7 @@ from langgraph_memgpt.stores.mentions import (
     mention_signals,
     topic_of,
 )
-from langgraph_memgpt.stores.sqlite.archival_rows import newest
+from langgraph_memgpt.stores.sqlite.archival_rows import BY_TIME
 from langgraph_memgpt.stores.sqlite.fts import term_matches
 from langgraph_memgpt.stores.sqlite.part_terms import bm25_with_parts, long_share
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
@@ -226,7 +226,9 @@ class ArchivalSignals:
 
     def listing(self, page: int, page_size: int) -> SearchPage[Passage]:
         """The candidates newest first, for an empty query."""
-        return newest(self.db.conn, self.where, self.params, page, page_size, newest_first=True)
+        return BY_TIME.page(
+            self.db.conn, self.where, self.params, page, page_size, newest_first=True
+        )
 
 
 __all__ = ["ArchivalSignals", "SearchedArchive"]

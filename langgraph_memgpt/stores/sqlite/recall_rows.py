@@ -7,14 +7,13 @@ rows that condition selects.
 
 from __future__ import annotations
 
-import functools
 import json
 import sqlite3
 from collections.abc import Collection, Sequence
 
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.messages import message_from_row, normalise_role, row_columns
-from langgraph_memgpt.stores.pages import page_by_time
+from langgraph_memgpt.stores.pages import ByTime
 from langgraph_memgpt.stores.search import split_excluded
 from langgraph_memgpt.stores.types import Excluded, RecallMessage
 
@@ -65,10 +64,8 @@ def excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], list[
     return clauses, params
 
 
-listing = functools.partial(
-    page_by_time, table="recall", columns=COLUMNS, mark="?", item=message_from_row
-)
-"""One page of the messages ``where`` selects, by time, and how many there are."""
+BY_TIME = ByTime("recall", COLUMNS, "?", message_from_row)
+"""The agent's messages read by time: a listing's page, the latest few."""
 
 
 def fetch_by_ids(
@@ -82,4 +79,4 @@ def fetch_by_ids(
     return {int(row[0]): message_from_row(row) for row in rows}
 
 
-__all__ = ["COLUMNS", "PAIRS", "excluding", "fetch_by_ids", "filters", "listing"]
+__all__ = ["BY_TIME", "COLUMNS", "PAIRS", "excluding", "fetch_by_ids", "filters"]
