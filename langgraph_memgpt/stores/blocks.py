@@ -14,7 +14,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph_memgpt.stores.sections import check_content, edit_section
+from langgraph_memgpt.stores.sections import (
+    check_content,
+    check_names,
+    check_value,
+    compose,
+    edit_section,
+)
 from langgraph_memgpt.stores.sections import decode as decode_sections
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockConflictError, BlockEditError
@@ -46,6 +52,25 @@ def is_owner(actor: str) -> bool:
     and any other name are not.
     """
     return actor.split(":", 1)[0] in OWNER_ACTORS
+
+
+def new_block_value(
+    label: str, value: str, char_limit: int, sections: Sequence[str]
+) -> tuple[str, tuple[str, ...]]:
+    """A new block's value and section names, checked (what ``CoreStore.create`` writes).
+
+    With sections and an empty ``value`` the block starts as their empty headers; a given
+    value must hold each header once, in order.
+
+    Raises:
+        BlockEditError: The label is invalid, the limit is not positive, the value is
+            over the limit, or the sections are malformed.
+    """
+    names = check_names(sections)
+    value = compose(names) if names and not value else value
+    check_value(value, names, label)
+    check_new_block(label, value, char_limit)
+    return value, names
 
 
 def check_new_block(label: str, value: str, char_limit: int) -> None:

@@ -19,9 +19,9 @@ from langgraph_memgpt.stores.blocks import (
     SHARE_SECRET,
     EditsBlocks,
     block_from_row,
-    check_new_block,
     checked_value,
     editable,
+    new_block_value,
     restorable,
     share_proof,
     unknown_label,
@@ -32,7 +32,6 @@ from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.sections import (
     check_names,
     check_value,
-    compose,
     with_headers,
 )
 from langgraph_memgpt.stores.sections import encode as encode_sections
@@ -210,10 +209,7 @@ class PgCoreMemory(EditsBlocks):
         sections: Sequence[str] = (),
     ) -> Block:
         """Create a new block, optionally in ``sections`` (as ``stores.sqlite.core``)."""
-        names = check_names(sections)
-        value = compose(names) if names and not value else value
-        check_value(value, names, label)
-        check_new_block(label, value, char_limit)
+        value, names = new_block_value(label, value, char_limit, sections)
         with self.pool.connection() as conn, conn.transaction():
             block = self._insert(conn, label, value, description, char_limit, read_only, names)
             if block is None:

@@ -19,9 +19,9 @@ from langgraph_memgpt.stores.blocks import (
     SHARE_SECRET,
     EditsBlocks,
     block_from_row,
-    check_new_block,
     checked_value,
     editable,
+    new_block_value,
     restorable,
     share_proof,
     unknown_label,
@@ -29,7 +29,6 @@ from langgraph_memgpt.stores.blocks import (
 from langgraph_memgpt.stores.sections import (
     check_names,
     check_value,
-    compose,
     with_headers,
 )
 from langgraph_memgpt.stores.sections import encode as encode_sections
@@ -258,10 +257,7 @@ class SqliteCoreMemory(EditsBlocks):
             BlockEditError: The label is invalid or taken, the limit is not positive, the
                 value is over the limit, or the sections are malformed.
         """
-        names = check_names(sections)
-        value = compose(names) if names and not value else value
-        check_value(value, names, label)
-        check_new_block(label, value, char_limit)
+        value, names = new_block_value(label, value, char_limit, sections)
         with transaction(self.db):
             if self._find(label) is not None:
                 raise BlockEditError(f"Create failed: block '{label}' already exists.")
