@@ -10,13 +10,13 @@ writes memory (``chat``, ``serve``, ``inspect``, ``reembed``, ``retention``, ``w
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.capabilities import (
+    ProgressFor,
     Reembeddable,
     SharedOpenMemories,
     require,
@@ -100,15 +100,9 @@ def where(data_dir: str | Path, database_url: str = "") -> str:
 
 
 def reembed_agent(
-    backend: MemoryBackend,
-    agent_id: str,
-    embeddings: Embeddings,
-    progress_for: Callable[[str], Callable[[int, int], None]],
+    backend: MemoryBackend, agent_id: str, embeddings: Embeddings, progress_for: ProgressFor
 ) -> tuple[int, int]:
-    """Embed an agent's memory again with ``embeddings``, the engine's own way.
-
-    ``progress_for(task)`` returns the progress callback of one task (done, total).
-    Returns (messages embedded, passages in the archive).
+    """`Reembeddable.reembed` of ``backend``: the agent's memory embedded again, its own way.
 
     Raises:
         MissingCapability: the engine cannot re-embed (`Reembeddable`).

@@ -14,7 +14,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph_memgpt.stores.sections import check_content, edit_section
+from langgraph_memgpt.stores.sections import (
+    check_content,
+    check_names,
+    check_value,
+    compose,
+    edit_section,
+)
 from langgraph_memgpt.stores.sections import decode as decode_sections
 from langgraph_memgpt.stores.text import valid_text
 from langgraph_memgpt.stores.types import Block, BlockConflictError, BlockEditError
@@ -46,6 +52,25 @@ def is_owner(actor: str) -> bool:
     and any other name are not.
     """
     return actor.split(":", 1)[0] in OWNER_ACTORS
+
+
+def new_block_value(
+    label: str, value: str, char_limit: int, sections: Sequence[str]
+) -> tuple[str, tuple[str, ...]]:
+    """A new block's value and section names, checked (what ``CoreStore.create`` writes).
+
+    With sections and an empty ``value`` the block starts as their empty headers; a given
+    value must hold each header once, in order.
+
+    Raises:
+        BlockEditError: The label is invalid, the limit is not positive, the value is
+            over the limit, or the sections are malformed.
+    """
+    names = check_names(sections)
+    value = compose(names) if names and not value else value
+    check_value(value, names, label)
+    check_new_block(label, value, char_limit)
+    return value, names
 
 
 def check_new_block(label: str, value: str, char_limit: int) -> None:
@@ -245,3 +270,72 @@ def check_expected(block: Block, expected: str | None) -> None:
             "(someone else edited it); reload it and make the change again.",
             block,
         )
+
+
+class EditsBlocks:
+    """``CoreStore``'s edits for every backend: what each edit checks and computes, once.
+
+    A backend supplies :meth:`_edit`, one locked read-modify-write of a block in its own
+    transaction; ``append``, ``replace`` and ``set`` are the same rules on every engine.
+    """
+
+    def _edit(self, label: str, actor: str, op: str, change: Callable[[Block], str]) -> Block:
+        """Edit block ``label`` in one transaction; return the block as written.
+
+        The block as ``actor`` may edit it (locked against concurrent edits), its new
+        value ``change(block)`` checked, written and logged as ``op``.
+        """
+        raise NotImplementedError
+
+    def append(
+        self, label: str, content: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Add ``content`` as a new line at the end of block ``label`` (or of its ``section``).
+
+        Raises:
+            BlockEditError: Empty content, unknown label or section, read-only block, or
+                the result would be over the block's limit.
+        """
+        check_append(label, content)
+        return self._edit(
+            label, actor, "append", lambda block: append_value(block, content, section)
+        )
+
+    def replace(
+        self, label: str, old: str, new: str, actor: str = "agent", *, section: str | None = None
+    ) -> Block:
+        """Replace the one occurrence of ``old`` in block ``label`` (or its ``section``).
+
+        ``new`` may be empty, which deletes ``old``. ``old`` must occur exactly once (in
+        the section, when one is named), so a short fragment cannot silently rewrite
+        several places.
+
+        Raises:
+            BlockEditError: Empty ``old``, unknown label or section, read-only block,
+                ``old`` not found or ambiguous, or the result would be over the limit.
+        """
+        old = check_replace(label, old)
+        return self._edit(
+            label, actor, "replace", lambda block: replace_value(block, old, new, section)
+        )
+
+    def set(
+        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
+    ) -> Block:
+        """Overwrite block ``label`` with ``value`` (for users and tools, not the model's edits).
+
+        Read-only blocks refuse every actor but their owners (:data:`OWNER_ACTORS`).
+        ``expected``: compare-and-set, the value the writer read; written only if the block
+        still holds it (checked with the block locked).
+
+        Raises:
+            BlockConflictError: the block no longer holds ``expected``.
+            BlockEditError: Unknown label, read-only block (for an actor that is not an
+                owner), or the value is over the block's limit.
+        """
+
+        def checked(block: Block) -> str:
+            check_expected(block, expected)
+            return value
+
+        return self._edit(label, actor, "set", checked)

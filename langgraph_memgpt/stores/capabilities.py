@@ -37,6 +37,12 @@ if TYPE_CHECKING:
 
 C = TypeVar("C")
 
+Progress = Callable[[int, int], None]
+"""A progress callback: ``(done, total)`` of one task."""
+
+ProgressFor = Callable[[str], Progress]
+"""``progress_for(task)``: the `Progress` callback of one named task (e.g. "recall messages")."""
+
 
 class MissingCapability(StoreAccessError):
     """A front end needs a capability the memory backend's engine does not have."""
@@ -437,15 +443,13 @@ class Reembeddable(Protocol):
         ...
 
     def reembed(
-        self,
-        agent_id: str,
-        embeddings: Embeddings,
-        progress_for: Callable[[str], Callable[[int, int], None]],
+        self, agent_id: str, embeddings: Embeddings, progress_for: ProgressFor
     ) -> tuple[int, int]:
         """Embed every message and passage of ``agent_id`` again with ``embeddings``.
 
-        ``progress_for(task)`` returns the progress callback of one task (done, total).
-        Returns (messages embedded, passages in the archive).
+        ``progress_for`` reports each task (`ProgressFor`). Returns (messages embedded,
+        passages in the archive). Stop any server or chat using the memory first, or
+        restart it with the new model afterwards (each engine says which).
         """
         ...
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from langgraph_memgpt.stores.dates import to_utc_iso
 from langgraph_memgpt.stores.text import valid_text
@@ -149,6 +150,46 @@ class InsertsPassages:
     def _insert_batch(self, batch: list[PreparedPassage], writing: list[Writing]) -> list[Passage]:
         """Write one batch in one transaction (the backend's own way)."""
         raise NotImplementedError
+
+
+def passage_columns(table: str) -> str:
+    """A passage's columns over the alias ``b`` of ``table``, as :func:`passage_of` reads them.
+
+    Its own, then the passage that replaced it and when (``stores.supersession``; one
+    index probe each).
+    """
+    successor = (
+        f"(SELECT n.{{0}} FROM {table} AS n WHERE n.agent_id = b.agent_id AND n.replaces = b.id "
+        "ORDER BY n.id LIMIT 1)"
+    )
+    return (
+        "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn, b.replaces, "
+        f"{successor.format('id')}, {successor.format('created_at')}"
+    )
+
+
+def not_replaced(table: str) -> str:
+    """The condition over the alias ``b`` of ``table`` that a passage has not been replaced."""
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {table} AS n WHERE n.agent_id = b.agent_id "
+        "AND n.replaces = b.id)"
+    )
+
+
+def passage_of(row: Sequence[Any], tags: Iterable[str]) -> Passage:
+    """The passage in a row of :func:`passage_columns`; ``tags`` as the engine stores them."""
+    return Passage(
+        id=int(row[0]),
+        agent_id=str(row[1]),
+        text=str(row[2]),
+        tags=list(tags),
+        created_at=str(row[4]),
+        thread_id=row[5],
+        turn=None if row[6] is None else int(row[6]),
+        replaces=None if row[7] is None else int(row[7]),
+        replaced_by=None if row[8] is None else int(row[8]),
+        replaced_at=None if row[9] is None else str(row[9]),
+    )
 
 
 def _replaced_id(value: object) -> int | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack, cast
 
 from langgraph_memgpt.stores.base import MemoryBackend
 from langgraph_memgpt.stores.types import StoreAccessError
@@ -45,25 +45,27 @@ class BackendSetupError(StoreAccessError):
     """The chosen backend cannot be used as configured (the message says what to change)."""
 
 
+class EngineSettings(TypedDict):
+    """The settings `stores.backends.open_backend` gives every engine's ``from_url``."""
+
+    data_dir: Path
+    """The data directory: the embedded engine's memory (an engine may not use it)."""
+    embedding_model: str
+    """The embedding model's name (``minilm``, ``none``...)."""
+    core_block_limit: int
+    """The character limit of new core blocks."""
+    read_only: bool
+    """For reading memory only (``inspect``), without an embedding model."""
+    embeddings: Embeddings | None
+    """An embeddings object to use instead of ``embedding_model``."""
+
+
 class Engine(Protocol):
     """What an engine class offers the registry: a backend from a URL and the settings."""
 
     @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        data_dir: Path,
-        embedding_model: str,
-        core_block_limit: int,
-        read_only: bool,
-        embeddings: Embeddings | None,
-    ) -> MemoryBackend:
-        """The backend of ``url`` (empty: the embedded engine's in ``data_dir``).
-
-        ``read_only``: for reading memory only (``inspect``), without an embedding model.
-        ``embeddings``: an embeddings object to use instead of ``embedding_model``.
-        """
+    def from_url(cls, url: str, **settings: Unpack[EngineSettings]) -> MemoryBackend:
+        """The backend of ``url`` (empty: the embedded engine's in ``data_dir``)."""
         ...
 
 
@@ -142,6 +144,7 @@ __all__ = [
     "ENGINES",
     "BackendSetupError",
     "Engine",
+    "EngineSettings",
     "engine_for",
     "register_engine",
     "scheme_of",

@@ -521,7 +521,8 @@ class SearchesArchival:
     """``ArchivalStore.search`` for every backend: its filters pick, `hybrid_search` ranks.
 
     A backend supplies :meth:`_archival_signals`, the signal source of one search with its
-    filters applied.
+    filters applied; :meth:`_arranged` may reorder the ranked page before it is shown
+    (``stores.supersession.SearchesCurrentFirst``).
     """
 
     def search(
@@ -563,7 +564,12 @@ class SearchesArchival:
             raise ValueError(f"tag_match must be 'any' or 'all', got {tag_match!r}")
         chosen = ArchivalFilter(tags, tag_match, start_date, end_date)
         with self._archival_signals(chosen) as source:
-            return hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
+            found = hybrid_search(ARCHIVAL, source, query, mode, page, page_size)
+        return self._arranged(found)
 
     def _archival_signals(self, chosen: ArchivalFilter) -> Signals[Passage]:
         raise NotImplementedError
+
+    def _arranged(self, found: SearchPage[Passage]) -> SearchPage[Passage]:
+        """The ranked page as shown (as ranked, unless a subclass reorders it)."""
+        return found

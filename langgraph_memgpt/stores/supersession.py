@@ -10,9 +10,8 @@ reader meets the current fact first. Every backend searches through `SearchesCur
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.search import SearchesArchival
 from langgraph_memgpt.stores.types import Hit, Passage, SearchPage
 
@@ -58,33 +57,12 @@ def current_first(
 class SearchesCurrentFirst(SearchesArchival):
     """``ArchivalStore.search`` ranked by ``stores.search``, then `current_first`."""
 
-    def search(
-        self,
-        query: str,
-        *,
-        tags: Iterable[str] | str | None = None,
-        tag_match: TagMatch = "any",
-        start_date: str | None = None,
-        end_date: str | None = None,
-        page: int = 0,
-        page_size: int = 5,
-        mode: SearchMode = "hybrid",
-    ) -> SearchPage[Passage]:
-        """As ``SearchesArchival.search``; a replaced passage comes after its current one.
+    def _arranged(self, found: SearchPage[Passage]) -> SearchPage[Passage]:
+        """A replaced passage comes after its current one.
 
         The current passage is shown even when the filters would leave it out: a reader
         told "this was replaced" must see by what.
         """
-        found = super().search(
-            query,
-            tags=tags,
-            tag_match=tag_match,
-            start_date=start_date,
-            end_date=end_date,
-            page=page,
-            page_size=page_size,
-            mode=mode,
-        )
         return current_first(found, self.get)
 
     def get(self, passage_id: int) -> Passage | None:

@@ -20,13 +20,13 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.capabilities import ProgressFor
 from langgraph_memgpt.stores.embeddings import embedding_identity, get_embeddings
 from langgraph_memgpt.stores.postgres.archival import PgArchivalMemory
 from langgraph_memgpt.stores.postgres.core import PgCoreMemory
@@ -44,6 +44,7 @@ from langgraph_memgpt.stores.postgres.deletions import PgDeletionLog
 from langgraph_memgpt.stores.postgres.models import claim_model, recorded_model
 from langgraph_memgpt.stores.postgres.recall import PgRecallMemory
 from langgraph_memgpt.stores.postgres.settling import Settler
+from langgraph_memgpt.stores.registry import EngineSettings
 from langgraph_memgpt.stores.text import valid_text
 
 logger = logging.getLogger(__name__)
@@ -260,27 +261,18 @@ class PostgresBackend:
         return 0.0 if settler is None else settler.seconds
 
     @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        data_dir: Path,
-        embedding_model: str = "minilm",
-        core_block_limit: int = 2000,
-        read_only: bool = False,
-        embeddings: Embeddings | None = None,
-    ) -> PostgresBackend:
-        """The backend the registry opens for a ``postgresql://`` URL (`stores.registry`).
+    def from_url(cls, url: str, **settings: Unpack[EngineSettings]) -> PostgresBackend:
+        """The backend the registry opens for a ``postgresql://`` URL (`stores.registry.Engine`).
 
         ``read_only``: no embedding model (reading memory after an embedding change).
         ``data_dir`` is not used: everything is in the database.
         """
-        del data_dir
+        read_only = settings["read_only"]
         return cls(
             url,
-            embedding_model="none" if read_only else embedding_model,
-            embeddings=None if read_only else embeddings,
-            core_block_limit=core_block_limit,
+            embedding_model="none" if read_only else settings["embedding_model"],
+            embeddings=None if read_only else settings["embeddings"],
+            core_block_limit=settings["core_block_limit"],
         )
 
     def recorded_embedding(self, agent_id: str) -> dict[str, object] | None:
@@ -290,16 +282,12 @@ class PostgresBackend:
         return None if found is None else {"model": found[0], "dim": found[1]}
 
     def reembed(
-        self,
-        agent_id: str,
-        embeddings: Embeddings,
-        progress_for: Callable[[str], Callable[[int, int], None]],
+        self, agent_id: str, embeddings: Embeddings, progress_for: ProgressFor
     ) -> tuple[int, int]:
-        """Embed the agent's memory again, switched in with the new model in one transaction.
+        """`Reembeddable.reembed`, switched in with the new model in one transaction.
 
         New vectors are written aside (`stores.postgres.reembed`): a crash halfway leaves
         the old ones. Servers may keep running; restart them with the new model.
-        Returns (messages embedded, passages embedded).
         """
         from langgraph_memgpt.stores.postgres.reembed import reembed_postgres
 

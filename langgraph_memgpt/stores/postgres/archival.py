@@ -24,12 +24,16 @@ from langgraph_memgpt.stores.mentions import (
     mention_signals,
     topic_of,
 )
+from langgraph_memgpt.stores.pages import ByTime
 from langgraph_memgpt.stores.passages import (
     InsertsPassages,
     PreparedPassage,
     Writing,
     deletion_kind,
     normalize_tags,
+    not_replaced,
+    passage_columns,
+    passage_of,
     replace_refusal,
 )
 from langgraph_memgpt.stores.postgres import part_terms, retention
@@ -48,18 +52,9 @@ from langgraph_memgpt.stores.supersession import SearchesCurrentFirst
 from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
 
 TABLE = "memgpt_archival"
-_SUCCESSOR = (
-    f"(SELECT n.{{0}} FROM {TABLE} AS n WHERE n.agent_id = b.agent_id AND n.replaces = b.id "
-    "ORDER BY n.id LIMIT 1)"
-)
-_COLUMNS = (
-    "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn, b.replaces, "
-    f"{_SUCCESSOR.format('id')}, {_SUCCESSOR.format('created_at')}"
-)
+_COLUMNS = passage_columns(TABLE)
 """A passage's columns, then the passage that replaced it and when (``supersession``)."""
-_CURRENT = (
-    f"NOT EXISTS (SELECT 1 FROM {TABLE} AS n WHERE n.agent_id = b.agent_id AND n.replaces = b.id)"
-)
+_CURRENT = not_replaced(TABLE)
 
 
 class PgArchivalMemory(InsertsPassages, SearchesCurrentFirst, PgTier):
@@ -241,12 +236,8 @@ class PgArchivalMemory(InsertsPassages, SearchesCurrentFirst, PgTier):
     def recent(self, n: int = 5) -> list[Passage]:
         """The ``n`` newest passages, newest first."""
         with self.pool.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s "
-                "ORDER BY b.created_at DESC, b.id DESC LIMIT %s",
-                (self.agent_id, max(0, n)),
-            ).fetchall()
-        return [_passage(row) for row in rows]
+            where = "b.agent_id = %s"
+            return _BY_TIME.rows(conn, where, [self.agent_id], limit=max(0, n), newest_first=True)
 
     def get(self, passage_id: int) -> Passage | None:
         """One of the agent's passages by id (None if absent or another agent's)."""
@@ -394,18 +385,6 @@ class PgArchivalMemory(InsertsPassages, SearchesCurrentFirst, PgTier):
         params += date_params
         return " AND ".join(conditions), params
 
-    def _newest(
-        self, conn: psycopg.Connection[Any], where: str, params: Params, page: int, page_size: int
-    ) -> SearchPage[Passage]:
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM {TABLE} AS b WHERE {where} "
-            "ORDER BY b.created_at DESC, b.id DESC LIMIT %s OFFSET %s",
-            [*params, page_size, page * page_size],
-        ).fetchall()
-        hits = [Hit(item=_passage(row), score=0.0) for row in rows]
-        total = self._count(conn, where, params)
-        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
-
     def _hits(
         self, conn: psycopg.Connection[Any], ranked: Sequence[tuple[int, float]]
     ) -> list[Hit[Passage]]:
@@ -528,19 +507,12 @@ class _PgArchivalSignals(TableSignals):
         return item.text
 
     def listing(self, page: int, page_size: int) -> SearchPage[Passage]:
-        return self.memory._newest(self.conn, self.where, self.params, page, page_size)
+        return _BY_TIME.page(self.conn, self.where, self.params, page, page_size, newest_first=True)
 
 
 def _passage(row: Sequence[Any]) -> Passage:
-    return Passage(
-        id=int(row[0]),
-        agent_id=str(row[1]),
-        text=str(row[2]),
-        tags=list(row[3] or []),
-        created_at=str(row[4]),
-        thread_id=row[5],
-        turn=None if row[6] is None else int(row[6]),
-        replaces=None if row[7] is None else int(row[7]),
-        replaced_by=None if row[8] is None else int(row[8]),
-        replaced_at=None if row[9] is None else str(row[9]),
-    )
+    return passage_of(row, row[3] or [])
+
+
+_BY_TIME = ByTime(TABLE, _COLUMNS, "%s", _passage)
+"""The agent's passages read by time: an empty query's listing, the most recent."""

@@ -21,7 +21,7 @@ loaded rows); a passage key already used by the agent is skipped, as ``insert`` 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +30,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
+from langgraph_memgpt.stores.capabilities import Progress
 from langgraph_memgpt.stores.chunks import embed_parts, parts_of
 from langgraph_memgpt.stores.duplicates import fact_key
 from langgraph_memgpt.stores.embeddings import (
@@ -55,8 +56,6 @@ from langgraph_memgpt.stores.types import RecallMessage
 
 EMBED_BATCH = 1024
 """Texts per embedding call (bounded memory however large the load)."""
-
-Progress = Callable[[int, int], None]
 
 
 def _embed_all(

@@ -7,7 +7,7 @@ this one to commit and then reads its result, so no edit is lost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -17,15 +17,11 @@ from langgraph_memgpt.stores.blocks import (
     HUMAN_DESCRIPTION,
     PERSONA_DESCRIPTION,
     SHARE_SECRET,
-    append_value,
+    EditsBlocks,
     block_from_row,
-    check_append,
-    check_expected,
-    check_new_block,
-    check_replace,
     checked_value,
     editable,
-    replace_value,
+    new_block_value,
     restorable,
     share_proof,
     unknown_label,
@@ -36,7 +32,6 @@ from langgraph_memgpt.stores.postgres.deletions import log_deletions
 from langgraph_memgpt.stores.sections import (
     check_names,
     check_value,
-    compose,
     with_headers,
 )
 from langgraph_memgpt.stores.sections import encode as encode_sections
@@ -59,7 +54,7 @@ WHERE l.agent_id = %(agent)s
 """
 
 
-class PgCoreMemory:
+class PgCoreMemory(EditsBlocks):
     """The core memory blocks of one agent in Postgres (meets ``stores.base.CoreStore``)."""
 
     def __init__(self, pool: ConnectionPool[Any], agent_id: str, *, default_limit: int = 2000):
@@ -214,10 +209,7 @@ class PgCoreMemory:
         sections: Sequence[str] = (),
     ) -> Block:
         """Create a new block, optionally in ``sections`` (as ``stores.sqlite.core``)."""
-        names = check_names(sections)
-        value = compose(names) if names and not value else value
-        check_value(value, names, label)
-        check_new_block(label, value, char_limit)
+        value, names = new_block_value(label, value, char_limit, sections)
         with self.pool.connection() as conn, conn.transaction():
             block = self._insert(conn, label, value, description, char_limit, read_only, names)
             if block is None:
@@ -247,37 +239,11 @@ class PgCoreMemory:
 
     # -- editing ---------------------------------------------------------------------
 
-    def append(
-        self, label: str, content: str, actor: str = "agent", *, section: str | None = None
-    ) -> Block:
-        """Add ``content`` as a new line of ``label`` or its ``section`` (locked RMW)."""
-        check_append(label, content)
+    def _edit(self, label: str, actor: str, op: str, change: Callable[[Block], str]) -> Block:
+        """As ``EditsBlocks._edit``: the block's row read ``FOR UPDATE`` (see the module)."""
         with self.pool.connection() as conn, conn.transaction():
             block = self._editable(conn, label, actor)
-            value = append_value(block, content, section)
-            return self._write(conn, block, value, actor, "append")
-
-    def replace(
-        self, label: str, old: str, new: str, actor: str = "agent", *, section: str | None = None
-    ) -> Block:
-        """Replace the one ``old`` in ``label`` or its ``section`` (empty ``new`` deletes)."""
-        old = check_replace(label, old)
-        with self.pool.connection() as conn, conn.transaction():
-            block = self._editable(conn, label, actor)
-            value = replace_value(block, old, new, section)
-            return self._write(conn, block, value, actor, "replace")
-
-    def set(
-        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
-    ) -> Block:
-        """Overwrite ``label`` (a person's edit; read-only blocks refuse only the agent).
-
-        ``expected``: compare-and-set, checked with the block's row locked.
-        """
-        with self.pool.connection() as conn, conn.transaction():
-            block = self._editable(conn, label, actor)
-            check_expected(block, expected)
-            return self._write(conn, block, value, actor, "set")
+            return self._write(conn, block, change(block), actor, op)
 
     # -- import and forgetting ---------------------------------------------------------
 

@@ -21,11 +21,11 @@ from langgraph_memgpt.stores.postgres import recall_feed
 from langgraph_memgpt.stores.postgres.db import pg_text, pg_texts
 from langgraph_memgpt.stores.postgres.recall_forget import delete_where
 from langgraph_memgpt.stores.postgres.recall_rows import (
+    BY_TIME,
     COLUMNS,
     TABLE,
     excluding,
     filters,
-    listing,
 )
 from langgraph_memgpt.stores.postgres.recall_signals import PgRecallSignals
 from langgraph_memgpt.stores.postgres.recall_writes import write_messages
@@ -104,7 +104,7 @@ class PgRecallMemory(SearchesRecall, PgTier):
         check_page(page, page_size)
         where, params = filters(self.agent_id, None, start_date, end_date, ())
         with self.pool.connection() as conn:
-            return listing(conn, where, params, page, page_size, newest_first=False)
+            return BY_TIME.page(conn, where, params, page, page_size, newest_first=False)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -153,12 +153,9 @@ class PgRecallMemory(SearchesRecall, PgTier):
         if n <= 0:
             return []
         with self.pool.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {COLUMNS} FROM {TABLE} AS b WHERE b.agent_id = %s "
-                "ORDER BY b.created_at DESC, b.id DESC LIMIT %s",
-                (self.agent_id, n),
-            ).fetchall()
-        return [message_from_row(row) for row in reversed(rows)]
+            where = "b.agent_id = %s"
+            newest = BY_TIME.rows(conn, where, [self.agent_id], limit=n, newest_first=True)
+        return newest[::-1]
 
     def threads(self) -> list[str]:
         """Ids of the threads the agent has messages in, sorted."""

@@ -14,10 +14,11 @@ import psycopg
 
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.messages import message_from_row, normalise_role, row_columns
+from langgraph_memgpt.stores.pages import ByTime
 from langgraph_memgpt.stores.postgres.db import pg_texts
 from langgraph_memgpt.stores.postgres.search import Params, placeholders
 from langgraph_memgpt.stores.search import split_excluded
-from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage
+from langgraph_memgpt.stores.types import Excluded, RecallMessage
 
 TABLE = "memgpt_recall"
 COLUMNS = row_columns("b.")
@@ -63,27 +64,8 @@ def excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], Param
     return clauses, params
 
 
-def listing(
-    conn: psycopg.Connection[Any],
-    where: str,
-    params: Params,
-    page: int,
-    page_size: int,
-    *,
-    newest_first: bool,
-) -> SearchPage[RecallMessage]:
-    """One page of the messages ``where`` selects, by time, and how many there are."""
-    order = "DESC" if newest_first else "ASC"
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM {TABLE} AS b WHERE {where} "
-        f"ORDER BY b.created_at {order}, b.id {order} LIMIT %s OFFSET %s",
-        (*params, page_size, page * page_size),
-    ).fetchall()
-    hits = [Hit(message_from_row(row), 0.0) for row in rows]
-    total = conn.execute(f"SELECT count(*) FROM {TABLE} AS b WHERE {where}", params).fetchone()
-    return SearchPage(
-        hits=hits, total=int(total[0]) if total else 0, page=page, page_size=page_size
-    )
+BY_TIME = ByTime(TABLE, COLUMNS, "%s", message_from_row)
+"""The agent's messages read by time: a listing's page, the latest few."""
 
 
 def fetch_by_ids(
@@ -99,4 +81,4 @@ def fetch_by_ids(
     return {int(row[0]): message_from_row(row) for row in rows}
 
 
-__all__ = ["COLUMNS", "TABLE", "excluding", "fetch_by_ids", "filters", "listing"]
+__all__ = ["BY_TIME", "COLUMNS", "TABLE", "excluding", "fetch_by_ids", "filters"]

@@ -16,7 +16,7 @@ import psycopg
 from langgraph_memgpt.stores.base import SearchMode
 from langgraph_memgpt.stores.mentions import created_between, mention_signals, topic_of
 from langgraph_memgpt.stores.messages import searchable_text
-from langgraph_memgpt.stores.postgres.recall_rows import TABLE, fetch_by_ids, listing
+from langgraph_memgpt.stores.postgres.recall_rows import BY_TIME, TABLE, fetch_by_ids
 from langgraph_memgpt.stores.postgres.search import TableSignals
 from langgraph_memgpt.stores.types import RecallMessage, SearchPage
 
@@ -68,7 +68,7 @@ class PgRecallSignals(TableSignals):
 
     def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
         """The candidates newest first, for an empty query."""
-        return listing(self.conn, self.where, self.params, page, page_size, newest_first=True)
+        return BY_TIME.page(self.conn, self.where, self.params, page, page_size, newest_first=True)
 
 
 def participants(conn: psycopg.Connection[Any], agent_id: str) -> list[str]:

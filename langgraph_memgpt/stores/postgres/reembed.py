@@ -15,7 +15,7 @@ A server still configured with the old model is refused at its next write
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from pgvector.psycopg import register_vector
 
+from langgraph_memgpt.stores.capabilities import Progress, ProgressFor
 from langgraph_memgpt.stores.chunks import embed_parts, parts_of
 from langgraph_memgpt.stores.embeddings import (
     FloatArray,
@@ -34,9 +35,6 @@ from langgraph_memgpt.stores.postgres.bulk import EMBED_BATCH, windows
 from langgraph_memgpt.stores.postgres.db import ensure_hnsw
 from langgraph_memgpt.stores.postgres.models import model_lock_key
 from langgraph_memgpt.stores.postgres.parts import PARTS_OF, part_rows
-
-Progress = Callable[[int, int], None]
-ProgressFor = Callable[[str], Progress]
 
 _RECALL_STAGE = "memgpt_reembed_recall"
 _ARCHIVAL_STAGE = "memgpt_reembed_archival"

@@ -15,16 +15,17 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, Unpack, cast
 
 import sqlite_utils
 from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.base import Memory, MemoryBackend
+from langgraph_memgpt.stores.capabilities import ProgressFor
 from langgraph_memgpt.stores.embeddings import get_embeddings
+from langgraph_memgpt.stores.registry import EngineSettings
 from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.core import SqliteCoreMemory
 from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db, transaction
@@ -264,26 +265,18 @@ class SqliteBackend:
             self._read_only_open.pop().close()
 
     @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        data_dir: Path,
-        embedding_model: str = "minilm",
-        core_block_limit: int = 2000,
-        read_only: bool = False,
-        embeddings: Embeddings | None = None,
-    ) -> SqliteBackend:
-        """The backend the registry opens (`stores.registry`): ``data_dir``'s memory.
+    def from_url(cls, url: str, **settings: Unpack[EngineSettings]) -> SqliteBackend:
+        """The backend the registry opens (`stores.registry.Engine`): ``data_dir``'s memory.
 
         A ``sqlite:///path/to/folder`` URL names the folder instead of ``data_dir``.
         """
         path = url.partition("://")[2] if url else ""
+        read_only = settings["read_only"]
         return cls(
-            Path(path).expanduser() if path else data_dir,
-            embedding_model=embedding_model,
-            embeddings=None if read_only else embeddings,
-            core_block_limit=core_block_limit,
+            Path(path).expanduser() if path else settings["data_dir"],
+            embedding_model=settings["embedding_model"],
+            embeddings=None if read_only else settings["embeddings"],
+            core_block_limit=settings["core_block_limit"],
             read_only=read_only,
         )
 
@@ -294,12 +287,9 @@ class SqliteBackend:
         return recorded_embedding_sqlite(self.data_dir, agent_id)
 
     def reembed(
-        self,
-        agent_id: str,
-        embeddings: Embeddings,
-        progress_for: Callable[[str], Callable[[int, int], None]],
+        self, agent_id: str, embeddings: Embeddings, progress_for: ProgressFor
     ) -> tuple[int, int]:
-        """Drop the agent's vectors and embed everything again (`Reembeddable`).
+        """`Reembeddable.reembed`: drop the agent's vectors and embed everything again.
 
         Stop any server or chat using the data directory first (they hold the old vectors).
         """

@@ -42,6 +42,7 @@ from langgraph_memgpt.stores.search import ArchivalFilter, Signals
 from langgraph_memgpt.stores.sqlite import retention
 from langgraph_memgpt.stores.sqlite.archival_forget import ArchivalForgetting
 from langgraph_memgpt.stores.sqlite.archival_rows import (
+    BY_TIME,
     COLUMNS,
     CURRENT,
     TIER,
@@ -54,7 +55,7 @@ from langgraph_memgpt.stores.sqlite.db import transaction
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
 from langgraph_memgpt.stores.sqlite.vectors import IndexKind, VectorIndex
 from langgraph_memgpt.stores.supersession import SearchesCurrentFirst
-from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule, SearchPage
+from langgraph_memgpt.stores.types import Hit, Passage, RetentionRule
 
 _EMBED_BATCH = INSERT_BATCH
 
@@ -371,12 +372,10 @@ class SqliteArchivalMemory(InsertsPassages, SearchesCurrentFirst):
 
     def recent(self, n: int = 5) -> list[Passage]:
         """The ``n`` newest passages, newest first."""
-        rows = self.db.conn.execute(
-            f"SELECT {COLUMNS} FROM archival AS b WHERE b.agent_id = ? "
-            "ORDER BY b.created_at DESC, b.id DESC LIMIT ?",
-            (self.agent_id, max(0, n)),
-        ).fetchall()
-        return [passage_from_row(row) for row in rows]
+        where = "b.agent_id = ?"
+        return BY_TIME.rows(
+            self.db.conn, where, [self.agent_id], limit=max(0, n), newest_first=True
+        )
 
     def get(self, passage_id: int) -> Passage | None:
         """One of this agent's passages by id (None if absent or another agent's)."""
@@ -488,22 +487,6 @@ class SqliteArchivalMemory(InsertsPassages, SearchesCurrentFirst):
             [*params, TIER, VECTOR_KEY],
         ).fetchone()
         return int(row[0])
-
-    def _newest(
-        self, where: str, params: Sequence[object], page: int, page_size: int
-    ) -> SearchPage[Passage]:
-        total = int(
-            self.db.conn.execute(
-                f"SELECT count(*) FROM archival AS b WHERE {where}", params
-            ).fetchone()[0]
-        )
-        rows = self.db.conn.execute(
-            f"SELECT {COLUMNS} FROM archival AS b WHERE {where} "
-            "ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?",
-            [*params, page_size, page * page_size],
-        ).fetchall()
-        hits = [Hit(item=passage_from_row(row), score=0.0) for row in rows]
-        return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
 
     def _hits(self, ranked: Sequence[tuple[int, float]]) -> list[Hit[Passage]]:
         if not ranked:

@@ -14,7 +14,13 @@ from typing import Any
 
 from langgraph_memgpt.stores.base import TagMatch
 from langgraph_memgpt.stores.dates import date_range_sql
-from langgraph_memgpt.stores.passages import normalize_tags
+from langgraph_memgpt.stores.pages import ByTime
+from langgraph_memgpt.stores.passages import (
+    normalize_tags,
+    not_replaced,
+    passage_columns,
+    passage_of,
+)
 from langgraph_memgpt.stores.types import Passage
 
 TIER = "archival"
@@ -23,38 +29,20 @@ TIER = "archival"
 VECTOR_KEY = "text"
 """The key of a passage's whole-text vector (its parts' key derives from it)."""
 
-_SUCCESSOR = (
-    "(SELECT n.{0} FROM archival AS n WHERE n.agent_id = b.agent_id AND n.replaces = b.id "
-    "ORDER BY n.id LIMIT 1)"
-)
+COLUMNS = passage_columns("archival")
+"""A passage's columns (over the alias ``b``), as :func:`passage_from_row` reads them."""
 
-COLUMNS = (
-    "b.id, b.agent_id, b.text, b.tags, b.created_at, b.thread_id, b.turn, b.replaces, "
-    f"{_SUCCESSOR.format('id')}, {_SUCCESSOR.format('created_at')}"
-)
-"""A passage's columns (over the alias ``b``), as :func:`passage_from_row` reads them:
-its own, then the passage that replaced it and when (one index probe each)."""
-
-CURRENT = (
-    "NOT EXISTS (SELECT 1 FROM archival AS n WHERE n.agent_id = b.agent_id AND n.replaces = b.id)"
-)
+CURRENT = not_replaced("archival")
 """The condition over ``b`` that a passage has not been replaced."""
 
 
 def passage_from_row(row: Sequence[Any]) -> Passage:
-    """The passage in a row of :data:`COLUMNS`."""
-    return Passage(
-        id=int(row[0]),
-        agent_id=str(row[1]),
-        text=str(row[2]),
-        tags=list(json.loads(row[3] or "[]")),
-        created_at=str(row[4]),
-        thread_id=row[5],
-        turn=None if row[6] is None else int(row[6]),
-        replaces=None if row[7] is None else int(row[7]),
-        replaced_by=None if row[8] is None else int(row[8]),
-        replaced_at=None if row[9] is None else str(row[9]),
-    )
+    """The passage in a row of :data:`COLUMNS` (tags stored as a JSON list)."""
+    return passage_of(row, json.loads(row[3] or "[]"))
+
+
+BY_TIME = ByTime("archival", COLUMNS, "?", passage_from_row)
+"""The agent's passages read by time: an empty query's listing, the most recent."""
 
 
 def filters(
@@ -88,4 +76,12 @@ def filters(
     return " AND ".join(conditions), params
 
 
-__all__ = ["COLUMNS", "CURRENT", "TIER", "VECTOR_KEY", "filters", "passage_from_row"]
+__all__ = [
+    "BY_TIME",
+    "COLUMNS",
+    "CURRENT",
+    "TIER",
+    "VECTOR_KEY",
+    "filters",
+    "passage_from_row",
+]

@@ -24,6 +24,7 @@ from langgraph_memgpt.stores.mentions import (
     mention_signals,
     topic_of,
 )
+from langgraph_memgpt.stores.sqlite.archival_rows import BY_TIME
 from langgraph_memgpt.stores.sqlite.fts import term_matches
 from langgraph_memgpt.stores.sqlite.part_terms import bm25_with_parts, long_share
 from langgraph_memgpt.stores.sqlite.parts import PartIndex
@@ -43,10 +44,6 @@ class SearchedArchive(Protocol):
     def _count_with_vector(self, where: str, params: Sequence[object]) -> int: ...
 
     def _hits(self, ranked: Sequence[tuple[int, float]]) -> list[Hit[Passage]]: ...
-
-    def _newest(
-        self, where: str, params: Sequence[object], page: int, page_size: int
-    ) -> SearchPage[Passage]: ...
 
 
 class ArchivalSignals:
@@ -229,7 +226,9 @@ class ArchivalSignals:
 
     def listing(self, page: int, page_size: int) -> SearchPage[Passage]:
         """The candidates newest first, for an empty query."""
-        return self.memory._newest(self.where, self.params, page, page_size)
+        return BY_TIME.page(
+            self.db.conn, self.where, self.params, page, page_size, newest_first=True
+        )
 
 
 __all__ = ["ArchivalSignals", "SearchedArchive"]

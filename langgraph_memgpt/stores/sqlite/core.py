@@ -7,7 +7,7 @@ made it, so a bad edit by the model can be seen and undone. Refusals are
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import sqlite_utils
@@ -17,15 +17,11 @@ from langgraph_memgpt.stores.blocks import (
     HUMAN_DESCRIPTION,
     PERSONA_DESCRIPTION,
     SHARE_SECRET,
-    append_value,
+    EditsBlocks,
     block_from_row,
-    check_append,
-    check_expected,
-    check_new_block,
-    check_replace,
     checked_value,
     editable,
-    replace_value,
+    new_block_value,
     restorable,
     share_proof,
     unknown_label,
@@ -33,7 +29,6 @@ from langgraph_memgpt.stores.blocks import (
 from langgraph_memgpt.stores.sections import (
     check_names,
     check_value,
-    compose,
     with_headers,
 )
 from langgraph_memgpt.stores.sections import encode as encode_sections
@@ -59,7 +54,7 @@ _VISIBLE_UNSECTIONED = _VISIBLE_TEMPLATE.format(
 )
 
 
-class SqliteCoreMemory:
+class SqliteCoreMemory(EditsBlocks):
     """The core memory blocks of one agent, stored in the shared memory database.
 
     Args:
@@ -262,10 +257,7 @@ class SqliteCoreMemory:
             BlockEditError: The label is invalid or taken, the limit is not positive, the
                 value is over the limit, or the sections are malformed.
         """
-        names = check_names(sections)
-        value = compose(names) if names and not value else value
-        check_value(value, names, label)
-        check_new_block(label, value, char_limit)
+        value, names = new_block_value(label, value, char_limit, sections)
         with transaction(self.db):
             if self._find(label) is not None:
                 raise BlockEditError(f"Create failed: block '{label}' already exists.")
@@ -307,58 +299,11 @@ class SqliteCoreMemory:
 
     # -- editing ---------------------------------------------------------------------
 
-    def append(
-        self, label: str, content: str, actor: str = "agent", *, section: str | None = None
-    ) -> Block:
-        """Add ``content`` as a new line at the end of block ``label`` (or of its ``section``).
-
-        Raises:
-            BlockEditError: Empty content, unknown label or section, read-only block, or
-                the result would be over the block's limit.
-        """
-        check_append(label, content)
+    def _edit(self, label: str, actor: str, op: str, change: Callable[[Block], str]) -> Block:
+        """As ``EditsBlocks._edit``, under the file's write lock."""
         with transaction(self.db):
             block = self._editable(label, actor)
-            value = append_value(block, content, section)
-            return self._write(block, value, actor, "append")
-
-    def replace(
-        self, label: str, old: str, new: str, actor: str = "agent", *, section: str | None = None
-    ) -> Block:
-        """Replace the one occurrence of ``old`` in block ``label`` (or its ``section``).
-
-        ``new`` may be empty, which deletes ``old``. ``old`` must occur exactly once (in
-        the section, when one is named), so a short fragment cannot silently rewrite
-        several places.
-
-        Raises:
-            BlockEditError: Empty ``old``, unknown label or section, read-only block,
-                ``old`` not found or ambiguous, or the result would be over the limit.
-        """
-        old = check_replace(label, old)
-        with transaction(self.db):
-            block = self._editable(label, actor)
-            value = replace_value(block, old, new, section)
-            return self._write(block, value, actor, "replace")
-
-    def set(
-        self, label: str, value: str, actor: str = "user", *, expected: str | None = None
-    ) -> Block:
-        """Overwrite block ``label`` with ``value`` (for users and tools, not the model's edits).
-
-        Read-only blocks refuse every actor but their owners (:data:`blocks.OWNER_ACTORS`).
-        ``expected``: compare-and-set, the value the writer read; written only if the block
-        still holds it (checked under the write lock).
-
-        Raises:
-            BlockConflictError: the block no longer holds ``expected``.
-            BlockEditError: Unknown label, read-only block (for an actor that is not an
-                owner), or the value is over the block's limit.
-        """
-        with transaction(self.db):
-            block = self._editable(label, actor)
-            check_expected(block, expected)
-            return self._write(block, value, actor, "set")
+            return self._write(block, change(block), actor, op)
 
     # -- import and forgetting ---------------------------------------------------------
 

@@ -36,7 +36,7 @@ from langgraph_memgpt.stores.search import RecallFilter, SearchesRecall, Signals
 from langgraph_memgpt.stores.sqlite import recall_feed
 from langgraph_memgpt.stores.sqlite.db import texts
 from langgraph_memgpt.stores.sqlite.recall_forget import RecallForgetting
-from langgraph_memgpt.stores.sqlite.recall_rows import COLUMNS, excluding, filters, listing
+from langgraph_memgpt.stores.sqlite.recall_rows import BY_TIME, COLUMNS, excluding, filters
 from langgraph_memgpt.stores.sqlite.recall_signals import RecallSignals
 from langgraph_memgpt.stores.sqlite.recall_vectors import RecallVectors
 from langgraph_memgpt.stores.sqlite.recall_writes import ingest, not_forgotten
@@ -214,7 +214,7 @@ class SqliteRecallMemory(SearchesRecall):
         """
         check_page(page, page_size)
         where, params = filters(self.agent_id, None, start_date, end_date, ())
-        return listing(self.db.conn, where, params, page, page_size, newest_first=False)
+        return BY_TIME.page(self.db.conn, where, params, page, page_size, newest_first=False)
 
     def participants(self) -> list[str]:
         """Names the agent's conversation messages carry (who said them), cached."""
@@ -272,12 +272,9 @@ class SqliteRecallMemory(SearchesRecall):
         """Return the agent's ``n`` most recent messages (all roles), oldest first."""
         if n <= 0:
             return []
-        rows = self.db.conn.execute(
-            f"SELECT {COLUMNS} FROM recall WHERE agent_id = ? "
-            "ORDER BY created_at DESC, id DESC LIMIT ?",
-            (self.agent_id, n),
-        ).fetchall()
-        return [message_from_row(row) for row in reversed(rows)]
+        where = "b.agent_id = ?"
+        newest = BY_TIME.rows(self.db.conn, where, [self.agent_id], limit=n, newest_first=True)
+        return newest[::-1]
 
     def threads(self) -> list[str]:
         """Ids of the threads the agent has messages in, sorted."""

@@ -13,8 +13,9 @@ from collections.abc import Collection, Sequence
 
 from langgraph_memgpt.stores.dates import date_range_sql
 from langgraph_memgpt.stores.messages import message_from_row, normalise_role, row_columns
+from langgraph_memgpt.stores.pages import ByTime
 from langgraph_memgpt.stores.search import split_excluded
-from langgraph_memgpt.stores.types import Excluded, Hit, RecallMessage, SearchPage
+from langgraph_memgpt.stores.types import Excluded, RecallMessage
 
 COLUMNS = row_columns()
 """A message's columns, as ``message_from_row`` reads them."""
@@ -63,25 +64,8 @@ def excluding(alias: str, items: Collection[Excluded]) -> tuple[list[str], list[
     return clauses, params
 
 
-def listing(
-    conn: sqlite3.Connection,
-    where: str,
-    params: Sequence[object],
-    page: int,
-    page_size: int,
-    *,
-    newest_first: bool,
-) -> SearchPage[RecallMessage]:
-    """One page of the messages ``where`` selects, by time, and how many there are."""
-    order = "DESC" if newest_first else "ASC"
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM recall AS b WHERE {where} "
-        f"ORDER BY b.created_at {order}, b.id {order} LIMIT ? OFFSET ?",
-        (*params, page_size, page * page_size),
-    ).fetchall()
-    hits = [Hit(message_from_row(row), 0.0) for row in rows]
-    total = conn.execute(f"SELECT COUNT(*) FROM recall AS b WHERE {where}", params).fetchone()
-    return SearchPage(hits=hits, total=int(total[0]), page=page, page_size=page_size)
+BY_TIME = ByTime("recall", COLUMNS, "?", message_from_row)
+"""The agent's messages read by time: a listing's page, the latest few."""
 
 
 def fetch_by_ids(
@@ -95,4 +79,4 @@ def fetch_by_ids(
     return {int(row[0]): message_from_row(row) for row in rows}
 
 
-__all__ = ["COLUMNS", "PAIRS", "excluding", "fetch_by_ids", "filters", "listing"]
+__all__ = ["BY_TIME", "COLUMNS", "PAIRS", "excluding", "fetch_by_ids", "filters"]

@@ -23,7 +23,7 @@ from langgraph_memgpt.stores.messages import searchable_text
 from langgraph_memgpt.stores.search import found_now, split_excluded
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores, term_matches
 from langgraph_memgpt.stores.sqlite.part_terms import long_share, with_best_parts
-from langgraph_memgpt.stores.sqlite.recall_rows import PAIRS, fetch_by_ids, listing
+from langgraph_memgpt.stores.sqlite.recall_rows import BY_TIME, PAIRS, fetch_by_ids
 from langgraph_memgpt.stores.sqlite.recall_vectors import RecallVectors
 from langgraph_memgpt.stores.types import Excluded, RecallMessage, SearchPage
 
@@ -261,7 +261,9 @@ class RecallSignals:
 
     def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
         """The candidates newest first, for an empty query."""
-        return listing(self.db.conn, self.where, self.params, page, page_size, newest_first=True)
+        return BY_TIME.page(
+            self.db.conn, self.where, self.params, page, page_size, newest_first=True
+        )
 
 
 __all__ = ["RecallSignals", "SearchedRecall"]

@@ -8,11 +8,11 @@ old vectors). The Postgres engine has its own (`stores.postgres.reembed`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
+from langgraph_memgpt.stores.capabilities import ProgressFor
 from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db
 from langgraph_memgpt.stores.sqlite.identity import recorded_identity
@@ -22,15 +22,9 @@ from langgraph_memgpt.stores.sqlite.vectors import VectorIndex
 
 
 def reembed_sqlite(
-    data_dir: str | Path,
-    agent_id: str,
-    embeddings: Embeddings,
-    progress_for: Callable[[str], Callable[[int, int], None]],
+    data_dir: str | Path, agent_id: str, embeddings: Embeddings, progress_for: ProgressFor
 ) -> tuple[int, int]:
-    """Drop an agent's recall and archival vectors in ``data_dir`` and embed all again.
-
-    ``progress_for(task)`` returns the progress callback of one task (done, total).
-    Returns (messages embedded, passages in the archive).
+    """`Reembeddable.reembed` of the agent's memory in ``data_dir``: vectors dropped, redone.
 
     Raises:
         MemoryStoreError: the database cannot be used.
