@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 
 PLAIN_REPLY_KEY = "reply"
 """The key of the optional no-tool answer, ``{"reply": "..."}``, in the constrained schema."""
@@ -144,13 +144,64 @@ def parse_tool_calls(text: str, tool_names: Collection[str] | None = None) -> Pa
     return ParsedReply(content=text)
 
 
+_CALLS_OPENING = re.compile(
+    r'\A\s*(?:```[ \t]*(?:json)?\s*)?(\[)?\s*\{\s*"name"\s*:', re.IGNORECASE
+)
+_NAMED = re.compile(r'"name"\s*:\s*"([^"\\]{1,100})"')
+CUT_CALL_ERROR = "the call's JSON is cut off or malformed: write the whole call again"
+"""The error of a call the model began writing but did not finish (`cut_calls`)."""
+_SHOWN_OF_A_CUT_CALL = 300
+"""Characters of a cut call kept in its error: enough to see what went wrong, not a runaway."""
+
+
+def cut_calls(
+    text: str, tool_names: Collection[str] | None = None
+) -> tuple[list[ToolCall], list[InvalidToolCall]] | None:
+    """The calls of a reply that began as tool calls and broke off; None for any other text.
+
+    Constrained decoding starts every step as ``[{"name": ...``; a model that runs away
+    (repeating a sentence until its token budget ends) leaves that JSON unfinished. It is
+    no reply for the user: the calls written whole before the break are taken, and the
+    rest is one invalid call the loop answers with an error, so the model tries again.
+    """
+    opening = _CALLS_OPENING.match(text)
+    if opening is None:
+        return None
+    decoder = json.JSONDecoder()
+    at = opening.end(1) if opening.group(1) else text.index("{", opening.start())
+    calls: list[ToolCall] = []
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        try:
+            item, end = decoder.raw_decode(text, at)
+        except (json.JSONDecodeError, ValueError):
+            break
+        call = _as_call(item, tool_names)
+        if call is None:
+            break
+        calls.append(call)
+        at = end
+    rest = text[at:]
+    named = _NAMED.search(rest)
+    broken = InvalidToolCall(
+        name=named.group(1) if named else None,
+        args=rest[:_SHOWN_OF_A_CUT_CALL],
+        id=_new_call_id(),
+        error=CUT_CALL_ERROR,
+        type="invalid_tool_call",
+    )
+    return calls, [broken]
+
+
 def interpret_reply(
     message: AIMessage, tool_names: Collection[str], *, plain_reply: bool
 ) -> AIMessage:
     """Return ``message`` with tool calls written as text turned into real tool calls.
 
     A message that already carries tool calls (the server parsed them) is kept as is;
-    ``{"reply": "..."}`` becomes plain content when the plain-reply option was offered.
+    ``{"reply": "..."}`` becomes plain content when the plain-reply option was offered; calls
+    that broke off are taken as far as they are whole, the rest an invalid call (`cut_calls`).
     """
     if message.tool_calls or not isinstance(message.content, str):
         return message
@@ -164,5 +215,11 @@ def interpret_reply(
             return message.model_copy(update={"content": str(data[PLAIN_REPLY_KEY])})
     parsed = parse_tool_calls(text, tool_names)
     if not parsed.tool_calls:
-        return message
+        cut = cut_calls(text, tool_names)
+        if cut is None:
+            return message
+        calls, broken = cut
+        return message.model_copy(
+            update={"content": "", "tool_calls": calls, "invalid_tool_calls": broken}
+        )
     return message.model_copy(update={"content": parsed.content, "tool_calls": parsed.tool_calls})

@@ -406,6 +406,55 @@ def test_wrapper_plain_reply_option_becomes_plain_content() -> None:
     assert reply.tool_calls == []
 
 
+RUNAWAY = (
+    '[{"name": "core_memory_append", "arguments": {"label": "human", "content": '
+    '"Switched jobs to midwife."}}, {"name": "send_message", "arguments": {"message": "'
+    + "I'm glad to hear that! "
+    * 40
+)
+"""A step the model began as calls and broke off (a repeated sentence ran out its tokens)."""
+
+
+def test_a_step_that_breaks_off_keeps_its_whole_calls_and_makes_the_rest_an_invalid_call() -> None:
+    inner = ScriptedChatModel.from_steps([RUNAWAY])
+    reply = (
+        LocalToolCallingChatModel(inner=inner)
+        .bind_tools([send_message, core_memory_append])
+        .invoke("I'm a midwife now.")
+    )
+
+    assert reply.content == ""
+    assert [c["name"] for c in reply.tool_calls] == ["core_memory_append"]
+    assert [c["name"] for c in reply.invalid_tool_calls] == ["send_message"]
+    assert len(str(reply.invalid_tool_calls[0]["args"])) <= 300
+
+
+def test_a_broken_off_step_never_reaches_the_user_and_the_model_tries_again(tmp_path: Any) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph_memgpt import Context, build_graph
+
+    retry = json.dumps([{"name": "send_message", "arguments": {"message": "Congratulations!"}}])
+    model = LocalToolCallingChatModel(
+        inner=ScriptedChatModel.from_steps([RUNAWAY, retry]),
+        reply_tool="send_message",
+        companions=("core_memory_append",),
+    )
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), agent_id="hana", embedding_model="none")
+
+    out = graph.invoke(
+        {"messages": [HumanMessage("Actually, I switched jobs: I'm a midwife now.")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+
+    assert out["messages"][-1].content == "Congratulations!"
+    assert not any('"name"' in str(m.content) for m in out["messages"] if m.type == "ai")
+    errors = [m for m in out["messages"] if m.type == "tool" and "cut off" in str(m.content)]
+    assert len(errors) == 1
+
+
 def test_wrapper_keeps_tool_calls_the_server_already_parsed() -> None:
     inner = ScriptedChatModel.from_steps(
         [{"content": "", "tool_calls": [{"name": "send_message", "args": {"message": "y"}}]}]
