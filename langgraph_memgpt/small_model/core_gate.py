@@ -355,7 +355,7 @@ def held_already(note: str, lines: Iterable[str]) -> str | None:
     Only for a restated fact: a note that shares half its words with a line but comes
     without "like I said" may well update it ("Works at the hospital now").
     """
-    stems = _roots(note) - _NOTE_WORDS
+    stems = _roots(_RESTATING.sub(" ", note)) - _NOTE_WORDS
     if not stems:
         return None
     for line in lines:
@@ -369,7 +369,10 @@ def _roots(text: str) -> set[str]:
     return {stem[:4] for stem in topic_stems(text)}
 
 
-_NOTE_WORDS = frozenset(_roots("user user's said remembered remember like told know"))
+_NOTE_WORDS = frozenset(
+    _roots("user user's said remembered remember reminding remind like told know just mentioned")
+)
+"""The words of a note that say it is a note or a repeat, not what the fact is about."""
 
 
 def human_lines(prompt: Sequence[BaseMessage]) -> list[str]:

@@ -223,6 +223,11 @@ def _seeded(tmp_path: Path, *lines: str) -> None:
             "I live in Lisbon, as I told you.",
             "Lives in Lisbon.",
         ),
+        (
+            "Has type 1 diabetes.",
+            "Just reminding you, I'm diabetic.",
+            "Just reminding you, I'm diabetic.",
+        ),
     ],
 )
 def test_a_fact_the_user_says_they_told_before_is_not_noted_again(
