@@ -376,12 +376,23 @@ _NOTE_WORDS = frozenset(
 
 
 def human_lines(prompt: Sequence[BaseMessage]) -> list[str]:
-    """The lines of the ``human`` block the prompt shows (its system message)."""
+    """The lines of ``human`` as far as the prompt shows them.
+
+    The block its system message renders, and the notes this thread's earlier steps added
+    to it: the system prompt is rendered again only between turns for edits made
+    elsewhere, so a fact saved earlier in the same thread is in the queue, not there.
+    """
     lines: list[str] = []
     for message in prompt:
         if isinstance(message, SystemMessage):
             for block in HUMAN_BLOCK.findall(content_text(message)):
                 lines.extend(line for line in block.splitlines() if line.strip())
+        elif isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                args = call["args"]
+                note = args.get("content") if "content" in args else args.get("new_content")
+                if args.get("label") == "human" and isinstance(note, str) and note.strip():
+                    lines.extend(line for line in note.splitlines() if line.strip())
     return lines
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_memgpt import Context, build_graph
@@ -17,8 +17,10 @@ from langgraph_memgpt.small_model.auto_save import notes_for
 from langgraph_memgpt.small_model.core_gate import (
     DROPPED_FLAG,
     RESTATED_FLAG,
+    drop_restated_notes,
     fact_sentences,
     grounded_in_user_words,
+    human_lines,
     restates,
     third_person_note,
 )
@@ -271,3 +273,33 @@ def test_a_verb_before_punctuation_is_put_in_the_third_person_before_it() -> Non
         == "Does electrical work for a living, like user said."
     )
     assert third_person_note("Honestly, I cook.") == "Honestly, user cooks."
+
+
+def test_a_fact_saved_earlier_in_the_same_thread_counts_as_held() -> None:
+    """The system prompt shows ``human`` as the thread began; a note saved since is in the queue."""
+    system = SystemMessage(content=[{"type": "text", "text": "<human>\nName is Sven.\n</human>"}])
+    earlier = AIMessage(
+        "",
+        tool_calls=[
+            {
+                "name": "core_memory_append",
+                "args": {"label": "human", "content": "Can't have gluten, has coeliac disease."},
+                "id": "a1",
+            }
+        ],
+    )
+    prompt = [
+        system,
+        HumanMessage("I can't have gluten, I have coeliac disease."),
+        earlier,
+        HumanMessage("Remember, no gluten for me."),
+    ]
+    step = AIMessage(
+        "",
+        tool_calls=[
+            {"name": "core_memory_append", "args": _append("No gluten.")["arguments"], "id": "b"},
+            {"name": "send_message", "args": {"message": "Noted!"}, "id": "c"},
+        ],
+    )
+    kept = drop_restated_notes(step, prompt, COMPANIONS, human_lines(prompt))
+    assert [c["name"] for c in kept.tool_calls] == ["send_message"]
