@@ -276,6 +276,16 @@ DROPPED_FLAG = "memgpt_dropped_notes"
 """On an AI message: the ``human`` notes the wrapper took out of it (no user words ground them)."""
 
 
+def _human_note(call: ToolCall) -> tuple[str, str] | None:
+    """(argument name, text) of a call that writes a note to ``human``, else None."""
+    args = call["args"]
+    key = "content" if "content" in args else "new_content"
+    note = args.get(key)
+    if args.get("label") == "human" and isinstance(note, str) and note.strip():
+        return key, note
+    return None
+
+
 def drop_ungrounded_notes(
     message: AIMessage, prompt: Sequence[BaseMessage], edit_tools: Collection[str]
 ) -> AIMessage:
@@ -294,20 +304,14 @@ def drop_ungrounded_notes(
     dropped: list[str] = []
     revoiced = False
     for call in message.tool_calls:
-        args = call["args"]
-        key = "content" if "content" in args else "new_content"
-        note = args.get(key)
-        if (
-            call["name"] in edit_tools
-            and args.get("label") == "human"
-            and isinstance(note, str)
-            and note.strip()
-        ):
+        written = _human_note(call) if call["name"] in edit_tools else None
+        if written is not None:
+            key, note = written
             if not grounded_in_user_words(note, said):
                 dropped.append(note)
                 continue
             if in_users_voice(note):
-                call = {**call, "args": {**args, key: third_person_note(note)}}
+                call = {**call, "args": {**call["args"], key: third_person_note(note)}}
                 revoiced = True
         kept.append(call)
     if not dropped and not revoiced:
@@ -388,45 +392,36 @@ def human_lines(prompt: Sequence[BaseMessage]) -> list[str]:
             for block in HUMAN_BLOCK.findall(content_text(message)):
                 lines.extend(line for line in block.splitlines() if line.strip())
         elif isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                args = call["args"]
-                note = args.get("content") if "content" in args else args.get("new_content")
-                if args.get("label") == "human" and isinstance(note, str) and note.strip():
-                    lines.extend(line for line in note.splitlines() if line.strip())
+            for written in filter(None, map(_human_note, message.tool_calls)):
+                lines.extend(line for line in written[1].splitlines() if line.strip())
     return lines
 
 
 def drop_restated_notes(
-    message: AIMessage,
-    prompt: Sequence[BaseMessage],
-    edit_tools: Collection[str],
-    human: Sequence[str],
+    message: AIMessage, prompt: Sequence[BaseMessage], edit_tools: Collection[str]
 ) -> AIMessage:
     """``message`` without its ``human`` notes of a fact the user restated and ``human`` holds.
 
     "By the way, I do electrical work for a living, like I said." beside "Works as an
-    electrician.": the user says it is a repeat, and the block has it; a second line in other
-    words would be the same fact held twice. The dropped notes are listed under
-    `RESTATED_FLAG`. Only in the step answering such a message.
+    electrician.": the user says it is a repeat, and the block has it (`human_lines`); a
+    second line in other words would be the same fact held twice. The dropped notes are
+    listed under `RESTATED_FLAG`. Only in the step answering such a message.
     """
     said = next(
         (content_text(m) for m in reversed(prompt) if isinstance(m, HumanMessage) and not m.name),
         "",
     )
-    if not said or not restates(said) or not human:
+    if not said or not restates(said):
+        return message
+    human = human_lines(prompt)  # read only for a message that says it repeats something
+    if not human:
         return message
     kept: list[ToolCall] = []
     dropped: list[str] = []
     for call in message.tool_calls:
-        args = call["args"]
-        note = args.get("content") if "content" in args else args.get("new_content")
-        if (
-            call["name"] in edit_tools
-            and args.get("label") == "human"
-            and isinstance(note, str)
-            and held_already(note, human) is not None
-        ):
-            dropped.append(note)
+        written = _human_note(call) if call["name"] in edit_tools else None
+        if written is not None and held_already(written[1], human) is not None:
+            dropped.append(written[1])
             continue
         kept.append(call)
     if not dropped:

@@ -17,7 +17,6 @@ from langgraph_memgpt.small_model.auto_save import add_missing_notes
 from langgraph_memgpt.small_model.core_gate import (
     drop_restated_notes,
     drop_ungrounded_notes,
-    human_lines,
 )
 from langgraph_memgpt.small_model.event_notes import correct_event_values
 from langgraph_memgpt.small_model.voice import repair_reply, reply_voice
@@ -41,7 +40,7 @@ class StepRepairs:
         # ...leaves facts the user stated unsaved (see `auto_save`)...
         message = add_missing_notes(message, prompt, self.reply_tool, self.companions)
         # ...notes again, in other words, a fact the user says they told before (`core_gate`)...
-        message = drop_restated_notes(message, prompt, self.companions, human_lines(prompt))
+        message = drop_restated_notes(message, prompt, self.companions)
         # ...and copies a changed setting's file line as the text to replace (`event_notes`).
         return correct_event_values(message, prompt)
 

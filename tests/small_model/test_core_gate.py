@@ -301,5 +301,6 @@ def test_a_fact_saved_earlier_in_the_same_thread_counts_as_held() -> None:
             {"name": "send_message", "args": {"message": "Noted!"}, "id": "c"},
         ],
     )
-    kept = drop_restated_notes(step, prompt, COMPANIONS, human_lines(prompt))
+    assert "Can't have gluten, has coeliac disease." in human_lines(prompt)
+    kept = drop_restated_notes(step, prompt, COMPANIONS)
     assert [c["name"] for c in kept.tool_calls] == ["send_message"]
