@@ -36,6 +36,7 @@ class Beside(Generic[Item]):
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._busy = False
+        self._working: set[Hashable] = set()
         self._closing = False
         self.seconds = 0.0
         """Time the thread's passes have taken, all told (``per_turn.py`` reports it)."""
@@ -55,6 +56,17 @@ class Beside(Generic[Item]):
         """Wait until nothing is due and no pass runs; False if ``timeout`` passed first."""
         with self._wake:
             return self._wake.wait_for(lambda: not self._due and not self._busy, timeout)
+
+    def settle(self, key: Hashable, timeout: float = 30.0) -> bool:
+        """Drop ``key``'s item if it is still due, and wait while a pass does it.
+
+        For the owner of what the item touches, before it lets go of it (a database file
+        closed, then copied or moved aside): after `settle` no pass of this thread reads it,
+        until it is marked due again. False if ``timeout`` passed first.
+        """
+        with self._wake:
+            self._due.pop(key, None)
+            return self._wake.wait_for(lambda: key not in self._working, timeout)
 
     def close(self, timeout: float = 30.0) -> None:
         """Do what is due, then stop the thread (waits up to ``timeout`` seconds)."""
@@ -79,13 +91,14 @@ class Beside(Generic[Item]):
                 while not self._due and not self._closing:
                     self._wake.wait()
                 self._wake.wait_for(lambda: self._closing, self.pause)
-                due, self._due = list(self._due.values()), {}
+                due, self._due = list(self._due.items()), {}
                 if not due and self._closing:
                     return
                 self._busy = True
+                self._working = {key for key, _ in due}
             begun = time.perf_counter()
             try:
-                for item in due:
+                for _, item in due:
                     try:
                         self.work(item)
                     except Exception:  # left for a later pass, or for the next open
@@ -94,6 +107,7 @@ class Beside(Generic[Item]):
                 with self._wake:
                     self.seconds += time.perf_counter() - begun
                     self._busy = False
+                    self._working = set()
                     self._wake.notify_all()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import sqlite_utils
 from langgraph_memgpt.stores.sqlite import wal
 from langgraph_memgpt.stores.sqlite.db import (
     BUSY_TIMEOUT_MS,
+    close_db,
     get_meta,
     open_db,
     set_meta,
@@ -235,6 +237,48 @@ def test_a_removed_database_is_not_made_again_by_its_checkpoint(tmp_path: Path) 
     assert wal.CHECKPOINTER.drain()  # the thread's pass, had it not run before the removal
     wal.checkpoint(str(path))  # and a pass after it, whenever the thread ran
     assert not list(tmp_path.glob("memory.sqlite*"))
+
+
+def test_a_closed_database_is_not_checkpointed_after_its_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing drops the file's checkpoint still due: the file may be moved aside or
+    switched out of WAL at once, with no thread of ours opening it meanwhile."""
+    passes: list[str] = []
+    monkeypatch.setattr(wal, "checkpoint", passes.append)
+    path = tmp_path / "memory.sqlite"
+    db = open_db(path)
+    with transaction(db):  # due in PAUSE seconds
+        db.conn.execute("CREATE TABLE notes (text TEXT)")
+    close_db(db)
+    assert wal.CHECKPOINTER.drain()
+    assert passes == []
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA journal_mode=DELETE")  # needs no other connection open
+
+
+def test_closing_a_database_waits_for_its_checkpoint_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def slow_checkpoint(path: str) -> None:
+        started.set()
+        release.wait(10)
+
+    monkeypatch.setattr(wal, "checkpoint", slow_checkpoint)
+    path = tmp_path / "memory.sqlite"
+    db = open_db(path)
+    with transaction(db):
+        db.conn.execute("CREATE TABLE notes (text TEXT)")
+    assert started.wait(10)
+    closer = threading.Thread(target=close_db, args=(db,))
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive(), "close returned while the file's checkpoint still ran"
+    release.set()
+    closer.join(10)
+    assert not closer.is_alive()
 
 
 def test_the_checkpointer_forgets_the_clocks_of_files_long_done(

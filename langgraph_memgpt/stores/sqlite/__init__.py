@@ -28,7 +28,7 @@ from langgraph_memgpt.stores.embeddings import get_embeddings
 from langgraph_memgpt.stores.registry import EngineSettings
 from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.core import SqliteCoreMemory
-from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db, transaction
+from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, close_db, open_db, transaction
 from langgraph_memgpt.stores.sqlite.deletions import SqliteDeletionLog
 from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.text import valid_text
@@ -107,11 +107,16 @@ class AgentMemory:
             self.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
-        """Write the FAISS caches and close the database connection."""
+        """Write the FAISS caches and close the database connection.
+
+        A background WAL checkpoint still due for the file is dropped (closing the last
+        connection checkpoints it anyway), and one running is waited for: once closed, no
+        thread of this process holds the file, which may then be copied or moved aside.
+        """
         with self.lock:
             self.recall.close()
             self.archival.close()
-            self.db.conn.close()
+            close_db(self.db)
 
     @classmethod
     def open(

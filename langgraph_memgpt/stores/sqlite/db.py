@@ -263,6 +263,18 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
             wal.CHECKPOINTER.committed(path)
 
 
+def close_db(db: sqlite_utils.Database) -> None:
+    """Close a database from :func:`open_db`; no background checkpoint of it runs after.
+
+    A checkpoint still due is dropped (closing the last connection checkpoints the log
+    anyway) and one running is waited for, so the file may be copied or moved aside next.
+    """
+    db.conn.close()
+    path = _WAL_FILES.pop(db, None)
+    if path is not None:
+        wal.CHECKPOINTER.settle(path)
+
+
 def texts(db: sqlite_utils.Database, sql: str, params: Sequence[object]) -> list[str]:
     """The first column of every row ``sql`` selects, as text (ids, names, tags)."""
     return [str(row[0]) for row in db.conn.execute(sql, params).fetchall()]

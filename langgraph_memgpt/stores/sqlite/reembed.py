@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_memgpt.stores.capabilities import ProgressFor
 from langgraph_memgpt.stores.sqlite.archival import SqliteArchivalMemory
-from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, open_db
+from langgraph_memgpt.stores.sqlite.db import DB_FILENAME, close_db, open_db
 from langgraph_memgpt.stores.sqlite.identity import recorded_identity
 from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.sqlite.recall_context import TIER as RECALL_TIER
@@ -42,7 +42,7 @@ def reembed_sqlite(
         )
         return messages, archive.count()
     finally:
-        db.conn.close()
+        close_db(db)
 
 
 def recorded_embedding_sqlite(data_dir: str | Path, agent_id: str) -> dict[str, object] | None:
