@@ -170,6 +170,14 @@ def render_time(iso: str) -> str:
     return f"[{iso[:10]} {iso[11:16]} UTC]"
 
 
+_RENDERED_TIME = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\]\s*")
+
+
+def without_time(text: str) -> str:
+    """A message's text as its author wrote it, without the time `render_time` put first."""
+    return _RENDERED_TIME.sub("", text)
+
+
 def render_summary(summary: str, evicted_count: int) -> str:
     """The head-of-queue note that stands in for evicted messages."""
     return (

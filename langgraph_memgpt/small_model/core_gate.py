@@ -23,7 +23,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 
-from langgraph_memgpt.prompts import HUMAN_BLOCK
+from langgraph_memgpt.prompts import HUMAN_BLOCK, without_time
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -31,7 +31,6 @@ _FIRST_PERSON = re.compile(
     r"\b(i|i['\u2019](m|ve|d|ll)|im|me|my|mine|myself|we|we['\u2019](re|ve)|us|our|ours)\b",
     re.IGNORECASE,
 )
-_TIME_PREFIX = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\]\s*")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _PASSING = re.compile(
     r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|just now|"
@@ -135,7 +134,7 @@ def names_themselves(sentence: str) -> re.Match[str] | None:
 def fact_sentences(message: str) -> list[str]:
     """The sentences of a user's message that state something lasting about the user."""
     found = []
-    for raw in _SENTENCES.split(_TIME_PREFIX.sub("", message)):
+    for raw in _SENTENCES.split(without_time(message)):
         sentence = _LEAD.sub("", raw.strip()).strip()
         if not sentence or sentence.endswith("?") or passing(sentence):
             continue
@@ -349,8 +348,11 @@ RESTATED_FLAG = "memgpt_restated_notes"
 
 
 def restates(message: str) -> bool:
-    """Whether the user's message says it repeats something they told before."""
-    return bool(_RESTATING.search(message))
+    """Whether the user's message says it repeats something they told before.
+
+    Read without the time the loop stamps on it: "Remember, ..." opens the message.
+    """
+    return bool(_RESTATING.search(without_time(message)))
 
 
 def held_already(note: str, lines: Iterable[str]) -> str | None:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langgraph_memgpt.prompts import HUMAN_BLOCK
+from langgraph_memgpt.prompts import HUMAN_BLOCK, without_time
 from langgraph_memgpt.small_model.core_gate import names_themselves
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
@@ -86,7 +86,6 @@ _SECOND_PERSON = re.compile(
     rf"\b(you|your|yours|yourself|yourselves|you{_APOSTROPHE}(re|ve|d|ll))\b", re.IGNORECASE
 )
 _SENTENCE = re.compile(r"(?<=[.!?])(\s+)")
-_TIME_PREFIX = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\]\s*")
 
 AGENT_WORDS = frozenset(
     topic_stems(
@@ -408,7 +407,7 @@ def user_question(prompt: Sequence[BaseMessage]) -> str | None:
         if isinstance(message, HumanMessage):
             if message.name:  # a runtime note (alert, summary), not the user
                 return None
-            return _TIME_PREFIX.sub("", content_text(message))
+            return without_time(content_text(message))
         if isinstance(message, SystemMessage):
             return None
     return None
@@ -441,7 +440,7 @@ def stated_text(prompt: Sequence[BaseMessage], question: str) -> str:
         elif isinstance(message, ToolMessage):
             parts.extend(_user_lines(text))
         elif isinstance(message, HumanMessage) and not message.name:
-            said = _TIME_PREFIX.sub("", text)
+            said = without_time(text)
             if said != question:
                 parts.append(said)
     return "\n".join(parts)

@@ -230,6 +230,11 @@ def _seeded(tmp_path: Path, *lines: str) -> None:
             "Just reminding you, I'm diabetic.",
             "Just reminding you, I'm diabetic.",
         ),
+        (  # the cue opens the message, after the time the loop stamps on it
+            "Can't have gluten, has coeliac disease.",
+            "Remember, no gluten for me.",
+            "Remembered: 'No gluten for me.'",
+        ),
     ],
 )
 def test_a_fact_the_user_says_they_told_before_is_not_noted_again(
@@ -265,6 +270,7 @@ def test_a_restating_sentence_is_told_apart_from_news_and_requests() -> None:
     assert not restates("Just so you know, I'm allergic to peanuts.")
     assert not restates("Remember that my dentist appointment is on Friday.")
     assert not restates("I remember my first bike.")
+    assert restates("[2026-12-06 10:00 UTC] Remember, no gluten for me.")
 
 
 def test_a_verb_before_punctuation_is_put_in_the_third_person_before_it() -> None:
