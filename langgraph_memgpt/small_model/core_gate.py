@@ -82,19 +82,59 @@ _LASTING = re.compile(
     r"don['\u2019]?t (?:eat|drink)|never (?:eat|drink)))\b",
     re.IGNORECASE,
 )
+_RELATION = (
+    r"(?:mother|mum|mom|father|dad|parents?|brother|sister|siblings?|sons?|daughters?|kids?|"
+    r"children|child|baby|twins?|wife|husband|partner|girlfriend|boyfriend|fianc\w*|"
+    r"grand\w+|aunt|uncle|cousin|niece|nephew|family|in-laws?|best friend|friend|boss|"
+    r"colleague|flatmate|roommate|dog|cat|pet|horse)"
+)
 _LIFE_EVENT = re.compile(
-    r"\b(?:stolen|lost|broke (?:my|our)|broken|married|engaged|divorced|born|died|passed away|"
+    rf"\b(?:stolen|lost (?:my|our) (?:job|home|house|{_RELATION})|broke (?:my|our)|broken|"
+    r"married|engaged|divorced|born|died|passed away|"
     r"moved|moving|promoted|fired|hired|laid off|adopted|bought|sold|diagnosed|graduated|"
     r"retired|injured|pregnant)\b",
     re.IGNORECASE,
 )
 """Events whose consequences last: told with "yesterday", they are still facts about the
 user ("My bike got stolen outside the station yesterday")."""
+_THING_EVENT = re.compile(
+    r"\b(?:stolen|sold|bought|broken into|burn(?:ed|t) down|written off|totall?ed)\b",
+    re.IGNORECASE,
+)
+"""What happening to a thing of theirs lasts (`_LIFE_EVENT` for things): "My bike got
+stolen", not "My phone battery died" nor "The lift is broken again"."""
+
+
+_OWN = (
+    r"(?:name|job|work|career|profession|birthday|hometown|home|flat|house|apartment|address|"
+    r"diet|allergy|"
+    r"health|degree|religion|first language|native language|favou?rite\w*)"
+)
+_THINGS_SUBJECT = re.compile(
+    rf"^(?:(?:the|a|an|this|that|these|those|some|somebody|someone|everyone|everybody|"
+    rf"nobody|no one)\b|there(?:['\u2019]s| is| was| were)\b|"
+    rf"(?:my|our)\s+(?!(?:[\w'\u2019-]+\s+){{0,2}}(?:{_RELATION}|{_OWN})\b)[\w'\u2019-]+)",
+    re.IGNORECASE,
+)
+"""A sentence told about a thing, not about the user nor one of their people: "The parcel
+I ordered hasn't arrived", "There's a song stuck in my head", "My phone battery died",
+"Our team lost 3-1". The user is in it only as its owner or witness."""
+_RELATION_EPISODE = re.compile(
+    rf"^(?:my|our)\s+{_RELATION}\s+(?:[a-z]+ed|called|rang|said|told|came|went|got|had|"
+    rf"was|were|did|made|took|kept|gave)\b",
+    re.IGNORECASE,
+)
+"""One of the user's people in a passing episode, unnamed: "My sister called for an hour"
+(not "My sister Noor lives in Oslo", not "My brother moved to Canada": a life event)."""
 
 
 def passing(sentence: str) -> bool:
     """Whether a sentence speaks of the passing moment, not of the user for good.
 
+    A story about a thing (`_THINGS_SUBJECT`: "The parcel hasn't arrived", "My phone
+    battery died", "Our team lost") is passing unless it says something lasting or what
+    befell the thing lasts (`_THING_EVENT`: stolen, sold); so is an unnamed person of
+    theirs in an episode ("My sister called for an hour"). Otherwise:
     Day-scale time ("this morning", "last night", "about to") unless the sentence tells a
     life event (`_LIFE_EVENT`: stolen, moved, married...), chat noise ("lol", "brb"), a
     state of the body or mood ("I'm starving", "my knee is sore"; "tired *of* something"
@@ -102,10 +142,13 @@ def passing(sentence: str) -> bool:
     everyday small talk (`_SMALL_TALK`: "My tea went cold", "Our neighbour was drilling")
     that says nothing lasting: none of it belongs in every later prompt.
     """
+    if _THINGS_SUBJECT.search(sentence):
+        return not (_LASTING.search(sentence) or _THING_EVENT.search(sentence))
     if _LIFE_EVENT.search(sentence) and not _MOMENT_STATE.search(sentence):
         return bool(_MUSING.search(sentence))
     return bool(
-        _PASSING.search(sentence)
+        (_RELATION_EPISODE.search(sentence) and not _LASTING.search(sentence))
+        or _PASSING.search(sentence)
         or _MOMENT_STATE.search(sentence)
         or _BODY_STATE.search(sentence)
         or _MUSING.search(sentence)
@@ -116,13 +159,13 @@ def passing(sentence: str) -> bool:
 _LEAD = re.compile(
     r"^\s*((hi|hello|hey|hiya|oh|ok|okay|so|and|also|anyway|actually|well|btw|fyi|yes|no|"
     r"(?:good )?(?:morning|afternoon|evening))"
-    r"\b[\s,!.:-]*|(just so you know|by the way|for the record|remember that|quick one)"
+    r"(?: there)?\b[\s,!.:-]*|(just so you know|by the way|for the record|remember that|quick one)"
     r"\b[\s,!.:-]*|[\w' ]{1,20}:\s+)+",
     re.IGNORECASE,
 )
 _NAME = re.compile(
     r"\b(?i:my name is|my name's|name's|call me|i'm|i am|this is)\s+([A-Z][\w'-]+)\s*[.!,]?\s*$"
-    r"|^([A-Z][\w'-]+) here\b",
+    r"|^([A-Z][\w'-]+) (?:here|speaking)\b",
 )
 
 
@@ -136,9 +179,11 @@ def fact_sentences(message: str) -> list[str]:
     found = []
     for raw in _SENTENCES.split(without_time(message)):
         sentence = _LEAD.sub("", raw.strip()).strip()
-        if not sentence or sentence.endswith("?") or passing(sentence):
+        if not sentence or sentence.endswith("?"):
             continue
-        if speaks_about_themselves(sentence) or names_themselves(sentence):
+        if names_themselves(sentence) or (
+            speaks_about_themselves(sentence) and not passing(sentence)
+        ):
             found.append(sentence)
     return found
 
@@ -169,14 +214,30 @@ def _gives_its_name(note: str, said: str) -> bool:
     return bool((_capitalised(note) & _capitalised(said)) - {"name", "names", "call", "called"})
 
 
+_NOTE_FORM = frozenset(topic_stems("user user's name named said remembered"))
+"""Words a note is written with whatever it says ("User's name is ..."): not the user's."""
+
+MIN_SAID_SHARE = 1 / 3
+"""The least share of a note's content words the user said: a note is the user's words,
+cut and put in the third person, or close to them (the notes kept on our scenarios share
+half or more); a paragraph the model wrote about the topic shares a tenth or a fifth."""
+
+
 def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
     """Whether one of ``user_messages`` says ``note`` about the user themselves.
 
     A sentence of theirs that states something lasting about them (`fact_sentences`: not
     a question, not the passing moment) shares a content word with the note, or the note
-    gives the name they introduced themselves with.
+    gives the name they introduced themselves with; and the note says mostly what the
+    user said (`MIN_SAID_SHARE` of its content words are theirs), not what the model knows
+    about it ("Coeliac disease is a condition that affects the digestive system ...").
     """
+    user_messages = list(user_messages)
     stems = topic_stems(note)
+    own = stems - _NOTE_FORM
+    said_words = set().union(*(topic_stems(said) for said in user_messages))
+    if own and len(own & said_words) < MIN_SAID_SHARE * len(own):
+        return False
     for said in user_messages:
         if any(stems & topic_stems(sentence) for sentence in fact_sentences(said)):
             return True

@@ -161,6 +161,26 @@ def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
 @pytest.mark.parametrize(
     "said",
     [
+        "My phone battery died halfway through the day.",
+        "The parcel I ordered still hasn't arrived.",
+        "There's a song stuck in my head since breakfast.",
+        "Our team lost 3-1 on Sunday, terrible game.",
+        "My laptop fan is making a weird noise.",
+        "Somebody took my parking spot again.",
+        "The lift in our building is broken again.",
+        "My sister called for an hour about her new sofa.",
+        "Lost my gloves on the bus, typical.",
+    ],
+)
+def test_a_story_about_a_thing_is_small_talk_though_the_user_owns_it(said: str) -> None:
+    """Its subject is a thing (or one of their people, unnamed, in an episode), not the
+    user: however it is worded, it is no fact about them."""
+    assert fact_sentences(said) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
         "I'm a vet in Bristol.",
         "I'm tired of my night shifts.",
         "I've lived in Oslo for ten years.",
@@ -175,6 +195,11 @@ def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
         "I drive a city bus for a living.",
         "I'm allergic to coffee.",
         "My sister got married last weekend.",
+        # one of their people, named, or a thing of theirs that says where they live
+        "My younger sister Rosa is starting university in September.",
+        "My son Kwame starts university in September.",
+        "Our flat is in Porto.",
+        "My favourite band is Queen.",
     ],
 )
 def test_lasting_statements_stay_facts(said: str) -> None:
@@ -190,6 +215,23 @@ def test_an_irregular_past_keeps_its_form_in_the_third_person() -> None:
 def test_this_is_a_name_given_after_a_greeting() -> None:
     assert fact_sentences("Morning, this is Oskar.") == ["this is Oskar."]
     assert notes_for("Morning, this is Oskar.") == ["Name is Oskar."]
+    assert notes_for("Hello! Amara speaking.") == ["Name is Amara."]
+    assert notes_for("Hi there, Chen here.") == ["Name is Chen."]
+
+
+def test_a_paragraph_the_model_wrote_about_the_topic_is_not_a_note(tmp_path: Path) -> None:
+    """The user's words ground a note, not the model's knowledge of what they are about."""
+    said = "I have asthma and always carry an inhaler."
+    lecture = (
+        "Asthma is a chronic disease of the airways that causes wheezing, coughing and "
+        "shortness of breath. Triggers include pollen, dust, smoke and cold air, and "
+        "treatment usually combines preventer and reliever medication prescribed by a doctor."
+    )
+    human, step = _turn(
+        tmp_path, said, _append(lecture), _append("Has asthma, carries an inhaler.")
+    )
+    assert human == "Has asthma, carries an inhaler."
+    assert step.additional_kwargs[DROPPED_FLAG] == [lecture]
 
 
 def test_a_note_copying_the_users_words_is_kept_in_the_third_person(tmp_path: Path) -> None:
