@@ -11,6 +11,8 @@ least as good on both figures, one better). Variations:
   context vector, named signals); the best of a 5x5x5x5x3 grid is listed;
 - ``diversity``: a result next to (within ``r`` turns of) or in the same session as one
   ranked above it is discounted by ``lam`` per such result (MMR-like);
+- ``spread``: the session diversity above, only for questions that ask across
+  conversations (``mentions.asks_across_sessions``), as ``search.spread_sessions`` does;
 - ``session prior``: one more signal, the similarity of the query to the mean vector of
   the message's session;
 - ``feedback``: the query vector moved towards the mean of the first ``n`` results
@@ -42,7 +44,7 @@ from bench.locomo import load_locomo, recall_messages
 from langgraph_memgpt.stores import ranking, words
 from langgraph_memgpt.stores import search as search_module
 from langgraph_memgpt.stores.embeddings import embed_query, get_embeddings
-from langgraph_memgpt.stores.mentions import topic_of
+from langgraph_memgpt.stores.mentions import asks_across_sessions, topic_of
 from langgraph_memgpt.stores.ranking import Signal, fuse
 from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
@@ -172,6 +174,11 @@ def diversity(convs: dict[str, Record], lam: float, reach: int | None) -> Ranker
         return picked + rest
 
     return rank
+
+
+def _if_across(q: Record, spread: Ranker) -> list[int]:
+    """``spread``'s ranking for a question asked across sessions, else the kept one."""
+    return spread(q) if asks_across_sessions(q["question"]) else baseline(q)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -315,6 +322,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for reach, lam in ((1, 0.1), (2, 0.1), (None, 0.1)):
         label = f"diversity {'session' if reach is None else f'r={reach}'} lam={lam}"
         rows.append((label, score(questions, convs, diversity(convs, lam, reach))))
+    for lam in (0.1, 0.2, 0.3, 0.5):
+        spread = diversity(convs, lam, None)
+        rows.append(
+            (
+                f"spread (asks across sessions) lam={lam}",
+                score(questions, convs, lambda q, s=spread: _if_across(q, s)),
+            )
+        )
     for w in (0.25, 0.5):
         rows.append((f"session prior {w}", score(questions, convs, session_prior(convs, w))))
     for beta, n in ((0.3, 1), (0.3, 3), (0.5, 3)):

@@ -252,6 +252,27 @@ def asks_about_asker(query: str) -> bool:
     return not ASKER_WORDS.isdisjoint(query_words(query))
 
 
+_ACROSS_SESSIONS = re.compile(
+    r"\b(?:(?:across|throughout|over) (?:the course of )?(?:all )?(?:of )?"
+    r"(?:our|my|the|these|those|different|multiple|several|various) (?:[\w'-]+ ){0,3}"
+    r"(?:conversations|sessions|chats|discussions|talks|requests|messages|questions|exchanges)"
+    r"|in (?:what|which) order|the order|order in which|progress(?:ed|ion)?|over time"
+    r"|evolv\w*|timeline|summar\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_across_sessions(query: str) -> bool:
+    """Whether ``query`` asks about what was said over several conversations.
+
+    "Can you list the order in which I brought up ...", "how has my project progressed",
+    "summarize ... across our discussions": the answer is spread over sessions, a message
+    or two in each, where a plain ranking fills the page from the one session that says
+    the most about it.
+    """
+    return bool(_ACROSS_SESSIONS.search(query))
+
+
 def topic_of(query: str, names: Iterable[str]) -> str:
     """``query`` without the ``names`` it mentions, to embed; the query itself if nothing is left.
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
-from langgraph_memgpt.stores.mentions import ASKER_WEIGHT, asks_about_asker
+from langgraph_memgpt.stores.mentions import ASKER_WEIGHT, asks_about_asker, asks_across_sessions
 from langgraph_memgpt.stores.ranking import (
     RARE_MATCHES,
     Signal,
@@ -109,6 +109,12 @@ class Tier:
     (``ranking.fuse(matches_only=True)``). Recall: a question about something never said
     otherwise got a page of the nearest small talk, which a small model answered from.
     Archival keeps ranking its whole vector pool."""
+    spreads_sessions: bool = False
+    """In "hybrid" mode, for a question about what was said across conversations ("in
+    what order did I bring up ...", "how has my project progressed"), spread the first
+    results over the threads (:func:`spread_sessions`): such questions need a message from
+    each session, and one session's many close messages otherwise fill the page. (In
+    "fts" or "vector" mode alone it lowered a BEAM dev chat, so they rank as they did.)"""
     neighbour_context: bool = False
     """Score each candidate also by its neighbours in its thread, at search time
     (:func:`neighbour_signals`). Recall indexes each message's context when it is written;
@@ -116,7 +122,9 @@ class Tier:
     neighbourhood is read when searched."""
 
 
-RECALL = Tier("recall", RECALL_POOL, refuse_vector_mode=True, matches_only=True)
+RECALL = Tier(
+    "recall", RECALL_POOL, refuse_vector_mode=True, matches_only=True, spreads_sessions=True
+)
 ARCHIVAL = Tier(
     "archival", ARCHIVAL_POOL, refuse_vector_mode=False, matches_only=False, neighbour_context=True
 )
@@ -240,6 +248,10 @@ class SignalSource(Protocol[T]):
         """The text an item is found by (to tell a question from a statement)."""
         ...
 
+    def thread_of(self, item: T) -> str | None:
+        """The thread (session) an item was said in, if any (`spread_sessions`)."""
+        ...
+
     def listing(self, page: int, page_size: int) -> SearchPage[T]:
         """The candidates newest first, with their count (a query without words)."""
         ...
@@ -339,6 +351,46 @@ def neighbour_signals(
     return out
 
 
+SPREAD_DISCOUNT = 0.2
+"""How much each result already taken from a thread lowers another of that thread
+(`spread_sessions`). Chosen on the dev files (the ``spread`` rows of
+``benchmarks/locomo_levers.py``): 0.1 to 0.5 all raised BEAM dev's hybrid recall; 0.2
+alone lowered no conversation of BEAM dev or LoCoMo dev."""
+
+SPREAD_HEAD = 60
+"""How many of the first results `spread_sessions` reorders; the rest keep their place."""
+
+
+def spread_sessions(
+    fused: Sequence[tuple[int, float]], source: SignalSource[T]
+) -> list[tuple[int, float]]:
+    """``fused`` with its head reordered so that the threads take turns (MMR-like).
+
+    Greedy: the next result is the one whose score, discounted by `SPREAD_DISCOUNT` for
+    each result of its thread already taken, is highest; items without a thread are not
+    discounted. Scores are kept as fused.
+    """
+    head = list(fused[:SPREAD_HEAD])
+    items = source.fetch([key for key, _ in head])
+    threads = {key: source.thread_of(item) for key, item in items.items()}
+    taken: dict[str | None, int] = {}
+    spread: list[tuple[int, float]] = []
+    keep = 1.0 - SPREAD_DISCOUNT
+    while head:
+
+        def value(pair: tuple[int, float]) -> float:
+            thread = threads.get(pair[0])
+            return pair[1] * keep ** taken.get(thread, 0) if thread is not None else pair[1]
+
+        best = max(head, key=value)
+        head.remove(best)
+        spread.append(best)
+        thread = threads.get(best[0])
+        if thread is not None:
+            taken[thread] = taken.get(thread, 0) + 1
+    return spread + list(fused[SPREAD_HEAD:])
+
+
 def hybrid_search(
     tier: Tier, source: SignalSource[T], query: str, mode: SearchMode, page: int, page_size: int
 ) -> SearchPage[T]:
@@ -400,6 +452,8 @@ def hybrid_search(
         questions=search.questions(),
         matches_only=tier.matches_only and mode != "vector",
     )
+    if tier.spreads_sessions and mode == "hybrid" and asks_across_sessions(query):
+        fused = spread_sessions(fused, source)
     total = len(fused) if total is None else max(total, len(fused))
     window = fused[page * page_size : (page + 1) * page_size]
     found = source.fetch([key for key, _ in window])
@@ -421,6 +475,7 @@ __all__ = [
     "check_mode",
     "hybrid_search",
     "neighbour_signals",
+    "spread_sessions",
 ]
 
 

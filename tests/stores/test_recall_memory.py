@@ -877,3 +877,42 @@ def test_the_neighbours_weight_falls_from_one_to_nothing_as_matches_get_long() -
     assert neighbours_weight(SELF_CONTAINED_SHARE / 2) == pytest.approx(0.5)
     assert neighbours_weight(SELF_CONTAINED_SHARE) == 0.0
     assert neighbours_weight(1.0) == 0.0
+
+
+_SHED_SESSIONS = [
+    msg(0, "Garden shed roof: felt.", thread="s1"),
+    msg(1, "Garden shed roof: tiles.", thread="s1"),
+    msg(2, "Garden shed roof: metal.", thread="s1"),
+    msg(3, "Garden shed roof: slate.", thread="s1"),
+    msg(10, "Garden shed roof: gutter.", thread="s2"),
+    msg(20, "Garden shed roof: paint.", thread="s3"),
+]
+
+
+def test_a_question_across_conversations_gets_a_message_from_each_one(recall: Recall) -> None:
+    """ "In what order did ... come up across our conversations?" needs a message from
+    every session, and the session that talked most about it fills the page otherwise:
+    such a question's first results take turns between the threads, each one already
+    taken lowering the next of its thread by ``search.SPREAD_DISCOUNT``
+    (``search.spread_sessions``), on both backends; any other question is ranked as it was."""
+    recall.add(_SHED_SESSIONS)
+
+    def threads(query: str) -> list[str]:
+        return [m.item.thread_id for m in recall.search(query, mode="hybrid", page_size=5).hits]
+
+    plain = threads("What about the garden shed roof?")
+    assert plain.count("s1") == 4 and "s2" not in plain
+    spread = threads("In what order did the garden shed roof come up across our conversations?")
+    assert set(spread) == {"s1", "s2", "s3"} and spread.count("s1") == 3
+
+
+def test_a_question_asks_across_conversations_by_its_words() -> None:
+    from langgraph_memgpt.stores.mentions import asks_across_sessions
+
+    assert asks_across_sessions("Can you list the order in which I brought up the budget?")
+    assert asks_across_sessions("How has my app project progressed?")
+    assert asks_across_sessions("How many columns did I want across my weather app chats?")
+    assert asks_across_sessions("Give me a summary of what I said about triangles.")
+    assert not asks_across_sessions("What did I say about the bakery across the street?")
+    assert not asks_across_sessions("What do I need in order to renew my passport?")
+    assert not asks_across_sessions("When does my sprint end?")

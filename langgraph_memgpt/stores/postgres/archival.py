@@ -506,6 +506,10 @@ class _PgArchivalSignals(TableSignals):
     def text_of(self, item: Passage) -> str:
         return item.text
 
+    def thread_of(self, item: Passage) -> str | None:
+        """The thread the passage came from."""
+        return item.thread_id
+
     def listing(self, page: int, page_size: int) -> SearchPage[Passage]:
         return _BY_TIME.page(self.conn, self.where, self.params, page, page_size, newest_first=True)
 

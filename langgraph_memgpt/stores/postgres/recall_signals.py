@@ -66,6 +66,10 @@ class PgRecallSignals(TableSignals):
         """What a message is searched by (its text and what it said through tools)."""
         return searchable_text(item)
 
+    def thread_of(self, item: RecallMessage) -> str | None:
+        """The thread the message came from."""
+        return item.thread_id
+
     def listing(self, page: int, page_size: int) -> SearchPage[RecallMessage]:
         """The candidates newest first, for an empty query."""
         return BY_TIME.page(self.conn, self.where, self.params, page, page_size, newest_first=True)

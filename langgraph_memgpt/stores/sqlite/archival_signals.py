@@ -224,6 +224,10 @@ class ArchivalSignals:
         """What a passage is searched by: its text."""
         return item.text
 
+    def thread_of(self, item: Passage) -> str | None:
+        """The thread the passage came from."""
+        return item.thread_id
+
     def listing(self, page: int, page_size: int) -> SearchPage[Passage]:
         """The candidates newest first, for an empty query."""
         return BY_TIME.page(
