@@ -75,13 +75,37 @@ _SMALL_TALK = re.compile(
 """What everyday small talk is about: the weather, getting about, a drink or a snack, a
 show watched, the neighbours, a small mishap. A sentence about one of them is passing
 unless it says something that lasts (`_LASTING`)."""
-_LASTING = re.compile(
-    r"\b(?:always|every (?:day|morning|evening|night|week|weekend)|usually|for a living|"
-    r"as a living|(?:i|we) (?:work|live|drive|teach|run|own)|allergic|intoleran\w*|"
-    r"vegetarian|vegan|favou?rite|(?:i|we) (?:love|hate|prefer|can['\u2019]?t (?:eat|have|drink)|"
-    r"don['\u2019]?t (?:eat|drink)|never (?:eat|drink)))\b",
+_HABIT = r"always|every (?:day|morning|evening|night|week|weekend)|usually"
+_LASTING_CORE = (
+    r"for a living|as a living|(?:i|we) (?:work|live|drive|teach|run|own)|allergic|"
+    r"intoleran\w*|vegetarian|vegan|favou?rite|(?:i|we) (?:love|hate|prefer|"
+    r"can['\u2019]?t (?:eat|have|drink)|don['\u2019]?t (?:eat|drink)|never (?:eat|drink))"
+)
+_LASTING = re.compile(rf"\b(?:{_HABIT}|{_LASTING_CORE})\b", re.IGNORECASE)
+_OWNERS_LASTING = re.compile(rf"\b(?:{_LASTING_CORE})\b", re.IGNORECASE)
+"""What lasts in a story about a thing: the user's own lasting ways, not the thing's
+habits ("My neighbour's parrot screams every morning" is still about the parrot)."""
+_REGRET = re.compile(
+    r"\b(?:i|we)\s+(?:should|shouldn['\u2019]t|could|would)(?:['\u2019]ve| have)\s+"
+    r"(?!(?:mentioned|said|told)\b)\w+|\b(?:i|we) wish\b|\bif only\b",
     re.IGNORECASE,
 )
+"""A regret or a wish about the moment ("I should have worn gloves", "I wish I'd slept
+more"); not "I should have mentioned, ..." (which brings a fact)."""
+_MISHAP = re.compile(
+    r"\b(?:i|we)\s+(?:just\s+)?(?:forgot|missed|spilled|spilt|dropped|burnt|burned|stubbed|"
+    r"overslept|tripped|locked (?:myself|ourselves) out|ran out of|got (?:a |an )?"
+    r"(?:parking |speeding )?(?:ticket|fine)|got (?:soaked|stuck|lost|caught))\b",
+    re.IGNORECASE,
+)
+"""A small mishap told in the first person ("I forgot my keys", "I got a parking ticket")."""
+_AILMENT = re.compile(
+    r"\b(?:i|we)\s+(?:have|['\u2019]ve got|got|caught)\s+(?:a|an)\s+(?:\w+\s+)?"
+    r"(?:headache|cold|cough|fever|hangover|sore throat|runny nose|stomach ache|toothache)\b",
+    re.IGNORECASE,
+)
+"""A passing ailment, said with "a" ("I have a headache"); a lasting one is said without
+("I have asthma", "I have coeliac disease")."""
 _RELATION = (
     r"(?:mother|mum|mom|father|dad|parents?|brother|sister|siblings?|sons?|daughters?|kids?|"
     r"children|child|baby|twins?|wife|husband|partner|girlfriend|boyfriend|fianc\w*|"
@@ -143,7 +167,7 @@ def passing(sentence: str) -> bool:
     that says nothing lasting: none of it belongs in every later prompt.
     """
     if _THINGS_SUBJECT.search(sentence):
-        return not (_LASTING.search(sentence) or _THING_EVENT.search(sentence))
+        return not (_OWNERS_LASTING.search(sentence) or _THING_EVENT.search(sentence))
     if _LIFE_EVENT.search(sentence) and not _MOMENT_STATE.search(sentence):
         return bool(_MUSING.search(sentence))
     return bool(
@@ -152,6 +176,9 @@ def passing(sentence: str) -> bool:
         or _MOMENT_STATE.search(sentence)
         or _BODY_STATE.search(sentence)
         or _MUSING.search(sentence)
+        or _REGRET.search(sentence)
+        or _MISHAP.search(sentence)
+        or _AILMENT.search(sentence)
         or (_SMALL_TALK.search(sentence) and not _LASTING.search(sentence))
     )
 

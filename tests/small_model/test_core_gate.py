@@ -152,6 +152,12 @@ def test_other_models_keep_the_notes_they_choose(tmp_path: Path) -> None:
         "Our building's lift is out of order again, stairs it is.",
         "We got soaked in the rain on the way home.",
         "My bus was twenty minutes late.",
+        # a regret, a mishap or an ailment of the moment, in the first person
+        "It's freezing, I should have worn gloves.",
+        "I wish I had slept more.",
+        "I forgot my keys at home.",
+        "I got a parking ticket.",
+        "I have a headache.",
     ],
 )
 def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
@@ -170,6 +176,7 @@ def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
         "The lift in our building is broken again.",
         "My sister called for an hour about her new sofa.",
         "Lost my gloves on the bus, typical.",
+        "My neighbour's parrot screams every morning.",
     ],
 )
 def test_a_story_about_a_thing_is_small_talk_though_the_user_owns_it(said: str) -> None:
@@ -200,6 +207,10 @@ def test_a_story_about_a_thing_is_small_talk_though_the_user_owns_it(said: str) 
         "My son Kwame starts university in September.",
         "Our flat is in Porto.",
         "My favourite band is Queen.",
+        "I should have mentioned, I'm vegetarian.",
+        "I have asthma.",
+        "My sister Noor walks her dog every morning.",
+        "The bakery I work at opens early.",
     ],
 )
 def test_lasting_statements_stay_facts(said: str) -> None:
