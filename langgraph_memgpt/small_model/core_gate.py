@@ -143,6 +143,14 @@ _THINGS_SUBJECT = re.compile(
 """A sentence told about a thing, not about the user nor one of their people: "The parcel
 I ordered hasn't arrived", "There's a song stuck in my head", "My phone battery died",
 "Our team lost 3-1". The user is in it only as its owner or witness."""
+_USER_TOLD_OF = re.compile(
+    r"^[\w\s'\u2019,-]{0,40}?\b(?:and|&)\s+(?:i|me)\b"
+    r"|\b(?:says?|said|told (?:me|us)|thinks?|confirmed|found out)\s+(?:that\s+)?(?:i|we)\b",
+    re.IGNORECASE,
+)
+"""A sentence opening on a thing or a person that is about the user all the same: they
+are part of its subject ("The kids and I moved to Leeds") or what is said of them is
+reported ("The doctor says I'm diabetic")."""
 _RELATION_EPISODE = re.compile(
     rf"^(?:my|our)\s+{_RELATION}\s+(?:[a-z]+ed|called|rang|said|told|came|went|got|had|"
     rf"was|were|did|made|took|kept|gave)\b",
@@ -166,7 +174,7 @@ def passing(sentence: str) -> bool:
     everyday small talk (`_SMALL_TALK`: "My tea went cold", "Our neighbour was drilling")
     that says nothing lasting: none of it belongs in every later prompt.
     """
-    if _THINGS_SUBJECT.search(sentence):
+    if _THINGS_SUBJECT.search(sentence) and not _USER_TOLD_OF.search(sentence):
         return not (_OWNERS_LASTING.search(sentence) or _THING_EVENT.search(sentence))
     if _LIFE_EVENT.search(sentence) and not _MOMENT_STATE.search(sentence):
         return bool(_MUSING.search(sentence))

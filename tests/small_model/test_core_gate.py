@@ -211,6 +211,8 @@ def test_a_story_about_a_thing_is_small_talk_though_the_user_owns_it(said: str) 
         "I have asthma.",
         "My sister Noor walks her dog every morning.",
         "The bakery I work at opens early.",
+        "The doctor says I'm diabetic.",
+        "The kids and I moved to Leeds last year.",
     ],
 )
 def test_lasting_statements_stay_facts(said: str) -> None:
