@@ -122,7 +122,8 @@ _LIFE_EVENT = re.compile(
 """Events whose consequences last: told with "yesterday", they are still facts about the
 user ("My bike got stolen outside the station yesterday")."""
 _THING_EVENT = re.compile(
-    r"\b(?:stolen|sold|bought|broken into|burn(?:ed|t) down|written off|totall?ed)\b",
+    r"\b(?:stolen|stole|sold|bought|broken into|broke into|burn(?:ed|t) down|written off|"
+    r"totall?ed)\b",
     re.IGNORECASE,
 )
 """What happening to a thing of theirs lasts (`_LIFE_EVENT` for things): "My bike got
@@ -209,18 +210,27 @@ def names_themselves(sentence: str) -> re.Match[str] | None:
     return _NAME.search(sentence)
 
 
-def fact_sentences(message: str) -> list[str]:
-    """The sentences of a user's message that state something lasting about the user."""
+def _sentences(message: str) -> list[str]:
+    """A user's message in sentences, each without its greeting or lead-in ("Oh, ...")."""
     found = []
     for raw in _SENTENCES.split(without_time(message)):
         sentence = _LEAD.sub("", raw.strip()).strip()
-        if not sentence or sentence.endswith("?"):
-            continue
-        if names_themselves(sentence) or (
-            speaks_about_themselves(sentence) and not passing(sentence)
-        ):
+        if sentence:
             found.append(sentence)
     return found
+
+
+def _states_a_fact(sentence: str) -> bool:
+    if sentence.endswith("?"):
+        return False
+    return bool(names_themselves(sentence)) or (
+        speaks_about_themselves(sentence) and not passing(sentence)
+    )
+
+
+def fact_sentences(message: str) -> list[str]:
+    """The sentences of a user's message that state something lasting about the user."""
+    return [sentence for sentence in _sentences(message) if _states_a_fact(sentence)]
 
 
 _NAMING = re.compile(r"\b(name|names|named|called|call)\b", re.IGNORECASE)
@@ -273,12 +283,32 @@ def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
     said_words = set().union(*(topic_stems(said) for said in user_messages))
     if own and len(own & said_words) < MIN_SAID_SHARE * len(own):
         return False
+    if own and not _taken_from_a_fact(own, user_messages):
+        return False
     for said in user_messages:
         if any(stems & topic_stems(sentence) for sentence in fact_sentences(said)):
             return True
         if _gives_its_name(note, said):
             return True
     return False
+
+
+def _taken_from_a_fact(words: set[str], user_messages: Sequence[str]) -> bool:
+    """Whether the user's sentences closest to a note (most of its words) hold a fact.
+
+    A note copied from small talk ("The dishwasher at work flooded the floor") shares a
+    word with some fact sentence as often as not ("I work as a chef"); what it was taken
+    from is the sentence that holds most of its words. True when no sentence holds any.
+    """
+    best, from_fact = 0, True
+    for said in user_messages:
+        for sentence in _sentences(said):
+            shared = len(words & topic_stems(sentence))
+            if shared > best:
+                best, from_fact = shared, _states_a_fact(sentence)
+            elif shared == best and shared:
+                from_fact = from_fact or _states_a_fact(sentence)
+    return from_fact
 
 
 _WE = re.compile(r"\b(we|we're|we've|us|our|ours)\b", re.IGNORECASE)

@@ -213,6 +213,7 @@ def test_a_story_about_a_thing_is_small_talk_though_the_user_owns_it(said: str) 
         "The bakery I work at opens early.",
         "The doctor says I'm diabetic.",
         "The kids and I moved to Leeds last year.",
+        "Someone stole my bike from outside the library on Monday.",
     ],
 )
 def test_lasting_statements_stay_facts(said: str) -> None:
@@ -230,6 +231,22 @@ def test_this_is_a_name_given_after_a_greeting() -> None:
     assert notes_for("Morning, this is Oskar.") == ["Name is Oskar."]
     assert notes_for("Hello! Amara speaking.") == ["Name is Amara."]
     assert notes_for("Hi there, Chen here.") == ["Name is Chen."]
+
+
+def test_a_note_copied_from_small_talk_is_dropped_though_a_fact_shares_its_word(
+    tmp_path: Path,
+) -> None:
+    """What grounds a note is the sentence it was taken from (the one holding most of its
+    words), not any fact sentence that happens to share a word with it ("work")."""
+    said = "I work as a nurse at the clinic. The lift at work got stuck again."
+    human, step = _turn(
+        tmp_path,
+        said,
+        _append("Works as a nurse at the clinic."),
+        _append("The lift at work got stuck again."),
+    )
+    assert human == "Works as a nurse at the clinic."
+    assert step.additional_kwargs[DROPPED_FLAG] == ["The lift at work got stuck again."]
 
 
 def test_a_paragraph_the_model_wrote_about_the_topic_is_not_a_note(tmp_path: Path) -> None:
