@@ -93,12 +93,13 @@ _REGRET = re.compile(
 """A regret or a wish about the moment ("I should have worn gloves", "I wish I'd slept
 more"); not "I should have mentioned, ..." (which brings a fact)."""
 _MISHAP = re.compile(
-    r"\b(?:i|we)\s+(?:just\s+)?(?:forgot|missed|spilled|spilt|dropped|burnt|burned|stubbed|"
+    r"(?:^|\b(?:i|we)\s+)(?:just\s+)?(?:forgot|missed|spilled|spilt|dropped|burnt|burned|stubbed|"
     r"overslept|tripped|locked (?:myself|ourselves) out|ran out of|got (?:a |an )?"
     r"(?:parking |speeding )?(?:ticket|fine)|got (?:soaked|stuck|lost|caught))\b",
     re.IGNORECASE,
 )
-"""A small mishap told in the first person ("I forgot my keys", "I got a parking ticket")."""
+"""A small mishap told in the first person ("I forgot my keys", "I got a parking ticket"),
+or with the "I" left out ("Spilled coffee on my shirt")."""
 _AILMENT = re.compile(
     r"\b(?:i|we)\s+(?:have|['\u2019]ve got|got|caught)\s+(?:a|an)\s+(?:\w+\s+)?"
     r"(?:headache|cold|cough|fever|hangover|sore throat|runny nose|stomach ache|toothache)\b",

@@ -158,6 +158,7 @@ def test_other_models_keep_the_notes_they_choose(tmp_path: Path) -> None:
         "I forgot my keys at home.",
         "I got a parking ticket.",
         "I have a headache.",
+        "Dropped my keys down a drain, of all places.",
     ],
 )
 def test_the_passing_moment_is_no_fact_about_the_user(said: str) -> None:
