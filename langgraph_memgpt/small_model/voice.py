@@ -401,6 +401,42 @@ def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -
     return "".join(out)
 
 
+_NO_FACT = AGENT_WORDS | FUNCTION_WORDS | ANSWER_WORDS
+_KIN_STEMS = frozenset(topic_stems(" ".join(KIN)))
+
+
+def answer_only(reply: str, question: str, stated: str) -> str:
+    """``reply`` to a question about the user without the memories it recites unasked.
+
+    A 1.5B model answers "What sets off my migraines?" and goes on with whatever else it
+    read ("Bright lights set your migraines off. A wasp got into the kitchen."). Once a
+    sentence has answered (it holds the question's words or something the user stated), a
+    later sentence that recites something else the user stated and shares no word with the
+    question is left out, with the space after it; one about their people is kept when the
+    question asks about people ("What are my kids called?"). Sentences that state nothing
+    of the user ("How exciting!") stay. Each sentence is judged on the ones before it only,
+    so a reply streamed sentence by sentence never takes back what it showed.
+    """
+    asked = topic_stems(question) - _NO_FACT
+    stated_stems = topic_stems(stated)
+    about_people = bool(asked & _KIN_STEMS)
+    out: list[str] = []
+    answered = dropped = False
+    for index, part in enumerate(_SENTENCE.split(reply)):
+        if index % 2 == 1:  # the space after a sentence goes with it
+            if not dropped:
+                out.append(part)
+            continue
+        words = topic_stems(_unquoted(part)) - _NO_FACT
+        recites = bool(words & stated_stems)
+        on_topic = bool(words & asked) or (about_people and bool(words & _KIN_STEMS))
+        dropped = answered and recites and not on_topic
+        if not dropped:
+            out.append(part)
+        answered = answered or recites or on_topic
+    return "".join(out)
+
+
 def user_question(prompt: Sequence[BaseMessage]) -> str | None:
     """The newest message of the prompt when the user wrote it, without its time stamp."""
     for message in reversed(prompt):
@@ -493,8 +529,11 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
     if echo and (question.rstrip().endswith("?") or not _FIRST_PERSON.search(question)):
         return None
     stated = question if echo else stated_text(prompt, question)
-    asked = "" if echo else question
-    return ReplyVoice(lambda text: to_the_user(text, asked, stated, echo=echo), echo)
+    if echo:
+        return ReplyVoice(lambda text: to_the_user(text, "", stated, echo=True), True)
+    return ReplyVoice(
+        lambda text: answer_only(to_the_user(text, question, stated), question, stated), False
+    )
 
 
 def repair_reply(message: AIMessage, prompt: Sequence[BaseMessage], reply_tool: str) -> AIMessage:

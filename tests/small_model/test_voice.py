@@ -425,3 +425,77 @@ def test_a_reply_that_is_not_json_streams_without_failing_the_step() -> None:
     raw = '[{"name": "send_message", "arguments": {"message": "I love \\q teal."}}]'
     merged, _ = _streamed_small_step(raw, 5, "Hi, I'm Ada. I love teal.")
     assert not merged.tool_calls  # the parser leaves what it cannot read as text
+
+
+ASKED_STATED = "\n".join(
+    [
+        "Loud music gives me headaches.",
+        "The bins were not collected this week.",
+        "I teach maths at the grammar school.",
+        "My son is Tom and my daughter is Ann.",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "reply", "expected"),
+    [
+        (  # what else it read, recited after the answer, is left out; a pleasantry stays
+            "What gives me headaches?",
+            "Loud music gives you headaches. The bins were not collected this week. "
+            "You teach maths at the grammar school. Anything else I can do?",
+            "Loud music gives you headaches. Anything else I can do?",
+        ),
+        (  # the answer after an opening that states nothing is the answer
+            "What's my job?",
+            "Sure! You teach maths at the grammar school.",
+            "Sure! You teach maths at the grammar school.",
+        ),
+        (  # a question about their people keeps each person named
+            "What are my kids called?",
+            "Your son is Tom. Your daughter is Ann.",
+            "Your son is Tom. Your daughter is Ann.",
+        ),
+        (  # a sentence on the question's words stays wherever it comes
+            "Where do I teach maths?",
+            "At the grammar school. You teach maths there, to older pupils.",
+            "At the grammar school. You teach maths there, to older pupils.",
+        ),
+    ],
+)
+def test_an_answer_leaves_out_the_memories_it_recites_unasked(
+    question: str, reply: str, expected: str
+) -> None:
+    from langgraph_memgpt.small_model.voice import answer_only
+
+    assert answer_only(reply, question, ASKED_STATED) == expected
+
+
+def test_a_streamed_answer_never_shows_a_recited_memory() -> None:
+    """The reply streams sentence by sentence: a memory recited unasked is never shown."""
+    reply = "You are allergic to hazelnuts. You keep recommending 'Middlemarch'. Take care!"
+    calls = [{"name": "send_message", "arguments": {"message": reply}}]
+    inner = ScriptedChatModel.from_steps([json.dumps(calls)])
+    inner.stream_piece = 4
+    model = LocalToolCallingChatModel(inner=inner, reply_tool="send_message")
+    bound = model.bind_tools([send_message])
+    prompt: list[BaseMessage] = [
+        SystemMessage(
+            "<human>\nAllergic to hazelnuts.\nKeeps recommending 'Middlemarch'.\n</human>"
+        ),
+        HumanMessage("[2026-12-01 09:30 UTC] What am I allergic to?"),
+    ]
+    chunks = call_model(
+        policies_for(ModelTraits.of(model)),
+        ModelCall(prompt[1:], ("send_message",)),
+        lambda call: list(bound.stream(prompt, **call.options)),
+    )
+    merged = chunks[0]
+    seen: list[str] = []
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+        seen.append(reply_so_far(merged) or "")
+    final = "You are allergic to hazelnuts. Take care!"
+    assert merged.tool_calls[-1]["args"]["message"] == final
+    assert all(final.startswith(s) for s in seen if s), "nothing shown is taken back"
+    assert not any("Middlemarch" in s for s in seen)
