@@ -274,16 +274,19 @@ def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
 
     A sentence of theirs that states something lasting about them (`fact_sentences`: not
     a question, not the passing moment) shares a content word with the note, or the note
-    gives the name they introduced themselves with; and the note says mostly what the
-    user said (`MIN_SAID_SHARE` of its content words are theirs), not what the model knows
-    about it ("Coeliac disease is a condition that affects the digestive system ...").
+    gives the name they introduced themselves with; and the note, and each sentence of it,
+    says mostly what the user said (`MIN_SAID_SHARE` of its content words are theirs), not
+    what the model knows about it ("Coeliac disease is a condition that affects the
+    digestive system ..."; a sentence of that kind beside one of the user's words).
     """
     user_messages = list(user_messages)
     stems = topic_stems(note)
     own = stems - _NOTE_FORM
     said_words = set().union(*(topic_stems(said) for said in user_messages))
-    if own and len(own & said_words) < MIN_SAID_SHARE * len(own):
-        return False
+    for part in [note, *_SENTENCES.split(note)]:  # the whole note, and each sentence of it
+        words = topic_stems(part) - _NOTE_FORM
+        if words and len(words & said_words) < MIN_SAID_SHARE * len(words):
+            return False
     if own and not _taken_from_a_fact(own, user_messages):
         return False
     for said in user_messages:

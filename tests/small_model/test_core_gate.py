@@ -258,11 +258,19 @@ def test_a_paragraph_the_model_wrote_about_the_topic_is_not_a_note(tmp_path: Pat
         "shortness of breath. Triggers include pollen, dust, smoke and cold air, and "
         "treatment usually combines preventer and reliever medication prescribed by a doctor."
     )
+    mixed = (
+        "Asthma is a chronic disease of the airways that narrows them and inflames them. "
+        "I always carry an inhaler for my asthma."
+    )
     human, step = _turn(
-        tmp_path, said, _append(lecture), _append("Has asthma, carries an inhaler.")
+        tmp_path,
+        said,
+        _append(lecture),
+        _append(mixed),
+        _append("Has asthma, carries an inhaler."),
     )
     assert human == "Has asthma, carries an inhaler."
-    assert step.additional_kwargs[DROPPED_FLAG] == [lecture]
+    assert step.additional_kwargs[DROPPED_FLAG] == [lecture, mixed]
 
 
 def test_a_note_copying_the_users_words_is_kept_in_the_third_person(tmp_path: Path) -> None:
