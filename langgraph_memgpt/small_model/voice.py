@@ -401,6 +401,34 @@ def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -
     return "".join(out)
 
 
+_USERS_CUE = re.compile(
+    r"\b(?P<how>like|as) I(?P<have>['\u2019]ve)? (?P<verb>said|mentioned|told you)\b"
+    r"|\bI(?P<have2>['\u2019]ve)? (?P<already>already )?told you\b",
+    re.IGNORECASE,
+)
+"""How a user marks a fact as told before ("like I said", "as I told you", "I've told you"):
+copied into an answer from what they stated, its "I" is theirs."""
+
+
+def _cue_to_the_user(match: re.Match[str]) -> str:
+    have = "'ve" if (match.group("have") or match.group("have2")) else ""
+    if match.group("how"):
+        verb = "told me" if match.group("verb").lower() == "told you" else match.group("verb")
+        return f"{match.group('how')} you{have} {verb}"
+    return f"you{have} {match.group('already') or ''}told me"
+
+
+def cues_to_the_user(reply: str, stated: str) -> str:
+    """``reply`` with the user's own "like I said" said back as "like you said".
+
+    Only a cue the user's stated words hold: the agent may say "as I told you" of itself.
+    """
+    said = {m.group(0).casefold() for m in _USERS_CUE.finditer(stated)}
+    return _USERS_CUE.sub(
+        lambda m: _cue_to_the_user(m) if m.group(0).casefold() in said else m.group(0), reply
+    )
+
+
 _NO_FACT = AGENT_WORDS | FUNCTION_WORDS | ANSWER_WORDS
 _KIN_STEMS = frozenset(topic_stems(" ".join(KIN)))
 
@@ -531,9 +559,12 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
     stated = question if echo else stated_text(prompt, question)
     if echo:
         return ReplyVoice(lambda text: to_the_user(text, "", stated, echo=True), True)
-    return ReplyVoice(
-        lambda text: answer_only(to_the_user(text, question, stated), question, stated), False
-    )
+
+    def answer(text: str) -> str:
+        said = cues_to_the_user(to_the_user(text, question, stated), stated)
+        return answer_only(said, question, stated)
+
+    return ReplyVoice(answer, False)
 
 
 def repair_reply(message: AIMessage, prompt: Sequence[BaseMessage], reply_tool: str) -> AIMessage:

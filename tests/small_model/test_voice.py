@@ -499,3 +499,46 @@ def test_a_streamed_answer_never_shows_a_recited_memory() -> None:
     assert merged.tool_calls[-1]["args"]["message"] == final
     assert all(final.startswith(s) for s in seen if s), "nothing shown is taken back"
     assert not any("Middlemarch" in s for s in seen)
+
+
+def test_the_users_like_i_said_copied_into_an_answer_is_said_to_them() -> None:
+    from langgraph_memgpt.small_model.voice import cues_to_the_user
+
+    stated = "I fix boats for a living, like I told you.\nAs I said, I live on a barge."
+    assert (
+        cues_to_the_user("You fix boats for a living, like I told you.", stated)
+        == "You fix boats for a living, like you told me."
+    )
+    assert cues_to_the_user("As I said, you live on a barge.", stated) == (
+        "As you said, you live on a barge."
+    )
+    # the agent's own "as I told you", with no such words of the user's, stays
+    assert cues_to_the_user("As I mentioned, I can't browse.", stated) == (
+        "As I mentioned, I can't browse."
+    )
+
+
+def test_an_answer_copying_the_users_cue_from_a_search_result_is_repaired() -> None:
+    call = json.dumps(
+        [
+            {
+                "name": "send_message",
+                "arguments": {"message": "You fix boats for a living, like I told you."},
+            }
+        ]
+    )
+    prompt = [
+        SystemMessage("You are a MemGPT agent."),
+        HumanMessage("[2026-12-01 09:30 UTC] What do I do for a living?"),
+        AIMessage(
+            "", tool_calls=[{"name": "conversation_search", "args": {"query": "job"}, "id": "c1"}]
+        ),
+        ToolMessage(
+            '{"status": "OK", "message": "- user: I fix boats for a living, like I told you."}',
+            tool_call_id="c1",
+        ),
+    ]
+    reply = _small_step(call, prompt)
+    assert reply.tool_calls[0]["args"]["message"] == (
+        "You fix boats for a living, like you told me."
+    )
