@@ -40,6 +40,11 @@ MIN_FACT_WORDS = 3
 """Fewer content words than this, and only the same text (normalised) is a duplicate:
 "Sounds great!" and "Great sounds" are no fact to merge."""
 
+COVERED_MIN_WORDS = 2
+"""A stored line this short may be covered by a fuller new one (`first_covered`): "Plays
+the cello." is said, and more, by "Plays the cello in an orchestra." (its words are not
+"no fact to merge": the new line carries them on)."""
+
 SAME_FACT_SHARE = 0.5
 """The new text's content words must be at least this share of the stored text's: a short
 line is not "already saved" because a long passage happens to use its words."""
@@ -89,14 +94,12 @@ def fact_words(text: str) -> frozenset[str]:
     )
 
 
-def same_fact(new: str, stored: str) -> bool:
+def same_fact(new: str, stored: str, min_words: int = MIN_FACT_WORDS) -> bool:
     """Whether ``new`` says nothing ``stored`` does not (the rule in the module docstring)."""
     if normalised(new) == normalised(stored):
         return True
     words, held = fact_words(new), fact_words(stored)
-    return (
-        len(words) >= MIN_FACT_WORDS and words <= held and len(words) >= SAME_FACT_SHARE * len(held)
-    )
+    return len(words) >= min_words and words <= held and len(words) >= SAME_FACT_SHARE * len(held)
 
 
 def first_same(new: str, stored: Iterable[str]) -> str | None:
@@ -105,8 +108,14 @@ def first_same(new: str, stored: Iterable[str]) -> str | None:
 
 
 def first_covered(new: str, stored: Iterable[str]) -> str | None:
-    """The first of ``stored`` that ``new`` says all of and more (it duplicates ``new``)."""
-    return next((text for text in stored if text.strip() and same_fact(text, new)), None)
+    """The first of ``stored`` that ``new`` says all of and more (it duplicates ``new``).
+
+    A stored line of `COVERED_MIN_WORDS` content words counts: the fuller line keeps them.
+    """
+    return next(
+        (text for text in stored if text.strip() and same_fact(text, new, COVERED_MIN_WORDS)),
+        None,
+    )
 
 
 def with_line(lines: Sequence[str], new: str) -> list[str]:

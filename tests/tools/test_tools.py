@@ -147,6 +147,19 @@ def test_a_fact_restated_in_other_words_is_not_appended_again(memory: AgentMemor
     assert result["message"].startswith("Appended")
 
 
+def test_a_fuller_line_takes_the_place_of_a_short_one_it_says_all_of(memory: AgentMemory) -> None:
+    run(memory, "core_memory_append", label="human", content="Plays the cello.")
+    result = run(
+        memory, "core_memory_append", label="human", content="Plays the cello in an orchestra."
+    )
+    assert result["message"].startswith("Updated 'human': 'Plays the cello.' became")
+    assert memory.core.get("human").value == "Name: Ada.\nPlays the cello in an orchestra."
+    # A line of one content word is no fact another one carries on.
+    run(memory, "core_memory_append", label="human", content="Cellist.")
+    run(memory, "core_memory_append", label="human", content="Cellist in Porto.")
+    assert "Cellist.\nCellist in Porto." in memory.core.get("human").value
+
+
 def test_a_fact_already_in_the_block_is_not_appended_twice(memory: AgentMemory) -> None:
     result = run(memory, "core_memory_append", label="human", content="name: ada")
     assert result["message"].startswith("Already saved: 'human' already says this: 'Name: Ada.'")
