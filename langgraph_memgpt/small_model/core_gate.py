@@ -221,6 +221,12 @@ def _sentences(message: str) -> list[str]:
     return found
 
 
+def introduced_names(text: str) -> set[str]:
+    """The names the user introduces themselves by in ``text`` ("Hi there, Chen here.")."""
+    found = (names_themselves(sentence) for sentence in _sentences(text))
+    return {m.group(1) or m.group(2) for m in found if m is not None}
+
+
 def _states_a_fact(sentence: str) -> bool:
     if sentence.endswith("?"):
         return False

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langgraph_memgpt.prompts import HUMAN_BLOCK, without_time
-from langgraph_memgpt.small_model.core_gate import names_themselves
+from langgraph_memgpt.small_model.core_gate import introduced_names, names_themselves
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -168,11 +168,7 @@ _GIVEN_NAME = re.compile(
 
 def user_names(stated: str) -> set[str]:
     """The names the user gave themselves in ``stated`` ("Name is Ines.", "I'm Ines.")."""
-    names = {m.group(1) for m in _GIVEN_NAME.finditer(stated)}
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", stated):
-        if (named := names_themselves(sentence.strip())) is not None:
-            names.add(named.group(1) or named.group(2))
-    return names
+    return {m.group(1) for m in _GIVEN_NAME.finditer(stated)} | introduced_names(stated)
 
 
 @functools.lru_cache(maxsize=256)
@@ -429,6 +425,24 @@ def cues_to_the_user(reply: str, stated: str) -> str:
     )
 
 
+def intros_to_the_user(reply: str, stated: str) -> str:
+    """``reply`` without the user's self-introduction copied as the agent's.
+
+    The model answers "Hello! Amara speaking." with "Hello! Amara speaking.": the agent
+    introducing itself as the user. A reply sentence that introduces someone by a name the
+    user gave themselves (`user_names`) greets them instead ("Nice to meet you, Amara!").
+    """
+    names = user_names(stated)
+    if not names:
+        return reply
+    out = []
+    for index, part in enumerate(_SENTENCE.split(reply)):
+        named = names_themselves(part.strip()) if index % 2 == 0 else None
+        name = (named.group(1) or named.group(2)) if named is not None else None
+        out.append(f"Nice to meet you, {name}!" if name in names else part)
+    return "".join(out)
+
+
 _NO_FACT = AGENT_WORDS | FUNCTION_WORDS | ANSWER_WORDS
 _KIN_STEMS = frozenset(topic_stems(" ".join(KIN)))
 
@@ -554,15 +568,22 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
     if question is None:
         return None
     echo = not is_memory_question(question)
-    if echo and (question.rstrip().endswith("?") or not _FIRST_PERSON.search(question)):
+    if echo and (
+        question.rstrip().endswith("?")
+        or not (_FIRST_PERSON.search(question) or user_names(question))
+    ):
         return None
     stated = question if echo else stated_text(prompt, question)
     if echo:
-        return ReplyVoice(lambda text: to_the_user(text, "", stated, echo=True), True)
+
+        def news(text: str) -> str:
+            return intros_to_the_user(to_the_user(text, "", stated, echo=True), stated)
+
+        return ReplyVoice(news, True)
 
     def answer(text: str) -> str:
         said = cues_to_the_user(to_the_user(text, question, stated), stated)
-        return answer_only(said, question, stated)
+        return answer_only(intros_to_the_user(said, stated), question, stated)
 
     return ReplyVoice(answer, False)
 

@@ -542,3 +542,25 @@ def test_an_answer_copying_the_users_cue_from_a_search_result_is_repaired() -> N
     assert reply.tool_calls[0]["args"]["message"] == (
         "You fix boats for a living, like you told me."
     )
+
+
+@pytest.mark.parametrize(
+    ("user_text", "model_says", "expected"),
+    [
+        ("Hello! Amara speaking.", "Hello! Amara speaking.", "Hello! Nice to meet you, Amara!"),
+        (
+            "Hi there, Chen here.",
+            "Chen here. How can I help?",
+            "Nice to meet you, Chen! How can I help?",
+        ),
+        (
+            "Hi, I'm Ada. I love the colour teal.",
+            "Hi Ada! Nice to meet you.",
+            "Hi Ada! Nice to meet you.",
+        ),
+    ],
+)
+def test_the_users_introduction_copied_as_the_agents_greets_them(
+    user_text: str, model_says: str, expected: str
+) -> None:
+    assert _reply_to(user_text, model_says) == expected
