@@ -337,6 +337,20 @@ _SAME_FORM = frozenset(
 """Verbs that keep their form after "I" and "user" (modal verbs and irregular pasts):
 "I grew up in Turin" is "Grew up in Turin", never "Grews"."""
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "don't": "doesn't"}
+_MODALS = frozenset("can could will would should must may might".split())
+
+
+def tells_without_i(message: str) -> bool:
+    """Whether the user tells something they did with the "I" left out ("Missed the last
+    tram and had to walk home.", "Spilled soup on my shirt."): the message opens on a verb
+    in the past."""
+    sentences = _sentences(message)
+    first = sentences[0].split(" ", 1)[0].lower().strip(".,!") if sentences else ""
+    return (
+        bool(first)
+        and first not in _MODALS
+        and (first in _SAME_FORM or (first.endswith("ed") and len(first) > 4))
+    )
 
 
 def _third_person(word: str) -> str:

@@ -42,7 +42,11 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langgraph_memgpt.prompts import HUMAN_BLOCK, without_time
-from langgraph_memgpt.small_model.core_gate import introduced_names, names_themselves
+from langgraph_memgpt.small_model.core_gate import (
+    introduced_names,
+    names_themselves,
+    tells_without_i,
+)
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -570,7 +574,7 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
     echo = not is_memory_question(question)
     if echo and (
         question.rstrip().endswith("?")
-        or not (_FIRST_PERSON.search(question) or user_names(question))
+        or not (_FIRST_PERSON.search(question) or user_names(question) or tells_without_i(question))
     ):
         return None
     stated = question if echo else stated_text(prompt, question)

@@ -564,3 +564,11 @@ def test_the_users_introduction_copied_as_the_agents_greets_them(
     user_text: str, model_says: str, expected: str
 ) -> None:
     assert _reply_to(user_text, model_says) == expected
+
+
+def test_news_told_without_its_i_copied_as_the_agents_is_said_to_the_user() -> None:
+    said = _reply_to(
+        "Missed the last ferry and had to take a taxi.",
+        "Oh no, I missed the last ferry and had to take a taxi.",
+    )
+    assert said == "Oh no, you missed the last ferry and had to take a taxi."
