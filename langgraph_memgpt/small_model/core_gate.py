@@ -341,9 +341,11 @@ _MODALS = frozenset("can could will would should must may might".split())
 
 
 def tells_without_i(message: str) -> bool:
-    """Whether the user tells something they did with the "I" left out ("Missed the last
-    tram and had to walk home.", "Spilled soup on my shirt."): the message opens on a verb
-    in the past."""
+    """Whether the user tells something they did with the "I" left out.
+
+    "Missed the last tram and had to walk home.", "Spilled soup on my shirt.": the message
+    opens on a verb in the past.
+    """
     sentences = _sentences(message)
     first = sentences[0].split(" ", 1)[0].lower().strip(".,!") if sentences else ""
     return (
