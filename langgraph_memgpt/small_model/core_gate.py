@@ -517,9 +517,15 @@ def held_already(note: str, lines: Iterable[str]) -> str | None:
     if not stems:
         return None
     for line in lines:
-        if line.strip() and 2 * len(stems & _roots(line)) >= len(stems):
+        held = _roots(line)
+        if line.strip() and 2 * sum(_meets(root, held) for root in stems) >= len(stems):
             return line
     return None
+
+
+def _meets(root: str, roots: set[str]) -> bool:
+    """Whether ``root`` is one of ``roots`` or a short form of one ("vet", "veterinarian")."""
+    return root in roots or (len(root) >= 3 and any(r.startswith(root) for r in roots))
 
 
 def _roots(text: str) -> set[str]:

@@ -311,6 +311,11 @@ def _seeded(tmp_path: Path, *lines: str) -> None:
             "Just reminding you, I'm diabetic.",
             "Just reminding you, I'm diabetic.",
         ),
+        (  # a short form of a word the line holds
+            "Veterinarian, treats cats and dogs.",
+            "As I told you, I'm a vet.",
+            "As user told you, user is a vet.",
+        ),
         (  # the cue opens the message, after the time the loop stamps on it
             "Can't have gluten, has coeliac disease.",
             "Remember, no gluten for me.",
