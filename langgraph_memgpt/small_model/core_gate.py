@@ -477,12 +477,17 @@ def drop_ungrounded_notes(
 _USERS_VOICE = re.compile(r"^\s*(i|i['\u2019](m|ve|d|ll)|my|we|we['\u2019](re|ve)|our)\b", re.I)
 
 
-def in_users_voice(note: str) -> bool:
-    """Whether a ``human`` note opens in the first person: the user's words copied as said.
+_USERS_MY = re.compile(r"\b(?:my|mine)\b", re.IGNORECASE)
 
-    Only the opening counts: "User told me they love teal" is the agent's "me".
+
+def in_users_voice(note: str) -> bool:
+    """Whether a ``human`` note speaks in the user's first person: their words copied.
+
+    It opens in the first person, or says "my" anywhere ("Training for my first marathon"):
+    in ``human`` that is the user's. A "me" alone is not: "User told me they love teal" is
+    the agent's "me".
     """
-    return bool(_USERS_VOICE.match(note))
+    return bool(_USERS_VOICE.match(note) or _USERS_MY.search(note))
 
 
 _RESTATING = re.compile(

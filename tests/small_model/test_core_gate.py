@@ -280,6 +280,12 @@ def test_a_note_copying_the_users_words_is_kept_in_the_third_person(tmp_path: Pa
     assert DROPPED_FLAG not in step.additional_kwargs
 
 
+def test_a_note_with_the_users_my_inside_is_kept_in_the_third_person(tmp_path: Path) -> None:
+    said = "I'm training for my first triathlon in June."
+    human, _ = _turn(tmp_path, said, _append("Training for my first triathlon in June."))
+    assert human == "Training for user's first triathlon in June."
+
+
 def test_the_agents_own_me_in_a_note_is_left_alone(tmp_path: Path) -> None:
     note = "Told me they are allergic to hazelnuts."
     human, _ = _turn(tmp_path, "I'm allergic to hazelnuts.", _append(note))
