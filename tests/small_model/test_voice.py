@@ -381,9 +381,11 @@ def test_a_note_copied_without_its_subject_is_said_to_the_user(
     assert to_the_user(reply, question, NOTES) == expected
 
 
-def _streamed_small_step(model_writes: str, piece: int, said: str) -> tuple[AIMessage, list[str]]:
+def _streamed_small_step(
+    model_writes: str, piece: int, said: str, system: str | None = None
+) -> tuple[AIMessage, list[str]]:
     """The step streamed through the small model's policies: the merged message, and the
-    reply a UI shows after each chunk."""
+    reply a UI shows after each chunk. ``system``: a system message before ``said``."""
     inner = ScriptedChatModel.from_steps([model_writes])
     inner.stream_piece = piece
     model = LocalToolCallingChatModel(
@@ -391,7 +393,9 @@ def _streamed_small_step(model_writes: str, piece: int, said: str) -> tuple[AIMe
     )
     bound = model.bind_tools([send_message])
     prompt: list[BaseMessage] = [HumanMessage(said)]
-    step = ModelCall(prompt, ("send_message",))
+    if system is not None:
+        prompt.insert(0, SystemMessage(system))
+    step = ModelCall(prompt[-1:], ("send_message",))
     chunks = call_model(
         policies_for(ModelTraits.of(model)),
         step,
@@ -475,26 +479,12 @@ def test_a_streamed_answer_never_shows_a_recited_memory() -> None:
     """The reply streams sentence by sentence: a memory recited unasked is never shown."""
     reply = "You are allergic to hazelnuts. You keep recommending 'Middlemarch'. Take care!"
     calls = [{"name": "send_message", "arguments": {"message": reply}}]
-    inner = ScriptedChatModel.from_steps([json.dumps(calls)])
-    inner.stream_piece = 4
-    model = LocalToolCallingChatModel(inner=inner, reply_tool="send_message")
-    bound = model.bind_tools([send_message])
-    prompt: list[BaseMessage] = [
-        SystemMessage(
-            "<human>\nAllergic to hazelnuts.\nKeeps recommending 'Middlemarch'.\n</human>"
-        ),
-        HumanMessage("[2026-12-01 09:30 UTC] What am I allergic to?"),
-    ]
-    chunks = call_model(
-        policies_for(ModelTraits.of(model)),
-        ModelCall(prompt[1:], ("send_message",)),
-        lambda call: list(bound.stream(prompt, **call.options)),
+    merged, seen = _streamed_small_step(
+        json.dumps(calls),
+        4,
+        "[2026-12-01 09:30 UTC] What am I allergic to?",
+        system="<human>\nAllergic to hazelnuts.\nKeeps recommending 'Middlemarch'.\n</human>",
     )
-    merged = chunks[0]
-    seen: list[str] = []
-    for chunk in chunks[1:]:
-        merged = merged + chunk
-        seen.append(reply_so_far(merged) or "")
     final = "You are allergic to hazelnuts. Take care!"
     assert merged.tool_calls[-1]["args"]["message"] == final
     assert all(final.startswith(s) for s in seen if s), "nothing shown is taken back"
