@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
+from langgraph_memgpt.stores.duplicates import normalised
 from langgraph_memgpt.stores.mentions import ASKER_WEIGHT, asks_about_asker, asks_across_sessions
 from langgraph_memgpt.stores.ranking import (
     RARE_MATCHES,
@@ -115,6 +116,10 @@ class Tier:
     results over the threads (:func:`spread_sessions`): such questions need a message from
     each session, and one session's many close messages otherwise fill the page. (In
     "fts" or "vector" mode alone it lowered a BEAM dev chat, so they rank as they did.)"""
+    shows_repeats_once: bool = False
+    """Show a text said again word for word once, at its best rank (:func:`once_each`):
+    recall holds every message verbatim, and a message pasted or said in several sessions
+    otherwise takes a result for each copy."""
     neighbour_context: bool = False
     """Score each candidate also by its neighbours in its thread, at search time
     (:func:`neighbour_signals`). Recall indexes each message's context when it is written;
@@ -123,7 +128,12 @@ class Tier:
 
 
 RECALL = Tier(
-    "recall", RECALL_POOL, refuse_vector_mode=True, matches_only=True, spreads_sessions=True
+    "recall",
+    RECALL_POOL,
+    refuse_vector_mode=True,
+    matches_only=True,
+    spreads_sessions=True,
+    shows_repeats_once=True,
 )
 ARCHIVAL = Tier(
     "archival", ARCHIVAL_POOL, refuse_vector_mode=False, matches_only=False, neighbour_context=True
@@ -455,10 +465,49 @@ def hybrid_search(
     if tier.spreads_sessions and mode == "hybrid" and asks_across_sessions(query):
         fused = spread_sessions(fused, source)
     total = len(fused) if total is None else max(total, len(fused))
-    window = fused[page * page_size : (page + 1) * page_size]
-    found = source.fetch([key for key, _ in window])
+    found: Mapping[int, T]
+    if tier.shows_repeats_once:
+        shown, found = once_each(fused, source, (page + 1) * page_size)
+        window = shown[page * page_size :]
+    else:
+        window = fused[page * page_size : (page + 1) * page_size]
+        found = source.fetch([key for key, _ in window])
     hits = [Hit(found[key], score) for key, score in window if key in found]
     return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
+
+
+def once_each(
+    fused: Sequence[tuple[int, float]], source: SignalSource[T], count: int
+) -> tuple[list[tuple[int, float]], dict[int, T]]:
+    """The first ``count`` of ``fused`` with each text once, and their items.
+
+    A text said again word for word (pasted twice, a greeting of every session, a note
+    repeated in many threads) ranks as high as the first time, and its copies would fill
+    the page with one result: the best-ranked copy stands for them all. Texts are compared
+    as `duplicates.normalised` (case, spacing and punctuation aside). Reads the items in
+    batches of ``count`` as it goes, so a page without repeats costs one read, as before.
+    """
+    shown: list[tuple[int, float]] = []
+    found: dict[int, T] = {}
+    seen: set[str] = set()
+    start = 0
+    while len(shown) < count and start < len(fused):
+        batch = fused[start : start + count]
+        start += count
+        items = source.fetch([key for key, _ in batch])
+        for key, score in batch:
+            item = items.get(key)
+            if item is None:
+                continue
+            text = normalised(source.text_of(item))
+            if text in seen:
+                continue
+            seen.add(text)
+            shown.append((key, score))
+            found[key] = item
+            if len(shown) == count:
+                break
+    return shown, found
 
 
 __all__ = [
@@ -475,6 +524,7 @@ __all__ = [
     "check_mode",
     "hybrid_search",
     "neighbour_signals",
+    "once_each",
     "spread_sessions",
 ]
 

@@ -771,7 +771,10 @@ def test_asking_again_does_not_bury_the_statement(hybrid: Recall) -> None:
     for mode in ("hybrid", "fts"):
         page = hybrid.search("ZX4417", mode=mode, page_size=7)
         assert ids(page)[0] == "agent-a-t1-0"
-        assert len(ids(page)) == 7
+        texts = [hit.item.text for hit in page.hits]
+        # each question asked three times takes one result (``search.once_each``)
+        assert all(texts.count(q) == 1 for q in set(questions))
+        assert len(texts) == len(set(texts)) >= 3
 
 
 def test_a_message_without_words_is_never_a_hit(recall: Recall) -> None:
@@ -842,10 +845,11 @@ def _neighbours_chat(long: bool) -> list[RecallMessage]:
     and two lone messages that each hold one query word once."""
     pad = _long if long else (lambda extra="", repeat=1: extra or "We just chatted a bit.")
     both = "The kiln glaze cracked in the kiln, and the glaze ran down the pot."
+    again = "The kiln glaze cracked in the kiln, and the glaze ran down the vase."
     return [
         msg(0, pad(both)),
         msg(1, pad("", 1) if long else "Oh no, that sounds frustrating!"),
-        msg(2, pad(both)),
+        msg(2, pad(again)),
         msg(3, pad("We saw a kiln at the museum."), thread="t2"),
         msg(4, pad("Someone mentioned a kiln once.", 2), thread="t3"),
     ]
@@ -916,3 +920,18 @@ def test_a_question_asks_across_conversations_by_its_words() -> None:
     assert not asks_across_sessions("What did I say about the bakery across the street?")
     assert not asks_across_sessions("What do I need in order to renew my passport?")
     assert not asks_across_sessions("When does my sprint end?")
+
+
+def test_a_message_said_again_word_for_word_takes_one_result(recall: Recall) -> None:
+    """A text pasted or said in several sessions ranks as high each time; its copies would
+    fill the page with one result. The best-ranked copy stands for them all
+    (``search.once_each``), on both backends, and the next page goes on after it."""
+    repeated = "Water the fig tree on the balcony twice a week."
+    recall.add([msg(n, repeated, thread=f"s{n}") for n in range(5)])
+    recall.add([msg(10, "The fig tree on the balcony has new leaves.", thread="s9")])
+    first = recall.search("fig tree balcony", mode="fts", page_size=2)
+    assert sorted(h.item.text for h in first.hits) == [
+        "The fig tree on the balcony has new leaves.",
+        repeated,
+    ]
+    assert recall.search("fig tree balcony", mode="fts", page_size=2, page=1).hits == []
