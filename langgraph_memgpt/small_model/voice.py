@@ -402,31 +402,37 @@ def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -
 
 
 _USERS_CUE = re.compile(
-    r"\b(?P<how>like|as) I(?P<have>['\u2019]ve)? (?P<verb>said|mentioned|told you)\b"
-    r"|\bI(?P<have2>['\u2019]ve)? (?P<already>already )?told you\b",
+    r"(?:,\s*)?\b(?:(?:like|as) I(?:['\u2019]ve)? (?:said|mentioned|told you)"
+    r"|I(?:['\u2019]ve)? (?:already )?told you)\b(?:\s*[,:;]\s*)?",
     re.IGNORECASE,
 )
-"""How a user marks a fact as told before ("like I said", "as I told you", "I've told you"):
-copied into an answer from what they stated, its "I" is theirs."""
-
-
-def _cue_to_the_user(match: re.Match[str]) -> str:
-    have = "'ve" if (match.group("have") or match.group("have2")) else ""
-    if match.group("how"):
-        verb = "told me" if match.group("verb").lower() == "told you" else match.group("verb")
-        return f"{match.group('how')} you{have} {verb}"
-    return f"you{have} {match.group('already') or ''}told me"
+"""How a user marks a fact as told before ("like I said", "as I told you", "I've told you"),
+with the comma around it: copied into an answer from what they stated, its "I" is theirs."""
 
 
 def cues_to_the_user(reply: str, stated: str) -> str:
-    """``reply`` with the user's own "like I said" said back as "like you said".
+    """``reply`` without the user's own "like I said" copied into it.
 
-    Only a cue the user's stated words hold: the agent may say "as I told you" of itself.
+    "You design bridges for a living, like I told you." answers with the user's reminder in
+    the agent's mouth; the answer is the same without it. Only a cue the user's stated
+    words hold: the agent may say "as I told you" of itself.
     """
-    said = {m.group(0).casefold() for m in _USERS_CUE.finditer(stated)}
-    return _USERS_CUE.sub(
-        lambda m: _cue_to_the_user(m) if m.group(0).casefold() in said else m.group(0), reply
-    )
+    said = {_cue_words(m.group(0)) for m in _USERS_CUE.finditer(stated)}
+
+    def drop(match: re.Match[str]) -> str:
+        if _cue_words(match.group(0)) not in said:
+            return match.group(0)
+        before, end = reply[: match.start()].rstrip(), match.end()
+        if not before or before[-1] in ".!?":  # it opened a sentence: the next word does
+            return ""
+        return "" if end == len(reply) or reply[end] in ".!?" else " "
+
+    out = _USERS_CUE.sub(drop, reply)
+    return re.sub(r"(^|[.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), out)
+
+
+def _cue_words(cue: str) -> str:
+    return " ".join(re.findall(r"[a-z']+", cue.casefold().replace("\u2019", "'")))
 
 
 def intros_to_the_user(reply: str, stated: str) -> str:

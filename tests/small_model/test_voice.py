@@ -491,16 +491,17 @@ def test_a_streamed_answer_never_shows_a_recited_memory() -> None:
     assert not any("Middlemarch" in s for s in seen)
 
 
-def test_the_users_like_i_said_copied_into_an_answer_is_said_to_them() -> None:
+def test_the_users_like_i_said_copied_into_an_answer_is_left_out() -> None:
     from langgraph_memgpt.small_model.voice import cues_to_the_user
 
     stated = "I fix boats for a living, like I told you.\nAs I said, I live on a barge."
     assert (
         cues_to_the_user("You fix boats for a living, like I told you.", stated)
-        == "You fix boats for a living, like you told me."
+        == "You fix boats for a living."
     )
-    assert cues_to_the_user("As I said, you live on a barge.", stated) == (
-        "As you said, you live on a barge."
+    assert cues_to_the_user("As I said, you live on a barge.", stated) == ("You live on a barge.")
+    assert cues_to_the_user("Sure. As I said, you live on a barge.", stated) == (
+        "Sure. You live on a barge."
     )
     # the agent's own "as I told you", with no such words of the user's, stays
     assert cues_to_the_user("As I mentioned, I can't browse.", stated) == (
@@ -529,9 +530,7 @@ def test_an_answer_copying_the_users_cue_from_a_search_result_is_repaired() -> N
         ),
     ]
     reply = _small_step(call, prompt)
-    assert reply.tool_calls[0]["args"]["message"] == (
-        "You fix boats for a living, like you told me."
-    )
+    assert reply.tool_calls[0]["args"]["message"] == "You fix boats for a living."
 
 
 @pytest.mark.parametrize(
