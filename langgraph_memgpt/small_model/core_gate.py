@@ -321,6 +321,39 @@ def _taken_from_a_fact(words: set[str], user_messages: Sequence[str]) -> bool:
     return from_fact
 
 
+_THEIR_PERSON = re.compile(
+    rf"\b(?i:my|our)\s+(?:[a-z]+\s+)?((?i:{_RELATION}))\s+([A-Z][\w'\u2019-]+)"
+)
+"""One of the user's people, named: "my wife Ngozi", "my younger brother Otto"."""
+
+
+def whole_note(note: str, user_messages: Sequence[str]) -> str:
+    """``note``, or the user's sentence it came from when the note lost whom it is about.
+
+    The model notes "My wife Ngozi runs a bakery." as "Runs a bakery.": the fact is now the
+    user's own, and the wife and her name are gone. When the fact sentence holding most of
+    the note's words names one of the user's people and the note has neither the relation
+    nor the name, the note becomes that sentence in the third person.
+    """
+    words = topic_stems(note)
+    best, source = 0, None
+    for said in user_messages:
+        for sentence in _sentences(said):
+            shared = len(words & topic_stems(sentence))
+            if shared > best and _states_a_fact(sentence):
+                best, source = shared, sentence
+    person = _THEIR_PERSON.search(source) if source is not None else None
+    if source is None or person is None:
+        return note
+    relation, name = person.group(1).lower(), person.group(2).lower()
+    lowered = note.lower()
+    if re.search(rf"\b{re.escape(relation)}", lowered) or re.search(
+        rf"\b{re.escape(name)}", lowered
+    ):
+        return note
+    return third_person_note(source)
+
+
 _WE = re.compile(r"\b(we|we're|we've|us|our|ours)\b", re.IGNORECASE)
 _ADVERBS = frozenset(
     """just also really still usually always never recently finally now actually only often
@@ -461,7 +494,11 @@ def drop_ungrounded_notes(
             if not grounded_in_user_words(note, said):
                 dropped.append(note)
                 continue
-            if in_users_voice(note):
+            whole = whole_note(note, said)
+            if whole != note:
+                call = {**call, "args": {**call["args"], key: whole}}
+                revoiced = True
+            elif in_users_voice(note):
                 call = {**call, "args": {**call["args"], key: third_person_note(note)}}
                 revoiced = True
         kept.append(call)

@@ -286,6 +286,14 @@ def test_a_note_with_the_users_my_inside_is_kept_in_the_third_person(tmp_path: P
     assert human == "Training for user's first triathlon in June."
 
 
+def test_a_note_that_lost_whom_it_is_about_is_the_users_sentence(tmp_path: Path) -> None:
+    """ "Runs a bike shop." for "My husband Karl runs a bike shop." makes it the user's."""
+    human, _ = _turn(tmp_path, "My husband Karl runs a bike shop.", _append("Runs a bike shop."))
+    assert human == "User's husband Karl runs a bike shop."
+    human, _ = _turn(tmp_path, "My sister Noor is a pilot.", _append("Sister Noor is a pilot."))
+    assert human.splitlines()[-1] == "Sister Noor is a pilot."
+
+
 def test_the_agents_own_me_in_a_note_is_left_alone(tmp_path: Path) -> None:
     note = "Told me they are allergic to hazelnuts."
     human, _ = _turn(tmp_path, "I'm allergic to hazelnuts.", _append(note))
