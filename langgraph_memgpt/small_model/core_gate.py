@@ -287,14 +287,15 @@ def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
     """
     user_messages = list(user_messages)
     stems = topic_stems(note)
-    own = stems - _NOTE_FORM
     said_words = set().union(*(topic_stems(said) for said in user_messages))
     for part in [note, *_SENTENCES.split(note)]:  # the whole note, and each sentence of it
         words = topic_stems(part) - _NOTE_FORM
         if words and len(words & said_words) < MIN_SAID_SHARE * len(words):
             return False
-    if own and not _taken_from_a_fact(own, user_messages):
-        return False
+    for part in _SENTENCES.split(note):  # each sentence of it taken from a fact
+        words = topic_stems(part) - _NOTE_FORM
+        if words and not _taken_from_a_fact(words, user_messages):
+            return False
     for said in user_messages:
         if any(stems & topic_stems(sentence) for sentence in fact_sentences(said)):
             return True

@@ -248,6 +248,11 @@ def test_a_note_copied_from_small_talk_is_dropped_though_a_fact_shares_its_word(
     )
     assert human == "Works as a nurse at the clinic."
     assert step.additional_kwargs[DROPPED_FLAG] == ["The lift at work got stuck again."]
+    # nor is it kept by riding on a longer fact in the same note
+    said = "I work as a nurse at the children's clinic in town. The lift at work got stuck."
+    both = "Works as a nurse at the children's clinic in town. The lift at work got stuck."
+    _, step = _turn(tmp_path, said, _append(both))
+    assert step.additional_kwargs[DROPPED_FLAG] == [both]
 
 
 def test_a_paragraph_the_model_wrote_about_the_topic_is_not_a_note(tmp_path: Path) -> None:
