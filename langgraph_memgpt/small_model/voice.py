@@ -453,6 +453,35 @@ def intros_to_the_user(reply: str, stated: str) -> str:
     return "".join(out)
 
 
+DONT_KNOW = "I don't know: I have nothing about that in my memory."
+"""What the agent says when its memory has no answer (the instructions' own example)."""
+
+_ASKS_ABOUT_KIN = re.compile(rf"\b(?:my|our)\s+(?:\w+\s+)?({'|'.join(sorted(KIN))})\b", re.I)
+
+
+def not_the_user_as_kin(reply: str, question: str, stated: str) -> str:
+    """``reply`` without the user's own name given for one of their people.
+
+    Asked "What's my husband's name?" with no husband in memory, a 1.5B model answers with
+    the only name it holds: "Your husband's name is Hana." (Hana is the user). A sentence
+    naming the person asked about by the user's own name says `DONT_KNOW` instead.
+    """
+    asked = _ASKS_ABOUT_KIN.search(question)
+    names = user_names(stated) if asked else set()
+    if not names or any(re.search(rf"\b{re.escape(n)}\b", question) for n in names):
+        return reply
+    relation = asked.group(1).lower() if asked else ""
+    out = []
+    for index, part in enumerate(_SENTENCE.split(reply)):
+        wrong = (
+            index % 2 == 0
+            and relation in part.lower()
+            and any(re.search(rf"\b{re.escape(n)}\b", part) for n in names)
+        )
+        out.append(DONT_KNOW if wrong else part)
+    return "".join(out)
+
+
 _NO_FACT = AGENT_WORDS | FUNCTION_WORDS | ANSWER_WORDS
 _KIN_STEMS = frozenset(topic_stems(" ".join(KIN)))
 
@@ -593,7 +622,8 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
 
     def answer(text: str) -> str:
         said = cues_to_the_user(to_the_user(text, question, stated), stated)
-        return answer_only(intros_to_the_user(said, stated), question, stated)
+        said = not_the_user_as_kin(intros_to_the_user(said, stated), question, stated)
+        return answer_only(said, question, stated)
 
     return ReplyVoice(answer, False)
 

@@ -561,3 +561,32 @@ def test_news_told_without_its_i_copied_as_the_agents_is_said_to_the_user() -> N
         "Oh no, I missed the last ferry and had to take a taxi.",
     )
     assert said == "Oh no, you missed the last ferry and had to take a taxi."
+
+
+@pytest.mark.parametrize(
+    ("question", "model_says", "expected"),
+    [
+        (
+            "What's my husband's name?",
+            "Your husband's name is Ada.",
+            "I don't know: I have nothing about that in my memory.",
+        ),
+        (
+            "What is my daughter called?",
+            "Your daughter is called Ada. Anything else?",
+            "I don't know: I have nothing about that in my memory. Anything else?",
+        ),
+        ("What's my name?", "Your name is Ada.", "Your name is Ada."),
+    ],
+)
+def test_the_users_own_name_is_never_given_for_one_of_their_people(
+    question: str, model_says: str, expected: str
+) -> None:
+    """With no husband in memory the model names the only person it knows: the user."""
+    call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
+    prompt: list[BaseMessage] = [
+        SystemMessage("<human>\nName is Ada.\nAllergic to hazelnuts.\n</human>"),
+        HumanMessage(f"[2026-12-01 09:30 UTC] {question}"),
+    ]
+    reply = _small_step(call, prompt)
+    assert reply.tool_calls[0]["args"]["message"] == expected
