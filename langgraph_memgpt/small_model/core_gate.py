@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 
@@ -287,6 +288,7 @@ def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
     """
     user_messages = list(user_messages)
     stems = topic_stems(note)
+    sentences = _said(user_messages)
     said_words = set().union(*(topic_stems(said) for said in user_messages))
     for part in [note, *_SENTENCES.split(note)]:  # the whole note, and each sentence of it
         words = topic_stems(part) - _NOTE_FORM
@@ -294,32 +296,41 @@ def grounded_in_user_words(note: str, user_messages: Iterable[str]) -> bool:
             return False
     for part in _SENTENCES.split(note):  # each sentence of it taken from a fact
         words = topic_stems(part) - _NOTE_FORM
-        if words and not _taken_from_a_fact(words, user_messages):
+        closest = _closest(words, sentences)
+        if closest and not any(said.fact for said in closest):
             return False
-    for said in user_messages:
-        if any(stems & topic_stems(sentence) for sentence in fact_sentences(said)):
-            return True
-        if _gives_its_name(note, said):
-            return True
-    return False
+    if any(said.fact and stems & said.words for said in sentences):
+        return True
+    return any(_gives_its_name(note, said) for said in user_messages)
 
 
-def _taken_from_a_fact(words: set[str], user_messages: Sequence[str]) -> bool:
-    """Whether the user's sentences closest to a note (most of its words) hold a fact.
+@dataclass(frozen=True)
+class _Said:
+    """A sentence of the user in view, with its content words and whether it states a fact."""
 
-    A note copied from small talk ("The dishwasher at work flooded the floor") shares a
-    word with some fact sentence as often as not ("I work as a chef"); what it was taken
-    from is the sentence that holds most of its words. True when no sentence holds any.
+    text: str
+    words: set[str]
+    fact: bool
+
+
+def _said(user_messages: Iterable[str]) -> list[_Said]:
+    """Every sentence of ``user_messages``, read once for the rules that compare notes."""
+    return [
+        _Said(sentence, topic_stems(sentence), _states_a_fact(sentence))
+        for message in user_messages
+        for sentence in _sentences(message)
+    ]
+
+
+def _closest(words: set[str], sentences: Sequence[_Said]) -> list[_Said]:
+    """The sentences holding most of ``words`` (none when no sentence holds any), in order.
+
+    What a note was taken from: a note copied from small talk ("The dishwasher at work
+    flooded the floor") shares a word with some fact sentence as often as not ("I work
+    as a chef"), but most of its words with the sentence it copies.
     """
-    best, from_fact = 0, True
-    for said in user_messages:
-        for sentence in _sentences(said):
-            shared = len(words & topic_stems(sentence))
-            if shared > best:
-                best, from_fact = shared, _states_a_fact(sentence)
-            elif shared == best and shared:
-                from_fact = from_fact or _states_a_fact(sentence)
-    return from_fact
+    best = max((len(words & said.words) for said in sentences), default=0)
+    return [said for said in sentences if best and len(words & said.words) == best]
 
 
 _THEIR_PERSON = re.compile(
@@ -336,13 +347,8 @@ def whole_note(note: str, user_messages: Sequence[str]) -> str:
     the note's words names one of the user's people and the note has neither the relation
     nor the name, the note becomes that sentence in the third person.
     """
-    words = topic_stems(note)
-    best, source = 0, None
-    for said in user_messages:
-        for sentence in _sentences(said):
-            shared = len(words & topic_stems(sentence))
-            if shared > best and _states_a_fact(sentence):
-                best, source = shared, sentence
+    closest = _closest(topic_stems(note), [said for said in _said(user_messages) if said.fact])
+    source = closest[0].text if closest else None
     person = _THEIR_PERSON.search(source) if source is not None else None
     if source is None or person is None:
         return note
