@@ -6,7 +6,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-SYSTEM_INSTRUCTIONS = """\
+DONT_KNOW = "I don't know: I have nothing about that in my memory."
+"""What the agent says when its memory has no answer: the instructions' own example, and
+what the small model's answer repair says in place of a wrong one."""
+
+SYSTEM_INSTRUCTIONS = (
+    """\
 You are a MemGPT agent: a helpful assistant whose memory outlives each conversation.
 
 How you act
@@ -52,8 +57,11 @@ Examples (made up: never take these facts as the user's)
 - "What did I say about my car?" with nothing about a car in `human`: [{"name":
   "conversation_search", "arguments": {"query": "car"}}]
 - After a search that found nothing about it: [{"name": "send_message", "arguments":
-  {"message": "I don't know: I have nothing about that in my memory."}}]
+  {"message": \""""
+    + DONT_KNOW
+    + """\"}}]
 """
+)
 
 LEGACY_INSTRUCTIONS = """\
 You are a MemGPT agent: a persistent assistant whose memory outlives this conversation.

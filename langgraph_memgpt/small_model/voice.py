@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langgraph_memgpt.prompts import HUMAN_BLOCK, without_time
+from langgraph_memgpt.prompts import DONT_KNOW, HUMAN_BLOCK, without_time
 from langgraph_memgpt.small_model.core_gate import (
     introduced_names,
     names_themselves,
@@ -435,51 +435,54 @@ def _cue_words(cue: str) -> str:
     return " ".join(re.findall(r"[a-z']+", cue.casefold().replace("\u2019", "'")))
 
 
-def intros_to_the_user(reply: str, stated: str) -> str:
+def _each_sentence(reply: str, change: Callable[[str], str]) -> str:
+    """``reply`` with ``change`` applied to each of its sentences, the spaces between kept."""
+    parts = _SENTENCE.split(reply)
+    return "".join(part if index % 2 else change(part) for index, part in enumerate(parts))
+
+
+def intros_to_the_user(reply: str, names: set[str]) -> str:
     """``reply`` without the user's self-introduction copied as the agent's.
 
     The model answers "Hello! Amara speaking." with "Hello! Amara speaking.": the agent
-    introducing itself as the user. A reply sentence that introduces someone by a name the
-    user gave themselves (`user_names`) greets them instead ("Nice to meet you, Amara!").
+    introducing itself as the user. A reply sentence that introduces someone by one of the
+    ``names`` the user gave themselves (`user_names`) greets them instead ("Nice to meet
+    you, Amara!").
     """
-    names = user_names(stated)
-    if not names:
-        return reply
-    out = []
-    for index, part in enumerate(_SENTENCE.split(reply)):
-        named = names_themselves(part.strip()) if index % 2 == 0 else None
+
+    def greeted(sentence: str) -> str:
+        named = names_themselves(sentence.strip())
         name = (named.group(1) or named.group(2)) if named is not None else None
-        out.append(f"Nice to meet you, {name}!" if name in names else part)
-    return "".join(out)
+        return f"Nice to meet you, {name}!" if name in names else sentence
 
+    return _each_sentence(reply, greeted) if names else reply
 
-DONT_KNOW = "I don't know: I have nothing about that in my memory."
-"""What the agent says when its memory has no answer (the instructions' own example)."""
 
 _ASKS_ABOUT_KIN = re.compile(rf"\b(?:my|our)\s+(?:\w+\s+)?({'|'.join(sorted(KIN))})\b", re.I)
 
 
-def not_the_user_as_kin(reply: str, question: str, stated: str) -> str:
+def not_the_user_as_kin(reply: str, question: str, names: set[str]) -> str:
     """``reply`` without the user's own name given for one of their people.
 
     Asked "What's my husband's name?" with no husband in memory, a 1.5B model answers with
-    the only name it holds: "Your husband's name is Hana." (Hana is the user). A sentence
-    naming the person asked about by the user's own name says `DONT_KNOW` instead.
+    the only name it holds: "Your husband's name is Hana." (Hana is the user, one of the
+    ``names`` they gave themselves). A sentence naming the person asked about by the
+    user's own name says `prompts.DONT_KNOW` instead.
     """
     asked = _ASKS_ABOUT_KIN.search(question)
-    names = user_names(stated) if asked else set()
-    if not names or any(re.search(rf"\b{re.escape(n)}\b", question) for n in names):
+    if asked is None or not names or any(_names(n, question) for n in names):
         return reply
-    relation = asked.group(1).lower() if asked else ""
-    out = []
-    for index, part in enumerate(_SENTENCE.split(reply)):
-        wrong = (
-            index % 2 == 0
-            and relation in part.lower()
-            and any(re.search(rf"\b{re.escape(n)}\b", part) for n in names)
-        )
-        out.append(DONT_KNOW if wrong else part)
-    return "".join(out)
+    relation = asked.group(1).lower()
+
+    def checked(sentence: str) -> str:
+        wrong = relation in sentence.lower() and any(_names(n, sentence) for n in names)
+        return DONT_KNOW if wrong else sentence
+
+    return _each_sentence(reply, checked)
+
+
+def _names(name: str, text: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
 _NO_FACT = AGENT_WORDS | FUNCTION_WORDS | ANSWER_WORDS
@@ -613,16 +616,17 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
     ):
         return None
     stated = question if echo else stated_text(prompt, question)
+    names = user_names(stated)  # once, not at every streamed chunk
     if echo:
 
         def news(text: str) -> str:
-            return intros_to_the_user(to_the_user(text, "", stated, echo=True), stated)
+            return intros_to_the_user(to_the_user(text, "", stated, echo=True), names)
 
         return ReplyVoice(news, True)
 
     def answer(text: str) -> str:
         said = cues_to_the_user(to_the_user(text, question, stated), stated)
-        said = not_the_user_as_kin(intros_to_the_user(said, stated), question, stated)
+        said = not_the_user_as_kin(intros_to_the_user(said, names), question, names)
         return answer_only(said, question, stated)
 
     return ReplyVoice(answer, False)
