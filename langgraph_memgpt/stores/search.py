@@ -373,10 +373,11 @@ SPREAD_HEAD = 60
 
 def spread_sessions(
     fused: Sequence[tuple[int, float]], source: SignalSource[T]
-) -> list[tuple[int, float]]:
-    """``fused`` with its head reordered so that the threads take turns (MMR-like).
+) -> tuple[list[tuple[int, float]], Mapping[int, T]]:
+    """``fused`` with its head reordered so that the threads take turns, and its items.
 
-    Greedy: the next result is the one whose score, discounted by `SPREAD_DISCOUNT` for
+    The head's items are read to know their threads; the page is then taken from them.
+    Greedy (MMR-like): the next result is the one whose score, discounted by `SPREAD_DISCOUNT` for
     each result of its thread already taken, is highest; items without a thread are not
     discounted. Scores are kept as fused.
     """
@@ -398,7 +399,7 @@ def spread_sessions(
         thread = threads.get(best[0])
         if thread is not None:
             taken[thread] = taken.get(thread, 0) + 1
-    return spread + list(fused[SPREAD_HEAD:])
+    return spread + list(fused[SPREAD_HEAD:]), items
 
 
 def hybrid_search(
@@ -462,22 +463,26 @@ def hybrid_search(
         questions=search.questions(),
         matches_only=tier.matches_only and mode != "vector",
     )
+    read: Mapping[int, T] = {}
     if tier.spreads_sessions and mode == "hybrid" and asks_across_sessions(query):
-        fused = spread_sessions(fused, source)
+        fused, read = spread_sessions(fused, source)
     total = len(fused) if total is None else max(total, len(fused))
     found: Mapping[int, T]
     if tier.shows_repeats_once:
-        shown, found = once_each(fused, source, (page + 1) * page_size)
+        shown, found = once_each(fused, source, (page + 1) * page_size, read)
         window = shown[page * page_size :]
     else:
         window = fused[page * page_size : (page + 1) * page_size]
-        found = source.fetch([key for key, _ in window])
+        found = {**read, **source.fetch([key for key, _ in window if key not in read])}
     hits = [Hit(found[key], score) for key, score in window if key in found]
     return SearchPage(hits=hits, total=total, page=page, page_size=page_size)
 
 
 def once_each(
-    fused: Sequence[tuple[int, float]], source: SignalSource[T], count: int
+    fused: Sequence[tuple[int, float]],
+    source: SignalSource[T],
+    count: int,
+    read: Mapping[int, T] | None = None,
 ) -> tuple[list[tuple[int, float]], dict[int, T]]:
     """The first ``count`` of ``fused`` with each text once, and their items.
 
@@ -485,8 +490,10 @@ def once_each(
     repeated in many threads) ranks as high as the first time, and its copies would fill
     the page with one result: the best-ranked copy stands for them all. Texts are compared
     as `duplicates.normalised` (case, spacing and punctuation aside). Reads the items in
-    batches of ``count`` as it goes, so a page without repeats costs one read, as before.
+    batches of ``count`` as it goes, so a page without repeats costs one read, as before;
+    items already ``read`` (`spread_sessions` read the head) are not read again.
     """
+    read = read or {}
     shown: list[tuple[int, float]] = []
     found: dict[int, T] = {}
     seen: set[str] = set()
@@ -494,7 +501,8 @@ def once_each(
     while len(shown) < count and start < len(fused):
         batch = fused[start : start + count]
         start += count
-        items = source.fetch([key for key, _ in batch])
+        missing = [key for key, _ in batch if key not in read]
+        items = {**read, **(source.fetch(missing) if missing else {})}
         for key, score in batch:
             item = items.get(key)
             if item is None:
