@@ -125,34 +125,39 @@ def best_parts(
     # One sum per (item, part), then the best part of each item.
     keys, where = np.unique(owner * PART_SLOTS + part, return_inverse=True)
     per_part = np.bincount(where, weights=scores)
-    best: dict[int, float] = {}
-    for key, score in zip((keys // PART_SLOTS).tolist(), per_part.tolist(), strict=True):
-        if score > best.get(key, 0.0):
-            best[key] = score
-    return best
+    owners = keys // PART_SLOTS  # sorted, since the keys are
+    first = np.flatnonzero(np.diff(owners, prepend=-1))
+    best = np.maximum.reduceat(per_part, first)
+    kept = best > 0.0
+    return dict(zip(owners[first][kept].tolist(), best[kept].tolist(), strict=True))
 
 
 def best_kept_parts(
-    found: Sequence[tuple[int, NDArray[Any], float]], corpus: Corpus
+    found: Sequence[tuple[int, bytes, float]], dtype: np.dtype[Any], corpus: Corpus
 ) -> dict[int, float]:
     """Each item's best part score from counts kept when its text was written.
 
     ``found``: one entry per (item, term) the item's parts hold: the item, its
-    ``(part, count, part length)`` triples of the term (flat, any integer dtype: each
-    backend keeps them packed in its own byte order) and the term's :func:`bm25_idf`.
-    Scored by :func:`best_parts`, as counts made from the text at search time are
-    (:func:`best_part_scores`).
+    ``(part, count, part length)`` triples of the term as kept (flat 32-bit integers of
+    ``dtype``: each backend packs them in its own byte order) and the term's
+    :func:`bm25_idf`. Scored by :func:`best_parts`, as counts made from the text at
+    search time are (:func:`best_part_scores`). The packed rows are joined and read as
+    one array: a search reads thousands of them, and one array each cost more than the
+    scoring.
     """
     if not found:
         return {}
-    triples = np.concatenate([t for _, t, _ in found]).reshape(-1, 3).astype(np.int64)
-    sizes = [len(t) // 3 for _, t, _ in found]
+    triples = np.frombuffer(b"".join(p for _, p, _ in found), dtype=dtype)
+    triples = triples.reshape(-1, 3).astype(np.int64)
+    sizes = np.fromiter((len(p) // 12 for _, p, _ in found), dtype=np.int64, count=len(found))
+    owners = np.fromiter((item for item, _, _ in found), dtype=np.int64, count=len(found))
+    weights = np.fromiter((w for _, _, w in found), dtype=np.float64, count=len(found))
     return best_parts(
-        np.repeat([item for item, _, _ in found], sizes).astype(np.int64),
+        np.repeat(owners, sizes),
         triples[:, 0],
         triples[:, 1].astype(np.float64),
         triples[:, 2].astype(np.float64),
-        np.repeat([w for _, _, w in found], sizes).astype(np.float64),
+        np.repeat(weights, sizes),
         corpus,
     )
 

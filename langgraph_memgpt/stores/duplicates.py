@@ -65,6 +65,23 @@ def _punctuation(char: str) -> bool:
     return unicodedata.category(char).startswith("P")
 
 
+class _PunctuationAsSpace(dict[int, int | str]):
+    """A `str.translate` table that maps each punctuation code point to a space.
+
+    Filled as characters are first met (a search normalises every result's text, and
+    long messages made a per-character Python test the larger half of a word search);
+    it holds at most the code points the process has seen.
+    """
+
+    def __missing__(self, code: int) -> int | str:
+        value: int | str = " " if _punctuation(chr(code)) else code
+        self[code] = value
+        return value
+
+
+_PUNCTUATION_AS_SPACE = _PunctuationAsSpace()
+
+
 def normalised(text: str) -> str:
     """``text`` lower-cased, punctuation as spaces, spaces collapsed.
 
@@ -72,7 +89,7 @@ def normalised(text: str) -> str:
     text says ("I love 🍕" is not "I love 🍣"). Text of punctuation alone is kept as it is.
     """
     folded = text.casefold()
-    spaced = "".join(" " if _punctuation(c) else c for c in folded)
+    spaced = folded.translate(_PUNCTUATION_AS_SPACE)
     return " ".join(spaced.split()) or " ".join(folded.split())
 
 

@@ -401,12 +401,12 @@ def with_best_parts(
     if all(used[term].single for term in holders):  # read with their kept rows
         stale = long.stale & ids
         found = [
-            (item, np.frombuffer(packed, dtype=COUNTS), bm25_idf(used[term].documents, corpus))
+            (item, bytes(packed), bm25_idf(used[term].documents, corpus))
             for term, items in holders.items()
             for item in sorted(items - stale)
             if (packed := long.counts.get(term, {}).get(item))
         ]
-        best = best_kept_parts(found, corpus)
+        best = best_kept_parts(found, COUNTS, corpus)
     else:
         stale = ids
     if stale:

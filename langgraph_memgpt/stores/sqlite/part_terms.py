@@ -263,7 +263,7 @@ def kept_best_parts(
     holds of BM25's term score with its own length (``bm25.best_parts``).
     """
     source = SOURCES[fts_table]
-    found: list[tuple[int, np.ndarray, float]] = []  # (item, triples, weight)
+    found: list[tuple[int, bytes, float]] = []  # (item, packed triples, weight)
     for term, items in holders.items():
         if not items or term not in tokens:
             continue
@@ -272,10 +272,9 @@ def kept_best_parts(
             "AND term = ? AND item BETWEEN ? AND ?",
             (source.number, agent_id, tokens[term], min(items), max(items)),
         ).fetchall()
-        for item, packed in rows:
-            if int(item) in items:
-                found.append((int(item), np.frombuffer(packed, dtype=INT32), weights[term]))
-    return best_kept_parts(found, corpus)
+        weight = weights[term]
+        found.extend((item, packed, weight) for item, packed in rows if item in items)
+    return best_kept_parts(found, INT32, corpus)
 
 
 def with_best_parts(
