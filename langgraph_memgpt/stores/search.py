@@ -185,10 +185,11 @@ class SignalSource(Protocol[T]):
         """Whether the tier has an embedding model (no vector signal without one)."""
         ...
 
-    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+    def word_signals(self, terms: Sequence[str], neighbours: bool = True) -> list[dict[int, float]]:
         """One ``{id: BM25}`` map per word signal: the item's own words first.
 
-        Any others are read from the item's neighbours (a recall message's context).
+        Any others are read from the item's neighbours (a recall message's context), and
+        only when ``neighbours``: a search that would weigh them 0 does not pay for them.
         """
         ...
 
@@ -279,8 +280,10 @@ class _Search(Generic[T]):
         self._nearest: Callable[[], list[dict[int, float]]] | None = None
 
     def add_words(self) -> None:
-        own, *neighbours = self.source.word_signals(self.terms)
+        # In a memory of long messages the neighbours weigh 0: they are not read (at 1M
+        # tokens they were half of a words search), and match nothing.
         weight = neighbours_weight(self.source.long_share())
+        own, *neighbours = self.source.word_signals(self.terms, neighbours=weight > 0.0)
         self.signals += [Signal(own), *(Signal(scores, weight=weight) for scores in neighbours)]
         matches = self.source.term_matches(self.terms, RARE_MATCHES)
         self.rare = rare_term_matches(matches)

@@ -285,9 +285,11 @@ def test_archival_starts_its_walk_before_its_words_unless_the_query_names_a_tag(
     for name in ("word_signals", "begin_nearest"):
         method = getattr(ArchivalSignals, name)
 
-        def logged(self: Any, *args: Any, _name: str = name, _method: Any = method) -> Any:
+        def logged(
+            self: Any, *args: Any, _name: str = name, _method: Any = method, **kwargs: Any
+        ) -> Any:
             order.append(_name)
-            return _method(self, *args)
+            return _method(self, *args, **kwargs)
 
         monkeypatch.setattr(ArchivalSignals, name, logged)
     queries = {"recipe camera": "vectors first", "garden hiking": "words first"}

@@ -188,9 +188,9 @@ def test_archival_vectors_start_first_unless_the_query_names_a_tag(
             calls.append("vectors")
             return begin_nearest(self, vector, k)
 
-        def logged_words(self: _PgArchivalSignals, terms: Any) -> Any:
+        def logged_words(self: _PgArchivalSignals, terms: Any, neighbours: bool = True) -> Any:
             calls.append("words")
-            return word_signals(self, terms)
+            return word_signals(self, terms, neighbours)
 
         monkeypatch.setattr(TableSignals, "begin_nearest", logged_nearest)
         monkeypatch.setattr(_PgArchivalSignals, "word_signals", logged_words)

@@ -417,8 +417,8 @@ class _PgArchivalSignals(TableSignals):
         self._word_matches: set[int] = set()
         self._names_a_tag = TagNaming(self._agent_tags)
 
-    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
-        signals = super().word_signals(terms)
+    def word_signals(self, terms: Sequence[str], neighbours: bool = True) -> list[dict[int, float]]:
+        signals = super().word_signals(terms, neighbours)
         self._word_matches = set(signals[0])
         return signals
 

@@ -503,12 +503,13 @@ class TableSignals:
         self.approximate = memory._approximate
         self._matched: dict[str, list[int]] | None = None
 
-    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+    def word_signals(self, terms: Sequence[str], neighbours: bool = True) -> list[dict[int, float]]:
         """BM25 of each word signal's column, a long text's raised to its best part's.
 
         See ``stores.bm25`` and ``part_terms.with_best_parts``. The first column is scored
         on the search's connection (its matches tell the rare terms, :meth:`term_matches`),
-        the others beside it on spare connections (``spare.begin``).
+        the others (the neighbours', only when ``neighbours``) beside it on spare
+        connections (``spare.begin``).
         """
         first: dict[str, list[int]] = {}
         self._matched = first
@@ -548,7 +549,8 @@ class TableSignals:
 
             return scores
 
-        tasks = [column_signal(i, columns) for i, columns in enumerate(self.words)]
+        columns = self.words if neighbours else self.words[:1]
+        tasks = [column_signal(i, column) for i, column in enumerate(columns)]
         others = spare.begin(self.pool, self.conn, tasks[1:])
         return [tasks[0](self.conn), *others()]
 

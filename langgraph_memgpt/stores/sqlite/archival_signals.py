@@ -62,7 +62,7 @@ class ArchivalSignals:
         self._word_matches: set[int] = set()
         self._names_a_tag = TagNaming(self._agent_tags)
 
-    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+    def word_signals(self, terms: Sequence[str], neighbours: bool = True) -> list[dict[int, float]]:
         """BM25 of the passage, a long one's raised to its best part's (``stores.bm25``)."""
         scores = bm25_with_parts(
             self.db,

@@ -71,17 +71,21 @@ class RecallSignals:
         self._allowed_read = False
         self._excluded_rows: list[int] | None = None
 
-    def word_signals(self, terms: Sequence[str]) -> list[dict[int, float]]:
+    def word_signals(self, terms: Sequence[str], neighbours: bool = True) -> list[dict[int, float]]:
         """BM25 of the message and of its context, a long message's raised to its best part's.
 
         Where that is higher (``stores.bm25``); so is a long message's context. The parts'
-        words were counted when the message was written (``part_terms``).
+        words were counted when the message was written (``part_terms``). The context only
+        when ``neighbours``.
         """
         by_message: dict[str, list[int]] = {}
         by_context: dict[str, list[int]] = {}
         message = bm25_scores(
             self.db, "recall_fts", "recall", terms, self.where, self.params, matched=by_message
         )
+        own = with_best_parts(self.db, "recall_fts", self.memory.agent_id, message, by_message)
+        if not neighbours:
+            return [own]
         context = bm25_scores(
             self.db,
             "recall_context_fts",
@@ -92,7 +96,7 @@ class RecallSignals:
             matched=by_context,
         )
         return [
-            with_best_parts(self.db, "recall_fts", self.memory.agent_id, message, by_message),
+            own,
             with_best_parts(
                 self.db, "recall_context_fts", self.memory.agent_id, context, by_context
             ),
