@@ -27,6 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCa
 
 from langgraph_memgpt.small_model.core_gate import (
     fact_sentences,
+    name_in,
     names_themselves,
     speaks_about_themselves,
     third_person_note,
@@ -44,7 +45,7 @@ def notes_for(message: str) -> list[str]:
     for sentence in fact_sentences(message):
         name = names_themselves(sentence)
         if name is not None:
-            notes.append(f"Name is {name.group(1) or name.group(2)}.")
+            notes.append(f"Name is {name_in(name)}.")
             rest = sentence[: name.start()] + sentence[name.end() :]
             if not speaks_about_themselves(rest) or len(topic_stems(rest)) < 2:
                 continue

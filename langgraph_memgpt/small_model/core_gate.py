@@ -35,9 +35,25 @@ _FIRST_PERSON = re.compile(
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _PASSING = re.compile(
     r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|just now|"
-    r"last night|yesterday|earlier|about to|brb|lol|lmao|omg|haha+|ugh)\b",
+    r"last night|yesterday|earlier|about to|brb|lol|lmao|omg|haha+|ugh|"
+    r"so (?:embarrassing|annoying|awkward)|nothing serious|luckily|thankfully|"
+    r"worst \w+ ever|of all (?:days|times))\b",
     re.IGNORECASE,
 )
+_COUNT = (
+    r"(?:about|nearly|almost|over|a good|a|an|half an?|a couple of|a few|\d+|one|two|three|"
+    r"four|five|ten|fifteen|twenty|thirty|forty|forty-five|fifty|sixty|ninety)"
+)
+_TIME_BOX = re.compile(
+    rf"\b(?:for|after|in)\s+(?:{_COUNT}\s+)+(?:seconds?|minutes?|mins?|hours?)\b"
+    r"(?!\s+(?:a|an|per|each|every)\b)"
+    r"|\ball (?:night|morning|afternoon|evening)(?: long)?\b"
+    r"|\b(?:minutes|hours) (?:straight|on end)\b",
+    re.IGNORECASE,
+)
+"""A span of minutes or hours, or a whole night or afternoon: the measure of an episode
+("stood outside for forty minutes", "hiccups for twenty minutes straight", "playing the
+accordion all afternoon"). A rate is not one ("eight hours a night")."""
 _DEGREE = (
     r"(?:(?:so|really|a bit|a little|kind of|kinda|pretty|very|super|totally|quite|rather|"
     r"just|absolutely|completely|too|bit)\s+)*"
@@ -76,16 +92,51 @@ _SMALL_TALK = re.compile(
 """What everyday small talk is about: the weather, getting about, a drink or a snack, a
 show watched, the neighbours, a small mishap. A sentence about one of them is passing
 unless it says something that lasts (`_LASTING`)."""
-_HABIT = r"always|every (?:day|morning|evening|night|week|weekend)|usually"
+_HABIT = (
+    r"always|every (?:day|morning|evening|night|week|weekend)|usually|"
+    r"(?:once|twice|\w+ times) a (?:day|week|month|year)"
+)
 _LASTING_CORE = (
     r"for a living|as a living|(?:i|we) (?:work|live|drive|teach|run|own)|allergic|"
     r"intoleran\w*|vegetarian|vegan|favou?rite|(?:i|we) (?:love|hate|prefer|"
     r"can['\u2019]?t (?:eat|have|drink)|don['\u2019]?t (?:eat|drink)|never (?:eat|drink))"
 )
 _LASTING = re.compile(rf"\b(?:{_HABIT}|{_LASTING_CORE})\b", re.IGNORECASE)
-_OWNERS_LASTING = re.compile(rf"\b(?:{_LASTING_CORE})\b", re.IGNORECASE)
+_OWNERS_LASTING = re.compile(
+    rf"\b(?:{_LASTING_CORE}|booked|scheduled|planned for)\b", re.IGNORECASE
+)
 """What lasts in a story about a thing: the user's own lasting ways, not the thing's
-habits ("My neighbour's parrot screams every morning" is still about the parrot)."""
+habits ("My neighbour's parrot screams every morning" is still about the parrot), and a
+plan ("My driving test is booked for March")."""
+_PAST_IRREGULAR = (
+    r"went|came|got|made|took|kept|gave|sent|brought|left|found|ate|drank|saw|heard|ran|"
+    r"fell|forgot|caught|threw|drove|flew|spent|rang|sat|stood|slept|woke|paid|"
+    r"cut|hit|put|shut|tore|bit|stuck|swam|sang|broke"
+)
+"""Irregular past tenses of everyday actions (not "had", "was", "met", "lost", "wrote",
+"won": those also tell lasting things, "I had surgery", "I wrote two novels")."""
+_PAST = (
+    rf"(?:{_PAST_IRREGULAR}"
+    r"|(?!(?:n|f|s|bl|br|sp|proc|succ|exc)eed\b)[a-z]{2,}ed)"
+)
+_EPISODE = re.compile(
+    rf"^(?:(?:i|we)\s+(?:just\s+|then\s+|finally\s+|accidentally\s+|nearly\s+)?)?"
+    rf"{_PAST}\b(?!\s+(?:is|are|was|were|has|have|and)\b)(?!['\u2019]s\b)",
+    re.IGNORECASE,
+)
+"""An episode: a sentence opening on a past action of the user's, with or without its
+"I" ("I stepped on a Lego brick", "Sent an email with a typo", "Left my keys in the
+door"). A name is no verb ("Fred is my husband")."""
+_BIOGRAPHY = re.compile(
+    r"\b(?:grew up|raised|brought up|studied|trained|qualified|graduated|worked|lived|"
+    r"used to|started|began|joined|signed up|enrolled|quit|gave up|stopped|switched|"
+    r"became|took up|converted|met (?:my )?(?:wife|husband|partner)|"
+    r"for (?:\w+ )?years|years ago|(?:since|in) (?:19|20)\d\d|since i was)\b",
+    re.IGNORECASE,
+)
+"""What a past tense tells for good: where the user grew up, studied or worked, the
+changes they made that last ("I started learning the harp", "I gave up meat"), and what
+is dated in years ("I ran a marathon in 2019", "I drove a taxi for ten years")."""
 _REGRET = re.compile(
     r"\b(?:i|we)\s+(?:should|shouldn['\u2019]t|could|would)(?:['\u2019]ve| have)\s+"
     r"(?!(?:mentioned|said|told)\b)\w+|\b(?:i|we) wish\b|\bif only\b",
@@ -140,23 +191,26 @@ _OWN = (
 _THINGS_SUBJECT = re.compile(
     rf"^(?:(?:the|a|an|this|that|these|those|some|somebody|someone|everyone|everybody|"
     rf"nobody|no one)\b|there(?:['\u2019]s| is| was| were)\b|"
-    rf"(?:my|our)\s+(?!(?:[\w'\u2019-]+\s+){{0,2}}(?:{_RELATION}|{_OWN})\b)[\w'\u2019-]+)",
+    rf"(?:my|our)\s+(?!(?:[\w'\u2019-]+\s+){{0,2}}(?:{_RELATION}|{_OWN})\b)[\w'\u2019-]+|"
+    rf"(?:my|our)\s+{_RELATION}['\u2019]s\s+"
+    rf"(?!(?:[\w'\u2019-]+\s+){{0,1}}(?:{_RELATION}|{_OWN})\b)[\w'\u2019-]+)",
     re.IGNORECASE,
 )
 """A sentence told about a thing, not about the user nor one of their people: "The parcel
 I ordered hasn't arrived", "There's a song stuck in my head", "My phone battery died",
 "Our team lost 3-1". The user is in it only as its owner or witness."""
 _USER_TOLD_OF = re.compile(
-    r"^[\w\s'\u2019,-]{0,40}?\b(?:and|&)\s+(?:i|me)\b"
+    rf"^(?:(?!(?:{_PAST}|is|are|was|were|has|have|had)\b)[\w'\u2019,-]+\s+){{1,4}}"
+    r"(?:and|&)\s+(?:i|me)\b"
     r"|\b(?:says?|said|told (?:me|us)|thinks?|confirmed|found out)\s+(?:that\s+)?(?:i|we)\b",
     re.IGNORECASE,
 )
 """A sentence opening on a thing or a person that is about the user all the same: they
-are part of its subject ("The kids and I moved to Leeds") or what is said of them is
-reported ("The doctor says I'm diabetic")."""
+are part of its subject ("The kids and I moved to Leeds", not "The clocks went back and I
+turned up early") or what is said of them is reported ("The doctor says I'm diabetic")."""
 _RELATION_EPISODE = re.compile(
-    rf"^(?:my|our)\s+{_RELATION}\s+(?:[a-z]+ed|called|rang|said|told|came|went|got|had|"
-    rf"was|were|did|made|took|kept|gave)\b",
+    rf"^(?:my|our)\s+{_RELATION}\s+(?:[a-z]+ed|called|said|told|had|was|were|did|"
+    rf"{_PAST_IRREGULAR})\b",
     re.IGNORECASE,
 )
 """One of the user's people in a passing episode, unnamed: "My sister called for an hour"
@@ -171,7 +225,11 @@ def passing(sentence: str) -> bool:
     befell the thing lasts (`_THING_EVENT`: stolen, sold); so is an unnamed person of
     theirs in an episode ("My sister called for an hour"). Otherwise:
     Day-scale time ("this morning", "last night", "about to") unless the sentence tells a
-    life event (`_LIFE_EVENT`: stolen, moved, married...), chat noise ("lol", "brb"), a
+    life event (`_LIFE_EVENT`: stolen, moved, married...), the measure of an episode
+    (`_TIME_BOX`: "for twenty minutes", "all night"), a past action told as an episode
+    (`_EPISODE`: "I stepped on a Lego brick", "Sent an email with a typo") unless it tells
+    where the user grew up or worked or a change that lasts (`_BIOGRAPHY`), an
+    anecdote's aside ("nothing serious", "luckily"), chat noise ("lol", "brb"), a
     state of the body or mood ("I'm starving", "my knee is sore"; "tired *of* something"
     lasts), a musing as the whole point ("I think it'll rain", "I need a nap"), or
     everyday small talk (`_SMALL_TALK`: "My tea went cold", "Our neighbour was drilling")
@@ -190,6 +248,11 @@ def passing(sentence: str) -> bool:
         or _REGRET.search(sentence)
         or _MISHAP.search(sentence)
         or _AILMENT.search(sentence)
+        or (_TIME_BOX.search(sentence) and not _LASTING.search(sentence))
+        or (
+            _EPISODE.search(sentence)
+            and not (_LASTING.search(sentence) or _BIOGRAPHY.search(sentence))
+        )
         or (_SMALL_TALK.search(sentence) and not _LASTING.search(sentence))
     )
 
@@ -203,13 +266,22 @@ _LEAD = re.compile(
 )
 _NAME = re.compile(
     r"\b(?i:my name is|my name's|name's|call me|i'm|i am|this is)\s+([A-Z][\w'-]+)\s*[.!,]?\s*$"
-    r"|^([A-Z][\w'-]+) (?:here|speaking)\b",
+    r"|^([A-Z][\w'-]+) (?:here|speaking)\b"
+    r"|^([A-Z][\w'-]+)\s*,\s*(?i:nice|pleased|good|great|lovely) to meet you\b",
 )
 
 
 def names_themselves(sentence: str) -> re.Match[str] | None:
-    """The self-introduction in a sentence ("I'm Ada", "Name's Bram", "Dev here"), if any."""
+    """The self-introduction in a sentence, if any; `name_in` reads the name.
+
+    "I'm Ada", "Name's Bram", "Dev here", "Ada, nice to meet you".
+    """
     return _NAME.search(sentence)
+
+
+def name_in(introduction: re.Match[str]) -> str:
+    """The name a `names_themselves` match introduces."""
+    return next(group for group in introduction.groups() if group)
 
 
 def _sentences(message: str) -> list[str]:
@@ -225,7 +297,7 @@ def _sentences(message: str) -> list[str]:
 def introduced_names(text: str) -> set[str]:
     """The names the user introduces themselves by in ``text`` ("Hi there, Chen here.")."""
     found = (names_themselves(sentence) for sentence in _sentences(text))
-    return {m.group(1) or m.group(2) for m in found if m is not None}
+    return {name_in(m) for m in found if m is not None}
 
 
 def _states_a_fact(sentence: str) -> bool:

@@ -44,6 +44,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph_memgpt.prompts import DONT_KNOW, HUMAN_BLOCK, without_time
 from langgraph_memgpt.small_model.core_gate import (
     introduced_names,
+    name_in,
     names_themselves,
     tells_without_i,
 )
@@ -452,7 +453,7 @@ def intros_to_the_user(reply: str, names: set[str]) -> str:
 
     def greeted(sentence: str) -> str:
         named = names_themselves(sentence.strip())
-        name = (named.group(1) or named.group(2)) if named is not None else None
+        name = name_in(named) if named is not None else None
         return f"Nice to meet you, {name}!" if name in names else sentence
 
     return _each_sentence(reply, greeted) if names else reply

@@ -221,6 +221,57 @@ def test_lasting_statements_stay_facts(said: str) -> None:
     assert fact_sentences(said) == [said]
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        # the measure of an episode: minutes, hours, a whole night
+        "I waited at the bank for forty minutes.",
+        "We sat in the dentist's waiting room for an hour.",
+        "I've been sneezing for ten minutes straight.",
+        "The baby next door cried all night.",
+        # a past action told as an episode, with or without its "I"
+        "Burned the toast again, so annoying.",
+        "Grazed my knee on the pavement, nothing serious.",
+        "I left my umbrella at the cinema.",
+        # one of their people's things, or one of their people in an episode
+        "My brother's van broke down on the ring road.",
+        "My aunt sent me a video of her cat.",
+        # a thing's story with the user in a clause of its own
+        "The power went off and I lit some candles.",
+    ],
+)
+def test_an_episode_is_small_talk_however_it_is_told(said: str) -> None:
+    """What happened once, measured in minutes or told as a past action, is no fact about
+    the user (issue 46, third scenarios)."""
+    assert fact_sentences(said) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I grew up in Turin.",
+        "I studied law in Edinburgh.",
+        "I wrote two novels.",
+        "I started learning the cello this spring.",
+        "I gave up meat in 2019.",
+        "I drove a taxi for ten years.",
+        "I run for an hour every morning.",
+        "I swim twice a week.",
+        "My exam is booked for the 3rd of June.",
+        "My sister's husband Tom is a pilot.",
+        "Fred is my husband.",
+    ],
+)
+def test_a_past_or_a_plan_that_lasts_stays_a_fact(said: str) -> None:
+    """Where the user grew up or worked, a change that lasts, a habit measured in hours, a
+    plan booked for a date: facts, though told in the past or about a thing."""
+    assert fact_sentences(said) == [said]
+
+
+def test_a_name_given_with_nice_to_meet_you_is_a_name() -> None:
+    assert notes_for("Ahmed, nice to meet you.") == ["Name is Ahmed."]
+
+
 def test_an_irregular_past_keeps_its_form_in_the_third_person() -> None:
     assert third_person_note("I grew up in Turin.") == "Grew up in Turin."
     assert third_person_note("I wrote two novels.") == "Wrote two novels."
