@@ -462,21 +462,69 @@ def intros_to_the_user(reply: str, names: set[str]) -> str:
 _ASKS_ABOUT_KIN = re.compile(rf"\b(?:my|our)\s+(?:\w+\s+)?({'|'.join(sorted(KIN))})\b", re.I)
 
 
-def not_the_user_as_kin(reply: str, question: str, names: set[str]) -> str:
-    """``reply`` without the user's own name given for one of their people.
+_KIN_MEANS: dict[str, frozenset[str]] = {
+    word: frozenset(means.split())
+    for words, means in [
+        ("mother mum mom", "mother"),
+        ("father dad", "father"),
+        ("parent parents", "mother father"),
+        ("brother brothers", "brother"),
+        ("sister sisters", "sister"),
+        ("son sons stepson", "son"),
+        ("daughter daughters stepdaughter", "daughter"),
+        ("child children kid kids baby twin twins", "son daughter"),
+        ("wife", "wife"),
+        ("husband", "husband"),
+        ("partner spouse", "wife husband partner"),
+        ("boyfriend girlfriend fiance fiancee", "partner"),
+        ("grandma grandmother", "grandmother"),
+        ("grandpa grandfather", "grandfather"),
+        ("dog dogs puppy", "dog"),
+        ("cat cats kitten", "cat"),
+        ("pet pets", "dog cat pet"),
+    ]
+    for word in words.split()
+}
+"""Who a kin word can mean: "kids" can be a son, "partner" a wife; a wife is never a son."""
+
+
+def _can_be(asked: str, relation: str) -> bool:
+    """Whether someone introduced as ``relation`` can be the ``asked`` one of the user's."""
+    head = relation.split()[-1]
+    if asked not in _KIN_MEANS or head not in _KIN_MEANS:
+        return True  # a relation outside the table: no grounds to say no
+    return bool(_KIN_MEANS[asked] & _KIN_MEANS[head])
+
+
+def not_the_user_as_kin(
+    reply: str, question: str, names: set[str], known: dict[str, tuple[str, tuple[str, ...]]]
+) -> str:
+    """``reply`` without a name given for one of the user's people that is someone else's.
 
     Asked "What's my husband's name?" with no husband in memory, a 1.5B model answers with
-    the only name it holds: "Your husband's name is Hana." (Hana is the user, one of the
-    ``names`` they gave themselves). A sentence naming the person asked about by the
-    user's own name says `prompts.DONT_KNOW` instead.
+    a name it holds: the user's own ("Your husband's name is Hana.", Hana being one of the
+    ``names`` they gave themselves), or one of their people's ("Ngozi is your wife." for a
+    daughter, Ngozi being their wife in ``known``, `relatives`, and no one known can be a
+    daughter). Such a sentence says `prompts.DONT_KNOW` instead. When someone known can be
+    the one asked about ("kids" for a son, a relation outside `_KIN_MEANS`), the model's
+    other names are left alone.
     """
-    asked = _ASKS_ABOUT_KIN.search(question)
-    if asked is None or not names or any(_names(n, question) for n in names):
+    asked_about = _ASKS_ABOUT_KIN.search(question)
+    if asked_about is None:
         return reply
-    relation = asked.group(1).lower()
+    asked = asked_about.group(1).lower()
+    if any(_can_be(asked, relation.lower()) for relation, _ in known.values()):
+        others: set[str] = set()  # someone who can be the one asked about is known
+    else:
+        others = {name for name in known if not _names(name, question)}
+    own = {name for name in names if not _names(name, question)}
+    if not own and not others:
+        return reply
 
     def checked(sentence: str) -> str:
-        wrong = relation in sentence.lower() and any(_names(n, sentence) for n in names)
+        wrong = (asked in sentence.lower() and any(_names(n, sentence) for n in own)) or any(
+            _names(n, sentence) for n in others
+        )
         return DONT_KNOW if wrong else sentence
 
     return _each_sentence(reply, checked)
@@ -618,6 +666,7 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
         return None
     stated = question if echo else stated_text(prompt, question)
     names = user_names(stated)  # once, not at every streamed chunk
+    known = {} if echo else relatives(stated)
     if echo:
 
         def news(text: str) -> str:
@@ -627,7 +676,7 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
 
     def answer(text: str) -> str:
         said = cues_to_the_user(to_the_user(text, question, stated), stated)
-        said = not_the_user_as_kin(intros_to_the_user(said, names), question, names)
+        said = not_the_user_as_kin(intros_to_the_user(said, names), question, names, known)
         return answer_only(said, question, stated)
 
     return ReplyVoice(answer, False)

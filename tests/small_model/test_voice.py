@@ -590,3 +590,52 @@ def test_the_users_own_name_is_never_given_for_one_of_their_people(
     ]
     reply = _small_step(call, prompt)
     assert reply.tool_calls[0]["args"]["message"] == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "model_says", "expected"),
+    [
+        (
+            "What's my daughter's name?",
+            "Ngozi is your wife.",
+            "I don't know: I have nothing about that in my memory.",
+        ),
+        (
+            "What is my dad called?",
+            "Your dad is called Ngozi. Anything else?",
+            "I don't know: I have nothing about that in my memory. Anything else?",
+        ),
+        # someone known can be the one asked about: the model's answer stands
+        ("What's my partner's name?", "Your partner is Ngozi.", "Your partner is Ngozi."),
+        ("What's my wife called?", "Your wife is called Ngozi.", "Your wife is called Ngozi."),
+    ],
+)
+def test_one_of_their_people_is_never_given_for_another(
+    question: str, model_says: str, expected: str
+) -> None:
+    """Asked about a daughter it was never told of, the model names the one person it
+    knows: the wife. A wife is no daughter and no dad; a partner can be a wife."""
+    call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
+    prompt: list[BaseMessage] = [
+        SystemMessage("<human>\nName is Ada.\nWife Ngozi runs a bakery.\n</human>"),
+        HumanMessage(f"[2026-12-01 09:30 UTC] {question}"),
+    ]
+    reply = _small_step(call, prompt)
+    assert reply.tool_calls[0]["args"]["message"] == expected
+
+
+def test_a_known_relative_of_the_asked_kind_keeps_the_answer_that_names_others_too() -> None:
+    call = json.dumps(
+        [
+            {
+                "name": "send_message",
+                "arguments": {"message": "Your daughter is Yuki; your wife is Ngozi."},
+            }
+        ]
+    )
+    prompt: list[BaseMessage] = [
+        SystemMessage("<human>\nWife Ngozi runs a bakery.\nDaughter Yuki is five.\n</human>"),
+        HumanMessage("[2026-12-01 09:30 UTC] What's my daughter's name?"),
+    ]
+    reply = _small_step(call, prompt)
+    assert reply.tool_calls[0]["args"]["message"].startswith("Your daughter is Yuki")
