@@ -634,14 +634,38 @@ def held_already(note: str, lines: Iterable[str]) -> str | None:
     Only for a restated fact: a note that shares half its words with a line but comes
     without "like I said" may well update it ("Works at the hospital now").
     """
-    stems = _roots(_RESTATING.sub(" ", note)) - _NOTE_WORDS
+    text = _RESTATING.sub(" ", note)
+    stems = _roots(text) - _NOTE_WORDS
     if not stems:
         return None
+    who = _identities(text)
     for line in lines:
         held = _roots(line)
-        if line.strip() and 2 * sum(_meets(root, held) for root in stems) >= len(stems):
+        if not line.strip() or not who <= _identities(line):
+            continue
+        if 2 * sum(_meets(root, held) for root in stems) >= len(stems):
             return line
     return None
+
+
+_NAME_WORD = re.compile(
+    r"(?<![.!?:]\s)(?<![\"'\u2018\u201c])(?<!^)\b(?!I\b|I['\u2019])[A-Z][\w'\u2019-]+"
+)
+_NUMBER = re.compile(r"\b\d[\w.:/-]*")
+_KIN_WORD = re.compile(rf"\b{_RELATION}\b", re.IGNORECASE)
+
+
+def _identities(text: str) -> set[str]:
+    """What tells one fact from another of its kind: names, numbers and relations.
+
+    "Sister Anna lives in Leeds" is not "Sister Priya lives in Leeds", nor "Lives in York"
+    "Lives in Leeds", though half their words meet. A capitalised word opening a sentence
+    or a quote is no name.
+    """
+    names = {m.group(0).lower() for m in _NAME_WORD.finditer(text)}
+    numbers = {m.group(0) for m in _NUMBER.finditer(text)}
+    kin = {m.group(0).lower().rstrip("s") for m in _KIN_WORD.finditer(text)}
+    return names | numbers | kin
 
 
 def _meets(root: str, roots: set[str]) -> bool:

@@ -420,6 +420,33 @@ def test_a_fact_restated_with_something_new_or_told_as_news_is_kept(tmp_path: Pa
     assert "User's sister Noor lives in Oslo." in human
 
 
+@pytest.mark.parametrize(
+    ("held", "said", "note"),
+    [
+        (
+            "Sister Priya lives in Leeds.",
+            "Like I said, my sister Anna lives in Leeds.",
+            "Sister Anna lives in Leeds.",
+        ),
+        ("Lives in Leeds.", "As I told you, I live in York.", "Lives in York."),
+        ("Son Kwame is 7.", "Like I said, my son Kwame is 9.", "Son Kwame is 9."),
+        (
+            "Brother Omar lives in Cairo.",
+            "As I said, my uncle lives in Cairo.",
+            "Uncle lives in Cairo.",
+        ),
+    ],
+)
+def test_a_restated_fact_about_another_name_number_or_relative_is_kept(
+    tmp_path: Path, held: str, said: str, note: str
+) -> None:
+    """Half its words meet a held line, but a name, a number or a relative differs: it is
+    another fact (or a correction), not the held one again."""
+    _seeded(tmp_path, "Name is Ada.", held)
+    human, _ = _turn(tmp_path, said, _append(note))
+    assert note in human.splitlines()
+
+
 def test_a_restating_sentence_is_told_apart_from_news_and_requests() -> None:
     assert restates("I don't eat meat, remember, so no steak recipes please.")
     assert restates("As you know, I'm a nurse.")

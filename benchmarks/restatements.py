@@ -1,0 +1,74 @@
+"""Can meaning tell a fact said again in other words from a different fact? (issue 46)
+
+A ``human`` line that repeats a held fact in other words ("Has been vegan for ten years."
+beside "Doesn't eat any animal products at all.") shares no word with it, so the word rule
+(``core_gate.held_already``, ``stores.duplicates``) cannot catch it. This prints, for
+restatements from the scenario files and for pairs of *different* facts of one person, the
+word rule's verdict (the baseline) and the cosine of the embedded model (MiniLM), then the
+range of each: a cosine threshold could merge restatements only if every restatement sat
+above every pair of different facts.
+
+    python benchmarks/restatements.py
+"""
+
+from __future__ import annotations
+
+from _common import print_header
+
+from langgraph_memgpt.small_model.core_gate import held_already
+from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
+
+RESTATED = [
+    # (said again, the line held), from turn_scenarios_fresh.json and _third.json tune halves
+    ("I don't eat any animal products at all.", "Has been vegan for ten years."),
+    ("I spend my days getting injured athletes back on their feet.", "Is a physiotherapist."),
+    ("I grew up in Uzbekistan.", "From Samarkand originally."),
+    ("Fish and seafood are fine for me, just no chicken, beef or pork.", "Is pescatarian."),
+    ("Climbing is my thing, two evenings a week.", "Goes climbing twice a week."),
+    ("I spend my days looking after people's teeth.", "Is a dentist."),
+    ("I don't eat meat or fish.", "Is vegetarian."),
+    ("I do electrical work for a living.", "Works as an electrician."),
+]
+DIFFERENT = [
+    # (new fact, a different fact of the same person)
+    ("Lives in York.", "Lives in Leeds."),
+    ("Sister Anna lives in Leeds.", "Sister Priya lives in Leeds."),
+    ("Works as a nurse.", "Works as a pharmacist."),
+    ("Dislikes jazz.", "Likes jazz."),
+    ("Has a peanut allergy.", "Has asthma and carries an inhaler."),
+    ("Daughter Ada starts school in September.", "Son Kwame starts university in September."),
+    ("Goran is from Zagreb.", "Name is Goran."),
+    ("Brother Omar lives in Cairo.", "Older sister Farida lives with the user."),
+    ("Is allergic to shellfish.", "Allergic to penicillin."),
+]
+
+
+def main() -> None:
+    """Print each pair's word verdict and cosine, then the two ranges."""
+    print_header("restatements: words and meaning (benchmarks/restatements.py)")
+    model = MiniLMEmbeddings()
+    ranges: dict[str, list[float]] = {}
+    caught: dict[str, int] = {}
+    for kind, pairs in (("restated", RESTATED), ("different", DIFFERENT)):
+        print(f"\n{kind}: cosine  words-say-same  new | held")
+        for new, held in pairs:
+            vectors = model.embed_array([new, held])
+            cosine = float(vectors[0] @ vectors[1])
+            same = held_already(new, [held]) is not None
+            ranges.setdefault(kind, []).append(cosine)
+            caught[kind] = caught.get(kind, 0) + same
+            print(f"  {cosine:6.3f}  {'yes' if same else 'no ':3s}  {new} | {held}")
+    low, high = min(ranges["restated"]), max(ranges["different"])
+    print(
+        f"\nwords (baseline) call {caught['restated']}/{len(RESTATED)} restatements the same "
+        f"and {caught['different']}/{len(DIFFERENT)} different facts the same"
+    )
+    print(
+        f"meaning: restatements {low:.3f}..{max(ranges['restated']):.3f}, different facts "
+        f"{min(ranges['different']):.3f}..{high:.3f}: "
+        + ("a threshold separates them" if low > high else "no threshold separates them")
+    )
+
+
+if __name__ == "__main__":
+    main()
