@@ -181,11 +181,12 @@ def _named_forms(name: str) -> re.Pattern[str]:
     """The user's own name standing for them: possessive, or the subject of a verb.
 
     "Rosa is Ines' younger sister" is the user's sister said of someone else; the name
-    alone ("Thanks, Ines!") is the user addressed, and stays.
+    alone ("Thanks, Ines!") is the user addressed, and stays, as does "Ines's the name"
+    (its "'s" is "is").
     """
     verbs = "|".join(re.escape(v) for v in sorted(_USER_VERBS, key=len, reverse=True))
     return re.compile(
-        rf"\b{re.escape(name)}(?:(?P<own>['\u2019]s\b|(?<=s)['\u2019](?!\w))|"
+        rf"\b{re.escape(name)}(?:(?P<own>['\u2019]s\b(?!\s+(?:the|a|an)\b)|(?<=s)['\u2019](?!\w))|"
         rf"\s+(?P<adverbs>{_ADVERBS})(?P<verb>{verbs}|[a-z]+(?<!ss)(?<!us)(?<!is)s)\b)"
     )
 
@@ -472,7 +473,8 @@ _KIN_MEANS: dict[str, frozenset[str]] = {
         ("sister sisters", "sister"),
         ("son sons stepson", "son"),
         ("daughter daughters stepdaughter", "daughter"),
-        ("child children kid kids baby twin twins", "son daughter"),
+        ("child children kid kids baby", "son daughter"),
+        ("twin twins", "son daughter brother sister"),
         ("wife", "wife"),
         ("husband", "husband"),
         ("partner spouse", "wife husband partner"),
@@ -490,10 +492,11 @@ _KIN_MEANS: dict[str, frozenset[str]] = {
 
 def _can_be(asked: str, relation: str) -> bool:
     """Whether someone introduced as ``relation`` can be the ``asked`` one of the user's."""
-    head = relation.split()[-1]
-    if asked not in _KIN_MEANS or head not in _KIN_MEANS:
+    words = relation.split()
+    if asked not in _KIN_MEANS or not any(w in _KIN_MEANS for w in words):
         return True  # a relation outside the table: no grounds to say no
-    return bool(_KIN_MEANS[asked] & _KIN_MEANS[head])
+    # "twin brother" can be the twin or the brother asked about
+    return any(_KIN_MEANS[asked] & _KIN_MEANS[w] for w in words if w in _KIN_MEANS)
 
 
 def not_the_user_as_kin(
@@ -568,6 +571,42 @@ def answer_only(reply: str, question: str, stated: str) -> str:
             out.append(part)
         answered = answered or recites or on_topic
     return "".join(out)
+
+
+def said_to_them(reply: str, stated: str) -> str:
+    """``reply`` to a question about the user with the fact it gives said to them.
+
+    A 1.5B model answers with no person at all, in the words the user put it in ("Leilani's
+    the name.", "Caffeine is not allowed."): read aloud, it could be about anyone. The
+    first sentence that says something the user stated, with no "you" before it and no
+    person of its own, opens with "As you said, ". Judged on the sentences before it only,
+    as a reply streams.
+    """
+    stated_stems = topic_stems(stated)
+    names = set(_MID_SENTENCE_NAME.findall(stated))
+    done = False
+
+    def opened(sentence: str) -> str:
+        nonlocal done
+        if done or not sentence.strip():
+            return sentence
+        if _SECOND_PERSON.search(sentence) or DONT_KNOW in sentence:
+            done = True
+            return sentence
+        text = sentence.lstrip()
+        words = topic_stems(_unquoted(text)) - _NO_FACT
+        if text.endswith("?") or _FIRST_PERSON.search(text) or not words & stated_stems:
+            return sentence
+        done = True
+        first = re.sub(r"['\u2019]s$", "", text.split(" ", 1)[0].strip(".,!?:;"))
+        opening = text if first in names else text[:1].lower() + text[1:]
+        return sentence[: len(sentence) - len(text)] + "As you said, " + opening
+
+    return _each_sentence(reply, opened)
+
+
+_MID_SENTENCE_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w-]+", re.MULTILINE)
+"""A capitalised word not opening a sentence or a line: a name ("Wife Ngozi", "from Oslo")."""
 
 
 def user_question(prompt: Sequence[BaseMessage]) -> str | None:
@@ -677,7 +716,7 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
     def answer(text: str) -> str:
         said = cues_to_the_user(to_the_user(text, question, stated), stated)
         said = not_the_user_as_kin(intros_to_the_user(said, names), question, names, known)
-        return answer_only(said, question, stated)
+        return said_to_them(answer_only(said, question, stated), stated)
 
     return ReplyVoice(answer, False)
 

@@ -639,3 +639,45 @@ def test_a_known_relative_of_the_asked_kind_keeps_the_answer_that_names_others_t
     ]
     reply = _small_step(call, prompt)
     assert reply.tool_calls[0]["args"]["message"].startswith("Your daughter is Yuki")
+
+
+@pytest.mark.parametrize(
+    ("question", "model_says", "expected"),
+    [
+        ("What's my name?", "Leilani's the name.", "As you said, Leilani's the name."),
+        ("What can't I have?", "Caffeine is not allowed.", "As you said, caffeine is not allowed."),
+        (  # an opening that states nothing goes first, as it is
+            "What do I do for work?",
+            "Great question! A flower shop in Hilo, run by yourself.",
+            "Great question! A flower shop in Hilo, run by yourself.",
+        ),
+        ("What's my twin called?", "Keoni is your twin brother.", "Keoni is your twin brother."),
+    ],
+)
+def test_an_answer_in_no_person_is_said_to_the_user(
+    question: str, model_says: str, expected: str
+) -> None:
+    """A 1.5B model copies how the user put a fact ("Leilani's the name."): said back to
+    them, it says whose fact it is."""
+    call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
+    human = "Name is Leilani.\nCan't have caffeine, doctor's orders.\nTwin brother Keoni."
+    prompt: list[BaseMessage] = [
+        SystemMessage(f"<human>\n{human}\nRuns a flower shop in Hilo.\n</human>"),
+        HumanMessage(f"[2026-12-01 09:30 UTC] {question}"),
+    ]
+    reply = _small_step(call, prompt)
+    assert reply.tool_calls[0]["args"]["message"] == expected
+
+
+def test_a_streamed_answer_in_no_person_is_said_to_the_user_as_it_streams() -> None:
+    reply = "Caffeine is not allowed. Anything else?"
+    calls = [{"name": "send_message", "arguments": {"message": reply}}]
+    merged, seen = _streamed_small_step(
+        json.dumps(calls),
+        4,
+        "[2026-12-01 09:30 UTC] What can't I have?",
+        system="<human>\nCan't have caffeine, doctor's orders.\n</human>",
+    )
+    final = "As you said, caffeine is not allowed. Anything else?"
+    assert merged.tool_calls[-1]["args"]["message"] == final
+    assert all(final.startswith(s) for s in seen if s), "nothing shown is taken back"
