@@ -381,6 +381,17 @@ def test_a_note_copied_without_its_subject_is_said_to_the_user(
     assert to_the_user(reply, question, NOTES) == expected
 
 
+def _answered(human: str, question: str, model_says: str) -> str:
+    """The reply the small model's step sends, the model having said ``model_says`` to
+    ``question`` with ``human`` holding ``human``."""
+    call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
+    prompt: list[BaseMessage] = [
+        SystemMessage(f"<human>\n{human}\n</human>"),
+        HumanMessage(f"[2026-12-01 09:30 UTC] {question}"),
+    ]
+    return str(_small_step(call, prompt).tool_calls[0]["args"]["message"])
+
+
 def _streamed_small_step(
     model_writes: str, piece: int, said: str, system: str | None = None
 ) -> tuple[AIMessage, list[str]]:
@@ -583,13 +594,7 @@ def test_the_users_own_name_is_never_given_for_one_of_their_people(
     question: str, model_says: str, expected: str
 ) -> None:
     """With no husband in memory the model names the only person it knows: the user."""
-    call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
-    prompt: list[BaseMessage] = [
-        SystemMessage("<human>\nName is Ada.\nAllergic to hazelnuts.\n</human>"),
-        HumanMessage(f"[2026-12-01 09:30 UTC] {question}"),
-    ]
-    reply = _small_step(call, prompt)
-    assert reply.tool_calls[0]["args"]["message"] == expected
+    assert _answered("Name is Ada.\nAllergic to hazelnuts.", question, model_says) == expected
 
 
 @pytest.mark.parametrize(
@@ -615,30 +620,16 @@ def test_one_of_their_people_is_never_given_for_another(
 ) -> None:
     """Asked about a daughter it was never told of, the model names the one person it
     knows: the wife. A wife is no daughter and no dad; a partner can be a wife."""
-    call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
-    prompt: list[BaseMessage] = [
-        SystemMessage("<human>\nName is Ada.\nWife Ngozi runs a bakery.\n</human>"),
-        HumanMessage(f"[2026-12-01 09:30 UTC] {question}"),
-    ]
-    reply = _small_step(call, prompt)
-    assert reply.tool_calls[0]["args"]["message"] == expected
+    assert _answered("Name is Ada.\nWife Ngozi runs a bakery.", question, model_says) == expected
 
 
 def test_a_known_relative_of_the_asked_kind_keeps_the_answer_that_names_others_too() -> None:
-    call = json.dumps(
-        [
-            {
-                "name": "send_message",
-                "arguments": {"message": "Your daughter is Yuki; your wife is Ngozi."},
-            }
-        ]
+    said = _answered(
+        "Wife Ngozi runs a bakery.\nDaughter Yuki is five.",
+        "What's my daughter's name?",
+        "Your daughter is Yuki; your wife is Ngozi.",
     )
-    prompt: list[BaseMessage] = [
-        SystemMessage("<human>\nWife Ngozi runs a bakery.\nDaughter Yuki is five.\n</human>"),
-        HumanMessage("[2026-12-01 09:30 UTC] What's my daughter's name?"),
-    ]
-    reply = _small_step(call, prompt)
-    assert reply.tool_calls[0]["args"]["message"].startswith("Your daughter is Yuki")
+    assert said.startswith("Your daughter is Yuki")
 
 
 @pytest.mark.parametrize(
@@ -659,14 +650,8 @@ def test_an_answer_in_no_person_is_said_to_the_user(
 ) -> None:
     """A 1.5B model copies how the user put a fact ("Leilani's the name."): said back to
     them, it says whose fact it is."""
-    call = json.dumps([{"name": "send_message", "arguments": {"message": model_says}}])
     human = "Name is Leilani.\nCan't have caffeine, doctor's orders.\nTwin brother Keoni."
-    prompt: list[BaseMessage] = [
-        SystemMessage(f"<human>\n{human}\nRuns a flower shop in Hilo.\n</human>"),
-        HumanMessage(f"[2026-12-01 09:30 UTC] {question}"),
-    ]
-    reply = _small_step(call, prompt)
-    assert reply.tool_calls[0]["args"]["message"] == expected
+    assert _answered(f"{human}\nRuns a flower shop in Hilo.", question, model_says) == expected
 
 
 def test_a_streamed_answer_in_no_person_is_said_to_the_user_as_it_streams() -> None:
