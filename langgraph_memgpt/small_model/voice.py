@@ -117,6 +117,13 @@ ANSWER_WORDS = frozenset(
 """Stems of the words that open an answer ("Yes, ..."): they carry no fact either."""
 
 
+_COPIED_IDENTITY = re.compile(
+    rf"^\W*(?:(?:yes|yeah|oh|so|right)\W+)?i(?:{_APOSTROPHE}m|\s+am)\s+(?:an?\s+)?[\w-]+\W*$",
+    re.IGNORECASE,
+)
+"""The agent saying it is what the user just said they are, and nothing else."""
+
+
 def _says_a_stated_fact(sentence: str, question: str, stated: set[str], echo: bool) -> bool:
     own = topic_stems(sentence) - AGENT_WORDS - FUNCTION_WORDS - ANSWER_WORDS
     words = own - topic_stems(question)
@@ -131,7 +138,10 @@ def _says_a_stated_fact(sentence: str, question: str, stated: set[str], echo: bo
         )
     if echo:
         # Replying to news, the agent may well speak of itself ("I love jazz too"): only a
-        # sentence made of the user's words, two at least, is their statement copied.
+        # sentence made of the user's words, two at least, is their statement copied; or
+        # what they are, in their one word ("I'm pescatarian." -> "I'm a pescatarian.").
+        if len(words) == 1 and words <= stated and _COPIED_IDENTITY.match(sentence):
+            return True
         return len(words) >= 2 and 3 * len(words & stated) >= 2 * len(words)
     # A third is enough: "My favourite color is teal" holds one word of the fact ("teal")
     # beside words the user put otherwise ("love the colour").

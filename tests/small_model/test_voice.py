@@ -666,3 +666,23 @@ def test_a_streamed_answer_in_no_person_is_said_to_the_user_as_it_streams() -> N
     final = "As you said, caffeine is not allowed. Anything else?"
     assert merged.tool_calls[-1]["args"]["message"] == final
     assert all(final.startswith(s) for s in seen if s), "nothing shown is taken back"
+
+
+@pytest.mark.parametrize(
+    ("user_text", "model_says", "expected"),
+    [
+        ("I'm pescatarian.", "I'm a pescatarian.", "You're a pescatarian."),
+        (
+            "Bit flustered today. I'm a welder, by the way.",
+            "Yes, I am a welder.",
+            "Yes, you are a welder.",
+        ),
+        ("I'm a nurse.", "I'm glad you told me!", "I'm glad you told me!"),
+    ],
+)
+def test_what_the_user_is_in_one_word_copied_as_the_agents_is_said_to_them(
+    user_text: str, model_says: str, expected: str
+) -> None:
+    """Told "I'm pescatarian", the model says "I'm a pescatarian.": the user's fact, in its
+    one word, said as the agent's own."""
+    assert _reply_to(user_text, model_says) == expected
