@@ -26,6 +26,7 @@ from collections.abc import Collection, Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
 from langgraph_memgpt.small_model.core_gate import (
+    as_a_note,
     fact_sentences,
     name_in,
     names_themselves,
@@ -49,7 +50,7 @@ def notes_for(message: str) -> list[str]:
             rest = sentence[: name.start()] + sentence[name.end() :]
             if not speaks_about_themselves(rest) or len(topic_stems(rest)) < 2:
                 continue
-        notes.append(third_person_note(sentence))
+        notes.append(as_a_note(third_person_note(sentence)))
     return notes
 
 

@@ -549,6 +549,29 @@ def _human_note(call: ToolCall) -> tuple[str, str] | None:
     return None
 
 
+_LEADING_CUE = re.compile(
+    r"^\s*(?:(?:like|as)\s+(?:i|user|the user)(?:['\u2019]ve)?\s+(?:said|mentioned|told you)|"
+    r"as you know|remember)\s*[,:;-]?\s*",
+    re.IGNORECASE,
+)
+
+
+def as_a_note(note: str) -> str:
+    """``note`` as a line of ``human``, without a restating cue or a stray "?".
+
+    The user's "like I said" opening it is no part of the fact; a fact's "?" ("Is a
+    locksmith?" for "I'm a locksmith") is made a full stop. A question the user asked is
+    no fact: it still finds no fact sentence to ground it.
+    """
+    text = _LEADING_CUE.sub("", note, count=1)
+    if text != note and text[:1].islower():
+        text = text[:1].upper() + text[1:]
+    stripped = text.rstrip()
+    if stripped.endswith("?"):
+        text = stripped.rstrip("?").rstrip() + "."
+    return text if text.strip(" .") else note
+
+
 def drop_ungrounded_notes(
     message: AIMessage, prompt: Sequence[BaseMessage], edit_tools: Collection[str]
 ) -> AIMessage:
@@ -570,15 +593,17 @@ def drop_ungrounded_notes(
         written = _human_note(call) if call["name"] in edit_tools else None
         if written is not None:
             key, note = written
-            if not grounded_in_user_words(note, said):
+            plain = as_a_note(note)
+            if not grounded_in_user_words(plain, said):
                 dropped.append(note)
                 continue
-            whole = whole_note(note, said)
-            if whole != note:
-                call = {**call, "args": {**call["args"], key: whole}}
-                revoiced = True
-            elif in_users_voice(note):
-                call = {**call, "args": {**call["args"], key: third_person_note(note)}}
+            whole = whole_note(plain, said)
+            if whole != plain:
+                plain = whole
+            elif in_users_voice(plain):
+                plain = third_person_note(plain)
+            if plain != note:
+                call = {**call, "args": {**call["args"], key: plain}}
                 revoiced = True
         kept.append(call)
     if not dropped and not revoiced:

