@@ -101,9 +101,26 @@ _LASTING_CORE = (
     r"intoleran\w*|vegetarian|vegan|favou?rite|(?:i|we) (?:love|hate|prefer|"
     r"can['\u2019]?t (?:eat|have|drink)|don['\u2019]?t (?:eat|drink)|never (?:eat|drink))"
 )
-_LASTING = re.compile(rf"\b(?:{_HABIT}|{_LASTING_CORE})\b", re.IGNORECASE)
+_DURABLE = (
+    r"(?:for |been |lived here |had it )?(?:\d+|a few|several|many|two|three|four|five|six|"
+    r"seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty) years|years ago|"
+    r"since i was|ever since|all my life|(?:since|in) (?:19|20)\d\d"
+)
+"""A span of years: what has lasted ("I've had it since I was a kid", "we've lived here six
+years"), whatever else the sentence tells."""
+_LASTING = re.compile(rf"\b(?:{_HABIT}|{_LASTING_CORE}|{_DURABLE})\b", re.IGNORECASE)
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december)"
+)
+_DATED_PLAN = (
+    rf"(?:i['\u2019]m|i am|we['\u2019]re|we are)\s+\w+ing\b[^.!?]*\b(?:on|in)\s+"
+    rf"(?:the\s+\d+\w*\s+of\s+)?{_MONTH}"
+)
+"""The user's own plan for a date ("and I'm walking the Milford Track on the 8th of March")."""
 _OWNERS_LASTING = re.compile(
-    rf"\b(?:{_LASTING_CORE}|booked|scheduled|planned for)\b", re.IGNORECASE
+    rf"\b(?:{_LASTING_CORE}|{_DURABLE}|booked|scheduled|planned for|{_DATED_PLAN})\b",
+    re.IGNORECASE,
 )
 """What lasts in a story about a thing: the user's own lasting ways, not the thing's
 habits ("My neighbour's parrot screams every morning" is still about the parrot), and a
@@ -162,8 +179,9 @@ _AILMENT = re.compile(
 _RELATION = (
     r"(?:mother|mum|mom|father|dad|parents?|brother|sister|siblings?|sons?|daughters?|kids?|"
     r"children|child|baby|twins?|wife|husband|partner|girlfriend|boyfriend|fianc\w*|"
-    r"grand\w+|aunt|uncle|cousin|niece|nephew|family|in-laws?|best friend|friend|boss|"
-    r"colleague|flatmate|roommate|dog|cat|pet|horse)"
+    r"grand\w+|gran|granny|nana|nan|nanna|aunt|auntie|uncle|cousin|niece|nephew|"
+    r"god(?:son|daughter|mother|father|child)|step\w+|\w+-in-law|family|in-laws?|"
+    r"best friend|friend|boss|colleague|flatmate|roommate|dog|cat|pet|horse)"
 )
 _LIFE_EVENT = re.compile(
     rf"\b(?:stolen|lost (?:my|our) (?:job|home|house|{_RELATION})|broke (?:my|our)|broken|"
@@ -208,6 +226,12 @@ _USER_TOLD_OF = re.compile(
 """A sentence opening on a thing or a person that is about the user all the same: they
 are part of its subject ("The kids and I moved to Leeds", not "The clocks went back and I
 turned up early") or what is said of them is reported ("The doctor says I'm diabetic")."""
+_NAMED_RELATIVE = re.compile(
+    rf"\b(?i:my|our)\s+(?:(?i:older|younger|little|big|baby|twin|eldest|youngest)\s+)?"
+    rf"(?i:{_RELATION})\s*,?\s+[A-Z][\w'\u2019-]+"
+)
+"""One of the user's people, named ("with my daughter Aino"): a fact, whatever the episode
+it is told in."""
 _RELATION_EPISODE = re.compile(
     rf"^(?:my|our)\s+{_RELATION}\s+(?:[a-z]+ed|called|said|told|had|was|were|did|"
     rf"{_PAST_IRREGULAR})\b",
@@ -251,7 +275,11 @@ def passing(sentence: str) -> bool:
         or (_TIME_BOX.search(sentence) and not _LASTING.search(sentence))
         or (
             _EPISODE.search(sentence)
-            and not (_LASTING.search(sentence) or _BIOGRAPHY.search(sentence))
+            and not (
+                _LASTING.search(sentence)
+                or _BIOGRAPHY.search(sentence)
+                or _NAMED_RELATIVE.search(sentence)
+            )
         )
         or (_SMALL_TALK.search(sentence) and not _LASTING.search(sentence))
     )
@@ -266,7 +294,7 @@ _LEAD = re.compile(
 )
 _NAME = re.compile(
     r"\b(?i:my name is|my name's|name's|call me|i'm|i am|this is)\s+([A-Z][\w'-]+)\s*[.!,]?\s*$"
-    r"|^([A-Z][\w'-]+) (?:here|speaking)\b"
+    r"|^([A-Z][\w'-]+) (?:here|speaking|on this end|on the line)\b"
     r"|^([A-Z][\w'-]+)\s*,\s*(?i:nice|pleased|good|great|lovely) to meet you\b",
 )
 

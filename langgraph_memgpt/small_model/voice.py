@@ -177,13 +177,17 @@ _NOT_VERBS = frozenset(
 )
 
 _GIVEN_NAME = re.compile(
-    r"^[ \t-]*(?:(?i:user['\u2019]s)\s+)?(?i:name) is ([A-Z][\w'\u2019-]+)", re.M
+    r"^[ \t-]*(?:(?i:user['\u2019]s)\s+)?(?i:name) is ([A-Z][\w'\u2019-]+)"
+    r"|^[ \t-]*(?i:is) ([A-Z][\w'\u2019-]+)\s*[,.]"
+    r"|\b(?i:call|calls) (?i:user|me|them) ([A-Z][\w'\u2019-]+)",
+    re.M,
 )
 
 
 def user_names(stated: str) -> set[str]:
     """The names the user gave themselves in ``stated`` ("Name is Ines.", "I'm Ines.")."""
-    return {m.group(1) for m in _GIVEN_NAME.finditer(stated)} | introduced_names(stated)
+    given = {next(g for g in m.groups() if g) for m in _GIVEN_NAME.finditer(stated)}
+    return given | introduced_names(stated)
 
 
 @functools.lru_cache(maxsize=256)

@@ -268,8 +268,25 @@ def test_a_past_or_a_plan_that_lasts_stays_a_fact(said: str) -> None:
     assert fact_sentences(said) == [said]
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Went to the zoo last weekend with my son Tomas, his first time there.",
+        "My grandma Ines lives with us now.",
+        "My asthma flared up at the gym; I've had it since I was a kid.",
+        "The bins were not collected again; we've lived on this street ten years.",
+        "My sandals broke yesterday, and I'm hiking the West Highland Way in June!",
+    ],
+)
+def test_a_fact_told_inside_an_episode_stays_a_fact(said: str) -> None:
+    """A named relative, a span of years or a dated plan of the user's is a fact, though
+    the sentence tells an episode or a thing's story around it."""
+    assert fact_sentences(said) == [said]
+
+
 def test_a_name_given_with_nice_to_meet_you_is_a_name() -> None:
     assert notes_for("Ahmed, nice to meet you.") == ["Name is Ahmed."]
+    assert notes_for("Ana on this end, hello.") == ["Name is Ana."]
 
 
 def test_an_irregular_past_keeps_its_form_in_the_third_person() -> None:

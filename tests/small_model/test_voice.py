@@ -686,3 +686,11 @@ def test_what_the_user_is_in_one_word_copied_as_the_agents_is_said_to_them(
     """Told "I'm pescatarian", the model says "I'm a pescatarian.": the user's fact, in its
     one word, said as the agent's own."""
     assert _reply_to(user_text, model_says) == expected
+
+
+def test_a_name_the_user_goes_by_is_never_given_for_one_of_their_people() -> None:
+    """ "Is Thandiwe, but friends call user Thandi.": both are the user's names."""
+    human = "Is Thandiwe, but friends call user Thandi.\nAllergic to cats."
+    for name in ("Thandiwe", "Thandi"):
+        said = _answered(human, "What's my niece's name?", f"Your niece's name is {name}.")
+        assert said == "I don't know: I have nothing about that in my memory."
