@@ -4,9 +4,11 @@ A ``human`` line that repeats a held fact in other words ("Has been vegan for te
 beside "Doesn't eat any animal products at all.") shares no word with it, so the word rule
 (``core_gate.held_already``, ``stores.duplicates``) cannot catch it. This prints, for
 restatements from the scenario files and for pairs of *different* facts of one person, the
-word rule's verdict (the baseline) and the cosine of the embedded model (MiniLM), then the
-range of each: a cosine threshold could merge restatements only if every restatement sat
-above every pair of different facts.
+word rule's verdict (the baseline), the cosine of the embedded model (MiniLM) and the
+verdict of the shipped rule (``small_model.same_fact``: the cosine with guards on names,
+numbers, relatives, changes and negations), then the range of each: a cosine threshold
+alone could merge restatements only if every restatement sat above every pair of
+different facts.
 
     python benchmarks/restatements.py
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 from _common import print_header
 
 from langgraph_memgpt.small_model.core_gate import held_already
+from langgraph_memgpt.small_model.same_fact import same_fact
 from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 
 RESTATED = [
@@ -49,19 +52,29 @@ def main() -> None:
     model = MiniLMEmbeddings()
     ranges: dict[str, list[float]] = {}
     caught: dict[str, int] = {}
+    merged: dict[str, int] = {}
     for kind, pairs in (("restated", RESTATED), ("different", DIFFERENT)):
-        print(f"\n{kind}: cosine  words-say-same  new | held")
+        print(f"\n{kind}: cosine  words-say-same  same_fact  new | held")
         for new, held in pairs:
             vectors = model.embed_array([new, held])
             cosine = float(vectors[0] @ vectors[1])
             same = held_already(new, [held]) is not None
+            rule = same_fact(new, [held]) is not None
             ranges.setdefault(kind, []).append(cosine)
             caught[kind] = caught.get(kind, 0) + same
-            print(f"  {cosine:6.3f}  {'yes' if same else 'no ':3s}  {new} | {held}")
+            merged[kind] = merged.get(kind, 0) + rule
+            print(
+                f"  {cosine:6.3f}  {'yes' if same else 'no ':3s}  {'yes' if rule else 'no ':3s}"
+                f"  {new} | {held}"
+            )
     low, high = min(ranges["restated"]), max(ranges["different"])
     print(
         f"\nwords (baseline) call {caught['restated']}/{len(RESTATED)} restatements the same "
         f"and {caught['different']}/{len(DIFFERENT)} different facts the same"
+    )
+    print(
+        f"same_fact merges {merged['restated']}/{len(RESTATED)} restatements and "
+        f"{merged['different']}/{len(DIFFERENT)} different facts"
     )
     print(
         f"meaning: restatements {low:.3f}..{max(ranges['restated']):.3f}, different facts "

@@ -691,10 +691,10 @@ def held_already(note: str, lines: Iterable[str]) -> str | None:
     stems = _roots(text) - _NOTE_WORDS
     if not stems:
         return None
-    who = _identities(text)
+    who = identities(text)
     for line in lines:
         held = _roots(line)
-        if not line.strip() or not who <= _identities(line):
+        if not line.strip() or not who <= identities(line):
             continue
         if 2 * sum(_meets(root, held) for root in stems) >= len(stems):
             return line
@@ -708,7 +708,7 @@ _NUMBER = re.compile(r"\b\d[\w.:/-]*")
 _KIN_WORD = re.compile(rf"\b{_RELATION}\b", re.IGNORECASE)
 
 
-def _identities(text: str) -> set[str]:
+def identities(text: str) -> set[str]:
     """What tells one fact from another of its kind: names, numbers and relations.
 
     "Sister Anna lives in Leeds" is not "Sister Priya lives in Leeds", nor "Lives in York"
@@ -758,27 +758,41 @@ def human_lines(prompt: Sequence[BaseMessage]) -> list[str]:
 def drop_restated_notes(
     message: AIMessage, prompt: Sequence[BaseMessage], edit_tools: Collection[str]
 ) -> AIMessage:
-    """``message`` without its ``human`` notes of a fact the user restated and ``human`` holds.
+    """``message`` without its ``human`` notes of a fact ``human`` holds already.
 
     "By the way, I do electrical work for a living, like I said." beside "Works as an
-    electrician.": the user says it is a repeat, and the block has it (`human_lines`); a
-    second line in other words would be the same fact held twice. The dropped notes are
-    listed under `RESTATED_FLAG`. Only in the step answering such a message.
+    electrician.": the user says it is a repeat, and the block has it (`human_lines`) in
+    half its words (`held_already`); "Our home is in Izmir, right by the water." beside
+    "Lives in Izmir, in a flat near the sea." says it in other words, with nothing new
+    (`same_fact.same_fact`, any appended note). A second line would be the same fact held
+    twice. A replacement is an update, and stays. The dropped notes are listed under
+    `RESTATED_FLAG`.
     """
+    from langgraph_memgpt.small_model.same_fact import same_fact
+
+    appended = [
+        call
+        for call in message.tool_calls
+        if call["name"] in edit_tools and "content" in call["args"] and _human_note(call)
+    ]
+    if not appended:
+        return message
+    human = human_lines(prompt)
+    if not human:
+        return message
     said = next(
         (content_text(m) for m in reversed(prompt) if isinstance(m, HumanMessage) and not m.name),
         "",
     )
-    if not said or not restates(said):
-        return message
-    human = human_lines(prompt)  # read only for a message that says it repeats something
-    if not human:
-        return message
+    told_before = bool(said) and restates(said)
     kept: list[ToolCall] = []
     dropped: list[str] = []
     for call in message.tool_calls:
-        written = _human_note(call) if call["name"] in edit_tools else None
-        if written is not None and held_already(written[1], human) is not None:
+        written = _human_note(call) if any(call is c for c in appended) else None
+        if written is not None and (
+            (told_before and held_already(written[1], human) is not None)
+            or same_fact(written[1], human) is not None
+        ):
             dropped.append(written[1])
             continue
         kept.append(call)

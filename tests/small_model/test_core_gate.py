@@ -493,6 +493,60 @@ def test_a_question_the_user_asked_is_still_no_note() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("held", "said", "note"),
+    [
+        (
+            "Lives in Bergen, in a flat by the harbour.",
+            "Our home is in Bergen, right by the harbour.",
+            "Home is in Bergen, right by the harbour.",
+        ),
+        (
+            "Is training for the Oslo marathon in May.",
+            "I'm training for the Oslo marathon in May.",
+            "Trains for the Oslo marathon in May.",
+        ),
+    ],
+)
+def test_a_fact_said_again_in_other_words_is_not_noted_twice(
+    tmp_path: Path, held: str, said: str, note: str
+) -> None:
+    """No "like I said", few words in common, nothing new: the same fact, held once
+    (``same_fact``)."""
+    _seeded(tmp_path, "Name is Ada.", held)
+    human, step = _turn(tmp_path, said, _append(note))
+    assert human.splitlines() == ["Name is Ada.", held]
+    assert step.additional_kwargs[RESTATED_FLAG] == [note]
+
+
+@pytest.mark.parametrize(
+    ("held", "said", "note"),
+    [
+        (  # a change
+            "Loves the colour teal.",
+            "I don't love teal anymore, my favourite colour is orange now.",
+            "Doesn't love teal anymore, favourite colour is orange now.",
+        ),
+        (  # another person
+            "Sister Priya lives in Leeds.",
+            "My sister Anna lives in Leeds.",
+            "Sister Anna lives in Leeds.",
+        ),
+        (  # a negation
+            "Likes jazz.",
+            "I dislike jazz.",
+            "Dislikes jazz.",
+        ),
+    ],
+)
+def test_a_close_note_that_changes_negates_or_names_another_is_kept(
+    tmp_path: Path, held: str, said: str, note: str
+) -> None:
+    _seeded(tmp_path, "Name is Ada.", held)
+    human, _ = _turn(tmp_path, said, _append(note))
+    assert note in human.splitlines()
+
+
 def test_a_restating_sentence_is_told_apart_from_news_and_requests() -> None:
     assert restates("I don't eat meat, remember, so no steak recipes please.")
     assert restates("As you know, I'm a nurse.")
