@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 
 from langgraph_memgpt.prompts import HUMAN_BLOCK, without_time
+from langgraph_memgpt.small_model.people import RELATION as _RELATION
+from langgraph_memgpt.small_model.people import identities
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -176,13 +178,6 @@ _AILMENT = re.compile(
 )
 """A passing ailment, said with "a" ("I have a headache"); a lasting one is said without
 ("I have asthma", "I have coeliac disease")."""
-_RELATION = (
-    r"(?:mother|mum|mom|father|dad|parents?|brother|sister|siblings?|sons?|daughters?|kids?|"
-    r"children|child|baby|twins?|wife|husband|partner|girlfriend|boyfriend|fianc\w*|"
-    r"grand\w+|gran|granny|nana|nan|nanna|aunt|auntie|uncle|cousin|niece|nephew|"
-    r"god(?:son|daughter|mother|father|child)|step\w+|\w+-in-law|family|in-laws?|"
-    r"best friend|friend|boss|colleague|flatmate|roommate|dog|cat|pet|horse)"
-)
 _LIFE_EVENT = re.compile(
     rf"\b(?:stolen|lost (?:my|our) (?:job|home|house|{_RELATION})|broke (?:my|our)|broken|"
     r"married|engaged|divorced|born|died|passed away|"
@@ -699,26 +694,6 @@ def held_already(note: str, lines: Iterable[str]) -> str | None:
         if 2 * sum(_meets(root, held) for root in stems) >= len(stems):
             return line
     return None
-
-
-_NAME_WORD = re.compile(
-    r"(?<![.!?:]\s)(?<![\"'\u2018\u201c])(?<!^)\b(?!I\b|I['\u2019])[A-Z][\w'\u2019-]+"
-)
-_NUMBER = re.compile(r"\b\d[\w.:/-]*")
-_KIN_WORD = re.compile(rf"\b{_RELATION}\b", re.IGNORECASE)
-
-
-def identities(text: str) -> set[str]:
-    """What tells one fact from another of its kind: names, numbers and relations.
-
-    "Sister Anna lives in Leeds" is not "Sister Priya lives in Leeds", nor "Lives in York"
-    "Lives in Leeds", though half their words meet. A capitalised word opening a sentence
-    or a quote is no name.
-    """
-    names = {m.group(0).lower() for m in _NAME_WORD.finditer(text)}
-    numbers = {m.group(0) for m in _NUMBER.finditer(text)}
-    kin = {m.group(0).lower().rstrip("s") for m in _KIN_WORD.finditer(text)}
-    return names | numbers | kin
 
 
 def _meets(root: str, roots: set[str]) -> bool:

@@ -8,7 +8,7 @@ person close together ("Sister Anna lives in Leeds" / "Sister Priya lives in Lee
 "Likes jazz" / "Dislikes jazz" 0.80: ``benchmarks/restatements.py``). So a note is the same
 fact as a line only when, besides a cosine of at least `SAME_MEANING`:
 
-- every name, number and relative the note gives is in the line (`core_gate`'s identities);
+- every name, number and relative the note gives is in the line (`people.identities`);
 - it says nothing changed ("now", "anymore", "instead", "switched", "no longer");
 - it negates what the line negates, no more, no less ("doesn't", "dislikes", "never");
 - it does not say all the line says and more ("Allergic to nuts, especially peanuts." is
@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from langgraph_memgpt.small_model.people import identities
 from langgraph_memgpt.stores.duplicates import fact_words
 
 SAME_MEANING = 0.7
@@ -50,7 +51,6 @@ def _negations(text: str) -> int:
 
 def same_fact(note: str, lines: Sequence[str]) -> str | None:
     """The line of ``lines`` that ``note`` says again in other words, if one does."""
-    from langgraph_memgpt.small_model.core_gate import identities
     from langgraph_memgpt.stores.embeddings import MiniLMEmbeddings
 
     held = [line for line in lines if line.strip()]
