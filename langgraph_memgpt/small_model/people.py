@@ -1,7 +1,8 @@
 """Who a fact is about: the user's people, and what tells one fact from another.
 
-Their people by their relation, and a fact's names, numbers and relatives. Shared by the core gate (`core_gate`: whose sentence a note is, whether a restated note is
-a held line) and `same_fact` (whether a note in other words is a held line).
+Their people by their relation, and a fact's names, numbers and relatives. Shared by the
+core gate (`core_gate`: whose sentence a note is, whether a restated note is a held line)
+and `same_fact` (whether a note in other words is a held line).
 """
 
 from __future__ import annotations
