@@ -39,7 +39,7 @@ _PASSING = re.compile(
     r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|just now|"
     r"last night|yesterday|earlier|about to|brb|lol|lmao|omg|haha+|ugh|"
     r"so (?:embarrassing|annoying|awkward)|nothing serious|luckily|thankfully|"
-    r"worst \w+ ever|of all (?:days|times))\b",
+    r"worst \w+ ever|of all (?:days|times)|i['\u2019]?m off(?=\W*$))\b",
     re.IGNORECASE,
 )
 _COUNT = (
@@ -104,9 +104,10 @@ _LASTING_CORE = (
     r"can['\u2019]?t (?:eat|have|drink)|don['\u2019]?t (?:eat|drink)|never (?:eat|drink))"
 )
 _DURABLE = (
-    r"(?:for |been |lived here |had it )?(?:\d+|a few|several|many|two|three|four|five|six|"
-    r"seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty) years|years ago|"
-    r"since i was|ever since|all my life|(?:since|in) (?:19|20)\d\d"
+    r"(?:for|been|(?:lived|worked|had \w+)(?:\s+\w+){0,3}) (?:\d+|a few|several|many|two|"
+    r"three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty) "
+    r"years|years ago|since i was|since (?:he|she|they) (?:was|were)|ever since|all my life|"
+    r"(?:since|in) (?:19|20)\d\d"
 )
 """A span of years: what has lasted ("I've had it since I was a kid", "we've lived here six
 years"), whatever else the sentence tells."""
@@ -116,12 +117,19 @@ _MONTH = (
     r"december)"
 )
 _DATED_PLAN = (
-    rf"(?:i['\u2019]m|i am|we['\u2019]re|we are)\s+\w+ing\b[^.!?]*\b(?:on|in)\s+"
+    rf"(?:i['\u2019]m|i am|i was|we['\u2019]re|we are|we were)\s+\w+ing\b[^.!?]*\b"
+    rf"(?:on|in|for)\s+"
     rf"(?:the\s+\d+\w*\s+of\s+)?{_MONTH}"
 )
 """The user's own plan for a date ("and I'm walking the Milford Track on the 8th of March")."""
+_THEIR_PLACE = (
+    r"(?:our|my) (?:street|road|building|flat|house|town|city|village|neighbou?rhood) "
+    r"(?:in|of) (?-i:[A-Z])"
+)
+"""Where the user lives, told in passing ("on our street in Vancouver")."""
 _OWNERS_LASTING = re.compile(
-    rf"\b(?:{_LASTING_CORE}|{_DURABLE}|booked|scheduled|planned for|{_DATED_PLAN})\b",
+    rf"\b(?:{_LASTING_CORE}|{_DURABLE}|booked|scheduled|planned for|{_DATED_PLAN}|"
+    rf"{_THEIR_PLACE})",
     re.IGNORECASE,
 )
 """What lasts in a story about a thing: the user's own lasting ways, not the thing's
@@ -139,7 +147,7 @@ _PAST = (
     r"|(?!(?:n|f|s|bl|br|sp|proc|succ|exc)eed\b)[a-z]{2,}ed)"
 )
 _EPISODE = re.compile(
-    rf"^(?:(?:i|we)\s+(?:just\s+|then\s+|finally\s+|accidentally\s+|nearly\s+)?)?"
+    rf"^(?:(?:i|we)\s+)?(?:just\s+|then\s+|finally\s+|accidentally\s+|nearly\s+|almost\s+)?"
     rf"{_PAST}\b(?!\s+(?:is|are|was|were|has|have|and)\b)(?!['\u2019]s\b)",
     re.IGNORECASE,
 )
@@ -228,8 +236,9 @@ _NAMED_RELATIVE = re.compile(
 """One of the user's people, named ("with my daughter Aino"): a fact, whatever the episode
 it is told in."""
 _RELATION_EPISODE = re.compile(
-    rf"^(?:my|our)\s+{_RELATION}\s+(?:[a-z]+ed|called|said|told|had|was|were|did|"
-    rf"{_PAST_IRREGULAR})\b",
+    rf"^(?:my|our)\s+{_RELATION}\s+(?:just\s+|finally\s+|\w+ly\s+)?"
+    rf"(?:[a-z]+ed|called|said|told|had|was|were|did|has\s+(?:just\s+)?[a-z]+ed|"
+    rf"keeps?\s+\w+ing|{_PAST_IRREGULAR})\b",
     re.IGNORECASE,
 )
 """One of the user's people in a passing episode, unnamed: "My sister called for an hour"
@@ -254,6 +263,8 @@ def passing(sentence: str) -> bool:
     everyday small talk (`_SMALL_TALK`: "My tea went cold", "Our neighbour was drilling")
     that says nothing lasting: none of it belongs in every later prompt.
     """
+    if _NAMED_RELATIVE.search(sentence):
+        return bool(_MUSING.search(sentence))  # "with my son Radu": a person of theirs
     if _THINGS_SUBJECT.search(sentence) and not _USER_TOLD_OF.search(sentence):
         return not (_OWNERS_LASTING.search(sentence) or _THING_EVENT.search(sentence))
     if _LIFE_EVENT.search(sentence) and not _MOMENT_STATE.search(sentence):
@@ -270,11 +281,7 @@ def passing(sentence: str) -> bool:
         or (_TIME_BOX.search(sentence) and not _LASTING.search(sentence))
         or (
             _EPISODE.search(sentence)
-            and not (
-                _LASTING.search(sentence)
-                or _BIOGRAPHY.search(sentence)
-                or _NAMED_RELATIVE.search(sentence)
-            )
+            and not (_LASTING.search(sentence) or _BIOGRAPHY.search(sentence))
         )
         or (_SMALL_TALK.search(sentence) and not _LASTING.search(sentence))
     )
@@ -282,13 +289,15 @@ def passing(sentence: str) -> bool:
 
 _LEAD = re.compile(
     r"^\s*((hi|hello|hey|hiya|oh|ok|okay|so|and|also|anyway|actually|well|btw|fyi|yes|no|"
+    r"oh no|oh dear|yay|ha|haha|wow|ugh|aw|oops|phew|hooray|whoa|yikes|argh|gosh|ooh|right|"
     r"(?:good )?(?:morning|afternoon|evening))"
     r"(?: there)?\b[\s,!.:-]*|(just so you know|by the way|for the record|remember that|quick one)"
     r"\b[\s,!.:-]*|[\w' ]{1,20}:\s+)+",
     re.IGNORECASE,
 )
 _NAME = re.compile(
-    r"\b(?i:my name is|my name's|name's|call me|i'm|i am|this is)\s+([A-Z][\w'-]+)\s*[.!,]?\s*$"
+    r"\b(?i:my name is|my name's|name's|call me|calls me|i'm|i am|this is)\s+([A-Z][\w'-]+)"
+    r"\s*[.!,]?\s*$"
     r"|^([A-Z][\w'-]+) (?:here|speaking|on this end|on the line)\b"
     r"|^([A-Z][\w'-]+)\s*,\s*(?i:nice|pleased|good|great|lovely) to meet you\b",
 )
@@ -307,10 +316,17 @@ def name_in(introduction: re.Match[str]) -> str:
     return next(group for group in introduction.groups() if group)
 
 
+_NAME_THEN_GREETING = re.compile(
+    r"^(\s*[A-Z][\w'-]+)[.!]\s+(?=(?i:nice|pleased|good|great|lovely) to meet you)"
+)
+"""A name said alone, then the greeting ("Parisa. Pleased to meet you."): one introduction."""
+
+
 def _sentences(message: str) -> list[str]:
     """A user's message in sentences, each without its greeting or lead-in ("Oh, ...")."""
     found = []
-    for raw in _SENTENCES.split(without_time(message)):
+    text = _NAME_THEN_GREETING.sub(r"\1, ", without_time(message))
+    for raw in _SENTENCES.split(text):
         sentence = _LEAD.sub("", raw.strip()).strip()
         if sentence:
             found.append(sentence)

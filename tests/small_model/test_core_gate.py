@@ -284,6 +284,39 @@ def test_a_fact_told_inside_an_episode_stays_a_fact(said: str) -> None:
     assert fact_sentences(said) == [said]
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Yay, the beans in my garden are finally climbing the poles!",
+        "Ha, the council fixed the streetlight outside at last!",
+        "Accidentally called my manager 'mum' in a meeting.",
+        "My stepmum finally worked out how to send voice notes, it only took her two years.",
+        "My grandad has discovered podcasts and plays them at full volume.",
+        "My roommate keeps borrowing my charger and forgetting to give it back.",
+        "Right, I'm off.",
+    ],
+)
+def test_an_aside_after_an_interjection_or_a_relatives_habit_is_small_talk(said: str) -> None:
+    assert fact_sentences(said) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Queued at the post office for an hour with my daughter Lena, she's six.",
+        "A parade went past our flat in Valparaiso today, drums everywhere.",
+        "The dog barked just as I was booking our train to Porto for the 3rd of April.",
+    ],
+)
+def test_a_person_a_home_or_a_plan_said_in_passing_is_kept(said: str) -> None:
+    assert fact_sentences(said) == [said]
+
+
+def test_a_name_said_alone_before_the_greeting_is_a_name() -> None:
+    assert notes_for("Ilse. Pleased to meet you.") == ["Name is Ilse."]
+    assert notes_for("Everyone calls me Bram.") == ["Name is Bram."]
+
+
 def test_a_name_given_with_nice_to_meet_you_is_a_name() -> None:
     assert notes_for("Ahmed, nice to meet you.") == ["Name is Ahmed."]
     assert notes_for("Ana on this end, hello.") == ["Name is Ana."]
