@@ -90,6 +90,9 @@ _FIRST_PERSON = re.compile(
 _SECOND_PERSON = re.compile(
     rf"\b(you|your|yours|yourself|yourselves|you{_APOSTROPHE}(re|ve|d|ll))\b", re.IGNORECASE
 )
+_WE = re.compile(
+    rf"\b(we{_APOSTROPHE}re|we{_APOSTROPHE}ve|we|us|our|ours|ourselves)\b", re.IGNORECASE
+)
 _SENTENCE = re.compile(r"(?<=[.!?])(\s+)")
 
 AGENT_WORDS = frozenset(
@@ -257,7 +260,7 @@ def _base_form(verb: str) -> str:
 def _second_person(match: re.Match[str]) -> str:
     """The second-person words for one first-person or "the user" match."""
     word = match.group(0)
-    if match.re is _SWAP:
+    if match.re is _SWAP or match.re is _WE:
         return _SECOND_FOR_FIRST[" ".join(word.lower().replace("\u2019", "'").split())]
     if match.group("own"):
         return "your"
@@ -392,10 +395,12 @@ def to_the_user(reply: str, question: str, stated: str, *, echo: bool = False) -
 
     def repair(unit: str, opens: bool) -> str:
         own = _unquoted(unit)
-        if _SECOND_PERSON.search(own) or not _says_a_stated_fact(
-            unit, question, stated_stems, echo
-        ):
+        if not _says_a_stated_fact(unit, question, stated_stems, echo):
             return unit
+        if _SECOND_PERSON.search(own):
+            # "Your mum Lupita is moving in with us": the user's "us" copied beside the
+            # agent's "your" is theirs too; the agent's own "I" stays ("I'm glad your...").
+            return _re_voice(unit, [_WE], opens) if not echo and _WE.search(own) else unit
         if any(p.search(own) for p in patterns):
             return _re_voice(unit, patterns, opens)
         if opens and (subject := _missing_subject(unit, openings)) is not None:

@@ -694,3 +694,14 @@ def test_a_name_the_user_goes_by_is_never_given_for_one_of_their_people() -> Non
     for name in ("Thandiwe", "Thandi"):
         said = _answered(human, "What's my niece's name?", f"Your niece's name is {name}.")
         assert said == "I don't know: I have nothing about that in my memory."
+
+
+def test_the_users_we_copied_beside_the_agents_your_is_said_to_them() -> None:
+    """ "Your mum Lupita is moving in with us": the "us" is the user's household."""
+    human = "Mum Lupita is moving in with us next month."
+    said = _answered(
+        human, "What's my mum's name?", "Your mum Lupita is moving in with us next month."
+    )
+    assert said == "Your mum Lupita is moving in with you next month."
+    kept = _answered(human, "What's my mum's name?", "I'm glad your mum Lupita is moving in.")
+    assert kept == "I'm glad your mum Lupita is moving in."
