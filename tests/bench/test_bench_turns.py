@@ -203,7 +203,7 @@ def test_the_rules_alone_are_judged_without_a_model() -> None:
                 [
                     "I paddle a red kayak.",
                     "I'm starving right now.",
-                    "I slept badly, honestly.",
+                    "I am wearing odd socks, honestly.",
                     "Oslo is home.",
                 ]
             ],
@@ -212,7 +212,7 @@ def test_the_rules_alone_are_judged_without_a_model() -> None:
     ]
     gate = local_turns.judge_gate(scenarios)
     assert gate["facts_stated"] == 2
-    assert gate["chatter"] == ["I slept badly, honestly."]
+    assert gate["chatter"] == ["I am wearing odd socks, honestly."]
     assert gate["missed"] == ["Oslo is home."]
     assert gate["garbled"] == []
     assert gate["stale"] == []

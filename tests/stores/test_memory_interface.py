@@ -53,6 +53,8 @@ def test_no_node_or_tool_imports_a_storage_engine_or_a_backend() -> None:
             "langgraph_memgpt.stores.words",  # engine-free query words
             "langgraph_memgpt.stores.ranking",  # engine-free fusion rules (is_question)
             "langgraph_memgpt.stores.duplicates",  # engine-free near-duplicate rule
+            # the embedding model (MiniLM, onnxruntime), no store: same_fact reads meaning
+            "langgraph_memgpt.stores.embeddings",
         }, f"{path.name} imports {stores}"
 
 
