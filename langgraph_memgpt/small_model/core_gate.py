@@ -248,9 +248,11 @@ _RELATION_EPISODE = re.compile(
 def passing(sentence: str) -> bool:
     """Whether a sentence speaks of the passing moment, not of the user for good.
 
-    A story about a thing (`_THINGS_SUBJECT`: "The parcel hasn't arrived", "My phone
-    battery died", "Our team lost") is passing unless it says something lasting or what
-    befell the thing lasts (`_THING_EVENT`: stolen, sold); so is an unnamed person of
+    A sentence naming one of the user's people by relation ("with my son Radu") is not:
+    it introduces them. A story about a thing (`_THINGS_SUBJECT`: "The parcel hasn't
+    arrived", "My phone battery died", "Our team lost") is passing unless it says
+    something lasting (the user's ways, a span of years, a dated plan, where they live) or
+    what befell the thing lasts (`_THING_EVENT`: stolen, sold); so is an unnamed person of
     theirs in an episode ("My sister called for an hour"). Otherwise:
     Day-scale time ("this morning", "last night", "about to") unless the sentence tells a
     life event (`_LIFE_EVENT`: stolen, moved, married...), the measure of an episode
