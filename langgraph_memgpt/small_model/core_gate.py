@@ -27,6 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph_memgpt.prompts import HUMAN_BLOCK, without_time
 from langgraph_memgpt.small_model.people import RELATION as _RELATION
 from langgraph_memgpt.small_model.people import identities
+from langgraph_memgpt.small_model.same_fact import same_fact
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -761,14 +762,14 @@ def drop_restated_notes(
     twice. A replacement is an update, and stays. The dropped notes are listed under
     `RESTATED_FLAG`.
     """
-    from langgraph_memgpt.small_model.same_fact import same_fact
 
-    appended = [
-        call
-        for call in message.tool_calls
-        if call["name"] in edit_tools and "content" in call["args"] and _human_note(call)
-    ]
-    if not appended:
+    def appended(call: ToolCall) -> tuple[str, str] | None:
+        """The note an append to ``human`` writes (a replacement is an update)."""
+        if call["name"] in edit_tools and "content" in call["args"]:
+            return _human_note(call)
+        return None
+
+    if not any(appended(call) for call in message.tool_calls):
         return message
     human = human_lines(prompt)
     if not human:
@@ -781,7 +782,7 @@ def drop_restated_notes(
     kept: list[ToolCall] = []
     dropped: list[str] = []
     for call in message.tool_calls:
-        written = _human_note(call) if any(call is c for c in appended) else None
+        written = appended(call)
         if written is not None and (
             (told_before and held_already(written[1], human) is not None)
             or same_fact(written[1], human) is not None

@@ -19,8 +19,19 @@ RELATION = (
 """The words for the people and animals of someone's life, as a regular expression."""
 
 _NAME_WORD = re.compile(
-    r"(?<![.!?:]\s)(?<![\"'\u2018\u201c])(?<!^)\b(?!I\b|I['\u2019])[A-Z][\w'\u2019-]+"
+    r"(?<![.!?:]\s)(?<![\"'\u2018\u201c])(?<!^)\b(?!I\b|I['\u2019])[A-Z][\w'\u2019-]+",
+    re.MULTILINE,
 )
+
+
+def names_in(text: str) -> set[str]:
+    """The capitalised words of ``text`` that open no sentence, line or quote: its names.
+
+    "Wife Ngozi", "from Oslo"; not "Lives", "I'm", "'No gluten'".
+    """
+    return set(_NAME_WORD.findall(text))
+
+
 _NUMBER = re.compile(r"\b\d[\w.:/-]*")
 _KIN_WORD = re.compile(rf"\b{RELATION}\b", re.IGNORECASE)
 
@@ -32,10 +43,10 @@ def identities(text: str) -> set[str]:
     "Lives in Leeds", though half their words meet. A capitalised word opening a sentence
     or a quote is no name.
     """
-    names = {m.group(0).lower() for m in _NAME_WORD.finditer(text)}
+    names = {name.lower() for name in names_in(text)}
     numbers = {m.group(0) for m in _NUMBER.finditer(text)}
     kin = {m.group(0).lower().rstrip("s") for m in _KIN_WORD.finditer(text)}
     return names | numbers | kin
 
 
-__all__ = ["RELATION", "identities"]
+__all__ = ["RELATION", "identities", "names_in"]

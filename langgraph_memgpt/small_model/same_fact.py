@@ -57,12 +57,13 @@ def same_fact(note: str, lines: Sequence[str]) -> str | None:
     if not held or not note.strip() or _CHANGE.search(note):
         return None
     who = identities(note)
+    negations = _negations(note)
     words = fact_words(note)
     candidates = [
         line
         for line in held
         if who <= identities(line)
-        and _negations(note) == _negations(line)
+        and _negations(line) == negations
         and not fact_words(line) < words
     ]
     if not candidates:

@@ -48,6 +48,7 @@ from langgraph_memgpt.small_model.core_gate import (
     names_themselves,
     tells_without_i,
 )
+from langgraph_memgpt.small_model.people import names_in
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -602,7 +603,7 @@ def said_to_them(reply: str, stated: str) -> str:
     as a reply streams.
     """
     stated_stems = topic_stems(stated)
-    names = set(_MID_SENTENCE_NAME.findall(stated))
+    names = names_in(stated)
     done = False
 
     def opened(sentence: str) -> str:
@@ -622,10 +623,6 @@ def said_to_them(reply: str, stated: str) -> str:
         return sentence[: len(sentence) - len(text)] + "As you said, " + opening
 
     return _each_sentence(reply, opened)
-
-
-_MID_SENTENCE_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w-]+", re.MULTILINE)
-"""A capitalised word not opening a sentence or a line: a name ("Wife Ngozi", "from Oslo")."""
 
 
 def user_question(prompt: Sequence[BaseMessage]) -> str | None:
