@@ -10,10 +10,19 @@ numbers, relatives, changes and negations), then the range of each: a cosine thr
 alone could merge restatements only if every restatement sat above every pair of
 different facts.
 
-    python benchmarks/restatements.py
+With ``--recorded``, it also takes every pair of lines of one agent's ``human`` block in
+the recorded ``local_turns`` runs (``benchmarks/results/local_turns-*.json``) and lists the
+pairs the shipped rule takes for one fact, so a person can judge each.
+
+    python benchmarks/restatements.py [--recorded]
 """
 
 from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from pathlib import Path
 
 from _common import print_header
 
@@ -46,8 +55,27 @@ DIFFERENT = [
 ]
 
 
+RESULTS = Path(__file__).parent / "results"
+
+
+def recorded_pairs() -> set[tuple[str, str, str]]:
+    """(agent, line, later line) of every recorded run's final ``human`` blocks."""
+    pairs: set[tuple[str, str, str]] = set()
+    for path in sorted(RESULTS.glob("local_turns-*.json")):
+        run = json.loads(path.read_text())
+        for layout in (run.get("layouts") or {}).values():
+            for agent, memory in (layout.get("memory") or {}).items():
+                human = (memory.get("blocks") or {}).get("human") or ""
+                lines = [line.strip() for line in human.splitlines() if line.strip()]
+                pairs.update((agent, a, b) for a, b in itertools.combinations(lines, 2))
+    return pairs
+
+
 def main() -> None:
     """Print each pair's word verdict and cosine, then the two ranges."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--recorded", action="store_true", help="also the recorded runs' lines")
+    args = parser.parse_args()
     print_header("restatements: words and meaning (benchmarks/restatements.py)")
     model = MiniLMEmbeddings()
     ranges: dict[str, list[float]] = {}
@@ -81,6 +109,15 @@ def main() -> None:
         f"{min(ranges['different']):.3f}..{high:.3f}: "
         + ("a threshold separates them" if low > high else "no threshold separates them")
     )
+    if args.recorded:
+        pairs = recorded_pairs()
+        merged = sorted({(a, b) for _, a, b in pairs if same_fact(b, [a]) or same_fact(a, [b])})
+        print(
+            f"\nrecorded human blocks: {len(pairs)} pairs of one agent's lines, "
+            f"{len(merged)} taken by same_fact for one fact:"
+        )
+        for a, b in merged:
+            print(f"  {a} | {b}")
 
 
 if __name__ == "__main__":
