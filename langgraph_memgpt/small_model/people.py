@@ -18,6 +18,14 @@ RELATION = (
 )
 """The words for the people and animals of someone's life, as a regular expression."""
 
+_RELATION_WORD = re.compile(RELATION, re.IGNORECASE)
+
+
+def is_relation(word: str) -> bool:
+    """Whether ``word`` is one of `RELATION`'s: "nana", "stepdad", "sister-in-law"."""
+    return _RELATION_WORD.fullmatch(word) is not None
+
+
 _NAME_WORD = re.compile(
     r"(?<![.!?:]\s)(?<![\"'\u2018\u201c])(?<!^)\b(?!I\b|I['\u2019])[A-Z][\w'\u2019-]+",
     re.MULTILINE,
@@ -49,4 +57,4 @@ def identities(text: str) -> set[str]:
     return names | numbers | kin
 
 
-__all__ = ["RELATION", "identities", "names_in"]
+__all__ = ["RELATION", "identities", "is_relation", "names_in"]

@@ -48,7 +48,7 @@ from langgraph_memgpt.small_model.core_gate import (
     names_themselves,
     tells_without_i,
 )
-from langgraph_memgpt.small_model.people import names_in
+from langgraph_memgpt.small_model.people import RELATION, is_relation, names_in
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -297,7 +297,8 @@ def relatives(stated: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     """
     found: dict[str, tuple[str, tuple[str, ...]]] = {}
     for match in _RELATIVE.finditer(stated):
-        if match.group("head").lower() not in KIN:
+        head = match.group("head").lower()
+        if head not in KIN and not is_relation(head):
             continue
         relation = match.group("relation").lower()
         words = relation.split()
@@ -557,6 +558,130 @@ def _names(name: str, text: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
+_ANY_KIN = rf"(?:{RELATION}|{'|'.join(sorted(KIN, key=len, reverse=True))})"
+_ASKS_OWN_NAME = re.compile(
+    r"\b(?:what(?:['\u2019]s|\s+is|\s+was)|tell\s+me|do\s+you\s+(?:know|remember)|"
+    r"remind\s+me\s+(?:of\s+)?)\s+my\s+(?:(?:full|first|real|given)\s+)?name\b"
+    r"|\bwho\s+am\s+i\b|\bwhat\s+(?:do|does)\s+(?:everyone|people|friends)\s+call\s+me\b",
+    re.IGNORECASE,
+)
+_ASKS_KIN_NAME = re.compile(
+    rf"\b(?:my|our)\s+(?:[a-z]+\s+)?(?P<kin>{_ANY_KIN})"
+    rf"(?:['\u2019]s?\s+(?:(?:full|first)\s+)?name\b|\s+(?:called|named)\b)"
+    rf"|\bname\s+of\s+(?:my|our)\s+(?:[a-z]+\s+)?(?P<of>{_ANY_KIN})\b"
+    rf"|\bwho(?:['\u2019]s|\s+is|\s+are)\s+my\s+(?:[a-z]+\s+)?(?P<who>{_ANY_KIN})\s*\??\s*$",
+    re.IGNORECASE,
+)
+_OPENING_NAME = re.compile(r"^\W*([A-Z][\w'\u2019-]+)(?=['\u2019]s\b|\s+is\b|\s+are\b)")
+_NOT_A_NAME = frozenset({"your", "you", "it", "that", "this", "there", "he", "she", "they", "what"})
+
+
+def name_asked(question: str) -> str | None:
+    """Whose name ``question`` asks for: ``""`` the user's own, else the relation ("sister").
+
+    None when it asks for no name ("What's my sister's job?").
+    """
+    if _ASKS_OWN_NAME.search(question):
+        return ""
+    match = _ASKS_KIN_NAME.search(question)
+    if match is None:
+        return None
+    return next(g for g in (match.group("kin"), match.group("of"), match.group("who")) if g).lower()
+
+
+def _is_the_one(asked: str, relation: str) -> bool:
+    """Whether someone introduced as ``relation`` is the ``asked`` one.
+
+    "Older sister" is a sister, a son one of the kids; unlike `_can_be`, a relation outside
+    `_KIN_MEANS` is the one asked about only by its own word ("nana").
+    """
+    words = relation.split()
+    if asked in words or asked.rstrip("s") in {w.rstrip("s") for w in words}:
+        return True
+    means = _KIN_MEANS.get(asked, frozenset())
+    return any(means & _KIN_MEANS.get(word, frozenset()) for word in words)
+
+
+def _names_given(sentence: str) -> set[str]:
+    """The names a reply sentence gives: within it, or opening it as a subject ("Nomsa is")."""
+    given = names_in(sentence)
+    opening = _OPENING_NAME.match(sentence)
+    if opening and opening.group(1).lower() not in _NOT_A_NAME | STOP_WORDS:
+        given.add(opening.group(1))
+    return given
+
+
+def the_name_asked(
+    reply: str,
+    question: str,
+    stated: str,
+    names: set[str],
+    known: dict[str, tuple[str, tuple[str, ...]]],
+) -> str:
+    """``reply`` to a question asking a name, answered with the name memory gives, if one.
+
+    Asked "What's my sister called?" with "Sister Nomsa lives nearby." in ``human``, a
+    1.5B model may still answer "I don't know", name someone else ("Your sister's name is
+    Thandiwe.", the user's own name) or ask back ("What's your sister's name?"). When what
+    the user stated ties exactly one name to the one asked about (the user's own name, or
+    in `relatives` a relation that is the asked one), the first sentence that gives no
+    such name and is more than a greeting becomes "Your sister is Nomsa." and the rest of
+    the reply, which went on from the wrong answer, is left out. When none is tied, a
+    sentence that gives for it a name the user never stated (made up, as "Your name is
+    Otto.") says `prompts.DONT_KNOW`. Sentence by sentence, as a reply streams.
+    """
+    asked = name_asked(question)
+    if asked is None:
+        return reply
+    if asked:
+        tied = {
+            name: relation
+            for name, (relation, _) in known.items()
+            if name not in names and _is_the_one(asked, relation) and not _names(name, question)
+        }
+        if len(tied) > 1:
+            return reply  # two sisters: which one is not for the repair to say
+        answer = next((f"Your {r} is {n}." for n, r in tied.items()), None)
+    else:  # "Thandiwe, but friends call me Thandi": one person, any of the names answers
+        tied = {n: "" for n in sorted(names, key=stated.find) if _names(n, stated)}
+        answer = next((f"Your name is {n}." for n in tied), None)
+    parts = _SENTENCE.split(reply)
+    out: list[str] = []
+    done = replaced = False
+    for index, part in enumerate(parts):
+        if replaced:
+            break
+        if index % 2 == 1 or done or not part.strip():
+            out.append(part)
+            continue
+        given = _names_given(part)
+        if answer is None:
+            made_up = {n for n in given if not _names(n, stated) and not _names(n, question)}
+            out.append(DONT_KNOW if made_up else part)
+            continue
+        if any(_names(n, part) for n in tied):
+            done = True
+            out.append(part)
+        elif _greeting(part):
+            out.append(part)
+        else:
+            lead = part[: len(part) - len(part.lstrip())]
+            out.append(lead + answer)
+            replaced = True
+    return "".join(out)
+
+
+_GREETING = re.compile(
+    r"^\s*(?:hi|hello|hey|sure|of course|certainly|great question|good question|yes|okay|ok)"
+    r"(?:\s+there)?\s*[!.,]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _greeting(sentence: str) -> bool:
+    return _GREETING.match(sentence) is not None
+
+
 _NO_FACT = AGENT_WORDS | FUNCTION_WORDS | ANSWER_WORDS
 _KIN_STEMS = frozenset(topic_stems(" ".join(KIN)))
 
@@ -732,6 +857,7 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
     def answer(text: str) -> str:
         said = cues_to_the_user(to_the_user(text, question, stated), stated)
         said = not_the_user_as_kin(intros_to_the_user(said, names), question, names, known)
+        said = the_name_asked(said, question, stated, names, known)
         return said_to_them(answer_only(said, question, stated), stated)
 
     return ReplyVoice(answer, False)

@@ -12,7 +12,7 @@ from langgraph_memgpt.deps import policies_for
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.small_model.traits import ModelTraits
-from langgraph_memgpt.small_model.voice import to_the_user
+from langgraph_memgpt.small_model.voice import relatives, the_name_asked, to_the_user, user_names
 from langgraph_memgpt.turn.policies import ModelCall, call_model
 from langgraph_memgpt.turn.streaming import reply_so_far
 
@@ -705,3 +705,107 @@ def test_the_users_we_copied_beside_the_agents_your_is_said_to_them() -> None:
     assert said == "Your mum Lupita is moving in with you next month."
     kept = _answered(human, "What's my mum's name?", "I'm glad your mum Lupita is moving in.")
     assert kept == "I'm glad your mum Lupita is moving in."
+
+
+@pytest.mark.parametrize(
+    ("human", "question", "model_says", "expected"),
+    [
+        (  # it asks back though the name is held
+            "Name is Thandi.\nAnaemic, takes iron tablets.",
+            "What's my name?",
+            "Hello! What's your name?",
+            "Hello! Your name is Thandi.",
+        ),
+        (  # it says it does not know though the relative is held
+            "User's older sister Nomsa lives two streets away.",
+            "What's my sister called?",
+            "I don't know: I have nothing about that in my memory.",
+            "Your older sister is Nomsa.",
+        ),
+        (  # a relation read from its own word, though no kin table has it
+            "Ranger at a national park.\nMy nana Huia lives with us now.",
+            "What's my nana's name?",
+            "Your nana's name is your nana. Anything else?",
+            "Your nana is Huia.",
+        ),
+        (  # it names one of the user's other people
+            "Name is Aroha.\nWife Minji is expecting.\nSon Radu is six.",
+            "What is my son called?",
+            "Your son is called Minji.",
+            "Your son is Radu.",
+        ),
+        (  # right already: left as it is
+            "User's older sister Nomsa lives two streets away.",
+            "What's my sister's name?",
+            "Nomsa is your sister's name.",
+            "Nomsa is your sister's name.",
+        ),
+        (  # any name the user gave themselves answers
+            "Name is Thandi.\nIs Thandiwe, but friends call user Thandi.",
+            "What's my name?",
+            "Your name is Thandiwe.",
+            "Your name is Thandiwe.",
+        ),
+    ],
+)
+def test_a_name_asked_for_is_answered_with_the_one_memory_ties_to_them(
+    human: str, question: str, model_says: str, expected: str
+) -> None:
+    """When what the user stated ties exactly one name to the person asked about, the
+    answer gives that name: a 1.5B model asks back, says it does not know, or names
+    someone else though the line is in front of it."""
+    assert _answered(human, question, model_says) == expected
+
+
+@pytest.mark.parametrize(
+    ("human", "question", "model_says", "expected"),
+    [
+        (  # a name the user never stated
+            "Repairs pianos for a living.",
+            "What's my name?",
+            "Your name is Otto.",
+            "I don't know: I have nothing about that in my memory.",
+        ),
+        (
+            "Repairs pianos for a living.\nMy niece got a gold star.",
+            "What's my niece's name?",
+            "Your niece's name is Noma.",
+            "I don't know: I have nothing about that in my memory.",
+        ),
+        (  # two sisters: the model's choice stands
+            "Sister Anna lives in Leeds.\nSister Priya is a nurse.",
+            "What's my sister's name?",
+            "Your sister is Priya.",
+            "Your sister is Priya.",
+        ),
+        (  # not a question for a name
+            "Sister Anna lives in Leeds.",
+            "Where does my sister live?",
+            "I don't know: I have nothing about that in my memory.",
+            "I don't know: I have nothing about that in my memory.",
+        ),
+    ],
+)
+def test_a_name_no_memory_ties_to_the_one_asked_about_is_not_given(
+    human: str, question: str, model_says: str, expected: str
+) -> None:
+    """With no name held for them, a name the user never stated is made up: "I don't
+    know" says what memory holds. Where memory holds several, or the question asks no
+    name, the answer is the model's."""
+    assert _answered(human, question, model_says) == expected
+
+
+def test_a_streamed_name_answer_never_takes_back_what_it_showed() -> None:
+    """The repair reads each sentence on the ones before it only: what a reply's first
+    sentences are repaired to stays the start of what the whole reply is repaired to."""
+    stated = "Name is Thandi.\nUser's older sister Nomsa lives two streets away."
+    question = "What's my sister called?"
+    reply = "Hi! I'm not sure. Maybe it is Zola? Ask me again."
+
+    def repaired(text: str) -> str:
+        return the_name_asked(text, question, stated, user_names(stated), relatives(stated))
+
+    whole = repaired(reply)
+    assert whole == "Hi! Your older sister is Nomsa."
+    for end in [i + 1 for i, c in enumerate(reply) if c in ".!?"]:
+        assert whole.startswith(repaired(reply[:end]))
