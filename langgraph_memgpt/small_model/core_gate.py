@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 
 from langgraph_memgpt.prompts import HUMAN_BLOCK, without_time
+from langgraph_memgpt.small_model.lasting import is_fragment, tells_lasting
 from langgraph_memgpt.small_model.people import RELATION as _RELATION
 from langgraph_memgpt.small_model.people import identities
 from langgraph_memgpt.small_model.same_fact import same_fact
@@ -101,9 +102,16 @@ _HABIT = (
 )
 _LASTING_CORE = (
     r"for a living|as a living|(?:i|we) (?:work|live|drive|teach|run|own)|allergic|"
-    r"intoleran\w*|vegetarian|vegan|favou?rite|(?:i|we) (?:love|hate|prefer|"
-    r"can['\u2019]?t (?:eat|have|drink)|don['\u2019]?t (?:eat|drink)|never (?:eat|drink))"
+    r"intoleran\w*|vegetarian|vegan|favou?rite|(?:i|we) (?:"
+    r"can['\u2019]?t (?:eat|have|drink)|don['\u2019]?t (?:eat|drink)|never (?:eat|drink))|"
+    r"(?:i|we)\s+(?:really\s+|absolutely\s+|just\s+|do\s+)?(?:love|hate|adore|detest|prefer|"
+    r"can['\u2019]?t stand|don['\u2019]?t (?:like|own|have))\s+"
+    r"(?!(?:this|that|it|these|those|the|today|tonight|how)\b)\w+\w"
+    r"|(?:not\s+)?a\s+(?:huge\s+|big\s+)?fan\s+of\s+(?!(?:this|that|it|the)\b)\w+\w"
 )
+"""What says the user's lasting ways: their work, home, diet, and a liking that is general
+("I really love rainy days", "Not a fan of cold weather"), not one for the moment ("I love
+this rain")."""
 _DURABLE = (
     r"(?:for|been|(?:lived|worked|had \w+)(?:\s+\w+){0,3}) (?:\d+|a few|several|many|two|"
     r"three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty) "
@@ -117,6 +125,11 @@ _MONTH = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|"
     r"december)"
 )
+_DATE = (
+    rf"(?:on|in|for|next|from)\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?)?{_MONTH}\b"
+    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|on\s+the\s+\d{{1,2}}(?:st|nd|rd|th)\b"
+)
+"""A day of the calendar: "on the 27th of July", "next June", "on June 18th"."""
 _DATED_PLAN = (
     rf"(?:i['\u2019]m|i am|i was|we['\u2019]re|we are|we were)\s+\w+ing\b[^.!?]*\b"
     rf"(?:on|in|for)\s+"
@@ -130,7 +143,7 @@ _THEIR_PLACE = (
 """Where the user lives, told in passing ("on our street in Vancouver")."""
 _OWNERS_LASTING = re.compile(
     rf"\b(?:{_LASTING_CORE}|{_DURABLE}|booked|scheduled|planned for|{_DATED_PLAN}|"
-    rf"{_THEIR_PLACE})",
+    rf"{_THEIR_PLACE}|{_DATE})",
     re.IGNORECASE,
 )
 """What lasts in a story about a thing: the user's own lasting ways, not the thing's
@@ -233,9 +246,10 @@ turned up early") or what is said of them is reported ("The doctor says I'm diab
 _NAMED_RELATIVE = re.compile(
     rf"\b(?i:my|our)\s+(?:(?i:older|younger|little|big|baby|twin|eldest|youngest)\s+)?"
     rf"(?i:{_RELATION})\s*,?\s+[A-Z][\w'\u2019-]+"
+    r"|\b[A-Z][\w'\u2019-]+,\s+(?i:my|our)\s+(?:[a-z-]+\s+){0,2}[a-z-]+\s*,"
 )
-"""One of the user's people, named ("with my daughter Aino"): a fact, whatever the episode
-it is told in."""
+"""One of the user's people, named ("with my daughter Aino"; "Bryn, our collie, ..."): a
+fact, whatever the episode it is told in."""
 _RELATION_EPISODE = re.compile(
     rf"^(?:my|our)\s+{_RELATION}\s+(?:just\s+|finally\s+|\w+ly\s+)?"
     rf"(?:[a-z]+ed|called|said|told|had|was|were|did|has\s+(?:just\s+)?[a-z]+ed|"
@@ -298,10 +312,11 @@ _LEAD = re.compile(
     r"\b[\s,!.:-]*|[\w' ]{1,20}:\s+)+",
     re.IGNORECASE,
 )
+_GREETS = r"(?i:(?:hi|hello|hey)(?: there)?|(?:nice|pleased|good|great|lovely) to meet you)"
 _NAME = re.compile(
     r"\b(?i:my name is|my name's|name's|call me|calls me|i'm|i am|this is)\s+([A-Z][\w'-]+)"
-    r"\s*[.!,]?\s*$"
-    r"|^([A-Z][\w'-]+) (?:here|speaking|on this end|on the line)\b"
+    rf"\s*(?:[.!,]\s*{_GREETS})?\s*[.!,]?\s*$"
+    r"|(?:^|,\s+)([A-Z][\w'-]+) (?:here|speaking|on this end|on the line)\b"
     r"|^([A-Z][\w'-]+)\s*,\s*(?i:nice|pleased|good|great|lovely) to meet you\b",
 )
 
@@ -343,11 +358,36 @@ def introduced_names(text: str) -> set[str]:
 
 
 def _states_a_fact(sentence: str) -> bool:
+    """A sentence naming the user, or about them and not passing, or a lasting fragment.
+
+    A fragment (told of no one: "software dev by trade") is for `lasting` to judge: no
+    rule of words has a handle on it.
+    """
     if sentence.endswith("?"):
         return False
-    return bool(names_themselves(sentence)) or (
-        speaks_about_themselves(sentence) and not passing(sentence)
-    )
+    if names_themselves(sentence):
+        return True
+    if about_themselves(sentence):
+        return not passing(sentence)
+    return is_fragment(sentence, first_person=False) and tells_lasting(sentence)
+
+
+def about_themselves(sentence: str) -> bool:
+    """Whether the user speaks of themselves: in the first person, or with it left out."""
+    return speaks_about_themselves(sentence) or _WITHOUT_I.match(sentence) is not None
+
+
+_WITHOUT_I = re.compile(
+    r"^(?:allergic|intolerant|vegan|vegetarian|pescatarian|diabetic|coeliac|celiac|"
+    r"asthmatic|epileptic|married|engaged|divorced|widowed|single|retired|pregnant|"
+    r"born|raised|based|originally|self-employed|left-handed)\b"
+    r"|^(?:got|had|have|been|started|moved|grew|work|worked|live|lived|teach|taught)\s+"
+    r"(?!to\b|it\b|this\b|that\b|there\b|the\b)",
+    re.IGNORECASE,
+)
+"""A sentence about the user with its "I" or "I'm" left out, as people type in chat:
+"Allergic to latex", "Born in Lagos", "Got a pacemaker fitted three years ago". Whether it
+lasts is still `passing`'s to say ("Got soaked on the way in" does not)."""
 
 
 def fact_sentences(message: str) -> list[str]:

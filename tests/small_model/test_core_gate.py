@@ -626,3 +626,81 @@ def test_a_fact_saved_earlier_in_the_same_thread_counts_as_held() -> None:
     assert "Can't have gluten, has coeliac disease." in human_lines(prompt)
     kept = drop_restated_notes(step, prompt, COMPANIONS)
     assert [c["name"] for c in kept.tool_calls] == ["send_message"]
+
+
+def test_a_name_given_with_a_greeting_after_it_or_after_a_foreign_hello_is_a_name() -> None:
+    assert notes_for("This is Tomasz, hi there.") == ["Name is Tomasz."]
+    assert notes_for("Salut salut, Margaux here, nice to meet you") == ["Name is Margaux."]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Dagny, my stepdaughter, started school yesterday and cried at the gate.",
+        "Pippin, our spaniel, chewed through the sofa this morning.",
+        "Intolerant to lactose, so no cheese board for me.",
+        "Born in Nairobi, but I've been in Leeds since I was nine.",
+        "My driving test is on the 9th of March.",
+        "Our housewarming is next August in the new place.",
+        "I really love foggy mornings, with a flask of something hot.",
+        "Not a fan of spicy food at all.",
+    ],
+)
+def test_a_fact_told_with_its_subject_left_out_or_beside_an_episode_is_kept(said: str) -> None:
+    """Someone of theirs named beside their relation ("Dagny, my stepdaughter, ..."), a
+    sentence with its "I'm" left out, a day set for the user's own event, a liking that is
+    general: lasting, though the rules read such shapes as a passing story."""
+    assert fact_sentences(said) == [said]
+
+
+@pytest.mark.parametrize(
+    "said", ["I love this drizzle.", "Such a grey morning, the fog is everywhere."]
+)
+def test_a_liking_for_the_moment_is_still_small_talk(said: str) -> None:
+    assert fact_sentences(said) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Nurse on a cardiac ward, twelve years now.",
+        "Lifelong Celtic supporter, season ticket and all.",
+        "Mum of three, all under ten.",
+        "Gluten free since the diagnosis.",
+    ],
+)
+def test_a_lasting_fragment_told_of_no_one_is_a_fact(said: str) -> None:
+    """A fragment has no "I" for the rules to read: the `lasting` model judges it."""
+    assert fact_sentences(said) == [said]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Lovely sunny morning out there.",
+        "Bit of a slow day at the office.",
+        "Stuck behind a tractor for ten minutes.",
+        "Raining again, typical.",
+        "Such a long queue at the post office.",
+    ],
+)
+def test_a_passing_fragment_told_of_no_one_is_small_talk(said: str) -> None:
+    assert fact_sentences(said) == []
+
+
+def test_the_lasting_model_file_is_the_one_its_data_trains() -> None:
+    """`benchmarks/lasting/train.py --check`: the shipped weights come from the shipped
+    sentences (same data, same steps, same weights)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "lasting" / "train.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "weights file: matches" in done.stdout
