@@ -572,6 +572,8 @@ _ASKS_KIN_NAME = re.compile(
     rf"|\bwho(?:['\u2019]s|\s+is|\s+are)\s+my\s+(?:[a-z]+\s+)?(?P<who>{_ANY_KIN})\s*\??\s*$",
     re.IGNORECASE,
 )
+_NAME_IS = re.compile(r"\bname(?:['\u2019]s|\s+is)\b|\bis\s+called\b", re.IGNORECASE)
+"""A sentence that claims to give a name ("Your stepdad's name is your stepdad.")."""
 _OPENING_NAME = re.compile(r"^\W*([A-Z][\w'\u2019-]+)(?=['\u2019]s\b|\s+is\b|\s+are\b)")
 _NOT_A_NAME = frozenset({"your", "you", "it", "that", "this", "there", "he", "she", "they", "what"})
 
@@ -628,7 +630,8 @@ def the_name_asked(
     such name and is more than a greeting becomes "Your sister is Nomsa." and the rest of
     the reply, which went on from the wrong answer, is left out. When none is tied, a
     sentence that gives for it a name the user never stated (made up, as "Your name is
-    Otto.") says `prompts.DONT_KNOW`. Sentence by sentence, as a reply streams.
+    Otto."), or claims to give one and gives none ("Your stepdad's name is your
+    stepdad."), says `prompts.DONT_KNOW`. Sentence by sentence, as a reply streams.
     """
     asked = name_asked(question)
     if asked is None:
@@ -657,7 +660,8 @@ def the_name_asked(
         given = _names_given(part)
         if answer is None:
             made_up = {n for n in given if not _names(n, stated) and not _names(n, question)}
-            out.append(DONT_KNOW if made_up else part)
+            nameless = not given and _NAME_IS.search(part) is not None
+            out.append(DONT_KNOW if made_up or nameless else part)
             continue
         if any(_names(n, part) for n in tied):
             done = True

@@ -772,6 +772,18 @@ def test_a_name_asked_for_is_answered_with_the_one_memory_ties_to_them(
             "Your niece's name is Noma.",
             "I don't know: I have nothing about that in my memory.",
         ),
+        (  # it says a name and gives none
+            "Repairs pianos for a living.\nMy stepdad finally learned video calls.",
+            "What's my stepdad called?",
+            "Your stepdad's name is your stepdad.",
+            "I don't know: I have nothing about that in my memory.",
+        ),
+        (  # the relation taken for a name
+            "Repairs pianos for a living.\nMy auntie sent a parcel.",
+            "What's my auntie's name?",
+            "Your auntie's name is Auntie.",
+            "I don't know: I have nothing about that in my memory.",
+        ),
         (  # two sisters: the model's choice stands
             "Sister Anna lives in Leeds.\nSister Priya is a nurse.",
             "What's my sister's name?",
