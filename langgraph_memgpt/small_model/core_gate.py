@@ -381,7 +381,7 @@ _WITHOUT_I = re.compile(
     r"^(?:allergic|intolerant|vegan|vegetarian|pescatarian|diabetic|coeliac|celiac|"
     r"asthmatic|epileptic|married|engaged|divorced|widowed|single|retired|pregnant|"
     r"born|raised|based|originally|self-employed|left-handed)\b"
-    r"|^(?:got|had|have|been|started|moved|grew|work|worked|live|lived|teach|taught)\s+"
+    r"|^(?:got|started|moved|grew|work|worked|live|lived|teach|taught)\s+"
     r"(?!to\b|it\b|this\b|that\b|there\b|the\b)",
     re.IGNORECASE,
 )

@@ -682,6 +682,8 @@ def test_a_lasting_fragment_told_of_no_one_is_a_fact(said: str) -> None:
         "Stuck behind a tractor for ten minutes.",
         "Raining again, typical.",
         "Such a long queue at the post office.",
+        "Been a long day.",
+        "Had pizza for dinner.",
     ],
 )
 def test_a_passing_fragment_told_of_no_one_is_small_talk(said: str) -> None:
