@@ -115,7 +115,7 @@ def _read(text: str) -> tuple[bool, bool]:
         elif about_themselves(sentence):
             rules = rules or not passing(sentence)
         else:
-            fragment = fragment or lasting.is_fragment(sentence, first_person=False)
+            fragment = fragment or lasting.is_fragment(sentence)
     return rules, fragment
 
 

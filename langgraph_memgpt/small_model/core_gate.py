@@ -369,7 +369,7 @@ def _states_a_fact(sentence: str) -> bool:
         return True
     if about_themselves(sentence):
         return not passing(sentence)
-    return is_fragment(sentence, first_person=False) and tells_lasting(sentence)
+    return is_fragment(sentence) and tells_lasting(sentence)
 
 
 def about_themselves(sentence: str) -> bool:

@@ -39,18 +39,13 @@ _THIRD_PARTY = re.compile(
 """An opening on someone or something else: the sentence is theirs, not the user's."""
 
 
-def is_fragment(sentence: str, *, first_person: bool) -> bool:
-    """Whether ``sentence`` is told of no one: no first person, no other subject, 3+ words.
+def is_fragment(sentence: str) -> bool:
+    """Whether a sentence the rules found no user in is told of no one, 3+ words, no question.
 
-    ``first_person``: whether the gate found the user in it (then its rules decide).
+    "Night owl, always have been" is; "The kettle's broken" and "Is it Friday yet?" are not.
     """
     text = sentence.strip()
-    return (
-        not first_person
-        and not text.endswith("?")
-        and len(text.split()) >= 3
-        and _THIRD_PARTY.match(text) is None
-    )
+    return not text.endswith("?") and len(text.split()) >= 3 and _THIRD_PARTY.match(text) is None
 
 
 @functools.lru_cache(maxsize=1)
