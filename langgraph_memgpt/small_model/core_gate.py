@@ -488,9 +488,13 @@ def _closest(words: set[str], sentences: Sequence[_Said]) -> list[_Said]:
 
 
 _THEIR_PERSON = re.compile(
-    rf"\b(?i:my|our)\s+(?:[a-z]+\s+)?((?i:{_RELATION}))\s+([A-Z][\w'\u2019-]+)"
+    rf"\b(?i:my|our)\s+(?:[a-z]+\s+)?(?P<relation>(?i:{_RELATION}))\s+"
+    rf"(?P<name>[A-Z][\w'\u2019-]+)"
+    rf"|\b(?P<named>[A-Z][\w'\u2019-]+),\s+(?i:my|our)\s+(?:[a-z]+\s+)?"
+    rf"(?P<as>(?i:{_RELATION}))\b"
 )
-"""One of the user's people, named: "my wife Ngozi", "my younger brother Otto"."""
+"""One of the user's people, named: "my wife Ngozi", "my younger brother Otto", "Joaquín,
+my stepson, ..."."""
 
 
 def whole_note(note: str, user_messages: Sequence[str]) -> str:
@@ -498,17 +502,19 @@ def whole_note(note: str, user_messages: Sequence[str]) -> str:
 
     The model notes "My wife Ngozi runs a bakery." as "Runs a bakery.": the fact is now the
     user's own, and the wife and her name are gone. When the fact sentence holding most of
-    the note's words names one of the user's people and the note has neither the relation
-    nor the name, the note becomes that sentence in the third person.
+    the note's words names one of the user's people and the note lacks the relation or the
+    name ("Joaquín speaks in grunts now": whose Joaquín?), the note becomes that sentence in
+    the third person: an answer to "What's my stepson called?" needs both.
     """
     closest = _closest(topic_stems(note), [said for said in _said(user_messages) if said.fact])
     source = closest[0].text if closest else None
     person = _THEIR_PERSON.search(source) if source is not None else None
     if source is None or person is None:
         return note
-    relation, name = person.group(1).lower(), person.group(2).lower()
+    relation = (person.group("relation") or person.group("as")).lower()
+    name = (person.group("name") or person.group("named")).lower()
     lowered = note.lower()
-    if re.search(rf"\b{re.escape(relation)}", lowered) or re.search(
+    if re.search(rf"\b{re.escape(relation)}", lowered) and re.search(
         rf"\b{re.escape(name)}", lowered
     ):
         return note

@@ -400,6 +400,19 @@ def test_a_note_that_lost_whom_it_is_about_is_the_users_sentence(tmp_path: Path)
     assert human.splitlines()[-1] == "Sister Noor is a pilot."
 
 
+def test_a_note_that_keeps_a_name_but_loses_the_relation_is_the_users_sentence(
+    tmp_path: Path,
+) -> None:
+    """ "Joaquín speaks in grunts now." says whose Joaquín nowhere: "What's my stepson
+    called?" finds no stepson in it."""
+    said = "Joaquín, my stepson, turned fourteen and now only speaks in grunts."
+    human, _ = _turn(tmp_path, said, _append("Joaquín now only speaks in grunts."))
+    assert human == "Joaquín, user's stepson, turned fourteen and now only speaks in grunts."
+    said = "My wife Ngozi runs a bakery."
+    human, _ = _turn(tmp_path / "2", said, _append("Ngozi runs a bakery."))
+    assert human == "User's wife Ngozi runs a bakery."
+
+
 def test_the_agents_own_me_in_a_note_is_left_alone(tmp_path: Path) -> None:
     note = "Told me they are allergic to hazelnuts."
     human, _ = _turn(tmp_path, "I'm allergic to hazelnuts.", _append(note))
