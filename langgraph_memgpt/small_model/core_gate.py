@@ -504,12 +504,18 @@ def whole_note(note: str, user_messages: Sequence[str]) -> str:
     user's own, and the wife and her name are gone. When the fact sentence holding most of
     the note's words names one of the user's people and the note lacks the relation or the
     name ("Joaquín speaks in grunts now": whose Joaquín?), the note becomes that sentence in
-    the third person: an answer to "What's my stepson called?" needs both.
+    the third person: an answer to "What's my stepson called?" needs both. So does a note
+    that drops a name, a number or a relative the sentence gives ("Moved to Haifa" for
+    "We're moving to Haifa in March"): the fact is changed, not shortened.
     """
     closest = _closest(topic_stems(note), [said for said in _said(user_messages) if said.fact])
     source = closest[0].text if closest else None
-    person = _THEIR_PERSON.search(source) if source is not None else None
-    if source is None or person is None:
+    if source is None or names_themselves(source):
+        return note
+    if not identities(source) <= identities(note) | identities(third_person_note(note)):
+        return third_person_note(source)  # "Moved to Haifa" for "moving to Haifa in March"
+    person = _THEIR_PERSON.search(source)
+    if person is None:
         return note
     relation = (person.group("relation") or person.group("as")).lower()
     name = (person.group("name") or person.group("named")).lower()

@@ -413,6 +413,17 @@ def test_a_note_that_keeps_a_name_but_loses_the_relation_is_the_users_sentence(
     assert human == "User's wife Ngozi runs a bakery."
 
 
+def test_a_note_that_drops_a_name_or_a_date_the_user_gave_is_the_users_sentence(
+    tmp_path: Path,
+) -> None:
+    """ "Moved to Haifa." for "I'm moving to Haifa in March." changes the fact."""
+    human, _ = _turn(tmp_path, "I'm moving to Haifa in March.", _append("Moved to Haifa."))
+    assert human == "Is moving to Haifa in March."
+    said = "I've taught maths at Greenfield High for 12 years."
+    human, _ = _turn(tmp_path / "2", said, _append("Teaches maths at Greenfield High."))
+    assert human == "Has taught maths at Greenfield High for 12 years."
+
+
 def test_the_agents_own_me_in_a_note_is_left_alone(tmp_path: Path) -> None:
     note = "Told me they are allergic to hazelnuts."
     human, _ = _turn(tmp_path, "I'm allergic to hazelnuts.", _append(note))
