@@ -72,7 +72,8 @@ _MOMENT_STATE = re.compile(
 )
 _MUSING = re.compile(
     r"^(?:i|we)\s+(?:think|guess|wonder|suppose|bet|can['\u2019]?t believe|cannot believe|"
-    r"need a|could use|could really use)\b",
+    r"need a|could use|could really use)\b"
+    r"|^(?:maybe|perhaps)\b|\b(?:someday|some day|one day|who knows)\b",
     re.IGNORECASE,
 )
 
@@ -106,7 +107,7 @@ _LASTING_CORE = (
     r"can['\u2019]?t (?:eat|have|drink)|don['\u2019]?t (?:eat|drink)|never (?:eat|drink))|"
     r"(?:i|we)\s+(?:really\s+|absolutely\s+|just\s+|do\s+)?(?:love|hate|adore|detest|prefer|"
     r"can['\u2019]?t stand|don['\u2019]?t (?:like|own|have))\s+"
-    r"(?!(?:this|that|it|these|those|the|today|tonight|how)\b)\w+\w"
+    r"(?!(?:this|that|it|these|those|the|today|tonight|how)\b)(?:(?:a|an|any)\s+)?\w+\w"
     r"|(?:not\s+)?a\s+(?:huge\s+|big\s+)?fan\s+of\s+(?!(?:this|that|it|the)\b)\w+\w"
 )
 """What says the user's lasting ways: their work, home, diet, and a liking that is general
@@ -116,6 +117,8 @@ _DURABLE = (
     r"(?:for|been|(?:lived|worked|had \w+)(?:\s+\w+){0,3}) (?:\d+|a few|several|many|two|"
     r"three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty) "
     r"years|years ago|since i was|since (?:he|she|they) (?:was|were)|ever since|all my life|"
+    r"(?:from|after) years of|since (?:my|our) (?:teens|twenties|thirties|forties|fifties|"
+    r"childhood|school days)|since (?:i was )?(?:a )?(?:kid|child|teenager|baby)|"
     r"(?:since|in) (?:19|20)\d\d"
 )
 """A span of years: what has lasted ("I've had it since I was a kid", "we've lived here six
@@ -171,7 +174,8 @@ door"). A name is no verb ("Fred is my husband")."""
 _BIOGRAPHY = re.compile(
     r"\b(?:grew up|raised|brought up|studied|trained|qualified|graduated|worked|lived|"
     r"used to|started|began|joined|signed up|enrolled|quit|gave up|stopped|switched|"
-    r"became|took up|converted|met (?:my )?(?:wife|husband|partner)|"
+    r"became|took up|converted|met (?:my )?(?:wife|husband|partner)|relocated|emigrated|"
+    r"moved (?:to|from|here|abroad|back|house|country|in with)|"
     r"for (?:\w+ )?years|years ago|(?:since|in) (?:19|20)\d\d|since i was)\b",
     re.IGNORECASE,
 )
@@ -243,10 +247,17 @@ _USER_TOLD_OF = re.compile(
 """A sentence opening on a thing or a person that is about the user all the same: they
 are part of its subject ("The kids and I moved to Leeds", not "The clocks went back and I
 turned up early") or what is said of them is reported ("The doctor says I'm diabetic")."""
+_PET = (
+    r"parrot|budgie|cockatiel|canary|hamster|gerbil|rabbit|bunny|tortoise|turtle|gecko|"
+    r"lizard|snake|ferret|goldfish|pony|retriever|labrador|spaniel|terrier|collie|poodle|"
+    r"beagle|pug|dachshund|husky|greyhound|whippet|sheepdog|kitten|puppy|tabby"
+)
+"""Animals a person keeps, by kind: "our golden retriever Bruno" names one of theirs."""
 _NAMED_RELATIVE = re.compile(
     rf"\b(?i:my|our)\s+(?:(?i:older|younger|little|big|baby|twin|eldest|youngest)\s+)?"
     rf"(?i:{_RELATION})\s*,?\s+[A-Z][\w'\u2019-]+"
     r"|\b[A-Z][\w'\u2019-]+,\s+(?i:my|our)\s+(?:[a-z-]+\s+){0,2}[a-z-]+\s*,"
+    rf"|\b(?i:my|our)\s+(?:[a-z-]+\s+){{0,2}}(?i:{_PET})\s*,?\s+[A-Z][\w'\u2019-]+"
 )
 """One of the user's people, named ("with my daughter Aino"; "Bryn, our collie, ..."): a
 fact, whatever the episode it is told in."""
@@ -280,7 +291,7 @@ def passing(sentence: str) -> bool:
     everyday small talk (`_SMALL_TALK`: "My tea went cold", "Our neighbour was drilling")
     that says nothing lasting: none of it belongs in every later prompt.
     """
-    if _NAMED_RELATIVE.search(sentence):
+    if _NAMED_RELATIVE.search(sentence) or _SAYS_WORK_OR_HOME.search(sentence):
         return bool(_MUSING.search(sentence))  # "with my son Radu": a person of theirs
     if _THINGS_SUBJECT.search(sentence) and not _USER_TOLD_OF.search(sentence):
         return not (_OWNERS_LASTING.search(sentence) or _THING_EVENT.search(sentence))
@@ -301,7 +312,27 @@ def passing(sentence: str) -> bool:
             and not (_LASTING.search(sentence) or _BIOGRAPHY.search(sentence))
         )
         or (_SMALL_TALK.search(sentence) and not _LASTING.search(sentence))
+        or _CHAT_TURN.search(sentence)
+        or (_AGAIN.search(sentence) and not _OWNERS_LASTING.search(sentence))
     )
+
+
+_SAYS_WORK_OR_HOME = re.compile(
+    r"\b(?:where (?:i|we) (?:work|live)|(?:i|we) work (?:as|at|in|for)|for a living|"
+    r"(?:that['\u2019]s|is) (?:my|our) (?:job|work|trade)|allergic to|intolerant to)\b",
+    re.IGNORECASE,
+)
+"""The user's work, home or allergy, said in any story ("Got soaked walking to the clinic
+where I work as a nurse"): what the story is told beside stays."""
+_CHAT_TURN = re.compile(
+    r"^(?:excuse me|kindly excuse|pardon|tell me|let me|hmm+|interesting|never mind|nvm)\b",
+    re.IGNORECASE,
+)
+"""The talk about the talk: an excuse, a request, a filler ("Kindly excuse the late
+reply", "Tell me something interesting", "hmm let me think"). Not "Sorry": an apology opens
+facts as often ("Sorry if I'm slow, I make wedding cakes to order, that's my job")."""
+_AGAIN = re.compile(r"\bagain\b", re.IGNORECASE)
+"""A thing that happened once more ("My brother burnt the toast again"): an episode."""
 
 
 _LEAD = re.compile(

@@ -730,3 +730,35 @@ def test_the_lasting_model_file_is_the_one_its_data_trains() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "weights file: matches" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Got drenched on the way to the bakery where I work as a baker.",
+        "Our border collie Skye is eleven and still herds the cat.",
+        "My ex-wife has the girls every other weekend.",
+        "I don't own a television, never have.",
+        "My back is wrecked from years of nursing.",
+        "Grey since my thirties, so no dye tips please.",
+        "We relocated from Lyon to Geneva for my partner's job.",
+    ],
+)
+def test_work_home_a_kept_animal_or_a_lasting_change_stays_a_fact(said: str) -> None:
+    """Said inside a story, with a pet's kind for its relation, or as a span ("from years
+    of", "since my thirties"): lasting all the same."""
+    assert fact_sentences(said) == [said]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "My cousin spilled juice on the rug again.",
+        "Maybe I'll take up pottery one day.",
+        "Kindly excuse the typos, I'm on my phone.",
+        "Tell me something cheerful.",
+        "hmm let me think about it",
+    ],
+)
+def test_a_repeat_a_musing_or_talk_about_the_talk_is_small_talk(said: str) -> None:
+    assert fact_sentences(said) == []
