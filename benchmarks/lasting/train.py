@@ -1,15 +1,17 @@
 """Train the core gate's model for sentences told without "I" (`small_model.lasting`).
 
-Data: ``sentences.jsonl`` here, 1,000 sentences a user might type to an assistant, each
+Data: ``sentences.jsonl`` here, 1,993 sentences a user might type to an assistant, each
 labelled ``fact`` (something lasting about them) or ``small_talk``, written by hand on
-2026-12-07 by two helper sessions (``part`` a and b, 500 each) that saw no scenario file
-and no output of the gate. Model: logistic regression on each sentence's MiniLM vector
+2026-12-07 by four helper sessions that saw no scenario file and no output of the gate
+(``part``: a, everyday facts and small talk; b, shapes a keyword rule gets wrong; c,
+fragments with no first person; d, a day's chat lines of many people; about 500 each,
+repeats across parts left out). Model: logistic regression on each sentence's MiniLM vector
 (plain gradient descent from zero, fixed steps: the same data gives the same weights).
 
-Printed, each half scored by the model trained on the other (so on sentences it never saw):
+Printed, each part scored by the model trained on the other parts (on sentences it never saw):
 the rules alone (`core_gate.fact_sentences`) against the rules with the model deciding the
-fragments (`lasting.is_fragment`), small talk taken and facts missed per half. Then the
-model trained on all 1,000 is written to ``langgraph_memgpt/small_model/lasting_weights.json``
+fragments (`lasting.is_fragment`), small talk taken and facts missed per part. Then the
+model trained on all of them is written to ``langgraph_memgpt/small_model/lasting_weights.json``
 (``--check`` compares instead of writing, and fails if the file differs).
 
 Run: ``.venv/bin/python benchmarks/lasting/train.py [--check]``
@@ -61,16 +63,18 @@ def main() -> int:
     x = MiniLMEmbeddings().embed_array(texts).astype(np.float64)
     parts = np.array([r["part"] for r in rows])
     held_score = np.zeros(len(rows))
-    for part in ("a", "b"):
+    names = sorted(set(parts))
+    for part in names:
         w, b = train(x[parts != part], y[parts != part])
         held_score[parts == part] = x[parts == part] @ w + b
-    print(f"{len(rows)} sentences, {int(y.sum())} facts; each half scored by the other's model")
+    print(f"{len(rows)} sentences, {int(y.sum())} facts; each part scored by a model trained")
+    print("on the other parts")
     print(
-        "| half | sentences | rules: small talk taken | rules: facts missed "
+        "| part | sentences | rules: small talk taken | rules: facts missed "
         "| with the model: small talk taken | with the model: facts missed |"
     )
     print("|---|---|---|---|---|---|")
-    for part in ("a", "b"):
+    for part in names:
         idx = np.flatnonzero(parts == part)
         read = [_read(texts[i]) for i in idx]
         rules = np.array([r for r, _ in read])

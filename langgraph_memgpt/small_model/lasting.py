@@ -3,16 +3,16 @@
 People type to an assistant in fragments: "software dev by trade, mostly Go", "Huge Arsenal
 fan, season ticket since 2004", "Going to Japan for two weeks in November". The core gate's
 rules (`core_gate`) read a sentence as the user's own by its first person ("I", "my") or a
-few openings ("Allergic to ...", "Born in ..."); a fragment has neither, so they took none of
-these, and on 1,000 sentences written for the purpose (`benchmarks/lasting/`) they missed 42%
-of the lasting facts. No rule of words tells "Lovely weather today" from "Night owl, always
-have been".
+few openings ("Allergic to ...", "Born in ..."). A fragment has neither: of 500 written for
+the purpose (`benchmarks/lasting/`, part c) the gate before this model took none of the 250
+lasting ones. No rule of words tells "Lovely weather today" from "Night owl, always have
+been".
 
 So such a sentence is scored by a linear model over its MiniLM vector (the embedded
 embeddings, already loaded for memory search), trained on those sentences by
 `benchmarks/lasting/train.py`, which writes its weights next to this module and prints what
-it gets right on the half it was not trained on. A fragment counts as lasting only well
-above the model's even odds (`ABOVE`): a false fact costs a line in every later prompt.
+it gets right on each part of them it was not trained on. A fragment counts as lasting only
+well above the model's even odds (`ABOVE`): a false fact costs a line in every later prompt.
 The scores are cached: the gate reads the same sentences again at every step of a thread.
 """
 
