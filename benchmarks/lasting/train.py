@@ -14,7 +14,10 @@ fragments (`lasting.is_fragment`), small talk taken and facts missed per part. T
 model trained on all of them is written to ``langgraph_memgpt/small_model/lasting_weights.json``
 (``--check`` compares instead of writing, and fails if the file differs).
 
-Run: ``.venv/bin/python benchmarks/lasting/train.py [--check]``
+``--trained-on a,b`` scores the other parts by a model trained on those alone (the gate as
+it was before parts c and d were written) and writes nothing.
+
+Run: ``.venv/bin/python benchmarks/lasting/train.py [--check | --trained-on PARTS]``
 """
 
 from __future__ import annotations
@@ -56,6 +59,11 @@ def train(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare, do not write")
+    parser.add_argument(
+        "--trained-on",
+        metavar="PARTS",
+        help="score every other part by one model trained on these (e.g. a,b); write nothing",
+    )
     args = parser.parse_args()
     rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
     texts = [r["text"] for r in rows]
@@ -64,11 +72,18 @@ def main() -> int:
     parts = np.array([r["part"] for r in rows])
     held_score = np.zeros(len(rows))
     names = sorted(set(parts))
-    for part in names:
-        w, b = train(x[parts != part], y[parts != part])
-        held_score[parts == part] = x[parts == part] @ w + b
-    print(f"{len(rows)} sentences, {int(y.sum())} facts; each part scored by a model trained")
-    print("on the other parts")
+    if args.trained_on:
+        trained = np.isin(parts, args.trained_on.split(","))
+        w, b = train(x[trained], y[trained])
+        held_score = x @ w + b
+        names = [n for n in names if n not in args.trained_on.split(",")]
+        print(f"parts {', '.join(names)} scored by a model trained on {args.trained_on}")
+    else:
+        for part in names:
+            w, b = train(x[parts != part], y[parts != part])
+            held_score[parts == part] = x[parts == part] @ w + b
+        print(f"{len(rows)} sentences, {int(y.sum())} facts; each part scored by a model trained")
+        print("on the other parts")
     print(
         "| part | sentences | rules: small talk taken | rules: facts missed "
         "| with the model: small talk taken | with the model: facts missed |"
@@ -85,6 +100,8 @@ def main() -> int:
             f"| {part} | {len(idx)} | {int((rules & talk).sum())} | {int((~rules & facts).sum())} "
             f"| {int((both & talk).sum())} | {int((~both & facts).sum())} |"
         )
+    if args.trained_on:
+        return 0
     w, b = train(x, y)
     model = {
         "about": "core gate: log-odds that a sentence told without 'I' lasts; "
