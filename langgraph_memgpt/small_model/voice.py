@@ -293,9 +293,14 @@ def relatives(stated: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     """Who the user introduced by their relation: name -> (relation, names said together).
 
     "My daughter Noor turns seven" gives ``{"Noor": ("daughter", ("Noor",))}``; "my twins
-    Aiko and Ren" gives both names the relation "twins" and the pair.
+    Aiko and Ren" gives both names the relation "twins" and the pair. A relation word right
+    before a name of two words ("Granddaughter Wee Eilidh") is read by `_KIN_THEN_NAME`: the
+    general pattern took "Granddaughter Wee" for a relation and found no kin in it.
     """
     found: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for match in _KIN_THEN_NAME.finditer(stated):
+        name = match.group("name")
+        found.setdefault(name, (match.group("kin").lower(), (name,)))
     for match in _RELATIVE.finditer(stated):
         head = match.group("head").lower()
         if head not in KIN and not is_relation(head):
@@ -309,6 +314,14 @@ def relatives(stated: str) -> dict[str, tuple[str, tuple[str, ...]]]:
         for name in names:
             found.setdefault(name, (relation, names))
     return found
+
+
+_KIN_THEN_NAME = re.compile(
+    rf"(?:^[ \t-]*|\b(?i:my|user['\u2019]s|our)\s+)(?P<kin>(?i:{RELATION}))\s+"
+    r"(?P<name>[A-Z][\w'\u2019-]+\s+[A-Z][\w'\u2019-]+)\b",
+    re.MULTILINE,
+)
+"""A relation, then a name of two words: "Granddaughter Wee Eilidh", "my son Radu James"."""
 
 
 def _name_relation(
@@ -562,7 +575,8 @@ _ANY_KIN = rf"(?:{RELATION}|{'|'.join(sorted(KIN, key=len, reverse=True))})"
 _ASKS_OWN_NAME = re.compile(
     r"\b(?:what(?:['\u2019]s|\s+is|\s+was)|tell\s+me|do\s+you\s+(?:know|remember)|"
     r"remind\s+me\s+(?:of\s+)?)\s+my\s+(?:(?:full|first|real|given)\s+)?name\b"
-    r"|\bwho\s+am\s+i\b|\bwhat\s+(?:do|does)\s+(?:everyone|people|friends)\s+call\s+me\b",
+    r"|\bwho\s+am\s+i\b|\bwhat\s+(?:do|does)\s+(?:everyone|people|friends)\s+call\s+me\b"
+    r"|\bwhat\s+i(?:['\u2019]m|\s+am)\s+called\b",
     re.IGNORECASE,
 )
 _ASKS_KIN_NAME = re.compile(

@@ -740,6 +740,18 @@ def test_the_users_we_copied_beside_the_agents_your_is_said_to_them() -> None:
             "Nomsa is your sister's name.",
             "Nomsa is your sister's name.",
         ),
+        (  # a relative's name of two words
+            "Has tinnitus for years.\nGranddaughter Wee Eilidh lost her first tooth.",
+            "What's my granddaughter's name?",
+            "I don't know: I have nothing about that in my memory.",
+            "Your granddaughter is Wee Eilidh.",
+        ),
+        (  # the user's name asked as what they are called
+            "Name is Fergus.\nHas tinnitus for years.",
+            "Remind me what I'm called?",
+            "I'm called [Your Name].",
+            "Your name is Fergus.",
+        ),
         (  # any name the user gave themselves answers
             "Name is Thandi.\nIs Thandiwe, but friends call user Thandi.",
             "What's my name?",
