@@ -117,6 +117,8 @@ _DURABLE = (
     r"(?:for|been|(?:lived|worked|had \w+)(?:\s+\w+){0,3}) (?:\d+|a few|several|many|two|"
     r"three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty) "
     r"years|years ago|since i was|since (?:he|she|they) (?:was|were)|ever since|all my life|"
+    r"(?:\d+|a few|several|many|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"fifteen|twenty|thirty|forty) years (?:i|we)(?:['\u2019]ve| have) (?:lived|worked|been)|"
     r"(?:from|after) years of|since (?:my|our) (?:teens|twenties|thirties|forties|fifties|"
     r"childhood|school days)|since (?:i was )?(?:a )?(?:kid|child|teenager|baby)|"
     r"(?:since|in) (?:19|20)\d\d"
@@ -198,7 +200,7 @@ _MISHAP = re.compile(
 """A small mishap told in the first person ("I forgot my keys", "I got a parking ticket"),
 or with the "I" left out ("Spilled coffee on my shirt")."""
 _AILMENT = re.compile(
-    r"\b(?:i|we)\s+(?:have|['\u2019]ve got|got|caught)\s+(?:a|an)\s+(?:\w+\s+)?"
+    r"(?:\b(?:i|we)\s+|^)(?:have|['\u2019]ve got|got|caught)\s+(?:a|an)\s+(?:\w+\s+)?"
     r"(?:headache|cold|cough|fever|hangover|sore throat|runny nose|stomach ache|toothache)\b",
     re.IGNORECASE,
 )
@@ -325,12 +327,14 @@ _SAYS_WORK_OR_HOME = re.compile(
 """The user's work, home or allergy, said in any story ("Got soaked walking to the clinic
 where I work as a nurse"): what the story is told beside stays."""
 _CHAT_TURN = re.compile(
-    r"^(?:excuse me|kindly excuse|pardon|tell me|let me|hmm+|interesting|never mind|nvm)\b",
+    r"^(?:excuse me|kindly excuse|pardon|tell me|let me|hmm+|interesting|never mind|nvm|"
+    r"i mean)\b|\b(?:away|off|heading|going) to (?:my |our )?bed\b",
     re.IGNORECASE,
 )
-"""The talk about the talk: an excuse, a request, a filler ("Kindly excuse the late
-reply", "Tell me something interesting", "hmm let me think"). Not "Sorry": an apology opens
-facts as often ("Sorry if I'm slow, I make wedding cakes to order, that's my job")."""
+"""The talk about the talk: an excuse, a request, a filler, a goodnight ("Kindly excuse the
+late reply", "Tell me something interesting", "hmm let me think", "I'm away to my bed").
+Not "Sorry": an apology opens facts as often ("Sorry if I'm slow, I make wedding cakes to
+order, that's my job")."""
 _AGAIN = re.compile(r"\bagain\b", re.IGNORECASE)
 """A thing that happened once more ("My brother burnt the toast again"): an episode."""
 
@@ -343,12 +347,20 @@ _LEAD = re.compile(
     r"\b[\s,!.:-]*|[\w' ]{1,20}:\s+)+",
     re.IGNORECASE,
 )
+_NOT_NAMES = (
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|"
+    r"may|june|july|august|september|october|november|december|christmas|easter|halloween|"
+    r"ramadan|diwali|eid|hanukkah|thanksgiving|new|ok|okay"
+)
+"""What follows "It's" and is no one's name ("It's Friday!", "It's Christmas.")."""
 _GREETS = r"(?i:(?:hi|hello|hey)(?: there)?|(?:nice|pleased|good|great|lovely) to meet you)"
 _NAME = re.compile(
     r"\b(?i:my name is|my name's|name's|call me|calls me|i'm|i am|this is)\s+([A-Z][\w'-]+)"
     rf"\s*(?:[.!,]\s*{_GREETS})?\s*[.!,]?\s*$"
     r"|(?:^|,\s+)([A-Z][\w'-]+) (?:here|speaking|on this end|on the line)\b"
-    r"|^([A-Z][\w'-]+)\s*,\s*(?i:nice|pleased|good|great|lovely) to meet you\b",
+    r"|^([A-Z][\w'-]+)\s*,\s*(?i:nice|pleased|good|great|lovely) to meet you\b"
+    rf"|^(?i:it['\u2019]s|it is)\s+(?!(?i:{_NOT_NAMES})\b)([A-Z][a-z][\w'-]*)"
+    r"\s*(?:[.!]|,\s*(?i:for the record|here|by the way|btw)\b|$)",
 )
 
 

@@ -655,6 +655,9 @@ def test_a_fact_saved_earlier_in_the_same_thread_counts_as_held() -> None:
 def test_a_name_given_with_a_greeting_after_it_or_after_a_foreign_hello_is_a_name() -> None:
     assert notes_for("This is Tomasz, hi there.") == ["Name is Tomasz."]
     assert notes_for("Salut salut, Margaux here, nice to meet you") == ["Name is Margaux."]
+    assert notes_for("It's Kwabena, for the record.") == ["Name is Kwabena."]
+    assert notes_for("Hiya, it's Mairead.") == ["Name is Mairead."]
+    assert notes_for("It's Friday!") == []
 
 
 @pytest.mark.parametrize(
@@ -742,6 +745,7 @@ def test_the_lasting_model_file_is_the_one_its_data_trains() -> None:
         "My back is wrecked from years of nursing.",
         "Grey since my thirties, so no dye tips please.",
         "We relocated from Lyon to Geneva for my partner's job.",
+        "The harbour froze over last night; twenty years I've lived here and never seen it.",
     ],
 )
 def test_work_home_a_kept_animal_or_a_lasting_change_stays_a_fact(said: str) -> None:
@@ -758,6 +762,9 @@ def test_work_home_a_kept_animal_or_a_lasting_change_stays_a_fact(said: str) -> 
         "Kindly excuse the typos, I'm on my phone.",
         "Tell me something cheerful.",
         "hmm let me think about it",
+        "I mean, you can't, but still.",
+        "Right, I'm away to my bed.",
+        "Got a stinking cold and my voice has gone.",
     ],
 )
 def test_a_repeat_a_musing_or_talk_about_the_talk_is_small_talk(said: str) -> None:
