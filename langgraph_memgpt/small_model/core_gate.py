@@ -26,8 +26,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_memgpt.prompts import HUMAN_BLOCK, without_time
 from langgraph_memgpt.small_model.lasting import is_fragment, tells_lasting
+from langgraph_memgpt.small_model.people import KEPT_ANIMALS, identities
 from langgraph_memgpt.small_model.people import RELATION as _RELATION
-from langgraph_memgpt.small_model.people import identities
 from langgraph_memgpt.small_model.same_fact import same_fact
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.turn.tokens import content_text
@@ -249,12 +249,7 @@ _USER_TOLD_OF = re.compile(
 """A sentence opening on a thing or a person that is about the user all the same: they
 are part of its subject ("The kids and I moved to Leeds", not "The clocks went back and I
 turned up early") or what is said of them is reported ("The doctor says I'm diabetic")."""
-_PET = (
-    r"parrot|budgie|cockatiel|canary|hamster|gerbil|rabbit|bunny|tortoise|turtle|gecko|"
-    r"lizard|snake|ferret|goldfish|pony|retriever|labrador|spaniel|terrier|collie|poodle|"
-    r"beagle|pug|dachshund|husky|greyhound|whippet|sheepdog|kitten|puppy|tabby"
-)
-"""Animals a person keeps, by kind: "our golden retriever Bruno" names one of theirs."""
+_PET = "|".join(sorted(KEPT_ANIMALS))
 _NAMED_RELATIVE = re.compile(
     rf"\b(?i:my|our)\s+(?:(?i:older|younger|little|big|baby|twin|eldest|youngest)\s+)?"
     rf"(?i:{_RELATION})\s*,?\s+[A-Z][\w'\u2019-]+"

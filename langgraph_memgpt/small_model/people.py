@@ -17,6 +17,12 @@ RELATION = (
     r"best friend|friend|boss|colleague|flatmate|roommate|dog|cat|pet|horse)"
 )
 """The words for the people and animals of someone's life, as a regular expression."""
+KEPT_ANIMALS = frozenset(
+    """parrot budgie cockatiel canary hamster gerbil rabbit bunny tortoise turtle gecko lizard
+    snake ferret goldfish pony retriever labrador spaniel terrier collie poodle beagle pug
+    dachshund husky greyhound whippet sheepdog kitten puppy tabby""".split()
+)
+"""Animals a person keeps, by kind: "our golden retriever Bruno" names one of theirs."""
 
 _RELATION_WORD = re.compile(RELATION, re.IGNORECASE)
 
@@ -57,4 +63,4 @@ def identities(text: str) -> set[str]:
     return names | numbers | kin
 
 
-__all__ = ["RELATION", "identities", "is_relation", "names_in"]
+__all__ = ["KEPT_ANIMALS", "RELATION", "identities", "is_relation", "names_in"]

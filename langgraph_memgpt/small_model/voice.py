@@ -48,7 +48,7 @@ from langgraph_memgpt.small_model.core_gate import (
     names_themselves,
     tells_without_i,
 )
-from langgraph_memgpt.small_model.people import RELATION, is_relation, names_in
+from langgraph_memgpt.small_model.people import KEPT_ANIMALS, RELATION, is_relation, names_in
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
@@ -209,19 +209,22 @@ def _named_forms(name: str) -> re.Pattern[str]:
     )
 
 
-KIN = frozenset(
-    """mother father mum mom dad parent parents brother brothers sister sisters son sons
+KIN = (
+    frozenset(
+        """mother father mum mom dad parent parents brother brothers sister sisters son sons
     daughter daughters wife husband partner boyfriend girlfriend fiance fiancee spouse child
     children kid kids twin twins baby cousin aunt uncle niece nephew grandma grandpa
     grandmother grandfather grandson granddaughter stepson stepdaughter friend colleague
     boss manager neighbour neighbor roommate flatmate housemate dog dogs cat cats pet pets
     puppy kitten horse""".split()
+    )
+    | KEPT_ANIMALS
 )
 """Nouns for the people and animals in someone's life: a closed class of English, read
 from what the user stated ("my wife Ilse", "Brother Otto is a pilot", "a dog called Socks")."""
 _NAMES = r"[A-Z][\w'\u2019-]*(?:(?:\s*,\s*|\s+and\s+|\s*&\s*)[A-Z][\w'\u2019-]*)*"
 _RELATIVE = re.compile(
-    rf"(?:\b(?i:my|user['\u2019]s|a|an|his|her|their)\s+|^[ \t-]*)"
+    rf"(?:\b(?i:my|our|user['\u2019]s|a|an|his|her|their)\s+|^[ \t-]*)"
     rf"(?P<relation>(?i:(?!called\b|named\b)[a-z][\w-]*\s+)?"
     rf"(?P<head>(?i:(?!called\b|named\b)[a-z][\w-]*)))\s*,?\s+"
     rf"(?:(?i:called|named)\s+)?(?P<names>{_NAMES})",

@@ -752,6 +752,12 @@ def test_the_users_we_copied_beside_the_agents_your_is_said_to_them() -> None:
             "I'm called [Your Name].",
             "Your name is Fergus.",
         ),
+        (  # an animal of theirs named by its kind, after "our"
+            "Name is Ana.\nOur golden retriever Bruno is fourteen.",
+            "What's our retriever called?",
+            "I don't know: I have nothing about that in my memory.",
+            "Your golden retriever is Bruno.",
+        ),
         (  # any name the user gave themselves answers
             "Name is Thandi.\nIs Thandiwe, but friends call user Thandi.",
             "What's my name?",
