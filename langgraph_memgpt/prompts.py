@@ -284,8 +284,13 @@ CORE_MEMORY_HAS = "But your core memory, in view above, has this about it:"
 
 AUTO_SEARCH_NOTE = (
     "(Searched what the user told you for their question; their questions are left out. "
-    "If no result above answers it, say you do not know.)"
+    "Answer from these results or from your core memory (human); if neither answers it, "
+    "say you do not know.)"
 )
+"""Under the loop's own search (`small_model.auto_search`). Its results are the user's
+messages nearest the question, and the answer may sit in ``human`` in other words: told only
+"if no result above answers it, say you do not know", the 1.5B model said so with "Is a
+tailor, alterations mostly." in view."""
 
 EVENT_REPLY_HELD_BACK = (
     "Not sent: this turn is a system event from the host, and nobody is waiting for a "
