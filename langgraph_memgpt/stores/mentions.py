@@ -236,10 +236,18 @@ ASKER_WORDS = frozenset({"i", "me", "my", "mine", "myself", "user"})
 question, as the agent's pre-think search passes it on) and "user" (the agent's own
 queries: "the user's sprint")."""
 
-ASKER_WEIGHT = 0.5
-"""The weight of the asker's lift (``stores.search``): a pronoun says less than a name
-(a named participant's lift weighs 1.0), and at the full weight the asker's messages
-crowded out the assistant's replies that some questions are about."""
+ASKER_WEIGHT = 1.0
+"""The weight of the asker's lift (``stores.search``), as a named participant's. It was 0.5
+when the lift came (bf9779b: at 1.0 one BEAM dev chat lost a question then). Since the
+spread over threads and one result a repeated text, 1.0 lowers no BEAM dev chat and no
+ability, at 100K tokens and at 1M, and 0.75 lowers one chat (``results/history.md``, "The
+asker's lift again"). LoCoMo dev's questions name people, and it is unchanged."""
+
+ASKER_WEIGHT_ACROSS = 0.5
+"""The asker's lift for a question across conversations (`asks_across_sessions`): a
+summary of how the user went about something is told as much by the assistant's replies
+as by the user's messages (half of a BEAM dev summary's evidence), and at 1.0 two of ten
+summaries lost all their evidence from the page."""
 
 
 def asks_about_asker(query: str) -> bool:

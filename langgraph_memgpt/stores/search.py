@@ -33,7 +33,12 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from langgraph_memgpt.stores.base import SearchMode, TagMatch
 from langgraph_memgpt.stores.duplicates import normalised
-from langgraph_memgpt.stores.mentions import ASKER_WEIGHT, asks_about_asker, asks_across_sessions
+from langgraph_memgpt.stores.mentions import (
+    ASKER_WEIGHT,
+    ASKER_WEIGHT_ACROSS,
+    asks_about_asker,
+    asks_across_sessions,
+)
 from langgraph_memgpt.stores.ranking import (
     RARE_MATCHES,
     Signal,
@@ -450,6 +455,7 @@ def hybrid_search(
             total = source.vector_total(VECTOR_TOTAL_CAP)
     if tier.neighbour_context:
         search.signals += neighbour_signals(search.signals, source.sequences)
+    across = mode == "hybrid" and asks_across_sessions(query)
     if mode != "vector":
         candidates = {key for signal in search.signals for key in signal.scores}
         search.signals += [Signal(s) for s in source.named_signals(query, candidates)]
@@ -459,7 +465,8 @@ def hybrid_search(
             # only the vector pool brought, which would then pass for a match.
             own = source.askers_own(matched_keys(search.signals))
             if own:
-                search.signals.append(Signal(dict.fromkeys(own, 1.0), weight=ASKER_WEIGHT))
+                weight = ASKER_WEIGHT_ACROSS if across else ASKER_WEIGHT
+                search.signals.append(Signal(dict.fromkeys(own, 1.0), weight=weight))
     fused = fuse(
         search.signals,
         rare=search.rare,
@@ -467,7 +474,7 @@ def hybrid_search(
         matches_only=tier.matches_only and mode != "vector",
     )
     read: Mapping[int, T] = {}
-    if tier.spreads_sessions and mode == "hybrid" and asks_across_sessions(query):
+    if tier.spreads_sessions and across:
         fused, read = spread_sessions(fused, source)
     total = len(fused) if total is None else max(total, len(fused))
     found: Mapping[int, T]
