@@ -830,7 +830,6 @@ def test_a_question_about_its_asker_lifts_the_askers_own_messages(recall: Recall
     assert across[statement] == pytest.approx(plain_across[statement] + ASKER_WEIGHT_ACROSS)
 
 
-
 DASHBOARD_CHAT = [
     *[(("assistant", "user")[n % 2], text) for n, text in enumerate(TALK)],
     ("user", "My dashboard API responds in 250 ms now, after the caching tweaks."),
@@ -854,6 +853,7 @@ def test_asked_about_themselves_the_users_statement_outranks_the_replies_that_ec
     statement, reply = (f"agent-a-t1-{n}" for n in (len(TALK), len(TALK) + 1))
     assert ids(hybrid.search("What is the dashboard API response time?"))[0] == reply
     assert ids(hybrid.search("What is my dashboard API response time?"))[0] == statement
+
 
 _FILLER = [
     "The morning started with a long walk along the river before breakfast.",
