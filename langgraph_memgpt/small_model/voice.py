@@ -48,6 +48,7 @@ from langgraph_memgpt.small_model.core_gate import (
     names_themselves,
     tells_without_i,
 )
+from langgraph_memgpt.small_model.kinds import kind_asked, kind_of, may_be
 from langgraph_memgpt.small_model.people import KEPT_ANIMALS, RELATION, is_relation, names_in
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
@@ -692,6 +693,125 @@ def the_name_asked(
     return "".join(out)
 
 
+HELD_OF_A_KIND = 3
+"""At most this many held lines answer a question about a kind of fact; more is a list the
+model should read itself."""
+
+
+_SAID_NOTE = re.compile(r'^\s*Said:\s*["\u201c](.*?)["\u201d]\s*\.?\s*$', re.DOTALL)
+_OPENS_WITH_YOU = re.compile(r"^\W*(?:you|your|you['\u2019]\w+)\b", re.IGNORECASE)
+_STATE_WORDS = frozenset(
+    "allergic born married engaged divorced widowed originally vegetarian vegan pescatarian "
+    "diabetic coeliac celiac deaf blind retired based from".split()
+)
+"""Words a note opens with in place of "Is ..." ("Allergic to latex.", "Born in Kochi.")."""
+_SUBJECT_FOLLOWERS = frozenset(
+    "is are was were can could will would may might must make makes made cause causes "
+    "give gives keep keeps have has had do does did get gets".split()
+)
+"""Second words that show the first was a subject ("Eggs make ...", "Cats are ..."), not
+a note's verb without its subject ("Fixes lifts ...")."""
+_PAST_OPENINGS = frozenset(
+    "grew went got left came took became began spent lost won met built bought sold ran "
+    "taught studied".split()
+)
+"""Past tenses a note opens with, its subject left out ("Grew up in Gdansk."); those in
+"-ed" are told by their ending."""
+
+
+def held_to_the_user(line: str) -> str:
+    """A held ``human`` line said to the user, as an answer that gives it whole.
+
+    Notes leave the user out ("Fixes lifts in office buildings.", "Allergic to latex.",
+    "User's dog Bruno is deaf.") or quote them (`Said: "I fix lifts."`): the answer says
+    "You fix lifts in office buildings.", "You are allergic to latex.", "Your dog Bruno is
+    deaf.". A line with a subject of its own ("Eggs make user's throat swell.") keeps it,
+    said to the user ("Eggs make your throat swell."); one that still has no "you" is
+    given as what they said ("From what you said: ...").
+    """
+    text = line.strip()
+    quoted = _SAID_NOTE.match(text)
+    if quoted:
+        text = quoted.group(1).strip()
+    text = _re_voice(text, [_SWAP, _USER_FORMS])
+    words = text.split()
+    if not words:
+        return text
+    first = words[0].strip(",.;:").lower()
+    second = words[1].strip(",.;:").lower() if len(words) > 1 else ""
+    if _OPENS_WITH_YOU.match(text):
+        pass
+    elif first in _OWN_NOUNS or first == "work":  # "Work is nights." -> "Your work is nights."
+        text = f"Your {text[:1].lower()}{text[1:]}"
+    elif second not in _SUBJECT_FOLLOWERS:
+        base = _base_form(first)
+        if first in _USER_VERBS or (len(first) > 3 and base != first and not base.endswith("ing")):
+            text = f"You {base}{text[len(words[0]) :]}"
+        elif first in _PAST_OPENINGS or (first.endswith("ed") and len(first) > 4):
+            text = f"You {text[:1].lower()}{text[1:]}"
+        elif first in _STATE_WORDS:
+            text = f"You are {text[:1].lower()}{text[1:]}"
+            text = re.sub(r"^You are born\b", "You were born", text)
+    if not _SECOND_PERSON.search(text):
+        text = f"From what you said: {text[:1].lower()}{text[1:]}"
+    return text.rstrip().rstrip(".") + "."
+
+
+@dataclass(frozen=True)
+class KindAsked:
+    """The held lines of the kind of fact a question asks for (`lines_of_kind_asked`)."""
+
+    lines: tuple[str, ...] = ()
+    """The lines the kind model is sure are of it: they answer."""
+    maybe: tuple[str, ...] = ()
+    """Every line that may be of it: an answer that says one of them stands."""
+
+
+def lines_of_kind_asked(question: str, held: Sequence[str]) -> KindAsked:
+    """The held lines that answer ``question`` by their kind (`kinds`).
+
+    None when it asks for no kind, none is held, or more than `HELD_OF_A_KIND` are.
+    """
+    kind = kind_asked(question)
+    if kind is None:
+        return KindAsked()
+    lines = tuple(line for line in held if kind_of(line) == kind)
+    if not lines or len(lines) > HELD_OF_A_KIND:
+        return KindAsked()
+    return KindAsked(lines, tuple(line for line in held if may_be(line, kind)))
+
+
+def the_kind_asked(reply: str, asked: KindAsked) -> str:
+    """``reply`` to a question asking for a kind of fact, answered with the ``lines`` held.
+
+    Asked "What do I do for a living?" with "Fixes lifts in office buildings." in
+    ``human``, a 1.5B model says "I don't know" (no word of the question is in the line)
+    or answers with another line ("You swim in the lake every morning."). ``asked`` holds
+    the held lines the kind model is sure are of the kind asked (`lines_of_kind_asked`).
+    Unless the first sentence that is more than a greeting says something of a line that
+    may be of that kind (shares a content word with one), it becomes those lines, as held
+    (`to_the_user` then says them to the user: "You fix lifts in office buildings."), and
+    the rest of the reply, which went on from the wrong answer, is left out. Sentence by
+    sentence, as a reply streams.
+    """
+    if not asked.lines:
+        return reply
+    stems = set().union(*(topic_stems(line) - _NO_FACT for line in asked.maybe))
+    answer = " ".join(held_to_the_user(line) for line in asked.lines)
+    parts = _SENTENCE.split(reply)
+    out: list[str] = []
+    for index, part in enumerate(parts):
+        if index % 2 == 1 or not part.strip() or _greeting(part):
+            out.append(part)
+            continue
+        if (topic_stems(_unquoted(part)) - _NO_FACT) & stems:
+            return reply
+        lead = part[: len(part) - len(part.lstrip())]
+        out.append(lead + answer)
+        break
+    return "".join(out)
+
+
 _GREETING = re.compile(
     r"^\s*(?:hi|hello|hey|sure|of course|certainly|great question|good question|yes|okay|ok)"
     r"(?:\s+there)?\s*[!.,]?\s*$",
@@ -816,6 +936,18 @@ def stated_text(prompt: Sequence[BaseMessage], question: str) -> str:
     return "\n".join(parts)
 
 
+def held_lines(prompt: Sequence[BaseMessage]) -> list[str]:
+    """The lines of the ``human`` block in the prompt's system message."""
+    return [
+        line.strip()
+        for message in prompt
+        if isinstance(message, SystemMessage)
+        for block in HUMAN_BLOCK.findall(content_text(message))
+        for line in block.splitlines()
+        if line.strip()
+    ]
+
+
 @dataclass(frozen=True)
 class ReplyVoice:
     """How replies to one prompt are said to the user (`reply_voice`)."""
@@ -875,8 +1007,11 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
 
         return ReplyVoice(news, True)
 
+    of_kind = lines_of_kind_asked(question, held_lines(prompt))  # once: a model reads them
+
     def answer(text: str) -> str:
-        said = cues_to_the_user(to_the_user(text, question, stated), stated)
+        said = the_kind_asked(text, of_kind)
+        said = cues_to_the_user(to_the_user(said, question, stated), stated)
         said = not_the_user_as_kin(intros_to_the_user(said, names), question, names, known)
         said = the_name_asked(said, question, stated, names, known)
         return said_to_them(answer_only(said, question, stated), stated)

@@ -12,7 +12,14 @@ from langgraph_memgpt.deps import policies_for
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
 from langgraph_memgpt.small_model.traits import ModelTraits
-from langgraph_memgpt.small_model.voice import relatives, the_name_asked, to_the_user, user_names
+from langgraph_memgpt.small_model.voice import (
+    held_to_the_user,
+    relatives,
+    reply_voice,
+    the_name_asked,
+    to_the_user,
+    user_names,
+)
 from langgraph_memgpt.turn.policies import ModelCall, call_model
 from langgraph_memgpt.turn.streaming import reply_so_far
 
@@ -839,3 +846,77 @@ def test_a_streamed_name_answer_never_takes_back_what_it_showed() -> None:
     assert whole == "Hi! Your older sister is Nomsa."
     for end in [i + 1 for i, c in enumerate(reply) if c in ".!?"]:
         assert whole.startswith(repaired(reply[:end]))
+
+
+WORK_HELD = (
+    "Name is Ada.\nFixes lifts in office buildings.\nSundays mean fishing on the river for user."
+)
+
+
+@pytest.mark.parametrize(
+    "model_says",
+    [
+        "I don't know: I have nothing about that in my memory.",
+        "I'm sorry, I don't know what your line of work is. Could you tell me?",
+        "You go fishing on the river on Sundays.",  # another held line
+    ],
+)
+def test_asked_for_their_work_the_answer_is_the_held_line_of_work(model_says: str) -> None:
+    """ "What do I do for a living?" shares no word with "Fixes lifts in office buildings.":
+    a 1.5B model says it does not know, or answers with another line. The line whose kind
+    is work (`kinds`) answers, said to the user, and what followed the wrong answer goes."""
+    said = _answered(WORK_HELD, "What do I do for a living?", model_says)
+    assert said == "You fix lifts in office buildings."
+
+
+@pytest.mark.parametrize(
+    ("human", "question", "model_says"),
+    [
+        (WORK_HELD, "What do I do for a living?", "You fix lifts, mostly in offices."),
+        (WORK_HELD, "What's my name?", "Your name is Ada."),  # a question for no kind
+        (  # nothing of the kind held: the model's "I don't know" is the truth
+            "Name is Ada.\nSundays mean fishing on the river for user.",
+            "What do I do for a living?",
+            "I don't know: I have nothing about that in my memory.",
+        ),
+    ],
+)
+def test_an_answer_from_the_line_asked_for_or_to_no_kind_stands(
+    human: str, question: str, model_says: str
+) -> None:
+    assert _answered(human, question, model_says) == model_says
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("Fixes lifts in office buildings.", "You fix lifts in office buildings."),
+        ("Is a tailor, alterations mostly.", "You are a tailor, alterations mostly."),
+        ("Allergic to latex.", "You are allergic to latex."),
+        ("Born in Kochi.", "You were born in Kochi."),
+        ("Grew up in Gdansk.", "You grew up in Gdansk."),
+        ("User's dog Bruno is deaf.", "Your dog Bruno is deaf."),
+        ("Work is nights.", "Your work is nights."),
+        ('Said: "I live in York now."', "You live in York now."),
+        ("Eggs make user's throat swell.", "Eggs make your throat swell."),
+        ("The tinnitus never stops.", "From what you said: the tinnitus never stops."),
+    ],
+)
+def test_a_held_line_given_as_the_answer_is_said_to_the_user(line: str, said: str) -> None:
+    assert held_to_the_user(line) == said
+
+
+def test_a_streamed_kind_answer_never_takes_back_what_it_showed() -> None:
+    """Sentence by sentence: what the first sentences are repaired to stays the start of
+    what the whole reply is repaired to."""
+    prompt: list[BaseMessage] = [
+        SystemMessage(f"<human>\n{WORK_HELD}\n</human>"),
+        HumanMessage("[2026-12-01 09:30 UTC] What do I do for a living?"),
+    ]
+    voice = reply_voice(prompt)
+    assert voice is not None
+    reply = "Hello! I'm not sure. You might be a teacher? Tell me more."
+    whole = voice.repair(reply)
+    assert whole == "Hello! You fix lifts in office buildings."
+    for end in [i + 1 for i, c in enumerate(reply) if c in ".!?"]:
+        assert whole.startswith(voice.repair(reply[:end]))
