@@ -126,6 +126,9 @@ _DURABLE = (
 """A span of years: what has lasted ("I've had it since I was a kid", "we've lived here six
 years"), whatever else the sentence tells."""
 _LASTING = re.compile(rf"\b(?:{_HABIT}|{_LASTING_CORE}|{_DURABLE})\b", re.IGNORECASE)
+_SAYS_ITSELF = re.compile(rf"\b(?:{_HABIT}|{_LASTING_CORE}|{_DURABLE}|as an? [a-z]+)\b", re.IGNORECASE)
+"""What a sentence ending on "it" still says of the user on its own: a habit, their ways,
+a span of years, what they are ("As a nurse I really appreciate that")."""
 _MONTH = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|"
     r"december)"
@@ -254,10 +257,11 @@ _NAMED_RELATIVE = re.compile(
     rf"\b(?i:my|our)\s+(?:(?i:older|younger|little|big|baby|twin|eldest|youngest)\s+)?"
     rf"(?i:{_RELATION})\s*,?\s+[A-Z][\w'\u2019-]+"
     r"|\b[A-Z][\w'\u2019-]+,\s+(?i:my|our)\s+(?:[a-z-]+\s+){0,2}[a-z-]+\s*,"
+    rf"|\b[\w'\u2019-]+\s*\((?i:my|our)\s+(?:[a-z-]+\s+){{0,2}}(?i:{_RELATION}|{_PET})\)"
     rf"|\b(?i:my|our)\s+(?:[a-z-]+\s+){{0,2}}(?i:{_PET})\s*,?\s+[A-Z][\w'\u2019-]+"
 )
-"""One of the user's people, named ("with my daughter Aino"; "Bryn, our collie, ..."): a
-fact, whatever the episode it is told in."""
+"""One of the user's people, named ("with my daughter Aino"; "Bryn, our collie, ...";
+"gherkin (my ferret)"): a fact, whatever the episode it is told in."""
 _RELATION_EPISODE = re.compile(
     rf"^(?:my|our)\s+{_RELATION}\s+(?:just\s+|finally\s+|\w+ly\s+)?"
     rf"(?:[a-z]+ed|called|said|told|had|was|were|did|has\s+(?:just\s+)?[a-z]+ed|"
@@ -311,16 +315,24 @@ def passing(sentence: str) -> bool:
         or (_SMALL_TALK.search(sentence) and not _LASTING.search(sentence))
         or _CHAT_TURN.search(sentence)
         or (_AGAIN.search(sentence) and not _OWNERS_LASTING.search(sentence))
+        or (_ABOUT_IT.search(sentence) is not None and not _SAYS_ITSELF.search(sentence))
     )
 
 
 _SAYS_WORK_OR_HOME = re.compile(
     r"\b(?:where (?:i|we) (?:work|live)|(?:i|we) work (?:as|at|in|for)|for a living|"
-    r"(?:that['\u2019]s|is) (?:my|our) (?:job|work|trade)|allergic to|intolerant to)\b",
+    r"(?:that['\u2019]s|is) (?:my|our) (?:job|work|trade)|allergic to|intolerant to|"
+    r"(?:i['\u2019]m|i am) (?:allergic|intolerant)|"
+    r"(?:i|we) spend (?:most of |all of |half )?(?:my|our) (?:waking hours|days|working days|"
+    r"weeks|working week|time)|"
+    r"^(?:i['\u2019]m|i am) (?:an? )(?!(?:bit|little|lot|mess|wreck|fan|big|huge|total|"
+    r"complete|bundle|tad|touch|nervous|fool)\b)[a-z-]+(?:\s+[a-z-]+)?\s*(?:[,;.!]|$|\s+(?:and|so|by|at|in|for)\b))",
     re.IGNORECASE,
 )
 """The user's work, home or allergy, said in any story ("Got soaked walking to the clinic
-where I work as a nurse"): what the story is told beside stays."""
+where I work as a nurse", "Took the earrings back, nickel, and I'm allergic"), what they
+spend their days on ("I spend most of my waking hours stitching old bibles") and who they
+are ("I'm a notary, so today was three closings"): what the story is told beside stays."""
 _CHAT_TURN = re.compile(
     r"^(?:excuse me|kindly excuse|pardon|tell me|let me|hmm+|interesting|never mind|nvm|"
     r"i mean)\b|\b(?:away|off|heading|going) to (?:my |our )?bed\b",
@@ -330,6 +342,15 @@ _CHAT_TURN = re.compile(
 late reply", "Tell me something interesting", "hmm let me think", "I'm away to my bed").
 Not "Sorry": an apology opens facts as often ("Sorry if I'm slow, I make wedding cakes to
 order, that's my job")."""
+_ABOUT_IT = re.compile(
+    r"\b(?:i|we)(?:['\u2019]ve|['\u2019]d|['\u2019]ll| have| had| will)?\s+(?:\w+\s+){0,2}?"
+    r"(?:it|this|that|them)\s*(?:,?\s*(?:honestly|now|already|too|though|anyway|lol|haha))?"
+    r"\s*[.!]*\s*$",
+    re.IGNORECASE,
+)
+"""A sentence about the user that ends on "it" or "that", whatever it is ("Glamorous it is
+not, but I love it.", "I've muted it."): it says something only of what was said before,
+and a note of it ("Has muted it.") says nothing on its own."""
 _AGAIN = re.compile(r"\bagain\b", re.IGNORECASE)
 """A thing that happened once more ("My brother burnt the toast again"): an episode."""
 

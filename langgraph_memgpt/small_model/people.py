@@ -14,7 +14,8 @@ RELATION = (
     r"children|child|baby|twins?|wife|husband|partner|girlfriend|boyfriend|fianc\w*|"
     r"grand\w+|gran|granny|nana|nan|nanna|aunt|auntie|uncle|cousin|niece|nephew|"
     r"god(?:son|daughter|mother|father|child)|step\w+|\w+-in-law|ex-\w+|family|in-laws?|"
-    r"best friend|friend|boss|colleague|flatmate|roommate|dog|cat|pet|horse)"
+    r"best friend|friend|(?:best\s+)?mate|bestie|buddy|pal|boss|colleague|flatmate|roommate|"
+    r"dog|cat|pet|horse)"
 )
 """The words for the people and animals of someone's life, as a regular expression."""
 KEPT_ANIMALS = frozenset(

@@ -717,6 +717,40 @@ def test_a_passing_fragment_told_of_no_one_is_small_talk(said: str) -> None:
     assert fact_sentences(said) == []
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I spend most of my days rewiring old houses, and this morning the van wouldn't start.",
+        "I'm a notary, so today was two closings back to back and a pen stolen by a toddler.",
+        "Sent the shrimp back at lunch, of course, and I'm allergic, so no harm done.",
+        "biscuit (our tortoise) got out again this morning and made it to the bins",
+        "my best mate Tomasz came round and we watched rubbish telly till 2am",
+    ],
+)
+def test_who_the_user_is_and_their_people_stay_facts_inside_a_days_story(said: str) -> None:
+    """What they spend their days on, what they are ("I'm a notary"), an allergy, someone
+    of theirs named beside their relation in brackets or as a mate: lasting, though the
+    sentence around them is the day's story."""
+    assert fact_sentences(said) == [said]
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["Messy it is not, but I love it.", "I've muted it.", "We finally fixed it!"],
+)
+def test_a_sentence_that_ends_on_it_says_nothing_on_its_own(said: str) -> None:
+    """"I love it" is about whatever was said before: a note "Loves it." says nothing."""
+    assert fact_sentences(said) == []
+
+
+def test_a_sentence_on_it_that_says_a_habit_or_what_they_are_is_kept() -> None:
+    for said in (
+        "Black tea, no milk, that's how I've always had it.",
+        "As a midwife I really appreciate that.",
+    ):
+        assert fact_sentences(said) == [said]
+
+
 def test_the_lasting_model_file_is_the_one_its_data_trains() -> None:
     """`benchmarks/lasting/train.py --check`: the shipped weights come from the shipped
     sentences (same data, same steps, same weights)."""
