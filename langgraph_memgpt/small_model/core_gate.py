@@ -126,7 +126,9 @@ _DURABLE = (
 """A span of years: what has lasted ("I've had it since I was a kid", "we've lived here six
 years"), whatever else the sentence tells."""
 _LASTING = re.compile(rf"\b(?:{_HABIT}|{_LASTING_CORE}|{_DURABLE})\b", re.IGNORECASE)
-_SAYS_ITSELF = re.compile(rf"\b(?:{_HABIT}|{_LASTING_CORE}|{_DURABLE}|as an? [a-z]+)\b", re.IGNORECASE)
+_SAYS_ITSELF = re.compile(
+    rf"\b(?:{_HABIT}|{_LASTING_CORE}|{_DURABLE}|as an? [a-z]+)\b", re.IGNORECASE
+)
 """What a sentence ending on "it" still says of the user on its own: a habit, their ways,
 a span of years, what they are ("As a nurse I really appreciate that")."""
 _MONTH = (

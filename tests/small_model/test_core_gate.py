@@ -739,7 +739,7 @@ def test_who_the_user_is_and_their_people_stay_facts_inside_a_days_story(said: s
     ["Messy it is not, but I love it.", "I've muted it.", "We finally fixed it!"],
 )
 def test_a_sentence_that_ends_on_it_says_nothing_on_its_own(said: str) -> None:
-    """"I love it" is about whatever was said before: a note "Loves it." says nothing."""
+    """A sentence "I love it" is about what was said before: a note "Loves it." says nothing."""
     assert fact_sentences(said) == []
 
 
