@@ -60,7 +60,7 @@ _ASKS = {
         rf"|intoleran\w*|disabilit\w*|diagnos\w*|injur\w*|vegetarian|vegan"
         rf"|food\s+restrictions?)\b"
         rf"|\b(?:can{_A}?t|cannot|shouldn{_A}?t|should\s+not|don{_A}?t|do\s+not|must\s+not)"
-        rf"\s+(?:i\s+)?(?:eat|have|drink|take)\b"
+        rf"\s+(?:i\s+)?(?:eat|have|drink|take|wear|touch)\b"
         rf"|\b(?:avoid|steer\s+clear\s+of)\s+(?:eating|drinking)\b"
         rf"|\bfoods?\s+(?:make|makes)\s+me\s+(?:ill|sick)\b"
         rf"|\bwrong\s+with\s+(?:me|my)\b"
@@ -90,9 +90,18 @@ _ASKS = {
         r"|\bfurry\s+(?:friend|one)s?\b",
         re.IGNORECASE,
     ),
+    "plans": re.compile(
+        r"\bwhere\s+(?:am|are)\s+(?:i|we)\s+(?:moving|going|off|heading|flying|travel+ing|"
+        r"relocating)\b"
+        r"|\bwhat\s+(?:have|do)\s+(?:i|we)\s+(?:got\s+)?(?:coming\s+up|planned|booked|on\s+next)\b"
+        r"|\bwhat['\u2019]?s\s+coming\s+up\s+for\s+(?:me|us)\b|\b(?:my|our)\s+(?:plans|next\s+big\s+thing)\b"
+        r"|\bwhat\s+am\s+i\s+(?:planning|looking\s+forward\s+to)\b",
+        re.IGNORECASE,
+    ),
 }
 ASKED = tuple(_ASKS)
-"""The kinds a question is read for: those whose questions share no word with their lines."""
+"""The kinds a question is read for: those whose questions share no word with their lines
+("Where am I moving to?" for "We complete on the cottage in Hexham on the 19th")."""
 
 _OWN = (
     r"(?!(?:pets?|home|job|work|trade|health|diet|career|profession|occupation|employer"

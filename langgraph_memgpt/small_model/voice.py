@@ -297,7 +297,8 @@ def relatives(stated: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     """Who the user introduced by their relation: name -> (relation, names said together).
 
     "My daughter Noor turns seven" gives ``{"Noor": ("daughter", ("Noor",))}``; "my twins
-    Aiko and Ren" gives both names the relation "twins" and the pair. A relation word right
+    Aiko and Ren" gives both names the relation "twins" and the pair; "Zsuzsa, my
+    girlfriend, ..." (`_APPOSED`) gives Zsuzsa the relation "girlfriend". A relation word right
     before a name of two words ("Granddaughter Wee Eilidh") is read by `_KIN_THEN_NAME`: the
     general pattern took "Granddaughter Wee" for a relation and found no kin in it.
     """
@@ -305,6 +306,11 @@ def relatives(stated: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     for match in _KIN_THEN_NAME.finditer(stated):
         name = match.group("name")
         found.setdefault(name, (match.group("kin").lower(), (name,)))
+    for match in _APPOSED.finditer(stated):
+        relation = match.group("relation").lower()
+        head = relation.split()[-1]
+        if head in KIN or is_relation(head) or head in KEPT_ANIMALS:
+            found.setdefault(match.group("name"), (relation, (match.group("name"),)))
     for match in _RELATIVE.finditer(stated):
         head = match.group("head").lower()
         if head not in KIN and not is_relation(head):
@@ -320,6 +326,12 @@ def relatives(stated: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     return found
 
 
+_APPOSED = re.compile(
+    r"(?<![\w'\u2019-])(?P<name>[A-Z][\w'\u2019-]+)\s*(?:,|\(|[\u2014\u2013]|\s-)\s*"
+    r"(?i:my|our|user['\u2019]s)\s+(?P<relation>(?:[a-z-]+\s+){0,2}[a-z-]+)\s*(?:[,)\u2014\u2013.]|\s-)"
+)
+"""Someone named beside their relation: "Zsuzsa, my girlfriend, ...", "Olivier (my
+husband)", "Olivier \u2014 my husband \u2014 ..."."""
 _KIN_THEN_NAME = re.compile(
     rf"(?:^[ \t-]*|\b(?i:my|user['\u2019]s|our)\s+)(?P<kin>(?i:{RELATION}))\s+"
     r"(?P<name>[A-Z][\w'\u2019-]+\s+[A-Z][\w'\u2019-]+)\b",
@@ -668,7 +680,7 @@ def the_name_asked(
         answer = next((f"Your name is {n}." for n in tied), None)
     parts = _SENTENCE.split(reply)
     out: list[str] = []
-    done = replaced = False
+    done = replaced = answered = False
     for index, part in enumerate(parts):
         if replaced:
             break
@@ -679,7 +691,14 @@ def the_name_asked(
         if answer is None:
             made_up = {n for n in given if not _names(n, stated) and not _names(n, question)}
             nameless = not given and _NAME_IS.search(part) is not None
-            out.append(DONT_KNOW if made_up or nameless else part)
+            # Asked their own name: one of their people's is no answer ("You're called
+            # Zsuzsa." for the girlfriend), and neither is a first sentence with no name.
+            theirs = not asked and any(_names(n, part) for n in known)
+            greeting = _greeting(part)
+            unanswered = not (asked or answered or given or greeting) and DONT_KNOW not in part
+            answered = answered or not greeting
+            wrong = made_up or nameless or theirs or unanswered
+            out.append(DONT_KNOW if wrong else part)
             continue
         if any(_names(n, part) for n in tied):
             done = True
@@ -711,6 +730,10 @@ _SUBJECT_FOLLOWERS = frozenset(
 )
 """Second words that show the first was a subject ("Eggs make ...", "Cats are ..."), not
 a note's verb without its subject ("Fixes lifts ...")."""
+_MODAL_OPENINGS = frozenset(
+    "can't cannot can won't will never always only still often usually rarely mostly also".split()
+)
+"""Modals and adverbs a note opens with, its subject left out ("Can't have caffeine.")."""
 _PAST_OPENINGS = frozenset(
     "grew went got left came took became began spent lost won met built bought sold ran "
     "taught studied".split()
@@ -743,6 +766,13 @@ def held_to_the_user(line: str) -> str:
         pass
     elif first in _OWN_NOUNS or first == "work":  # "Work is nights." -> "Your work is nights."
         text = f"Your {text[:1].lower()}{text[1:]}"
+    elif (
+        first.replace("\u2019", "'") in _MODAL_OPENINGS
+    ):  # "Never eats pork." -> "You never eat pork."
+        rest = text[len(words[0]) :]
+        if len(words) > 1 and first not in {"can't", "cannot", "can", "won't", "will"}:
+            rest = rest.replace(words[1], _base_form(words[1]), 1)
+        text = f"You {text[:1].lower()}{text[1 : len(words[0])]}{rest}"
     elif second not in _SUBJECT_FOLLOWERS:
         base = _base_form(first)
         if first in _USER_VERBS or (len(first) > 3 and base != first and not base.endswith("ing")):
@@ -781,6 +811,16 @@ def lines_of_kind_asked(question: str, held: Sequence[str]) -> KindAsked:
     return KindAsked(lines, tuple(line for line in held if may_be(line, kind)))
 
 
+def _says_of(words: set[str], line: set[str]) -> bool:
+    """Whether a sentence's content words say something of a line that may be of the kind.
+
+    Two of its words, or one of a line of three words or fewer: "sleep" in advice on sleep
+    is not "CPAP every night since they diagnosed sleep apnea". (Of a line the kind model is
+    sure of, one word is enough: `the_kind_asked`.)
+    """
+    return len(words & line) >= min(2, len(line))
+
+
 def the_kind_asked(reply: str, asked: KindAsked) -> str:
     """``reply`` to a question asking for a kind of fact, answered with the ``lines`` held.
 
@@ -789,14 +829,16 @@ def the_kind_asked(reply: str, asked: KindAsked) -> str:
     or answers with another line ("You swim in the lake every morning."). ``asked`` holds
     the held lines the kind model is sure are of the kind asked (`lines_of_kind_asked`).
     Unless the first sentence that is more than a greeting says something of a line that
-    may be of that kind (shares a content word with one), it becomes those lines, as held
+    may be of that kind (`_says_of`) or shares a word with one it is sure of, it becomes
+    those lines, as held
     (`to_the_user` then says them to the user: "You fix lifts in office buildings."), and
     the rest of the reply, which went on from the wrong answer, is left out. Sentence by
     sentence, as a reply streams.
     """
     if not asked.lines:
         return reply
-    stems = set().union(*(topic_stems(line) - _NO_FACT for line in asked.maybe))
+    sure = [topic_stems(line) - _NO_FACT for line in asked.lines]
+    held = [topic_stems(line) - _NO_FACT for line in asked.maybe]
     answer = " ".join(held_to_the_user(line) for line in asked.lines)
     parts = _SENTENCE.split(reply)
     out: list[str] = []
@@ -804,7 +846,8 @@ def the_kind_asked(reply: str, asked: KindAsked) -> str:
         if index % 2 == 1 or not part.strip() or _greeting(part):
             out.append(part)
             continue
-        if (topic_stems(_unquoted(part)) - _NO_FACT) & stems:
+        words = topic_stems(_unquoted(part)) - _NO_FACT
+        if any(words & line for line in sure) or any(_says_of(words, line) for line in held):
             return reply
         lead = part[: len(part) - len(part.lstrip())]
         out.append(lead + answer)

@@ -24,6 +24,9 @@ from langgraph_memgpt.small_model.kinds import kind_asked, kind_of
         ("Where did I grow up?", "home"),
         ("Which town do we live in?", "home"),
         ("What kind of pet do I have?", "pet"),
+        ("Which metal can't I wear?", "health"),
+        ("Where am I moving to?", "plans"),
+        ("What have I got coming up?", "plans"),
     ],
 )
 def test_a_question_for_a_kind_of_fact_is_read_by_its_kind(question: str, kind: str) -> None:

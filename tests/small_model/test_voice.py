@@ -809,6 +809,18 @@ def test_a_name_asked_for_is_answered_with_the_one_memory_ties_to_them(
             "Your auntie's name is Auntie.",
             "I don't know: I have nothing about that in my memory.",
         ),
+        (  # one of their people's names is not the user's
+            "Zsuzsa, my girlfriend, got us opera tickets.",
+            "Do you remember what I'm called?",
+            "You're called Zsuzsa.",
+            "I don't know: I have nothing about that in my memory.",
+        ),
+        (  # asked their name, an answer with no name in it
+            "Husband Olivier set off the smoke alarm.",
+            "What's my first name?",
+            "Hello! Bonne nuit!",
+            "Hello! I don't know: I have nothing about that in my memory.",
+        ),
         (  # two sisters: the model's choice stands
             "Sister Anna lives in Leeds.\nSister Priya is a nurse.",
             "What's my sister's name?",
@@ -900,6 +912,8 @@ def test_an_answer_from_the_line_asked_for_or_to_no_kind_stands(
         ('Said: "I live in York now."', "You live in York now."),
         ("Eggs make user's throat swell.", "Eggs make your throat swell."),
         ("The tinnitus never stops.", "From what you said: the tinnitus never stops."),
+        ("Can't have caffeine, doctor's orders.", "You can't have caffeine, doctor's orders."),
+        ("Never eats pork.", "You never eat pork."),
     ],
 )
 def test_a_held_line_given_as_the_answer_is_said_to_the_user(line: str, said: str) -> None:
