@@ -15,6 +15,7 @@ small-model policy gives one, `langgraph_memgpt.small_model`), never imported fr
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -22,6 +23,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackMana
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import invalid_tool_call, tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -38,7 +40,7 @@ from langgraph_memgpt.llm.call_schema import (
     tools_in_prompt,
 )
 from langgraph_memgpt.llm.chunks import message_chunks
-from langgraph_memgpt.llm.errors import is_context_overflow
+from langgraph_memgpt.llm.errors import broken_call_arguments, is_context_overflow
 
 R = TypeVar("R")
 
@@ -210,7 +212,7 @@ class LocalToolCallingChatModel(BaseChatModel):
             )
         except Exception as exc:
             _raise_if_context_overflow(exc)
-            raise
+            return _broken_call_result(exc)
         return self._finish(result, names, plain, messages, repair)
 
     async def _agenerate(
@@ -231,7 +233,7 @@ class LocalToolCallingChatModel(BaseChatModel):
                 result = await self.inner._agenerate(messages, stop=stop, **request)
         except Exception as exc:
             _raise_if_context_overflow(exc)
-            raise
+            return _broken_call_result(exc)
         return self._finish(result, names, plain, messages, repair)
 
     def _stream(
@@ -256,7 +258,8 @@ class LocalToolCallingChatModel(BaseChatModel):
                     yield out
         except Exception as exc:
             _raise_if_context_overflow(exc)
-            raise
+            yield _broken_call_chunk(exc)
+            return
         yield from raw.ending(self._parsed_chunk(raw.text, names, plain, messages, repair))
 
     async def _astream(
@@ -275,7 +278,8 @@ class LocalToolCallingChatModel(BaseChatModel):
                     yield out
         except Exception as exc:
             _raise_if_context_overflow(exc)
-            raise
+            yield _broken_call_chunk(exc)
+            return
         for last in raw.ending(self._parsed_chunk(raw.text, names, plain, messages, repair)):
             yield last
 
@@ -348,6 +352,36 @@ def _is_connection_error(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIConnectionError) and not isinstance(
         exc, openai.APITimeoutError
     )
+
+
+BROKEN_CALL_ERROR = "the call broke off before its end (too long): write it shorter"
+"""What the model is told of a call the server refused as cut short."""
+
+
+def _broken_call_result(exc: Exception) -> ChatResult:
+    """The server's refusal of a cut-short call as a step holding that call, invalid.
+
+    The loop answers an invalid call with an error result and goes on
+    (`errors.broken_call_arguments`); any other error is raised again.
+    """
+    args = broken_call_arguments(exc)
+    if args is None:
+        raise exc
+    bad = invalid_tool_call(name=None, args=args, id=None, error=BROKEN_CALL_ERROR)
+    return ChatResult(generations=[ChatGeneration(message=AIMessage("", invalid_tool_calls=[bad]))])
+
+
+def _broken_call_chunk(exc: Exception) -> ChatGenerationChunk:
+    """`_broken_call_result` as the last chunk of a stream: its call does not parse.
+
+    A chunk's call keeps no error of its own once chunks are added up (LangChain parses
+    them again), so the model is told only that its arguments did not parse.
+    """
+    args = broken_call_arguments(exc)
+    if args is None:
+        raise exc
+    piece = tool_call_chunk(name=None, args=args, id=f"call_{uuid.uuid4().hex[:24]}", index=0)
+    return ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[piece]))
 
 
 def _raise_if_context_overflow(exc: BaseException) -> None:

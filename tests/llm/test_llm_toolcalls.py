@@ -1,14 +1,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 
 from langgraph_memgpt.llm.call_parse import PLAIN_REPLY_KEY, parse_tool_calls
@@ -453,6 +459,70 @@ def test_a_broken_off_step_never_reaches_the_user_and_the_model_tries_again(tmp_
     assert not any('"name"' in str(m.content) for m in out["messages"] if m.type == "ai")
     errors = [m for m in out["messages"] if m.type == "tool" and "cut off" in str(m.content)]
     assert len(errors) == 1
+
+
+SERVER_BROKE_OFF = (
+    "Error code: 500 - Failed to parse tool call arguments as JSON: "
+    "[json.exception.parse_error.101] parse error at line 1, column 40: syntax error while "
+    "parsing value - invalid string: missing closing quote; last read: "
+    "'\"I need to get to work on time, so I ha'"
+)
+
+
+class _BreaksOffOnTheServer(BaseChatModel):
+    """llama.cpp parsing the calls itself: a call cut short comes back as a 500, once."""
+
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "breaks-off-on-the-server"
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:  # fmt: skip
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError(SERVER_BROKE_OFF)
+        retry = [{"name": "send_message", "arguments": {"message": "Sounds like a busy day!"}}]
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(json.dumps(retry)))])
+
+    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                **kwargs: Any) -> Iterator[ChatGenerationChunk]:  # fmt: skip
+        result = self._generate(messages, stop, run_manager, **kwargs)
+        text = str(result.generations[0].message.content)
+        yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoked", "streamed"])
+def test_a_call_the_server_refused_as_cut_short_is_a_tool_error_and_the_turn_goes_on(
+    tmp_path: Any, streamed: bool
+) -> None:
+    """llama.cpp answers a call cut short by the reply cap with a 500 ("Failed to parse
+    tool call arguments as JSON") when it parses the calls itself: that is a malformed call
+    from the model, so the model is told, as for any call that does not parse, and tries
+    again; the run does not fail."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph_memgpt import Context, build_graph
+
+    model = LocalToolCallingChatModel(
+        inner=_BreaksOffOnTheServer(), reply_tool="send_message", companions=("core_memory_append",)
+    )
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), agent_id="ilka", embedding_model="none")
+    given = {"messages": [HumanMessage("Long day at work today.")]}
+    config: Any = {"configurable": {"thread_id": "t"}}
+    if streamed:
+        for _ in graph.stream(given, config, context=ctx, stream_mode="messages"):
+            pass
+        out = graph.get_state(config).values
+    else:
+        out = graph.invoke(given, config, context=ctx)
+
+    assert out["messages"][-1].content == "Sounds like a busy day!"
+    errors = [m for m in out["messages"] if m.type == "tool" and "not valid JSON" in str(m.content)]
+    assert len(errors) == 1
+    assert "I need to get to work" in str(errors[0].content)  # what the server read of it
 
 
 def test_wrapper_keeps_tool_calls_the_server_already_parsed() -> None:
