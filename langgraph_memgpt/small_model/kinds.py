@@ -11,7 +11,7 @@ So a held line's kind is scored by a linear model over its MiniLM vector (the em
 memory search already loads), trained by ``benchmarks/kinds/train.py`` on labelled lines
 written for the purpose, in the agent's note form and in the user's own words, with many
 lines a keyword rule gets wrong. The question's kind is read by rules (`kind_asked`): the
-ways to ask for one's work, health, home or animals are few. A line counts as of a kind
+ways to ask for one's work, health, home, animals or plans are few. A line counts as of a kind
 only when the model is sure of it (`SURE`): a wrong line given as the answer is worse than
 the model's own "I don't know".
 """
