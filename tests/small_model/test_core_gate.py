@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from trained import assert_shipped_weights_match
 
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
@@ -754,19 +755,7 @@ def test_a_sentence_on_it_that_says_a_habit_or_what_they_are_is_kept() -> None:
 def test_the_lasting_model_file_is_the_one_its_data_trains() -> None:
     """`benchmarks/lasting/train.py --check`: the shipped weights come from the shipped
     sentences (same data, same steps, same weights)."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, str(root / "benchmarks" / "lasting" / "train.py"), "--check"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "weights file: matches" in done.stdout
+    assert_shipped_weights_match("lasting/train.py")
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from trained import assert_shipped_weights_match
 
 from langgraph_memgpt.small_model.kinds import kind_asked, kind_of
 
@@ -74,13 +71,4 @@ def test_a_passing_line_of_another_kind_is_not_taken_for_work() -> None:
 def test_the_kind_model_file_is_the_one_its_data_trains() -> None:
     """`benchmarks/kinds/train.py --check`: the shipped weights come from the shipped
     lines (same data, same steps, same weights)."""
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, str(root / "benchmarks" / "kinds" / "train.py"), "--check"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "weights file: matches" in done.stdout
+    assert_shipped_weights_match("kinds/train.py")
