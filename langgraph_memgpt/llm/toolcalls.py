@@ -147,6 +147,7 @@ class LocalToolCallingChatModel(BaseChatModel):
         the request and the chat template appends them after the whole system text (Qwen's
         does), where any change to that text makes llama.cpp re-read them too.
         """
+        messages = [_sendable(m) for m in messages]
         request = dict(kwargs)
         repair: StepRepair | None = request.pop("repair", None)
         tools: list[Mapping[str, Any]] = list(request.pop("tools", None) or [])
@@ -354,6 +355,33 @@ def _is_connection_error(exc: BaseException) -> bool:
     )
 
 
+UNKNOWN_TOOL = "unknown_tool"
+"""The name an invalid call goes under when the model never wrote one."""
+
+
+def _sendable(message: BaseMessage) -> BaseMessage:
+    """``message`` as llama.cpp can read it back: an invalid call as a call of JSON arguments.
+
+    A call that did not parse stays in the queue as the model wrote it (with the error
+    result the loop gave it); sent back as it is, its raw arguments and missing name make
+    the server refuse the whole prompt ("Failed to parse tool call arguments as JSON",
+    "type must be string, but is null"). It goes as a call named as written (or
+    `UNKNOWN_TOOL`) whose arguments hold the raw text.
+    """
+    if not isinstance(message, AIMessage) or not message.invalid_tool_calls:
+        return message
+    calls = list(message.tool_calls) + [
+        {
+            "name": str(bad.get("name") or UNKNOWN_TOOL),
+            "args": {"unparsed": str(bad.get("args") or "")},
+            "id": bad.get("id"),
+            "type": "tool_call",
+        }
+        for bad in message.invalid_tool_calls
+    ]
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
+
+
 BROKEN_CALL_ERROR = "the call broke off before its end (too long): write it shorter"
 """What the model is told of a call the server refused as cut short."""
 
@@ -367,7 +395,7 @@ def _broken_call_result(exc: Exception) -> ChatResult:
     args = broken_call_arguments(exc)
     if args is None:
         raise exc
-    bad = invalid_tool_call(name=None, args=args, id=None, error=BROKEN_CALL_ERROR)
+    bad = invalid_tool_call(name=UNKNOWN_TOOL, args=args, id=None, error=BROKEN_CALL_ERROR)
     return ChatResult(generations=[ChatGeneration(message=AIMessage("", invalid_tool_calls=[bad]))])
 
 
@@ -380,7 +408,9 @@ def _broken_call_chunk(exc: Exception) -> ChatGenerationChunk:
     args = broken_call_arguments(exc)
     if args is None:
         raise exc
-    piece = tool_call_chunk(name=None, args=args, id=f"call_{uuid.uuid4().hex[:24]}", index=0)
+    piece = tool_call_chunk(
+        name=UNKNOWN_TOOL, args=args, id=f"call_{uuid.uuid4().hex[:24]}", index=0
+    )
     return ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[piece]))
 
 

@@ -730,10 +730,10 @@ _SUBJECT_FOLLOWERS = frozenset(
 )
 """Second words that show the first was a subject ("Eggs make ...", "Cats are ..."), not
 a note's verb without its subject ("Fixes lifts ...")."""
-_MODAL_OPENINGS = frozenset(
-    "can't cannot can won't will never always only still often usually rarely mostly also".split()
-)
-"""Modals and adverbs a note opens with, its subject left out ("Can't have caffeine.")."""
+_MODALS_BEFORE_A_VERB = frozenset("can't cannot can won't will".split())
+_MODAL_OPENINGS = frozenset("never always only still often usually rarely mostly also".split())
+"""Modals and adverbs a note opens with, its subject left out ("Can't have caffeine.",
+"Never eats pork."); an adverb only before a verb ("Only surgical steel ..." is no verb)."""
 _PAST_OPENINGS = frozenset(
     "grew went got left came took became began spent lost won met built bought sold ran "
     "taught studied".split()
@@ -766,11 +766,11 @@ def held_to_the_user(line: str) -> str:
         pass
     elif first in _OWN_NOUNS or first == "work":  # "Work is nights." -> "Your work is nights."
         text = f"Your {text[:1].lower()}{text[1:]}"
-    elif (
-        first.replace("\u2019", "'") in _MODAL_OPENINGS
-    ):  # "Never eats pork." -> "You never eat pork."
+    elif first.replace("\u2019", "'") in _MODALS_BEFORE_A_VERB or (
+        first in _MODAL_OPENINGS and len(words) > 1 and _base_form(second) != second
+    ):  # "Can't have caffeine." -> "You can't ..."; "Never eats pork." -> "You never eat pork."
         rest = text[len(words[0]) :]
-        if len(words) > 1 and first not in {"can't", "cannot", "can", "won't", "will"}:
+        if first in _MODAL_OPENINGS:
             rest = rest.replace(words[1], _base_form(words[1]), 1)
         text = f"You {text[:1].lower()}{text[1 : len(words[0])]}{rest}"
     elif second not in _SUBJECT_FOLLOWERS:
@@ -855,6 +855,11 @@ def the_kind_asked(reply: str, asked: KindAsked) -> str:
     return "".join(out)
 
 
+_FAREWELL = re.compile(
+    r"^\s*(?:good\s*night|night night|goodbye|bye|see you|take care|sleep well|sweet dreams|"
+    r"have a (?:good|great|nice) (?:one|day|night|evening|weekend))\b[\s\w,!.]*$",
+    re.IGNORECASE,
+)
 _GREETING = re.compile(
     r"^\s*(?:hi|hello|hey|sure|of course|certainly|great question|good question|yes|okay|ok)"
     r"(?:\s+there)?\s*[!.,]?\s*$",
@@ -925,6 +930,8 @@ def said_to_them(reply: str, stated: str) -> str:
         text = sentence.lstrip()
         words = topic_stems(_unquoted(text)) - _NO_FACT
         if text.endswith("?") or _FIRST_PERSON.search(text) or not words & stated_stems:
+            return sentence
+        if _greeting(text) or _FAREWELL.match(text):  # "Good night!" is no fact of theirs
             return sentence
         done = True
         first = re.sub(r"['\u2019]s$", "", text.split(" ", 1)[0].strip(".,!?:;"))

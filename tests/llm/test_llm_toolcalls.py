@@ -469,28 +469,42 @@ SERVER_BROKE_OFF = (
 )
 
 
-class _BreaksOffOnTheServer(BaseChatModel):
-    """llama.cpp parsing the calls itself: a call cut short comes back as a 500, once."""
+class _LikeLlamaServer(BaseChatModel):
+    """Answers in turn with ``steps`` (an error to raise, or the text the model wrote), and
+    reads every prompt as llama.cpp does: a tool call in it with no name, or arguments that
+    are not JSON, fails the whole request with a 500."""
 
+    steps: list[Any]
     calls: int = 0
 
     @property
     def _llm_type(self) -> str:
-        return "breaks-off-on-the-server"
+        return "like-llama-server"
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:  # fmt: skip
+        from langchain_openai.chat_models.base import _convert_message_to_dict
+
+        for sent in map(_convert_message_to_dict, messages):
+            for call in sent.get("tool_calls") or []:
+                if not isinstance(call["function"]["name"], str):
+                    raise RuntimeError("Error code: 500 - Failed to parse messages: type must be "
+                                       "string, but is null")  # fmt: skip
+                json.loads(call["function"]["arguments"])  # the server's 500 on broken JSON
+        step = self.steps[self.calls]
         self.calls += 1
-        if self.calls == 1:
-            raise RuntimeError(SERVER_BROKE_OFF)
-        retry = [{"name": "send_message", "arguments": {"message": "Sounds like a busy day!"}}]
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(json.dumps(retry)))])
+        if isinstance(step, Exception):
+            raise step
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(step))])
 
     def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                 **kwargs: Any) -> Iterator[ChatGenerationChunk]:  # fmt: skip
         result = self._generate(messages, stop, run_manager, **kwargs)
         text = str(result.generations[0].message.content)
         yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+
+
+RETRY = json.dumps([{"name": "send_message", "arguments": {"message": "Sounds like a busy day!"}}])
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["invoked", "streamed"])
@@ -506,7 +520,9 @@ def test_a_call_the_server_refused_as_cut_short_is_a_tool_error_and_the_turn_goe
     from langgraph_memgpt import Context, build_graph
 
     model = LocalToolCallingChatModel(
-        inner=_BreaksOffOnTheServer(), reply_tool="send_message", companions=("core_memory_append",)
+        inner=_LikeLlamaServer(steps=[RuntimeError(SERVER_BROKE_OFF), RETRY]),
+        reply_tool="send_message",
+        companions=("core_memory_append",),
     )
     graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
     ctx = Context(data_dir=str(tmp_path), agent_id="ilka", embedding_model="none")
@@ -523,6 +539,30 @@ def test_a_call_the_server_refused_as_cut_short_is_a_tool_error_and_the_turn_goe
     errors = [m for m in out["messages"] if m.type == "tool" and "not valid JSON" in str(m.content)]
     assert len(errors) == 1
     assert "I need to get to work" in str(errors[0].content)  # what the server read of it
+
+
+def test_a_broken_off_call_goes_back_to_the_server_as_a_call_it_can_read(tmp_path: Any) -> None:
+    """The invalid call a runaway step leaves in the queue is sent in later prompts with a
+    name and JSON arguments: as the model wrote it, llama.cpp refuses the whole prompt."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph_memgpt import Context, build_graph
+
+    model = LocalToolCallingChatModel(
+        inner=_LikeLlamaServer(steps=[RUNAWAY, RETRY]),
+        reply_tool="send_message",
+        companions=("core_memory_append",),
+    )
+    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
+    ctx = Context(data_dir=str(tmp_path), agent_id="hana", embedding_model="none")
+
+    out = graph.invoke(
+        {"messages": [HumanMessage("Actually, I switched jobs: I'm a midwife now.")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+
+    assert out["messages"][-1].content == "Sounds like a busy day!"
 
 
 def test_wrapper_keeps_tool_calls_the_server_already_parsed() -> None:

@@ -914,6 +914,7 @@ def test_an_answer_from_the_line_asked_for_or_to_no_kind_stands(
         ("The tinnitus never stops.", "From what you said: the tinnitus never stops."),
         ("Can't have caffeine, doctor's orders.", "You can't have caffeine, doctor's orders."),
         ("Never eats pork.", "You never eat pork."),
+        ("Only gold against user's skin.", "Only gold against your skin."),
     ],
 )
 def test_a_held_line_given_as_the_answer_is_said_to_the_user(line: str, said: str) -> None:
