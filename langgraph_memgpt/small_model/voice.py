@@ -855,6 +855,51 @@ def the_kind_asked(reply: str, asked: KindAsked) -> str:
     return "".join(out)
 
 
+_OWN_STORY = re.compile(rf"^\W*(?:i|i{_APOSTROPHE}(?:m|ve|d)|my)\b", re.IGNORECASE)
+_AGENT_ITSELF = re.compile(
+    rf"^\W*(?:i{_APOSTROPHE}m|i am)\s+(?:just\s+)?(?:an?\s+)?(?:[\w-]+\s+){{0,2}}"
+    r"(?:assistant|ai|language model|chatbot|bot|program|computer)\b",
+    re.IGNORECASE,
+)
+"""The agent describing itself ("I'm a software assistant designed to ..."): no answer
+about the user, whatever words of knowledge it uses."""
+
+
+def not_the_agents_story(reply: str, question: str, stated: str) -> str:
+    """``reply`` to a question about the user, unless it answers with the agent's own story.
+
+    Asked "What's my job?" with no job held, a 1.5B model answers about itself ("I'm a
+    software assistant designed to assist with information and tasks.") or makes one up in
+    the user's place ("I was born in a small town in the countryside."). When the first
+    sentence that is more than a greeting describes the agent (`_AGENT_ITSELF`), or opens
+    in the first person, speaks neither to the user nor of what the agent knows ("I don't
+    know", "I have nothing about ..."), and says nothing the user stated (`to_the_user`
+    has already turned their facts to "you"), it becomes `prompts.DONT_KNOW` and the rest
+    of the reply, which went on from it, is left out. Sentence by sentence, as a reply
+    streams.
+    """
+    stated_stems = topic_stems(stated)
+    parts = _SENTENCE.split(reply)
+    out: list[str] = []
+    for index, part in enumerate(parts):
+        if index % 2 == 1 or not part.strip() or _greeting(part):
+            out.append(part)
+            continue
+        own = _unquoted(part)
+        if _AGENT_ITSELF.match(own) or (
+            _OWN_STORY.match(own)
+            and not _SECOND_PERSON.search(own)
+            and not topic_stems(own) & AGENT_WORDS
+            and DONT_KNOW not in part
+            and not _says_a_stated_fact(own, question, stated_stems, False)
+        ):
+            lead = part[: len(part) - len(part.lstrip())]
+            out.append(lead + DONT_KNOW)
+            break
+        return reply
+    return "".join(out)
+
+
 _FAREWELL = re.compile(
     r"^\s*(?:good\s*night|night night|goodbye|bye|see you|take care|sleep well|sweet dreams|"
     r"have a (?:good|great|nice) (?:one|day|night|evening|weekend))\b[\s\w,!.]*$",
@@ -1064,6 +1109,7 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
         said = cues_to_the_user(to_the_user(said, question, stated), stated)
         said = not_the_user_as_kin(intros_to_the_user(said, names), question, names, known)
         said = the_name_asked(said, question, stated, names, known)
+        said = not_the_agents_story(said, question, stated)
         return said_to_them(answer_only(said, question, stated), stated)
 
     return ReplyVoice(answer, False)

@@ -935,3 +935,37 @@ def test_a_streamed_kind_answer_never_takes_back_what_it_showed() -> None:
     assert whole == "Hello! You fix lifts in office buildings."
     for end in [i + 1 for i, c in enumerate(reply) if c in ".!?"]:
         assert whole.startswith(voice.repair(reply[:end]))
+
+
+@pytest.mark.parametrize(
+    ("question", "model_says"),
+    [
+        (
+            "What's my job?",
+            "I'm a software assistant designed to assist with information and tasks.",
+        ),
+        ("Where was I born?", "I was born in a small town in the countryside."),
+    ],
+)
+def test_an_answer_with_the_agents_own_story_says_it_does_not_know(
+    question: str, model_says: str
+) -> None:
+    """Asked about the user with nothing held, a 1.5B model answers about itself or makes
+    a story up in the first person: no answer about the user, so "I don't know"."""
+    said = _answered("Name is Ada.\nAllergic to latex.", question, model_says)
+    assert said == "I don't know: I have nothing about that in my memory."
+
+
+@pytest.mark.parametrize(
+    ("question", "model_says"),
+    [
+        ("What am I allergic to?", "I'm allergic to latex."),  # the user's fact, copied
+        ("What's my job?", "I'm sorry, I don't have that in my notes."),  # what it knows
+        ("What's my name?", "Your name is Ada. I hope that helps!"),  # after the answer
+    ],
+)
+def test_a_first_person_answer_that_says_the_users_fact_or_the_agents_knowledge_stands(
+    question: str, model_says: str
+) -> None:
+    said = _answered("Name is Ada.\nAllergic to latex.", question, model_says)
+    assert "I don't know: I have nothing" not in said
