@@ -43,6 +43,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_memgpt.prompts import DONT_KNOW, HUMAN_BLOCK, without_time
 from langgraph_memgpt.small_model.core_gate import (
+    human_lines,
     introduced_names,
     name_in,
     names_themselves,
@@ -840,17 +841,33 @@ def the_kind_asked(reply: str, asked: KindAsked) -> str:
     sure = [topic_stems(line) - _NO_FACT for line in asked.lines]
     held = [topic_stems(line) - _NO_FACT for line in asked.maybe]
     answer = " ".join(held_to_the_user(line) for line in asked.lines)
+
+    def wrong(part: str) -> bool:
+        words = topic_stems(_unquoted(part)) - _NO_FACT
+        if any(words & line for line in sure):
+            return False
+        return not any(_says_of(words, line) for line in held)
+
+    return _first_answer(reply, wrong, answer)
+
+
+def _first_answer(reply: str, wrong: Callable[[str], bool], instead: str) -> str:
+    """``reply``, or ``instead`` for its first sentence past the greetings when it is wrong.
+
+    The rest of the reply, which went on from the wrong answer, is left out. Judged on that
+    sentence alone, so a reply streamed sentence by sentence never takes back what it
+    showed.
+    """
     parts = _SENTENCE.split(reply)
     out: list[str] = []
     for index, part in enumerate(parts):
         if index % 2 == 1 or not part.strip() or _greeting(part):
             out.append(part)
             continue
-        words = topic_stems(_unquoted(part)) - _NO_FACT
-        if any(words & line for line in sure) or any(_says_of(words, line) for line in held):
+        if not wrong(part):
             return reply
         lead = part[: len(part) - len(part.lstrip())]
-        out.append(lead + answer)
+        out.append(lead + instead)
         break
     return "".join(out)
 
@@ -879,25 +896,18 @@ def not_the_agents_story(reply: str, question: str, stated: str) -> str:
     streams.
     """
     stated_stems = topic_stems(stated)
-    parts = _SENTENCE.split(reply)
-    out: list[str] = []
-    for index, part in enumerate(parts):
-        if index % 2 == 1 or not part.strip() or _greeting(part):
-            out.append(part)
-            continue
+
+    def wrong(part: str) -> bool:
         own = _unquoted(part)
-        if _AGENT_ITSELF.match(own) or (
-            _OWN_STORY.match(own)
+        return _AGENT_ITSELF.match(own) is not None or (
+            _OWN_STORY.match(own) is not None
             and not _SECOND_PERSON.search(own)
             and not topic_stems(own) & AGENT_WORDS
             and DONT_KNOW not in part
             and not _says_a_stated_fact(own, question, stated_stems, False)
-        ):
-            lead = part[: len(part) - len(part.lstrip())]
-            out.append(lead + DONT_KNOW)
-            break
-        return reply
-    return "".join(out)
+        )
+
+    return _first_answer(reply, wrong, DONT_KNOW)
 
 
 _FAREWELL = re.compile(
@@ -1031,18 +1041,6 @@ def stated_text(prompt: Sequence[BaseMessage], question: str) -> str:
     return "\n".join(parts)
 
 
-def held_lines(prompt: Sequence[BaseMessage]) -> list[str]:
-    """The lines of the ``human`` block in the prompt's system message."""
-    return [
-        line.strip()
-        for message in prompt
-        if isinstance(message, SystemMessage)
-        for block in HUMAN_BLOCK.findall(content_text(message))
-        for line in block.splitlines()
-        if line.strip()
-    ]
-
-
 @dataclass(frozen=True)
 class ReplyVoice:
     """How replies to one prompt are said to the user (`reply_voice`)."""
@@ -1102,7 +1100,7 @@ def reply_voice(prompt: Sequence[BaseMessage]) -> ReplyVoice | None:
 
         return ReplyVoice(news, True)
 
-    of_kind = lines_of_kind_asked(question, held_lines(prompt))  # once: a model reads them
+    of_kind = lines_of_kind_asked(question, human_lines(prompt))  # once: a model reads them
 
     def answer(text: str) -> str:
         said = the_kind_asked(text, of_kind)
