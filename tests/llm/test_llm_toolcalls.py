@@ -435,29 +435,38 @@ def test_a_step_that_breaks_off_keeps_its_whole_calls_and_makes_the_rest_an_inva
     assert len(str(reply.invalid_tool_calls[0]["args"])) <= 300
 
 
-def test_a_broken_off_step_never_reaches_the_user_and_the_model_tries_again(tmp_path: Any) -> None:
+def _one_turn(inner: BaseChatModel, tmp_path: Any, said: str, streamed: bool = False) -> Any:
+    """One turn of the agent graph on the small model's wrapper around ``inner``: the
+    thread's messages after it (invoked, or streamed as a UI would read it)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     from langgraph_memgpt import Context, build_graph
 
-    retry = json.dumps([{"name": "send_message", "arguments": {"message": "Congratulations!"}}])
     model = LocalToolCallingChatModel(
-        inner=ScriptedChatModel.from_steps([RUNAWAY, retry]),
-        reply_tool="send_message",
-        companions=("core_memory_append",),
+        inner=inner, reply_tool="send_message", companions=("core_memory_append",)
     )
     graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
     ctx = Context(data_dir=str(tmp_path), agent_id="hana", embedding_model="none")
+    given = {"messages": [HumanMessage(said)]}
+    config: Any = {"configurable": {"thread_id": "t"}}
+    if not streamed:
+        return graph.invoke(given, config, context=ctx)["messages"]
+    for _ in graph.stream(given, config, context=ctx, stream_mode="messages"):
+        pass
+    return graph.get_state(config).values["messages"]
 
-    out = graph.invoke(
-        {"messages": [HumanMessage("Actually, I switched jobs: I'm a midwife now.")]},
-        {"configurable": {"thread_id": "t"}},
-        context=ctx,
+
+def test_a_broken_off_step_never_reaches_the_user_and_the_model_tries_again(tmp_path: Any) -> None:
+    retry = json.dumps([{"name": "send_message", "arguments": {"message": "Congratulations!"}}])
+    messages = _one_turn(
+        ScriptedChatModel.from_steps([RUNAWAY, retry]),
+        tmp_path,
+        "Actually, I switched jobs: I'm a midwife now.",
     )
 
-    assert out["messages"][-1].content == "Congratulations!"
-    assert not any('"name"' in str(m.content) for m in out["messages"] if m.type == "ai")
-    errors = [m for m in out["messages"] if m.type == "tool" and "cut off" in str(m.content)]
+    assert messages[-1].content == "Congratulations!"
+    assert not any('"name"' in str(m.content) for m in messages if m.type == "ai")
+    errors = [m for m in messages if m.type == "tool" and "cut off" in str(m.content)]
     assert len(errors) == 1
 
 
@@ -515,28 +524,11 @@ def test_a_call_the_server_refused_as_cut_short_is_a_tool_error_and_the_turn_goe
     tool call arguments as JSON") when it parses the calls itself: that is a malformed call
     from the model, so the model is told, as for any call that does not parse, and tries
     again; the run does not fail."""
-    from langgraph.checkpoint.memory import InMemorySaver
+    inner = _LikeLlamaServer(steps=[RuntimeError(SERVER_BROKE_OFF), RETRY])
+    messages = _one_turn(inner, tmp_path, "Long day at work today.", streamed=streamed)
 
-    from langgraph_memgpt import Context, build_graph
-
-    model = LocalToolCallingChatModel(
-        inner=_LikeLlamaServer(steps=[RuntimeError(SERVER_BROKE_OFF), RETRY]),
-        reply_tool="send_message",
-        companions=("core_memory_append",),
-    )
-    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
-    ctx = Context(data_dir=str(tmp_path), agent_id="ilka", embedding_model="none")
-    given = {"messages": [HumanMessage("Long day at work today.")]}
-    config: Any = {"configurable": {"thread_id": "t"}}
-    if streamed:
-        for _ in graph.stream(given, config, context=ctx, stream_mode="messages"):
-            pass
-        out = graph.get_state(config).values
-    else:
-        out = graph.invoke(given, config, context=ctx)
-
-    assert out["messages"][-1].content == "Sounds like a busy day!"
-    errors = [m for m in out["messages"] if m.type == "tool" and "not valid JSON" in str(m.content)]
+    assert messages[-1].content == "Sounds like a busy day!"
+    errors = [m for m in messages if m.type == "tool" and "not valid JSON" in str(m.content)]
     assert len(errors) == 1
     assert "I need to get to work" in str(errors[0].content)  # what the server read of it
 
@@ -544,25 +536,10 @@ def test_a_call_the_server_refused_as_cut_short_is_a_tool_error_and_the_turn_goe
 def test_a_broken_off_call_goes_back_to_the_server_as_a_call_it_can_read(tmp_path: Any) -> None:
     """The invalid call a runaway step leaves in the queue is sent in later prompts with a
     name and JSON arguments: as the model wrote it, llama.cpp refuses the whole prompt."""
-    from langgraph.checkpoint.memory import InMemorySaver
+    inner = _LikeLlamaServer(steps=[RUNAWAY, RETRY])
+    messages = _one_turn(inner, tmp_path, "Actually, I switched jobs: I'm a midwife now.")
 
-    from langgraph_memgpt import Context, build_graph
-
-    model = LocalToolCallingChatModel(
-        inner=_LikeLlamaServer(steps=[RUNAWAY, RETRY]),
-        reply_tool="send_message",
-        companions=("core_memory_append",),
-    )
-    graph = build_graph(model=model).compile(checkpointer=InMemorySaver())
-    ctx = Context(data_dir=str(tmp_path), agent_id="hana", embedding_model="none")
-
-    out = graph.invoke(
-        {"messages": [HumanMessage("Actually, I switched jobs: I'm a midwife now.")]},
-        {"configurable": {"thread_id": "t"}},
-        context=ctx,
-    )
-
-    assert out["messages"][-1].content == "Sounds like a busy day!"
+    assert messages[-1].content == "Sounds like a busy day!"
 
 
 def test_wrapper_keeps_tool_calls_the_server_already_parsed() -> None:
