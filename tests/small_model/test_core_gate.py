@@ -203,7 +203,6 @@ def test_a_story_about_a_thing_is_small_talk_though_the_user_owns_it(said: str) 
         "My bike got stolen outside the central station yesterday.",
         "I drive a city bus for a living.",
         "I'm allergic to coffee.",
-        "My sister got married last weekend.",
         # one of their people, named, or a thing of theirs that says where they live
         "My younger sister Rosa is starting university in September.",
         "My son Kwame starts university in September.",
@@ -299,6 +298,20 @@ def test_a_fact_told_inside_an_episode_stays_a_fact(said: str) -> None:
 )
 def test_an_aside_after_an_interjection_or_a_relatives_habit_is_small_talk(said: str) -> None:
     assert fact_sentences(said) == []
+
+
+@pytest.mark.parametrize(
+    ("said", "fact"),
+    [
+        ("My sister got married last weekend.", False),
+        ("My cousin got engaged at the weekend.", False),
+        ("My sister Ines got married last weekend.", True),
+    ],
+)
+def test_a_relatives_news_is_a_fact_when_the_relative_is_named(said: str, fact: bool) -> None:
+    """The convention the gate's sentences are written to (`benchmarks/lasting/`): news of
+    someone unnamed passes; a person of theirs, named, is who the user will ask about."""
+    assert (fact_sentences(said) == [said]) is fact
 
 
 @pytest.mark.parametrize(
