@@ -20,8 +20,13 @@ if TYPE_CHECKING:
 
 OPENAI_MODEL_ENV = "MEMGPT_OPENAI_MODEL"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-LOCAL_MAX_TOKENS = 1024
-"""Reply cap for the local model: a runaway string inside the JSON grammar stops here."""
+LOCAL_MAX_TOKENS = 512
+"""Step cap for the local model: a runaway string inside the JSON grammar stops here.
+
+The longest whole step in 1,920 recorded turns (`benchmarks/results/local_turns-*`) wrote
+731 characters of call arguments, under 300 tokens. A runaway writes to the cap, and at
+1024 one took 60-130 s before the loop could ask again (an edit turn of 536 s, four calls,
+on the eighth scenario set). The summarizer sets its own budget."""
 LOCAL_TEMPERATURE = 0.2
 """Low but not greedy: greedy decoding makes the small model loop on identical calls."""
 SPEC_CHOICES = ("auto", "openai:<name>", "local", "scripted:<path.json>")
