@@ -11,8 +11,9 @@ Bram", "Dev here"). Chatter speaks about the world ("the traffic", "the weather"
 view states something lasting about them (`fact_sentences`: not a question; their name, a
 person of theirs named, their work or home told outright; otherwise judged by the learned
 model in `lasting`, which weighs the rules below as cues: first person, the passing moment
-"I'm so tired today", a story about a thing...) and shares a content word with the note. The embedded model's wrapper (`LocalToolCallingChatModel`) takes the other
-``human`` edits out of the step it returns (`drop_ungrounded_notes`), before they run; it
+"I'm so tired today", a story about a thing...) and shares a content word with the note.
+The embedded model's wrapper (`LocalToolCallingChatModel`) takes the other ``human`` edits
+out of the step it returns (`drop_ungrounded_notes`), before they run; it
 asks nothing of the model and costs no call. Other models are trusted with their notes (a
 user may well ask any model to keep "The door code is 4711").
 """
