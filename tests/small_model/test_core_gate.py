@@ -14,12 +14,14 @@ from trained import assert_shipped_weights_match
 from langgraph_memgpt import Context, build_graph
 from langgraph_memgpt.llm.scripted import ScriptedChatModel
 from langgraph_memgpt.llm.toolcalls import LocalToolCallingChatModel
+from langgraph_memgpt.small_model import lasting
 from langgraph_memgpt.small_model.auto_save import notes_for
 from langgraph_memgpt.small_model.core_gate import (
     DROPPED_FLAG,
     RESTATED_FLAG,
     drop_restated_notes,
     fact_sentences,
+    gate_cues,
     grounded_in_user_words,
     human_lines,
     restates,
@@ -805,3 +807,38 @@ def test_work_home_a_kept_animal_or_a_lasting_change_stays_a_fact(said: str) -> 
 )
 def test_a_repeat_a_musing_or_talk_about_the_talk_is_small_talk(said: str) -> None:
     assert fact_sentences(said) == []
+
+
+@pytest.mark.parametrize(
+    ("said", "fact"),
+    [
+        ("Peanuts put me in hospital twice as a kid, so I carry an EpiPen everywhere.", True),
+        ("Been doing the Saturday parkrun since 2017, never missed one in summer.", True),
+        ("Someone broke into our car last night and took the radio.", True),
+        ("My neighbour got a job driving the number 9 bus, he starts Monday.", False),
+        ("The queue at the pharmacy was out the door this morning.", False),
+        ("I watched two episodes of that baking show last night.", False),
+        ("A magpie stole my sandwich at the bus stop.", False),
+    ],
+)
+def test_the_learned_gate_tells_a_lasting_fact_from_a_days_news(said: str, fact: bool) -> None:
+    """Sentences written for this test, in no training part: a condition told by what it
+    did, a habit of years, a break-in; someone else's job, a queue, a show, a bird's theft."""
+    assert (fact_sentences(said) == [said]) is fact
+
+
+def test_weights_trained_on_other_cues_say_to_retrain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = json.loads(lasting.WEIGHTS.read_text())
+    stale = {**shipped, "cues": shipped["cues"][:-1], "weights": shipped["weights"][:-1]}
+    (tmp_path / "w.json").write_text(json.dumps(stale))
+    monkeypatch.setattr(lasting, "WEIGHTS", tmp_path / "w.json")
+    lasting._model.cache_clear()
+    lasting._score.cache_clear()
+    try:
+        with pytest.raises(lasting.StaleWeightsError, match="run benchmarks/lasting/train.py"):
+            lasting.lasting_score("Night owl, always have been", gate_cues("Night owl"))
+    finally:
+        lasting._model.cache_clear()
+        lasting._score.cache_clear()
