@@ -530,11 +530,14 @@ def gate_cues(sentence: str) -> dict[str, float]:
     cues = {name: float(pattern.search(sentence) is not None) for name, pattern in _CUES}
     words = len(sentence.split())
     cues |= {f"words_{low}_{high}": float(low <= words < high) for low, high in _LENGTHS}
-    cues["names_themselves"] = float(names_themselves(sentence) is not None)
-    cues["about_themselves"] = float(about_themselves(sentence))
-    cues["passing"] = float(passing(sentence))
+    named = names_themselves(sentence) is not None
+    about = about_themselves(sentence)
+    passes = passing(sentence)
+    cues["names_themselves"] = float(named)
+    cues["about_themselves"] = float(about)
+    cues["passing"] = float(passes)
     cues["fragment"] = float(is_fragment(sentence))
-    cues["rules_verdict"] = float(rules_verdict(sentence))
+    cues["rules_verdict"] = float(named or (about and not passes))  # `rules_verdict`, read once
     return cues
 
 

@@ -12,7 +12,7 @@ over two things: its MiniLM vector (the embedded embeddings, already loaded for 
 search) and the cues the rules see in it (`core_gate.gate_cues`: first person, a passing
 moment, an episode, small-talk topics, a span of years, the rules' own verdict, its
 length). The rules become evidence the model weighs instead of verdicts. It is trained by
-`benchmarks/lasting/train.py` on 4,393 hand-written sentences in eight parts (half lasting
+`benchmarks/lasting/train.py` on 4,390 hand-written sentences in eight parts (half lasting
 facts, half small talk, written by helper sessions that saw no scenario and no output of
 the gate), which writes the weights next to this module and prints, for each part, what a
 model trained on the other parts gets right on it.
