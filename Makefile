@@ -36,8 +36,11 @@ browser:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "no chromium: the memory page's browser tests will fail (apt-get install chromium)"
 
+# Two worker processes, a test file each at a time (a file's module fixtures stay in one
+# process); the slowest tests are listed at the end. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) browser tests/js/node_modules
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check langgraph_memgpt tests benchmarks examples
