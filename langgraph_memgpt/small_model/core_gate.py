@@ -31,7 +31,7 @@ from langgraph_memgpt.small_model.lasting import is_fragment, lasts
 from langgraph_memgpt.small_model.people import KEPT_ANIMALS, identities
 from langgraph_memgpt.small_model.people import RELATION as _RELATION
 from langgraph_memgpt.small_model.same_fact import same_fact
-from langgraph_memgpt.stores.words import topic_stems
+from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
 
 _FIRST_PERSON = re.compile(
@@ -41,7 +41,7 @@ _FIRST_PERSON = re.compile(
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _PASSING = re.compile(
     r"\b(today|tonight|this (morning|afternoon|evening)|right now|at the moment|just now|"
-    r"last night|yesterday|earlier|about to|brb|lol|lmao|omg|haha+|ugh|"
+    r"last night|yesterday|earlier|about to|rn|brb|lol|lmao|omg|haha+|ugh|"
     r"so (?:embarrassing|annoying|awkward)|nothing serious|luckily|thankfully|"
     r"worst \w+ ever|of all (?:days|times)|i['\u2019]?m off(?=\W*$))\b",
     re.IGNORECASE,
@@ -122,7 +122,7 @@ _DURABLE = (
     r"(?:\d+|a few|several|many|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
     r"fifteen|twenty|thirty|forty) years (?:i|we)(?:['\u2019]ve| have) (?:lived|worked|been)|"
     r"(?:from|after) years of|since (?:my|our) (?:teens|twenties|thirties|forties|fifties|"
-    r"childhood|school days)|since (?:i was )?(?:a )?(?:kid|child|teenager|baby)|"
+    r"childhood|school days)|since (?:i was )?(?:a )?(?:kid|child|childhood|teenager|baby|birth)|"
     r"(?:since|in) (?:19|20)\d\d"
 )
 """A span of years: what has lasted ("I've had it since I was a kid", "we've lived here six
@@ -261,11 +261,16 @@ _NAMED_RELATIVE = re.compile(
     rf"\b(?i:my|our)\s+(?:(?i:older|younger|little|big|baby|twin|eldest|youngest)\s+)?"
     rf"(?i:{_RELATION})\s*,?\s+[A-Z][\w'\u2019-]+"
     r"|\b[A-Z][\w'\u2019-]+,\s+(?i:my|our)\s+(?:[a-z-]+\s+){0,2}[a-z-]+\s*,"
+    r"|\b(?!(?i:honestly|anyway|well|so|and|but|also|actually|basically|apparently|"
+    r"obviously|seriously|yesterday|today|tonight|sadly|luckily|thankfully|yeah|like)\b)"
+    rf"[A-Z][\w'\u2019-]+,\s+(?i:my|our)\s+(?:[\w-]+\s+){{0,2}}(?i:{_RELATION}|{_PET})\b"
+    r"[^,]{0,30},"
     rf"|\b[\w'\u2019-]+\s*\((?i:my|our)\s+(?:[a-z-]+\s+){{0,2}}(?i:{_RELATION}|{_PET})\)"
     rf"|\b(?i:my|our)\s+(?:[a-z-]+\s+){{0,2}}(?i:{_PET})\s*,?\s+[A-Z][\w'\u2019-]+"
 )
 """One of the user's people, named ("with my daughter Aino"; "Bryn, our collie, ...";
-"gherkin (my ferret)"): a fact, whatever the episode it is told in."""
+"Faizal, my army buddy from NS days, ..."; "gherkin (my ferret)"): a fact, whatever the
+episode it is told in."""
 _RELATION_EPISODE = re.compile(
     rf"^(?:my|our)\s+{_RELATION}\s+(?:just\s+|finally\s+|\w+ly\s+)?"
     rf"(?:[a-z]+ed|called|said|told|had|was|were|did|has\s+(?:just\s+)?[a-z]+ed|"
@@ -326,6 +331,7 @@ def passing(sentence: str) -> bool:
 _SAYS_WORK_OR_HOME = re.compile(
     r"\b(?:where (?:i|we) (?:work|live)|(?:i|we) work (?:as|at|in|for)|for a living|"
     r"(?:that['\u2019]s|is) (?:my|our) (?:job|work|trade)|allergic to|intolerant to|"
+    r"that['\u2019]s (?:the job|my days?)\b(?! done)|"
     r"(?:i['\u2019]m|i am) (?:allergic|intolerant)|"
     r"(?:i|we) spend (?:most of |all of |half )?(?:my|our) (?:waking hours|days|working days|"
     r"weeks|working week|time)|"
@@ -339,11 +345,17 @@ spend their days on ("I spend most of my waking hours stitching old bibles") and
 are ("I'm a notary, so today was three closings"): what the story is told beside stays."""
 _CHAT_TURN = re.compile(
     r"^(?:excuse me|kindly excuse|pardon|tell me|let me|hmm+|interesting|never mind|nvm|"
-    r"i mean)\b|\b(?:away|off|heading|going) to (?:my |our )?bed\b",
+    r"i mean)\b|\b(?:away|off|heading|going) to (?:my |our )?bed\b"
+    r"|^(?:(?:ok(?:ay)?|right|well|bas|anyway|alright|achha|sige|so)[\s,!.]+)?"
+    r"(?:bye+|bye for now|ta-?ra|tata|ciao|adios|laters|cheers|g?night|nite|ttyl|"
+    r"(?:allah|khuda) hafiz|see (?:ya|you)|catch you|talk (?:soon|later)|"
+    r"(?:i )?(?:go|gotta|got to|have to|need to|must|off to) (?:go|run|dash|shower|sleep)|"
+    r"signing off)\b",
     re.IGNORECASE,
 )
 """The talk about the talk: an excuse, a request, a filler, a goodnight ("Kindly excuse the
-late reply", "Tell me something interesting", "hmm let me think", "I'm away to my bed").
+late reply", "Tell me something interesting", "hmm let me think", "I'm away to my bed"), and
+a goodbye in any English ("Ta-ra for now", "bas, allah hafiz", "gotta shower, byee").
 Not "Sorry": an apology opens facts as often ("Sorry if I'm slow, I make wedding cakes to
 order, that's my job")."""
 _ABOUT_IT = re.compile(
@@ -403,12 +415,41 @@ _NAME_THEN_GREETING = re.compile(
 """A name said alone, then the greeting ("Parisa. Pleased to meet you."): one introduction."""
 
 
+_GREETING = r"(?:hi+|hey+|hello+|hiya|heya|yo|oi|alright|morning|evening)\b[\s,!]*"
+_NOT_A_NAME = frozenset(
+    """same still back stuck home nobody everybody everyone anyone anybody someone somebody
+    noone people nothing life weather sun rain snow cold hot warm quiet busy dark freezing
+    boiling raining snowing sunny windy humid sleepyhead night morning evening spring summer
+    winter autumn lovely gorgeous grim miserable chaos mayhem madness fine ok okay me""".split()
+)
+_LOWERCASE_INTRODUCTION = re.compile(
+    rf"^(?:{_GREETING})?(?P<name>[a-z][a-z'-]{{1,19}}) here\b(?=\s*(?:[.!,;:\u2013\u2014-]|$))"
+    rf"|^{_GREETING}(?:it['\u2019]?s|its)\s+(?P<said>[a-z][a-z'-]{{1,19}})(?=\s*(?:[.!,]|$))"
+)
+"""A self-introduction typed in lowercase ("hey, wendell here.", "hiii its tayla, ..."). "It's
+x" counts only after a greeting: "its raining" is the weather."""
+
+
+def _introduction_capitalised(sentence: str) -> str:
+    """``sentence`` with a lowercase self-introduction rewritten as "Tayla here".
+
+    `names_themselves` then reads "hiii its tayla" and "jago here" as it reads "Tayla here".
+    """
+    found = _LOWERCASE_INTRODUCTION.match(sentence)
+    if found is None:
+        return sentence
+    name = found["name"] or found["said"]
+    if name in _NOT_A_NAME or name in STOP_WORDS:
+        return sentence
+    return f"{name[0].upper()}{name[1:]} here{sentence[found.end() :]}"
+
+
 def _sentences(message: str) -> list[str]:
     """A user's message in sentences, each without its greeting or lead-in ("Oh, ...")."""
     found = []
     text = _NAME_THEN_GREETING.sub(r"\1, ", without_time(message))
     for raw in _SENTENCES.split(text):
-        sentence = _LEAD.sub("", raw.strip()).strip()
+        sentence = _LEAD.sub("", _introduction_capitalised(raw.strip())).strip()
         if sentence:
             found.append(sentence)
     return found
@@ -427,9 +468,26 @@ def _states_a_fact(sentence: str) -> bool:
     judge, with what the rules see in it as its cues (`gate_cues`): rules written from one
     set of scenarios did not hold on the next.
     """
-    if sentence.endswith("?"):
+    if asks(sentence):
         return False
     return told_outright(sentence) or lasts(sentence, gate_cues(sentence))
+
+
+_ASKS_UNMARKED = re.compile(
+    r"^(?:(?:what|why|how|where|when|who|which)\s+(?:is|are|was|were|do|does|did|can|could|"
+    r"should|would|will|shall)\b|(?:what|where|who|how|why)(?:['\u2019]s|s)\s+"
+    r"(?!(?:more|worse|better|funny|weird|strange|mad|wild|crazy)\b)"
+    r"|(?:do|does|did|can|could|should|would|will|is|are)\s+(?:you|i|we|it|there|they)\b)",
+    re.IGNORECASE,
+)
+"""A question typed without its mark ("whats the fastest way to get rid of a blister", "why
+do we drive on the left anyway"): a word that asks, then the verb before its subject. Not
+"When I was small we lived in Hull" nor "What's worse, I ...": those tell."""
+
+
+def asks(sentence: str) -> bool:
+    """Whether a sentence is a question, with its question mark or typed without it."""
+    return sentence.rstrip().endswith("?") or _ASKS_UNMARKED.match(sentence) is not None
 
 
 _THEFT = re.compile(
@@ -492,6 +550,23 @@ _WITHOUT_I = re.compile(
 lasts is still `passing`'s to say ("Got soaked on the way in" does not)."""
 
 
+_OWN_WORK = re.compile(
+    r"\b(?:my|our) (?:shift|boss|manager|clients?|customers?|patients?|pupils|students|"
+    r"colleagues|co-?workers|office|desk|workshop|studio|stall|ward|classroom|rota|day job|"
+    r"job)\b|\bat work\b|\b(?:reached|got to|left) (?:the )?office\b",
+    re.IGNORECASE,
+)
+"""The user's work in a day's story ("Just got off my shift at the call centre", "my boss
+still wanted notes"): a cue, not a verdict; "My boss was grumpy" is a passing day."""
+_REACTION = re.compile(
+    r"\bbreaks? out in\b|\bbroke out in\b|\b(?:face|lips?|throat|tongue|eyes|skin)\s+"
+    r"(?:\w+\s+)?(?:swells?|swelled|swell up|blew up|blows up|itch(?:es|y)?|puff(?:s|ed)? up)\b"
+    r"|\banaphyla\w+|\bepi-?pen\b|\b(?:doctor|gp|dr|consultant)\b.{0,20}\b(?:said|says|told)\b"
+    r"|\bdiagnos\w+",
+    re.IGNORECASE,
+)
+"""The body's lasting answer to a food or a condition ("one bite of brinjal and my whole face
+itches", "Doctor said it's ulcer"): a cue, as a cousin's diagnosis is not the user's."""
 _CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("first_person", _FIRST_PERSON),
     ("without_i", _WITHOUT_I),
@@ -519,6 +594,8 @@ _CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("again", _AGAIN),
     ("about_it", _ABOUT_IT),
     ("says_itself", _SAYS_ITSELF),
+    ("own_work", _OWN_WORK),
+    ("reaction", _REACTION),
 )
 """The patterns the rules read, each a cue of the learned gate (present or not)."""
 _LENGTHS = ((0, 6), (6, 15), (15, 30), (30, 10_000))

@@ -338,6 +338,64 @@ def test_a_name_given_with_nice_to_meet_you_is_a_name() -> None:
     assert notes_for("Ana on this end, hello.") == ["Name is Ana."]
 
 
+@pytest.mark.parametrize(
+    ("said", "name"),
+    [
+        ("hey, marta here. long day at the depot", "Marta"),
+        ("yo kofi here, first time using this", "Kofi"),
+        ("hiya its priyanka, my sister said to try you", "Priyanka"),
+    ],
+)
+def test_a_name_typed_in_lowercase_is_a_name(said: str, name: str) -> None:
+    assert notes_for(said)[0] == f"Name is {name}."
+
+
+@pytest.mark.parametrize(
+    "said", ["same here, honestly", "freezing here!", "hi its me again", "its raining, ugh"]
+)
+def test_lowercase_words_before_here_or_after_its_are_no_name(said: str) -> None:
+    assert not any(note.startswith("Name is") for note in notes_for(said))
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "whats a good way to descale a kettle",
+        "how do i stop my dog barking at the postman",
+        "can you remind me how long to boil an egg",
+        "why does my bread always sink in the middle",
+    ],
+)
+def test_a_question_typed_without_its_mark_is_no_fact(said: str) -> None:
+    assert fact_sentences(said) == []
+
+
+def test_a_sentence_opening_on_when_or_whats_worse_still_tells() -> None:
+    assert fact_sentences("When I was small we lived in Hull.") != []
+    assert fact_sentences("What's worse, I'm allergic to the cat.") != []
+
+
+@pytest.mark.parametrize(
+    "said", ["ta-ra, love", "ok bye for now!", "right, allah hafiz", "gotta run, byee", "see ya"]
+)
+def test_a_goodbye_in_any_english_is_no_fact(said: str) -> None:
+    assert notes_for(said) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Lwazi, my mate from varsity days, sent me a voice note from Durban this morning.",
+        "Reset six routers before lunch and talked a granny through her email; that's the job.",
+        "That's my days, mostly: marking essays and chasing homework in a portakabin.",
+    ],
+)
+def test_a_friend_named_before_the_relation_or_the_work_called_the_job_is_a_fact(
+    said: str,
+) -> None:
+    assert fact_sentences(said) == [said]
+
+
 def test_an_irregular_past_keeps_its_form_in_the_third_person() -> None:
     assert third_person_note("I grew up in Turin.") == "Grew up in Turin."
     assert third_person_note("I wrote two novels.") == "Wrote two novels."
