@@ -77,6 +77,11 @@ _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd)
 
 
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+_YOU_SHOULD_KNOW = re.compile(
+    r"\b(?:you\s+(?:should|need\s+to|ought\s+to|must|have\s+to)|should\s+you)\s+know\b",
+    re.IGNORECASE,
+)
+"""The user asked of without "me": "Is there a health thing you should know about?"."""
 _LEAD = re.compile(
     r"^\s*(hey|hi|hello|so|ok|okay|well|and|but|also|now|um|oh|quick question)( there)?"
     r"(\s*[,!.:\-]+\s*|\s+)",
@@ -98,7 +103,7 @@ def is_memory_question(text: str) -> bool:
     return (
         bool(_QUESTION_START.match(text))
         and not _SENTENCE_BREAK.search(text)
-        and bool(_FIRST_PERSON.search(text))
+        and bool(_FIRST_PERSON.search(text) or _YOU_SHOULD_KNOW.search(text))
     )
 
 

@@ -39,6 +39,18 @@ MAYBE = 0.3
 as the model gave it (the model may know better than the kind model)."""
 
 _A = r"['\u2019]"
+_ANIMAL = (
+    r"(?:dog|cat|pup|puppy|kitten|pet|horse|pony|ferret|rabbit|bunny|hamster|gerbil|guinea\s+pig"
+    r"|parrot|budgie|tortoise|turtle|snake|lizard|gecko|goldfish|fish|chicken|goat|tom|moggy)"
+)
+"""An animal a person keeps: "What's my ferret called?" asks for the pet line."""
+_PET_NAME = re.compile(
+    rf"\b(?:my|our)\s+(?:[a-z-]+\s+)?{_ANIMAL}(?:{_A}s)?\s+(?:called|named|name)\b"
+    rf"|\bname\s+of\s+(?:my|our)\s+(?:[a-z-]+\s+)?{_ANIMAL}\b",
+    re.IGNORECASE,
+)
+"""A question for a pet's name ("What's my ferret called?", "What is my dog's name?"): the
+pet line answers it, though "my dog" is one of theirs."""
 _ASKS = {
     "work": re.compile(
         r"\b(?:do|doing)\s+for\s+(?:a\s+)?(?:living|work|money|a\s+job)\b"
@@ -120,8 +132,10 @@ def kind_asked(question: str) -> str | None:
 
     "What do I do for a living?" -> work; "Anything I can't eat?" -> health; "Where's
     home for me?" -> home; "What kind of pet do I have?" -> pet. A question about one of
-    their people ("What does my wife do?") asks for none.
+    their people ("What does my wife do?") asks for none; their pet's name asks for the pet.
     """
+    if _PET_NAME.search(question):
+        return "pet"
     if _ABOUT_SOMEONE_ELSE.search(question):
         return None
     found = [kind for kind, pattern in _ASKS.items() if pattern.search(question)]

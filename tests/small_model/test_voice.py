@@ -881,6 +881,30 @@ def test_asked_for_their_work_the_answer_is_the_held_line_of_work(model_says: st
     assert said == "You fix lifts in office buildings."
 
 
+PET_HELD = "Name is Ada.\nLurcher Biscuit steals socks off the radiator.\nSwims every morning."
+
+
+@pytest.mark.parametrize(
+    "question", ["What's my dog called?", "What is my dog's name?", "What's the name of my dog?"]
+)
+def test_asked_for_their_pets_name_the_answer_is_the_held_pet_line(question: str) -> None:
+    """The pet line answers a question for a pet's name, though "my dog" is one of theirs
+    and no word but "dog" is shared with it."""
+    said = _answered(PET_HELD, question, "I don't know: I have nothing about that in my memory.")
+    assert "Biscuit" in said
+
+
+def test_asked_what_the_agent_should_know_the_answer_is_the_held_line_of_health() -> None:
+    """ "Is there a health thing you should know about?" asks about the user without "me"."""
+    human = "Name is Ada.\nAllergic to penicillin, found out the hard way.\nSwims every morning."
+    said = _answered(
+        human,
+        "Is there a health thing you should know about?",
+        "Yes, it's important to get regular exercise and eat a balanced diet.",
+    )
+    assert "penicillin" in said
+
+
 @pytest.mark.parametrize(
     ("human", "question", "model_says"),
     [
