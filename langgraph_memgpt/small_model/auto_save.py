@@ -41,15 +41,23 @@ AUTO_SAVE_FLAG = "memgpt_auto_saved"
 
 
 def notes_for(message: str) -> list[str]:
-    """The notes a user's message gives: its name first, then each fact sentence."""
+    """The notes a user's message gives: its name first, then each fact sentence.
+
+    A sentence that gives the name is noted without it, and only if what is left lasts: the
+    name held twice ("Name is Ikenna." and "Ikenna here, typing from user's shop") counted
+    as a repeat on the eighth tune half.
+    """
     notes = []
     for sentence in fact_sentences(message):
         name = names_themselves(sentence)
         if name is not None:
             notes.append(f"Name is {name_in(name)}.")
-            rest = sentence[: name.start()] + sentence[name.end() :]
+            rest = (sentence[: name.start()] + sentence[name.end() :]).strip(" ,;:-\u2013\u2014")
             if not speaks_about_themselves(rest) or len(topic_stems(rest)) < 2:
                 continue
+            if not fact_sentences(rest):
+                continue  # "Ikenna here, typing from my shop": the name, and small talk
+            sentence = rest  # the name is noted once, not again inside the whole sentence
         notes.append(as_a_note(third_person_note(sentence)))
     return notes
 

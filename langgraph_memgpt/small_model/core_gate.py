@@ -149,10 +149,11 @@ _DATED_PLAN = (
 )
 """The user's own plan for a date ("and I'm walking the Milford Track on the 8th of March")."""
 _THEIR_PLACE = (
-    r"(?:our|my) (?:street|road|building|flat|house|town|city|village|neighbou?rhood) "
-    r"(?:in|of) (?-i:[A-Z])"
+    r"(?:our|my) (?:(?![\w-]+['\u2019]s\b)[\w-]+ )?(?:street|road|building|flat|apartment|"
+    r"house|home|cottage|town|city|village|neighbou?rhood|estate) (?:in|of) (?-i:[A-Z])"
 )
-"""Where the user lives, told in passing ("on our street in Vancouver")."""
+"""Where the user lives, told in passing ("on our street in Vancouver", "key collection for
+our BTO flat in Punggol"; not "my friend's house in Leeds")."""
 _OWNERS_LASTING = re.compile(
     rf"\b(?:{_LASTING_CORE}|{_DURABLE}|booked|scheduled|planned for|{_DATED_PLAN}|"
     rf"{_THEIR_PLACE}|{_DATE})",
@@ -332,6 +333,8 @@ _SAYS_WORK_OR_HOME = re.compile(
     r"\b(?:where (?:i|we) (?:work|live)|(?:i|we) work (?:as|at|in|for)|for a living|"
     r"(?:that['\u2019]s|is) (?:my|our) (?:job|work|trade)|allergic to|intolerant to|"
     r"that['\u2019]s (?:the job|my days?)\b(?! done)|"
+    r"(?:my|our) shifts? (?:at|in) |"
+    r"(?:i|i['\u2019]ve|i was|i got|been|i have been) (?:just |finally |officially )?diagnosed\b|"
     r"(?:i['\u2019]m|i am) (?:allergic|intolerant)|"
     r"(?:i|we) spend (?:most of |all of |half )?(?:my|our) (?:waking hours|days|working days|"
     r"weeks|working week|time)|"
@@ -339,10 +342,12 @@ _SAYS_WORK_OR_HOME = re.compile(
     r"complete|bundle|tad|touch|nervous|fool)\b)[a-z-]+(?:\s+[a-z-]+)?\s*(?:[,;.!]|$|\s+(?:and|so|by|at|in|for)\b))",
     re.IGNORECASE,
 )
-"""The user's work, home or allergy, said in any story ("Got soaked walking to the clinic
-where I work as a nurse", "Took the earrings back, nickel, and I'm allergic"), what they
-spend their days on ("I spend most of my waking hours stitching old bibles") and who they
-are ("I'm a notary, so today was three closings"): what the story is told beside stays."""
+"""The user's work, home, allergy or diagnosis, said in any story ("Got soaked walking to
+the clinic where I work as a nurse", "Took the earrings back, nickel, and I'm allergic",
+"the fire alarm went off during my shift at the call centre", "I was diagnosed with ADHD
+last year"), what they spend their days on ("I spend most of my waking hours stitching old
+bibles") and who they are ("I'm a notary, so today was three closings"): what the story is
+told beside stays."""
 _CHAT_TURN = re.compile(
     r"^(?:excuse me|kindly excuse|pardon|tell me|let me|hmm+|interesting|never mind|nvm|"
     r"i mean)\b|\b(?:away|off|heading|going) to (?:my |our )?bed\b"

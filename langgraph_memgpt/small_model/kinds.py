@@ -45,12 +45,42 @@ _ANIMAL = (
 )
 """An animal a person keeps: "What's my ferret called?" asks for the pet line."""
 _PET_NAME = re.compile(
-    rf"\b(?:my|our)\s+(?:[a-z-]+\s+)?{_ANIMAL}(?:{_A}s)?\s+(?:called|named|name)\b"
-    rf"|\bname\s+of\s+(?:my|our)\s+(?:[a-z-]+\s+)?{_ANIMAL}\b",
+    rf"\b(?:my|our)\s+(?:[a-z-]+\s+)?(?P<kept>{_ANIMAL})(?:{_A}s)?\s+(?:called|named|name)\b"
+    rf"|\bname\s+of\s+(?:my|our)\s+(?:[a-z-]+\s+)?(?P<named>{_ANIMAL})\b",
     re.IGNORECASE,
 )
 """A question for a pet's name ("What's my ferret called?", "What is my dog's name?"): the
-pet line answers it, though "my dog" is one of theirs."""
+line about that animal answers it, though "my dog" is one of theirs."""
+
+
+def animal_asked(question: str) -> str | None:
+    """The animal whose name ``question`` asks for ("dog" in "What's my dog called?"), if any.
+
+    Only a line about that animal answers: asked for a dog's name never told, the line
+    about their cat would be a wrong answer where "I don't know" was right.
+    """
+    found = _PET_NAME.search(question)
+    return None if found is None else (found["kept"] or found["named"]).lower()
+
+
+_SAME_ANIMAL = {
+    "dog": r"dogs?|pup|puppy|hound|lurcher|retriever|labrador|lab|spaniel|terrier|collie|"
+    r"poodle|beagle|pug|dachshund|husky|greyhound|whippet|sheepdog|alsatian|corgi|staffie",
+    "pup": r"dogs?|pup|puppy",
+    "puppy": r"dogs?|pup|puppy",
+    "cat": r"cats?|kitten|kitty|tom|tomcat|moggy|tabby|siamese",
+    "kitten": r"cats?|kitten|kitty",
+    "tom": r"cats?|tom|tomcat",
+    "moggy": r"cats?|moggy",
+}
+
+
+def about_the_animal(line: str, animal: str) -> bool:
+    """Whether a held line speaks of ``animal`` or of its kind ("Lurcher Biscuit ..." of a dog)."""
+    words = _SAME_ANIMAL.get(animal, re.escape(animal) + "s?")
+    return re.search(rf"\b(?:{words})\b", line, re.IGNORECASE) is not None
+
+
 _ASKS = {
     "work": re.compile(
         r"\b(?:do|doing)\s+for\s+(?:a\s+)?(?:living|work|money|a\s+job)\b"
@@ -189,6 +219,8 @@ __all__ = [
     "MAYBE",
     "SURE",
     "WEIGHTS",
+    "about_the_animal",
+    "animal_asked",
     "kind_asked",
     "kind_of",
     "kind_shares",

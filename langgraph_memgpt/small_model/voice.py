@@ -49,7 +49,13 @@ from langgraph_memgpt.small_model.core_gate import (
     names_themselves,
     tells_without_i,
 )
-from langgraph_memgpt.small_model.kinds import kind_asked, kind_of, may_be
+from langgraph_memgpt.small_model.kinds import (
+    about_the_animal,
+    animal_asked,
+    kind_asked,
+    kind_of,
+    may_be,
+)
 from langgraph_memgpt.small_model.people import KEPT_ANIMALS, RELATION, is_relation, names_in
 from langgraph_memgpt.stores.words import STOP_WORDS, topic_stems
 from langgraph_memgpt.turn.tokens import content_text
@@ -807,6 +813,8 @@ def lines_of_kind_asked(question: str, held: Sequence[str]) -> KindAsked:
     if kind is None:
         return KindAsked()
     lines = tuple(line for line in held if kind_of(line) == kind)
+    if (animal := animal_asked(question)) is not None:
+        lines = tuple(line for line in lines if about_the_animal(line, animal))
     if not lines or len(lines) > HELD_OF_A_KIND:
         return KindAsked()
     return KindAsked(lines, tuple(line for line in held if may_be(line, kind)))

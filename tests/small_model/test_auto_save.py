@@ -29,6 +29,12 @@ COMPANIONS = ("core_memory_append", "core_memory_replace", "archival_memory_inse
         ("My sister Ola teaches yoga.", ["User's sister Ola teaches yoga."]),
         ("I'm allergic to shellfish.", ["Is allergic to shellfish."]),
         ("Our flat is in Porto.", ['Said: "Our flat is in Porto."']),
+        # the name once: the rest of its sentence is noted without it, if it lasts
+        (
+            "Sade here, I nurse on a cardiac ward in Ibadan.",
+            ["Name is Sade.", "Nurses on a cardiac ward in Ibadan."],
+        ),
+        ("Tomasz here, sorry for the typos, on the bus.", ["Name is Tomasz."]),
     ],
 )
 def test_a_fact_sentence_becomes_a_whole_note_about_the_user(said: str, notes: list[str]) -> None:

@@ -322,6 +322,9 @@ def test_a_relatives_news_is_a_fact_when_the_relative_is_named(said: str, fact: 
         "Queued at the post office for an hour with my daughter Lena, she's six.",
         "A parade went past our flat in Valparaiso today, drums everywhere.",
         "The dog barked just as I was booking our train to Porto for the 3rd of April.",
+        "The till froze twice during my shift at the garden centre, so I counted coins by hand.",
+        "I was diagnosed with coeliac in May, so the office cake rota is torture now.",
+        "The removal van is booked for our new flat in Gdansk, three weeks on Friday.",
     ],
 )
 def test_a_person_a_home_or_a_plan_said_in_passing_is_kept(said: str) -> None:

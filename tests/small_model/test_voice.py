@@ -894,6 +894,11 @@ def test_asked_for_their_pets_name_the_answer_is_the_held_pet_line(question: str
     assert "Biscuit" in said
 
 
+def test_asked_for_a_pets_name_never_told_the_line_of_another_animal_is_no_answer() -> None:
+    dont_know = "I don't know: I have nothing about that in my memory."
+    assert _answered(PET_HELD, "What's my cat called?", dont_know) == dont_know
+
+
 def test_asked_what_the_agent_should_know_the_answer_is_the_held_line_of_health() -> None:
     """ "Is there a health thing you should know about?" asks about the user without "me"."""
     human = "Name is Ada.\nAllergic to penicillin, found out the hard way.\nSwims every morning."
