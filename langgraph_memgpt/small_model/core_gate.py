@@ -425,8 +425,12 @@ _NOT_A_NAME = frozenset(
     """same still back stuck home nobody everybody everyone anyone anybody someone somebody
     noone people nothing life weather sun rain snow cold hot warm quiet busy dark freezing
     boiling raining snowing sunny windy humid sleepyhead night morning evening spring summer
-    winter autumn lovely gorgeous grim miserable chaos mayhem madness fine ok okay me""".split()
+    winter autumn lovely gorgeous grim miserable chaos mayhem madness fine ok okay me
+    newbie noob lurker beginner student teacher nurse doctor parent mum mom dad grandma
+    grandad granny nan""".split()
 )
+"""Words before "here" that are no name: "same here", "freezing here", "newbie here",
+"nurse here" (a role, said in lowercase)."""
 _LOWERCASE_INTRODUCTION = re.compile(
     rf"^(?:{_GREETING})?(?P<name>[a-z][a-z'-]{{1,19}}) here\b(?=\s*(?:[.!,;:\u2013\u2014-]|$))"
     rf"|^{_GREETING}(?:it['\u2019]?s|its)\s+(?P<said>[a-z][a-z'-]{{1,19}})(?=\s*(?:[.!,]|$))"

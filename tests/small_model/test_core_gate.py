@@ -354,7 +354,15 @@ def test_a_name_typed_in_lowercase_is_a_name(said: str, name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "said", ["same here, honestly", "freezing here!", "hi its me again", "its raining, ugh"]
+    "said",
+    [
+        "same here, honestly",
+        "freezing here!",
+        "hi its me again",
+        "its raining, ugh",
+        "hi, newbie here",
+        "nurse here, quick one about night shifts",
+    ],
 )
 def test_lowercase_words_before_here_or_after_its_are_no_name(said: str) -> None:
     assert not any(note.startswith("Name is") for note in notes_for(said))
