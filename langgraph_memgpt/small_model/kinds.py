@@ -73,6 +73,8 @@ _SAME_ANIMAL = {
     "tom": r"cats?|tom|tomcat",
     "moggy": r"cats?|moggy",
 }
+_SAME_ANIMAL["pet"] = "|".join([_ANIMAL + "s?", *_SAME_ANIMAL.values()])
+"""Asked for "my pet" with no animal named, a line about any kept animal answers."""
 
 
 def about_the_animal(line: str, animal: str) -> bool:

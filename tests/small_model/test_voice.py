@@ -998,3 +998,19 @@ def test_a_first_person_answer_that_says_the_users_fact_or_the_agents_knowledge_
 ) -> None:
     said = _answered("Name is Ada.\nAllergic to latex.", question, model_says)
     assert "I don't know: I have nothing" not in said
+
+
+@pytest.mark.parametrize(
+    "held_pet",
+    ["Lurcher Biscuit steals socks off the radiator.", "Ferrets Pip and Gherkin live in the hall."],
+)
+def test_asked_for_my_pets_name_with_no_animal_named_any_kept_animals_line_answers(
+    held_pet: str,
+) -> None:
+    """ "What's my pet called?" names no animal: the line about whichever animal they keep
+    answers it, so long as it is a pet line."""
+    human = f"Name is Ada.\n{held_pet}\nSwims every morning."
+    said = _answered(
+        human, "What's my pet called?", "I don't know: I have nothing about that in my memory."
+    )
+    assert held_pet.split()[1] in said
