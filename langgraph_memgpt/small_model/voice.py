@@ -802,6 +802,10 @@ class KindAsked:
     """The lines the kind model is sure are of it: they answer."""
     maybe: tuple[str, ...] = ()
     """Every line that may be of it: an answer that says one of them stands."""
+    echo: frozenset[str] = frozenset()
+    """The question's own content words: an answer that shares only these with a line
+    ("You are allergic to peanuts." to "What am I allergic to?") repeated the question,
+    not the line."""
 
 
 def lines_of_kind_asked(question: str, held: Sequence[str]) -> KindAsked:
@@ -817,7 +821,8 @@ def lines_of_kind_asked(question: str, held: Sequence[str]) -> KindAsked:
         lines = tuple(line for line in lines if about_the_animal(line, animal))
     if not lines or len(lines) > HELD_OF_A_KIND:
         return KindAsked()
-    return KindAsked(lines, tuple(line for line in held if may_be(line, kind)))
+    maybe = tuple(line for line in held if may_be(line, kind))
+    return KindAsked(lines, maybe, frozenset(topic_stems(question) - _NO_FACT))
 
 
 def _says_of(words: set[str], line: set[str]) -> bool:
@@ -838,7 +843,8 @@ def the_kind_asked(reply: str, asked: KindAsked) -> str:
     or answers with another line ("You swim in the lake every morning."). ``asked`` holds
     the held lines the kind model is sure are of the kind asked (`lines_of_kind_asked`).
     Unless the first sentence that is more than a greeting says something of a line that
-    may be of that kind (`_says_of`) or shares a word with one it is sure of, it becomes
+    may be of that kind (`_says_of`) or shares a word with one it is sure of (a word of
+    its own: one the question said too shows nothing read, `KindAsked.echo`), it becomes
     those lines, as held
     (`to_the_user` then says them to the user: "You fix lifts in office buildings."), and
     the rest of the reply, which went on from the wrong answer, is left out. Sentence by
@@ -851,7 +857,7 @@ def the_kind_asked(reply: str, asked: KindAsked) -> str:
     answer = " ".join(held_to_the_user(line) for line in asked.lines)
 
     def wrong(part: str) -> bool:
-        words = topic_stems(_unquoted(part)) - _NO_FACT
+        words = topic_stems(_unquoted(part)) - _NO_FACT - asked.echo
         if any(words & line for line in sure):
             return False
         return not any(_says_of(words, line) for line in held)

@@ -1014,3 +1014,38 @@ def test_asked_for_my_pets_name_with_no_animal_named_any_kept_animals_line_answe
         human, "What's my pet called?", "I don't know: I have nothing about that in my memory."
     )
     assert held_pet.split()[1] in said
+
+
+@pytest.mark.parametrize(
+    ("human", "question", "model_says", "held_and_guessed"),
+    [
+        (
+            "Name is Ada.\nAllergic to sesame since childhood, carries an EpiPen.",
+            "What am I allergic to?",
+            "You are allergic to peanuts.",
+            ("sesame", "peanuts"),
+        ),
+        (
+            'Name is Ada.\nSaid: "we fly to Lagos for my cousin\'s wedding on the 4th of March"',
+            "Where am I going in March?",
+            "You are going to Paris in March.",
+            ("Lagos", "Paris"),
+        ),
+    ],
+)
+def test_an_answer_sharing_only_the_questions_words_with_the_held_line_is_replaced(
+    human: str, question: str, model_says: str, held_and_guessed: tuple[str, str]
+) -> None:
+    """ "allergic" and "March" are the question's words: an answer that repeats them around
+    a fact of its own has not read the line, which answers instead."""
+    said = _answered(human, question, model_says)
+    held, guessed = held_and_guessed
+    assert held in said
+    assert guessed not in said
+
+
+def test_an_answer_saying_the_held_fact_in_the_questions_words_stands() -> None:
+    human = "Name is Ada.\nAllergic to sesame since childhood, carries an EpiPen."
+    assert _answered(human, "What am I allergic to?", "You're allergic to sesame.") == (
+        "You're allergic to sesame."
+    )
