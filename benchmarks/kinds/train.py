@@ -3,23 +3,27 @@
 Data: ``lines.jsonl`` here, 2,111 lasting facts about a person labelled with their kind
 (name, work, health, home, family, pet, likes, plans, other) and their form (``note``: as
 the agent writes it in core memory, "Fixes lifts in office buildings."; ``user``: as the
-user typed it), written by hand on 2026-12-07 by three helper sessions that saw no scenario
+user typed it), written by hand on 2026-12-07 by five helper sessions that saw no scenario
 file and no output of the model (``part``: a, everyday lines; b, shapes a keyword rule
 gets wrong; c, contrast sets, one topic told as a job, a hobby, a relative, a plan...:
-sentence vectors mostly say the topic); and ``questions.jsonl``, questions a user asks
-about themselves labelled with the kind whose line answers them, or ``none``, by the
-sessions of parts a and b. The question rules were written on part a's questions; part b's
-were read only to report.
+sentence vectors mostly say the topic; d and e, written apart by two sessions, 20-60-word
+lines that tell one lasting fact inside a story full of other kinds' words, and small talk
+labelled ``other``); and ``questions.jsonl``, questions a user asks about themselves
+labelled with the kind whose line answers them, or ``none``, by the sessions of parts a, b,
+d and e. The question rules were written on part a's questions; part b's were read only to
+report. `kinds.LIKELY` and `kinds.QUESTION_SURE` were chosen on part d; part e reports.
 
-Model: multinomial logistic regression on each line's MiniLM vector (plain gradient descent
-from zero, fixed steps: the same data gives the same weights).
+Models: multinomial logistic regression on each line's MiniLM vector (plain gradient
+descent from zero, fixed steps: the same data gives the same weights); the same on each
+question's vector, over `kinds.ASKED` and ``none``, for the questions no rule reads.
 
 Printed, each part scored by the model trained on the others (lines it never saw): for each
 kind a question is read for (`kinds.ASKED`), how many of its lines the model is `kinds.SURE`
 of (found), and how many lines of other kinds it is sure are of that kind (wrong); then how
-the question rules (`kinds.kind_asked`) read each part's questions. Then the model trained
-on every line is written to ``langgraph_memgpt/small_model/kind_weights.json`` (``--check``
-compares instead of writing, and fails if the file differs).
+`kinds.kind_asked` reads each part's questions, by the rules alone and with the question
+model trained on the other parts. Then the models trained on every line and every question
+are written to ``langgraph_memgpt/small_model/kind_weights.json`` (``--check`` compares
+instead of writing, and fails if the file differs).
 
 Run: ``.venv/bin/python benchmarks/kinds/train.py [--check]``
 """
@@ -31,6 +35,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,11 +66,25 @@ def train(x: np.ndarray, y: np.ndarray, classes: int) -> tuple[np.ndarray, np.nd
     return w, b
 
 
-def _sure(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> list[str | None]:
+def _probabilities(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     scores = x @ w.T + b
     scores -= scores.max(axis=1, keepdims=True)
     p = np.exp(scores)
-    p /= p.sum(axis=1, keepdims=True)
+    return np.asarray(p / p.sum(axis=1, keepdims=True))
+
+
+def _read(question: str, shares: dict[str, float], model: bool) -> str | None:
+    """`kinds.kind_asked` with the question model's ``shares`` (or the rules alone)."""
+    real = kinds.question_shares
+    kinds.question_shares = (lambda _q: shares) if model else (lambda _q: {"none": 1.0})  # type: ignore[assignment]
+    try:
+        return kinds.kind_asked(question)
+    finally:
+        kinds.question_shares = real  # type: ignore[assignment]
+
+
+def _sure(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> list[str | None]:
+    p = _probabilities(x, w, b)
     best = p.argmax(axis=1)
     return [kinds.KINDS[k] if p[i, k] >= kinds.SURE else None for i, k in enumerate(best.tolist())]
 
@@ -96,29 +115,49 @@ def main() -> int:
             wrong = sum(t != kind and s == kind for t, s in zip(truth, said, strict=True))
             print(f"| {part} | {kind} | {lines} | {found} | {wrong} |")
     questions = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
+    labels = [*kinds.ASKED, "none"]
+    qy = np.array(
+        [labels.index(q["kind"] if q["kind"] in kinds.ASKED else "none") for q in questions]
+    )
+    qx = MiniLMEmbeddings().embed_array([q["text"] for q in questions]).astype(np.float64)
+    qparts = np.array([q["part"] for q in questions])
     print()
-    print("questions: the rules' reading against the label (kinds not asked count as none)")
-    print("| part | questions | read right | read as another kind | asked kind missed |")
-    print("|---|---|---|---|---|")
-    for part in sorted({q["part"] for q in questions}):
-        mine = [q for q in questions if q["part"] == part]
-        right = wrong = missed = 0
-        for q in mine:
-            want = q["kind"] if q["kind"] in kinds.ASKED else None
-            got = kinds.kind_asked(q["text"])
-            right += got == want
-            wrong += got is not None and got != want
-            missed += got is None and want is not None
-        print(f"| {part} | {len(mine)} | {right} | {wrong} | {missed} |")
+    print("questions: `kind_asked` against the label (kinds not asked count as none), by the")
+    print("rules alone and with the question model trained on the other parts")
+    print("| part | questions | rules: right / another kind / missed | with the model |")
+    print("|---|---|---|---|")
+    for part in sorted(set(qparts)):
+        held = qparts == part
+        qw, qb = train(qx[~held], qy[~held], len(labels))
+        shares = _probabilities(qx[held], qw, qb)
+        mine = [q for q, h in zip(questions, held, strict=True) if h]
+        cells = []
+        for model in (False, True):
+            right = wrong = missed = 0
+            for q, share in zip(mine, shares, strict=True):
+                want = q["kind"] if q["kind"] in kinds.ASKED else None
+                got = _read(q["text"], dict(zip(labels, share.tolist(), strict=True)), model)
+                right += got == want
+                wrong += got is not None and got != want
+                missed += got is None and want is not None
+            cells.append(f"{right} / {wrong} / {missed}")
+        print(f"| {part} | {len(mine)} | {cells[0]} | {cells[1]} |")
     w, b = train(x, y, len(kinds.KINDS))
+    qw, qb = train(qx, qy, len(labels))
     model = {
-        "about": "what kind of fact a held line is; benchmarks/kinds/train.py",
+        "about": "what kind of fact a held line is, and a question asks; benchmarks/kinds/train.py",
         "lines": len(rows),
         "l2": L2,
         "steps": STEPS,
         "kinds": list(kinds.KINDS),
         "bias": [round(float(v), 6) for v in b],
         "weights": [[round(float(v), 6) for v in row] for row in w],
+        "questions": {
+            "questions": len(questions),
+            "labels": labels,
+            "bias": [round(float(v), 6) for v in qb],
+            "weights": [[round(float(v), 6) for v in row] for row in qw],
+        },
     }
     if args.check:
         same = kinds.WEIGHTS.exists() and _close(json.loads(kinds.WEIGHTS.read_text()), model)
@@ -129,9 +168,12 @@ def main() -> int:
     return 0
 
 
-def _close(a: dict[str, object], b: dict[str, object]) -> bool:
-    wa, wb = np.array(a["weights"]), np.array(b["weights"])
-    return wa.shape == wb.shape and bool(np.allclose(wa, wb, atol=1e-3))
+def _close(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    for one, other in ((a, b), (a.get("questions", {}), b["questions"])):
+        wa, wb = np.array(one.get("weights", [])), np.array(other["weights"])
+        if wa.shape != wb.shape or not np.allclose(wa, wb, atol=1e-3):
+            return False
+    return True
 
 
 if __name__ == "__main__":

@@ -60,9 +60,11 @@ close second may hold the answer as well as the first, so it stays."""
 
 _QUESTION_START = re.compile(
     r"^\s*(what|who|whom|whose|where|when|which|why|how|do|does|did|is|are|am|was|were|can|"
-    r"could|have|has|had|will|would|should|remind me|tell me)\b",
+    r"could|have|has|had|will|would|should|remind me|tell me"
+    r"|whats|wats?|wot|whos|wheres|whens|hows|whys)\b",
     re.IGNORECASE,
 )
+"""A question's first word, also as typed in a hurry ("whats my pets name", "wat do i do")."""
 
 # Words that say when, not what: in a question they are a date filter, and matching them
 # against core memory ("this year") would take any dated fact for the answer.

@@ -54,6 +54,7 @@ from langgraph_memgpt.small_model.kinds import (
     animal_asked,
     kind_asked,
     kind_of,
+    likely_of,
     may_be,
 )
 from langgraph_memgpt.small_model.people import KEPT_ANIMALS, RELATION, is_relation, names_in
@@ -811,14 +812,18 @@ class KindAsked:
 def lines_of_kind_asked(question: str, held: Sequence[str]) -> KindAsked:
     """The held lines that answer ``question`` by their kind (`kinds`).
 
-    None when it asks for no kind, none is held, or more than `HELD_OF_A_KIND` are.
+    The lines the kind model is `kinds.SURE` of, or else the one most likely of the kind
+    (`kinds.likely_of`). None when it asks for no kind, none is held, or more than
+    `HELD_OF_A_KIND` are.
     """
     kind = kind_asked(question)
     if kind is None:
         return KindAsked()
-    lines = tuple(line for line in held if kind_of(line) == kind)
-    if (animal := animal_asked(question)) is not None:
-        lines = tuple(line for line in lines if about_the_animal(line, animal))
+    animal = animal_asked(question)
+    answering = [line for line in held if animal is None or about_the_animal(line, animal)]
+    lines = tuple(line for line in answering if kind_of(line) == kind)
+    if not lines and (likely := likely_of(answering, kind)) is not None:
+        lines = (likely,)
     if not lines or len(lines) > HELD_OF_A_KIND:
         return KindAsked()
     maybe = tuple(line for line in held if may_be(line, kind))

@@ -759,11 +759,11 @@ def test_the_users_we_copied_beside_the_agents_your_is_said_to_them() -> None:
             "I'm called [Your Name].",
             "Your name is Fergus.",
         ),
-        (  # an animal of theirs named by its kind, after "our"
+        (  # an animal of theirs named by its kind, after "our": its line answers
             "Name is Ana.\nOur golden retriever Bruno is fourteen.",
             "What's our retriever called?",
             "I don't know: I have nothing about that in my memory.",
-            "Your golden retriever is Bruno.",
+            "Your golden retriever Bruno is fourteen.",
         ),
         (  # any name the user gave themselves answers
             "Name is Thandi.\nIs Thandiwe, but friends call user Thandi.",
@@ -1049,3 +1049,28 @@ def test_an_answer_saying_the_held_fact_in_the_questions_words_stands() -> None:
     assert _answered(human, "What am I allergic to?", "You're allergic to sesame.") == (
         "You're allergic to sesame."
     )
+
+
+STORY_HELD = (
+    "Name is Ada.\n"
+    "Since half six user has been on the roof of the library on Mill Lane relaying slates "
+    "in the wind, the apprentice dropped a whole pallet, and user's sister rang twice about "
+    "the christening.\n"
+    "Swims every morning."
+)
+
+
+@pytest.mark.parametrize("question", ["What do I do at work?", "What do I do all day at work?"])
+def test_asked_for_their_work_a_long_story_of_their_day_answers(question: str) -> None:
+    """Work told only through a day's story is the line the kind model finds most likely
+    work, though not sure of it (`kinds.likely_of`); a question no rule reads as asking
+    for work is read by the question model."""
+    said = _answered(STORY_HELD, question, "I don't know: I have nothing about that in my memory.")
+    assert "slates" in said
+
+
+def test_a_line_most_likely_of_another_kind_does_not_answer() -> None:
+    """Nothing held is most likely of the kind asked: the model's "I don't know" stands."""
+    dont_know = "I don't know: I have nothing about that in my memory."
+    human = "Name is Ada.\nSwims every morning.\nDaughter Ines lives in Porto with two kids."
+    assert _answered(human, "What do I do at work?", dont_know) == dont_know
