@@ -281,6 +281,39 @@ def asks_across_sessions(query: str) -> bool:
     return bool(_ACROSS_SESSIONS.search(query))
 
 
+_BETWEEN = (
+    re.compile(
+        r"\bbetween\s+when\s+(?P<first>[^?!]+?),?\s+and\s+when\s+(?P<second>[^?!]+)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\bbetween\s+(?:when\s+)?(?P<first>[^?.!]+?)\s+and\s+(?:when\s+)?(?P<second>[^?.!]+)",
+        re.IGNORECASE,
+    ),
+)
+"""Two events asked between: "between when X and when Y" split there, else at the first
+"and" after "between"."""
+
+
+def two_events(query: str) -> tuple[str, str] | None:
+    """The two events a question asks between, or None.
+
+    "How many days passed between when I got my API key and when I finished the
+    wireframe?" asks between "I got my API key" and "I finished the wireframe".
+
+    Each event is told in its own message, often sessions apart, and the question's words
+    rank one of them far above the other: each is also searched alone
+    (``search.hybrid_search``). None unless both parts have words to search.
+    """
+    found = _BETWEEN[0].search(query) or _BETWEEN[1].search(query)
+    if found is None:
+        return None
+    first, second = found["first"].strip(" ,"), found["second"].strip(" ,")
+    if not (query_words(first) and query_words(second)):
+        return None
+    return first, second
+
+
 def topic_of(query: str, names: Iterable[str]) -> str:
     """``query`` without the ``names`` it mentions, to embed; the query itself if nothing is left.
 

@@ -26,6 +26,7 @@ mode.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from langgraph_memgpt.stores.mentions import (
     ASKER_WEIGHT_ACROSS,
     asks_about_asker,
     asks_across_sessions,
+    two_events,
 )
 from langgraph_memgpt.stores.ranking import (
     RARE_MATCHES,
@@ -410,40 +412,16 @@ def spread_sessions(
     return spread + list(fused[SPREAD_HEAD:]), items
 
 
-def hybrid_search(
-    tier: Tier, source: SignalSource[T], query: str, mode: SearchMode, page: int, page_size: int
-) -> SearchPage[T]:
-    """Rank the candidates of ``source`` for ``query`` and return one page, best first.
+def _ranking(
+    tier: Tier, source: SignalSource[T], query: str, terms: list[str], mode: SearchMode, k: int
+) -> tuple[list[tuple[int, float]], Mapping[int, T], int | None]:
+    """Every candidate of ``source`` for ``query``, fused, best first.
 
-    Args:
-        tier: :data:`RECALL` or :data:`ARCHIVAL`.
-        source: the backend's signals for this search (filters applied).
-        query: any text.
-        mode: ``"hybrid"``, ``"fts"`` or ``"vector"``.
-        page: page number, from 0.
-        page_size: results per page.
-
-    Returns:
-        The page; ``total`` as the module docstring says.
-
-    Raises:
-        ValueError: an unknown mode, a bad page, or recall's "vector" mode without an
-            embedding model.
+    Also the items read on the way (`spread_sessions`) and, in "vector" mode, the count of
+    candidates with a vector.
     """
-    check_mode(mode)
-    check_page(page, page_size)
-    vectors = source.has_vectors
-    if not vectors and mode == "vector":
-        if tier.refuse_vector_mode:
-            raise ValueError(f"vector search needs an embedding model; this {tier.name} has none")
-        mode = "fts"
-    pool = tier.pool
-    terms = query_terms(query)
-    if not terms:
-        return source.listing(page, page_size)
     search = _Search(source, query, terms)
-    with_vectors = vectors and mode != "fts"
-    k = pool.size(page, page_size)
+    with_vectors = source.has_vectors and mode != "fts"
     if with_vectors and not source.vectors_wait_for_words(query, mode):
         search.begin_vectors(mode, k)  # beside the words, where the backend can
     if mode != "vector":
@@ -476,6 +454,61 @@ def hybrid_search(
     read: Mapping[int, T] = {}
     if tier.spreads_sessions and across:
         fused, read = spread_sessions(fused, source)
+    return fused, read, total
+
+
+def take_turns(rankings: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[int, float]]:
+    """The rankings merged by taking their next unseen result in turns, first to last."""
+    merged: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for row in itertools.zip_longest(*rankings):
+        for pair in row:
+            if pair is not None and pair[0] not in seen:
+                seen.add(pair[0])
+                merged.append(pair)
+    return merged
+
+
+def hybrid_search(
+    tier: Tier, source: SignalSource[T], query: str, mode: SearchMode, page: int, page_size: int
+) -> SearchPage[T]:
+    """Rank the candidates of ``source`` for ``query`` and return one page, best first.
+
+    Args:
+        tier: :data:`RECALL` or :data:`ARCHIVAL`.
+        source: the backend's signals for this search (filters applied).
+        query: any text.
+        mode: ``"hybrid"``, ``"fts"`` or ``"vector"``.
+        page: page number, from 0.
+        page_size: results per page.
+
+    Returns:
+        The page; ``total`` as the module docstring says.
+
+    Raises:
+        ValueError: an unknown mode, a bad page, or recall's "vector" mode without an
+            embedding model.
+    """
+    check_mode(mode)
+    check_page(page, page_size)
+    vectors = source.has_vectors
+    if not vectors and mode == "vector":
+        if tier.refuse_vector_mode:
+            raise ValueError(f"vector search needs an embedding model; this {tier.name} has none")
+        mode = "fts"
+    terms = query_terms(query)
+    if not terms:
+        return source.listing(page, page_size)
+    k = tier.pool.size(page, page_size)
+    fused, read, total = _ranking(tier, source, query, terms, mode, k)
+    events = two_events(query) if mode == "hybrid" else None
+    if events is not None:
+        # Each event's own ranking beside the question's, taken in turns: a question
+        # joining two events needs the message of each, and one of them often outranks
+        # every message of the other.
+        each = [_ranking(tier, source, event, query_terms(event), mode, k) for event in events]
+        fused = take_turns([fused, *(ranked for ranked, _, _ in each)])
+        read = {key: item for _, items, _ in each for key, item in items.items()} | dict(read)
     total = len(fused) if total is None else max(total, len(fused))
     found: Mapping[int, T]
     if tier.shows_repeats_once:

@@ -970,3 +970,69 @@ def test_a_message_said_again_word_for_word_takes_one_result(recall: Recall) -> 
         repeated,
     ]
     assert recall.search("fig tree balcony", mode="fts", page_size=2, page=1).hits == []
+
+
+_KEY_THEN_WIREFRAME = [
+    *(
+        msg(n, f"Chat {n} about lunch, the weather and the football.", thread="s0")
+        for n in range(30)
+    ),
+    *(
+        msg(
+            40 + n,
+            f"OpenWeather API key note {n}: the OpenWeather API key and its key rules.",
+            thread="s1",
+        )
+        for n in range(6)
+    ),
+    msg(
+        60,
+        "Long evening. I sat with coffee, moved boxes around, argued with myself about colours, "
+        "tried three fonts, threw two away, rang my sister, ate toast, and somewhere in all "
+        "that I finished the wireframe: a search box at the top, forecast cards below it, a "
+        "settings cog in the corner, and a footer that nobody will ever read, I suspect.",
+        thread="s2",
+    ),
+]
+
+
+def test_a_question_between_two_events_gets_the_message_of_each(recall: Recall) -> None:
+    """ "How many days passed between when I got my API key and when I finished the
+    wireframe?": one event's many messages outrank the other's one, so each event is also
+    searched alone and the rankings take turns (``mentions.two_events``), on both
+    backends."""
+    recall.add(_KEY_THEN_WIREFRAME)
+
+    def first_page(query: str) -> list[str]:
+        hits = recall.search(query, mode="hybrid", page_size=4).hits
+        return [m.item.message_id.rsplit("-", 1)[-1] for m in hits]
+
+    asked = (
+        "How many days passed between when I got my OpenWeather API key"
+        " and when I finished the wireframe?"
+    )
+    plain = "How many days passed after I got my OpenWeather API key and I finished the wireframe?"
+    assert "60" not in first_page(plain)
+    found = first_page(asked)
+    assert "60" in found and len({str(40 + n) for n in range(6)} & set(found)) >= 2
+
+
+def test_the_two_events_of_a_question_are_read_from_its_words() -> None:
+    from langgraph_memgpt.stores.mentions import two_events
+
+    assert two_events(
+        "How long between when I moved to Leeds and when I started at the bakery?"
+    ) == (
+        "I moved to Leeds",
+        "I started at the bakery",
+    )
+    assert two_events("How many weeks passed between the wedding and the move?") == (
+        "the wedding",
+        "the move",
+    )
+    assert two_events("What is the difference between a loan and a mortgage?") == (
+        "a loan",
+        "a mortgage",
+    )
+    assert two_events("Was there a gap between the two sessions?") is None
+    assert two_events("Did I mention cats and dogs?") is None
