@@ -247,7 +247,19 @@ ASKER_WEIGHT_ACROSS = 0.5
 """The asker's lift for a question across conversations (`asks_across_sessions`): a
 summary of how the user went about something is told as much by the assistant's replies
 as by the user's messages (half of a BEAM dev summary's evidence), and at 1.0 two of ten
-summaries lost all their evidence from the page."""
+summaries lost all their evidence from the page. Not for a question about what the asker
+brought up themselves (`asks_for_own_words`): its lift is the whole `ASKER_WEIGHT`."""
+
+_OWN_WORDS = re.compile(r"\bI\s+(?:br(?:ought|ing)\s+up|mention(?:ed)?|raised?|ask(?:ed)?)\b")
+
+
+def asks_for_own_words(query: str) -> bool:
+    """Whether ``query`` asks what its asker brought up themselves.
+
+    "The order in which I brought up ...", "what I asked about": the answer is in their
+    own messages, not in the replies. A case-sensitive "I": the asker of themselves.
+    """
+    return _OWN_WORDS.search(query) is not None
 
 
 def asks_about_asker(query: str) -> bool:

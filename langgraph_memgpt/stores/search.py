@@ -39,6 +39,7 @@ from langgraph_memgpt.stores.mentions import (
     ASKER_WEIGHT_ACROSS,
     asks_about_asker,
     asks_across_sessions,
+    asks_for_own_words,
     two_events,
 )
 from langgraph_memgpt.stores.ranking import (
@@ -443,7 +444,8 @@ def _ranking(
             # only the vector pool brought, which would then pass for a match.
             own = source.askers_own(matched_keys(search.signals))
             if own:
-                weight = ASKER_WEIGHT_ACROSS if across else ASKER_WEIGHT
+                halved = across and not asks_for_own_words(query)
+                weight = ASKER_WEIGHT_ACROSS if halved else ASKER_WEIGHT
                 search.signals.append(Signal(dict.fromkeys(own, 1.0), weight=weight))
     fused = fuse(
         search.signals,

@@ -801,7 +801,8 @@ ASKER_CHAT = [
 def test_a_question_about_its_asker_lifts_the_askers_own_messages(recall: Recall) -> None:
     """Asked in the first person ("when does my sprint end?") or about "the user", a
     hybrid search lifts the user's own messages by ``mentions.ASKER_WEIGHT`` (by
-    ``ASKER_WEIGHT_ACROSS`` asked across conversations): the user's
+    ``ASKER_WEIGHT_ACROSS`` asked across conversations, unless it asks what the asker
+    brought up: ``mentions.asks_for_own_words``): the user's
     statement comes before the assistant's reply that holds more of the words, on both
     backends. Asked without its asker, or in words-only mode, the words rank alone."""
     from langgraph_memgpt.stores.mentions import ASKER_WEIGHT, ASKER_WEIGHT_ACROSS
@@ -828,6 +829,10 @@ def test_a_question_about_its_asker_lifts_the_askers_own_messages(recall: Recall
     across = scores("How did my sprint progress?")
     plain_across = scores("How did the sprint progress?")
     assert across[statement] == pytest.approx(plain_across[statement] + ASKER_WEIGHT_ACROSS)
+    # What the asker brought up is in their own messages: the whole lift.
+    own = scores("In what order did I mention the sprint across our chats?")
+    plain_own = scores("In what order did they mention the sprint across our chats?")
+    assert own[statement] == pytest.approx(plain_own[statement] + ASKER_WEIGHT)
 
 
 DASHBOARD_CHAT = [
