@@ -11,7 +11,8 @@ lines that tell one lasting fact inside a story full of other kinds' words, and 
 labelled ``other``); and ``questions.jsonl``, questions a user asks about themselves
 labelled with the kind whose line answers them, or ``none``, by the sessions of parts a, b,
 d and e. The question rules were written on part a's questions; part b's were read only to
-report. `kinds.LIKELY` and `kinds.QUESTION_SURE` were chosen on part d; part e reports.
+report. `kinds.LIKELY` (blocks of seven lines drawn from one part, as ``human`` holds them)
+and `kinds.QUESTION_SURE` were chosen on part d; part e reports.
 
 Models: multinomial logistic regression on each line's MiniLM vector (plain gradient
 descent from zero, fixed steps: the same data gives the same weights); the same on each
@@ -83,6 +84,36 @@ def _read(question: str, shares: dict[str, float], model: bool) -> str | None:
         kinds.question_shares = real  # type: ignore[assignment]
 
 
+def _blocks(p: np.ndarray, y: np.ndarray, likely: bool, draws: int = 2000) -> str:
+    """How the lines chosen to answer fare in ``draws`` blocks of seven (seeded), as
+    ``voice.lines_of_kind_asked`` chooses: every line `kinds.SURE` of the kind asked, or
+    with ``likely`` and none sure, the one `kinds.likely_of` takes."""
+    rng = np.random.default_rng(7)
+    right = wrong = none = taken = 0
+    for _ in range(draws):
+        block = rng.choice(len(y), size=7, replace=False)
+        kind = kinds.KINDS.index(kinds.ASKED[int(rng.integers(len(kinds.ASKED)))])
+        own = p[block].argmax(axis=1)
+        chosen = [i for i in block if p[i].argmax() == kind and p[i, kind] >= kinds.SURE]
+        if not chosen and likely:
+            fit = [
+                i
+                for i, o in zip(block, own, strict=True)
+                if o == kind and p[i, kind] >= kinds.LIKELY
+            ]
+            chosen = [max(fit, key=lambda i: p[i, kind])] if fit else []
+        if (y[block] == kind).any():
+            if not chosen:
+                none += 1
+            elif all(y[i] == kind for i in chosen):
+                right += 1
+            else:
+                wrong += 1
+        elif chosen:
+            taken += 1
+    return f"{right} / {wrong} / {none} | {taken}"
+
+
 def _sure(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> list[str | None]:
     p = _probabilities(x, w, b)
     best = p.argmax(axis=1)
@@ -114,6 +145,21 @@ def main() -> int:
             found = sum(t == kind and s == kind for t, s in zip(truth, said, strict=True))
             wrong = sum(t != kind and s == kind for t, s in zip(truth, said, strict=True))
             print(f"| {part} | {kind} | {lines} | {found} | {wrong} |")
+    print()
+    print("blocks of seven lines drawn at random from one long-line part, one kind asked:")
+    print("the line chosen to answer, by the model trained on the other parts")
+    print("| part | rule | kind held: right / wrong line / none | not held: a line taken |")
+    print("|---|---|---|---|")
+    for part in ("d", "e"):
+        held = parts == part
+        w, b = train(x[~held], y[~held], len(kinds.KINDS))
+        for rule, likely in (
+            (f"sure ({kinds.SURE})", False),
+            (f"or likely ({kinds.LIKELY})", True),
+        ):
+            print(
+                f"| {part} | {rule} | {_blocks(_probabilities(x[held], w, b), y[held], likely)} |"
+            )
     questions = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
     labels = [*kinds.ASKED, "none"]
     qy = np.array(
