@@ -1,11 +1,17 @@
-"""Full-text scoring: per-term BM25 equals the OR-query's, capped to a term's newest matches."""
+"""Full-text scoring: per-term BM25 equals the OR-query's, capped to a term's newest matches;
+the filter read from a small index."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import sqlite_utils
 
+from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores, match_phrase
+from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
+from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
 
 DOCS = [
@@ -69,3 +75,49 @@ def test_the_filter_applies_before_the_cap(docs: sqlite_utils.Database) -> None:
     # Agent b's rows 3 and 6 are red's newest but one; the cap counts only a's rows.
     scores = bm25_scores(docs, "docs_fts", "docs", ["red"], "b.agent = ?", ["a"], term_cap=2)
     assert set(scores) == {7, 2}
+
+
+def _recall_with(db: sqlite_utils.Database) -> SqliteRecallMemory:
+    folder = Path(db.conn.execute("PRAGMA database_list").fetchone()[2]).parent
+    recall = SqliteRecallMemory(db, "ada", None, folder / "faiss")
+    recall.add(
+        [
+            RecallMessage("ada", "t1", f"m{i}", "user", text, f"2026-12-0{i}T10:00:00+00:00")
+            for i, text in enumerate(
+                ["The red fox jumps.", "A red apple.", "The dog sleeps."], start=1
+            )
+        ]
+    )
+    return recall
+
+
+def test_a_word_search_filters_its_matches_through_the_search_rows_index(
+    db: sqlite_utils.Database,
+) -> None:
+    # A long message's row holds its text and context (several pages); the filter's
+    # columns are read from the small index entry instead (schema.SEARCH_ROWS).
+    recall = _recall_with(db)
+    seen: list[str] = []
+    db.conn.set_trace_callback(seen.append)
+    hits = recall.search("red", mode="fts").hits
+    db.conn.set_trace_callback(None)
+    assert {h.item.message_id for h in hits[:2]} == {"m1", "m2"}
+    scored = [sql for sql in seen if "bm25(recall_fts)" in sql]
+    assert scored
+    for sql in scored:
+        plan = " ".join(str(r[3]) for r in db.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "COVERING INDEX recall_search_rows" in plan
+
+
+def test_a_file_without_the_index_is_searched_through_its_table(tmp_path: Path) -> None:
+    # A file opened read-only is not migrated: it may predate the index.
+    db = open_db(tmp_path / "memory.sqlite")
+    _recall_with(db)
+    db.conn.execute("DROP INDEX recall_search_rows")
+    db.conn.commit()
+    db.conn.close()
+    old = open_db(tmp_path / "memory.sqlite", read_only=True)
+    recall = SqliteRecallMemory(old, "ada", None, tmp_path / "faiss")
+    hits = recall.search("red", mode="fts").hits
+    assert {h.item.message_id for h in hits[:2]} == {"m1", "m2"}
+    old.conn.close()

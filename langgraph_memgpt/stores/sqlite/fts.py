@@ -15,6 +15,9 @@ import sqlite_utils
 
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
+SEARCH_ROW_INDEXES = {"recall": "recall_search_rows"}
+"""A content table's covering index for the filter of a search (``schema.SEARCH_ROWS``)."""
+
 
 def match_phrase(word: str) -> str:
     """The FTS5 MATCH expression for one word of :func:`query_words`.
@@ -22,6 +25,23 @@ def match_phrase(word: str) -> str:
     Quoted, it is never a syntax error, since such a word is only letters and digits.
     """
     return f'"{word}"'
+
+
+def filtered_rows(db: sqlite_utils.Database, base_table: str) -> str:
+    """``base_table AS b``, its rows read through its covering index where the file has one.
+
+    Named (``INDEXED BY``), since the planner, with no statistics, prefers the table's own
+    key; checked, since a file opened read-only is not migrated and may lack it.
+    """
+    index = SEARCH_ROW_INDEXES.get(base_table)
+    if (
+        index is not None
+        and db.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (index,)
+        ).fetchone()
+    ):
+        return f"{base_table} AS b INDEXED BY {index}"
+    return f"{base_table} AS b"
 
 
 def bm25_scores(
@@ -69,7 +89,7 @@ def bm25_scores(
     # after the cap instead of sorting every match.
     sql = (
         f"SELECT f.rowid, -bm25({fts_table}) FROM {fts_table} AS f "
-        f"CROSS JOIN {base_table} AS b ON b.id = f.rowid "
+        f"CROSS JOIN {filtered_rows(db, base_table)} ON b.id = f.rowid "
         f"WHERE {fts_table} MATCH ? AND ({where}) ORDER BY f.rowid DESC LIMIT ?"
     )
     limit = -1 if term_cap is None else term_cap
@@ -100,7 +120,7 @@ def term_matches(
     """
     sql = (
         f"SELECT f.rowid FROM {fts_table} AS f "
-        f"CROSS JOIN {base_table} AS b ON b.id = f.rowid "
+        f"CROSS JOIN {filtered_rows(db, base_table)} ON b.id = f.rowid "
         f"WHERE {fts_table} MATCH ? AND ({where}) LIMIT ?"
     )
     return {

@@ -17,6 +17,7 @@ counts them from the text, for a text written since and not yet caught up.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
@@ -65,6 +66,16 @@ def fts5_tokens(texts: Sequence[str]) -> list[list[str]]:
     else:
         conn.execute("DELETE FROM t")
     return tokens
+
+
+@functools.lru_cache(maxsize=4096)
+def term_tokens(term: str) -> tuple[str, ...]:
+    """A query term's FTS5 tokens (nearly always one stem), remembered.
+
+    A search asks for each of its terms, and a term's tokens never change (the tokenizer
+    is fixed).
+    """
+    return tuple(fts5_tokens([term])[0])
 
 
 def occurrences(tokens: Sequence[str], phrase: Sequence[str]) -> int:
@@ -144,4 +155,5 @@ __all__ = [
     "occurrences",
     "part_words",
     "term_documents",
+    "term_tokens",
 ]

@@ -47,6 +47,7 @@ from langgraph_memgpt.stores.sqlite.fts_parts import (
     fts_corpus,
     part_words,
     term_documents,
+    term_tokens,
 )
 
 
@@ -300,7 +301,7 @@ def with_best_parts(
     documents = {term: term_documents(db, fts_table, term) for term in holders}
     if any(df > corpus.documents for df in documents.values()):
         return whole  # the statistics predate this transaction's writes (see fts_corpus)
-    stems = dict(zip(holders, fts5_tokens(list(holders)), strict=True))
+    stems = {term: term_tokens(term) for term in holders}
     items = {item for ids in holders.values() for item in ids}
     source = SOURCES[fts_table]
     stale = {

@@ -109,6 +109,20 @@ so the old entry is always removed before the new one is added). ``created_at`` 
 stored as ISO-8601 UTC with microseconds, so text order is time order whatever offset or
 precision a timestamp was written with."""
 
+SEARCH_ROWS = (
+    "CREATE INDEX IF NOT EXISTS recall_search_rows "
+    "ON recall (id, agent_id, searchable, created_at, role, thread_id, message_id)",
+)
+"""What a word search filters its matches by, one small entry per message (migration 10).
+
+A word search looks each FTS5 match up by id to apply its filter (agent, searchable,
+dates, roles, messages left out). Through the table, each lookup reads a row that holds the
+message's text and its context (about 15 kB a long message, several pages); through this
+index, which covers every column a recall filter names, it reads a few dozen bytes. At 1M
+tokens of long messages that was about a third of a word search's time
+(``benchmarks/beam_scale.py``). ``fts.SEARCH_ROW_INDEXES`` names it for the searches."""
+
+
 ARCHIVAL = (
     """CREATE TABLE IF NOT EXISTS archival (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -230,6 +244,7 @@ __all__ = [
     "CORE",
     "DELETIONS",
     "RECALL",
+    "SEARCH_ROWS",
     "RECALL_COLUMNS",
     "RECALL_COPIED",
     "RETENTION",
