@@ -214,7 +214,7 @@ def main() -> int:
         "lines": len(rows),
         "l2": L2,
         "steps": STEPS,
-        "kinds": list(kinds.KINDS),
+        "labels": list(kinds.KINDS),
         "bias": [round(float(v), 6) for v in b],
         "weights": [[round(float(v), 6) for v in row] for row in w],
         "questions": {

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 WEIGHTS = Path(__file__).with_name("kind_weights.json")
-"""The trained models: lines, ``{"kinds": [...], "weights": [[384 floats] per kind],
-"bias": [...]}``; questions, the same under ``"questions"`` (``"labels"``: `ASKED` and
+"""The trained models: lines, ``{"labels": [...] (`KINDS`), "weights": [[384 floats] per
+label], "bias": [...]}``; questions, the same under ``"questions"`` (labels: `ASKED` and
 "none")."""
 
 KINDS = ("name", "work", "health", "home", "family", "pet", "likes", "plans", "other")
@@ -198,7 +198,7 @@ def _model(part: str = "lines") -> tuple[tuple[str, ...], np.ndarray, np.ndarray
     data = json.loads(WEIGHTS.read_text())
     if part == "questions":
         data = data["questions"]
-    labels = data["kinds"] if "kinds" in data else data["labels"]
+    labels = data["labels"]
     weights = np.asarray(data["weights"], dtype=np.float32)
     return tuple(labels), weights, np.asarray(data["bias"], dtype=np.float32)
 

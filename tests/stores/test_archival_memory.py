@@ -374,6 +374,37 @@ def test_hnsw_archive_finds_the_same_passages(open_archive: Any) -> None:
     assert "Biscuit" in top_text(memory, "what kind of puppy does she have?")
 
 
+def test_a_question_between_two_events_gets_the_passage_of_each(open_archive: Any) -> None:
+    """The split of a question between two events (``mentions.two_events``) serves archival
+    as it serves recall: one event's many passages outrank the other's one, so each event is
+    also searched alone and the rankings take turns, on both backends."""
+    memory = open_archive("alice")
+    chatter = [f"Chat {n} about lunch, the weather and the football." for n in range(30)]
+    notes = [
+        f"OpenWeather API key note {n}: the OpenWeather API key and its key rules."
+        for n in range(6)
+    ]
+    wireframe = (
+        "Long evening. I sat with coffee, moved boxes around, argued with myself about "
+        "colours, tried three fonts, threw two away, rang my sister, ate toast, and somewhere "
+        "in all that I finished the wireframe: a search box at the top, forecast cards below "
+        "it, a settings cog in the corner, and a footer that nobody will ever read, I suspect."
+    )
+    memory.insert_many([NewPassage(text) for text in [*chatter, *notes, wireframe]])
+
+    def first_page(query: str) -> list[str]:
+        return [hit.item.text for hit in memory.search(query, mode="hybrid", page_size=4).hits]
+
+    asked = (
+        "How many days passed between when I got my OpenWeather API key"
+        " and when I finished the wireframe?"
+    )
+    plain = "How many days passed after I got my OpenWeather API key and I finished the wireframe?"
+    assert wireframe not in first_page(plain)
+    found = first_page(asked)
+    assert wireframe in found and len(set(notes) & set(found)) >= 2
+
+
 # ---------------------------------------------------------------- statistics
 
 
