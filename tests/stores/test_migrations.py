@@ -1,8 +1,10 @@
 """Every earlier schema version opens, and is upgraded in place, nothing lost.
 
 The SQLite fixtures under ``tests/fixtures/sqlite`` were written by the package's own code
-at earlier commits (``make_fixtures.py`` says which); each is a version-0 file of one
-historic shape. Postgres' numbered migrations are in ``test_postgres_backend.py``.
+at earlier commits (``make_fixtures.py`` says which): a version-0 file of each historic
+shape before numbering, and a file of each numbered version a migration has since left
+behind (its version opens its name). Postgres' numbered migrations are in
+``test_postgres_backend.py``.
 """
 
 from __future__ import annotations
@@ -61,13 +63,19 @@ def pragmas(path: Path) -> tuple[int, int]:
         conn.close()
 
 
-def test_there_is_a_fixture_for_every_shape_before_numbering() -> None:
+def version_in_name(path: Path) -> int:
+    """The version a fixture was written at: ``v9-...`` is 9."""
+    return int(path.stem.split("-")[0].removeprefix("v"))
+
+
+def test_there_is_a_fixture_for_every_shape_before_numbering_and_since() -> None:
     assert [p.stem for p in OLD_FILES] == [
         "v0-before-counts",
         "v0-before-keys",
         "v0-before-rekey",
         "v0-before-sections",
         "v0-unnumbered",
+        "v9-before-search-rows",
     ]
     assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1))
 
@@ -79,7 +87,8 @@ def test_a_file_of_an_earlier_version_is_upgraded_and_keeps_everything(
     folder = tmp_path / "data"
     folder.mkdir()
     shutil.copyfile(old, folder / "memory.sqlite")
-    assert pragmas(folder / "memory.sqlite") == (0, 0)
+    version = version_in_name(old)
+    assert pragmas(folder / "memory.sqlite") == (version, APPLICATION_ID if version else 0)
 
     memory = open_memory(folder, "ada", embedding_model="none")
     assert pragmas(folder / "memory.sqlite") == (LATEST, APPLICATION_ID)
