@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
+from langgraph_memgpt.stores.sqlite.archival import NewPassage, SqliteArchivalMemory
 from langgraph_memgpt.stores.sqlite.db import open_db
 from langgraph_memgpt.stores.sqlite.fts import bm25_scores, match_phrase
 from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
@@ -107,6 +108,24 @@ def test_a_word_search_filters_its_matches_through_the_search_rows_index(
     for sql in scored:
         plan = " ".join(str(r[3]) for r in db.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
         assert "COVERING INDEX recall_search_rows" in plan
+
+
+def test_an_archival_word_search_filters_through_its_search_rows_index(
+    db: sqlite_utils.Database,
+) -> None:
+    folder = Path(db.conn.execute("PRAGMA database_list").fetchone()[2]).parent
+    archive = SqliteArchivalMemory(db, "ada", embeddings=None, cache_dir=folder / "faiss")
+    archive.insert_many([NewPassage("The red fox jumps."), NewPassage("The dog sleeps.")])
+    seen: list[str] = []
+    db.conn.set_trace_callback(seen.append)
+    hits = archive.search("red", mode="fts", start_date="2020-01-01").hits
+    db.conn.set_trace_callback(None)
+    assert [h.item.text for h in hits][:1] == ["The red fox jumps."]
+    scored = [sql for sql in seen if "bm25(archival_fts)" in sql]
+    assert scored
+    for sql in scored:
+        plan = " ".join(str(r[3]) for r in db.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "COVERING INDEX archival_search_rows" in plan
 
 
 def test_a_file_without_the_index_is_searched_through_its_table(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import sqlite_utils
 
 from langgraph_memgpt.stores.words import TERM_MATCH_CAP
 
-SEARCH_ROW_INDEXES = {"recall": "recall_search_rows"}
+SEARCH_ROW_INDEXES = {"recall": "recall_search_rows", "archival": "archival_search_rows"}
 """A content table's covering index for the filter of a search (``schema.SEARCH_ROWS``)."""
 
 

@@ -156,10 +156,12 @@ def _archival_facts(conn: sqlite3.Connection) -> None:
 
 
 def _search_rows(conn: sqlite3.Connection) -> None:
-    """Recall's covering index for a word search's filter (``schema.SEARCH_ROWS``)."""
-    if "recall" in _tables(conn):
-        for statement in SEARCH_ROWS:
-            conn.execute(statement)
+    """Each tier's covering index for a word search's filter (``schema.SEARCH_ROWS``).
+
+    Both tables exist by now (migration 5 creates what is missing).
+    """
+    for statement in SEARCH_ROWS:
+        conn.execute(statement)
 
 
 MIGRATIONS: tuple[Migration[sqlite3.Connection], ...] = (
@@ -172,7 +174,7 @@ MIGRATIONS: tuple[Migration[sqlite3.Connection], ...] = (
     Migration(7, "the messages a passage was made from", _archival_sources),
     Migration(8, "long texts' parts counted when written", _part_terms),
     Migration(9, "passages with their fact key and the passage they replace", _archival_facts),
-    Migration(10, "recall's search rows indexed apart from their texts", _search_rows),
+    Migration(10, "search rows indexed apart from their texts", _search_rows),
 )
 LATEST = latest_version(MIGRATIONS)
 

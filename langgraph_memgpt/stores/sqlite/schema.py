@@ -112,15 +112,18 @@ precision a timestamp was written with."""
 SEARCH_ROWS = (
     "CREATE INDEX IF NOT EXISTS recall_search_rows "
     "ON recall (id, agent_id, searchable, created_at, role, thread_id, message_id)",
+    "CREATE INDEX IF NOT EXISTS archival_search_rows ON archival (id, agent_id, created_at)",
 )
-"""What a word search filters its matches by, one small entry per message (migration 10).
+"""What a word search filters its matches by, one small entry per text (migration 10).
 
 A word search looks each FTS5 match up by id to apply its filter (agent, searchable,
-dates, roles, messages left out). Through the table, each lookup reads a row that holds the
-message's text and its context (about 15 kB a long message, several pages); through this
-index, which covers every column a recall filter names, it reads a few dozen bytes. At 1M
-tokens of long messages that was about a third of a word search's time
-(``benchmarks/beam_scale.py``). ``fts.SEARCH_ROW_INDEXES`` names it for the searches."""
+dates, roles, messages left out; a passage's agent and dates). Through the table, each
+lookup reads a row that holds the text (and a message's context: about 15 kB a long
+message, several pages); through these indexes, which cover every column a filter names
+but the tags (matched by id in their own table), it reads a few dozen bytes. At 1M tokens
+of long messages that was about a quarter of a word search's time
+(``benchmarks/results/history.md``). ``fts.SEARCH_ROW_INDEXES`` names them for the
+searches."""
 
 
 ARCHIVAL = (
