@@ -3,7 +3,9 @@ the filter read from a small index."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import sqlite_utils
@@ -14,6 +16,8 @@ from langgraph_memgpt.stores.sqlite.fts import bm25_scores, match_phrase
 from langgraph_memgpt.stores.sqlite.recall import SqliteRecallMemory
 from langgraph_memgpt.stores.types import RecallMessage
 from langgraph_memgpt.stores.words import query_terms
+
+T = TypeVar("T")
 
 DOCS = [
     ("a", "the red fox jumps over the lazy dog"),
@@ -78,8 +82,7 @@ def test_the_filter_applies_before_the_cap(docs: sqlite_utils.Database) -> None:
     assert set(scores) == {7, 2}
 
 
-def _recall_with(db: sqlite_utils.Database) -> SqliteRecallMemory:
-    folder = Path(db.conn.execute("PRAGMA database_list").fetchone()[2]).parent
+def _recall_with(db: sqlite_utils.Database, folder: Path) -> SqliteRecallMemory:
     recall = SqliteRecallMemory(db, "ada", None, folder / "faiss")
     recall.add(
         [
@@ -92,46 +95,52 @@ def _recall_with(db: sqlite_utils.Database) -> SqliteRecallMemory:
     return recall
 
 
+def _plans_while(
+    db: sqlite_utils.Database, fts_table: str, search: Callable[[], T]
+) -> tuple[T, list[str]]:
+    """What ``search`` returns, and the plan of each statement that scored ``fts_table``."""
+    seen: list[str] = []
+    db.conn.set_trace_callback(seen.append)
+    try:
+        found = search()
+    finally:
+        db.conn.set_trace_callback(None)
+    scored = [sql for sql in seen if f"bm25({fts_table})" in sql]
+    plans = [
+        " ".join(str(r[3]) for r in db.conn.execute(f"EXPLAIN QUERY PLAN {sql}")) for sql in scored
+    ]
+    return found, plans
+
+
 def test_a_word_search_filters_its_matches_through_the_search_rows_index(
-    db: sqlite_utils.Database,
+    db: sqlite_utils.Database, tmp_data_dir: Path
 ) -> None:
     # A long message's row holds its text and context (several pages); the filter's
     # columns are read from the small index entry instead (schema.SEARCH_ROWS).
-    recall = _recall_with(db)
-    seen: list[str] = []
-    db.conn.set_trace_callback(seen.append)
-    hits = recall.search("red", mode="fts").hits
-    db.conn.set_trace_callback(None)
-    assert {h.item.message_id for h in hits[:2]} == {"m1", "m2"}
-    scored = [sql for sql in seen if "bm25(recall_fts)" in sql]
-    assert scored
-    for sql in scored:
-        plan = " ".join(str(r[3]) for r in db.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
-        assert "COVERING INDEX recall_search_rows" in plan
+    recall = _recall_with(db, tmp_data_dir)
+    page, plans = _plans_while(db, "recall_fts", lambda: recall.search("red", mode="fts"))
+    assert {h.item.message_id for h in page.hits[:2]} == {"m1", "m2"}
+    assert plans
+    assert all("COVERING INDEX recall_search_rows" in plan for plan in plans)
 
 
 def test_an_archival_word_search_filters_through_its_search_rows_index(
-    db: sqlite_utils.Database,
+    db: sqlite_utils.Database, tmp_data_dir: Path
 ) -> None:
-    folder = Path(db.conn.execute("PRAGMA database_list").fetchone()[2]).parent
-    archive = SqliteArchivalMemory(db, "ada", embeddings=None, cache_dir=folder / "faiss")
+    archive = SqliteArchivalMemory(db, "ada", embeddings=None, cache_dir=tmp_data_dir / "faiss")
     archive.insert_many([NewPassage("The red fox jumps."), NewPassage("The dog sleeps.")])
-    seen: list[str] = []
-    db.conn.set_trace_callback(seen.append)
-    hits = archive.search("red", mode="fts", start_date="2020-01-01").hits
-    db.conn.set_trace_callback(None)
-    assert [h.item.text for h in hits][:1] == ["The red fox jumps."]
-    scored = [sql for sql in seen if "bm25(archival_fts)" in sql]
-    assert scored
-    for sql in scored:
-        plan = " ".join(str(r[3]) for r in db.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
-        assert "COVERING INDEX archival_search_rows" in plan
+    page, plans = _plans_while(
+        db, "archival_fts", lambda: archive.search("red", mode="fts", start_date="2020-01-01")
+    )
+    assert [h.item.text for h in page.hits][:1] == ["The red fox jumps."]
+    assert plans
+    assert all("COVERING INDEX archival_search_rows" in plan for plan in plans)
 
 
 def test_a_file_without_the_index_is_searched_through_its_table(tmp_path: Path) -> None:
     # A file opened read-only is not migrated: it may predate the index.
     db = open_db(tmp_path / "memory.sqlite")
-    _recall_with(db)
+    _recall_with(db, tmp_path)
     db.conn.execute("DROP INDEX recall_search_rows")
     db.conn.commit()
     db.conn.close()
