@@ -20,6 +20,7 @@ whole; a sentence it cannot turn safely (a "we") is kept as the user said it, in
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Collection, Sequence
 
@@ -28,6 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCa
 from langgraph_memgpt.small_model.core_gate import (
     as_a_note,
     fact_sentences,
+    goes_on_from_name,
     name_in,
     names_themselves,
     speaks_about_themselves,
@@ -35,6 +37,8 @@ from langgraph_memgpt.small_model.core_gate import (
 )
 from langgraph_memgpt.stores.words import topic_stems
 from langgraph_memgpt.turn.tokens import content_text
+
+_JOINING = re.compile(r"^(?:and|but|so)\s+", re.IGNORECASE)
 
 AUTO_SAVE_FLAG = "memgpt_auto_saved"
 """On an AI message: how many of its calls the loop added (facts the model did not save)."""
@@ -53,6 +57,9 @@ def notes_for(message: str) -> list[str]:
         if name is not None:
             notes.append(f"Name is {name_in(name)}.")
             rest = (sentence[: name.start()] + sentence[name.end() :]).strip(" ,;:-\u2013\u2014")
+            rest = _JOINING.sub("", rest)  # "Siobhán's the name, and I teach piano."
+            if goes_on_from_name(name):
+                rest = f"I'm {rest}"  # "I'm Rustam, from Samarkand": "I'm from Samarkand"
             if not speaks_about_themselves(rest) or len(topic_stems(rest)) < 2:
                 continue
             if not fact_sentences(rest):

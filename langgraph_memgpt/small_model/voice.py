@@ -190,7 +190,7 @@ _NOT_VERBS = frozenset(
 )
 
 _GIVEN_NAME = re.compile(
-    r"^[ \t-]*(?:(?i:user['\u2019]s)\s+)?(?i:name) is ([A-Z][\w'\u2019-]+)"
+    r"^[ \t-]*(?:(?i:user['\u2019]s)\s+)?(?i:name) is ([A-Z][\w'\u2019-]+(?: [A-Z][\w'\u2019-]+)?)"
     r"|^[ \t-]*(?i:is) ([A-Z][\w'\u2019-]+)\s*[,.]"
     r"|\b(?i:call|calls) (?i:user|me|them) ([A-Z][\w'\u2019-]+)",
     re.M,
@@ -501,6 +501,10 @@ def _each_sentence(reply: str, change: Callable[[str], str]) -> str:
     return "".join(part if index % 2 else change(part) for index, part in enumerate(parts))
 
 
+_THE_NAME = re.compile(r"^\W*[A-Z][\w'\u2019-]+(?:['\u2019]s|\s+is)\s+(?:the|my)\s+name\b")
+"""A name stated, not a speaker introduced: "Leilani's the name." answers "What's my name?"."""
+
+
 def intros_to_the_user(reply: str, names: set[str]) -> str:
     """``reply`` without the user's self-introduction copied as the agent's.
 
@@ -512,8 +516,9 @@ def intros_to_the_user(reply: str, names: set[str]) -> str:
 
     def greeted(sentence: str) -> str:
         named = names_themselves(sentence.strip())
-        name = name_in(named) if named is not None else None
-        return f"Nice to meet you, {name}!" if name in names else sentence
+        if named is None or _THE_NAME.match(sentence):
+            return sentence
+        return f"Nice to meet you, {name_in(named)}!" if name_in(named) in names else sentence
 
     return _each_sentence(reply, greeted) if names else reply
 
@@ -597,12 +602,18 @@ def _names(name: str, text: str) -> bool:
 
 _ANY_KIN = rf"(?:{RELATION}|{'|'.join(sorted(KIN, key=len, reverse=True))})"
 _ASKS_OWN_NAME = re.compile(
-    r"\b(?:what(?:['\u2019]s|\s+is|\s+was)|tell\s+me|do\s+you\s+(?:know|remember)|"
-    r"remind\s+me\s+(?:of\s+)?)\s+my\s+(?:(?:full|first|real|given)\s+)?name\b"
-    r"|\bwho\s+am\s+i\b|\bwhat\s+(?:do|does)\s+(?:everyone|people|friends)\s+call\s+me\b"
-    r"|\bwhat\s+i(?:['\u2019]m|\s+am)\s+called\b",
+    r"\b(?:what(?:['\u2019]s|\s+is|\s+was)|tell\s+me|(?:know|remember)(?:\s+what)?|"
+    r"remind\s+me(?:\s+of)?)\s+my\s+(?:(?:full|first|middle|last|real|given|sur)\s*)?"
+    r"name\b"
+    r"|\bwho\s+am\s+i\s*[?.!]*\s*$"
+    r"|\bwhat\s+(?:do|does|did)\s+(?:[\w'\u2019-]+\s+){1,5}?call\s+me\b"
+    r"|\bwhat\s+(?:should|shall|will|would|can|could|do)\s+you\s+call\s+me\b"
+    r"|\bwhat\s+name\s+(?:did|do)\s+i\s+(?:give|go\s+by|use)\b"
+    r"|\bwhat\s+(?:i(?:['\u2019]m|\s+am)|am\s+i)\s+called\b",
     re.IGNORECASE,
 )
+"""A question asking the user's own name, however put: "Do you know what my name is?", "What
+do people back home call me?", "What should you call me?", "What name did I give you?"."""
 _ASKS_KIN_NAME = re.compile(
     rf"\b(?:my|our)\s+(?:[a-z]+\s+)?(?P<kin>{_ANY_KIN})"
     rf"(?:['\u2019]s?\s+(?:(?:full|first)\s+)?name\b|\s+(?:called|named)\b)"
@@ -817,8 +828,8 @@ def lines_of_kind_asked(question: str, held: Sequence[str]) -> KindAsked:
     `HELD_OF_A_KIND` are.
     """
     kind = kind_asked(question)
-    if kind is None:
-        return KindAsked()
+    if kind is None or name_asked(question) == "":
+        return KindAsked()  # their own name is `the_name_asked`'s ("What do people here call me?")
     animal = animal_asked(question)
     answering = [line for line in held if animal is None or about_the_animal(line, animal)]
     lines = tuple(line for line in answering if kind_of(line) == kind)

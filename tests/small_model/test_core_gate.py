@@ -737,6 +737,45 @@ def test_a_fact_saved_earlier_in_the_same_thread_counts_as_held() -> None:
     assert [c["name"] for c in kept.tool_calls] == ["send_message"]
 
 
+@pytest.mark.parametrize(
+    ("said", "notes"),
+    [
+        (
+            "Hello, I'm Oksana, from Kharkiv originally.",
+            ["Name is Oksana.", "Is from Kharkiv originally."],
+        ),
+        ("Hey there, I'm Mei Ling.", ["Name is Mei Ling."]),
+        ("Siobhán's the name, and I teach piano.", ["Name is Siobhán.", "Teaches piano."]),
+        ("I mostly go by Teo.", ["Name is Teo."]),
+        ("Priyanka, that's me.", ["Name is Priyanka."]),
+        ("My full name is Bartholomew but nobody has time for that.", ["Name is Bartholomew."]),
+        ("My nan started calling me Pip when I was two and it stuck.", ["Name is Pip."]),
+        ("You can put me down as Kwame.", ["Name is Kwame."]),
+        ("Yusuf typing, on my lunch break.", ["Name is Yusuf."]),
+    ],
+)
+def test_a_name_given_in_the_many_ways_people_give_it_is_a_name(
+    said: str, notes: list[str]
+) -> None:
+    """The forms the first rules missed (they read 1 name in 4 on the sixth to tenth
+    scenario sets): a sentence going on after "I'm ...", a first and second name, "...'s the
+    name", "go by", "that's me", a full name, what others call them."""
+    assert notes_for(said) == notes
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I'm Nigerian, from Lagos originally.",
+        "I'm Irish, and proud of it.",
+        "My sister's full name is Anastasia.",
+        "Don't call me Monday, I'm busy.",
+    ],
+)
+def test_what_someone_is_or_another_persons_name_is_no_name_of_theirs(said: str) -> None:
+    assert not any(note.startswith("Name is") for note in notes_for(said))
+
+
 def test_a_name_given_with_a_greeting_after_it_or_after_a_foreign_hello_is_a_name() -> None:
     assert notes_for("This is Tomasz, hi there.") == ["Name is Tomasz."]
     assert notes_for("Salut salut, Margaux here, nice to meet you") == ["Name is Margaux."]

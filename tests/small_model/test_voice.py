@@ -771,6 +771,24 @@ def test_the_users_we_copied_beside_the_agents_your_is_said_to_them() -> None:
             "Your name is Thandiwe.",
             "Your name is Thandiwe.",
         ),
+        (  # their name asked as what people call them, a line of their place held
+            "Name is Efe.\nLives in Benin City, near the ring road.",
+            "What do people in my street call me?",
+            "I don't know: I have nothing about that in my memory.",
+            "Your name is Efe.",
+        ),
+        (  # their name asked as what the agent should call them
+            "Name is Mei Ling.\nTeaches swimming to toddlers.",
+            "What should you call me?",
+            "I'm not sure.",
+            "Your name is Mei Ling.",
+        ),
+        (  # their full name, stated inside a longer line
+            "Friends shout 'Bart' across the yard, but the full name is Bartholomew.",
+            "Do you know what my name is?",
+            "I don't know: I have nothing about that in my memory.",
+            "Your name is Bartholomew.",
+        ),
     ],
 )
 def test_a_name_asked_for_is_answered_with_the_one_memory_ties_to_them(
