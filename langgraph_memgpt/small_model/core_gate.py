@@ -417,7 +417,7 @@ _NAME = re.compile(
     rf"|^(?i:it['\u2019]s|it is)\s+(?!(?i:{_NOT_NAMES})\b)([A-Z][a-z][\w'-]*)"
     r"\s*(?:[.!]|,\s*(?i:for the record|here|by the way|btw)\b|$)"
     rf"|{_IM_NAME_THEN}"
-    rf"|^({_A_NAME})(?:['\u2019]s|\s+is)\s+(?i:the|my)\s+name\b"
+    rf"|^(?P<stated>{_A_NAME})(?:['\u2019]s|\s+is)\s+(?i:the|my)\s+name\b"
     rf"|^({_A_NAME}),\s+(?i:that['\u2019]?s|that is)\s+me\b"
     rf"|\b(?i:i\s+(?:\w+\s+)?go\s+by|put\s+me\s+down\s+as|(?:call|calls|calling|called)\s+me)"
     rf"\s+(?!(?i:{_NOT_NAMES})\b)({_A_NAME})"
@@ -441,6 +441,11 @@ def names_themselves(sentence: str) -> re.Match[str] | None:
 def name_in(introduction: re.Match[str]) -> str:
     """The name a `names_themselves` match introduces."""
     return next(group for group in introduction.groups() if group)
+
+
+def states_the_name(introduction: re.Match[str]) -> bool:
+    """Whether it states the name rather than introduces a speaker ("Leilani's the name.")."""
+    return introduction.group("stated") is not None
 
 
 def goes_on_from_name(introduction: re.Match[str]) -> bool:

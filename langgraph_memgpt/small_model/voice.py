@@ -47,6 +47,7 @@ from langgraph_memgpt.small_model.core_gate import (
     introduced_names,
     name_in,
     names_themselves,
+    states_the_name,
     tells_without_i,
 )
 from langgraph_memgpt.small_model.kinds import (
@@ -501,10 +502,6 @@ def _each_sentence(reply: str, change: Callable[[str], str]) -> str:
     return "".join(part if index % 2 else change(part) for index, part in enumerate(parts))
 
 
-_THE_NAME = re.compile(r"^\W*[A-Z][\w'\u2019-]+(?:['\u2019]s|\s+is)\s+(?:the|my)\s+name\b")
-"""A name stated, not a speaker introduced: "Leilani's the name." answers "What's my name?"."""
-
-
 def intros_to_the_user(reply: str, names: set[str]) -> str:
     """``reply`` without the user's self-introduction copied as the agent's.
 
@@ -516,9 +513,10 @@ def intros_to_the_user(reply: str, names: set[str]) -> str:
 
     def greeted(sentence: str) -> str:
         named = names_themselves(sentence.strip())
-        if named is None or _THE_NAME.match(sentence):
-            return sentence
-        return f"Nice to meet you, {name_in(named)}!" if name_in(named) in names else sentence
+        if named is None or states_the_name(named):
+            return sentence  # "Leilani's the name." answers "What's my name?"
+        name = name_in(named)
+        return f"Nice to meet you, {name}!" if name in names else sentence
 
     return _each_sentence(reply, greeted) if names else reply
 
